@@ -1,0 +1,32 @@
+# Two commands on a fresh machine:  `make demo`  and  `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+OUT ?= out/demo
+
+.PHONY: demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	# the CPU build of torch first (local wheel on these machines), then the project and its extras
+	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e ".[test,torch,data]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) -m integrators.demo --out $(OUT)
+
+test: $(VENV)/.installed
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q tests
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check .
+
+bench: $(VENV)/.installed
+	$(PY) benchmarks/bench_kernels.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -1,0 +1,295 @@
+"""The public entry point: pick a target, a scheme, a plan, ``h``, ``gamma``, chains, steps,
+burn-in, seed and observers; get a :class:`SampleResult`.
+
+    >>> from integrators import GaussianTarget, sample
+    >>> res = sample(GaussianTarget.one_d_example(), scheme="ubu", plan="sms", h=0.1,
+    ...              n_chains=100, n_steps=2000, burn_in=200, seed=1)
+    >>> res.mean.shape
+    (1,)
+
+Every argument is validated before any Numba code runs; a bad value raises ``ValueError``
+naming it.  Chains run in blocks of ``BLOCK_SIZE``; block ``b`` draws its path, its batches and
+its initial velocities from generators seeded by ``SeedSequence(seed, spawn_key=(b, stream))``,
+so the same seed gives identical output and adding chains never changes existing ones.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from integrators.bounce import make_box
+from integrators.kernel import kernel_for, no_test_functions
+from integrators.plans import PLAN_CODES, force_scale
+from integrators.schemes import SCHEMES
+from integrators.targets import Target, force_data, force_for
+
+BLOCK_SIZE = 256
+PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
+
+
+def block_generator(seed: int, block: int, stream: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(block, stream))))
+
+
+@dataclass
+class SampleResult:
+    """What a run observed.  Statistics pool the chains that did not diverge.
+
+    ``chain_mean`` / ``chain_second_moment``: per-chain time averages after burn-in (diagonal);
+    ``chain_outer``: per-chain averages of ``x x^T`` when ``full_moments`` was asked for;
+    ``chain_tests``: per-chain averages of the test functions; ``samples``: thinned samples
+    ``(n_chains, n_keep, d)``; ``diverged_at``: first non-finite step per chain (-1: never);
+    ``x``, ``v``: final states.
+    """
+
+    scheme: str
+    plan: str
+    h: float
+    gamma: float
+    n_steps: int
+    burn_in: int
+    seed: int
+    chain_mean: np.ndarray
+    chain_second_moment: np.ndarray
+    chain_outer: np.ndarray | None
+    chain_tests: np.ndarray | None
+    samples: np.ndarray | None
+    diverged_at: np.ndarray
+    x: np.ndarray
+    v: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.diverged_at < 0
+
+    @property
+    def n_diverged(self) -> int:
+        return int(np.sum(~self.ok))
+
+    @property
+    def diverged(self) -> bool:
+        return self.n_diverged > 0
+
+    @property
+    def first_divergence_step(self) -> int | None:
+        steps = self.diverged_at[~self.ok]
+        return int(steps.min()) if steps.size else None
+
+    def _pooled(self, per_chain):
+        if not np.any(self.ok):
+            raise RuntimeError(
+                f"all {len(self.ok)} chains of {self.scheme} x {self.plan} at h={self.h} diverged "
+                f"(first at step {self.first_divergence_step}); no statistics to report")
+        return per_chain[self.ok]
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self._pooled(self.chain_mean).mean(axis=0)
+
+    @property
+    def second_moment(self) -> np.ndarray:
+        return self._pooled(self.chain_second_moment).mean(axis=0)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return self.second_moment - self.mean**2
+
+    @property
+    def mean_se(self) -> np.ndarray:
+        """Standard error of :attr:`mean` from the spread of independent chains."""
+        m = self._pooled(self.chain_mean)
+        return m.std(axis=0, ddof=1) / math.sqrt(m.shape[0])
+
+    @property
+    def variance_se(self) -> np.ndarray:
+        """Standard error of :attr:`variance` (delta method over independent chains)."""
+        m1 = self._pooled(self.chain_mean)
+        m2 = self._pooled(self.chain_second_moment)
+        lin = m2 - 2.0 * self.mean * m1
+        return lin.std(axis=0, ddof=1) / math.sqrt(m1.shape[0])
+
+    @property
+    def test_means(self) -> np.ndarray:
+        return self._pooled(self.chain_tests).mean(axis=0)
+
+    @property
+    def test_se(self) -> np.ndarray:
+        t = self._pooled(self.chain_tests)
+        return t.std(axis=0, ddof=1) / math.sqrt(t.shape[0])
+
+    def summary(self) -> str:
+        if not np.any(self.ok):
+            return (f"{self.scheme} x {self.plan}, h={self.h:g}: DIVERGED "
+                    f"(all chains; first at step {self.first_divergence_step})")
+        msg = (f"{self.scheme} x {self.plan}, h={self.h:g}, gamma={self.gamma:g}: "
+               f"mean={_fmt(self.mean)} +/- {_fmt(self.mean_se)}, "
+               f"var={_fmt(self.variance)} +/- {_fmt(self.variance_se)}")
+        if self.diverged:
+            msg += f"; {self.n_diverged} chains diverged (first at step {self.first_divergence_step})"
+        return msg
+
+
+def _fmt(values) -> str:
+    return "[" + ", ".join(f"{val:.4g}" for val in np.ravel(values)) + "]"
+
+
+def _positive_float(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return value
+
+
+def _int_at_least(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+    return int(value)
+
+
+def _initial_state(name, value, n_chains, dim, default):
+    arr = default if value is None else np.asarray(value, dtype=float)
+    if arr.ndim == 1:
+        if arr.shape != (dim,):
+            raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
+        arr = np.broadcast_to(arr, (n_chains, dim))
+    if arr.shape != (n_chains, dim):
+        raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return np.array(arr, dtype=float, order="C")
+
+
+def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed):
+    if not isinstance(target, Target):
+        raise ValueError(f"target must be a Target (e.g. GaussianTarget), got {type(target).__name__}")
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
+    if plan not in PLAN_CODES:
+        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+    h = _positive_float("h", h)
+    gamma = _positive_float("gamma", gamma)
+    n_chains = _int_at_least("n_chains", n_chains, 1)
+    n_steps = _int_at_least("n_steps", n_steps, 1)
+    burn_in = _int_at_least("burn_in", burn_in, 0)
+    if burn_in >= n_steps:
+        raise ValueError(f"burn_in must be smaller than n_steps={n_steps}, got {burn_in}")
+    seed = _int_at_least("seed", seed, 0)
+    if plan == "full":
+        batch_size = target.n_data if batch_size is None else batch_size
+    elif batch_size is None:
+        raise ValueError(f"batch_size is required for plan {plan!r}")
+    batch_size = _int_at_least("batch_size", batch_size, 1)
+    if batch_size > target.n_data:
+        raise ValueError(f"batch_size={batch_size} is larger than the data ({target.n_data} terms)")
+    return h, gamma, n_chains, n_steps, burn_in, batch_size, seed
+
+
+def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
+           burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
+           x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
+           test_functions=None, n_test_functions=0, path_refine=1, threads=None,
+           divergence_bound=1e8) -> SampleResult:
+    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
+
+    Parameters: ``h`` step size, ``gamma`` friction, ``burn_in`` steps excluded from statistics,
+    ``batch_size`` (required except for ``plan="full"``), ``x0`` / ``v0`` initial states (default:
+    ``target.initial_point()`` and standard normal velocities), ``control_variate`` (at ``x_ref``,
+    default the L-BFGS mode), ``box_center`` / ``box_half_width`` for the elastic bounce,
+    ``keep`` thinned samples per chain, ``full_moments`` to track ``x x^T``,
+    ``test_functions`` a Numba function ``f(x, out)`` filling ``n_test_functions`` values,
+    ``path_refine`` (a power of two) to drive the run with the Brownian path of ``h / path_refine``,
+    ``threads`` worker threads (default: all cores), ``divergence_bound``: a chain is reported
+    diverged at the first step where a coordinate of x or v is non-finite or exceeds it.
+    """
+    h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
+        target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
+    keep = _int_at_least("keep", keep, 0)
+    divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    path_refine = _int_at_least("path_refine", path_refine, 1)
+    if path_refine & (path_refine - 1):
+        raise ValueError(f"path_refine must be a power of two, got {path_refine}")
+    n_test_functions = _int_at_least("n_test_functions", n_test_functions, 0)
+    if n_test_functions and test_functions is None:
+        raise ValueError("n_test_functions > 0 needs test_functions")
+    threads = (os.cpu_count() or 1) if threads is None else _int_at_least("threads", threads, 1)
+    dim = target.dim
+    box = make_box(dim, box_center, box_half_width)
+    x0 = _initial_state("x0", x0, n_chains, dim, target.initial_point())
+    if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
+        raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
+    v_given = None if v0 is None else _initial_state("v0", v0, n_chains, dim, None)
+    tdata = force_data(target, control_variate, x_ref)
+    module = SCHEMES[scheme]
+    coef = module.coefficients(h, gamma)
+    scale = force_scale(plan, target.n_data, batch_size)
+    force = force_for(target)
+    kernel = kernel_for(module, force)
+    test_fn = no_test_functions if test_functions is None else test_functions
+    n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
+
+    x = x0
+    v = np.empty((n_chains, dim))
+    sum_x = np.zeros((n_chains, dim))
+    sum_xx = np.zeros((n_chains, dim))
+    sum_outer = np.zeros((n_chains, dim, dim) if full_moments else (n_chains, 0, 0))
+    sum_tests = np.zeros((n_chains, n_test_functions))
+    samples = np.zeros((n_chains, keep, dim))
+    diverged_at = np.full(n_chains, -1, dtype=np.int64)
+
+    blocks = [(b, b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains))
+              for b in range(math.ceil(n_chains / BLOCK_SIZE))]
+
+    def run_block(spec, steps=n_steps):
+        b, lo, hi = spec
+        if v_given is None:
+            v[lo:hi] = block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, dim))
+        else:
+            v[lo:hi] = v_given[lo:hi]
+        kernel(coef, gamma, 0.5 * h / path_refine,
+                   path_refine, x[lo:hi], v[lo:hi], steps, burn_in, n_keep_stride,
+                   PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
+                   block_generator(seed, b, PATH_STREAM), block_generator(seed, b, PLAN_STREAM),
+                   divergence_bound, test_fn, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
+                   samples[lo:hi], diverged_at[lo:hi])
+
+    # compile on a throw-away copy first so that threads never compile concurrently
+    _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
+             tdata, box, test_fn, full_moments, n_test_functions, keep)
+    if threads == 1 or len(blocks) == 1:
+        for spec in blocks:
+            run_block(spec)
+    else:
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(run_block, blocks))
+
+    n_stat = n_steps - burn_in
+    return SampleResult(
+        scheme=scheme, plan=plan, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
+        chain_mean=sum_x / n_stat, chain_second_moment=sum_xx / n_stat,
+        chain_outer=sum_outer / n_stat if full_moments else None,
+        chain_tests=sum_tests / n_stat if n_test_functions else None,
+        samples=samples if keep else None, diverged_at=diverged_at, x=x, v=v,
+        meta={"batch_size": batch_size, "n_chains": n_chains, "control_variate": control_variate,
+              "path_refine": path_refine, "target": target.name},
+    )
+
+
+def _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
+             tdata, box, test_fn, full_moments, n_tests, keep):
+    kernel(coef, gamma, 0.5 * h / path_refine, path_refine,
+               np.zeros((1, dim)), np.zeros((1, dim)), 0, 0, 1, PLAN_CODES[plan], batch_size,
+               scale, target.n_data, tdata, box, np.random.default_rng(0),
+               np.random.default_rng(0), 1.0, test_fn, np.zeros((1, dim)), np.zeros((1, dim)),
+               np.zeros((1, dim, dim) if full_moments else (1, 0, 0)), np.zeros((1, n_tests)),
+               np.zeros((1, keep, dim)), np.full(1, -1, dtype=np.int64))

@@ -1,0 +1,134 @@
+"""The Numba kernel: one scheme x one plan x one target, vectorized over a block of chains.
+
+Chains run one after the other (each chain's state stays in cache), each drawing its path
+from ``rng_path`` and its batches from ``rng_plan`` in a fixed order, so a chain's output depends
+only on the seed, its block and its place in the block.  Observers are streamed: running sums of
+first and second moments and of user test functions, and thinned samples; memory does not grow
+with the number of steps.  A chain whose state becomes non-finite is frozen and its step
+recorded (non-finite, or a coordinate of x or v beyond ``bound`` in absolute value); it keeps consuming its random numbers so that the chains after it are unchanged.
+
+The path is drawn ``refine`` fine intervals per half step and composed exactly, so a run at
+``h`` with ``refine = 2^L`` sees the very same Brownian path as a run at ``h / 2^L``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+from integrators._unmanaged import unmanaged
+from integrators.brownian import pair_cholesky
+from integrators.plans import next_batch
+
+
+@nb.njit(nogil=True)
+def no_test_functions(x, out):
+    """The default observer: no extra test functions."""
+    return
+
+
+@nb.njit(nogil=True, inline="always")
+def draw_step_path(rng, l11, l21, l22, decay_fine, refine, dW, J):
+    """Fill ``dW, J`` (shape (2, d)) with the pair over each half step, composed from
+    ``refine`` fine intervals (interval-major, coordinates inner)."""
+    d = dW.shape[1]
+    for half in range(2):
+        for a in range(d):
+            dW[half, a] = 0.0
+            J[half, a] = 0.0
+        for _ in range(refine):
+            for a in range(d):
+                z1 = rng.standard_normal()
+                z2 = rng.standard_normal()
+                dW[half, a] += l11 * z1
+                J[half, a] = decay_fine * J[half, a] + l21 * z1 + l22 * z2
+
+
+_KERNELS: dict = {}
+
+
+def kernel_for(scheme_module, force):
+    """The kernel for one scheme and one target class, compiled once and cached.
+
+    The scheme's step and the target's force are closed over (not passed as arguments) so that
+    Numba inlines them into the chain loop.
+    """
+    key = (scheme_module.NAME, force)
+    if key not in _KERNELS:
+        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, force.unmanage)
+    return _KERNELS[key]
+
+
+def _make_kernel(step, fsal, force, unmanage):
+    @nb.njit(nogil=True)
+    def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
+                   plan_code, batch_size, scale, n_data, tdata, box, rng_path, rng_plan, bound,
+                   test_fn, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at):
+        n_chains, d = x.shape
+        l11, l21, l22 = pair_cholesky(gamma, tau_fine)
+        decay_fine = math.exp(-gamma * tau_fine)
+        # work buffers are kept alive by these names until the function returns
+        own_dW, own_J, own_g = np.empty((2, d)), np.empty((2, d)), np.zeros(d)
+        own_batch = np.empty(max(batch_size, n_data), dtype=np.int64)
+        own_perm = np.empty(n_data, dtype=np.int64)
+        own_position = np.zeros(1, dtype=np.int64)
+        own_tvals = np.zeros(sum_tests.shape[1])
+        dW, J, g = unmanaged(own_dW), unmanaged(own_J), unmanaged(own_g)
+        batch, perm, position = unmanaged(own_batch), unmanaged(own_perm), unmanaged(own_position)
+        tvals = unmanaged(own_tvals)
+        x, v, coef = unmanaged(x), unmanaged(v), unmanaged(coef)
+        sum_x, sum_xx, sum_outer = unmanaged(sum_x), unmanaged(sum_xx), unmanaged(sum_outer)
+        sum_tests, samples = unmanaged(sum_tests), unmanaged(samples)
+        diverged_at = unmanaged(diverged_at)
+        tdata = unmanage(tdata)
+        box = (unmanaged(box[0]), unmanaged(box[1]), unmanaged(box[2]))
+        track_outer = sum_outer.shape[1] > 0
+        n_keep = samples.shape[1]
+        for c in range(n_chains):
+            xc = x[c]
+            vc = v[c]
+            for i in range(n_data):
+                perm[i] = i
+            position[0] = 0
+            dead = False
+            kept = 0
+            if fsal:
+                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch)
+                force(xc, g, batch, n_b, scale, tdata)
+            for k in range(1, n_steps + 1):
+                draw_step_path(rng_path, l11, l21, l22, decay_fine, refine, dW, J)
+                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch)
+                if dead:
+                    continue
+                step(xc, vc, g, coef, dW, J, force, batch, n_b, scale, tdata, box)
+                size = 0.0
+                for a in range(d):
+                    size = max(size, abs(xc[a]), abs(vc[a]))
+                if not size <= bound:  # also true for NaN
+                    dead = True
+                    diverged_at[c] = k
+                    continue
+                if k <= burn_in:
+                    continue
+                for a in range(d):
+                    sum_x[c, a] += xc[a]
+                    sum_xx[c, a] += xc[a] * xc[a]
+                if track_outer:
+                    for a in range(d):
+                        for b in range(d):
+                            sum_outer[c, a, b] += xc[a] * xc[b]
+                if tvals.shape[0] > 0:
+                    test_fn(xc, tvals)
+                    for t in range(tvals.shape[0]):
+                        sum_tests[c, t] += tvals[t]
+                if kept < n_keep and (k - burn_in) % thin == 0:
+                    for a in range(d):
+                        samples[c, kept, a] = xc[a]
+                    kept += 1
+        # touch the owners last so that they outlive every unmanaged view above
+        own_dW[0, 0] = own_J[0, 0] + own_g[0] + own_batch[0] + own_perm[0] + own_position[0]
+        own_tvals[:] = 0.0
+
+    return run_chains

@@ -1,0 +1,34 @@
+"""Euler-Maruyama for kinetic Langevin (SG-HMC under the ``iid`` plan; the paper's Algorithm SG-EM).
+
+    x' = x + h v
+    v' = v - h G(x, w_k) - h gamma v + sqrt(2 gamma) dW
+
+with ``dW`` the Brownian increment over the whole step (the sum of its two half-step pieces).
+"""
+
+import math
+
+import numba as nb
+import numpy as np
+
+from integrators.bounce import reflect
+
+NAME = "em"
+WEAK_ORDER = 1.0
+STRONG_ORDER = 1.0
+FSAL = False
+
+
+def coefficients(h: float, gamma: float) -> np.ndarray:
+    return np.array([h, gamma, math.sqrt(2.0 * gamma)])
+
+
+@nb.njit(nogil=True, inline="always")
+def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    h, gamma, noise = coef[0], coef[1], coef[2]
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(x.shape[0]):
+        v_old = v[a]
+        x[a] += h * v_old
+        v[a] = v_old - h * g[a] - h * gamma * v_old + noise * (dW[0, a] + dW[1, a])
+    reflect(x, v, box)

@@ -1,0 +1,42 @@
+"""OBABO, first-same-as-last: ``O(h/2) B(h/2) A(h) B(h/2) O(h/2)``.
+
+    v <- e^{-gamma h/2} v + sqrt(2 gamma) J_1      (J over the first half step)
+    v <- v - h/2 g                                  (g = G(x_k, w_{k+1}), cached)
+    x <- x + h v
+    g <- G(x_{k+1}, w_{k+2})
+    v <- v - h/2 g
+    v <- e^{-gamma h/2} v + sqrt(2 gamma) J_2      (J over the second half step)
+
+Included to show that a new scheme is one file.
+"""
+
+import math
+
+import numba as nb
+import numpy as np
+
+from integrators.bounce import reflect
+
+NAME = "obabo"
+WEAK_ORDER = 2.0
+STRONG_ORDER = 1.0
+FSAL = True
+
+
+def coefficients(h: float, gamma: float) -> np.ndarray:
+    return np.array([h, math.exp(-0.5 * gamma * h), math.sqrt(2.0 * gamma)])
+
+
+@nb.njit(nogil=True, inline="always")
+def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    h, eta_half, noise = coef[0], coef[1], coef[2]
+    d = x.shape[0]
+    for a in range(d):
+        v[a] = eta_half * v[a] + noise * J[0, a]
+        v[a] -= 0.5 * h * g[a]
+        x[a] += h * v[a]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        v[a] -= 0.5 * h * g[a]
+        v[a] = eta_half * v[a] + noise * J[1, a]

@@ -1,0 +1,48 @@
+"""UBU: ``U(h/2) B(h) U(h/2)`` (Sanz-Serna and Zygalakis; the paper's Algorithm SG-UBU).
+
+U(tau) is the exact Ornstein-Uhlenbeck flow of ``dX = V dt, dV = -gamma V dt + sqrt(2 gamma) dW``
+over ``tau = h/2``, written with the path pair ``(dW, J)`` of that half step:
+
+    v' = e^{-gamma tau} v + sqrt(2 gamma) J
+    x' = x + (1 - e^{-gamma tau}) / gamma * v + sqrt(2 gamma) / gamma * (dW - J)
+
+B(h) is the kick ``v' = v - h G(x, w_k)`` with the step's minibatch.  One force per step.
+"""
+
+import math
+
+import numba as nb
+import numpy as np
+
+from integrators.bounce import reflect
+
+NAME = "ubu"
+WEAK_ORDER = 2.0
+STRONG_ORDER = 2.0
+FSAL = False
+
+
+def coefficients(h: float, gamma: float) -> np.ndarray:
+    eta = math.exp(-0.5 * gamma * h)
+    return np.array([h, eta, -math.expm1(-0.5 * gamma * h) / gamma,
+                     math.sqrt(2.0 * gamma), math.sqrt(2.0 * gamma) / gamma])
+
+
+@nb.njit(nogil=True, inline="always")
+def _half_u(x, v, coef, dW, J, half):
+    eta, x_from_v, v_noise, x_noise = coef[1], coef[2], coef[3], coef[4]
+    for a in range(x.shape[0]):
+        x[a] += x_from_v * v[a] + x_noise * (dW[half, a] - J[half, a])
+        v[a] = eta * v[a] + v_noise * J[half, a]
+
+
+@nb.njit(nogil=True, inline="always")
+def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    h = coef[0]
+    _half_u(x, v, coef, dW, J, 0)
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(x.shape[0]):
+        v[a] -= h * g[a]
+    _half_u(x, v, coef, dW, J, 1)
+    reflect(x, v, box)

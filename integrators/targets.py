@@ -1,0 +1,397 @@
+"""Targets: potentials ``f(x) = f_0(x) + sum_i f_i(x)`` with per-datum gradients usable from Numba.
+
+Every target exposes ``arrays`` (a tuple of numpy arrays) and three Numba functions taking it:
+``prior_grad_add(x, arrays, out)`` adds grad f_0(x); ``datum_grad_add(x, i, coef, arrays, out)``
+adds ``coef * grad f_i(x)``; ``potential(x, arrays)`` returns f(x).  The minibatch force
+``G(x, w) = grad f_0(x) + scale * sum_{i in w} grad f_i(x)`` (with an optional control variate
+at a reference point ``xh``) is assembled from them by :func:`make_force`; a target never knows
+which plan or scheme drives it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+import scipy.optimize
+
+from integrators._unmanaged import unmanaged
+
+
+def _finite_array(name, value, ndim=None, dtype=float):
+    arr = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+class Target:
+    """Common interface; subclasses set ``arrays``, ``dim``, ``n_data`` and the Numba functions."""
+
+    name = "target"
+    arrays: tuple
+    dim: int
+    n_data: int
+
+    def initial_point(self) -> np.ndarray:
+        return np.zeros(self.dim)
+
+    # Python-side helpers (used for validation, control variates and tests).
+    def full_grad(self, x) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=float)
+        out = np.zeros(self.dim)
+        self.prior_grad_add(x, self.arrays, out)
+        for i in range(self.n_data):
+            self.datum_grad_add(x, i, 1.0, self.arrays, out)
+        return out
+
+    def datum_grads_sum(self, x) -> np.ndarray:
+        x = np.ascontiguousarray(x, dtype=float)
+        out = np.zeros(self.dim)
+        for i in range(self.n_data):
+            self.datum_grad_add(x, i, 1.0, self.arrays, out)
+        return out
+
+    def value(self, x) -> float:
+        return float(self.potential(np.ascontiguousarray(x, dtype=float), self.arrays))
+
+    def mode(self) -> np.ndarray:
+        """Minimizer of the potential by scipy's L-BFGS (the control-variate reference point)."""
+        res = scipy.optimize.minimize(
+            self.value, self.initial_point(), jac=self.full_grad, method="L-BFGS-B",
+            options={"maxiter": 10_000, "gtol": 1e-10, "ftol": 1e-15},
+        )
+        return np.asarray(res.x)
+
+
+# --------------------------------------------------------------------------- Gaussian data terms
+@nb.njit(nogil=True, inline="always")
+def _gauss_prior_grad_add(x, arrays, out):
+    _, _, p0, m0 = arrays
+    d = x.shape[0]
+    for a in range(d):
+        acc = 0.0
+        for b in range(d):
+            acc += p0[a, b] * (x[b] - m0[b])
+        out[a] += acc
+
+
+@nb.njit(nogil=True, inline="always")
+def _gauss_datum_grad_add(x, i, coef, arrays, out):
+    mu, prec, _, _ = arrays
+    d = x.shape[0]
+    for a in range(d):
+        acc = 0.0
+        for b in range(d):
+            acc += prec[i, a, b] * (x[b] - mu[i, b])
+        out[a] += coef * acc
+
+
+@nb.njit(nogil=True, inline="always")
+def _gauss_potential(x, arrays):
+    mu, prec, p0, m0 = arrays
+    d = x.shape[0]
+    total = 0.0
+    for a in range(d):
+        for b in range(d):
+            total += 0.5 * (x[a] - m0[a]) * p0[a, b] * (x[b] - m0[b])
+    for i in range(mu.shape[0]):
+        for a in range(d):
+            for b in range(d):
+                total += 0.5 * (x[a] - mu[i, a]) * prec[i, a, b] * (x[b] - mu[i, b])
+    return total
+
+
+class GaussianTarget(Target):
+    """Gaussian data terms ``f_i(x) = (x - mu_i)^T A_i (x - mu_i) / 2`` plus a Gaussian prior
+    ``f_0(x) = (x - m_0)^T P_0 (x - m_0) / 2``.  The posterior is exactly Gaussian."""
+
+    name = "gaussian"
+    n_arrays = 4
+    prior_grad_add = staticmethod(_gauss_prior_grad_add)
+    datum_grad_add = staticmethod(_gauss_datum_grad_add)
+    potential = staticmethod(_gauss_potential)
+
+    def __init__(self, means, precisions, prior_precision=None, prior_mean=None):
+        means = _finite_array("means", means)
+        if means.ndim == 1:
+            means = means[:, None]
+        if means.ndim != 2 or means.shape[0] < 1:
+            raise ValueError(f"means must have shape (n_data, d), got {means.shape}")
+        n, d = means.shape
+        precisions = _finite_array("precisions", precisions)
+        if precisions.ndim == 1 and d == 1:
+            precisions = precisions[:, None, None]
+        if precisions.shape != (n, d, d):
+            raise ValueError(f"precisions must have shape {(n, d, d)}, got {precisions.shape}")
+        if not np.allclose(precisions, np.swapaxes(precisions, 1, 2)):
+            raise ValueError("precisions must be symmetric matrices")
+        if prior_precision is None:
+            prior_precision = np.zeros((d, d))
+        prior_precision = _finite_array("prior_precision", prior_precision)
+        if prior_precision.ndim == 0:
+            prior_precision = prior_precision * np.eye(d)
+        if prior_precision.shape != (d, d):
+            raise ValueError(f"prior_precision must have shape {(d, d)}, got {prior_precision.shape}")
+        prior_mean = np.zeros(d) if prior_mean is None else _finite_array("prior_mean", prior_mean, 1)
+        if prior_mean.shape != (d,):
+            raise ValueError(f"prior_mean must have shape {(d,)}, got {prior_mean.shape}")
+        total = prior_precision + precisions.sum(axis=0)
+        eig = np.linalg.eigvalsh(0.5 * (total + total.T))
+        if eig.min() <= 0:
+            raise ValueError("the total precision (prior + data terms) must be positive definite")
+        self.arrays = (means, precisions, np.ascontiguousarray(prior_precision), prior_mean)
+        self.dim, self.n_data = d, n
+
+    @property
+    def precision(self) -> np.ndarray:
+        """Hessian of f (the posterior precision)."""
+        return self.arrays[2] + self.arrays[1].sum(axis=0)
+
+    @property
+    def mean(self) -> np.ndarray:
+        mu, prec, p0, m0 = self.arrays
+        rhs = p0 @ m0 + np.einsum("iab,ib->a", prec, mu)
+        return np.linalg.solve(self.precision, rhs)
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return np.linalg.inv(self.precision)
+
+    def initial_point(self) -> np.ndarray:
+        return np.zeros(self.dim)
+
+    @classmethod
+    def one_d_example(cls) -> GaussianTarget:
+        """The paper's Section 3.4 example: two terms ``(x - x_i)^2 / (2 sigma_i^2)``,
+        means -1 and 1, sigmas 0.5 and 2, no prior (the design's convention)."""
+        sig = np.array([0.5, 2.0])
+        return cls(means=[[-1.0], [1.0]], precisions=(1.0 / sig**2)[:, None, None])
+
+
+# ---------------------------------------------------------------- binary logistic regression
+@nb.njit(nogil=True, inline="always")
+def _iso_prior_grad_add(x, arrays, out):
+    prec = arrays[-1][0]
+    for a in range(x.shape[0]):
+        out[a] += prec * x[a]
+
+
+@nb.njit(nogil=True, inline="always")
+def _log1pexp(z):
+    if z > 0:
+        return z + math.log1p(math.exp(-z))
+    return math.log1p(math.exp(z))
+
+
+@nb.njit(nogil=True, inline="always")
+def _logit_datum_grad_add(x, i, coef, arrays, out):
+    feats, labels, _ = arrays
+    z = 0.0
+    for a in range(x.shape[0]):
+        z += feats[i, a] * x[a]
+    if z >= 0:
+        s = 1.0 / (1.0 + math.exp(-z))
+    else:
+        e = math.exp(z)
+        s = e / (1.0 + e)
+    r = coef * (s - labels[i])
+    for a in range(x.shape[0]):
+        out[a] += r * feats[i, a]
+
+
+@nb.njit(nogil=True, inline="always")
+def _logit_potential(x, arrays):
+    feats, labels, prior = arrays
+    total = 0.5 * prior[0] * np.dot(x, x)
+    for i in range(feats.shape[0]):
+        z = 0.0
+        for a in range(x.shape[0]):
+            z += feats[i, a] * x[a]
+        total += _log1pexp(z) - labels[i] * z
+    return total
+
+
+class LogisticTarget(Target):
+    """Binary logistic regression: ``f_i(x) = log(1 + e^{z_i}) - y_i z_i`` with
+    ``z_i = features_i . x`` and labels in {0, 1}; prior ``f_0(x) = prior_precision |x|^2 / 2``."""
+
+    name = "logistic"
+    n_arrays = 3
+    prior_grad_add = staticmethod(_iso_prior_grad_add)
+    datum_grad_add = staticmethod(_logit_datum_grad_add)
+    potential = staticmethod(_logit_potential)
+
+    def __init__(self, features, labels, prior_precision=50.0):
+        feats = _finite_array("features", features, 2)
+        labels = _finite_array("labels", labels, 1)
+        if labels.shape[0] != feats.shape[0]:
+            raise ValueError(
+                f"labels has {labels.shape[0]} entries but features has {feats.shape[0]} rows")
+        if not np.all((labels == 0) | (labels == 1)):
+            raise ValueError("labels must be 0 or 1")
+        if not (prior_precision > 0 and math.isfinite(prior_precision)):
+            raise ValueError(f"prior_precision must be positive and finite, got {prior_precision}")
+        self.arrays = (feats, labels, np.array([float(prior_precision)]))
+        self.n_data, self.dim = feats.shape
+
+
+# ----------------------------------------------------------- multinomial logistic regression
+@nb.njit(nogil=True, inline="always")
+def _softmax_logits(x, feats, i, n_classes):
+    p = feats.shape[1]
+    z = np.zeros(n_classes)
+    for a in range(p):
+        f = feats[i, a]
+        if f != 0.0:
+            for k in range(n_classes):
+                z[k] += f * x[a * n_classes + k]
+    return z
+
+
+@nb.njit(nogil=True, inline="always")
+def _mlogit_datum_grad_add(x, i, coef, arrays, out):
+    feats, labels, _ = arrays
+    n_classes = x.shape[0] // feats.shape[1]
+    z = _softmax_logits(x, feats, i, n_classes)
+    zmax = z.max()
+    total = 0.0
+    for k in range(n_classes):
+        z[k] = math.exp(z[k] - zmax)
+        total += z[k]
+    for k in range(n_classes):
+        z[k] = coef * z[k] / total
+    z[labels[i]] -= coef
+    for a in range(feats.shape[1]):
+        f = feats[i, a]
+        if f != 0.0:
+            for k in range(n_classes):
+                out[a * n_classes + k] += f * z[k]
+
+
+@nb.njit(nogil=True, inline="always")
+def _mlogit_potential(x, arrays):
+    feats, labels, prior = arrays
+    n_classes = x.shape[0] // feats.shape[1]
+    total = 0.5 * prior[0] * np.dot(x, x)
+    for i in range(feats.shape[0]):
+        z = _softmax_logits(x, feats, i, n_classes)
+        zmax = z.max()
+        lse = zmax + math.log(np.sum(np.exp(z - zmax)))
+        total += lse - z[labels[i]]
+    return total
+
+
+class MultinomialLogisticTarget(Target):
+    """Multinomial logistic regression with weights ``W`` of shape (n_features, n_classes),
+    flattened row-major into ``x``: ``f_i = logsumexp(z_i) - z_i[y_i]``, ``z_i = features_i W``;
+    prior ``f_0 = prior_precision |x|^2 / 2`` (the paper uses precision 50)."""
+
+    name = "multinomial_logistic"
+    n_arrays = 3
+    prior_grad_add = staticmethod(_iso_prior_grad_add)
+    datum_grad_add = staticmethod(_mlogit_datum_grad_add)
+    potential = staticmethod(_mlogit_potential)
+
+    def __init__(self, features, labels, n_classes=None, prior_precision=50.0):
+        feats = _finite_array("features", features, 2)
+        labels = np.asarray(labels)
+        if labels.ndim != 1 or labels.shape[0] != feats.shape[0]:
+            raise ValueError(
+                f"labels must be 1-D with {feats.shape[0]} entries, got shape {labels.shape}")
+        if not np.issubdtype(labels.dtype, np.integer):
+            if not np.all(np.isfinite(labels)) or not np.all(labels == np.round(labels)):
+                raise ValueError("labels must be integers")
+        labels = np.ascontiguousarray(labels.astype(np.int64))
+        n_classes = int(labels.max()) + 1 if n_classes is None else int(n_classes)
+        if n_classes < 2 or labels.min() < 0 or labels.max() >= n_classes:
+            raise ValueError(f"labels must lie in [0, n_classes={n_classes})")
+        if not (prior_precision > 0 and math.isfinite(prior_precision)):
+            raise ValueError(f"prior_precision must be positive and finite, got {prior_precision}")
+        self.arrays = (feats, labels, np.array([float(prior_precision)]))
+        self.n_data = feats.shape[0]
+        self.n_features = feats.shape[1]
+        self.n_classes = n_classes
+        self.dim = feats.shape[1] * n_classes
+
+    def predict_proba(self, x, features) -> np.ndarray:
+        w = np.asarray(x).reshape(self.n_features, self.n_classes)
+        z = np.asarray(features) @ w
+        z -= z.max(axis=1, keepdims=True)
+        p = np.exp(z)
+        return p / p.sum(axis=1, keepdims=True)
+
+
+# ------------------------------------------------------------------------ the minibatch force
+@nb.njit(nogil=True, inline="always")
+def _unmanage3(tdata):
+    arrays, x_ref, ref_grad_sum, use_cv = tdata
+    views = (unmanaged(arrays[0]), unmanaged(arrays[1]), unmanaged(arrays[2]))
+    return (views, unmanaged(x_ref), unmanaged(ref_grad_sum), unmanaged(use_cv))
+
+
+@nb.njit(nogil=True, inline="always")
+def _unmanage4(tdata):
+    arrays, x_ref, ref_grad_sum, use_cv = tdata
+    views = (unmanaged(arrays[0]), unmanaged(arrays[1]), unmanaged(arrays[2]),
+             unmanaged(arrays[3]))
+    return (views, unmanaged(x_ref), unmanaged(ref_grad_sum), unmanaged(use_cv))
+
+
+# ``tdata`` with every array replaced by an unmanaged view (see ``integrators._unmanaged``)
+_UNMANAGE = {3: _unmanage3, 4: _unmanage4}
+
+
+def make_force(target_cls):
+    """Numba force ``force(x, out, batch, n_batch, scale, tdata)`` for a target class.
+
+    ``tdata = (arrays, x_ref, ref_grad_sum, use_cv)``.  Without a control variate
+    ``G = grad f_0(x) + scale * sum_{i in batch} grad f_i(x)``; with one (``use_cv[0]``)
+    ``G = grad f_0(x) + sum_i grad f_i(x_ref) + scale * sum_{i in batch} (grad f_i(x) - grad f_i(x_ref))``.
+    """
+    prior_grad_add = target_cls.prior_grad_add
+    datum_grad_add = target_cls.datum_grad_add
+
+    @nb.njit(nogil=True, inline="always")
+    def force(x, out, batch, n_batch, scale, tdata):
+        arrays, x_ref, ref_grad_sum, use_cv = tdata
+        out[:] = 0.0
+        prior_grad_add(x, arrays, out)
+        for j in range(n_batch):
+            datum_grad_add(x, batch[j], scale, arrays, out)
+        if use_cv[0]:
+            for a in range(out.shape[0]):
+                out[a] += ref_grad_sum[a]
+            for j in range(n_batch):
+                datum_grad_add(x_ref, batch[j], -scale, arrays, out)
+
+    force.unmanage = _UNMANAGE[target_cls.n_arrays]
+    return force
+
+
+_FORCES: dict = {}
+
+
+def force_for(target) -> object:
+    cls = type(target)
+    if cls not in _FORCES:
+        _FORCES[cls] = make_force(cls)
+    return _FORCES[cls]
+
+
+def force_data(target, control_variate=False, x_ref=None) -> tuple:
+    """The ``tdata`` tuple for :func:`make_force`, with the control variate at ``x_ref``
+    (default: the L-BFGS minimizer of the potential) when ``control_variate`` is true."""
+    if control_variate:
+        x_ref = target.mode() if x_ref is None else _finite_array("x_ref", x_ref, 1)
+        if x_ref.shape != (target.dim,):
+            raise ValueError(f"x_ref must have shape {(target.dim,)}, got {x_ref.shape}")
+        ref_sum = target.datum_grads_sum(x_ref)
+    else:
+        x_ref = np.zeros(target.dim)
+        ref_sum = np.zeros(target.dim)
+    return (target.arrays, np.ascontiguousarray(x_ref, dtype=float), ref_sum,
+            np.array([bool(control_variate)]))
