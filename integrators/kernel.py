@@ -5,7 +5,8 @@ from ``rng_path`` and its batches from ``rng_plan`` in a fixed order, so a chain
 only on the seed, its block and its place in the block.  Observers are streamed: running sums of
 first and second moments and of user test functions, and thinned samples; memory does not grow
 with the number of steps.  A chain whose state becomes non-finite is frozen and its step
-recorded (non-finite, or a coordinate of x or v beyond ``bound`` in absolute value); it keeps consuming its random numbers so that the chains after it are unchanged.
+recorded (non-finite, or a coordinate of x or v beyond ``bound`` in absolute
+value); it keeps consuming its random numbers so that the chains after it are unchanged.
 
 The path is drawn ``refine`` fine intervals per half step and composed exactly, so a run at
 ``h`` with ``refine = 2^L`` sees the very same Brownian path as a run at ``h / 2^L``.

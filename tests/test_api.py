@@ -1,0 +1,98 @@
+"""The public entry point: input validation, divergence reporting, reproducibility."""
+
+import numpy as np
+import pytest
+
+from integrators import GaussianTarget, LogisticTarget, sample
+
+T1 = GaussianTarget.one_d_example()
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    ({"h": 0.0}, "h"), ({"h": -1.0}, "h"), ({"h": float("nan")}, "h"), ({"h": "big"}, "h"),
+    ({"gamma": 0.0}, "gamma"), ({"gamma": float("inf")}, "gamma"),
+    ({"scheme": "rk4"}, "scheme"), ({"plan": "random"}, "plan"),
+    ({"batch_size": 3}, "batch_size"), ({"batch_size": 0}, "batch_size"),
+    ({"plan": "sms", "batch_size": None}, "batch_size"),
+    ({"n_chains": 0}, "n_chains"), ({"n_steps": 0}, "n_steps"), ({"burn_in": 10}, "burn_in"),
+    ({"x0": [1.0, 2.0]}, "x0"), ({"x0": [np.nan]}, "x0"), ({"v0": np.zeros((3, 1))}, "v0"),
+    ({"seed": -1}, "seed"), ({"keep": -2}, "keep"), ({"path_refine": 3}, "path_refine"),
+    ({"box_half_width": -1.0}, "box_half_width"), ({"box_half_width": 0.1, "x0": [0.5]}, "x0"),
+    ({"threads": 0}, "threads"),
+])
+def test_bad_input_names_the_parameter(kwargs, name):
+    args = {"scheme": "ubu", "plan": "sms", "h": 0.1, "n_chains": 2, "n_steps": 10, "batch_size": 1}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        sample(T1, **args)
+
+
+def test_bad_targets():
+    with pytest.raises(ValueError, match="precisions"):
+        GaussianTarget(means=[[0.0]], precisions=[[[1.0, 2.0]]])
+    with pytest.raises(ValueError, match="means"):
+        GaussianTarget(means=[[np.inf]], precisions=[[[1.0]]])
+    with pytest.raises(ValueError, match="labels"):
+        LogisticTarget(np.ones((3, 2)), [0, 1])
+    with pytest.raises(ValueError, match="features"):
+        LogisticTarget(np.full((2, 2), np.nan), [0, 1])
+    with pytest.raises(ValueError, match="target"):
+        sample("not a target")
+
+
+@pytest.mark.parametrize("plan", ["full", "sms", "iid"])
+def test_em_diverges_at_quarter_step_and_is_reported(plan):
+    res = sample(T1, "em", plan, h=0.25, n_chains=8, n_steps=20_000, batch_size=1, seed=0)
+    assert res.diverged and res.n_diverged == 8
+    assert res.first_divergence_step is not None and 0 < res.first_divergence_step <= 20_000
+    assert np.all(np.isfinite(res.chain_mean)) and np.all(np.isfinite(res.chain_second_moment))
+    assert "DIVERGED" in res.summary()
+    with pytest.raises(RuntimeError, match="diverged"):
+        _ = res.mean
+
+
+def test_same_seed_same_output_and_threads_do_not_matter():
+    kw = dict(scheme="ubu", plan="sms", h=0.2, n_chains=600, n_steps=300, batch_size=1, keep=5)
+    a = sample(T1, seed=3, threads=1, **kw)
+    b = sample(T1, seed=3, threads=2, **kw)
+    c = sample(T1, seed=4, threads=2, **kw)
+    np.testing.assert_array_equal(a.x, b.x)
+    np.testing.assert_array_equal(a.samples, b.samples)
+    np.testing.assert_array_equal(a.chain_mean, b.chain_mean)
+    assert not np.array_equal(a.x, c.x)
+
+
+@pytest.mark.parametrize("scheme,plan", [("ubu", "sms"), ("baoab", "iid"), ("em", "rr")])
+def test_adding_chains_does_not_change_existing_chains(scheme, plan):
+    small = sample(T1, scheme, plan, h=0.1, n_chains=3, n_steps=200, batch_size=1, seed=9)
+    large = sample(T1, scheme, plan, h=0.1, n_chains=700, n_steps=200, batch_size=1, seed=9)
+    np.testing.assert_array_equal(small.x, large.x[:3])
+    np.testing.assert_array_equal(small.chain_mean, large.chain_mean[:3])
+
+
+def test_path_refine_drives_the_same_brownian_path():
+    """Runs at h and 2h on the path of a fine reference run converge to it at UBU's strong
+    order 2 (error ratio near 4), and a run on another seed's path does not."""
+    kw = dict(scheme="ubu", plan="full", gamma=1.0, n_chains=200, seed=2, x0=[0.0], v0=np.zeros(1))
+    h, horizon = 0.02, 1.0
+    fine = sample(T1, h=h / 16, n_steps=int(16 * horizon / h), **kw)
+    errs = []
+    for factor in (1, 2):
+        run = sample(T1, h=h * factor, n_steps=int(horizon / (h * factor)), path_refine=16 * factor, **kw)
+        errs.append(np.sqrt(np.mean((run.x - fine.x) ** 2)))
+    assert 2.8 < errs[1] / errs[0] < 5.6, errs
+    other = sample(T1, h=h, n_steps=int(horizon / h), path_refine=16, **{**kw, "seed": 5})
+    assert np.sqrt(np.mean((other.x - fine.x) ** 2)) > 100 * errs[1]
+
+
+def test_logistic_and_control_variate_run():
+    rng = np.random.default_rng(0)
+    feats = rng.normal(size=(60, 3))
+    labels = (feats @ np.array([1.0, -2.0, 0.5]) + rng.normal(size=60) > 0).astype(float)
+    target = LogisticTarget(feats, labels, prior_precision=1.0)
+    plain = sample(target, "ubu", "sms", h=0.05, n_chains=40, n_steps=1500, burn_in=300, batch_size=10)
+    cv = sample(target, "ubu", "sms", h=0.05, n_chains=40, n_steps=1500, burn_in=300, batch_size=10,
+                control_variate=True)
+    full = sample(target, "ubu", "full", h=0.05, n_chains=40, n_steps=1500, burn_in=300)
+    for res in (plain, cv):
+        assert np.all(np.abs(res.mean - full.mean) < 4 * np.hypot(res.mean_se, full.mean_se) + 0.05)

@@ -1,0 +1,101 @@
+"""Elastic bounce, SMS-GHMC, and target gradients."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from integrators import GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sms_ghmc
+from integrators.bounce import make_box, reflect
+
+T1 = GaussianTarget.one_d_example()
+
+
+def reflect_by_walls(y, v, w):
+    """Reference: reflect at the violated wall until inside, counting crossings."""
+    crossings = 0
+    while y > w or y < -w:
+        y = 2 * w - y if y > w else -2 * w - y
+        v, crossings = -v, crossings + 1
+    return y, v, crossings
+
+
+@given(d=st.integers(1, 4), seed=st.integers(0, 2**31), widths=st.floats(0.0, 7.0))
+def test_reflection_lands_in_box_and_flips_once_per_crossing(d, seed, widths):
+    rng = np.random.default_rng(seed)
+    center, half = rng.normal(size=d), rng.uniform(0.1, 3.0, size=d)
+    offsets = rng.uniform(-1, 1, size=d) * (1 + widths) * half
+    x, v = center + offsets, rng.normal(size=d)
+    xr, vr = x.copy(), v.copy()
+    reflect(xr, vr, make_box(d, center, half))
+    assert np.all(np.abs(xr - center) <= half * (1 + 1e-12))
+    np.testing.assert_allclose(np.abs(vr), np.abs(v), rtol=0, atol=0)
+    for a in range(d):
+        y, vv, _ = reflect_by_walls(offsets[a], v[a], half[a])
+        assert xr[a] - center[a] == pytest.approx(y, abs=1e-9 * (1 + widths))
+        assert vr[a] == vv
+
+
+@pytest.mark.parametrize("scheme", ["em", "baoab", "ubu", "obabo"])
+def test_every_scheme_stays_in_box(scheme):
+    """A box much narrower than the target, large steps: positions overshoot by several widths."""
+    res = sample(T1, scheme, "sms", h=0.2, gamma=1.0, n_chains=20, n_steps=2000, batch_size=1,
+                 box_center=[-0.9], box_half_width=[0.05], x0=[-0.9], keep=2000,
+                 v0=np.full(1, 3.0))
+    assert not res.diverged
+    assert np.all(np.abs(res.samples + 0.9) <= 0.05 + 1e-12)
+
+
+def test_ghmc_acceptance_tends_to_one():
+    rates = [sms_ghmc(T1, h, batch_size=1, n_sweeps=2, n_iter=400, n_chains=8, seed=1).acceptance_rate
+             for h in (0.4, 0.1, 0.02, 0.005)]
+    assert all(b >= a - 0.01 for a, b in zip(rates, rates[1:], strict=False)), rates
+    assert rates[-1] > 0.99
+
+
+def test_ghmc_matches_target_moments():
+    res = sms_ghmc(T1, 0.1, batch_size=1, n_sweeps=3, alpha=0.5, n_iter=4000, burn_in=400,
+                   n_chains=64, seed=2)
+    assert abs(res.mean[0] - T1.mean[0]) < 4 * res.mean_se[0]
+    assert abs(res.variance[0] - T1.covariance[0, 0]) < 4 * res.variance_se[0]
+    assert 0.5 < res.acceptance_rate < 1.0
+
+
+def test_ghmc_bad_input():
+    with pytest.raises(ValueError, match="alpha"):
+        sms_ghmc(T1, 0.1, batch_size=1, alpha=1.0)
+    with pytest.raises(ValueError, match="batch_size"):
+        sms_ghmc(T1, 0.1, batch_size=5)
+
+
+def finite_difference_grad(target, x, eps=1e-6):
+    out = np.zeros_like(x)
+    for a in range(x.size):
+        e = np.zeros_like(x)
+        e[a] = eps
+        out[a] = (target.value(x + e) - target.value(x - e)) / (2 * eps)
+    return out
+
+
+def test_gradients_match_finite_differences():
+    rng = np.random.default_rng(0)
+    feats = rng.normal(size=(20, 4))
+    targets = [
+        GaussianTarget(rng.normal(size=(3, 2)), np.stack([np.eye(2) * (i + 1) for i in range(3)]),
+                       prior_precision=np.eye(2)),
+        LogisticTarget(feats, (rng.random(20) > 0.5).astype(float), prior_precision=2.0),
+        MultinomialLogisticTarget(feats, rng.integers(0, 3, size=20), n_classes=3, prior_precision=50.0),
+    ]
+    for target in targets:
+        x = rng.normal(size=target.dim) * 0.3
+        np.testing.assert_allclose(target.full_grad(x), finite_difference_grad(target, x),
+                                   rtol=1e-5, atol=1e-6)
+
+
+def test_gaussian_exact_posterior_and_mode():
+    assert T1.mean[0] == pytest.approx((-1 * 4 + 1 * 0.25) / 4.25)
+    assert T1.covariance[0, 0] == pytest.approx(1 / 4.25)
+    np.testing.assert_allclose(T1.mode(), T1.mean, atol=1e-7)
+    assert math.isfinite(T1.value(np.zeros(1)))
