@@ -85,9 +85,10 @@ def plot(path: Path, rows, kept, exact_mean, exact_var):
     grid = np.linspace(exact_mean - 4 * math.sqrt(exact_var), exact_mean + 4 * math.sqrt(exact_var), 400)
     density = np.exp(-0.5 * (grid - exact_mean) ** 2 / exact_var) / math.sqrt(2 * math.pi * exact_var)
     for name, samples in kept.items():
-        ax1.hist(samples, bins=80, density=True, histtype="step", lw=1.5, label=f"{name}, h = 1/4")
+        ax1.hist(samples, bins=80, range=(grid[0], grid[-1]), density=True, histtype="step", lw=1.5,
+                 label=f"{name}, h = 1/4")
     ax1.plot(grid, density, "k--", lw=1.2, label="exact target")
-    ax1.set(xlabel="x", ylabel="density", title="1-D example: samples at h = 1/4")
+    ax1.set(xlim=(grid[0], grid[-1]), xlabel="x", ylabel="density", title="1-D example: samples at h = 1/4")
     ax1.legend(fontsize=8)
     for name in SAMPLERS:
         sub = [r for r in rows if r["sampler"] == name]
