@@ -41,11 +41,11 @@ def period(plan: str, n_data: int, batch_size: int) -> int:
     return {"full": 1, "iid": 1, "rr": m, "sms": 2 * m}[plan]
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(nogil=True, inline="always")
 def shuffle(perm, rng):
     """Fisher-Yates shuffle in place with a numpy Generator."""
     for i in range(perm.shape[0] - 1, 0, -1):
-        j = rng.integers(0, i + 1)
+        j = int(rng.random() * (i + 1))  # bias <= n / 2^53; Generator.integers is ~20x slower in numba
         tmp = perm[i]
         perm[i] = perm[j]
         perm[j] = tmp
