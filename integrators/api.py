@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators.bounce import make_box
-from integrators.kernel import kernel_for, no_test_functions
+from integrators.kernel import kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.schemes import SCHEMES
 from integrators.targets import Target, force_data, force_for
@@ -261,7 +261,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                    PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
                    block_generator(seed, b, PATH_STREAM), block_generator(seed, b, PLAN_STREAM),
                    divergence_bound, test_fn, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
-                   samples[lo:hi], diverged_at[lo:hi])
+                   samples[lo:hi], diverged_at[lo:hi],
+                   make_work_buffers(dim, target.n_data, batch_size, n_test_functions))
 
     # compile on a throw-away copy first so that threads never compile concurrently
     _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
@@ -292,4 +293,5 @@ def _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, 
                scale, target.n_data, tdata, box, np.random.default_rng(0),
                np.random.default_rng(0), 1.0, test_fn, np.zeros((1, dim)), np.zeros((1, dim)),
                np.zeros((1, dim, dim) if full_moments else (1, 0, 0)), np.zeros((1, n_tests)),
-               np.zeros((1, keep, dim)), np.full(1, -1, dtype=np.int64))
+               np.zeros((1, keep, dim)), np.full(1, -1, dtype=np.int64),
+               make_work_buffers(dim, target.n_data, batch_size, n_tests))

@@ -19,7 +19,6 @@ import math
 import numba as nb
 import numpy as np
 
-from integrators._unmanaged import unmanaged
 from integrators.brownian import pair_cholesky
 from integrators.plans import next_batch
 
@@ -58,33 +57,30 @@ def kernel_for(scheme_module, force):
     """
     key = (scheme_module.NAME, force)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, force.unmanage)
+        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force)
     return _KERNELS[key]
 
 
-def _make_kernel(step, fsal, force, unmanage):
-    @nb.njit(nogil=True)
+def make_work_buffers(d: int, n_data: int, batch_size: int, n_tests: int) -> tuple:
+    """Scratch arrays of one kernel call: (dW, J, g, batch, perm, position, test values)."""
+    return (np.zeros((2, d)), np.zeros((2, d)), np.zeros(d),
+            np.zeros(max(batch_size, n_data), dtype=np.int64), np.zeros(n_data, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.zeros(n_tests))
+
+
+def _make_kernel(step, fsal, force):
+    # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
+    # is an argument owned by the caller, and the kernel allocates nothing.  With reference
+    # counting on, each array passed to the inlined step, force and plan costs an
+    # increment/decrement call, several times the arithmetic of a one-dimensional step.
+    @nb.njit(nogil=True, _nrt=False)
     def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
                    plan_code, batch_size, scale, n_data, tdata, box, rng_path, rng_plan, bound,
-                   test_fn, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at):
+                   test_fn, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work):
         n_chains, d = x.shape
         l11, l21, l22 = pair_cholesky(gamma, tau_fine)
         decay_fine = math.exp(-gamma * tau_fine)
-        # work buffers are kept alive by these names until the function returns
-        own_dW, own_J, own_g = np.empty((2, d)), np.empty((2, d)), np.zeros(d)
-        own_batch = np.empty(max(batch_size, n_data), dtype=np.int64)
-        own_perm = np.empty(n_data, dtype=np.int64)
-        own_position = np.zeros(1, dtype=np.int64)
-        own_tvals = np.zeros(sum_tests.shape[1])
-        dW, J, g = unmanaged(own_dW), unmanaged(own_J), unmanaged(own_g)
-        batch, perm, position = unmanaged(own_batch), unmanaged(own_perm), unmanaged(own_position)
-        tvals = unmanaged(own_tvals)
-        x, v, coef = unmanaged(x), unmanaged(v), unmanaged(coef)
-        sum_x, sum_xx, sum_outer = unmanaged(sum_x), unmanaged(sum_xx), unmanaged(sum_outer)
-        sum_tests, samples = unmanaged(sum_tests), unmanaged(samples)
-        diverged_at = unmanaged(diverged_at)
-        tdata = unmanage(tdata)
-        box = (unmanaged(box[0]), unmanaged(box[1]), unmanaged(box[2]))
+        dW, J, g, batch, perm, position, tvals = work
         track_outer = sum_outer.shape[1] > 0
         n_keep = samples.shape[1]
         for c in range(n_chains):
@@ -128,8 +124,5 @@ def _make_kernel(step, fsal, force, unmanage):
                     for a in range(d):
                         samples[c, kept, a] = xc[a]
                     kept += 1
-        # touch the owners last so that they outlive every unmanaged view above
-        own_dW[0, 0] = own_J[0, 0] + own_g[0] + own_batch[0] + own_perm[0] + own_position[0]
-        own_tvals[:] = 0.0
 
     return run_chains

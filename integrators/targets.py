@@ -16,8 +16,6 @@ import numba as nb
 import numpy as np
 import scipy.optimize
 
-from integrators._unmanaged import unmanaged
-
 
 def _finite_array(name, value, ndim=None, dtype=float):
     arr = np.ascontiguousarray(np.asarray(value, dtype=dtype))
@@ -110,7 +108,6 @@ class GaussianTarget(Target):
     ``f_0(x) = (x - m_0)^T P_0 (x - m_0) / 2``.  The posterior is exactly Gaussian."""
 
     name = "gaussian"
-    n_arrays = 4
     prior_grad_add = staticmethod(_gauss_prior_grad_add)
     datum_grad_add = staticmethod(_gauss_datum_grad_add)
     potential = staticmethod(_gauss_potential)
@@ -220,7 +217,6 @@ class LogisticTarget(Target):
     ``z_i = features_i . x`` and labels in {0, 1}; prior ``f_0(x) = prior_precision |x|^2 / 2``."""
 
     name = "logistic"
-    n_arrays = 3
     prior_grad_add = staticmethod(_iso_prior_grad_add)
     datum_grad_add = staticmethod(_logit_datum_grad_add)
     potential = staticmethod(_logit_potential)
@@ -291,7 +287,6 @@ class MultinomialLogisticTarget(Target):
     prior ``f_0 = prior_precision |x|^2 / 2`` (the paper uses precision 50)."""
 
     name = "multinomial_logistic"
-    n_arrays = 3
     prior_grad_add = staticmethod(_iso_prior_grad_add)
     datum_grad_add = staticmethod(_mlogit_datum_grad_add)
     potential = staticmethod(_mlogit_potential)
@@ -326,25 +321,6 @@ class MultinomialLogisticTarget(Target):
 
 
 # ------------------------------------------------------------------------ the minibatch force
-@nb.njit(nogil=True, inline="always")
-def _unmanage3(tdata):
-    arrays, x_ref, ref_grad_sum, use_cv = tdata
-    views = (unmanaged(arrays[0]), unmanaged(arrays[1]), unmanaged(arrays[2]))
-    return (views, unmanaged(x_ref), unmanaged(ref_grad_sum), unmanaged(use_cv))
-
-
-@nb.njit(nogil=True, inline="always")
-def _unmanage4(tdata):
-    arrays, x_ref, ref_grad_sum, use_cv = tdata
-    views = (unmanaged(arrays[0]), unmanaged(arrays[1]), unmanaged(arrays[2]),
-             unmanaged(arrays[3]))
-    return (views, unmanaged(x_ref), unmanaged(ref_grad_sum), unmanaged(use_cv))
-
-
-# ``tdata`` with every array replaced by an unmanaged view (see ``integrators._unmanaged``)
-_UNMANAGE = {3: _unmanage3, 4: _unmanage4}
-
-
 def make_force(target_cls):
     """Numba force ``force(x, out, batch, n_batch, scale, tdata)`` for a target class.
 
@@ -368,7 +344,6 @@ def make_force(target_cls):
             for j in range(n_batch):
                 datum_grad_add(x_ref, batch[j], -scale, arrays, out)
 
-    force.unmanage = _UNMANAGE[target_cls.n_arrays]
     return force
 
 
