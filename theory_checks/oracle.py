@@ -1,122 +1,289 @@
-"""The exact oracle for Gaussian targets (full gradients so far).
+"""The exact oracle for Gaussian targets: stationary moments of every scheme x plan, no Monte Carlo.
 
-For ``f(x) = (x - m)^T H (x - m) / 2`` every step of every scheme is an affine map of
-``z = (x, v)`` plus Gaussian noise built from the path pairs ``(dW, J)`` of its two half steps:
-``z' - z* = A (z - z*) + noise``, ``noise ~ N(0, Q)``, with the fixed point ``z* = (m, 0)`` (the
-force vanishes at ``m``).  The stationary mean is therefore ``m`` exactly and the stationary
-covariance solves the discrete Lyapunov equation ``S = A S A^T + Q``.  A step size with spectral
-radius of ``A`` at least 1 is reported unstable, never as numbers.
+For Gaussian data terms the minibatch force is affine, ``G(x, w) = H_w x - b_w``, so one step of
+any scheme with batch ``w`` is an affine map of ``z = (x, v)`` plus Gaussian path noise:
 
-Still to come (issue 3): ``iid``, ``rr`` and ``sms`` plans, weak/strong order fits, the claims table.
+    z' = A_w z + a_w + B_w xi,      xi = (dW_1, J_1, dW_2, J_2) ~ N(0, Q)   (two half steps)
+
+(first-same-as-last schemes are written in rotated form, see their ``affine_ops``, so that one
+transition uses one batch; the x-marginal is unchanged).  Then
+
+* ``full``: ``m = A m + a`` and ``S = A S A^T + B Q B^T`` (discrete Lyapunov equation);
+* ``iid``: ``w`` is fresh every step: the mean solves ``m = E[A_w] m + E[a_w]`` and the second
+  moment the linear fixed point ``M = E[A_w M A_w^T + A_w m a_w^T + a_w m^T A_w^T + a_w a_w^T] + E[B Q B^T]``;
+* ``rr`` / ``sms``: the maps of one period (one or two epochs) are composed for every possible
+  order of the batches (exact enumeration, all orders equally likely), the period-boundary law is
+  the fixed point of that random affine system, and the moments are averaged over the positions
+  of the period.
+
+The step's map is read off the scheme's declared ``affine_ops`` and the force's ``(H_w, b_w)``
+off the Numba force itself (control variates included), so the oracle referees the very code
+that runs.  A step size whose (mean-square) spectral radius is at least 1 is reported unstable.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
 
 from integrators.brownian import pair_covariance
+from integrators.plans import PLAN_CODES, force_scale, n_batches
+from integrators.schemes import SCHEMES
+from integrators.targets import GaussianTarget, force_data, force_for
+
+MAX_ORDERS = 5000
 
 
 class UnstableStepError(ValueError):
-    """The scheme's step map has spectral radius >= 1: no stationary law."""
+    """The scheme x plan at this step size has no stationary law (spectral radius >= 1)."""
 
 
-def affine_step_map(scheme, hess, h, gamma):
-    """For a full-gradient step on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, noise ~ N(0, Q)
-    with ``z = (x, v)``.  Built by propagating the path pair exactly through the scheme."""
+@dataclass
+class OracleMoments:
+    """Exact stationary moments, time-averaged over the plan's period."""
+
+    scheme: str
+    plan: str
+    h: float
+    gamma: float
+    mean: np.ndarray            # E[x]
+    second_moment: np.ndarray   # E[x x^T]
+    v_second_moment: np.ndarray  # E[v v^T] (at the state the transition map carries)
+    radius: float               # spectral radius (mean-square for random plans)
+
+    @property
+    def covariance(self) -> np.ndarray:
+        return self.second_moment - np.outer(self.mean, self.mean)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return np.diag(self.covariance).copy()
+
+
+# ----------------------------------------------------------------------------- step maps
+def affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
+    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force."""
+    d = target.dim
+    force = force_for(target)
+    tdata = force_data(target, control_variate, x_ref)
+    batch = np.asarray(batch, dtype=np.int64)
+    out = np.zeros(d)
+    force(np.zeros(d), out, batch, len(batch), scale, tdata)
+    b = -out.copy()
+    hess = np.zeros((d, d))
+    for j in range(d):
+        e = np.zeros(d)
+        e[j] = 1.0
+        force(e, out, batch, len(batch), scale, tdata)
+        hess[:, j] = out + b
+    return hess, b
+
+
+def step_map(scheme: str, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
+    """``(A, a, C)`` of one transition: ``z' = A z + a + C xi`` with ``xi`` the 4d path noise."""
     d = hess.shape[0]
+    n = 6 * d + 1  # (x, v, dW1, J1, dW2, J2, 1)
     eye = np.eye(d)
-    # state augmented with the path variables of the two half steps: (x, v, dW1, J1, dW2, J2)
-    n = 2 * d + 4 * d
+    xs, vs, one = slice(0, d), slice(d, 2 * d), 6 * d
+    s = math.sqrt(2.0 * gamma)
 
-    def lift(m):
-        out = np.eye(n)
-        out[: 2 * d, :] = m
-        return out
-
-    def idx(k):
+    def slot(k):
         return slice(2 * d + k * d, 2 * d + (k + 1) * d)
 
-    x_, v_ = slice(0, d), slice(d, 2 * d)
-    s = math.sqrt(2 * gamma)
-    ops = []
-
-    def kick(c):
-        m = np.zeros((2 * d, n))
-        m[x_, x_] = eye
-        m[v_, v_] = eye
-        m[v_, x_] = -c * hess
-        ops.append(lift(m))
-
-    def drift(c):
-        m = np.zeros((2 * d, n))
-        m[x_, x_] = eye
-        m[x_, v_] = c * eye
-        m[v_, v_] = eye
-        ops.append(lift(m))
-
-    def ou_v(decay, coeffs):
-        m = np.zeros((2 * d, n))
-        m[x_, x_] = eye
-        m[v_, v_] = decay * eye
-        for k, c in coeffs:
-            m[v_, idx(k)] = s * c * eye
-        ops.append(lift(m))
-
-    def u_half(half):
-        tau = h / 2
-        eta = math.exp(-gamma * tau)
-        m = np.zeros((2 * d, n))
-        m[x_, x_] = eye
-        m[x_, v_] = (1 - eta) / gamma * eye
-        m[x_, idx(2 * half)] = s / gamma * eye
-        m[x_, idx(2 * half + 1)] = -s / gamma * eye
-        m[v_, v_] = eta * eye
-        m[v_, idx(2 * half + 1)] = s * eye
-        ops.append(lift(m))
-
-    if scheme == "em":
-        m = np.zeros((2 * d, n))
-        m[x_, x_] = eye
-        m[x_, v_] = h * eye
-        m[v_, x_] = -h * hess
-        m[v_, v_] = (1 - h * gamma) * eye
-        m[v_, idx(0)] = s * eye
-        m[v_, idx(2)] = s * eye
-        ops.append(lift(m))
-    elif scheme == "ubu":
-        u_half(0)
-        kick(h)
-        u_half(1)
-    elif scheme == "baoab":
-        kick(h / 2)
-        drift(h / 2)
-        ou_v(math.exp(-gamma * h), [(1, math.exp(-gamma * h / 2)), (3, 1.0)])
-        drift(h / 2)
-        kick(h / 2)
-    elif scheme == "obabo":
-        eta = math.exp(-gamma * h / 2)
-        ou_v(eta, [(1, 1.0)])
-        kick(h / 2)
-        drift(h)
-        kick(h / 2)
-        ou_v(eta, [(3, 1.0)])
     total = np.eye(n)
-    for op in ops:
-        total = op @ total
-    a = total[: 2 * d, : 2 * d]
-    b = total[: 2 * d, 2 * d:]
+    for op in SCHEMES[scheme].affine_ops(h, gamma):
+        m = np.eye(n)
+        kind = op[0]
+        if kind == "kick":  # v -= c (H x - b)
+            c = op[1]
+            m[vs, xs] = -c * hess
+            m[vs, one] = c * b
+        elif kind == "drift":
+            m[xs, vs] = op[1] * eye
+        elif kind == "o":  # v = e^{-gamma t} v + sqrt(2 gamma) sum coef * xi_slot
+            m[vs, vs] = math.exp(-gamma * op[1]) * eye
+            for k, coef in op[2]:
+                m[vs, slot(k)] = s * coef * eye
+        elif kind == "u":  # exact OU flow over h/2 with the pair of that half step
+            half = op[1]
+            eta = math.exp(-gamma * h / 2)
+            m[xs, vs] = -math.expm1(-gamma * h / 2) / gamma * eye
+            m[xs, slot(2 * half)] = s / gamma * eye
+            m[xs, slot(2 * half + 1)] = -s / gamma * eye
+            m[vs, vs] = eta * eye
+            m[vs, slot(2 * half + 1)] = s * eye
+        elif kind == "em":  # x' = x + h v, v' = v - h G(x) - h gamma v + sqrt(2 gamma) dW
+            hh = op[1]
+            m[xs, vs] = hh * eye
+            m[vs, xs] = -hh * hess
+            m[vs, vs] = (1.0 - hh * gamma) * eye
+            m[vs, one] = hh * b
+            m[vs, slot(0)] = s * eye
+            m[vs, slot(2)] = s * eye
+        else:
+            raise ValueError(f"unknown affine op {kind!r} in scheme {scheme!r}")
+        total = m @ total
+    return total[: 2 * d, : 2 * d], total[: 2 * d, one], total[: 2 * d, 2 * d: 6 * d]
+
+
+def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
+    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step."""
     pair = pair_covariance(gamma, h / 2)
-    noise_cov = np.zeros((4 * d, 4 * d))
+    cov = np.zeros((4 * d, 4 * d))
     for half in (0, 1):
         for p in range(2):
             for q in range(2):
-                noise_cov[idx(2 * half + p).start - 2 * d: idx(2 * half + p).stop - 2 * d,
-                          idx(2 * half + q).start - 2 * d: idx(2 * half + q).stop - 2 * d] = pair[p, q] * eye
-    return a, b @ noise_cov @ b.T
+                i, j = 2 * half + p, 2 * half + q
+                cov[i * d:(i + 1) * d, j * d:(j + 1) * d] = pair[p, q] * np.eye(d)
+    return cov
+
+
+# --------------------------------------------------------------------------- the plans' laws
+def _ordered_partitions(n_data: int, batch_size: int):
+    """All ordered partitions of range(n_data) into consecutive batch sizes (N_b, ..., rest)."""
+    sizes = [batch_size] * (n_data // batch_size) + ([n_data % batch_size] if n_data % batch_size else [])
+
+    def rec(remaining, k):
+        if k == len(sizes):
+            yield ()
+            return
+        for first in itertools.combinations(remaining, sizes[k]):
+            rest = tuple(i for i in remaining if i not in first)
+            for tail in rec(rest, k + 1):
+                yield (first,) + tail
+
+    yield from rec(tuple(range(n_data)), 0)
+
+
+def count_orders(plan: str, n_data: int, batch_size: int) -> int:
+    """Number of equally likely batch orders the oracle enumerates per period."""
+    if plan in ("full",):
+        return 1
+    if plan == "iid":
+        return math.comb(n_data + batch_size - 1, batch_size)
+    m = n_batches(n_data, batch_size)
+    sizes = [batch_size] * (m - 1) + [n_data - (m - 1) * batch_size]
+    count = math.factorial(n_data)
+    for s in sizes:
+        count //= math.factorial(s)
+    return count
+
+
+def plan_outcomes(plan: str, n_data: int, batch_size: int):
+    """``[(probability, [batch, batch, ...]), ...]``: one period's batch sequences and their law."""
+    if plan not in PLAN_CODES:
+        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+    n_orders = count_orders(plan, n_data, batch_size)
+    if n_orders > MAX_ORDERS:
+        raise ValueError(
+            f"plan {plan!r} with {n_data} data terms and batch_size={batch_size} has {n_orders} "
+            f"batch orders per period; exact enumeration is limited to {MAX_ORDERS}")
+    if plan == "full":
+        return [(1.0, [tuple(range(n_data))])]
+    if plan == "iid":
+        out = []
+        total = n_data**batch_size
+        for multiset in itertools.combinations_with_replacement(range(n_data), batch_size):
+            counts = np.bincount(multiset, minlength=n_data)
+            ways = math.factorial(batch_size)
+            for c in counts:
+                ways //= math.factorial(int(c))
+            out.append((ways / total, [multiset]))
+        return out
+    orders = list(_ordered_partitions(n_data, batch_size))
+    p = 1.0 / len(orders)
+    if plan == "rr":
+        return [(p, list(order)) for order in orders]
+    return [(p, list(order) + list(order[::-1])) for order in orders]  # sms
+
+
+def _solve_random_affine(outcomes, noise_terms):
+    """Stationary mean and second moment of ``z' = Phi z + phi + noise`` with (Phi, phi) drawn
+    from ``outcomes = [(p, Phi, phi, noise_cov), ...]`` independently each transition."""
+    n = outcomes[0][1].shape[0]
+    e_phi_mat = sum(p * Phi for p, Phi, _, _ in outcomes)
+    e_phi = sum(p * phi for p, _, phi, _ in outcomes)
+    kron = sum(p * np.kron(Phi, Phi) for p, Phi, _, _ in outcomes)
+    radius = float(np.max(np.abs(np.linalg.eigvals(kron)))) ** 0.5
+    if radius >= 1.0 - 1e-12:
+        raise UnstableStepError(f"mean-square spectral radius {radius:.6g} >= 1")
+    mean = np.linalg.solve(np.eye(n) - e_phi_mat, e_phi)
+    rhs = np.zeros((n, n))
+    for p, Phi, phi, noise in outcomes:
+        cross = np.outer(Phi @ mean, phi)
+        rhs += p * (cross + cross.T + np.outer(phi, phi) + noise)
+    second = np.linalg.solve(np.eye(n * n) - kron, rhs.reshape(-1)).reshape(n, n)
+    return mean, 0.5 * (second + second.T), radius
+
+
+def stationary_moments(target: GaussianTarget, scheme: str, plan: str, h: float, gamma: float = 1.0,
+                       batch_size: int | None = None, control_variate=False, x_ref=None) -> OracleMoments:
+    """Exact stationary moments of ``scheme x plan`` on a Gaussian target, time-averaged over
+    the plan's period.  Raises :class:`UnstableStepError` when there is no stationary law."""
+    if not isinstance(target, GaussianTarget):
+        raise ValueError(f"the exact oracle needs a GaussianTarget, got {type(target).__name__}")
+    if scheme not in SCHEMES:
+        raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
+    if not (h > 0 and math.isfinite(h)):
+        raise ValueError(f"h must be positive and finite, got {h}")
+    if not (gamma > 0 and math.isfinite(gamma)):
+        raise ValueError(f"gamma must be positive and finite, got {gamma}")
+    n_data, d = target.n_data, target.dim
+    if batch_size is None:
+        if plan != "full":
+            raise ValueError(f"batch_size is required for plan {plan!r}")
+        batch_size = n_data
+    if not 1 <= batch_size <= n_data:
+        raise ValueError(f"batch_size must lie in [1, {n_data}], got {batch_size}")
+    scale = force_scale(plan, n_data, batch_size)
+    noise_cov = path_noise_covariance(d, h, gamma)
+    maps: dict = {}
+
+    def batch_map(batch):
+        key = tuple(batch)
+        if key not in maps:
+            hess, b = affine_force(target, key, scale, control_variate, x_ref)
+            a_mat, a_vec, c_mat = step_map(scheme, hess, b, h, gamma)
+            maps[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
+        return maps[key]
+
+    n = 2 * d
+    per_period = []  # per outcome: (p, list of partial (Phi_j, phi_j, noise_j) for j = 1..P)
+    for p, sequence in plan_outcomes(plan, n_data, batch_size):
+        partial = []
+        phi_mat, phi_vec, noise = np.eye(n), np.zeros(n), np.zeros((n, n))
+        for batch in sequence:
+            a_mat, a_vec, q = batch_map(batch)
+            phi_mat, phi_vec, noise = a_mat @ phi_mat, a_mat @ phi_vec + a_vec, a_mat @ noise @ a_mat.T + q
+            partial.append((phi_mat, phi_vec, noise))
+        per_period.append((p, partial))
+    try:
+        mean, second, radius = _solve_random_affine(
+            [(p, *partial[-1]) for p, partial in per_period], None)
+    except UnstableStepError as exc:
+        raise UnstableStepError(f"{scheme} x {plan} at h={h:g}, gamma={gamma:g} is unstable: {exc}") from None
+    # time average over the period's positions
+    avg_mean, avg_second = np.zeros(n), np.zeros((n, n))
+    period = len(per_period[0][1])
+    for p, partial in per_period:
+        for phi_mat, phi_vec, noise in partial:
+            m_j = phi_mat @ mean + phi_vec
+            cross = np.outer(phi_mat @ mean, phi_vec)
+            s_j = phi_mat @ second @ phi_mat.T + cross + cross.T + np.outer(phi_vec, phi_vec) + noise
+            avg_mean += p * m_j / period
+            avg_second += p * s_j / period
+    return OracleMoments(scheme, plan, h, gamma, avg_mean[:d], avg_second[:d, :d], avg_second[d:, d:], radius)
+
+
+# ------------------------------------------------------------ helpers kept for the full plan
+def affine_step_map(scheme, hess, h, gamma):
+    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``."""
+    a_mat, _, c_mat = step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
+    return a_mat, c_mat @ path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
 
 
 def spectral_radius(scheme, hess, h, gamma) -> float:
@@ -125,15 +292,13 @@ def spectral_radius(scheme, hess, h, gamma) -> float:
 
 
 def stationary_covariance(scheme, hess, h, gamma):
-    """Exact stationary covariance of ``z = (x, v)`` (discrete Lyapunov equation)."""
+    """Exact stationary covariance of ``z = (x, v)`` of the full-gradient scheme (Lyapunov)."""
     a, q = affine_step_map(scheme, hess, h, gamma)
     if np.max(np.abs(np.linalg.eigvals(a))) >= 1:
-        raise UnstableStepError(
-            f"{scheme} at h={h:g}, gamma={gamma:g} is unstable (spectral radius >= 1)")
+        raise UnstableStepError(f"{scheme} at h={h:g}, gamma={gamma:g} is unstable (spectral radius >= 1)")
     return scipy.linalg.solve_discrete_lyapunov(a, q)
 
 
 def stationary_full(scheme, target, h, gamma):
-    """Exact stationary mean of ``x`` and covariance of ``(x, v)`` of ``scheme x full`` on a
-    :class:`~integrators.targets.GaussianTarget`."""
+    """Exact stationary mean of ``x`` and covariance of ``(x, v)`` of ``scheme x full``."""
     return target.mean, stationary_covariance(scheme, target.precision, h, gamma)

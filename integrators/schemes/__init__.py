@@ -1,6 +1,7 @@
 """The schemes, one file each.  Every module declares ``NAME``, ``WEAK_ORDER``, ``STRONG_ORDER``
 (for full gradients), ``FSAL`` (whether its one force is evaluated at the end of the step with
-the next step's batch), ``coefficients(h, gamma)`` and a Numba ``step``.
+the next step's batch), ``coefficients(h, gamma)``, a Numba ``step`` and ``affine_ops(h, gamma)`` (the step as
+operations, interpreted by the exact oracle in ``theory_checks.oracle``).
 
 ``step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)`` advances one chain in
 place by one step of size ``h``; ``dW`` and ``J`` have shape ``(2, d)``: the path pair over each

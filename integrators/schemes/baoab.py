@@ -29,6 +29,14 @@ def coefficients(h: float, gamma: float) -> np.ndarray:
     return np.array([h, math.exp(-gamma * h), math.sqrt(2.0 * gamma), math.exp(-0.5 * gamma * h)])
 
 
+def affine_ops(h: float, gamma: float) -> list:
+    """The step as operations for the exact oracle, in first-same-as-last rotated form: the
+    state sits before the last half kick, so one transition ``B(h) A O A`` uses one batch.
+    Noise slots: 0 dW, 1 J over the first half step, 2 dW, 3 J over the second."""
+    return [("kick", h), ("drift", h / 2), ("o", h, [(1, math.exp(-gamma * h / 2)), (3, 1.0)]),
+            ("drift", h / 2)]
+
+
 @nb.njit(nogil=True, inline="always")
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]

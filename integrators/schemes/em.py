@@ -23,6 +23,11 @@ def coefficients(h: float, gamma: float) -> np.ndarray:
     return np.array([h, gamma, math.sqrt(2.0 * gamma)])
 
 
+def affine_ops(h: float, gamma: float) -> list:
+    """The step as operations for the exact oracle (``theory_checks.oracle``)."""
+    return [("em", h)]
+
+
 @nb.njit(nogil=True, inline="always")
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, gamma, noise = coef[0], coef[1], coef[2]

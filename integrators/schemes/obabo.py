@@ -27,6 +27,14 @@ def coefficients(h: float, gamma: float) -> np.ndarray:
     return np.array([h, math.exp(-0.5 * gamma * h), math.sqrt(2.0 * gamma)])
 
 
+def affine_ops(h: float, gamma: float) -> list:
+    """The step as operations for the exact oracle, in first-same-as-last rotated form: the
+    state sits after A, so one transition ``B(h/2) O(h/2) O(h/2) B(h/2) A(h)`` uses one batch
+    (the two O's draw on independent half-step noises)."""
+    return [("kick", h / 2), ("o", h / 2, [(3, 1.0)]), ("o", h / 2, [(1, 1.0)]), ("kick", h / 2),
+            ("drift", h)]
+
+
 @nb.njit(nogil=True, inline="always")
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, eta_half, noise = coef[0], coef[1], coef[2]

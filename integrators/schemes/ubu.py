@@ -28,6 +28,11 @@ def coefficients(h: float, gamma: float) -> np.ndarray:
                      math.sqrt(2.0 * gamma), math.sqrt(2.0 * gamma) / gamma])
 
 
+def affine_ops(h: float, gamma: float) -> list:
+    """The step as operations for the exact oracle (``theory_checks.oracle``)."""
+    return [("u", 0), ("kick", h), ("u", 1)]
+
+
 @nb.njit(nogil=True, inline="always")
 def _half_u(x, v, coef, dW, J, half):
     eta, x_from_v, v_noise, x_noise = coef[1], coef[2], coef[3], coef[4]
