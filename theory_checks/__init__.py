@@ -1,2 +1,2 @@
-"""Checks of the paper's claims by measurement: the exact Gaussian oracle (so far for full
-gradients), to be extended with order estimation and the claims table."""
+"""Checks of the paper's claims by measurement: the exact Gaussian oracle, weak and strong order
+estimation, dimension scaling, contraction, the variance lemma and the claims table."""

@@ -40,7 +40,9 @@ class DimensionScaling:
 def dimension_scaling(scheme: str, plan: str, dims=(4, 8, 12, 16), h: float = 0.05,
                       gamma: float = 1.0, n_data: int = 4, batch_size: int = 2,
                       seed: int = 0) -> DimensionScaling:
-    """W2 bias of ``scheme x plan`` against ``d`` at fixed ``h``; see the module docstring."""
+    """Claim: SMS-UBU's W2 bias is ``O(h^2 sqrt(d))`` (the paper's main theorem, strongly
+    Hessian-Lipschitz case).  Measured: exact-oracle moments on anisotropic Gaussians of growing
+    ``d``, Bures W2 to the target, least-squares exponent in ``d`` (see the module docstring)."""
     bias = []
     for d in dims:
         target = anisotropic_gaussian(d, n_data=n_data, seed=seed)
