@@ -63,6 +63,8 @@ class SampleResult:
     diverged_at: np.ndarray
     x: np.ndarray
     v: np.ndarray
+    histogram: np.ndarray | None = None
+    histogram_tails: np.ndarray | None = None
     meta: dict = field(default_factory=dict)
 
     @property
@@ -199,7 +201,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
            burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
            test_functions=None, n_test_functions=0, path_refine=1, threads=None,
-           divergence_bound=1e8) -> SampleResult:
+           divergence_bound=1e8, histogram=None) -> SampleResult:
     """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
 
     Parameters: ``h`` step size, ``gamma`` friction, ``burn_in`` steps excluded from statistics,
@@ -209,6 +211,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     ``keep`` thinned samples per chain, ``full_moments`` to track ``x x^T``,
     ``test_functions`` a Numba function ``f(x, out)`` filling ``n_test_functions`` values,
     ``path_refine`` (a power of two) to drive the run with the Brownian path of ``h / path_refine``,
+    ``histogram=(lo, hi, n_bins)`` streams a histogram of the first coordinate after burn-in
+    (``SampleResult.histogram``, ``histogram_tails``) for :class:`bias.wasserstein.StreamingW1`,
     ``threads`` worker threads (default: all cores), ``divergence_bound``: a chain is reported
     diverged at the first step where a coordinate of x or v is non-finite or exceeds it.
     """
@@ -249,6 +253,18 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
 
     blocks = [(b, b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains))
               for b in range(math.ceil(n_chains / BLOCK_SIZE))]
+    hist_lo, hist_inv_width, n_bins = 0.0, 1.0, 0
+    if histogram is not None:
+        try:
+            lo, hi, n_bins = float(histogram[0]), float(histogram[1]), int(histogram[2])
+        except (TypeError, ValueError, IndexError):
+            raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
+            raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, "
+                             f"got {histogram!r}")
+        hist_lo, hist_inv_width = lo, n_bins / (hi - lo)
+    hists = [np.zeros(n_bins) for _ in blocks]
+    hist_tails = [np.zeros(4) for _ in blocks]
 
     def run_block(spec, steps=n_steps):
         b, lo, hi = spec
@@ -262,7 +278,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                    block_generator(seed, b, PATH_STREAM), block_generator(seed, b, PLAN_STREAM),
                    divergence_bound, test_fn, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
                    samples[lo:hi], diverged_at[lo:hi],
-                   make_work_buffers(dim, target.n_data, batch_size, n_test_functions))
+                   make_work_buffers(dim, target.n_data, batch_size, n_test_functions),
+                   hists[b], hist_lo, hist_inv_width, hist_tails[b])
 
     # compile on a throw-away copy first so that threads never compile concurrently
     _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
@@ -281,6 +298,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         chain_outer=sum_outer / n_stat if full_moments else None,
         chain_tests=sum_tests / n_stat if n_test_functions else None,
         samples=samples if keep else None, diverged_at=diverged_at, x=x, v=v,
+        histogram=np.sum(hists, axis=0) if n_bins else None,
+        histogram_tails=np.sum(hist_tails, axis=0) if n_bins else None,
         meta={"batch_size": batch_size, "n_chains": n_chains, "control_variate": control_variate,
               "path_refine": path_refine, "target": target.name},
     )
@@ -294,4 +313,5 @@ def _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, 
                np.random.default_rng(0), 1.0, test_fn, np.zeros((1, dim)), np.zeros((1, dim)),
                np.zeros((1, dim, dim) if full_moments else (1, 0, 0)), np.zeros((1, n_tests)),
                np.zeros((1, keep, dim)), np.full(1, -1, dtype=np.int64),
-               make_work_buffers(dim, target.n_data, batch_size, n_tests))
+               make_work_buffers(dim, target.n_data, batch_size, n_tests),
+               np.zeros(1), 0.0, 1.0, np.zeros(4))

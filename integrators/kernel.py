@@ -3,7 +3,8 @@
 Chains run one after the other (each chain's state stays in cache), each drawing its path
 from ``rng_path`` and its batches from ``rng_plan`` in a fixed order, so a chain's output depends
 only on the seed, its block and its place in the block.  Observers are streamed: running sums of
-first and second moments and of user test functions, and thinned samples; memory does not grow
+first and second moments and of user test functions, a histogram of the first coordinate (for
+the streaming Wasserstein evaluator), and thinned samples; memory does not grow
 with the number of steps.  A chain whose state becomes non-finite is frozen and its step
 recorded (non-finite, or a coordinate of x or v beyond ``bound`` in absolute
 value); it keeps consuming its random numbers so that the chains after it are unchanged.
@@ -76,12 +77,16 @@ def _make_kernel(step, fsal, force):
     @nb.njit(nogil=True, _nrt=False)
     def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
                    plan_code, batch_size, scale, n_data, tdata, box, rng_path, rng_plan, bound,
-                   test_fn, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work):
+                   test_fn, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
+                   hist, hist_lo, hist_inv_width, hist_tails):
         n_chains, d = x.shape
         l11, l21, l22 = pair_cholesky(gamma, tau_fine)
         decay_fine = math.exp(-gamma * tau_fine)
         dW, J, g, batch, perm, position, tvals = work
+        no_source = perm[:0]
         track_outer = sum_outer.shape[1] > 0
+        n_bins = hist.shape[0]
+        hist_hi = hist_lo + n_bins / hist_inv_width
         n_keep = samples.shape[1]
         for c in range(n_chains):
             xc = x[c]
@@ -92,11 +97,11 @@ def _make_kernel(step, fsal, force):
             dead = False
             kept = 0
             if fsal:
-                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch)
+                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch, no_source)
                 force(xc, g, batch, n_b, scale, tdata)
             for k in range(1, n_steps + 1):
                 draw_step_path(rng_path, l11, l21, l22, decay_fine, refine, dW, J)
-                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch)
+                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch, no_source)
                 if dead:
                     continue
                 step(xc, vc, g, coef, dW, J, force, batch, n_b, scale, tdata, box)
@@ -120,6 +125,16 @@ def _make_kernel(step, fsal, force):
                     test_fn(xc, tvals)
                     for t in range(tvals.shape[0]):
                         sum_tests[c, t] += tvals[t]
+                if n_bins > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
+                    value = xc[0]
+                    if value < hist_lo:
+                        hist_tails[0] += 1.0
+                        hist_tails[1] += hist_lo - value
+                    elif value >= hist_hi:
+                        hist_tails[2] += 1.0
+                        hist_tails[3] += value - hist_hi
+                    else:
+                        hist[int((value - hist_lo) * hist_inv_width)] += 1.0
                 if kept < n_keep and (k - burn_in) % thin == 0:
                     for a in range(d):
                         samples[c, kept, a] = xc[a]

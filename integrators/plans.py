@@ -52,10 +52,12 @@ def shuffle(perm, rng):
 
 
 @nb.njit(nogil=True, inline="always")
-def next_batch(plan_code, perm, position, batch_size, rng, out):
+def next_batch(plan_code, perm, position, batch_size, rng, out, source):
     """Write the next batch into ``out`` and return its length.
 
     ``perm`` holds the current permutation, ``position[0]`` the step within the plan's period.
+    A new period shuffles ``perm`` with ``rng``, or, when ``source`` has the length of ``perm``,
+    copies ``source`` (a permutation shared with another chain: the coupled h / h/2 chains).
     """
     n_data = perm.shape[0]
     if plan_code == FULL:
@@ -69,7 +71,11 @@ def next_batch(plan_code, perm, position, batch_size, rng, out):
     m = (n_data + batch_size - 1) // batch_size
     p = position[0]
     if p == 0:
-        shuffle(perm, rng)
+        if source.shape[0] == n_data:
+            for i in range(n_data):
+                perm[i] = source[i]
+        else:
+            shuffle(perm, rng)
     if plan_code == RR:
         j = p
         position[0] = (p + 1) % m
@@ -91,8 +97,9 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     perm = np.arange(n_data, dtype=np.int64)
     position = np.zeros(1, dtype=np.int64)
     out = np.empty(max(n_data, batch_size), dtype=np.int64)
+    no_source = np.empty(0, dtype=np.int64)
     seq = []
     for _ in range(n_steps):
-        n = next_batch(PLAN_CODES[plan], perm, position, batch_size, rng, out)
+        n = next_batch(PLAN_CODES[plan], perm, position, batch_size, rng, out, no_source)
         seq.append(out[:n].copy())
     return seq

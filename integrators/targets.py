@@ -324,7 +324,8 @@ class MultinomialLogisticTarget(Target):
 def make_force(target_cls):
     """Numba force ``force(x, out, batch, n_batch, scale, tdata)`` for a target class.
 
-    ``tdata = (arrays, x_ref, ref_grad_sum, use_cv)``.  Without a control variate
+    ``tdata = (arrays, ref_grads, ref_grad_sum, use_cv)`` with ``ref_grads[i] = grad f_i(x_ref)``.
+    Without a control variate
     ``G = grad f_0(x) + scale * sum_{i in batch} grad f_i(x)``; with one (``use_cv[0]``)
     ``G = grad f_0(x) + sum_i grad f_i(x_ref) + scale * sum_{i in batch} (grad f_i(x) - grad f_i(x_ref))``.
     """
@@ -333,7 +334,7 @@ def make_force(target_cls):
 
     @nb.njit(nogil=True, inline="always")
     def force(x, out, batch, n_batch, scale, tdata):
-        arrays, x_ref, ref_grad_sum, use_cv = tdata
+        arrays, ref_grads, ref_grad_sum, use_cv = tdata
         out[:] = 0.0
         prior_grad_add(x, arrays, out)
         for j in range(n_batch):
@@ -342,7 +343,9 @@ def make_force(target_cls):
             for a in range(out.shape[0]):
                 out[a] += ref_grad_sum[a]
             for j in range(n_batch):
-                datum_grad_add(x_ref, batch[j], -scale, arrays, out)
+                row = ref_grads[batch[j]]  # grad f_i(x_ref), precomputed
+                for a in range(out.shape[0]):
+                    out[a] -= scale * row[a]
 
     return force
 
@@ -359,14 +362,18 @@ def force_for(target) -> object:
 
 def force_data(target, control_variate=False, x_ref=None) -> tuple:
     """The ``tdata`` tuple for :func:`make_force`, with the control variate at ``x_ref``
-    (default: the L-BFGS minimizer of the potential) when ``control_variate`` is true."""
+    (default: the L-BFGS minimizer of the potential) when ``control_variate`` is true; the
+    per-datum gradients at ``x_ref`` are computed once here."""
     if control_variate:
         x_ref = target.mode() if x_ref is None else _finite_array("x_ref", x_ref, 1)
         if x_ref.shape != (target.dim,):
             raise ValueError(f"x_ref must have shape {(target.dim,)}, got {x_ref.shape}")
-        ref_sum = target.datum_grads_sum(x_ref)
+        x_ref = np.ascontiguousarray(x_ref, dtype=float)
+        ref_grads = np.zeros((target.n_data, target.dim))
+        for i in range(target.n_data):
+            target.datum_grad_add(x_ref, i, 1.0, target.arrays, ref_grads[i])
+        ref_sum = ref_grads.sum(axis=0)
     else:
-        x_ref = np.zeros(target.dim)
+        ref_grads = np.zeros((0, target.dim))
         ref_sum = np.zeros(target.dim)
-    return (target.arrays, np.ascontiguousarray(x_ref, dtype=float), ref_sum,
-            np.array([bool(control_variate)]))
+    return (target.arrays, ref_grads, ref_sum, np.array([bool(control_variate)]))

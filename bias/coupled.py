@@ -1,0 +1,256 @@
+"""Coupled chains at ``h`` (coarse) and ``h/2`` (fine), driven by one Brownian path, in one kernel.
+
+Each coarse step draws the four path pairs of the fine chain's two steps (intervals of ``h/4``);
+the fine chain uses them as they are, the coarse chain composes them exactly (``dW = dW1 + dW2``,
+``J = e^{-gamma h/4} J1 + J2``), so each chain's noise has exactly its own law and the two are
+strongly correlated.  Minibatch coupling:
+
+* ``iid``: ``"shared"`` reuses the first of the fine chain's two batches for the coarse step;
+  ``"independent"`` draws the coarse batch separately;
+* ``rr`` / ``sms``: ``"shared"`` gives the coarse chain, at the start of each of its periods, the
+  permutation the fine chain has just drawn (periods align in time: one coarse period is two fine
+  periods); ``"independent"`` draws its own.
+
+Either way each chain's batches have exactly the plan's law, so each chain's marginal is that of
+an uncoupled chain.  Test functions are evaluated for both chains at the coarse step times and
+accumulated per chain and per time chunk, so level differences get standard errors.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba as nb
+import numpy as np
+
+from integrators.api import (
+    BLOCK_SIZE,
+    PATH_STREAM,
+    PLAN_STREAM,
+    VELOCITY_STREAM,
+    _int_at_least,
+    block_generator,
+    validate,
+)
+from integrators.bounce import make_box
+from integrators.brownian import pair_cholesky
+from integrators.plans import IID, PLAN_CODES, force_scale, next_batch
+from integrators.schemes import SCHEMES
+from integrators.targets import force_data, force_for
+
+COUPLINGS = ("shared", "independent")
+COARSE_PLAN_STREAM = 3
+
+
+@nb.njit(nogil=True)
+def first_coordinates(x, out):
+    """Default test functions: ``x_0`` and ``x_0^2``."""
+    out[0] = x[0]
+    out[1] = x[0] * x[0]
+
+
+_KERNELS: dict = {}
+
+
+def coupled_kernel_for(scheme_module, force):
+    key = (scheme_module.NAME, force)
+    if key not in _KERNELS:
+        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, scheme_module.FSAL, force)
+    return _KERNELS[key]
+
+
+def _make_coupled_kernel(step, fsal, force):
+    @nb.njit(nogil=True)
+    def run_pairs(coef_f, coef_c, gamma, h, xf0, vf0, n_coarse_steps, burn_in, test_every, plan_code,
+                  batch_size, scale, n_data, tdata, box, rng_path, rng_plan_f, rng_plan_c, shared,
+                  test_fn, sums_f, sums_c, diverged_at):
+        n_chains, d = xf0.shape
+        n_chunks, n_t = sums_f.shape[1], sums_f.shape[2]
+        tau = h / 4.0
+        l11, l21, l22 = pair_cholesky(gamma, tau)
+        decay = math.exp(-gamma * tau)
+        z1 = np.empty((4, d))
+        z2 = np.empty((4, d))
+        dWf, Jf = np.empty((2, d)), np.empty((2, d))
+        dWc, Jc = np.empty((2, d)), np.empty((2, d))
+        gf, gc = np.zeros(d), np.zeros(d)
+        xf, vf, xc, vc = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        batch_f = np.empty(max(batch_size, n_data), dtype=np.int64)
+        batch_c = np.empty(max(batch_size, n_data), dtype=np.int64)
+        first_f = np.empty(max(batch_size, n_data), dtype=np.int64)
+        perm_f, perm_c = np.empty(n_data, dtype=np.int64), np.empty(n_data, dtype=np.int64)
+        pos_f, pos_c = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        no_source = np.empty(0, dtype=np.int64)
+        tf, tc = np.zeros(n_t), np.zeros(n_t)
+        n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
+        per_chunk = max(1, n_stat // n_chunks)
+        for c in range(n_chains):
+            xf[:] = xf0[c]
+            vf[:] = vf0[c]
+            xc[:] = xf0[c]
+            vc[:] = vf0[c]
+            for i in range(n_data):
+                perm_f[i] = i
+                perm_c[i] = i
+            pos_f[0] = 0
+            pos_c[0] = 0
+            dead = False
+            counted = 0
+            share_perm = shared and plan_code != IID
+            if fsal:
+                nbf = next_batch(plan_code, perm_f, pos_f, batch_size, rng_plan_f, batch_f, no_source)
+                force(xf, gf, batch_f, nbf, scale, tdata)
+                if shared and plan_code == IID:
+                    nbc = nbf
+                    batch_c[:nbc] = batch_f[:nbc]
+                else:
+                    nbc = next_batch(plan_code, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
+                                     perm_f if share_perm else no_source)
+                force(xc, gc, batch_c, nbc, scale, tdata)
+            for k in range(1, n_coarse_steps + 1):
+                for q in range(4):
+                    for a in range(d):
+                        z1[q, a] = rng_path.standard_normal()
+                        z2[q, a] = rng_path.standard_normal()
+                for half in range(2):
+                    for a in range(d):
+                        w1 = l11 * z1[2 * half, a]
+                        j1 = l21 * z1[2 * half, a] + l22 * z2[2 * half, a]
+                        w2 = l11 * z1[2 * half + 1, a]
+                        j2 = l21 * z1[2 * half + 1, a] + l22 * z2[2 * half + 1, a]
+                        dWc[half, a] = w1 + w2
+                        Jc[half, a] = decay * j1 + j2
+                # fine chain: two steps on the four fine intervals
+                for sub in range(2):
+                    for a in range(d):
+                        dWf[0, a] = l11 * z1[2 * sub, a]
+                        Jf[0, a] = l21 * z1[2 * sub, a] + l22 * z2[2 * sub, a]
+                        dWf[1, a] = l11 * z1[2 * sub + 1, a]
+                        Jf[1, a] = l21 * z1[2 * sub + 1, a] + l22 * z2[2 * sub + 1, a]
+                    nbf = next_batch(plan_code, perm_f, pos_f, batch_size, rng_plan_f, batch_f, no_source)
+                    if sub == 0:
+                        first_f[:nbf] = batch_f[:nbf]
+                        n_first = nbf
+                    if not dead:
+                        step(xf, vf, gf, coef_f, dWf, Jf, force, batch_f, nbf, scale, tdata, box)
+                if shared and plan_code == IID:
+                    nbc = n_first
+                    batch_c[:nbc] = first_f[:nbc]
+                else:
+                    nbc = next_batch(plan_code, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
+                                     perm_f if share_perm else no_source)
+                if dead:
+                    continue
+                step(xc, vc, gc, coef_c, dWc, Jc, force, batch_c, nbc, scale, tdata, box)
+                size = 0.0
+                for a in range(d):
+                    size = max(size, abs(xf[a]), abs(vf[a]), abs(xc[a]), abs(vc[a]))
+                if not size <= 1e8:
+                    dead = True
+                    diverged_at[c] = k
+                    continue
+                if k <= burn_in or (k - burn_in) % test_every != 0:
+                    continue
+                chunk = min(counted // per_chunk, n_chunks - 1)
+                counted += 1
+                test_fn(xf, tf)
+                test_fn(xc, tc)
+                for t in range(n_t):
+                    sums_f[c, chunk, t] += tf[t]
+                    sums_c[c, chunk, t] += tc[t]
+
+    return run_pairs
+
+
+@dataclass
+class CoupledResult:
+    """Per chain and time chunk, averages of the test functions for the fine (``h/2``) and
+    coarse (``h``) chains."""
+
+    h: float
+    fine: np.ndarray     # (n_chains, n_chunks, n_tests)
+    coarse: np.ndarray
+    diverged_at: np.ndarray
+
+    @property
+    def ok(self):
+        return self.diverged_at < 0
+
+    def _replicates(self, values):
+        v = values[self.ok]
+        return v.reshape(-1, v.shape[-1])
+
+    @property
+    def difference(self) -> np.ndarray:
+        """Estimate of ``E_{h/2} f - E_h f``."""
+        return self._replicates(self.fine - self.coarse).mean(axis=0)
+
+    @property
+    def difference_se(self) -> np.ndarray:
+        r = self._replicates(self.fine - self.coarse)
+        return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
+
+    @property
+    def difference_variance(self) -> np.ndarray:
+        """Variance of one replicate's level difference (what the coupling should make small)."""
+        return self._replicates(self.fine - self.coarse).var(axis=0, ddof=1)
+
+    def mean(self, which="fine"):
+        return self._replicates(self.fine if which == "fine" else self.coarse).mean(axis=0)
+
+    def se(self, which="fine"):
+        r = self._replicates(self.fine if which == "fine" else self.coarse)
+        return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
+
+
+def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_chains: int = 64,
+                n_coarse_steps: int = 10_000, burn_in: int = 1000, seed: int = 0, batch_size=None,
+                coupling: str = "shared", test_functions=None, n_test_functions: int = 2,
+                test_every: int = 1, n_chunks: int = 4, x0=None, control_variate=False, x_ref=None,
+                independent_paths: bool = False) -> CoupledResult:
+    """Run ``n_chains`` coupled (h, h/2) pairs; see the module docstring.
+
+    ``independent_paths=True`` drives the coarse chain by a different Brownian path (and its own
+    batches): the uncoupled baseline against which the coupling's variance reduction is measured.
+    """
+    h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = validate(
+        target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed)
+    if coupling not in COUPLINGS:
+        raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
+    test_every = _int_at_least("test_every", test_every, 1)
+    n_chunks = _int_at_least("n_chunks", n_chunks, 1)
+    if test_functions is None:
+        test_functions, n_test_functions = first_coordinates, 2
+    module = SCHEMES[scheme]
+    force = force_for(target)
+    kernel = coupled_kernel_for(module, force)
+    tdata = force_data(target, control_variate, x_ref)
+    scale = force_scale(plan, target.n_data, batch_size)
+    box = make_box(target.dim)
+    x_init = np.broadcast_to(target.initial_point() if x0 is None else np.asarray(x0, float),
+                             (n_chains, target.dim)).copy()
+    fine = np.zeros((n_chains, n_chunks, n_test_functions))
+    coarse = np.zeros_like(fine)
+    diverged_at = np.full(n_chains, -1, dtype=np.int64)
+    shared = coupling == "shared"
+    for b in range(math.ceil(n_chains / BLOCK_SIZE)):
+        lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
+        v_init = block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, target.dim))
+        kernel(module.coefficients(h / 2, gamma), module.coefficients(h, gamma), gamma, h, x_init[lo:hi],
+               v_init, n_coarse_steps, burn_in, test_every, PLAN_CODES[plan], batch_size, scale,
+               target.n_data, tdata, box, block_generator(seed, b, PATH_STREAM),
+               block_generator(seed, b, PLAN_STREAM), block_generator(seed, b, COARSE_PLAN_STREAM),
+               shared, test_functions, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi])
+    if independent_paths:
+        # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
+        other = coupled_run(target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in,
+                            seed + 7919, batch_size, "independent", test_functions, n_test_functions,
+                            test_every, n_chunks, x0, control_variate, x_ref)
+        coarse = other.coarse
+        diverged_at = np.maximum(diverged_at, other.diverged_at)
+    n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
+    per_chunk = max(1, n_stat // n_chunks)
+    counts = np.full(n_chunks, per_chunk, dtype=float)
+    counts[-1] = n_stat - per_chunk * (n_chunks - 1)
+    return CoupledResult(h, fine / counts[None, :, None], coarse / counts[None, :, None], diverged_at)

@@ -1,0 +1,182 @@
+"""The paper's Figure 1: Wasserstein bias against the exact target on the 1-D example.
+
+Nine samplers (UBU, BAOAB, EM each x sms, iid, rr), ``gamma = 1``, ``h = 2^-k`` for k = 2..5 and
+``N = samples_per_unit * 2^k`` post-burn-in samples per point (the paper: ``10^7 * 2^k``).  The
+statistic is ``W_1`` between the empirical law of the chains and the exact target, streamed
+through a histogram (:class:`bias.wasserstein.StreamingW1`: memory independent of ``N``).  Each
+point reports its Monte Carlo error (the spread of ``R`` independent repeats, divided by
+``sqrt(R)``) and its noise floor (the same statistic for ``N`` exact draws of the target).
+A sampler that diverges is marked diverged at that ``h`` (with the first divergent step), never
+plotted as a number.
+
+Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
+standard ``exp(-gamma h)`` O step (``baoab_paper_friction=True`` runs the paper's listing, which
+is BAOAB at friction ``gamma / 2``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bias.wasserstein import Normal, StreamingW1
+from integrators import GaussianTarget, sample
+
+SAMPLERS = [(s, p) for s in ("ubu", "baoab", "em") for p in ("sms", "iid", "rr")]
+PRESETS = {
+    "tiny": {"samples_per_unit": 2 * 10**4, "repeats": 2, "n_chains": 16, "ks": (2, 3, 4, 5)},
+    "quick": {"samples_per_unit": 3 * 10**5, "repeats": 4, "n_chains": 128, "ks": (2, 3, 4, 5)},
+    "full": {"samples_per_unit": 10**7, "repeats": 4, "n_chains": 2048, "ks": (2, 3, 4, 5)},
+}
+BURN_IN_TIME = 30.0  # in units of time; the 1-D example relaxes in a few units at gamma = 1
+W1_BOUND = 2e-5      # histogram resolution: |streamed - exact W1| <= this (plus tails)
+DIVERGENCE_BOUND = 100.0  # about 200 target standard deviations: no stable chain gets there
+
+
+@dataclass
+class Point:
+    scheme: str
+    plan: str
+    h: float
+    n_samples: int
+    w1: float            # nan when diverged
+    mc_error: float
+    noise_floor: float
+    bound: float
+    diverged: bool
+    first_divergence_step: int
+    seconds: float
+
+
+def target_law(target: GaussianTarget) -> Normal:
+    return Normal(float(target.mean[0]), float(math.sqrt(target.covariance[0, 0])))
+
+
+def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int = 0,
+              gamma: float = 1.0, baoab_paper_friction: bool = False) -> Point:
+    """One (sampler, step size) point: ``R`` repeats streamed into histograms."""
+    cfg = PRESETS[preset]
+    target = GaussianTarget.one_d_example()
+    law = target_law(target)
+    h = 2.0**-k
+    n_total = cfg["samples_per_unit"] * 2**k
+    reps, chains = cfg["repeats"], cfg["n_chains"]
+    per_chain = max(1, math.ceil(n_total / (reps * chains)))
+    burn = int(math.ceil(BURN_IN_TIME / h))
+    g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
+    t0 = time.time()
+    pooled = StreamingW1.for_normal(law, bound=W1_BOUND)
+    values, diverged_at = [], []
+    for r in range(reps):
+        one = StreamingW1.for_normal(law, bound=W1_BOUND)
+        res = sample(target, scheme, plan, h=h, gamma=g, n_chains=chains, n_steps=burn + per_chain,
+                     burn_in=burn, batch_size=1, seed=seed * 1000 + 17 * k + r, x0=[law.mean],
+                     histogram=(one.lo, one.hi, one.n_bins), divergence_bound=DIVERGENCE_BOUND)
+        if res.diverged:
+            diverged_at.append(res.first_divergence_step)
+            continue
+        one.merge(res.histogram, res.histogram_tails)
+        pooled.merge(res.histogram, res.histogram_tails)
+        values.append(one.value())
+    n_samples = reps * chains * per_chain
+    floor = StreamingW1.for_normal(law, bound=W1_BOUND)
+    floor.add_exact_samples(n_samples, seed=seed * 1000 + 17 * k + 999)
+    if diverged_at:
+        return Point(scheme, plan, h, n_samples, float("nan"), float("nan"), floor.value(), pooled.bound,
+                     True, int(min(diverged_at)), time.time() - t0)
+    mc_error = float(np.std(values, ddof=1) / math.sqrt(reps)) if reps > 1 else float("nan")
+    return Point(scheme, plan, h, n_samples, pooled.value(), mc_error, floor.value(), pooled.bound,
+                 False, -1, time.time() - t0)
+
+
+def units(preset: str = "quick"):
+    """The independent units of work: one per (sampler, step size)."""
+    return [(s, p, k) for s, p in SAMPLERS for k in PRESETS[preset]["ks"]]
+
+
+def local_slopes(points: list[Point]) -> dict:
+    """Local slope between the two finest step sizes, per sampler (nan if either diverged)."""
+    out = {}
+    for s, p in SAMPLERS:
+        pts = sorted((q for q in points if q.scheme == s and q.plan == p), key=lambda q: q.h)
+        if len(pts) >= 2 and not (pts[0].diverged or pts[1].diverged):
+            out[(s, p)] = math.log(pts[1].w1 / pts[0].w1) / math.log(pts[1].h / pts[0].h)
+        else:
+            out[(s, p)] = float("nan")
+    return out
+
+
+def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None) -> list[Point]:
+    """Run every unit, write ``figure1.csv``, ``figure1.png`` and ``metadata.json``."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    points = []
+    t0 = time.time()
+    for i, (s, p, k) in enumerate(units(preset)):
+        points.append(run_point(s, p, k, preset, seed))
+        if progress:
+            progress(f"[{i + 1}/{len(units(preset))}] {s} x {p}, h = 2^-{k}: "
+                     f"{'DIVERGED' if points[-1].diverged else f'W1 {points[-1].w1:.3e}'}")
+    write_outputs(out, points, preset, seed, time.time() - t0)
+    return points
+
+
+def write_outputs(out: Path, points: list[Point], preset: str, seed: int, seconds: float) -> None:
+    slopes = local_slopes(points)
+    with open(out / "figure1.csv", "w", newline="") as fh:
+        fields = list(asdict(points[0])) + ["local_slope_finest"]
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        for q in points:
+            row = asdict(q)
+            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
+            writer.writerow(row)
+    from integrators.demo import metadata
+    meta = metadata(seed, preset)
+    meta.update({"seconds": round(seconds, 1), "gamma": 1.0, "baoab_o_step": "exp(-gamma h) (standard)",
+                 "samples_per_point": "samples_per_unit * 2^k",
+                 "samples_per_unit": PRESETS[preset]["samples_per_unit"]})
+    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+    plot(out / "figure1.png", points, slopes)
+
+
+def plot(path: Path, points: list[Point], slopes: dict) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 5.2))
+    colors = {"ubu": "tab:blue", "baoab": "tab:orange", "em": "tab:green"}
+    styles = {"sms": "-", "iid": ":", "rr": "--"}
+    markers = {"sms": "o", "iid": "s", "rr": "^"}
+    names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}
+    for s, p in SAMPLERS:
+        pts = sorted((q for q in points if q.scheme == s and q.plan == p), key=lambda q: q.h)
+        ok = [q for q in pts if not q.diverged]
+        label = f"{names[p]}-{s.upper()} (slope {slopes[(s, p)]:.2f})"
+        if ok:
+            ax.errorbar([q.h for q in ok], [q.w1 for q in ok], yerr=[2 * q.mc_error for q in ok],
+                        color=colors[s], ls=styles[p], marker=markers[p], capsize=2, label=label)
+        for q in pts:
+            if q.diverged:
+                ax.plot([q.h], [ax.get_ylim()[1] if ok else 1.0], marker="x", color=colors[s], ms=10)
+                ax.annotate("diverged", (q.h, ax.get_ylim()[1] if ok else 1.0), fontsize=7,
+                            color=colors[s], textcoords="offset points", xytext=(4, -10))
+    floors = sorted((q.h, q.noise_floor) for q in points if q.scheme == "ubu" and q.plan == "sms")
+    ax.plot([f[0] for f in floors], [f[1] for f in floors], "k-.", lw=0.8, label="noise floor (exact draws)")
+    ax.set(xscale="log", yscale="log", xlabel="step size h", ylabel="W1 bias to the exact target",
+           title="1-D example (Figure 1): Wasserstein bias, gamma = 1")
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=130)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
