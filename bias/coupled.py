@@ -44,7 +44,7 @@ COARSE_PLAN_STREAM = 3
 
 
 @nb.njit(nogil=True)
-def first_coordinates(x, out):
+def first_coordinates(x, out, data):
     """Default test functions: ``x_0`` and ``x_0^2``."""
     out[0] = x[0]
     out[1] = x[0] * x[0]
@@ -64,7 +64,7 @@ def _make_coupled_kernel(step, fsal, force):
     @nb.njit(nogil=True)
     def run_pairs(coef_f, coef_c, gamma, h, xf0, vf0, n_coarse_steps, burn_in, test_every, plan_code,
                   batch_size, scale, n_data, tdata, box, rng_path, rng_plan_f, rng_plan_c, shared,
-                  test_fn, sums_f, sums_c, diverged_at):
+                  test_fn, test_data, sums_f, sums_c, diverged_at):
         n_chains, d = xf0.shape
         n_chunks, n_t = sums_f.shape[1], sums_f.shape[2]
         tau = h / 4.0
@@ -154,8 +154,8 @@ def _make_coupled_kernel(step, fsal, force):
                     continue
                 chunk = min(counted // per_chunk, n_chunks - 1)
                 counted += 1
-                test_fn(xf, tf)
-                test_fn(xc, tc)
+                test_fn(xf, tf, test_data)
+                test_fn(xc, tc, test_data)
                 for t in range(n_t):
                     sums_f[c, chunk, t] += tf[t]
                     sums_c[c, chunk, t] += tc[t]
@@ -206,7 +206,7 @@ class CoupledResult:
 
 def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_chains: int = 64,
                 n_coarse_steps: int = 10_000, burn_in: int = 1000, seed: int = 0, batch_size=None,
-                coupling: str = "shared", test_functions=None, n_test_functions: int = 2,
+                coupling: str = "shared", test_functions=None, n_test_functions: int = 2, test_data=(),
                 test_every: int = 1, n_chunks: int = 4, x0=None, control_variate=False, x_ref=None,
                 independent_paths: bool = False) -> CoupledResult:
     """Run ``n_chains`` coupled (h, h/2) pairs; see the module docstring.
@@ -241,12 +241,12 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
                v_init, n_coarse_steps, burn_in, test_every, PLAN_CODES[plan], batch_size, scale,
                target.n_data, tdata, box, block_generator(seed, b, PATH_STREAM),
                block_generator(seed, b, PLAN_STREAM), block_generator(seed, b, COARSE_PLAN_STREAM),
-               shared, test_functions, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi])
+               shared, test_functions, test_data, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi])
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
         other = coupled_run(target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in,
                             seed + 7919, batch_size, "independent", test_functions, n_test_functions,
-                            test_every, n_chunks, x0, control_variate, x_ref)
+                            test_data, test_every, n_chunks, x0, control_variate, x_ref)
         coarse = other.coarse
         diverged_at = np.maximum(diverged_at, other.diverged_at)
     n_stat = max(1, (n_coarse_steps - burn_in) // test_every)

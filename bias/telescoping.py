@@ -44,7 +44,7 @@ class TelescopingResult:
 def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3, gamma: float = 1.0,
                      base_epochs: int = 2000, burn_fraction: float = 0.1, n_chains: int = 32,
                      seed: int = 0, batch_size=None, coupling: str = "shared", test_functions=None,
-                     n_test_functions: int = 2, test_every: int = 1, n_chunks: int = 4,
+                     n_test_functions: int = 2, test_data=(), test_every: int = 1, n_chunks: int = 4,
                      x0=None, control_variate=False, x_ref=None) -> TelescopingResult:
     """Run levels ``l = 0 .. levels`` and return the level differences; see the module docstring."""
     if levels < 0:
@@ -59,7 +59,8 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
         res = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=steps,
                           burn_in=int(burn_fraction * steps), seed=seed + 101 * level, batch_size=batch_size,
                           coupling=coupling, test_functions=test_functions,
-                          n_test_functions=n_test_functions, test_every=test_every, n_chunks=n_chunks,
+                          n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
+                          n_chunks=n_chunks,
                           x0=x0, control_variate=control_variate, x_ref=x_ref)
         if not np.any(res.ok):
             raise RuntimeError(f"{scheme} x {plan} diverged at h={h:g} (first at coarse step "

@@ -200,7 +200,7 @@ def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_s
 def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
            burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
-           test_functions=None, n_test_functions=0, path_refine=1, threads=None,
+           test_functions=None, n_test_functions=0, test_data=(), path_refine=1, threads=None,
            divergence_bound=1e8, histogram=None) -> SampleResult:
     """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
 
@@ -209,7 +209,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     ``target.initial_point()`` and standard normal velocities), ``control_variate`` (at ``x_ref``,
     default the L-BFGS mode), ``box_center`` / ``box_half_width`` for the elastic bounce,
     ``keep`` thinned samples per chain, ``full_moments`` to track ``x x^T``,
-    ``test_functions`` a Numba function ``f(x, out)`` filling ``n_test_functions`` values,
+    ``test_functions`` a Numba function ``f(x, out, test_data)`` filling ``n_test_functions``
+    values (``test_data``: a tuple of arrays passed through),
     ``path_refine`` (a power of two) to drive the run with the Brownian path of ``h / path_refine``,
     ``histogram=(lo, hi, n_bins)`` streams a histogram of the first coordinate after burn-in
     (``SampleResult.histogram``, ``histogram_tails``) for :class:`bias.wasserstein.StreamingW1`,
@@ -276,14 +277,14 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                    path_refine, x[lo:hi], v[lo:hi], steps, burn_in, n_keep_stride,
                    PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
                    block_generator(seed, b, PATH_STREAM), block_generator(seed, b, PLAN_STREAM),
-                   divergence_bound, test_fn, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
-                   samples[lo:hi], diverged_at[lo:hi],
+                   divergence_bound, test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi],
+                   sum_tests[lo:hi], samples[lo:hi], diverged_at[lo:hi],
                    make_work_buffers(dim, target.n_data, batch_size, n_test_functions),
                    hists[b], hist_lo, hist_inv_width, hist_tails[b])
 
     # compile on a throw-away copy first so that threads never compile concurrently
     _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
-             tdata, box, test_fn, full_moments, n_test_functions, keep)
+             tdata, box, test_fn, test_data, full_moments, n_test_functions, keep)
     if threads == 1 or len(blocks) == 1:
         for spec in blocks:
             run_block(spec)
@@ -306,11 +307,11 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
 
 
 def _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
-             tdata, box, test_fn, full_moments, n_tests, keep):
+             tdata, box, test_fn, test_data, full_moments, n_tests, keep):
     kernel(coef, gamma, 0.5 * h / path_refine, path_refine,
                np.zeros((1, dim)), np.zeros((1, dim)), 0, 0, 1, PLAN_CODES[plan], batch_size,
                scale, target.n_data, tdata, box, np.random.default_rng(0),
-               np.random.default_rng(0), 1.0, test_fn, np.zeros((1, dim)), np.zeros((1, dim)),
+               np.random.default_rng(0), 1.0, test_fn, test_data, np.zeros((1, dim)), np.zeros((1, dim)),
                np.zeros((1, dim, dim) if full_moments else (1, 0, 0)), np.zeros((1, n_tests)),
                np.zeros((1, keep, dim)), np.full(1, -1, dtype=np.int64),
                make_work_buffers(dim, target.n_data, batch_size, n_tests),

@@ -25,7 +25,7 @@ from integrators.plans import next_batch
 
 
 @nb.njit(nogil=True)
-def no_test_functions(x, out):
+def no_test_functions(x, out, data):
     """The default observer: no extra test functions."""
     return
 
@@ -77,7 +77,7 @@ def _make_kernel(step, fsal, force):
     @nb.njit(nogil=True, _nrt=False)
     def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
                    plan_code, batch_size, scale, n_data, tdata, box, rng_path, rng_plan, bound,
-                   test_fn, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
+                   test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
                    hist, hist_lo, hist_inv_width, hist_tails):
         n_chains, d = x.shape
         l11, l21, l22 = pair_cholesky(gamma, tau_fine)
@@ -122,7 +122,7 @@ def _make_kernel(step, fsal, force):
                         for b in range(d):
                             sum_outer[c, a, b] += xc[a] * xc[b]
                 if tvals.shape[0] > 0:
-                    test_fn(xc, tvals)
+                    test_fn(xc, tvals, test_data)
                     for t in range(tvals.shape[0]):
                         sum_tests[c, t] += tvals[t]
                 if n_bins > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)

@@ -1,0 +1,60 @@
+"""Calibration metrics of a predictive distribution, as the design defines them.
+
+``probs`` is ``(n, K)`` (rows sum to one), ``labels`` ``(n,)`` integers in ``[0, K)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _check(probs, labels):
+    probs = np.asarray(probs, dtype=float)
+    labels = np.asarray(labels)
+    if probs.ndim != 2 or labels.shape != (probs.shape[0],):
+        raise ValueError(f"probs must be (n, K) and labels (n,), got {probs.shape} and {labels.shape}")
+    if labels.min() < 0 or labels.max() >= probs.shape[1]:
+        raise ValueError("labels outside [0, K)")
+    return probs, labels.astype(np.int64)
+
+
+def accuracy(probs, labels) -> float:
+    probs, labels = _check(probs, labels)
+    return float(np.mean(np.argmax(probs, axis=1) == labels))
+
+
+def nll(probs, labels) -> float:
+    """Negative log-likelihood, log-probabilities clipped at -100."""
+    probs, labels = _check(probs, labels)
+    with np.errstate(divide="ignore"):
+        logp = np.maximum(np.log(probs[np.arange(len(labels)), labels]), -100.0)
+    return float(-np.mean(logp))
+
+
+def ace(probs, labels, n_bins: int = 20) -> float:
+    """Adaptive calibration error: for every class, ``n_bins`` bins of equal count over the sorted
+    predicted probabilities of that class; mean of ``|frequency - mean probability|`` over bins
+    and classes."""
+    probs, labels = _check(probs, labels)
+    errors = []
+    for k in range(probs.shape[1]):
+        order = np.argsort(probs[:, k], kind="stable")
+        for chunk in np.array_split(order, n_bins):
+            if chunk.size:
+                errors.append(abs(np.mean(labels[chunk] == k) - np.mean(probs[chunk, k])))
+    return float(np.mean(errors))
+
+
+def rps(probs, labels) -> float:
+    """Ranked probability score ``1/(K-1) sum_k (F_k - O_k)^2``, averaged over points."""
+    probs, labels = _check(probs, labels)
+    k = probs.shape[1]
+    observed = np.zeros_like(probs)
+    observed[np.arange(len(labels)), labels] = 1.0
+    diff = np.cumsum(probs, axis=1) - np.cumsum(observed, axis=1)
+    return float(np.mean(np.sum(diff**2, axis=1) / (k - 1)))
+
+
+def all_metrics(probs, labels) -> dict:
+    return {"accuracy": accuracy(probs, labels), "nll": nll(probs, labels), "ace": ace(probs, labels),
+            "rps": rps(probs, labels)}
