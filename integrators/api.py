@@ -227,7 +227,9 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     n_test_functions = _int_at_least("n_test_functions", n_test_functions, 0)
     if n_test_functions and test_functions is None:
         raise ValueError("n_test_functions > 0 needs test_functions")
-    threads = (os.cpu_count() or 1) if threads is None else _int_at_least("threads", threads, 1)
+    if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
+        threads = int(os.environ.get("SMS_LANGEVIN_THREADS", 0)) or (os.cpu_count() or 1)
+    threads = _int_at_least("threads", threads, 1)
     dim = target.dim
     box = make_box(dim, box_center, box_half_width)
     x0 = _initial_state("x0", x0, n_chains, dim, target.initial_point())

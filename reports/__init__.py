@@ -1,0 +1,2 @@
+"""Reports: one command regenerates every figure and table (registry, persisted units,
+local or Dask executors, progress, the HTML/Markdown report)."""

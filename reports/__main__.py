@@ -1,0 +1,3 @@
+from reports.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,48 @@
+"""The paper's logistic-regression experiment (Section 3.4)."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from bias import logistic
+from integrators import MultinomialLogisticTarget
+
+ID = "logistic"
+TITLE = "Bayesian multinomial logistic regression: bias and calibration against h"
+CLAIM = ("SMS-UBU has the smallest bias of the posterior probability of the true class, and the best "
+         "calibration at the largest step sizes (paper, Section 3.4, Figure 2; there on Fashion-MNIST).")
+COST = {"quick": "~1.5 min (embedded digits)", "full": "~6 min (embedded digits, 64 features)"}
+
+
+def units(preset: str) -> list[dict]:
+    return [{"scheme": s, "plan": p} for s, p in logistic.SAMPLERS]
+
+
+def run_unit(unit: dict, preset: str, seed: int) -> dict:
+    x_train, y_train, x_test, y_test, source = logistic.load_data(preset, None, 0)
+    target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=logistic.PRIOR_PRECISION)
+    rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test), y_test), unit["scheme"], unit["plan"],
+                                preset, seed % (2**31))
+    return {"rows": [asdict(r) for r in rows], "data": source}
+
+
+def draw(results: list, out_dir: Path, preset: str) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows = [logistic.Row(**r) for _, res in results for r in res["rows"]]
+    fields = [f for f in asdict(rows[0]) if f != "seconds"]
+    with open(out_dir / "logistic.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        for r in rows:
+            writer.writerow({k: v for k, v in asdict(r).items() if k != "seconds"})
+    logistic.plot(out_dir / "logistic.png", rows)
+    h0 = max(r.h for r in rows)
+    biases = logistic.bias_at(rows, h0)
+    order = sorted(biases, key=biases.get)
+    return {"files": ["logistic.png", "logistic.pdf", "logistic.csv"],
+            "measured": (f"Data: {results[0][1]['data']}. Samplers by mean |bias| at h = {h0:g} (smallest "
+                         f"first): {', '.join(f'{n} {biases[n]:.2e}' for n in order)}.")}

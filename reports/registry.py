@@ -1,0 +1,40 @@
+"""The registry of figures and tables.
+
+Each figure or table is one module in ``reports/`` with
+
+    ID, TITLE, CLAIM           what it is and what the paper claims
+    COST                       {"quick": "...", "full": "..."}: rough cost per preset
+    units(preset)              the independent units of work (JSON-serializable dicts)
+    run_unit(unit, preset, seed) -> JSON-serializable result
+    draw(results, out_dir, preset) -> {"files": [...], "measured": "..."}
+
+so adding a figure touches one file (and the list below).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+DEFAULT_MODULES = ("reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
+                   "reports.tab_claims")
+PRESETS = ("quick", "full")
+
+
+def module_names() -> tuple[str, ...]:
+    """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
+    (the tests use a small registry of fast units this way)."""
+    env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
+    return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
+
+
+def load() -> dict:
+    """``{figure id: module}`` in registry order."""
+    out = {}
+    for name in module_names():
+        mod = importlib.import_module(name)
+        for attr in ("ID", "TITLE", "CLAIM", "COST", "units", "run_unit", "draw"):
+            if not hasattr(mod, attr):
+                raise RuntimeError(f"report module {name} lacks {attr}")
+        out[mod.ID] = mod
+    return out

@@ -1,0 +1,87 @@
+"""The report: ``index.md`` and ``index.html`` (opens from disk, no server) with every figure
+(PNG, and PDF linked), its caption (what the paper claims, what was measured), links to the CSVs,
+the claims table and the run metadata.
+
+The HTML carries a small script that, once the page has loaded, records on ``<body>`` how many
+images loaded (``data-images-ok`` / ``data-images-total``): the headless-browser test reads it.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+
+CHECK_SCRIPT = """<script>
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images);
+  var ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; }).length;
+  document.body.setAttribute('data-images-ok', String(ok));
+  document.body.setAttribute('data-images-total', String(imgs.length));
+});
+</script>"""
+
+STYLE = """<style>
+body { font-family: sans-serif; max-width: 1100px; margin: 2em auto; color: #222; }
+img { max-width: 100%; border: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.8em; }
+td, th { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }
+.fails { background: #fdd; } .holds { background: #efe; }
+figcaption { font-size: 0.9em; margin: 0.4em 0 1.6em; }
+pre { background: #f6f6f6; padding: 0.6em; font-size: 0.8em; }
+</style>"""
+
+
+def _md_table_to_html(md: str) -> str:
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    if len(lines) < 2:
+        return ""
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:]]
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    for r in rows:
+        verdict = r[-1] if r else ""
+        cls = "fails" if verdict == "fails" else ("holds" if verdict.startswith("holds") else "")
+        out.append(f"<tr class='{cls}'>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
+    meta = {k: any_meta.get(k) for k in ("git_commit", "python", "numpy", "numba", "scipy", "matplotlib",
+                                         "platform", "run_seed")}
+    meta["preset"] = preset
+    meta["compute_seconds"] = {fid: round(d["wall"], 1) for fid, d in drawn.items()}
+    md = [f"# SMS-Langevin report (preset `{preset}`)", ""]
+    body = [f"<h1>SMS-Langevin report (preset <code>{html.escape(preset)}</code>)</h1>"]
+    for fid, d in drawn.items():
+        mod, info = d["module"], d["info"]
+        md += [f"## {mod.TITLE}", ""]
+        body.append(f"<h2 id='{fid}'>{html.escape(mod.TITLE)}</h2>")
+        pngs = [f for f in info["files"] if f.endswith(".png")]
+        others = [f for f in info["files"] if not f.endswith(".png")]
+        for png in pngs:
+            md.append(f"![{mod.TITLE}]({fid}/{png})")
+            body.append(f"<figure><img src='{fid}/{png}' alt='{html.escape(mod.TITLE)}'>")
+        caption = f"Claim: {mod.CLAIM} Measured: {info['measured']}"
+        md += ["", caption, ""]
+        links = " · ".join(f"[{f}]({fid}/{f})" for f in others)
+        md += [f"Files: {links}", ""]
+        html_links = " · ".join(f"<a href='{fid}/{f}'>{html.escape(f)}</a>" for f in others)
+        cap = (f"<figcaption><b>Claim:</b> {html.escape(mod.CLAIM)}<br><b>Measured:</b> "
+               f"{html.escape(info['measured'])}<br>Files: {html_links}</figcaption>")
+        body.append(cap + ("</figure>" if pngs else ""))
+        if "table" in info:
+            table_md = (report_dir / fid / info["table"]).read_text()
+            md += [table_md, ""]
+            body.append(_md_table_to_html(table_md))
+    meta_text = json.dumps(meta, indent=2)
+    md += ["## Run metadata", "", "```json", meta_text, "```", ""]
+    body += ["<h2>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
+    (report_dir / "index.md").write_text("\n".join(md))
+    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
+            f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")
+    (report_dir / "index.html").write_text(page)
+    (report_dir / "metadata.json").write_text(meta_text + "\n")

@@ -1,0 +1,139 @@
+"""The reports command: resumable runs, Dask, report rebuilding, the HTML in a real browser, errors."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = "tests.report_fixtures.fast_units"
+
+
+def cli(args, env_extra=None, **kwargs):
+    env = os.environ.copy()
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["SMS_LANGEVIN_REPORT_MODULES"] = FAST
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "reports", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, **kwargs)
+
+
+def unit_files(out):
+    return sorted((Path(out) / "units").rglob("*.json"))
+
+
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    proc = cli(["run", "all", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_killed_run_resumes_with_identical_csv(tmp_path, reference_run):
+    out = tmp_path / "killed"
+    env = os.environ.copy()
+    env.update({"PYTHONPATH": str(ROOT), "SMS_LANGEVIN_REPORT_MODULES": FAST, "FAST_UNITS_SLEEP": "0.7"})
+    proc = subprocess.Popen([sys.executable, "-m", "reports", "run", "all", "--out", str(out)], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while len(unit_files(out)) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = {p: p.stat().st_mtime_ns for p in unit_files(out)}
+    assert 2 <= len(done) < 6, "the run should be killed mid-way"
+    resumed = cli(["run", "all", "--out", str(out), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{len(done)} units already done, {6 - len(done)} to run" in resumed.stderr
+    for path, mtime in done.items():
+        assert path.stat().st_mtime_ns == mtime, "a finished unit was recomputed"
+    assert len(unit_files(out)) == 6
+    assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
+
+
+def test_local_dask_cluster_gives_identical_csv(tmp_path, reference_run):
+    pytest.importorskip("dask.distributed")
+    out = tmp_path / "dask"
+    proc = cli(["run", "all", "--out", str(out), "--workers", "2", "--local-dask"], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
+
+
+def test_process_workers_give_identical_csv(tmp_path, reference_run):
+    out = tmp_path / "procs"
+    proc = cli(["run", "all", "--out", str(out), "--workers", "2"])
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
+
+
+def test_report_rebuilds_without_running_a_sampler(tmp_path, reference_run):
+    out = tmp_path / "rebuild"
+    shutil.copytree(reference_run, out)
+    shutil.rmtree(out / "report")
+    proc = cli(["report", "--out", str(out)], env_extra={"FAST_UNITS_FAIL": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report/index.html").exists() and (out / "report/fast/fast.png").exists()
+    assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
+
+
+def test_html_report_in_headless_chromium(reference_run):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+    index = reference_run / "report" / "index.html"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={reference_run / 'chromium-profile'}", "--virtual-time-budget=5000"]
+    dom = subprocess.run([browser, *flags, "--dump-dom", index.as_uri()], capture_output=True, text=True,
+                         timeout=120).stdout
+    ok = re.search(r'data-images-ok="(\d+)"', dom)
+    total = re.search(r'data-images-total="(\d+)"', dom)
+    assert ok and total, "the page's load check did not run"
+    assert int(total.group(1)) >= 1 and ok.group(1) == total.group(1), "an image failed to load"
+    for href in re.findall(r"href=['\"]([^'\"]+)['\"]", index.read_text()):
+        if not href.startswith(("http:", "https:", "#")):
+            assert (index.parent / href).exists(), f"broken link {href}"
+    shot = reference_run / "report" / "screenshot.png"
+    subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,1600", index.as_uri()],
+                   capture_output=True, timeout=120)
+    assert shot.exists() and shot.stat().st_size > 5000
+
+
+@pytest.mark.parametrize("args,message", [
+    (["run", "nope"], "unknown id"),
+    (["run", "all", "--preset", "huge"], "unknown preset"),
+    (["run", "all", "--out", "/proc/forbidden"], "cannot write"),
+    (["frobnicate"], "invalid choice"),
+    (["report", "--out", "/nonexistent-dir"], "no persisted results"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, message):
+    proc = cli(args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+
+
+def test_corrupt_unit_is_reported_and_recomputed(tmp_path, reference_run):
+    out = tmp_path / "corrupt"
+    shutil.copytree(reference_run, out)
+    victim = unit_files(out)[0]
+    victim.write_text(victim.read_text()[:40])
+    proc = cli(["report", "--out", str(out)])
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert "unreadable" in proc.stderr or "checksum" in proc.stderr
+    resumed = cli(["run", "all", "--out", str(out), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "recomputing" in resumed.stderr and "5 units already done, 1 to run" in resumed.stderr
+    assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
+
+
+def test_list_shows_every_registered_figure():
+    proc = cli(["list"])
+    assert proc.returncode == 0 and "fast" in proc.stdout and "cost" in proc.stdout
