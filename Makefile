@@ -3,9 +3,9 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-OUT ?= out/demo
+OUT ?= out/quick
 
-.PHONY: demo test lint bench clean
+.PHONY: demo demo-1d reproduce-full test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(PY) -m integrators.demo --out $(OUT)
+	$(VENV)/bin/sms-langevin run all --preset quick --out $(OUT)
 
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
@@ -30,3 +30,9 @@ bench: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
+
+demo-1d: $(VENV)/.installed
+	$(PY) -m integrators.demo --out out/demo
+
+reproduce-full: $(VENV)/.installed
+	$(VENV)/bin/sms-langevin run all --preset full --out out/full --resume

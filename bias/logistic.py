@@ -35,8 +35,8 @@ NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms")
 PRESETS = {
     "tiny": {"components": 8, "n_train": 400, "h0": 2.0**-4, "levels": 1, "base_epochs": 40,
              "n_chains": 4, "n_test": 200, "gamma": 5.0},
-    "quick": {"components": 16, "n_train": 1200, "h0": 2.0**-4, "levels": 3, "base_epochs": 80,
-              "n_chains": 8, "n_test": 597, "gamma": 5.0},
+    "quick": {"components": 16, "n_train": 1200, "h0": 2.0**-4, "levels": 2, "base_epochs": 60,
+              "n_chains": 8, "n_test": 300, "gamma": 5.0},
     "full": {"components": None, "n_train": 1200, "h0": 2.0**-5, "levels": 4, "base_epochs": 200,
              "n_chains": 16, "n_test": 597, "gamma": 5.0},
 }

@@ -24,7 +24,8 @@ import numpy as np
 from integrators import GaussianTarget, sample
 
 SAMPLERS = {"SMS-UBU": ("ubu", "sms"), "SG-UBU": ("ubu", "iid")}
-PRESETS = {"quick": {"n_chains": 8000, "time": 800.0}, "tiny": {"n_chains": 400, "time": 100.0}}
+PRESETS = {"quick": {"n_chains": 4000, "time": 800.0}, "tiny": {"n_chains": 400, "time": 100.0},
+           "full": {"n_chains": 16000, "time": 1600.0}}
 
 
 def git_commit() -> str:
@@ -45,50 +46,76 @@ def metadata(seed: int, preset: str) -> dict:
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
+HIST_BINS = 80
+
+
+def hist_edges(target) -> np.ndarray:
+    mean, sd = target.mean[0], math.sqrt(target.covariance[0, 0])
+    return np.linspace(mean - 4 * sd, mean + 4 * sd, HIST_BINS + 1)
+
+
+def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
+    """One sampler at ``h = 2^-k``: a row of the CSV, and (for the largest step) a histogram."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+    scheme, plan = SAMPLERS[name]
+    cfg = PRESETS[preset]
+    target = GaussianTarget.one_d_example()
+    exact_mean, exact_var = target.mean[0], target.covariance[0, 0]
+    h = 2.0**-k
+    edges = hist_edges(target)
+    res = sample(target, scheme, plan, h=h, gamma=1.0, n_chains=cfg["n_chains"], n_steps=int(cfg["time"] / h),
+                 burn_in=int(20.0 / h), batch_size=1, seed=seed,
+                 histogram=(edges[0], edges[-1], HIST_BINS) if k == 2 else None)
+    row = {"sampler": name, "scheme": scheme, "plan": plan, "h": h,
+           "mean": res.mean[0], "mean_se": res.mean_se[0], "variance": res.variance[0],
+           "variance_se": res.variance_se[0], "variance_bias": res.variance[0] - exact_var,
+           "mean_bias": res.mean[0] - exact_mean, "diverged_chains": res.n_diverged}
+    row = {key: (float(val) if isinstance(val, (float, np.floating)) else val) for key, val in row.items()}
+    hist = res.histogram.tolist() if k == 2 else None
+    return {"row": row, "hist": hist, "summary": res.summary()}
+
+
 def run(out: Path, seed: int = 0, preset: str = "quick") -> list[dict]:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
     out.mkdir(parents=True, exist_ok=True)
-    target = GaussianTarget.one_d_example()
-    exact_mean, exact_var = target.mean[0], target.covariance[0, 0]
-    cfg = PRESETS[preset]
-    rows, kept = [], {}
-    for name, (scheme, plan) in SAMPLERS.items():
+    results = []
+    for name in SAMPLERS:
         for k in range(2, 6):
-            h = 2.0**-k
-            n_steps = int(cfg["time"] / h)
-            res = sample(target, scheme, plan, h=h, gamma=1.0, n_chains=cfg["n_chains"],
-                         n_steps=n_steps, burn_in=int(20.0 / h), batch_size=1, seed=seed,
-                         keep=50 if k == 2 else 0)
-            if k == 2:
-                kept[name] = res.samples.ravel()
-            rows.append({"sampler": name, "scheme": scheme, "plan": plan, "h": h,
-                         "mean": res.mean[0], "mean_se": res.mean_se[0], "variance": res.variance[0],
-                         "variance_se": res.variance_se[0], "variance_bias": res.variance[0] - exact_var,
-                         "mean_bias": res.mean[0] - exact_mean, "diverged_chains": res.n_diverged})
-            print(f"  {name:8s} h=2^-{k}: {res.summary()}", flush=True)
+            results.append(run_unit(name, k, preset, seed))
+            print(f"  {name:8s} h=2^-{k}: {results[-1]['summary']}", flush=True)
+    write_outputs(out, results)
+    (out / "metadata.json").write_text(json.dumps(metadata(seed, preset), indent=2) + "\n")
+    return [r["row"] for r in results]
+
+
+def write_outputs(out: Path, results: list[dict]) -> None:
+    rows = [r["row"] for r in results]
     with open(out / "demo.csv", "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    (out / "metadata.json").write_text(json.dumps(metadata(seed, preset), indent=2) + "\n")
-    plot(out / "demo.png", rows, kept, exact_mean, exact_var)
-    return rows
+    hists = {r["row"]["sampler"]: np.array(r["hist"]) for r in results if r["hist"] is not None}
+    plot(out / "demo.png", rows, hists)
 
 
-def plot(path: Path, rows, kept, exact_mean, exact_var):
+def plot(path: Path, rows, hists):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    target = GaussianTarget.one_d_example()
+    exact_mean, exact_var = target.mean[0], target.covariance[0, 0]
+    edges = hist_edges(target)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    grid = np.linspace(exact_mean - 4 * math.sqrt(exact_var), exact_mean + 4 * math.sqrt(exact_var), 400)
+    grid = np.linspace(edges[0], edges[-1], 400)
     density = np.exp(-0.5 * (grid - exact_mean) ** 2 / exact_var) / math.sqrt(2 * math.pi * exact_var)
-    for name, samples in kept.items():
-        ax1.hist(samples, bins=80, range=(grid[0], grid[-1]), density=True, histtype="step", lw=1.5,
-                 label=f"{name}, h = 1/4")
+    for name, counts in hists.items():
+        dens = counts / (counts.sum() * np.diff(edges))
+        ax1.stairs(dens, edges, lw=1.5, label=f"{name}, h = 1/4")
     ax1.plot(grid, density, "k--", lw=1.2, label="exact target")
-    ax1.set(xlim=(grid[0], grid[-1]), xlabel="x", ylabel="density", title="1-D example: samples at h = 1/4")
+    ax1.set(xlim=(edges[0], edges[-1]), xlabel="x", ylabel="density", title="1-D example: samples at h = 1/4")
     ax1.legend(fontsize=8)
     for name in SAMPLERS:
         sub = [r for r in rows if r["sampler"] == name]
@@ -96,7 +123,7 @@ def plot(path: Path, rows, kept, exact_mean, exact_var):
         bias = np.abs([r["variance_bias"] for r in sub])
         se = np.array([r["variance_se"] for r in sub])
         ax2.errorbar(hs, bias, yerr=2 * se, marker="o", capsize=3, label=name)
-    hs = np.array([r["h"] for r in rows[:4]])
+    hs = np.array(sorted({r["h"] for r in rows}))
     ax2.plot(hs, 0.5 * hs**2, "k:", lw=1, label="slope 2")
     ax2.plot(hs, 0.5 * hs, "k-.", lw=1, label="slope 1")
     ax2.set(xscale="log", yscale="log", xlabel="step size h", ylabel="|bias of Var x| (±2 s.e.)",
@@ -104,6 +131,7 @@ def plot(path: Path, rows, kept, exact_mean, exact_var):
     ax2.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
 
 

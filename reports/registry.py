@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import os
 
-DEFAULT_MODULES = ("reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
+DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
                    "reports.tab_claims")
 PRESETS = ("quick", "full")
 
