@@ -1,0 +1,89 @@
+"""Figure 1 and the logistic-regression experiment at tiny presets; metrics; the IDX loader."""
+
+import csv
+import gzip
+import struct
+
+import numpy as np
+import pytest
+
+from bias import figure1, logistic
+from bias.data import DataError, load_fashion_mnist, read_idx
+from bias.metrics import accuracy, ace, all_metrics, nll, rps
+
+
+def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
+    points = figure1.run(tmp_path, "tiny")
+    assert len(points) == 36
+    with open(tmp_path / "figure1.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 36
+    em_quarter = [q for q in points if q.scheme == "em" and q.h == 0.25]
+    assert all(q.diverged and q.first_divergence_step > 0 and np.isnan(q.w1) for q in em_quarter)
+    ok = [q for q in points if not q.diverged]
+    assert all(np.isfinite(q.w1) and q.w1 > 0 and np.isfinite(q.noise_floor) for q in ok)
+    assert (tmp_path / "figure1.png").stat().st_size > 10_000 and (tmp_path / "figure1.pdf").exists()
+    # even at the tiny preset the second-order samplers are far below SG-UBU at h = 1/32
+    by = {(q.scheme, q.plan, q.h): q.w1 for q in ok}
+    assert by[("ubu", "sms", 2**-5)] < 0.3 * by[("ubu", "iid", 2**-5)]
+
+
+def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
+    rows = logistic.run(tmp_path, "tiny")
+    assert {r.sampler for r in rows} == set(logistic.NAMES.values())
+    assert (tmp_path / "logistic.png").exists() and (tmp_path / "logistic.csv").exists()
+    biases = logistic.bias_at(rows, logistic.PRESETS["tiny"]["h0"])
+    assert max(biases, key=biases.get) == "SG-HMC"
+    assert all(0 <= r.accuracy <= 1 and r.nll > 0 and 0 <= r.ace <= 1 and 0 <= r.rps <= 1 for r in rows)
+
+
+def test_metrics_known_values():
+    labels = np.array([0, 1, 2, 1])
+    perfect = np.eye(3)[labels]
+    assert accuracy(perfect, labels) == 1.0 and rps(perfect, labels) == 0.0
+    assert nll(perfect, labels) == pytest.approx(0.0)
+    assert nll(np.eye(3)[[0, 0, 0, 0]], labels) == pytest.approx(100 * 3 / 4)  # log(0) clipped at -100
+    uniform = np.full((4, 3), 1 / 3)
+    assert rps(uniform, np.array([0, 0, 0, 0])) == pytest.approx(((2 / 3) ** 2 + (1 / 3) ** 2) / 2)
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(4), size=4000)
+    calibrated = np.array([rng.choice(4, p=p) for p in probs])
+    assert ace(probs, calibrated) < 0.03 < ace(probs, np.zeros(4000, dtype=int))
+    assert set(all_metrics(probs, calibrated)) == {"accuracy", "nll", "ace", "rps"}
+    with pytest.raises(ValueError, match="labels"):
+        accuracy(probs, np.full(4000, 7))
+
+
+def write_idx(path, array, type_code=0x08):
+    header = struct.pack(">HBB", 0, type_code, array.ndim) + struct.pack(f">{array.ndim}I", *array.shape)
+    data = header + array.astype(">u1").tobytes()
+    path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+
+
+def test_idx_loader_reads_valid_files(tmp_path):
+    rng = np.random.default_rng(0)
+    imgs = rng.integers(0, 256, size=(5, 28, 28))
+    write_idx(tmp_path / "train-images-idx3-ubyte.gz", imgs)
+    write_idx(tmp_path / "train-labels-idx1-ubyte", rng.integers(0, 10, size=5))
+    write_idx(tmp_path / "t10k-images-idx3-ubyte", imgs[:3])
+    write_idx(tmp_path / "t10k-labels-idx1-ubyte", rng.integers(0, 10, size=3))
+    np.testing.assert_array_equal(read_idx(tmp_path / "train-images-idx3-ubyte.gz"), imgs)
+    x_train, y_train, x_test, y_test = load_fashion_mnist(tmp_path)
+    assert x_train.shape == (5, 784) and x_test.shape == (3, 784) and x_train.max() <= 1.0
+
+
+def test_idx_loader_errors_name_the_file(tmp_path):
+    with pytest.raises(DataError, match="train-images-idx3-ubyte.*not found"):
+        load_fashion_mnist(tmp_path)
+    bad = tmp_path / "bad-idx"
+    bad.write_bytes(b"\x12\x34\x08\x01" + b"\x00" * 8)
+    with pytest.raises(DataError, match="bad-idx: not an IDX file"):
+        read_idx(bad)
+    short = tmp_path / "short-idx"
+    short.write_bytes(struct.pack(">HBB", 0, 8, 1) + struct.pack(">I", 100) + b"\x00" * 10)
+    with pytest.raises(DataError, match="short-idx: header says shape"):
+        read_idx(short)
+    broken = tmp_path / "broken.gz"
+    broken.write_bytes(b"not gzip at all")
+    with pytest.raises(DataError, match="broken.gz: cannot read"):
+        read_idx(broken)
