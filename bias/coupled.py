@@ -50,6 +50,16 @@ def first_coordinates(x, out, data):
     out[1] = x[0] * x[0]
 
 
+@nb.njit(nogil=True, inline="always")
+def coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng, out, fine_batch, n_fine, perm_f):
+    """The coarse chain's next batch: the fine chain's first batch of the step (``iid``, shared),
+    or the plan's next batch with the fine chain's permutation at a new period (shared) or its own."""
+    if shared and plan_code == IID:
+        out[:n_fine] = fine_batch[:n_fine]
+        return n_fine
+    return next_batch(plan_code, perm_c, pos_c, batch_size, rng, out, perm_f if shared else perm_f[:0])
+
+
 _KERNELS: dict = {}
 
 
@@ -97,16 +107,11 @@ def _make_coupled_kernel(step, fsal, force):
             pos_c[0] = 0
             dead = False
             counted = 0
-            share_perm = shared and plan_code != IID
             if fsal:
                 nbf = next_batch(plan_code, perm_f, pos_f, batch_size, rng_plan_f, batch_f, no_source)
                 force(xf, gf, batch_f, nbf, scale, tdata)
-                if shared and plan_code == IID:
-                    nbc = nbf
-                    batch_c[:nbc] = batch_f[:nbc]
-                else:
-                    nbc = next_batch(plan_code, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
-                                     perm_f if share_perm else no_source)
+                nbc = coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
+                                   batch_f, nbf, perm_f)
                 force(xc, gc, batch_c, nbc, scale, tdata)
             for k in range(1, n_coarse_steps + 1):
                 for q in range(4):
@@ -134,12 +139,8 @@ def _make_coupled_kernel(step, fsal, force):
                         n_first = nbf
                     if not dead:
                         step(xf, vf, gf, coef_f, dWf, Jf, force, batch_f, nbf, scale, tdata, box)
-                if shared and plan_code == IID:
-                    nbc = n_first
-                    batch_c[:nbc] = first_f[:nbc]
-                else:
-                    nbc = next_batch(plan_code, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
-                                     perm_f if share_perm else no_source)
+                nbc = coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
+                                   first_f, n_first, perm_f)
                 if dead:
                     continue
                 step(xc, vc, gc, coef_c, dWc, Jc, force, batch_c, nbc, scale, tdata, box)

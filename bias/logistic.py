@@ -28,6 +28,7 @@ from bias.data import embedded_digits, load_fashion_mnist
 from bias.metrics import all_metrics
 from bias.telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget
+from integrators.targets import softmax_probabilities
 
 SAMPLERS = [("em", "iid"), ("baoab", "iid"), ("baoab", "sms"), ("ubu", "iid"), ("ubu", "sms")]
 NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms"): "SMS-BAOAB",
@@ -50,23 +51,12 @@ def predictive_test_functions(x, out, data):
     feats, labels = data
     n, p = feats.shape
     k_classes = x.shape[0] // p
-    z = np.empty(k_classes)
     total = 0.0
     for i in range(n):
+        z = softmax_probabilities(x, feats, i, k_classes)
         for k in range(k_classes):
-            z[k] = 0.0
-        for a in range(p):
-            f = feats[i, a]
-            for k in range(k_classes):
-                z[k] += f * x[a * k_classes + k]
-        zmax = z.max()
-        norm = 0.0
-        for k in range(k_classes):
-            z[k] = math.exp(z[k] - zmax)
-            norm += z[k]
-        for k in range(k_classes):
-            out[1 + i * k_classes + k] = z[k] / norm
-        total += z[labels[i]] / norm
+            out[1 + i * k_classes + k] = z[k]
+        total += z[labels[i]]
     out[0] = total / n
 
 

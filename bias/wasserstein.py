@@ -22,6 +22,8 @@ import numpy as np
 import scipy.special
 import scipy.stats
 
+from integrators.kernel import histogram_add_value
+
 
 @dataclass(frozen=True)
 class Normal:
@@ -115,24 +117,16 @@ def _w1_to_cdf(points, weights, dist) -> float:
 
 
 # ------------------------------------------------------------------------ streaming W1
-@nb.njit(cache=True, nogil=True)
+@nb.njit(nogil=True)
 def histogram_add(values, lo, inv_width, counts, tails):
     """Add samples to a fixed histogram; ``tails = (n_below, excess_below, n_above, excess_above)``
     records samples outside ``[lo, lo + n_bins / inv_width)`` exactly."""
-    n_bins = counts.shape[0]
-    hi = lo + n_bins / inv_width
+    hi = lo + counts.shape[0] / inv_width
     for v in values:
-        if v < lo:
-            tails[0] += 1.0
-            tails[1] += lo - v
-        elif v >= hi:
-            tails[2] += 1.0
-            tails[3] += v - hi
-        else:
-            counts[int((v - lo) * inv_width)] += 1.0
+        histogram_add_value(v, lo, hi, inv_width, counts, tails)
 
 
-@nb.njit(cache=True, nogil=True)
+@nb.njit(nogil=True)
 def _normal_histogram(n, mean, std, lo, inv_width, counts, tails, rng):
     block = np.empty(4096)
     done = 0

@@ -135,6 +135,18 @@ def plot(path: Path, rows, hists):
     plt.close(fig)
 
 
+def unwritable(out: Path) -> str | None:
+    """``None`` if ``out`` can be created and written, else the reason."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="SMS-UBU vs SG-UBU on the paper's 1-D example")
     parser.add_argument("--out", default="out/demo", help="output folder (created if missing)")
@@ -142,13 +154,9 @@ def main(argv=None) -> int:
     parser.add_argument("--preset", default="quick", choices=sorted(PRESETS), help="run size")
     args = parser.parse_args(argv)
     out = Path(args.out)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        parser.exit(2, f"error: cannot write to --out {out}: {exc}\n")
+    problem = unwritable(out)
+    if problem:
+        parser.exit(2, f"error: cannot write to --out {out}: {problem}\n")
     t0 = time.time()
     print(f"SMS-UBU vs SG-UBU on the 1-D example (preset {args.preset}, seed {args.seed})")
     run(out, args.seed, args.preset)

@@ -31,6 +31,20 @@ def no_test_functions(x, out, data):
 
 
 @nb.njit(nogil=True, inline="always")
+def histogram_add_value(value, lo, hi, inv_width, counts, tails):
+    """Add one value to a fixed histogram on ``[lo, hi)``; ``tails = (n_below, excess_below,
+    n_above, excess_above)`` records out-of-range values exactly."""
+    if value < lo:
+        tails[0] += 1.0
+        tails[1] += lo - value
+    elif value >= hi:
+        tails[2] += 1.0
+        tails[3] += value - hi
+    else:
+        counts[int((value - lo) * inv_width)] += 1.0
+
+
+@nb.njit(nogil=True, inline="always")
 def draw_step_path(rng, l11, l21, l22, decay_fine, refine, dW, J):
     """Fill ``dW, J`` (shape (2, d)) with the pair over each half step, composed from
     ``refine`` fine intervals (interval-major, coordinates inner)."""
@@ -126,15 +140,7 @@ def _make_kernel(step, fsal, force):
                     for t in range(tvals.shape[0]):
                         sum_tests[c, t] += tvals[t]
                 if n_bins > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
-                    value = xc[0]
-                    if value < hist_lo:
-                        hist_tails[0] += 1.0
-                        hist_tails[1] += hist_lo - value
-                    elif value >= hist_hi:
-                        hist_tails[2] += 1.0
-                        hist_tails[3] += value - hist_hi
-                    else:
-                        hist[int((value - hist_lo) * hist_inv_width)] += 1.0
+                    histogram_add_value(xc[0], hist_lo, hist_hi, hist_inv_width, hist, hist_tails)
                 if kept < n_keep and (k - burn_in) % thin == 0:
                     for a in range(d):
                         samples[c, kept, a] = xc[a]

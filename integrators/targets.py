@@ -249,9 +249,8 @@ def _softmax_logits(x, feats, i, n_classes):
 
 
 @nb.njit(nogil=True, inline="always")
-def _mlogit_datum_grad_add(x, i, coef, arrays, out):
-    feats, labels, _ = arrays
-    n_classes = x.shape[0] // feats.shape[1]
+def softmax_probabilities(x, feats, i, n_classes):
+    """Class probabilities of row ``i`` of ``feats`` under weights ``x`` (stable softmax)."""
     z = _softmax_logits(x, feats, i, n_classes)
     zmax = z.max()
     total = 0.0
@@ -259,7 +258,17 @@ def _mlogit_datum_grad_add(x, i, coef, arrays, out):
         z[k] = math.exp(z[k] - zmax)
         total += z[k]
     for k in range(n_classes):
-        z[k] = coef * z[k] / total
+        z[k] /= total
+    return z
+
+
+@nb.njit(nogil=True, inline="always")
+def _mlogit_datum_grad_add(x, i, coef, arrays, out):
+    feats, labels, _ = arrays
+    n_classes = x.shape[0] // feats.shape[1]
+    z = softmax_probabilities(x, feats, i, n_classes)
+    for k in range(n_classes):
+        z[k] *= coef
     z[labels[i]] -= coef
     for a in range(feats.shape[1]):
         f = feats[i, a]

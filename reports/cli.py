@@ -61,13 +61,10 @@ def _check_preset(preset):
 
 
 def _check_out(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        raise CliError(f"cannot write to --out {out}: {exc.strerror or exc}") from None
+    from integrators.demo import unwritable
+    problem = unwritable(out)
+    if problem:
+        raise CliError(f"cannot write to --out {out}: {problem}")
 
 
 def _select(ids, figures):
