@@ -75,6 +75,7 @@ class Row:
     ace: float
     rps: float
     seconds: float
+    diverged: str = ""   # empty, or where the sampler diverged (never plotted as a number)
 
 
 def load_data(preset: str, data_dir=None, seed: int = 0):
@@ -97,11 +98,17 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0) -> list[Row]:
     k_classes = target.n_classes
     n_tests = 1 + len(y_test) * k_classes
     t0 = time.time()
-    res = telescoping_bias(target, scheme, plan, cfg["h0"], levels=cfg["levels"], gamma=cfg["gamma"],
-                           base_epochs=cfg["base_epochs"], n_chains=cfg["n_chains"], seed=seed,
-                           batch_size=BATCH_SIZE, test_functions=predictive_test_functions,
-                           n_test_functions=n_tests, test_data=(x_test, y_test), test_every=5,
-                           x0=target.mode(), control_variate=True)
+    try:
+        res = telescoping_bias(target, scheme, plan, cfg["h0"], levels=cfg["levels"], gamma=cfg["gamma"],
+                               base_epochs=cfg["base_epochs"], n_chains=cfg["n_chains"], seed=seed,
+                               batch_size=BATCH_SIZE, test_functions=predictive_test_functions,
+                               n_test_functions=n_tests, test_data=(x_test, y_test), test_every=5,
+                               x0=target.mode(), control_variate=True)
+    except RuntimeError as exc:  # a diverged sampler is reported as diverged, with where
+        nan = float("nan")
+        return [Row(NAMES[(scheme, plan)], scheme, plan, cfg["h0"] * 2.0**-level, nan, nan, nan, nan, nan,
+                    nan, nan, nan, time.time() - t0, diverged=str(exc))
+                for level in range(cfg["levels"] + 1)]
     # per test point, the probability of its true class: entries 1 + i K + y_i
     true_cols = 1 + np.arange(len(y_test)) * k_classes + y_test
     rows = []
@@ -145,8 +152,8 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, data_dir=None, pr
 
 
 def bias_at(rows: list[Row], h: float) -> dict:
-    """``|bias|`` per sampler at step size ``h``."""
-    return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h)}
+    """``|bias|`` per sampler at step size ``h`` (diverged samplers left out)."""
+    return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h) and not r.diverged}
 
 
 def plot(path: Path, rows: list[Row]) -> None:
@@ -159,7 +166,7 @@ def plot(path: Path, rows: list[Row]) -> None:
               ("ace", "ACE"), ("rps", "RPS")]
     for ax, (field, label) in zip(axes, panels, strict=True):
         for name in NAMES.values():
-            sub = sorted((r for r in rows if r.sampler == name), key=lambda r: r.h)
+            sub = sorted((r for r in rows if r.sampler == name and not r.diverged), key=lambda r: r.h)
             if not sub:
                 continue
             hs = [r.h for r in sub]

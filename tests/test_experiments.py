@@ -87,3 +87,14 @@ def test_idx_loader_errors_name_the_file(tmp_path):
     broken.write_bytes(b"not gzip at all")
     with pytest.raises(DataError, match="broken.gz: cannot read"):
         read_idx(broken)
+
+
+def test_logistic_reports_a_diverged_sampler(tmp_path, monkeypatch):
+    monkeypatch.setitem(logistic.PRESETS, "boom", {**logistic.PRESETS["tiny"], "h0": 2.0, "levels": 0})
+    from bias.data import embedded_digits
+    from integrators import MultinomialLogisticTarget
+    x_train, y_train, x_test, y_test = embedded_digits(8, 400)
+    target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=50.0)
+    rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test[:50]), y_test[:50]), "em", "iid", "boom")
+    assert rows and all(r.diverged and "diverged" in r.diverged and np.isnan(r.bias) for r in rows)
+    assert logistic.bias_at(rows, 2.0) == {}
