@@ -15,7 +15,7 @@ ID = "logistic"
 TITLE = "Bayesian multinomial logistic regression: bias and calibration against h"
 CLAIM = ("SMS-UBU has the smallest bias of the posterior probability of the true class, and the best "
          "calibration at the largest step sizes (paper, Section 3.4, Figure 2; there on Fashion-MNIST).")
-COST = {"quick": "~1.5 min (embedded digits)", "full": "~6 min (embedded digits, 64 features)"}
+COST = {"quick": "~1 min (embedded digits, PCA 16)", "full": "~4 min (embedded digits, 64 features)"}
 
 
 def units(preset: str) -> list[dict]:
