@@ -45,6 +45,7 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
     order = sorted(biases, key=biases.get)
     diverged = sorted({f"{r.sampler} ({r.diverged})" for r in rows if r.diverged})
     return {"files": ["logistic.png", "logistic.pdf", "logistic.csv"],
-            "measured": (f"Data: {results[0][1]['data']}. Samplers by mean |bias| at h = {h0:g} (smallest "
+            "measured": (f"Data: {results[0][1]['data']}; gamma = 1, BAOAB at the paper's friction gamma/2. "
+                         f"Samplers by mean |bias| at h = {h0:g} (smallest "
                          f"first): {', '.join(f'{n} {biases[n]:.2e}' for n in order)}. Diverged: "
                          f"{'; '.join(diverged) or 'none'}.")}
