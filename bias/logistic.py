@@ -106,24 +106,25 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
     k_classes = target.n_classes
     n_tests = 1 + len(y_test) * k_classes
     t0 = time.time()
-    try:
-        res = telescoping_bias(target, scheme, plan, cfg["h0"], levels=cfg["levels"], gamma=gamma,
-                               base_epochs=cfg["base_epochs"], n_chains=cfg["n_chains"], seed=seed,
-                               batch_size=BATCH_SIZE, test_functions=predictive_test_functions,
-                               n_test_functions=n_tests, test_data=(x_test, y_test), test_every=5,
-                               x0=target.mode(), control_variate=True)
-    except RuntimeError as exc:  # a diverged sampler is reported as diverged, with where
-        nan = float("nan")
-        return [Row(NAMES[(scheme, plan)], scheme, plan, cfg["h0"] * 2.0**-level, nan, nan, nan, nan, nan,
-                    nan, nan, nan, nan, time.time() - t0, diverged=str(exc))
-                for level in range(cfg["levels"] + 1)]
+    res = telescoping_bias(target, scheme, plan, cfg["h0"], levels=cfg["levels"], gamma=gamma,
+                           base_epochs=cfg["base_epochs"], n_chains=cfg["n_chains"], seed=seed,
+                           batch_size=BATCH_SIZE, test_functions=predictive_test_functions,
+                           n_test_functions=n_tests, test_data=(x_test, y_test), test_every=5,
+                           x0=target.mode(), control_variate=True, on_diverge="skip")
     # per test point, the probability of its true class: entries 1 + i K + y_i
     true_cols = 1 + np.arange(len(y_test)) * k_classes + y_test
     rows = []
+    nan = float("nan")
     for level, h in enumerate(res.hs):
+        if not np.isfinite(res.bias[level, 0]):  # this level or a coarser one diverged
+            where = ", ".join(f"h={res.hs[lv]:g} (coarse step {st})" for lv, st in res.diverged.items()
+                              if lv >= level)
+            rows.append(Row(NAMES[(scheme, plan)], scheme, plan, float(h), nan, nan, nan, nan, nan, nan, nan,
+                            nan, nan, time.time() - t0, diverged=f"diverged at {where}" if where else "diverged"))
+            continue
+        b, se = res.bias[level, true_cols], res.bias_se[level, true_cols]
         probs = res.coarse_means[level, 1:].reshape(len(y_test), k_classes)
         metrics = all_metrics(probs / probs.sum(axis=1, keepdims=True), y_test)
-        b, se = res.bias[level, true_cols], res.bias_se[level, true_cols]
         rows.append(Row(NAMES[(scheme, plan)], scheme, plan, float(h),
                         float(np.mean(np.abs(b))), float(np.mean(se)), float(np.mean(res.floor[true_cols])),
                         float(np.sqrt(max(np.mean(b**2) - np.mean(se**2), 0.0))),

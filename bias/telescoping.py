@@ -25,6 +25,7 @@ class TelescopingResult:
     differences: np.ndarray   # (L+1, n_tests): E_{h_l/2} f - E_{h_l} f
     difference_se: np.ndarray
     coarse_means: np.ndarray  # (L+1, n_tests): E_{h_l} f from each level's coarse chain
+    diverged: dict = None     # {level: first divergent coarse step} for levels that diverged
 
     @property
     def bias(self) -> np.ndarray:
@@ -45,14 +46,20 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
                      base_epochs: int = 2000, burn_fraction: float = 0.1, n_chains: int = 32,
                      seed: int = 0, batch_size=None, coupling: str = "shared", test_functions=None,
                      n_test_functions: int = 2, test_data=(), test_every: int = 1, n_chunks: int = 4,
-                     x0=None, control_variate=False, x_ref=None) -> TelescopingResult:
-    """Run levels ``l = 0 .. levels`` and return the level differences; see the module docstring."""
+                     x0=None, control_variate=False, x_ref=None, on_diverge: str = "raise") -> TelescopingResult:
+    """Run levels ``l = 0 .. levels`` and return the level differences; see the module docstring.
+
+    A level whose chains diverge raises ``RuntimeError`` (``on_diverge="raise"``) or, with
+    ``on_diverge="skip"``, gets NaN differences (so only the biases of that level and coarser ones
+    are NaN) and is listed in ``diverged``."""
+    if on_diverge not in ("raise", "skip"):
+        raise ValueError(f"on_diverge must be 'raise' or 'skip', got {on_diverge!r}")
     if levels < 0:
         raise ValueError(f"levels must be >= 0, got {levels}")
     if not 0 <= burn_fraction < 1:
         raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
     epoch = n_batches(target.n_data, batch_size or target.n_data)
-    hs, diffs, ses, coarse = [], [], [], []
+    hs, diffs, ses, coarse, diverged = [], [], [], [], {}
     for level in range(levels + 1):
         h = h0 * 2.0**-level
         steps = int(base_epochs * 2**level * epoch)
@@ -62,14 +69,21 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
                           n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
                           n_chunks=n_chunks,
                           x0=x0, control_variate=control_variate, x_ref=x_ref)
-        if not np.any(res.ok):
-            raise RuntimeError(f"{scheme} x {plan} diverged at h={h:g} (first at coarse step "
-                               f"{int(res.diverged_at[res.diverged_at >= 0].min())})")
         hs.append(h)
+        if not np.all(res.ok):  # a level with any diverged pair is not used
+            first = int(res.diverged_at[res.diverged_at >= 0].min())
+            if on_diverge == "raise":
+                raise RuntimeError(f"{scheme} x {plan} diverged at h={h:g} (first at coarse step {first})")
+            diverged[level] = first
+            nan = np.full(res.fine.shape[-1], np.nan)
+            diffs.append(nan)
+            ses.append(nan)
+            coarse.append(nan)
+            continue
         diffs.append(res.difference)
         ses.append(res.difference_se)
         coarse.append(res.mean("coarse"))
-    return TelescopingResult(np.array(hs), np.array(diffs), np.array(ses), np.array(coarse))
+    return TelescopingResult(np.array(hs), np.array(diffs), np.array(ses), np.array(coarse), diverged)
 
 
 def variance_reduction(target, scheme: str, plan: str, h: float, **kwargs) -> dict:
