@@ -241,7 +241,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     coef = module.coefficients(h, gamma)
     scale = force_scale(plan, target.n_data, batch_size)
     force = force_for(target)
-    kernel = kernel_for(module, force)
+    kernel = kernel_for(module, force, type(target).allocates)
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
 

@@ -64,15 +64,16 @@ def draw_step_path(rng, l11, l21, l22, decay_fine, refine, dW, J):
 _KERNELS: dict = {}
 
 
-def kernel_for(scheme_module, force):
-    """The kernel for one scheme and one target class, compiled once and cached.
+def kernel_for(scheme_module, force, allocates: bool = False):
+    """The kernel for one scheme and one target class, compiled once and cached (``allocates``:
+    the target's gradient allocates, so reference counting must stay on).
 
     The scheme's step and the target's force are closed over (not passed as arguments) so that
     Numba inlines them into the chain loop.
     """
-    key = (scheme_module.NAME, force)
+    key = (scheme_module.NAME, force, allocates)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force)
+        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, allocates)
     return _KERNELS[key]
 
 
@@ -83,12 +84,13 @@ def make_work_buffers(d: int, n_data: int, batch_size: int, n_tests: int) -> tup
             np.zeros(1, dtype=np.int64), np.zeros(n_tests))
 
 
-def _make_kernel(step, fsal, force):
+def _make_kernel(step, fsal, force, allocates):
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
     # is an argument owned by the caller, and the kernel allocates nothing.  With reference
     # counting on, each array passed to the inlined step, force and plan costs an
     # increment/decrement call, several times the arithmetic of a one-dimensional step.
-    @nb.njit(nogil=True, _nrt=False)
+    # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
+    @nb.njit(nogil=True, _nrt=allocates)
     def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
                    plan_code, batch_size, scale, n_data, tdata, box, rng_path, rng_plan, bound,
                    test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,

@@ -30,6 +30,7 @@ class Target:
     """Common interface; subclasses set ``arrays``, ``dim``, ``n_data`` and the Numba functions."""
 
     name = "target"
+    allocates = False  # True if datum_grad_add allocates (the kernel then keeps reference counting)
     arrays: tuple
     dim: int
     n_data: int
@@ -296,6 +297,7 @@ class MultinomialLogisticTarget(Target):
     prior ``f_0 = prior_precision |x|^2 / 2`` (the paper uses precision 50)."""
 
     name = "multinomial_logistic"
+    allocates = True  # the per-datum softmax needs a scratch vector of n_classes
     prior_grad_add = staticmethod(_iso_prior_grad_add)
     datum_grad_add = staticmethod(_mlogit_datum_grad_add)
     potential = staticmethod(_mlogit_potential)
