@@ -41,3 +41,18 @@ def test_any_valid_configuration_runs(kind, scheme, plan, d, n, bs_frac, h, gamm
     if box:
         ok = res.ok
         assert np.all(np.abs(res.samples[ok]) <= 3.0 + 1e-9)
+
+
+@settings(max_examples=8)
+@given(kind=st.sampled_from(["gaussian", "multinomial"]), scheme=st.sampled_from(sorted(SCHEMES)),
+       plan=st.sampled_from(["full", "iid", "rr", "sms"]), coupling=st.sampled_from(["shared", "independent"]),
+       d=st.integers(1, 3), n=st.integers(1, 7), h=st.floats(1e-3, 0.5), cv=st.booleans(),
+       seed=st.integers(0, 1000))
+def test_any_valid_coupled_configuration_runs(kind, scheme, plan, coupling, d, n, h, cv, seed):
+    from bias.coupled import coupled_run
+    target = make_target(kind, np.random.default_rng(seed), d, n)
+    res = coupled_run(target, scheme, plan, h, n_chains=2, n_coarse_steps=40, burn_in=4, seed=seed,
+                      batch_size=None if plan == "full" else max(1, n // 2), coupling=coupling,
+                      control_variate=cv)
+    if np.all(res.ok):
+        assert np.all(np.isfinite(res.difference))
