@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -119,7 +120,7 @@ def cmd_run(args, figures) -> int:
         store.save(fid, unit, result, meta)
         progress.advance(f"{fid} {unit}")
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids}
-    (out / "run.json").write_text(__import__("json").dumps(run_meta, indent=2) + "\n")
+    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
@@ -146,6 +147,12 @@ def build_outputs(out: Path, figures, ids, preset) -> None:
                            f"{out}; run `sms-langevin run {fid} --resume --out {out}`")
         info = mod.draw(results, out / "report" / fid, preset)
         metas = [store.meta(fid, unit) for unit, _ in results]
+        figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
+        figure_meta.update({"preset": preset, "units": len(results),
+                            "unit_seeds": "derived from run_seed and each unit (see units/)",
+                            "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
+        (out / "report" / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")
+        info["files"] = list(info["files"]) + ["metadata.json"]
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},
                       "wall": sum(m.get("wall_seconds", 0.0) for m in metas)}
     write_report(out / "report", drawn, preset)
@@ -155,7 +162,6 @@ def cmd_report(args, figures) -> int:
     out = Path(args.out)
     if not (out / "units").exists():
         raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
-    import json
     try:
         run_meta = json.loads((out / "run.json").read_text())
     except (OSError, ValueError):

@@ -80,6 +80,8 @@ def test_report_rebuilds_without_running_a_sampler(tmp_path, reference_run):
     proc = cli(["report", "--out", str(out)], env_extra={"FAST_UNITS_FAIL": "1"})
     assert proc.returncode == 0, proc.stderr
     assert (out / "report/index.html").exists() and (out / "report/fast/fast.png").exists()
+    meta = (out / "report/fast/metadata.json").read_text()
+    assert "git_commit" in meta and '"preset": "quick"' in meta
     assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
 
 
