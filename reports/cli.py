@@ -95,6 +95,7 @@ def cmd_run(args, figures) -> int:
         raise CliError(f"--seed must be >= 0, got {args.seed}")
     ids = _select(args.ids, figures)
     store = Store(out)
+    store.remove_stale_temporaries()
     tasks = []
     skipped = 0
     for fid in ids:

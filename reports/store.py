@@ -72,5 +72,12 @@ class Store:
             raise CorruptUnit(f"{path}: checksum mismatch")
         return payload["result"]
 
+    def remove_stale_temporaries(self) -> int:
+        """Delete the temporary files of writes a killed run left behind; return how many."""
+        stale = list(self.root.rglob(".tmp-*")) if self.root.exists() else []
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return len(stale)
+
     def meta(self, figure_id: str, unit: dict) -> dict:
         return json.loads(self.path(figure_id, unit).read_text())["meta"]
