@@ -35,6 +35,7 @@ from integrators.api import (
 )
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
+from integrators.kernel import draw_step_path
 from integrators.plans import IID, PLAN_CODES, force_scale, next_batch
 from integrators.schemes import SCHEMES
 from integrators.targets import force_data, force_for
@@ -80,9 +81,7 @@ def _make_coupled_kernel(step, fsal, force):
         tau = h / 4.0
         l11, l21, l22 = pair_cholesky(gamma, tau)
         decay = math.exp(-gamma * tau)
-        z1 = np.empty((4, d))
-        z2 = np.empty((4, d))
-        dWf, Jf = np.empty((2, d)), np.empty((2, d))
+        dWf, Jf = np.empty((2, 2, d)), np.empty((2, 2, d))
         dWc, Jc = np.empty((2, d)), np.empty((2, d))
         gf, gc = np.zeros(d), np.zeros(d)
         xf, vf, xc, vc = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
@@ -114,31 +113,20 @@ def _make_coupled_kernel(step, fsal, force):
                                    batch_f, nbf, perm_f)
                 force(xc, gc, batch_c, nbc, scale, tdata)
             for k in range(1, n_coarse_steps + 1):
-                for q in range(4):
-                    for a in range(d):
-                        z1[q, a] = rng_path.standard_normal()
-                        z2[q, a] = rng_path.standard_normal()
-                for half in range(2):
-                    for a in range(d):
-                        w1 = l11 * z1[2 * half, a]
-                        j1 = l21 * z1[2 * half, a] + l22 * z2[2 * half, a]
-                        w2 = l11 * z1[2 * half + 1, a]
-                        j2 = l21 * z1[2 * half + 1, a] + l22 * z2[2 * half + 1, a]
-                        dWc[half, a] = w1 + w2
-                        Jc[half, a] = decay * j1 + j2
-                # fine chain: two steps on the four fine intervals
+                # the fine chain's two steps (four intervals of h/4); each coarse half step is
+                # the exact composition of one fine step's two intervals
                 for sub in range(2):
+                    draw_step_path(rng_path, l11, l21, l22, decay, 1, dWf[sub], Jf[sub])
                     for a in range(d):
-                        dWf[0, a] = l11 * z1[2 * sub, a]
-                        Jf[0, a] = l21 * z1[2 * sub, a] + l22 * z2[2 * sub, a]
-                        dWf[1, a] = l11 * z1[2 * sub + 1, a]
-                        Jf[1, a] = l21 * z1[2 * sub + 1, a] + l22 * z2[2 * sub + 1, a]
+                        dWc[sub, a] = dWf[sub, 0, a] + dWf[sub, 1, a]
+                        Jc[sub, a] = decay * Jf[sub, 0, a] + Jf[sub, 1, a]
+                for sub in range(2):
                     nbf = next_batch(plan_code, perm_f, pos_f, batch_size, rng_plan_f, batch_f, no_source)
                     if sub == 0:
                         first_f[:nbf] = batch_f[:nbf]
                         n_first = nbf
                     if not dead:
-                        step(xf, vf, gf, coef_f, dWf, Jf, force, batch_f, nbf, scale, tdata, box)
+                        step(xf, vf, gf, coef_f, dWf[sub], Jf[sub], force, batch_f, nbf, scale, tdata, box)
                 nbc = coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
                                    first_f, n_first, perm_f)
                 if dead:

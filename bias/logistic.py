@@ -106,11 +106,12 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
     k_classes = target.n_classes
     n_tests = 1 + len(y_test) * k_classes
     t0 = time.time()
+    mode = target.mode()  # start and control-variate reference, computed once for every level
     res = telescoping_bias(target, scheme, plan, cfg["h0"], levels=cfg["levels"], gamma=gamma,
                            base_epochs=cfg["base_epochs"], n_chains=cfg["n_chains"], seed=seed,
                            batch_size=BATCH_SIZE, test_functions=predictive_test_functions,
                            n_test_functions=n_tests, test_data=(x_test, y_test), test_every=5,
-                           x0=target.mode(), control_variate=True, on_diverge="skip")
+                           x0=mode, control_variate=True, x_ref=mode, on_diverge="skip")
     # per test point, the probability of its true class: entries 1 + i K + y_i
     true_cols = 1 + np.arange(len(y_test)) * k_classes + y_test
     rows = []

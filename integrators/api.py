@@ -241,7 +241,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     coef = module.coefficients(h, gamma)
     scale = force_scale(plan, target.n_data, batch_size)
     force = force_for(target)
-    kernel = kernel_for(module, force, type(target).allocates)
+    kernel = kernel_for(module, force)
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
 
@@ -284,9 +284,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                    make_work_buffers(dim, target.n_data, batch_size, n_test_functions),
                    hists[b], hist_lo, hist_inv_width, hist_tails[b])
 
-    # compile on a throw-away copy first so that threads never compile concurrently
-    _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
-             tdata, box, test_fn, test_data, full_moments, n_test_functions, keep)
+    # compile with a zero-step call first so that threads never compile concurrently
+    run_block(blocks[0], steps=0)
     if threads == 1 or len(blocks) == 1:
         for spec in blocks:
             run_block(spec)
@@ -307,14 +306,3 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
               "path_refine": path_refine, "target": target.name},
     )
 
-
-def _compile(kernel, coef, gamma, h, path_refine, dim, plan, batch_size, scale, target,
-             tdata, box, test_fn, test_data, full_moments, n_tests, keep):
-    kernel(coef, gamma, 0.5 * h / path_refine, path_refine,
-               np.zeros((1, dim)), np.zeros((1, dim)), 0, 0, 1, PLAN_CODES[plan], batch_size,
-               scale, target.n_data, tdata, box, np.random.default_rng(0),
-               np.random.default_rng(0), 1.0, test_fn, test_data, np.zeros((1, dim)), np.zeros((1, dim)),
-               np.zeros((1, dim, dim) if full_moments else (1, 0, 0)), np.zeros((1, n_tests)),
-               np.zeros((1, keep, dim)), np.full(1, -1, dtype=np.int64),
-               make_work_buffers(dim, target.n_data, batch_size, n_tests),
-               np.zeros(1), 0.0, 1.0, np.zeros(4))

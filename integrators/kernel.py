@@ -64,16 +64,16 @@ def draw_step_path(rng, l11, l21, l22, decay_fine, refine, dW, J):
 _KERNELS: dict = {}
 
 
-def kernel_for(scheme_module, force, allocates: bool = False):
-    """The kernel for one scheme and one target class, compiled once and cached (``allocates``:
-    the target's gradient allocates, so reference counting must stay on).
+def kernel_for(scheme_module, force):
+    """The kernel for one scheme and one target class, compiled once and cached (a force whose
+    target allocates, ``force.allocates``, keeps reference counting on).
 
     The scheme's step and the target's force are closed over (not passed as arguments) so that
     Numba inlines them into the chain loop.
     """
-    key = (scheme_module.NAME, force, allocates)
+    key = (scheme_module.NAME, force)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, allocates)
+        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, force.allocates)
     return _KERNELS[key]
 
 

@@ -358,6 +358,7 @@ def make_force(target_cls):
                 for a in range(out.shape[0]):
                     out[a] -= scale * row[a]
 
+    force.allocates = target_cls.allocates
     return force
 
 
