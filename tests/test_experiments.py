@@ -98,3 +98,15 @@ def test_logistic_reports_a_diverged_sampler(tmp_path, monkeypatch):
     rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test[:50]), y_test[:50]), "em", "iid", "boom")
     assert rows and all(r.diverged and "diverged" in r.diverged and np.isnan(r.bias) for r in rows)
     assert logistic.bias_at(rows, 2.0) == {}
+
+
+def test_ace_matches_a_direct_equal_count_binning():
+    """ACE as the design defines it: per class, 20 bins of equal count over sorted probabilities."""
+    rng = np.random.default_rng(3)
+    probs = rng.dirichlet(np.ones(3) * 0.5, size=400)
+    labels = rng.integers(0, 3, size=400)
+    per_class = []
+    for k in range(3):
+        order = np.argsort(probs[:, k], kind="stable").reshape(20, 20)  # 20 bins of 20 points
+        per_class.append(np.abs((labels[order] == k).mean(axis=1) - probs[order, k].mean(axis=1)).mean())
+    assert ace(probs, labels) == pytest.approx(np.mean(per_class), rel=1e-12)

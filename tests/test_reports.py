@@ -141,3 +141,16 @@ def test_corrupt_unit_is_reported_and_recomputed(tmp_path, reference_run):
 def test_list_shows_every_registered_figure():
     proc = cli(["list"])
     assert proc.returncode == 0 and "fast" in proc.stdout and "cost" in proc.stdout
+
+
+def test_tampered_unit_fails_its_checksum(tmp_path, reference_run):
+    """A unit file that parses but whose result was altered is detected, not reused."""
+    import json
+    out = tmp_path / "tampered"
+    shutil.copytree(reference_run, out)
+    victim = unit_files(out)[0]
+    payload = json.loads(victim.read_text())
+    payload["result"]["mean"] += 1.0
+    victim.write_text(json.dumps(payload))
+    proc = cli(["report", "--out", str(out)])
+    assert proc.returncode == 2 and "checksum mismatch" in proc.stderr
