@@ -166,30 +166,30 @@ class CoupledResult:
     def ok(self):
         return self.diverged_at < 0
 
-    def _replicates(self, values):
+    def replicates(self, values):
         v = values[self.ok]
         return v.reshape(-1, v.shape[-1])
 
     @property
     def difference(self) -> np.ndarray:
         """Estimate of ``E_{h/2} f - E_h f``."""
-        return self._replicates(self.fine - self.coarse).mean(axis=0)
+        return self.replicates(self.fine - self.coarse).mean(axis=0)
 
     @property
     def difference_se(self) -> np.ndarray:
-        r = self._replicates(self.fine - self.coarse)
+        r = self.replicates(self.fine - self.coarse)
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
     @property
     def difference_variance(self) -> np.ndarray:
         """Variance of one replicate's level difference (what the coupling should make small)."""
-        return self._replicates(self.fine - self.coarse).var(axis=0, ddof=1)
+        return self.replicates(self.fine - self.coarse).var(axis=0, ddof=1)
 
     def mean(self, which="fine"):
-        return self._replicates(self.fine if which == "fine" else self.coarse).mean(axis=0)
+        return self.replicates(self.fine if which == "fine" else self.coarse).mean(axis=0)
 
     def se(self, which="fine"):
-        r = self._replicates(self.fine if which == "fine" else self.coarse)
+        r = self.replicates(self.fine if which == "fine" else self.coarse)
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
 

@@ -40,9 +40,9 @@ NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms")
 PRESETS = {
     "tiny": {"components": 8, "n_train": 400, "h0": 2.0**-4, "levels": 1, "base_epochs": 40,
              "n_chains": 4, "n_test": 200, "gamma": 1.0},
-    "quick": {"components": 16, "n_train": 1200, "h0": 2.0**-4, "levels": 2, "base_epochs": 60,
+    "quick": {"components": 16, "n_train": 1200, "h0": 2.0**-4, "levels": 4, "base_epochs": 60,
               "n_chains": 8, "n_test": 300, "gamma": 1.0},
-    "full": {"components": None, "n_train": 1200, "h0": 2.0**-5, "levels": 3, "base_epochs": 100,
+    "full": {"components": None, "n_train": 1200, "h0": 2.0**-4, "levels": 5, "base_epochs": 100,
              "n_chains": 8, "n_test": 597, "gamma": 1.0},
 }
 BATCH_SIZE = 200
@@ -81,6 +81,7 @@ class Row:
     rps: float
     seconds: float
     diverged: str = ""   # empty, or where the sampler diverged (never plotted as a number)
+    bias_mean_se: float = float("nan")  # standard error of ``bias`` itself (bootstrap over replicates)
 
 
 def load_data(preset: str, data_dir=None, seed: int = 0):
@@ -114,6 +115,8 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
                            x0=mode, control_variate=True, x_ref=mode, on_diverge="skip")
     # per test point, the probability of its true class: entries 1 + i K + y_i
     true_cols = 1 + np.arange(len(y_test)) * k_classes + y_test
+    boot = res.bootstrap_biases(lambda b: float(np.mean(np.abs(b[true_cols]))), seed=seed)
+    mean_se = np.std(boot, axis=0, ddof=1)
     rows = []
     nan = float("nan")
     for level, h in enumerate(res.hs):
@@ -129,12 +132,14 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
         rows.append(Row(NAMES[(scheme, plan)], scheme, plan, float(h),
                         float(np.mean(np.abs(b))), float(np.mean(se)), float(np.mean(res.floor[true_cols])),
                         float(np.sqrt(max(np.mean(b**2) - np.mean(se**2), 0.0))),
-                        float(res.coarse_means[level, 0]), seconds=time.time() - t0, **metrics))
+                        float(res.coarse_means[level, 0]), seconds=time.time() - t0,
+                        bias_mean_se=float(mean_se[level]), **metrics))
     return rows
 
 
 def run(out: Path | str, preset: str = "quick", seed: int = 0, data_dir=None, progress=None) -> list[Row]:
-    """All five samplers; writes ``logistic.csv``, ``logistic.png`` and ``metadata.json``."""
+    """All five samplers; writes ``logistic.csv``, ``logistic_ordering.csv`` (where SMS-UBU stands
+    at each step size, :func:`ordering`), ``logistic.png`` and ``metadata.json``."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
     out = Path(out)
@@ -157,9 +162,62 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, data_dir=None, pr
                  "gamma": PRESETS[preset]["gamma"], "control_variate": "L-BFGS mode",
                  "baoab_friction": "gamma / 2 (the paper's listing: O step with exp(-gamma h / 2))",
                  "seconds": round(time.time() - t0, 1)})
+    meta["sms_ubu_ordering"] = ordering_summary(rows)
     (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+    write_ordering(out / "logistic_ordering.csv", rows)
     plot(out / "logistic.png", rows)
     return rows
+
+
+def ordering(rows: list[Row], focus: str = "SMS-UBU") -> list[dict]:
+    """Where ``focus`` stands among the samplers at each step size, by mean |bias|.
+
+    Two samplers are told apart only when the gap between their biases exceeds twice its standard
+    error, ``2 sqrt(se_1^2 + se_2^2)`` with ``se = bias_mean_se`` (bootstrap over each run's
+    replicates); otherwise they are tied.
+    Verdicts: ``smallest`` (below every other sampler by more than the noise), ``smallest within
+    noise`` (smallest estimate, but tied with the runner-up), ``tied`` (another sampler's estimate
+    is smaller, within noise), ``not smallest`` (another sampler is smaller beyond noise).
+    A diverged sampler counts as larger than any finite bias."""
+    out = []
+    for h in sorted({r.h for r in rows}, reverse=True):
+        at_h = {r.sampler: r for r in rows if math.isclose(r.h, h)}
+        me = at_h.get(focus)
+        if me is None or me.diverged:
+            out.append({"h": h, "verdict": "diverged" if me else "absent", "runner_up": "", "gap": float("nan"),
+                        "noise": float("nan")})
+            continue
+        others = [r for name, r in at_h.items() if name != focus and not r.diverged]
+        if not others:
+            out.append({"h": h, "verdict": "smallest", "runner_up": "all others diverged",
+                        "gap": float("inf"), "noise": 2.0 * me.bias_mean_se})
+            continue
+        rival = min(others, key=lambda r: r.bias)
+        gap, noise = rival.bias - me.bias, 2.0 * math.hypot(rival.bias_mean_se, me.bias_mean_se)
+        if gap > noise:
+            verdict = "smallest"
+        elif gap >= 0:
+            verdict = "smallest within noise"
+        elif -gap <= noise:
+            verdict = "tied"
+        else:
+            verdict = "not smallest"
+        out.append({"h": h, "verdict": verdict, "runner_up": rival.sampler, "gap": gap, "noise": noise})
+    return out
+
+
+def ordering_summary(rows: list[Row], focus: str = "SMS-UBU") -> str:
+    """One line per step size: the verdict of :func:`ordering`, with the runner-up and the gap."""
+    return "; ".join(f"h={o['h']:g}: {o['verdict']}" + (f" (next {o['runner_up']}, gap {o['gap']:.1e} vs 2 s.e. "
+                                                         f"{o['noise']:.1e})" if o["runner_up"] else "")
+                     for o in ordering(rows, focus))
+
+
+def write_ordering(path: Path, rows: list[Row]) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["h", "verdict", "runner_up", "gap", "noise"])
+        writer.writeheader()
+        writer.writerows(ordering(rows))
 
 
 def bias_at(rows: list[Row], h: float) -> dict:

@@ -26,6 +26,7 @@ class TelescopingResult:
     difference_se: np.ndarray
     coarse_means: np.ndarray  # (L+1, n_tests): E_{h_l} f from each level's coarse chain
     diverged: dict = None     # {level: first divergent coarse step} for levels that diverged
+    replicates: list = None   # per level, (n_replicates, n_tests) differences (chain x chunk); None if diverged
 
     @property
     def bias(self) -> np.ndarray:
@@ -35,6 +36,20 @@ class TelescopingResult:
     @property
     def bias_se(self) -> np.ndarray:
         return np.sqrt(np.cumsum(self.difference_se[::-1] ** 2, axis=0)[::-1])
+
+    def bootstrap_biases(self, statistic, n_boot: int = 400, seed: int = 0) -> np.ndarray:
+        """``(n_boot, L+1)``: ``statistic(bias vector of level l)`` recomputed with each level's
+        replicates resampled with replacement (levels are independent runs), for the standard
+        error of a nonlinear summary of the biases such as the mean |bias| over test points."""
+        rng = np.random.default_rng(seed)
+        n_levels = len(self.hs)
+        out = np.full((n_boot, n_levels), np.nan)
+        for b in range(n_boot):
+            diffs = np.array([r[rng.integers(0, len(r), len(r))].mean(axis=0) if r is not None
+                              else np.full(self.differences.shape[1], np.nan) for r in self.replicates])
+            biases = -np.cumsum(diffs[::-1], axis=0)[::-1]
+            out[b] = [statistic(biases[level]) for level in range(n_levels)]
+        return out
 
     @property
     def floor(self) -> np.ndarray:
@@ -59,7 +74,7 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
     if not 0 <= burn_fraction < 1:
         raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
     epoch = n_batches(target.n_data, batch_size or target.n_data)
-    hs, diffs, ses, coarse, diverged = [], [], [], [], {}
+    hs, diffs, ses, coarse, diverged, replicates = [], [], [], [], {}, []
     for level in range(levels + 1):
         h = h0 * 2.0**-level
         steps = int(base_epochs * 2**level * epoch)
@@ -79,11 +94,14 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
             diffs.append(nan)
             ses.append(nan)
             coarse.append(nan)
+            replicates.append(None)
             continue
         diffs.append(res.difference)
         ses.append(res.difference_se)
         coarse.append(res.mean("coarse"))
-    return TelescopingResult(np.array(hs), np.array(diffs), np.array(ses), np.array(coarse), diverged)
+        replicates.append(res.replicates(res.fine - res.coarse))
+    return TelescopingResult(np.array(hs), np.array(diffs), np.array(ses), np.array(coarse), diverged,
+                             replicates)
 
 
 def variance_reduction(target, scheme: str, plan: str, h: float, **kwargs) -> dict:
