@@ -40,9 +40,9 @@ NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms")
 PRESETS = {
     "tiny": {"components": 8, "n_train": 400, "h0": 2.0**-4, "levels": 1, "base_epochs": 40,
              "n_chains": 4, "n_test": 200, "gamma": 1.0},
-    "quick": {"components": 16, "n_train": 1200, "h0": 2.0**-4, "levels": 4, "base_epochs": 60,
+    "quick": {"components": 16, "n_train": 1200, "h0": 2.0**-4, "levels": 3, "base_epochs": 60,
               "n_chains": 8, "n_test": 300, "gamma": 1.0},
-    "full": {"components": None, "n_train": 1200, "h0": 2.0**-4, "levels": 5, "base_epochs": 100,
+    "full": {"components": None, "n_train": 1200, "h0": 2.0**-4, "levels": 4, "base_epochs": 100,
              "n_chains": 8, "n_test": 597, "gamma": 1.0},
 }
 BATCH_SIZE = 200

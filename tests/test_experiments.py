@@ -38,7 +38,7 @@ def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
 
 
 def test_logistic_quick_preset_sms_ubu_has_the_smallest_bias(tmp_path):
-    """The issue's acceptance check at the quick preset (about 2 minutes on 2 cores): no sampler
+    """The issue's acceptance check at the quick preset (about 1 minute on 2 cores): no sampler
     has a smaller bias than SMS-UBU beyond twice the standard error of the gap at any step size,
     SMS-UBU is the smallest beyond it at two step sizes or more (where SG-UBU's O(h) term shows
     against SMS-UBU's O(h^2)), and the BAOAB and EM samplers are clearly above it at the
