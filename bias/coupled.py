@@ -36,9 +36,10 @@ from integrators.api import (
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import draw_step_path
-from integrators.plans import IID, PLAN_CODES, force_scale, next_batch
+from integrators.plans import IID, PLAN_CODES, force_scale, next_batches
+from integrators.rng import stream_states
 from integrators.schemes import SCHEMES
-from integrators.targets import force_data, force_for
+from integrators.targets import force_data, lane_force_for
 
 COUPLINGS = ("shared", "independent")
 COARSE_PLAN_STREAM = 3
@@ -52,13 +53,16 @@ def first_coordinates(x, out, data):
 
 
 @nb.njit(nogil=True, inline="always")
-def coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng, out, fine_batch, n_fine, perm_f):
-    """The coarse chain's next batch: the fine chain's first batch of the step (``iid``, shared),
-    or the plan's next batch with the fine chain's permutation at a new period (shared) or its own."""
+def coarse_batches(plan_code, shared, perm_c, pos_c, batch_size, rng, out, fine_batches, n_fine, perm_f, u):
+    """The coarse chains' next batches: the fine chains' first batches of the step (``iid``,
+    shared), or the plan's next batches with the fine chains' permutations at a new period
+    (shared) or their own."""
     if shared and plan_code == IID:
-        out[:n_fine] = fine_batch[:n_fine]
+        for j in range(n_fine):
+            for c in range(out.shape[1]):
+                out[j, c] = fine_batches[j, c]
         return n_fine
-    return next_batch(plan_code, perm_c, pos_c, batch_size, rng, out, perm_f if shared else perm_f[:0])
+    return next_batches(plan_code, perm_c, pos_c, batch_size, rng, out, perm_f if shared else perm_f[:0], u)
 
 
 _KERNELS: dict = {}
@@ -74,77 +78,77 @@ def coupled_kernel_for(scheme_module, force):
 def _make_coupled_kernel(step, fsal, force):
     @nb.njit(nogil=True)
     def run_pairs(coef_f, coef_c, gamma, h, xf0, vf0, n_coarse_steps, burn_in, test_every, plan_code,
-                  batch_size, scale, n_data, tdata, box, rng_path, rng_plan_f, rng_plan_c, shared,
+                  batch_size, scale, n_data, tdata, box, path_states, plan_states_f, plan_states_c, shared,
                   test_fn, test_data, sums_f, sums_c, diverged_at):
-        n_chains, d = xf0.shape
+        n, d = xf0.shape
         n_chunks, n_t = sums_f.shape[1], sums_f.shape[2]
         tau = h / 4.0
         l11, l21, l22 = pair_cholesky(gamma, tau)
         decay = math.exp(-gamma * tau)
-        dWf, Jf = np.empty((2, 2, d)), np.empty((2, 2, d))
-        dWc, Jc = np.empty((2, d)), np.empty((2, d))
-        gf, gc = np.zeros(d), np.zeros(d)
-        xf, vf, xc, vc = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        batch_f = np.empty(max(batch_size, n_data), dtype=np.int64)
-        batch_c = np.empty(max(batch_size, n_data), dtype=np.int64)
-        first_f = np.empty(max(batch_size, n_data), dtype=np.int64)
-        perm_f, perm_c = np.empty(n_data, dtype=np.int64), np.empty(n_data, dtype=np.int64)
+        dWf, Jf = np.empty((2, 2, n, d)), np.empty((2, 2, n, d))
+        dWc, Jc = np.empty((2, n, d)), np.empty((2, n, d))
+        gf, gc = np.zeros((n, d)), np.zeros((n, d))
+        xf, vf, xc, vc = xf0.copy(), vf0.copy(), xf0.copy(), vf0.copy()
+        width = max(batch_size, n_data)
+        batch_f = np.empty((width, n), dtype=np.int64)
+        batch_c = np.empty((width, n), dtype=np.int64)
+        first_f = np.empty((width, n), dtype=np.int64)
+        perm_f, perm_c = np.empty((n, n_data), dtype=np.int64), np.empty((n, n_data), dtype=np.int64)
         pos_f, pos_c = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        no_source = np.empty(0, dtype=np.int64)
+        for c in range(n):
+            for i in range(n_data):
+                perm_f[c, i] = i
+                perm_c[c, i] = i
+        no_source = perm_f[:0]
+        z1, z2, raw = np.empty(n), np.empty(n), np.empty(n, dtype=np.uint64)
         tf, tc = np.zeros(n_t), np.zeros(n_t)
         n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
         per_chunk = max(1, n_stat // n_chunks)
-        for c in range(n_chains):
-            xf[:] = xf0[c]
-            vf[:] = vf0[c]
-            xc[:] = xf0[c]
-            vc[:] = vf0[c]
-            for i in range(n_data):
-                perm_f[i] = i
-                perm_c[i] = i
-            pos_f[0] = 0
-            pos_c[0] = 0
-            dead = False
-            counted = 0
-            if fsal:
-                nbf = next_batch(plan_code, perm_f, pos_f, batch_size, rng_plan_f, batch_f, no_source)
-                force(xf, gf, batch_f, nbf, scale, tdata)
-                nbc = coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
-                                   batch_f, nbf, perm_f)
-                force(xc, gc, batch_c, nbc, scale, tdata)
-            for k in range(1, n_coarse_steps + 1):
-                # the fine chain's two steps (four intervals of h/4); each coarse half step is
-                # the exact composition of one fine step's two intervals
-                for sub in range(2):
-                    draw_step_path(rng_path, l11, l21, l22, decay, 1, dWf[sub], Jf[sub])
+        counted = 0
+        nbf, nbc, n_first = 0, 0, 0
+        if fsal:
+            nbf = next_batches(plan_code, perm_f, pos_f, batch_size, plan_states_f, batch_f, no_source, z1)
+            nbc = coarse_batches(plan_code, shared, perm_c, pos_c, batch_size, plan_states_c, batch_c, batch_f,
+                                 nbf, perm_f, z1)
+            force(xf, gf, batch_f, nbf, scale, tdata)
+            force(xc, gc, batch_c, nbc, scale, tdata)
+        for k in range(1, n_coarse_steps + 1):
+            # the fine chains' two steps (four intervals of h/4); each coarse half step is
+            # the exact composition of one fine step's two intervals
+            for sub in range(2):
+                draw_step_path(path_states, l11, l21, l22, decay, 1, dWf[sub], Jf[sub], z1, z2, raw)
+                for c in range(n):
                     for a in range(d):
-                        dWc[sub, a] = dWf[sub, 0, a] + dWf[sub, 1, a]
-                        Jc[sub, a] = decay * Jf[sub, 0, a] + Jf[sub, 1, a]
-                for sub in range(2):
-                    nbf = next_batch(plan_code, perm_f, pos_f, batch_size, rng_plan_f, batch_f, no_source)
-                    if sub == 0:
-                        first_f[:nbf] = batch_f[:nbf]
-                        n_first = nbf
-                    if not dead:
-                        step(xf, vf, gf, coef_f, dWf[sub], Jf[sub], force, batch_f, nbf, scale, tdata, box)
-                nbc = coarse_batch(plan_code, shared, perm_c, pos_c, batch_size, rng_plan_c, batch_c,
-                                   first_f, n_first, perm_f)
-                if dead:
-                    continue
-                step(xc, vc, gc, coef_c, dWc, Jc, force, batch_c, nbc, scale, tdata, box)
+                        dWc[sub, c, a] = dWf[sub, 0, c, a] + dWf[sub, 1, c, a]
+                        Jc[sub, c, a] = decay * Jf[sub, 0, c, a] + Jf[sub, 1, c, a]
+            for sub in range(2):
+                nbf = next_batches(plan_code, perm_f, pos_f, batch_size, plan_states_f, batch_f, no_source, z1)
+                if sub == 0:
+                    first_f[:nbf] = batch_f[:nbf]
+                    n_first = nbf
+                step(xf, vf, gf, coef_f, dWf[sub], Jf[sub], force, batch_f, nbf, scale, tdata, box)
+            nbc = coarse_batches(plan_code, shared, perm_c, pos_c, batch_size, plan_states_c, batch_c, first_f,
+                                 n_first, perm_f, z1)
+            step(xc, vc, gc, coef_c, dWc, Jc, force, batch_c, nbc, scale, tdata, box)
+            observe = k > burn_in and (k - burn_in) % test_every == 0
+            chunk = min(counted // per_chunk, n_chunks - 1)
+            if observe:
+                counted += 1
+            for c in range(n):
                 size = 0.0
                 for a in range(d):
-                    size = max(size, abs(xf[a]), abs(vf[a]), abs(xc[a]), abs(vc[a]))
-                if not size <= 1e8:
-                    dead = True
-                    diverged_at[c] = k
+                    size = max(size, abs(xf[c, a]), abs(vf[c, a]), abs(xc[c, a]), abs(vc[c, a]))
+                if not size <= 1e8:  # record once, park the pair at the origin, leave it out
+                    if diverged_at[c] < 0:
+                        diverged_at[c] = k
+                    for a in range(d):
+                        xf[c, a], vf[c, a], gf[c, a] = 0.0, 0.0, 0.0
+                        xc[c, a], vc[c, a], gc[c, a] = 0.0, 0.0, 0.0
                     continue
-                if k <= burn_in or (k - burn_in) % test_every != 0:
+                if diverged_at[c] >= 0 or not observe:
                     continue
-                chunk = min(counted // per_chunk, n_chunks - 1)
-                counted += 1
-                test_fn(xf, tf, test_data)
-                test_fn(xc, tc, test_data)
+                test_fn(xf[c], tf, test_data)
+                test_fn(xc[c], tc, test_data)
                 for t in range(n_t):
                     sums_f[c, chunk, t] += tf[t]
                     sums_c[c, chunk, t] += tc[t]
@@ -212,8 +216,7 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
     if test_functions is None:
         test_functions, n_test_functions = first_coordinates, 2
     module = SCHEMES[scheme]
-    force = force_for(target)
-    kernel = coupled_kernel_for(module, force)
+    kernel = coupled_kernel_for(module, lane_force_for(target))
     tdata = force_data(target, control_variate, x_ref)
     scale = force_scale(plan, target.n_data, batch_size)
     box = make_box(target.dim)
@@ -228,8 +231,10 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
         v_init = block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, target.dim))
         kernel(module.coefficients(h / 2, gamma), module.coefficients(h, gamma), gamma, h, x_init[lo:hi],
                v_init, n_coarse_steps, burn_in, test_every, PLAN_CODES[plan], batch_size, scale,
-               target.n_data, tdata, box, block_generator(seed, b, PATH_STREAM),
-               block_generator(seed, b, PLAN_STREAM), block_generator(seed, b, COARSE_PLAN_STREAM),
+               target.n_data, tdata, box,
+               np.ascontiguousarray(stream_states(seed, b, PATH_STREAM, hi - lo).T),
+               np.ascontiguousarray(stream_states(seed, b, PLAN_STREAM, hi - lo).T),
+               np.ascontiguousarray(stream_states(seed, b, COARSE_PLAN_STREAM, hi - lo).T),
                shared, test_functions, test_data, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi])
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches

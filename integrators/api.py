@@ -8,9 +8,10 @@ burn-in, seed and observers; get a :class:`SampleResult`.
     (1,)
 
 Every argument is validated before any Numba code runs; a bad value raises ``ValueError``
-naming it.  Chains run in blocks of ``BLOCK_SIZE``; block ``b`` draws its path, its batches and
-its initial velocities from generators seeded by ``SeedSequence(seed, spawn_key=(b, stream))``,
-so the same seed gives identical output and adding chains never changes existing ones.
+naming it.  Chains run in blocks of ``BLOCK_SIZE``; in block ``b`` every chain has its own path
+and batch streams (:mod:`integrators.rng`, seeded by ``SeedSequence(seed, spawn_key=(b, stream))``)
+and draws its initial velocity from a generator seeded the same way, so the same seed gives
+identical output and adding chains never changes existing ones.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import numpy as np
 from integrators.bounce import make_box
 from integrators.kernel import kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import PLAN_CODES, force_scale
+from integrators.rng import stream_states
 from integrators.schemes import SCHEMES
-from integrators.targets import Target, force_data, force_for
+from integrators.targets import Target, force_data, lane_force_for
 
 BLOCK_SIZE = 256
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
@@ -240,8 +242,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     module = SCHEMES[scheme]
     coef = module.coefficients(h, gamma)
     scale = force_scale(plan, target.n_data, batch_size)
-    force = force_for(target)
-    kernel = kernel_for(module, force)
+    kernel = kernel_for(module, lane_force_for(target))
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
 
@@ -278,10 +279,11 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         kernel(coef, gamma, 0.5 * h / path_refine,
                    path_refine, x[lo:hi], v[lo:hi], steps, burn_in, n_keep_stride,
                    PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
-                   block_generator(seed, b, PATH_STREAM), block_generator(seed, b, PLAN_STREAM),
+                   np.ascontiguousarray(stream_states(seed, b, PATH_STREAM, hi - lo).T),
+                   np.ascontiguousarray(stream_states(seed, b, PLAN_STREAM, hi - lo).T),
                    divergence_bound, test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi],
                    sum_tests[lo:hi], samples[lo:hi], diverged_at[lo:hi],
-                   make_work_buffers(dim, target.n_data, batch_size, n_test_functions),
+                   make_work_buffers(hi - lo, dim, target.n_data, batch_size, n_test_functions),
                    hists[b], hist_lo, hist_inv_width, hist_tails[b])
 
     # compile with a zero-step call first so that threads never compile concurrently

@@ -30,16 +30,19 @@ def fold(y, w):
 
 @nb.njit(nogil=True, inline="always")
 def reflect(x, v, box):
-    """Apply the bounce in place; ``box = (center, half_width, active)``; no-op when inactive."""
+    """Apply the bounce in place to a block of chains (``x, v`` of shape ``(n, d)``);
+    ``box = (center, half_width, active)``; no-op when inactive."""
     center, half_width, active = box
     if not active[0]:
         return
-    for a in range(x.shape[0]):
-        y, n_ref = fold(x[a] - center[a], half_width[a])
-        if n_ref:
-            x[a] = center[a] + y
-            if n_ref % 2 == 1:
-                v[a] = -v[a]
+    n, d = x.shape
+    for c in range(n):
+        for a in range(d):
+            y, n_ref = fold(x[c, a] - center[a], half_width[a])
+            if n_ref:
+                x[c, a] = center[a] + y
+                if n_ref % 2 == 1:
+                    v[c, a] = -v[c, a]
 
 
 def make_box(dim: int, center=None, half_width=None) -> tuple:

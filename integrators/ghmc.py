@@ -16,7 +16,8 @@ import numba as nb
 import numpy as np
 
 from integrators.api import _int_at_least, _positive_float, block_generator
-from integrators.plans import shuffle
+from integrators.plans import shuffle_lanes
+from integrators.rng import stream_normal, stream_states, stream_uniform
 from integrators.targets import Target, force_data, force_for
 
 
@@ -38,7 +39,9 @@ def _ghmc_chains(force, potential, arrays, tdata, x, v, h, n_sweeps, alpha, n_it
     n_data = arrays[0].shape[0]
     m = (n_data + batch_size - 1) // batch_size
     scale = float(m)
-    perm = np.arange(n_data)
+    perm = np.arange(n_data).reshape(1, n_data)  # shuffled as a block of one chain
+    scratch = np.empty(1)
+    row = rng[:, 0]
     batch = np.empty(batch_size, dtype=np.int64)
     g = np.zeros(d)
     xp = np.empty(d)
@@ -49,11 +52,11 @@ def _ghmc_chains(force, potential, arrays, tdata, x, v, h, n_sweeps, alpha, n_it
         vc = v[c]
         dead = False
         for k in range(1, n_iter + 1):
-            shuffle(perm, rng)
-            u = rng.random()
+            shuffle_lanes(perm, rng, scratch)
+            u = stream_uniform(row)
             z = np.empty(d)
             for a in range(d):
-                z[a] = rng.standard_normal()
+                z[a] = stream_normal(row)
             if dead:
                 continue
             xp[:] = xc
@@ -64,7 +67,7 @@ def _ghmc_chains(force, potential, arrays, tdata, x, v, h, n_sweeps, alpha, n_it
                     start = j * batch_size
                     stop = min(start + batch_size, n_data)
                     for i in range(start, stop):
-                        batch[i - start] = perm[i]
+                        batch[i - start] = perm[0, i]
                     _leapfrog(xp, vp, g, h, force, batch, stop - start, scale, tdata)
             h_old = potential(xc, arrays) + 0.5 * np.dot(vc, vc)
             h_new = potential(xp, arrays) + 0.5 * np.dot(vp, vp)
@@ -149,7 +152,8 @@ def sms_ghmc(target, h, batch_size, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
     _ghmc_chains(force_for(target), type(target).potential, target.arrays,
                  force_data(target, control_variate), x, v, h, n_sweeps, float(alpha), n_iter,
-                 burn_in, batch_size, rng, sum_x, sum_xx, accepted, diverged_at)
+                 burn_in, batch_size, np.ascontiguousarray(stream_states(seed, 0, 1, 1).T), sum_x, sum_xx,
+                 accepted, diverged_at)
     n_stat = n_iter - burn_in
     return GHMCResult(sum_x / n_stat, sum_xx / n_stat, float(accepted.sum() / (n_chains * n_iter)),
                       accepted / n_iter, diverged_at, x)

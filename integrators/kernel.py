@@ -1,13 +1,14 @@
-"""The Numba kernel: one scheme x one plan x one target, vectorized over a block of chains.
+"""The Numba kernel: one scheme x one plan x one target over a block of chains.
 
-Chains run one after the other (each chain's state stays in cache), each drawing its path
-from ``rng_path`` and its batches from ``rng_plan`` in a fixed order, so a chain's output depends
-only on the seed, its block and its place in the block.  Observers are streamed: running sums of
-first and second moments and of user test functions, a histogram of the first coordinate (for
-the streaming Wasserstein evaluator), and thinned samples; memory does not grow
-with the number of steps.  A chain whose state becomes non-finite is frozen and its step
-recorded (non-finite, or a coordinate of x or v beyond ``bound`` in absolute
-value); it keeps consuming its random numbers so that the chains after it are unchanged.
+The block advances step by step, all chains together: each step draws every chain's path from its
+own stream, each chain's batch from its own batch stream (:mod:`integrators.rng`), then applies
+the scheme to the whole block with loops over chains innermost, so the arithmetic vectorizes.
+A chain's output depends only on the seed, its block and its place in the block, never on how many
+chains run beside it.  Observers are streamed: running sums of first and second moments and of
+user test functions, a histogram of the first coordinate (for the streaming Wasserstein
+evaluator), and thinned samples; memory does not grow with the number of steps.  A chain whose
+state leaves ``[-bound, bound]`` (or is not finite) has its step recorded, is parked at the origin
+and its statistics stop there (finite partial sums); its final state is returned as NaN.
 
 The path is drawn ``refine`` fine intervals per half step and composed exactly, so a run at
 ``h`` with ``refine = 2^L`` sees the very same Brownian path as a run at ``h / 2^L``.
@@ -21,7 +22,8 @@ import numba as nb
 import numpy as np
 
 from integrators.brownian import pair_cholesky
-from integrators.plans import next_batch
+from integrators.plans import next_batches
+from integrators.rng import lane_normals
 
 
 @nb.njit(nogil=True)
@@ -44,21 +46,27 @@ def histogram_add_value(value, lo, hi, inv_width, counts, tails):
         counts[int((value - lo) * inv_width)] += 1.0
 
 
-@nb.njit(nogil=True, inline="always")
-def draw_step_path(rng, l11, l21, l22, decay_fine, refine, dW, J):
-    """Fill ``dW, J`` (shape (2, d)) with the pair over each half step, composed from
-    ``refine`` fine intervals (interval-major, coordinates inner)."""
-    d = dW.shape[1]
+@nb.njit(nogil=True)
+def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw):
+    """Fill ``dW, J`` (shape ``(2, n, d)``) with each chain's pair over each half step, composed
+    from ``refine`` fine intervals (interval-major, coordinates inner).  Chain ``c`` draws from
+    its stream ``states[:, c]`` (word-major, shape ``(4, n)``), in the same order whatever the
+    number of chains; the draws of all chains are made together (:func:`lane_normals`).
+    ``z1, z2`` (shape ``(n,)``) and ``raw`` are scratch."""
+    n, d = dW.shape[1], dW.shape[2]
     for half in range(2):
-        for a in range(d):
-            dW[half, a] = 0.0
-            J[half, a] = 0.0
-        for _ in range(refine):
+        for interval in range(refine):
             for a in range(d):
-                z1 = rng.standard_normal()
-                z2 = rng.standard_normal()
-                dW[half, a] += l11 * z1
-                J[half, a] = decay_fine * J[half, a] + l21 * z1 + l22 * z2
+                lane_normals(states, z1, raw)
+                lane_normals(states, z2, raw)
+                if interval == 0:
+                    for c in range(n):
+                        dW[half, c, a] = l11 * z1[c]
+                        J[half, c, a] = l21 * z1[c] + l22 * z2[c]
+                else:
+                    for c in range(n):
+                        dW[half, c, a] += l11 * z1[c]
+                        J[half, c, a] = decay_fine * J[half, c, a] + l21 * z1[c] + l22 * z2[c]
 
 
 _KERNELS: dict = {}
@@ -77,11 +85,14 @@ def kernel_for(scheme_module, force):
     return _KERNELS[key]
 
 
-def make_work_buffers(d: int, n_data: int, batch_size: int, n_tests: int) -> tuple:
-    """Scratch arrays of one kernel call: (dW, J, g, batch, perm, position, test values)."""
-    return (np.zeros((2, d)), np.zeros((2, d)), np.zeros(d),
-            np.zeros(max(batch_size, n_data), dtype=np.int64), np.zeros(n_data, dtype=np.int64),
-            np.zeros(1, dtype=np.int64), np.zeros(n_tests))
+def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int) -> tuple:
+    """Scratch arrays of one kernel call: (dW, J, g, batches, permutations, plan position, test
+    values, (normals, normals, raw draws))."""
+    width = max(batch_size, n_data)
+    return (np.zeros((2, n_chains, d)), np.zeros((2, n_chains, d)), np.zeros((n_chains, d)),
+            np.zeros((width, n_chains), dtype=np.int64), np.zeros((n_chains, n_data), dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.zeros(n_tests),
+            (np.zeros(n_chains), np.zeros(n_chains), np.zeros(n_chains, dtype=np.uint64)))
 
 
 def _make_kernel(step, fsal, force, allocates):
@@ -92,60 +103,80 @@ def _make_kernel(step, fsal, force, allocates):
     # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
     @nb.njit(nogil=True, _nrt=allocates)
     def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
-                   plan_code, batch_size, scale, n_data, tdata, box, rng_path, rng_plan, bound,
+                   plan_code, batch_size, scale, n_data, tdata, box, path_states, plan_states, bound,
                    test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
                    hist, hist_lo, hist_inv_width, hist_tails):
-        n_chains, d = x.shape
+        n, d = x.shape
         l11, l21, l22 = pair_cholesky(gamma, tau_fine)
         decay_fine = math.exp(-gamma * tau_fine)
-        dW, J, g, batch, perm, position, tvals = work
+        dW, J, g, batch, perm, position, tvals, (z1, z2, raw) = work
         no_source = perm[:0]
         track_outer = sum_outer.shape[1] > 0
+        n_tests = tvals.shape[0]
         n_bins = hist.shape[0]
         hist_hi = hist_lo + n_bins / hist_inv_width
         n_keep = samples.shape[1]
-        for c in range(n_chains):
-            xc = x[c]
-            vc = v[c]
+        kept = 0
+        for c in range(n):
             for i in range(n_data):
-                perm[i] = i
-            position[0] = 0
-            dead = False
-            kept = 0
-            if fsal:
-                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch, no_source)
-                force(xc, g, batch, n_b, scale, tdata)
-            for k in range(1, n_steps + 1):
-                draw_step_path(rng_path, l11, l21, l22, decay_fine, refine, dW, J)
-                n_b = next_batch(plan_code, perm, position, batch_size, rng_plan, batch, no_source)
-                if dead:
-                    continue
-                step(xc, vc, g, coef, dW, J, force, batch, n_b, scale, tdata, box)
-                size = 0.0
-                for a in range(d):
-                    size = max(size, abs(xc[a]), abs(vc[a]))
-                if not size <= bound:  # also true for NaN
-                    dead = True
-                    diverged_at[c] = k
-                    continue
-                if k <= burn_in:
-                    continue
-                for a in range(d):
-                    sum_x[c, a] += xc[a]
-                    sum_xx[c, a] += xc[a] * xc[a]
-                if track_outer:
+                perm[c, i] = i
+        position[0] = 0
+        n_b = 0
+        n_dead = 0
+        if fsal:
+            n_b = next_batches(plan_code, perm, position, batch_size, plan_states, batch, no_source, z1)
+            force(x, g, batch, n_b, scale, tdata)
+        for k in range(1, n_steps + 1):
+            draw_step_path(path_states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw)
+            n_b = next_batches(plan_code, perm, position, batch_size, plan_states, batch, no_source, z1)
+            step(x, v, g, coef, dW, J, force, batch, n_b, scale, tdata, box)
+            all_in = True  # a branch-free pass over the block first (it vectorizes)
+            for a in range(d):
+                for c in range(n):
+                    all_in &= (abs(x[c, a]) <= bound) & (abs(v[c, a]) <= bound)  # False for NaN
+            if not all_in or n_dead > 0:
+                for c in range(n):
+                    size = 0.0
                     for a in range(d):
-                        for b in range(d):
-                            sum_outer[c, a, b] += xc[a] * xc[b]
-                if tvals.shape[0] > 0:
-                    test_fn(xc, tvals, test_data)
-                    for t in range(tvals.shape[0]):
-                        sum_tests[c, t] += tvals[t]
-                if n_bins > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
-                    histogram_add_value(xc[0], hist_lo, hist_hi, hist_inv_width, hist, hist_tails)
-                if kept < n_keep and (k - burn_in) % thin == 0:
-                    for a in range(d):
-                        samples[c, kept, a] = xc[a]
-                    kept += 1
+                        size = max(size, abs(x[c, a]), abs(v[c, a]))
+                    if not size <= bound or diverged_at[c] >= 0:
+                        if diverged_at[c] < 0:
+                            diverged_at[c] = k
+                            n_dead += 1
+                        for a in range(d):  # parked at the origin, left out of every statistic
+                            x[c, a] = 0.0
+                            v[c, a] = 0.0
+                            g[c, a] = 0.0
+            if k <= burn_in:
+                continue
+            for a in range(d):  # parked chains add zeros: their sums stop at their divergence
+                for c in range(n):
+                    sum_x[c, a] += x[c, a]
+                    sum_xx[c, a] += x[c, a] * x[c, a]
+            keep_now = kept < n_keep and (k - burn_in) % thin == 0
+            if track_outer or n_tests > 0 or n_bins > 0 or keep_now:
+                for c in range(n):
+                    if diverged_at[c] >= 0:
+                        continue
+                    if track_outer:
+                        for a in range(d):
+                            for b in range(d):
+                                sum_outer[c, a, b] += x[c, a] * x[c, b]
+                    if n_tests > 0:
+                        test_fn(x[c], tvals, test_data)
+                        for t in range(n_tests):
+                            sum_tests[c, t] += tvals[t]
+                    if n_bins > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
+                        histogram_add_value(x[c, 0], hist_lo, hist_hi, hist_inv_width, hist, hist_tails)
+                    if keep_now:
+                        for a in range(d):
+                            samples[c, kept, a] = x[c, a]
+            if keep_now:
+                kept += 1
+        for c in range(n):
+            if diverged_at[c] >= 0:
+                for a in range(d):
+                    x[c, a] = np.nan
+                    v[c, a] = np.nan
 
     return run_chains

@@ -19,6 +19,8 @@ import math
 import numba as nb
 import numpy as np
 
+from integrators.rng import lane_uniforms, stream_states
+
 PLAN_CODES = {"full": 0, "iid": 1, "rr": 2, "sms": 3}
 FULL, IID, RR, SMS = 0, 1, 2, 3
 
@@ -42,40 +44,53 @@ def period(plan: str, n_data: int, batch_size: int) -> int:
 
 
 @nb.njit(nogil=True, inline="always")
-def shuffle(perm, rng):
-    """Fisher-Yates shuffle in place with a numpy Generator."""
-    for i in range(perm.shape[0] - 1, 0, -1):
-        j = int(rng.random() * (i + 1))  # bias <= n / 2^53; Generator.integers is ~20x slower in numba
-        tmp = perm[i]
-        perm[i] = perm[j]
-        perm[j] = tmp
+def shuffle_lanes(perm, states, u):
+    """Fisher-Yates shuffle of every row ``perm[c]`` in place, chain ``c`` drawing from its stream
+    ``states[:, c]`` (word-major, :mod:`integrators.rng`); ``u`` (shape ``(n,)``) is scratch."""
+    n, n_data = perm.shape
+    for i in range(n_data - 1, 0, -1):
+        lane_uniforms(states, u)
+        for c in range(n):
+            j = int(u[c] * (i + 1))  # bias <= n / 2^53
+            tmp = perm[c, i]
+            perm[c, i] = perm[c, j]
+            perm[c, j] = tmp
 
 
-@nb.njit(nogil=True, inline="always")
-def next_batch(plan_code, perm, position, batch_size, rng, out, source):
-    """Write the next batch into ``out`` and return its length.
+@nb.njit(nogil=True)
+def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
+    """Write the next batch of every chain of a block into ``out[:n_b, c]`` and return ``n_b``.
 
-    ``perm`` holds the current permutation, ``position[0]`` the step within the plan's period.
-    A new period shuffles ``perm`` with ``rng``, or, when ``source`` has the length of ``perm``,
-    copies ``source`` (a permutation shared with another chain: the coupled h / h/2 chains).
+    The chains of a block stand at the same step of the plan's period, ``position[0]`` (shared;
+    partitions cut alike, so every chain's batch has the same length); each chain has its own
+    permutation ``perm[c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators.rng`).
+    A new period shuffles each ``perm[c]``, or, when ``source`` has the shape of ``perm``, copies
+    ``source`` (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes
+    its batch once, on the first call.  ``u`` (shape ``(n,)``) is scratch.
     """
-    n_data = perm.shape[0]
+    n, n_data = perm.shape
     if plan_code == FULL:
-        for i in range(n_data):
-            out[i] = i
+        if position[0] == 0:
+            for i in range(n_data):
+                for c in range(n):
+                    out[i, c] = i
+            position[0] = 1
         return n_data
     if plan_code == IID:
         for j in range(batch_size):
-            out[j] = int(rng.random() * n_data)
+            lane_uniforms(states, u)
+            for c in range(n):
+                out[j, c] = int(u[c] * n_data)
         return batch_size
     m = (n_data + batch_size - 1) // batch_size
     p = position[0]
     if p == 0:
-        if source.shape[0] == n_data:
-            for i in range(n_data):
-                perm[i] = source[i]
+        if source.shape[0] == n:
+            for c in range(n):
+                for i in range(n_data):
+                    perm[c, i] = source[c, i]
         else:
-            shuffle(perm, rng)
+            shuffle_lanes(perm, states, u)
     if plan_code == RR:
         j = p
         position[0] = (p + 1) % m
@@ -85,7 +100,8 @@ def next_batch(plan_code, perm, position, batch_size, rng, out, source):
     start = j * batch_size
     stop = min(start + batch_size, n_data)
     for i in range(start, stop):
-        out[i - start] = perm[i]
+        for c in range(n):
+            out[i - start, c] = perm[c, i]
     return stop - start
 
 
@@ -93,13 +109,14 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     """The first ``n_steps`` batches of a plan as a list of index arrays (for inspection/tests)."""
     if plan not in PLAN_CODES:
         raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
-    rng = np.random.default_rng(seed)
-    perm = np.arange(n_data, dtype=np.int64)
+    states = np.ascontiguousarray(stream_states(seed, 0, 1, 1).T)
+    perm = np.arange(n_data, dtype=np.int64)[None, :].copy()
     position = np.zeros(1, dtype=np.int64)
-    out = np.empty(max(n_data, batch_size), dtype=np.int64)
-    no_source = np.empty(0, dtype=np.int64)
+    out = np.empty((max(n_data, batch_size), 1), dtype=np.int64)
+    no_source = np.empty((0, n_data), dtype=np.int64)
+    scratch = np.empty(1)
     seq = []
     for _ in range(n_steps):
-        n = next_batch(PLAN_CODES[plan], perm, position, batch_size, rng, out, no_source)
-        seq.append(out[:n].copy())
+        n = next_batches(PLAN_CODES[plan], perm, position, batch_size, states, out, no_source, scratch)
+        seq.append(out[:n, 0].copy())
     return seq

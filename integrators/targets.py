@@ -31,6 +31,7 @@ class Target:
 
     name = "target"
     allocates = False  # True if datum_grad_add allocates (the kernel then keeps reference counting)
+    lane_grad = None  # optional: prior + scaled batch gradients of a block of chains, vectorized
     arrays: tuple
     dim: int
     n_data: int
@@ -90,6 +91,26 @@ def _gauss_datum_grad_add(x, i, coef, arrays, out):
 
 
 @nb.njit(nogil=True, inline="always")
+def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
+    """Prior and scaled batch gradients of a block of chains written to ``out``, chains
+    innermost (vectorized)."""
+    mu, prec, p0, m0 = arrays
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            out[c, a] = p0[a, 0] * (x[c, 0] - m0[0])
+        for b in range(1, d):
+            for c in range(n):
+                out[c, a] += p0[a, b] * (x[c, b] - m0[b])
+    for j in range(n_batch):
+        for a in range(d):
+            for b in range(d):
+                for c in range(n):
+                    i = batch[j, c]
+                    out[c, a] += scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
+
+
+@nb.njit(nogil=True, inline="always")
 def _gauss_potential(x, arrays):
     mu, prec, p0, m0 = arrays
     d = x.shape[0]
@@ -109,6 +130,7 @@ class GaussianTarget(Target):
     ``f_0(x) = (x - m_0)^T P_0 (x - m_0) / 2``.  The posterior is exactly Gaussian."""
 
     name = "gaussian"
+    lane_grad = staticmethod(_gauss_lane_grad)
     prior_grad_add = staticmethod(_gauss_prior_grad_add)
     datum_grad_add = staticmethod(_gauss_datum_grad_add)
     potential = staticmethod(_gauss_potential)
@@ -362,14 +384,59 @@ def make_force(target_cls):
     return force
 
 
+def make_lane_force(target_cls):
+    """The force over a block of chains, ``force(x, out, batch, n_batch, scale, tdata)`` with
+    ``x, out`` of shape ``(n, d)`` and ``batch`` of shape ``(k, n)`` (chain ``c``'s batch in
+    ``batch[:n_batch, c]``); the same formula as :func:`make_force`, chain by chain.  A target
+    class with a ``lane_grad`` gets its vectorized gradients; others are called chain by chain."""
+    prior_grad_add = target_cls.prior_grad_add
+    datum_grad_add = target_cls.datum_grad_add
+    grads = target_cls.lane_grad
+    if grads is None:
+        @nb.njit(nogil=True, inline="always")
+        def grads(x, out, batch, n_batch, scale, arrays):
+            for c in range(x.shape[0]):
+                xc, oc = x[c], out[c]
+                oc[:] = 0.0
+                prior_grad_add(xc, arrays, oc)
+                for j in range(n_batch):
+                    datum_grad_add(xc, batch[j, c], scale, arrays, oc)
+
+    @nb.njit(nogil=True)  # called once per step for a whole block: not worth inlining
+    def force(x, out, batch, n_batch, scale, tdata):
+        arrays, ref_grads, ref_grad_sum, use_cv = tdata
+        n, d = out.shape
+        grads(x, out, batch, n_batch, scale, arrays)
+        if use_cv[0]:
+            for c in range(n):
+                for a in range(d):
+                    out[c, a] += ref_grad_sum[a]
+                for j in range(n_batch):
+                    row = ref_grads[batch[j, c]]  # grad f_i(x_ref), precomputed
+                    for a in range(d):
+                        out[c, a] -= scale * row[a]
+
+    force.allocates = target_cls.allocates
+    return force
+
+
 _FORCES: dict = {}
 
 
 def force_for(target) -> object:
-    cls = type(target)
-    if cls not in _FORCES:
-        _FORCES[cls] = make_force(cls)
-    return _FORCES[cls]
+    """The force of one chain (``x`` of shape ``(d,)``) for the target's class, compiled once."""
+    key = (type(target), "chain")
+    if key not in _FORCES:
+        _FORCES[key] = make_force(type(target))
+    return _FORCES[key]
+
+
+def lane_force_for(target) -> object:
+    """The force over a block of chains (:func:`make_lane_force`) for the target's class."""
+    key = (type(target), "lanes")
+    if key not in _FORCES:
+        _FORCES[key] = make_lane_force(type(target))
+    return _FORCES[key]
 
 
 def force_data(target, control_variate=False, x_ref=None) -> tuple:

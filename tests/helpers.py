@@ -8,11 +8,16 @@ import math
 from theory_checks.oracle import affine_step_map, stationary_covariance  # noqa: F401
 
 
-def gaussian_batch_force(target, x, batch, scale):
+def gaussian_batch_force(target, x, batch, scale, x_ref=None):
+    """The design's minibatch force, with the control variate at ``x_ref`` when given."""
     mu, prec, p0, m0 = target.arrays
     g = p0 @ (x - m0)
     for i in batch:
         g = g + scale * prec[i] @ (x - mu[i])
+    if x_ref is not None:
+        g = g + sum(prec[i] @ (x_ref - mu[i]) for i in range(len(mu)))
+        for i in batch:
+            g = g - scale * prec[i] @ (x_ref - mu[i])
     return g
 
 

@@ -28,8 +28,9 @@ def test_reflection_lands_in_box_and_flips_once_per_crossing(d, seed, widths):
     center, half = rng.normal(size=d), rng.uniform(0.1, 3.0, size=d)
     offsets = rng.uniform(-1, 1, size=d) * (1 + widths) * half
     x, v = center + offsets, rng.normal(size=d)
-    xr, vr = x.copy(), v.copy()
+    xr, vr = x.copy()[None, :], v.copy()[None, :]  # a block of one chain
     reflect(xr, vr, make_box(d, center, half))
+    xr, vr = xr[0], vr[0]
     assert np.all(np.abs(xr - center) <= half * (1 + 1e-12))
     np.testing.assert_allclose(np.abs(vr), np.abs(v), rtol=0, atol=0)
     for a in range(d):

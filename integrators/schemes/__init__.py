@@ -3,9 +3,11 @@
 the next step's batch), ``coefficients(h, gamma)``, a Numba ``step`` and ``affine_ops(h, gamma)`` (the step as
 operations, interpreted by the exact oracle in ``theory_checks.oracle``).
 
-``step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)`` advances one chain in
-place by one step of size ``h``; ``dW`` and ``J`` have shape ``(2, d)``: the path pair over each
-half step.  A scheme never knows the plan, the target or the backend.
+``step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)`` advances a block of ``n``
+chains in place by one step of size ``h``: ``x, v, g`` have shape ``(n, d)``, ``dW`` and ``J``
+shape ``(2, n, d)`` (the path pair over each half step), ``batch`` shape ``(k, n)`` (chain ``c``'s
+batch in ``batch[:n_batch, c]``).  Loops run over coordinates outside and chains inside,
+so the arithmetic vectorizes over chains.  A scheme never knows the plan, the target or the backend.
 """
 
 from integrators.schemes import baoab, em, obabo, ubu

@@ -37,19 +37,22 @@ def affine_ops(h: float, gamma: float) -> list:
             ("drift", h / 2)]
 
 
-@nb.njit(nogil=True, inline="always")
+@nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]
-    d = x.shape[0]
+    n, d = x.shape
     for a in range(d):
-        v[a] -= 0.5 * h * g[a]
-        x[a] += 0.5 * h * v[a]
+        for c in range(n):
+            v[c, a] -= 0.5 * h * g[c, a]
+            x[c, a] += 0.5 * h * v[c, a]
     reflect(x, v, box)
     for a in range(d):
-        # J over the step, composed exactly from its two halves
-        v[a] = eta * v[a] + noise * (eta_half * J[0, a] + J[1, a])
-        x[a] += 0.5 * h * v[a]
+        for c in range(n):
+            # J over the step, composed exactly from its two halves
+            v[c, a] = eta * v[c, a] + noise * (eta_half * J[0, c, a] + J[1, c, a])
+            x[c, a] += 0.5 * h * v[c, a]
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)
     for a in range(d):
-        v[a] -= 0.5 * h * g[a]
+        for c in range(n):
+            v[c, a] -= 0.5 * h * g[c, a]

@@ -28,12 +28,14 @@ def affine_ops(h: float, gamma: float) -> list:
     return [("em", h)]
 
 
-@nb.njit(nogil=True, inline="always")
+@nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, gamma, noise = coef[0], coef[1], coef[2]
+    n, d = x.shape
     force(x, g, batch, n_batch, scale, tdata)
-    for a in range(x.shape[0]):
-        v_old = v[a]
-        x[a] += h * v_old
-        v[a] = v_old - h * g[a] - h * gamma * v_old + noise * (dW[0, a] + dW[1, a])
+    for a in range(d):
+        for c in range(n):
+            v_old = v[c, a]
+            x[c, a] += h * v_old
+            v[c, a] = v_old - h * g[c, a] - h * gamma * v_old + noise * (dW[0, c, a] + dW[1, c, a])
     reflect(x, v, box)

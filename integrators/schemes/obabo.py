@@ -35,16 +35,16 @@ def affine_ops(h: float, gamma: float) -> list:
             ("drift", h)]
 
 
-@nb.njit(nogil=True, inline="always")
+@nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, eta_half, noise = coef[0], coef[1], coef[2]
-    d = x.shape[0]
+    n, d = x.shape
     for a in range(d):
-        v[a] = eta_half * v[a] + noise * J[0, a]
-        v[a] -= 0.5 * h * g[a]
-        x[a] += h * v[a]
+        for c in range(n):
+            v[c, a] = eta_half * v[c, a] + noise * J[0, c, a] - 0.5 * h * g[c, a]
+            x[c, a] += h * v[c, a]
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)
     for a in range(d):
-        v[a] -= 0.5 * h * g[a]
-        v[a] = eta_half * v[a] + noise * J[1, a]
+        for c in range(n):
+            v[c, a] = eta_half * (v[c, a] - 0.5 * h * g[c, a]) + noise * J[1, c, a]

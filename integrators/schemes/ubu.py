@@ -36,18 +36,22 @@ def affine_ops(h: float, gamma: float) -> list:
 @nb.njit(nogil=True, inline="always")
 def _half_u(x, v, coef, dW, J, half):
     eta, x_from_v, v_noise, x_noise = coef[1], coef[2], coef[3], coef[4]
-    for a in range(x.shape[0]):
-        x[a] += x_from_v * v[a] + x_noise * (dW[half, a] - J[half, a])
-        v[a] = eta * v[a] + v_noise * J[half, a]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[half, c, a] - J[half, c, a])
+            v[c, a] = eta * v[c, a] + v_noise * J[half, c, a]
 
 
-@nb.njit(nogil=True, inline="always")
+@nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h = coef[0]
+    n, d = x.shape
     _half_u(x, v, coef, dW, J, 0)
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)
-    for a in range(x.shape[0]):
-        v[a] -= h * g[a]
+    for a in range(d):
+        for c in range(n):
+            v[c, a] -= h * g[c, a]
     _half_u(x, v, coef, dW, J, 1)
     reflect(x, v, box)

@@ -1,0 +1,222 @@
+"""Random streams for the kernels: one xoshiro256++ stream per chain, normals by the ziggurat.
+
+Every chain owns its streams (its path, its batches), so a chain's numbers never depend on how
+many chains run beside it or in which order the kernel visits them; the kernels can then advance
+a block of chains together, step by step, with the arithmetic vectorized over chains.
+
+A stream is a row of four ``uint64`` words (the xoshiro256++ state of Blackman and Vigna).
+Block ``b``, stream kind ``k`` draws its rows from ``SeedSequence(seed, spawn_key=(b, k))``:
+row ``c`` is chain ``c`` of the block whatever the block's size.
+
+Normals use the 256-layer ziggurat with 52-bit mantissas (Marsaglia and Tsang's method in the form
+numpy uses): one 64-bit draw gives the layer (8 bits), the sign (1 bit) and the abscissa (52 bits);
+99.3% of draws are accepted at once, the rest go to the wedge test or the exact tail
+``r + Exp(r)`` sampler.  The hot loops keep a stream's state in registers (``normal_s`` and
+``uniform_s`` take and return the four words); ``stream_normal`` and ``stream_uniform`` read and
+write a state row for code off the hot path.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+import numpy as np
+
+STATE_WORDS = 4
+ZIGGURAT_R = 3.6541528853610088  # right edge of the base layer for 256 layers
+ZIGGURAT_V = 0.00492867323399    # area of each layer (and of the base strip with the tail)
+
+
+def ziggurat_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(k, w, f)``: acceptance thresholds (52-bit integers), abscissa scales and densities of
+    the 256 layers of the standard normal's ziggurat (unnormalized density ``exp(-x^2 / 2)``)."""
+    m52 = 2.0**52
+    edge = ZIGGURAT_R
+    prev = edge
+    k = np.zeros(256, dtype=np.uint64)
+    w = np.zeros(256)
+    f = np.zeros(256)
+    base_width = ZIGGURAT_V / math.exp(-0.5 * edge * edge)  # the base strip, tail included
+    k[0] = np.uint64((edge / base_width) * m52)
+    w[0] = base_width / m52
+    w[255] = edge / m52
+    f[0] = 1.0
+    f[255] = math.exp(-0.5 * edge * edge)
+    for i in range(254, 0, -1):
+        edge = math.sqrt(-2.0 * math.log(ZIGGURAT_V / edge + math.exp(-0.5 * edge * edge)))
+        k[i + 1] = np.uint64((edge / prev) * m52)
+        prev = edge
+        f[i] = math.exp(-0.5 * edge * edge)
+        w[i] = edge / m52
+    return k, w, f
+
+
+ZIG_K, ZIG_W, ZIG_F = ziggurat_tables()
+_ONE, _EIGHT, _NINE, _ELEVEN = np.uint64(1), np.uint64(8), np.uint64(9), np.uint64(11)
+_SHIFT_T, _ROT_A, _ROT_B, _WORD = np.uint64(17), np.uint64(23), np.uint64(45), np.uint64(64)
+_LAYER, _MANTISSA = np.uint64(0xFF), np.uint64(0x000FFFFFFFFFFFFF)
+
+
+def stream_states(seed: int, block: int, kind: int, n_rows: int) -> np.ndarray:
+    """``(n_rows, 4)`` stream states of the first ``n_rows`` chains of a block;
+    ``.T`` (made contiguous) gives the word-major layout :func:`lane_normals` takes.
+
+    ``SeedSequence(seed, spawn_key=(block, kind))`` gives the block a 64-bit key; the state words
+    of row ``c`` are outputs ``4c .. 4c + 3`` of the SplitMix64 sequence started at that key (the
+    seeding xoshiro's authors recommend), so a row never depends on how many rows are asked for."""
+    if n_rows < 0:
+        raise ValueError(f"n_rows must be >= 0, got {n_rows}")
+    key = np.random.SeedSequence(seed, spawn_key=(block, kind)).generate_state(1, np.uint64)[0]
+    words = np.empty((n_rows, STATE_WORDS), dtype=np.uint64)
+    _splitmix64_fill(key, words.reshape(-1))
+    words[np.all(words == 0, axis=1), 0] = 1  # the all-zero state is xoshiro's only fixed point
+    return words
+
+
+@nb.njit(nogil=True, cache=True)
+def _splitmix64_fill(key, out):
+    z = key
+    for i in range(out.shape[0]):
+        z += np.uint64(0x9E3779B97F4A7C15)
+        r = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        r = (r ^ (r >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        out[i] = r ^ (r >> np.uint64(31))
+
+
+@nb.njit(nogil=True, inline="always")
+def _rotl(x, k):
+    return (x << k) | (x >> (_WORD - k))
+
+
+@nb.njit(nogil=True, inline="always")
+def next_s(s0, s1, s2, s3):
+    """One xoshiro256++ output and the advanced state."""
+    out = _rotl(s0 + s3, _ROT_A) + s0
+    t = s1 << _SHIFT_T
+    s2 ^= s0
+    s3 ^= s1
+    s1 ^= s2
+    s0 ^= s3
+    s2 ^= t
+    s3 = _rotl(s3, _ROT_B)
+    return out, s0, s1, s2, s3
+
+
+@nb.njit(nogil=True, inline="always")
+def uniform_s(s0, s1, s2, s3):
+    """A uniform double on [0, 1) (53 random bits) and the advanced state."""
+    r, s0, s1, s2, s3 = next_s(s0, s1, s2, s3)
+    return (r >> _ELEVEN) * (1.0 / 9007199254740992.0), s0, s1, s2, s3
+
+
+@nb.njit(nogil=True, inline="always")
+def _decode(r):
+    """The ziggurat's reading of one 64-bit draw: (signed abscissa, layer, mantissa)."""
+    layer = r & _LAYER
+    mantissa = (r >> _NINE) & _MANTISSA
+    x = np.float64(mantissa) * ZIG_W[layer]
+    if (r >> _EIGHT) & _ONE:
+        x = -x
+    return x, layer, mantissa
+
+
+@nb.njit(nogil=True, inline="always")
+def _tail_or_wedge(x, layer, mantissa, s0, s1, s2, s3):
+    """The ziggurat's slow path for a draw outside its layer's core rectangle:
+    (accepted, value, state); a rejected draw must be replaced by a fresh one."""
+    if layer == 0:  # the tail beyond r: r + Exp(r) by Marsaglia's method
+        while True:
+            u1, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+            u2, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+            xx = -math.log1p(-u1) / ZIGGURAT_R
+            yy = -math.log1p(-u2)
+            if yy + yy > xx * xx:
+                return True, (-(ZIGGURAT_R + xx) if (mantissa >> _EIGHT) & _ONE else ZIGGURAT_R + xx), s0, s1, s2, s3
+    # the wedge between the layer's rectangle and the density
+    u, s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+    accepted = (ZIG_F[layer - 1] - ZIG_F[layer]) * u + ZIG_F[layer] < math.exp(-0.5 * x * x)
+    return accepted, x, s0, s1, s2, s3
+
+
+@nb.njit(nogil=True, inline="always")
+def normal_s(s0, s1, s2, s3):
+    """A standard normal (ziggurat) and the advanced state."""
+    while True:
+        r, s0, s1, s2, s3 = next_s(s0, s1, s2, s3)
+        x, layer, mantissa = _decode(r)
+        if mantissa < ZIG_K[layer]:
+            return x, s0, s1, s2, s3
+        accepted, x, s0, s1, s2, s3 = _tail_or_wedge(x, layer, mantissa, s0, s1, s2, s3)
+        if accepted:
+            return x, s0, s1, s2, s3
+
+
+@nb.njit(nogil=True, _nrt=False)  # not inlined: one compiled copy serves every kernel
+def lane_normals(states, z, raw):
+    """One standard normal per lane: ``z[c]`` from stream ``states[:, c]`` (states stored
+    word-major, shape ``(4, n)``).  Exactly :func:`normal_s` lane by lane, computed in two passes:
+    a branch-free pass over all lanes (it vectorizes) draws and decodes one 64-bit number each,
+    then the ~1.5% of lanes whose draw falls outside its layer's core rectangle finish the
+    ziggurat's slow path (wedge, tail, or a fresh draw) one by one.  ``raw``: scratch, shape (n,)."""
+    n = z.shape[0]
+    for c in range(n):
+        s0, s1, s2, s3 = states[0, c], states[1, c], states[2, c], states[3, c]
+        r, s0, s1, s2, s3 = next_s(s0, s1, s2, s3)
+        states[0, c], states[1, c], states[2, c], states[3, c] = s0, s1, s2, s3
+        layer = r & _LAYER
+        mantissa = (r >> _NINE) & _MANTISSA
+        x = np.float64(mantissa) * ZIG_W[layer]
+        z[c] = x - 2.0 * np.float64((r >> _EIGHT) & _ONE) * x  # the sign bit, without a branch
+        # keep the draw only where the slow path must finish it (0 never needs it: layer 0, mantissa 0)
+        raw[c] = r * np.uint64(mantissa >= ZIG_K[layer])
+    for c in range(n):
+        if raw[c] == 0:
+            continue
+        x, layer, mantissa = _decode(raw[c])
+        s0, s1, s2, s3 = states[0, c], states[1, c], states[2, c], states[3, c]
+        accepted, x, s0, s1, s2, s3 = _tail_or_wedge(x, layer, mantissa, s0, s1, s2, s3)
+        if not accepted:
+            x, s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
+        z[c] = x
+        states[0, c], states[1, c], states[2, c], states[3, c] = s0, s1, s2, s3
+
+
+@nb.njit(nogil=True, inline="always")
+def lane_uniforms(states, u):
+    """One uniform on [0, 1) per lane: ``u[c]`` from stream ``states[:, c]`` (word-major, shape
+    ``(4, n)``); the same numbers as :func:`uniform_s` lane by lane, in a loop that vectorizes."""
+    for c in range(u.shape[0]):
+        s0, s1, s2, s3 = states[0, c], states[1, c], states[2, c], states[3, c]
+        u[c], s0, s1, s2, s3 = uniform_s(s0, s1, s2, s3)
+        states[0, c], states[1, c], states[2, c], states[3, c] = s0, s1, s2, s3
+
+
+@nb.njit(nogil=True, inline="always")
+def stream_uniform(row):
+    """A uniform double from the stream whose state is the array ``row`` (updated in place)."""
+    u, row[0], row[1], row[2], row[3] = uniform_s(row[0], row[1], row[2], row[3])
+    return u
+
+
+@nb.njit(nogil=True, inline="always")
+def stream_normal(row):
+    """A standard normal from the stream whose state is the array ``row`` (updated in place)."""
+    z, row[0], row[1], row[2], row[3] = normal_s(row[0], row[1], row[2], row[3])
+    return z
+
+
+@nb.njit(nogil=True)
+def fill_normals(row, out):
+    """Fill ``out`` with standard normals from one stream (for tests and benchmarks)."""
+    s0, s1, s2, s3 = row[0], row[1], row[2], row[3]
+    for i in range(out.shape[0]):
+        out[i], s0, s1, s2, s3 = normal_s(s0, s1, s2, s3)
+    row[0], row[1], row[2], row[3] = s0, s1, s2, s3
+
+
+@nb.njit(nogil=True)
+def fill_uniforms(row, out):
+    """Fill ``out`` with uniforms on [0, 1) from one stream (for tests)."""
+    for i in range(out.shape[0]):
+        out[i] = stream_uniform(row)
