@@ -76,8 +76,9 @@ def kernel_for(scheme_module, force):
     """The kernel for one scheme and one target class, compiled once and cached (a force whose
     target allocates, ``force.allocates``, keeps reference counting on).
 
-    The scheme's step and the target's force are closed over (not passed as arguments) so that
-    Numba inlines them into the chain loop.
+    The scheme's step and the target's force (over blocks, ``lane_force_for``) are closed over;
+    they are called once per step for the whole block, so they are compiled once and shared by
+    every kernel rather than inlined.
     """
     key = (scheme_module.NAME, force)
     if key not in _KERNELS:
