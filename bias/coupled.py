@@ -93,12 +93,12 @@ def _make_coupled_kernel(step, fsal, force):
         batch_f = np.empty((width, n), dtype=np.int64)
         batch_c = np.empty((width, n), dtype=np.int64)
         first_f = np.empty((width, n), dtype=np.int64)
-        perm_f, perm_c = np.empty((n, n_data), dtype=np.int64), np.empty((n, n_data), dtype=np.int64)
+        perm_f, perm_c = np.empty((n_data, n), dtype=np.int64), np.empty((n_data, n), dtype=np.int64)
         pos_f, pos_c = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
         for c in range(n):
             for i in range(n_data):
-                perm_f[c, i] = i
-                perm_c[c, i] = i
+                perm_f[i, c] = i
+                perm_c[i, c] = i
         no_source = perm_f[:0]
         z1, z2, raw = np.empty(n), np.empty(n), np.empty(n, dtype=np.uint64)
         tf, tc = np.zeros(n_t), np.zeros(n_t)

@@ -39,7 +39,7 @@ def _ghmc_chains(force, potential, arrays, tdata, x, v, h, n_sweeps, alpha, n_it
     n_data = arrays[0].shape[0]
     m = (n_data + batch_size - 1) // batch_size
     scale = float(m)
-    perm = np.arange(n_data).reshape(1, n_data)  # shuffled as a block of one chain
+    perm = np.arange(n_data).reshape(n_data, 1)  # shuffled as a block of one chain
     scratch = np.empty(1)
     row = rng[:, 0]
     batch = np.empty(batch_size, dtype=np.int64)
@@ -67,7 +67,7 @@ def _ghmc_chains(force, potential, arrays, tdata, x, v, h, n_sweeps, alpha, n_it
                     start = j * batch_size
                     stop = min(start + batch_size, n_data)
                     for i in range(start, stop):
-                        batch[i - start] = perm[0, i]
+                        batch[i - start] = perm[i, 0]
                     _leapfrog(xp, vp, g, h, force, batch, stop - start, scale, tdata)
             h_old = potential(xc, arrays) + 0.5 * np.dot(vc, vc)
             h_new = potential(xp, arrays) + 0.5 * np.dot(vp, vp)

@@ -91,7 +91,7 @@ def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tes
     values, (normals, normals, raw draws))."""
     width = max(batch_size, n_data)
     return (np.zeros((2, n_chains, d)), np.zeros((2, n_chains, d)), np.zeros((n_chains, d)),
-            np.zeros((width, n_chains), dtype=np.int64), np.zeros((n_chains, n_data), dtype=np.int64),
+            np.zeros((width, n_chains), dtype=np.int64), np.zeros((n_data, n_chains), dtype=np.int64),
             np.zeros(1, dtype=np.int64), np.zeros(n_tests),
             (np.zeros(n_chains), np.zeros(n_chains), np.zeros(n_chains, dtype=np.uint64)))
 
@@ -118,9 +118,9 @@ def _make_kernel(step, fsal, force, allocates):
         hist_hi = hist_lo + n_bins / hist_inv_width
         n_keep = samples.shape[1]
         kept = 0
-        for c in range(n):
-            for i in range(n_data):
-                perm[c, i] = i
+        for i in range(n_data):
+            for c in range(n):
+                perm[i, c] = i
         position[0] = 0
         n_b = 0
         n_dead = 0

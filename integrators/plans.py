@@ -45,16 +45,16 @@ def period(plan: str, n_data: int, batch_size: int) -> int:
 
 @nb.njit(nogil=True, inline="always")
 def shuffle_lanes(perm, states, u):
-    """Fisher-Yates shuffle of every row ``perm[c]`` in place, chain ``c`` drawing from its stream
-    ``states[:, c]`` (word-major, :mod:`integrators.rng`); ``u`` (shape ``(n,)``) is scratch."""
-    n, n_data = perm.shape
+    """Fisher-Yates shuffle of every column ``perm[:, c]`` in place, chain ``c`` drawing from its
+    stream ``states[:, c]`` (word-major, :mod:`integrators.rng`); ``u`` (shape ``(n,)``) is scratch."""
+    n_data, n = perm.shape
     for i in range(n_data - 1, 0, -1):
         lane_uniforms(states, u)
         for c in range(n):
             j = int(u[c] * (i + 1))  # bias <= n / 2^53
-            tmp = perm[c, i]
-            perm[c, i] = perm[c, j]
-            perm[c, j] = tmp
+            tmp = perm[i, c]
+            perm[i, c] = perm[j, c]
+            perm[j, c] = tmp
 
 
 @nb.njit(nogil=True)
@@ -63,12 +63,12 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
 
     The chains of a block stand at the same step of the plan's period, ``position[0]`` (shared;
     partitions cut alike, so every chain's batch has the same length); each chain has its own
-    permutation ``perm[c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators.rng`).
-    A new period shuffles each ``perm[c]``, or, when ``source`` has the shape of ``perm``, copies
-    ``source`` (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes
+    permutation ``perm[:, c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators.rng`).
+    A new period shuffles each ``perm[:, c]``, or, when ``source`` is not empty, copies ``source``
+    (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes
     its batch once, on the first call.  ``u`` (shape ``(n,)``) is scratch.
     """
-    n, n_data = perm.shape
+    n_data, n = perm.shape
     if plan_code == FULL:
         if position[0] == 0:
             for i in range(n_data):
@@ -85,10 +85,10 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
     m = (n_data + batch_size - 1) // batch_size
     p = position[0]
     if p == 0:
-        if source.shape[0] == n:
-            for c in range(n):
-                for i in range(n_data):
-                    perm[c, i] = source[c, i]
+        if source.shape[0] > 0:
+            for i in range(n_data):
+                for c in range(n):
+                    perm[i, c] = source[i, c]
         else:
             shuffle_lanes(perm, states, u)
     if plan_code == RR:
@@ -101,7 +101,7 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
     stop = min(start + batch_size, n_data)
     for i in range(start, stop):
         for c in range(n):
-            out[i - start, c] = perm[c, i]
+            out[i - start, c] = perm[i, c]
     return stop - start
 
 
@@ -110,10 +110,10 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     if plan not in PLAN_CODES:
         raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
     states = np.ascontiguousarray(stream_states(seed, 0, 1, 1).T)
-    perm = np.arange(n_data, dtype=np.int64)[None, :].copy()
+    perm = np.arange(n_data, dtype=np.int64)[:, None].copy()
     position = np.zeros(1, dtype=np.int64)
     out = np.empty((max(n_data, batch_size), 1), dtype=np.int64)
-    no_source = np.empty((0, n_data), dtype=np.int64)
+    no_source = np.empty((0, 1), dtype=np.int64)
     scratch = np.empty(1)
     seq = []
     for _ in range(n_steps):

@@ -70,7 +70,7 @@ def stream_states(seed: int, block: int, kind: int, n_rows: int) -> np.ndarray:
     key = np.random.SeedSequence(seed, spawn_key=(block, kind)).generate_state(1, np.uint64)[0]
     words = np.empty((n_rows, STATE_WORDS), dtype=np.uint64)
     _splitmix64_fill(key, words.reshape(-1))
-    words[np.all(words == 0, axis=1), 0] = 1  # the all-zero state is xoshiro's only fixed point
+    _no_zero_rows(words)
     return words
 
 
@@ -82,6 +82,14 @@ def _splitmix64_fill(key, out):
         r = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
         r = (r ^ (r >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
         out[i] = r ^ (r >> np.uint64(31))
+
+
+@nb.njit(nogil=True, cache=True)
+def _no_zero_rows(words):
+    """The all-zero state is xoshiro's only fixed point: replace it (probability 2^-256)."""
+    for c in range(words.shape[0]):
+        if words[c, 0] == 0 and words[c, 1] == 0 and words[c, 2] == 0 and words[c, 3] == 0:
+            words[c, 0] = 1
 
 
 @nb.njit(nogil=True, inline="always")

@@ -98,10 +98,11 @@ def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
     n, d = x.shape
     for a in range(d):
         for c in range(n):
-            out[c, a] = p0[a, 0] * (x[c, 0] - m0[0])
-        for b in range(1, d):
-            for c in range(n):
-                out[c, a] += p0[a, b] * (x[c, b] - m0[b])
+            out[c, a] = 0.0
+        for b in range(d):
+            if p0[a, b] != 0.0:  # (the paper's 1-D example has no prior)
+                for c in range(n):
+                    out[c, a] += p0[a, b] * (x[c, b] - m0[b])
     for j in range(n_batch):
         for a in range(d):
             for b in range(d):

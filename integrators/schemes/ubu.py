@@ -43,15 +43,22 @@ def _half_u(x, v, coef, dW, J, half):
             v[c, a] = eta * v[c, a] + v_noise * J[half, c, a]
 
 
+@nb.njit(nogil=True, inline="always")
+def _kick_then_half_u(x, v, g, coef, dW, J):
+    """B(h) followed by the second U(h/2), in one pass over the block."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            kicked = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, c, a] - J[1, c, a])
+            v[c, a] = eta * kicked + v_noise * J[1, c, a]
+
+
 @nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    h = coef[0]
-    n, d = x.shape
     _half_u(x, v, coef, dW, J, 0)
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)
-    for a in range(d):
-        for c in range(n):
-            v[c, a] -= h * g[c, a]
-    _half_u(x, v, coef, dW, J, 1)
+    _kick_then_half_u(x, v, g, coef, dW, J)
     reflect(x, v, box)
