@@ -5,6 +5,8 @@ Prints chain-steps per second of
   (b) the same algorithm written as numpy operations vectorized over chains,
   (c) the same in torch on CPU (skipped if torch is absent),
   (d) drawing the step's normals alone inside Numba (4 per chain-step: (dW, J) per half step),
+      with the kernel's own per-chain streams, exactly as the kernel draws them (numpy's Generator
+      inside Numba is printed beside it for comparison),
 and the ratios measured in this one run, with the issue's targets:
 (a) >= 4x (b), (a) >= 6x (c), (a) within 1.5x of (d), two threads >= 1.7x one thread.
 
