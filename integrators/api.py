@@ -27,7 +27,7 @@ import numpy as np
 from integrators.bounce import make_box
 from integrators.kernel import kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import PLAN_CODES, force_scale
-from integrators.rng import stream_states
+from integrators.rng import STATE_WORDS, stream_states
 from integrators.schemes import SCHEMES
 from integrators.targets import Target, force_data, lane_force_for
 
@@ -246,17 +246,6 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
 
-    x = x0
-    v = np.empty((n_chains, dim))
-    sum_x = np.zeros((n_chains, dim))
-    sum_xx = np.zeros((n_chains, dim))
-    sum_outer = np.zeros((n_chains, dim, dim) if full_moments else (n_chains, 0, 0))
-    sum_tests = np.zeros((n_chains, n_test_functions))
-    samples = np.zeros((n_chains, keep, dim))
-    diverged_at = np.full(n_chains, -1, dtype=np.int64)
-
-    blocks = [(b, b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains))
-              for b in range(math.ceil(n_chains / BLOCK_SIZE))]
     hist_lo, hist_inv_width, n_bins = 0.0, 1.0, 0
     if histogram is not None:
         try:
@@ -267,33 +256,65 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
             raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, "
                              f"got {histogram!r}")
         hist_lo, hist_inv_width = lo, n_bins / (hi - lo)
-    hists = [np.zeros(n_bins) for _ in blocks]
-    hist_tails = [np.zeros(4) for _ in blocks]
 
-    def run_block(spec, steps=n_steps):
-        b, lo, hi = spec
-        if v_given is None:
-            v[lo:hi] = block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, dim))
-        else:
-            v[lo:hi] = v_given[lo:hi]
-        kernel(coef, gamma, 0.5 * h / path_refine,
-                   path_refine, x[lo:hi], v[lo:hi], steps, burn_in, n_keep_stride,
-                   PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
-                   np.ascontiguousarray(stream_states(seed, b, PATH_STREAM, hi - lo).T),
-                   np.ascontiguousarray(stream_states(seed, b, PLAN_STREAM, hi - lo).T),
-                   divergence_bound, test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi],
-                   sum_tests[lo:hi], samples[lo:hi], diverged_at[lo:hi],
-                   make_work_buffers(hi - lo, dim, target.n_data, batch_size, n_test_functions),
-                   hists[b], hist_lo, hist_inv_width, hist_tails[b])
+    # Streams and initial velocities are seeded per block of BLOCK_SIZE chains; the kernel then
+    # runs tiles of about BLOCK_SIZE chains (balanced, padded with parked lanes), one call per
+    # thread.  A chain's numbers depend only on the seed and its index, not on the tiling.
+    n_blocks = math.ceil(n_chains / BLOCK_SIZE)
+    tile = math.ceil(n_chains / n_blocks)
+    n_pad = n_blocks * tile
+    x = np.zeros((n_pad, dim))
+    x[:n_chains] = x0
+    v = np.zeros((n_pad, dim))
+    path_states = np.zeros((STATE_WORDS, n_pad), dtype=np.uint64)
+    plan_states = np.zeros((STATE_WORDS, n_pad), dtype=np.uint64)
+    for b in range(n_blocks):
+        lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
+        path_states[:, lo:hi] = stream_states(seed, b, PATH_STREAM, hi - lo).T
+        plan_states[:, lo:hi] = stream_states(seed, b, PLAN_STREAM, hi - lo).T
+        v[lo:hi] = (block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, dim))
+                    if v_given is None else v_given[lo:hi])
+    path_states = np.ascontiguousarray(path_states.reshape(STATE_WORDS, n_blocks, tile).transpose(1, 0, 2))
+    plan_states = np.ascontiguousarray(plan_states.reshape(STATE_WORDS, n_blocks, tile).transpose(1, 0, 2))
+    sum_x = np.zeros((n_pad, dim))
+    sum_xx = np.zeros((n_pad, dim))
+    sum_outer = np.zeros((n_pad, dim, dim) if full_moments else (n_pad, 0, 0))
+    sum_tests = np.zeros((n_pad, n_test_functions))
+    samples = np.zeros((n_pad, keep, dim))
+    diverged_at = np.full(n_pad, -1, dtype=np.int64)
+    diverged_at[n_chains:] = 0  # padding lanes: parked from the start, in no statistic
 
-    # compile with a zero-step call first so that threads never compile concurrently
-    run_block(blocks[0], steps=0)
-    if threads == 1 or len(blocks) == 1:
-        for spec in blocks:
-            run_block(spec)
+    n_groups = min(threads, n_blocks)
+    bounds = [round(i * n_blocks / n_groups) for i in range(n_groups + 1)]
+    groups = [(bounds[i], bounds[i + 1]) for i in range(n_groups)]
+    hists = [np.zeros(n_bins) for _ in groups]
+    hist_tails = [np.zeros(4) for _ in groups]
+
+    def run_group(group, steps=n_steps, copy=False):
+        t_lo, t_hi = groups[group]
+        lo, hi = t_lo * tile, t_hi * tile
+        arrays = [x[lo:hi], v[lo:hi], path_states[t_lo:t_hi], plan_states[t_lo:t_hi], sum_x[lo:hi],
+                  sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi], diverged_at[lo:hi],
+                  hists[group], hist_tails[group]]
+        if copy:  # the compile call must not advance any stream
+            arrays = [a.copy() for a in arrays]
+        xs, vs, path_g, plan_g, sx, sxx, so, st, smp, div, hist, tails = arrays
+        kernel(coef, gamma, 0.5 * h / path_refine, path_refine, xs, vs, steps, burn_in, n_keep_stride,
+               PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box, path_g, plan_g,
+               divergence_bound, test_fn, test_data, sx, sxx, so, st, smp, div,
+               make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),
+               hist, hist_lo, hist_inv_width, tails)
+
+    # compile with a zero-step call on copies first so that threads never compile concurrently
+    run_group(0, steps=0, copy=True)
+    if n_groups == 1:
+        run_group(0)
     else:
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(run_block, blocks))
+        with ThreadPoolExecutor(max_workers=n_groups) as pool:
+            list(pool.map(run_group, range(n_groups)))
+    x, v, diverged_at = x[:n_chains], v[:n_chains], diverged_at[:n_chains]
+    sum_x, sum_xx, sum_outer = sum_x[:n_chains], sum_xx[:n_chains], sum_outer[:n_chains]
+    sum_tests, samples = sum_tests[:n_chains], samples[:n_chains]
 
     n_stat = n_steps - burn_in
     return SampleResult(

@@ -1,10 +1,11 @@
-"""The Numba kernel: one scheme x one plan x one target over a block of chains.
+"""The Numba kernel: one scheme x one plan x one target over tiles of chains.
 
-The block advances step by step, all chains together: each step draws every chain's path from its
-own stream, each chain's batch from its own batch stream (:mod:`integrators.rng`), then applies
-the scheme to the whole block with loops over chains innermost, so the arithmetic vectorizes.
-A chain's output depends only on the seed, its block and its place in the block, never on how many
-chains run beside it.  Observers are streamed: running sums of first and second moments and of
+A tile of about 256 chains advances step by step, all chains together: each step draws every
+chain's path from its own stream, each chain's batch from its own batch stream
+(:mod:`integrators.rng`), then applies the scheme to the whole tile with loops over chains
+innermost, so the arithmetic vectorizes.  One call runs a thread's tiles one after the other.
+A chain's output depends only on the seed and its index, never on how many chains run beside it
+or how they are tiled.  Observers are streamed: running sums of first and second moments and of
 user test functions, a histogram of the first coordinate (for the streaming Wasserstein
 evaluator), and thinned samples; memory does not grow with the number of steps.  A chain whose
 state leaves ``[-bound, bound]`` (or is not finite) has its step recorded, is parked at the origin
@@ -103,10 +104,10 @@ def _make_kernel(step, fsal, force, allocates):
     # increment/decrement call, several times the arithmetic of a one-dimensional step.
     # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
-                   plan_code, batch_size, scale, n_data, tdata, box, path_states, plan_states, bound,
-                   test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
-                   hist, hist_lo, hist_inv_width, hist_tails):
+    def run_tile(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
+                 plan_code, batch_size, scale, n_data, tdata, box, path_states, plan_states, bound,
+                 test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
+                 hist, hist_lo, hist_inv_width, hist_tails):
         n, d = x.shape
         l11, l21, l22 = pair_cholesky(gamma, tau_fine)
         decay_fine = math.exp(-gamma * tau_fine)
@@ -124,6 +125,9 @@ def _make_kernel(step, fsal, force, allocates):
         position[0] = 0
         n_b = 0
         n_dead = 0
+        for c in range(n):  # lanes marked beforehand (padding) stay parked throughout
+            if diverged_at[c] >= 0:
+                n_dead += 1
         if fsal:
             n_b = next_batches(plan_code, perm, position, batch_size, plan_states, batch, no_source, z1)
             force(x, g, batch, n_b, scale, tdata)
@@ -179,5 +183,21 @@ def _make_kernel(step, fsal, force, allocates):
                 for a in range(d):
                     x[c, a] = np.nan
                     v[c, a] = np.nan
+
+    @nb.njit(nogil=True, _nrt=allocates)
+    def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
+                   plan_code, batch_size, scale, n_data, tdata, box, path_states, plan_states, bound,
+                   test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
+                   hist, hist_lo, hist_inv_width, hist_tails):
+        """All tiles of ``tile = path_states.shape[2]`` chains, one after the other, in one call
+        (one call per thread keeps the interpreter out of the loop); ``path_states`` and
+        ``plan_states`` have shape ``(n_tiles, 4, tile)`` and the chain arrays ``n_tiles * tile`` rows."""
+        tile = path_states.shape[2]
+        for t in range(path_states.shape[0]):
+            lo, hi = t * tile, (t + 1) * tile
+            run_tile(coef, gamma, tau_fine, refine, x[lo:hi], v[lo:hi], n_steps, burn_in, thin,
+                     plan_code, batch_size, scale, n_data, tdata, box, path_states[t], plan_states[t], bound,
+                     test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
+                     samples[lo:hi], diverged_at[lo:hi], work, hist, hist_lo, hist_inv_width, hist_tails)
 
     return run_chains
