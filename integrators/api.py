@@ -31,7 +31,8 @@ from integrators.rng import STATE_WORDS, stream_states
 from integrators.schemes import SCHEMES
 from integrators.targets import Target, force_data, lane_force_for
 
-BLOCK_SIZE = 256
+BLOCK_SIZE = 256  # chains per seeding block (streams and initial velocities)
+TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
 
 
@@ -258,11 +259,12 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         hist_lo, hist_inv_width = lo, n_bins / (hi - lo)
 
     # Streams and initial velocities are seeded per block of BLOCK_SIZE chains; the kernel then
-    # runs tiles of about BLOCK_SIZE chains (balanced, padded with parked lanes), one call per
+    # runs tiles of about TILE_SIZE chains (balanced, padded with parked lanes), one call per
     # thread.  A chain's numbers depend only on the seed and its index, not on the tiling.
     n_blocks = math.ceil(n_chains / BLOCK_SIZE)
-    tile = math.ceil(n_chains / n_blocks)
-    n_pad = n_blocks * tile
+    n_tiles = math.ceil(n_chains / TILE_SIZE)
+    tile = math.ceil(n_chains / n_tiles)
+    n_pad = n_tiles * tile
     x = np.zeros((n_pad, dim))
     x[:n_chains] = x0
     v = np.zeros((n_pad, dim))
@@ -274,8 +276,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         plan_states[:, lo:hi] = stream_states(seed, b, PLAN_STREAM, hi - lo).T
         v[lo:hi] = (block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, dim))
                     if v_given is None else v_given[lo:hi])
-    path_states = np.ascontiguousarray(path_states.reshape(STATE_WORDS, n_blocks, tile).transpose(1, 0, 2))
-    plan_states = np.ascontiguousarray(plan_states.reshape(STATE_WORDS, n_blocks, tile).transpose(1, 0, 2))
+    path_states = np.ascontiguousarray(path_states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2))
+    plan_states = np.ascontiguousarray(plan_states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2))
     sum_x = np.zeros((n_pad, dim))
     sum_xx = np.zeros((n_pad, dim))
     sum_outer = np.zeros((n_pad, dim, dim) if full_moments else (n_pad, 0, 0))
@@ -284,8 +286,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     diverged_at = np.full(n_pad, -1, dtype=np.int64)
     diverged_at[n_chains:] = 0  # padding lanes: parked from the start, in no statistic
 
-    n_groups = min(threads, n_blocks)
-    bounds = [round(i * n_blocks / n_groups) for i in range(n_groups + 1)]
+    n_groups = min(threads, n_tiles)
+    bounds = [round(i * n_tiles / n_groups) for i in range(n_groups + 1)]
     groups = [(bounds[i], bounds[i + 1]) for i in range(n_groups)]
     hists = [np.zeros(n_bins) for _ in groups]
     hist_tails = [np.zeros(4) for _ in groups]

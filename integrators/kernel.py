@@ -92,7 +92,7 @@ def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tes
     values, (normals, normals, raw draws))."""
     width = max(batch_size, n_data)
     return (np.zeros((2, n_chains, d)), np.zeros((2, n_chains, d)), np.zeros((n_chains, d)),
-            np.zeros((width, n_chains), dtype=np.int64), np.zeros((n_data, n_chains), dtype=np.int64),
+            np.zeros((width, n_chains), dtype=np.int32), np.zeros((n_data, n_chains), dtype=np.int32),
             np.zeros(1, dtype=np.int64), np.zeros(n_tests),
             (np.zeros(n_chains), np.zeros(n_chains), np.zeros(n_chains, dtype=np.uint64)))
 

@@ -103,7 +103,7 @@ def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
             if p0[a, b] != 0.0:  # (the paper's 1-D example has no prior)
                 for c in range(n):
                     out[c, a] += p0[a, b] * (x[c, b] - m0[b])
-    for j in range(n_batch):
+    for j in range(n_batch):  # gathers by each chain's batch: scalar, but one pass per datum
         for a in range(d):
             for b in range(d):
                 for c in range(n):
