@@ -128,7 +128,7 @@ def main(argv=None):
     t_b = best_of(lambda: numpy_ubu_sms(n, steps, mu, prec), repeats=1)
     t_numpy_normals = best_of(lambda: draw_normals(rng, 4 * work))
     states = np.ascontiguousarray(stream_states(0, 0, 0, BLOCK_SIZE).T)
-    path_work = (np.zeros((2, BLOCK_SIZE, 1)), np.zeros((2, BLOCK_SIZE, 1)), np.zeros(BLOCK_SIZE),
+    path_work = (np.zeros((2, 1, BLOCK_SIZE)), np.zeros((2, 1, BLOCK_SIZE)), np.zeros(BLOCK_SIZE),
                  np.zeros(BLOCK_SIZE), np.zeros(BLOCK_SIZE, dtype=np.uint64))
     draw_path_normals(states, *path_work, 1)
     n_blocks = math.ceil(n / BLOCK_SIZE)

@@ -85,8 +85,8 @@ def _make_coupled_kernel(step, fsal, force):
         tau = h / 4.0
         l11, l21, l22 = pair_cholesky(gamma, tau)
         decay = math.exp(-gamma * tau)
-        dWf, Jf = np.empty((2, 2, n, d)), np.empty((2, 2, n, d))
-        dWc, Jc = np.empty((2, n, d)), np.empty((2, n, d))
+        dWf, Jf = np.empty((2, 2, d, n)), np.empty((2, 2, d, n))
+        dWc, Jc = np.empty((2, d, n)), np.empty((2, d, n))
         gf, gc = np.zeros((n, d)), np.zeros((n, d))
         xf, vf, xc, vc = xf0.copy(), vf0.copy(), xf0.copy(), vf0.copy()
         width = max(batch_size, n_data)
@@ -117,10 +117,10 @@ def _make_coupled_kernel(step, fsal, force):
             # the exact composition of one fine step's two intervals
             for sub in range(2):
                 draw_step_path(path_states, l11, l21, l22, decay, 1, dWf[sub], Jf[sub], z1, z2, raw)
-                for c in range(n):
-                    for a in range(d):
-                        dWc[sub, c, a] = dWf[sub, 0, c, a] + dWf[sub, 1, c, a]
-                        Jc[sub, c, a] = decay * Jf[sub, 0, c, a] + Jf[sub, 1, c, a]
+                for a in range(d):
+                    for c in range(n):
+                        dWc[sub, a, c] = dWf[sub, 0, a, c] + dWf[sub, 1, a, c]
+                        Jc[sub, a, c] = decay * Jf[sub, 0, a, c] + Jf[sub, 1, a, c]
             for sub in range(2):
                 nbf = next_batches(plan_code, perm_f, pos_f, batch_size, plan_states_f, batch_f, no_source, z1)
                 if sub == 0:

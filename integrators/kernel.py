@@ -49,25 +49,27 @@ def histogram_add_value(value, lo, hi, inv_width, counts, tails):
 
 @nb.njit(nogil=True)
 def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw):
-    """Fill ``dW, J`` (shape ``(2, n, d)``) with each chain's pair over each half step, composed
+    """Fill ``dW, J`` (shape ``(2, d, n)``) with each chain's pair over each half step, composed
     from ``refine`` fine intervals (interval-major, coordinates inner).  Chain ``c`` draws from
     its stream ``states[:, c]`` (word-major, shape ``(4, n)``), in the same order whatever the
     number of chains; the draws of all chains are made together (:func:`lane_normals`).
-    ``z1, z2`` (shape ``(n,)``) and ``raw`` are scratch."""
-    n, d = dW.shape[1], dW.shape[2]
+    ``z1, z2`` (shape ``(n,)``, used when ``refine > 1``) and ``raw`` are scratch."""
+    n, d = dW.shape[2], dW.shape[1]
     for half in range(2):
-        for interval in range(refine):
+        for a in range(d):  # the first interval: the normals land where the pair goes
+            w, j = dW[half, a], J[half, a]
+            lane_normals(states, w, raw)
+            lane_normals(states, j, raw)
+            for c in range(n):
+                j[c] = l21 * w[c] + l22 * j[c]
+                w[c] = l11 * w[c]
+        for _ in range(1, refine):
             for a in range(d):
                 lane_normals(states, z1, raw)
                 lane_normals(states, z2, raw)
-                if interval == 0:
-                    for c in range(n):
-                        dW[half, c, a] = l11 * z1[c]
-                        J[half, c, a] = l21 * z1[c] + l22 * z2[c]
-                else:
-                    for c in range(n):
-                        dW[half, c, a] += l11 * z1[c]
-                        J[half, c, a] = decay_fine * J[half, c, a] + l21 * z1[c] + l22 * z2[c]
+                for c in range(n):
+                    dW[half, a, c] += l11 * z1[c]
+                    J[half, a, c] = decay_fine * J[half, a, c] + l21 * z1[c] + l22 * z2[c]
 
 
 _KERNELS: dict = {}
@@ -91,7 +93,7 @@ def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tes
     """Scratch arrays of one kernel call: (dW, J, g, batches, permutations, plan position, test
     values, (normals, normals, raw draws))."""
     width = max(batch_size, n_data)
-    return (np.zeros((2, n_chains, d)), np.zeros((2, n_chains, d)), np.zeros((n_chains, d)),
+    return (np.zeros((2, d, n_chains)), np.zeros((2, d, n_chains)), np.zeros((n_chains, d)),
             np.zeros((width, n_chains), dtype=np.int32), np.zeros((n_data, n_chains), dtype=np.int32),
             np.zeros(1, dtype=np.int64), np.zeros(n_tests),
             (np.zeros(n_chains), np.zeros(n_chains), np.zeros(n_chains, dtype=np.uint64)))

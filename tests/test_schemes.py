@@ -35,7 +35,8 @@ def test_numba_step_matches_numpy_reference(scheme, d, n, h, gamma, seed, scale,
     x_ref = rng.normal(size=d) if cv else None
     module = SCHEMES[scheme]
     xs, vs, gs = x.copy(), v.copy(), g0.copy()
-    module.step(xs, vs, gs, module.coefficients(h, gamma), dW, J, lane_force_for(target),
+    module.step(xs, vs, gs, module.coefficients(h, gamma), np.ascontiguousarray(dW.transpose(0, 2, 1)),
+                np.ascontiguousarray(J.transpose(0, 2, 1)), lane_force_for(target),
                 np.ascontiguousarray(batches.T), n_b, scale, force_data(target, cv, x_ref), make_box(d))
     for c in range(chains):
         want = reference_step(scheme, x[c], v[c], g0[c], h, gamma, dW[:, c], J[:, c],

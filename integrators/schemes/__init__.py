@@ -5,7 +5,7 @@ operations, interpreted by the exact oracle in ``theory_checks.oracle``).
 
 ``step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)`` advances a block of ``n``
 chains in place by one step of size ``h``: ``x, v, g`` have shape ``(n, d)``, ``dW`` and ``J``
-shape ``(2, n, d)`` (the path pair over each half step), ``batch`` shape ``(k, n)`` (chain ``c``'s
+shape ``(2, d, n)`` (the path pair over each half step, chains innermost), ``batch`` shape ``(k, n)`` (chain ``c``'s
 batch in ``batch[:n_batch, c]``).  Loops run over coordinates outside and chains inside,
 so the arithmetic vectorizes over chains.  A scheme never knows the plan, the target or the backend.
 """

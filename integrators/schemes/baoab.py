@@ -49,7 +49,7 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     for a in range(d):
         for c in range(n):
             # J over the step, composed exactly from its two halves
-            v[c, a] = eta * v[c, a] + noise * (eta_half * J[0, c, a] + J[1, c, a])
+            v[c, a] = eta * v[c, a] + noise * (eta_half * J[0, a, c] + J[1, a, c])
             x[c, a] += 0.5 * h * v[c, a]
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)

@@ -37,5 +37,5 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
         for c in range(n):
             v_old = v[c, a]
             x[c, a] += h * v_old
-            v[c, a] = v_old - h * g[c, a] - h * gamma * v_old + noise * (dW[0, c, a] + dW[1, c, a])
+            v[c, a] = v_old - h * g[c, a] - h * gamma * v_old + noise * (dW[0, a, c] + dW[1, a, c])
     reflect(x, v, box)

@@ -41,10 +41,10 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     n, d = x.shape
     for a in range(d):
         for c in range(n):
-            v[c, a] = eta_half * v[c, a] + noise * J[0, c, a] - 0.5 * h * g[c, a]
+            v[c, a] = eta_half * v[c, a] + noise * J[0, a, c] - 0.5 * h * g[c, a]
             x[c, a] += h * v[c, a]
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)
     for a in range(d):
         for c in range(n):
-            v[c, a] = eta_half * (v[c, a] - 0.5 * h * g[c, a]) + noise * J[1, c, a]
+            v[c, a] = eta_half * (v[c, a] - 0.5 * h * g[c, a]) + noise * J[1, a, c]

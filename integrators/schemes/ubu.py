@@ -39,8 +39,8 @@ def _half_u(x, v, coef, dW, J, half):
     n, d = x.shape
     for a in range(d):
         for c in range(n):
-            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[half, c, a] - J[half, c, a])
-            v[c, a] = eta * v[c, a] + v_noise * J[half, c, a]
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[half, a, c] - J[half, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[half, a, c]
 
 
 @nb.njit(nogil=True, inline="always")
@@ -51,8 +51,8 @@ def _kick_then_half_u(x, v, g, coef, dW, J):
     for a in range(d):
         for c in range(n):
             kicked = v[c, a] - h * g[c, a]
-            x[c, a] += x_from_v * kicked + x_noise * (dW[1, c, a] - J[1, c, a])
-            v[c, a] = eta * kicked + v_noise * J[1, c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * kicked + v_noise * J[1, a, c]
 
 
 @nb.njit(nogil=True)
