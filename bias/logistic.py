@@ -231,20 +231,27 @@ def plot(path: Path, rows: list[Row]) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 5, figsize=(19, 3.8))
-    panels = [("bias", "mean |bias| of p(true class)"), ("accuracy", "accuracy"), ("nll", "NLL"),
+    panels = [("bias", "mean |bias| of p(true class) (bars: 2 s.e.)"), ("accuracy", "accuracy"), ("nll", "NLL"),
               ("ace", "ACE"), ("rps", "RPS")]
+    colors = dict(zip(NAMES.values(), plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
     for ax, (field, label) in zip(axes, panels, strict=True):
         for name in NAMES.values():
             sub = sorted((r for r in rows if r.sampler == name and not r.diverged), key=lambda r: r.h)
-            if not sub:
-                continue
-            hs = [r.h for r in sub]
-            if field == "bias":
-                keep = [r for r in sub if r.bias > 0.0]
-                ax.plot([r.h for r in keep], [r.bias for r in keep], marker="o", label=name)
-                ax.set_yscale("log")
-            else:
-                ax.plot(hs, [getattr(r, field) for r in sub], marker="o", label=name)
+            if sub:
+                hs = [r.h for r in sub]
+                if field == "bias":
+                    keep = [r for r in sub if r.bias > 0.0]
+                    se = [2 * r.bias_mean_se if math.isfinite(r.bias_mean_se) else 0.0 for r in keep]
+                    ax.errorbar([r.h for r in keep], [r.bias for r in keep], yerr=se, marker="o", capsize=2,
+                                label=name, color=colors[name])
+                    ax.set_yscale("log")
+                else:
+                    ax.plot(hs, [getattr(r, field) for r in sub], marker="o", label=name, color=colors[name])
+            for r in (r for r in rows if r.sampler == name and r.diverged):  # shown, never plotted as NaN
+                ax.scatter([r.h], [0.97], marker="x", s=60, color=colors[name], transform=ax.get_xaxis_transform(),
+                           clip_on=False)
+                ax.annotate("diverged", (r.h, 0.97), xycoords=("data", "axes fraction"), fontsize=7,
+                            color=colors[name], xytext=(-46, -12), textcoords="offset points")
         ax.set_xscale("log", base=2)
         ax.set(xlabel="h", title=label)
     axes[0].legend(fontsize=7)
