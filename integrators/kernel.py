@@ -101,9 +101,8 @@ def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tes
 
 def _make_kernel(step, fsal, force, allocates):
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
-    # is an argument owned by the caller, and the kernel allocates nothing.  With reference
-    # counting on, each array passed to the inlined step, force and plan costs an
-    # increment/decrement call, several times the arithmetic of a one-dimensional step.
+    # is an argument owned by the caller, and the kernel allocates nothing, so the views and calls
+    # of the step loop need no increment/decrement calls (they once cost more than the arithmetic).
     # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
     @nb.njit(nogil=True, _nrt=allocates)
     def run_tile(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
