@@ -123,7 +123,7 @@ def main(argv=None):
     sample(target, **{**kw, "n_chains": 2, "n_steps": 4})  # compile
     rng = np.random.default_rng(0)
     draw_normals(rng, 10)
-    t_a1 = best_of(lambda: sample(target, threads=1, **kw))
+    t_a1 = best_of(lambda: sample(target, threads=1, **kw), repeats=5)
     t_a2 = best_of(lambda: sample(target, threads=2, **kw))
     t_b = best_of(lambda: numpy_ubu_sms(n, steps, mu, prec), repeats=1)
     t_numpy_normals = best_of(lambda: draw_normals(rng, 4 * work))
@@ -132,7 +132,7 @@ def main(argv=None):
                  np.zeros(BLOCK_SIZE), np.zeros(BLOCK_SIZE, dtype=np.uint64))
     draw_path_normals(states, *path_work, 1)
     n_blocks = math.ceil(n / BLOCK_SIZE)
-    t_d = best_of(lambda: [draw_path_normals(states, *path_work, steps) for _ in range(n_blocks)])
+    t_d = best_of(lambda: [draw_path_normals(states, *path_work, steps) for _ in range(n_blocks)], repeats=5)
     t_d *= n / (n_blocks * BLOCK_SIZE)
     try:
         import torch  # noqa: F401

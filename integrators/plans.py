@@ -22,6 +22,7 @@ import numpy as np
 from integrators.rng import lane_uniforms, stream_states
 
 PLAN_CODES = {"full": 0, "iid": 1, "rr": 2, "sms": 3}
+SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
 FULL, IID, RR, SMS = 0, 1, 2, 3
 
 
@@ -50,6 +51,18 @@ def shuffle_lanes(perm, states, u):
     n_data, n = perm.shape
     for i in range(n_data - 1, 0, -1):
         lane_uniforms(states, u)
+        if n_data <= SMALL_SHUFFLE:
+            # few data: swap by masked passes over the rows j < i (vectorizes; the same
+            # permutations as the gathers below)
+            for c in range(n):
+                u[c] = math.floor(u[c] * (i + 1))  # j of chain c, bias <= n / 2^53
+            for j in range(i):
+                for c in range(n):
+                    hit = u[c] == j
+                    pj, pi = perm[j, c], perm[i, c]
+                    perm[j, c] = pi if hit else pj
+                    perm[i, c] = pj if hit else pi
+            continue
         for c in range(n):
             j = int(u[c] * (i + 1))  # bias <= n / 2^53
             tmp = perm[i, c]

@@ -90,6 +90,9 @@ def _gauss_datum_grad_add(x, i, coef, arrays, out):
         out[a] += coef * acc
 
 
+SMALL_DATA = 8  # up to this many data terms, the Gaussian lane force makes one masked pass per term
+
+
 @nb.njit(nogil=True, inline="always")
 def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
     """Prior and scaled batch gradients of a block of chains written to ``out``, chains
@@ -103,7 +106,18 @@ def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
             if p0[a, b] != 0.0:  # (the paper's 1-D example has no prior)
                 for c in range(n):
                     out[c, a] += p0[a, b] * (x[c, b] - m0[b])
-    for j in range(n_batch):  # gathers by each chain's batch: scalar, but one pass per datum
+    if mu.shape[0] <= SMALL_DATA:
+        # few data terms: one branch-free pass per term, each chain adding it where its batch
+        # holds it (vectorizes; the same additions in the same order as the gathers below)
+        for j in range(n_batch):
+            for i in range(mu.shape[0]):
+                for a in range(d):
+                    for b in range(d):
+                        for c in range(n):
+                            term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
+                            out[c, a] += term if batch[j, c] == i else 0.0
+        return
+    for j in range(n_batch):  # gathers by each chain's batch (scalar: Numba tells LLVM nothing of aliasing)
         for a in range(d):
             for b in range(d):
                 for c in range(n):

@@ -50,11 +50,25 @@ def test_iid_is_uniform_chi_square():
     assert p_value > 1e-3, counts
 
 
-def test_permutations_are_uniform_chi_square():
+@pytest.mark.parametrize("n_data", [6, 11])  # the masked-pass shuffle (<= 8 data) and the gather one
+def test_permutations_are_uniform_chi_square(n_data):
     """The shuffle puts every datum in the first batch equally often."""
-    seq = batch_sequence("rr", 6, 2, 3 * 6000, seed=9)
-    first = np.concatenate(seq[0::3])
-    _, p_value = scipy.stats.chisquare(np.bincount(first, minlength=6))
+    seq = batch_sequence("rr", n_data, 1, n_data * 3000, seed=9)
+    first = np.concatenate(seq[0::n_data])
+    _, p_value = scipy.stats.chisquare(np.bincount(first, minlength=n_data))
+    assert p_value > 1e-3
+
+
+@pytest.mark.parametrize("n_data", [3, 4])
+def test_every_permutation_is_equally_likely(n_data):
+    """All n! orders of a shuffled epoch appear equally often (chi-square over the orders)."""
+    from itertools import permutations
+
+    n_periods = 400 * math.factorial(n_data)
+    seq = batch_sequence("rr", n_data, 1, n_data * n_periods, seed=4)
+    index = {p: k for k, p in enumerate(permutations(range(n_data)))}
+    orders = [index[tuple(int(b[0]) for b in seq[t:t + n_data])] for t in range(0, len(seq), n_data)]
+    _, p_value = scipy.stats.chisquare(np.bincount(orders, minlength=len(index)))
     assert p_value > 1e-3
 
 

@@ -20,7 +20,7 @@ def random_target(rng, d, n):
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
-@given(d=st.integers(1, 4), n=st.integers(1, 6), h=st.floats(1e-3, 0.5), gamma=st.floats(0.05, 20.0),
+@given(d=st.integers(1, 4), n=st.integers(1, 12), h=st.floats(1e-3, 0.5), gamma=st.floats(0.05, 20.0),
        seed=st.integers(0, 2**31), scale=st.sampled_from([1.0, 2.0, 3.5]), chains=st.integers(1, 5),
        cv=st.booleans())
 def test_numba_step_matches_numpy_reference(scheme, d, n, h, gamma, seed, scale, chains, cv):
