@@ -23,10 +23,10 @@ import numba as nb
 import numpy as np
 
 from integrators import GaussianTarget, sample
-from integrators.api import BLOCK_SIZE
+from integrators.api import TILE_SIZE
 from integrators.brownian import pair_cholesky
 from integrators.kernel import draw_step_path
-from integrators.rng import stream_states
+from integrators.rng import lane_states
 
 H, GAMMA = 0.1, 1.0
 
@@ -127,13 +127,13 @@ def main(argv=None):
     t_a2 = best_of(lambda: sample(target, threads=2, **kw))
     t_b = best_of(lambda: numpy_ubu_sms(n, steps, mu, prec), repeats=1)
     t_numpy_normals = best_of(lambda: draw_normals(rng, 4 * work))
-    states = np.ascontiguousarray(stream_states(0, 0, 0, BLOCK_SIZE).T)
-    path_work = (np.zeros((2, 1, BLOCK_SIZE)), np.zeros((2, 1, BLOCK_SIZE)), np.zeros(BLOCK_SIZE),
-                 np.zeros(BLOCK_SIZE), np.zeros(BLOCK_SIZE, dtype=np.uint64))
+    states = lane_states(0, 0, 0, TILE_SIZE)
+    path_work = (np.zeros((2, 1, TILE_SIZE)), np.zeros((2, 1, TILE_SIZE)), np.zeros(TILE_SIZE),
+                 np.zeros(TILE_SIZE), np.zeros(TILE_SIZE, dtype=np.uint64))
     draw_path_normals(states, *path_work, 1)
-    n_blocks = math.ceil(n / BLOCK_SIZE)
+    n_blocks = math.ceil(n / TILE_SIZE)
     t_d = best_of(lambda: [draw_path_normals(states, *path_work, steps) for _ in range(n_blocks)], repeats=5)
-    t_d *= n / (n_blocks * BLOCK_SIZE)
+    t_d *= n / (n_blocks * TILE_SIZE)
     try:
         import torch  # noqa: F401
         t_c = best_of(lambda: torch_ubu_sms(n, steps, mu, prec), repeats=1)

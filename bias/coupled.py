@@ -30,14 +30,13 @@ from integrators.api import (
     PLAN_STREAM,
     VELOCITY_STREAM,
     _int_at_least,
-    block_generator,
     validate,
 )
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import draw_step_path
 from integrators.plans import IID, PLAN_CODES, force_scale, next_batches
-from integrators.rng import stream_states
+from integrators.rng import lane_normal_matrix, lane_states
 from integrators.schemes import SCHEMES
 from integrators.targets import force_data, lane_force_for
 
@@ -228,13 +227,12 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
     shared = coupling == "shared"
     for b in range(math.ceil(n_chains / BLOCK_SIZE)):
         lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
-        v_init = block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, target.dim))
+        v_init = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, lo, hi - lo), target.dim)
         kernel(module.coefficients(h / 2, gamma), module.coefficients(h, gamma), gamma, h, x_init[lo:hi],
                v_init, n_coarse_steps, burn_in, test_every, PLAN_CODES[plan], batch_size, scale,
                target.n_data, tdata, box,
-               np.ascontiguousarray(stream_states(seed, b, PATH_STREAM, hi - lo).T),
-               np.ascontiguousarray(stream_states(seed, b, PLAN_STREAM, hi - lo).T),
-               np.ascontiguousarray(stream_states(seed, b, COARSE_PLAN_STREAM, hi - lo).T),
+               lane_states(seed, PATH_STREAM, lo, hi - lo), lane_states(seed, PLAN_STREAM, lo, hi - lo),
+               lane_states(seed, COARSE_PLAN_STREAM, lo, hi - lo),
                shared, test_functions, test_data, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi])
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches

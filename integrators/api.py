@@ -27,17 +27,13 @@ import numpy as np
 from integrators.bounce import make_box
 from integrators.kernel import kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import PLAN_CODES, force_scale
-from integrators.rng import STATE_WORDS, stream_states
+from integrators.rng import STATE_WORDS, lane_normal_matrix, lane_states
 from integrators.schemes import SCHEMES
 from integrators.targets import Target, force_data, lane_force_for
 
-BLOCK_SIZE = 256  # chains per seeding block (streams and initial velocities)
+BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
-
-
-def block_generator(seed: int, block: int, stream: int) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed, spawn_key=(block, stream))))
 
 
 @dataclass
@@ -258,24 +254,23 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                              f"got {histogram!r}")
         hist_lo, hist_inv_width = lo, n_bins / (hi - lo)
 
-    # Streams and initial velocities are seeded per block of BLOCK_SIZE chains; the kernel then
-    # runs tiles of about TILE_SIZE chains (balanced, padded with parked lanes), one call per
-    # thread.  A chain's numbers depend only on the seed and its index, not on the tiling.
-    n_blocks = math.ceil(n_chains / BLOCK_SIZE)
+    # Every chain's streams (path, batches, initial velocity) depend only on the seed and its
+    # index; the kernel runs tiles of about TILE_SIZE chains (balanced, padded with parked lanes),
+    # one call per thread, and the tiling changes no number.
     n_tiles = math.ceil(n_chains / TILE_SIZE)
     tile = math.ceil(n_chains / n_tiles)
     n_pad = n_tiles * tile
     x = np.zeros((n_pad, dim))
     x[:n_chains] = x0
     v = np.zeros((n_pad, dim))
+    if v_given is None:
+        v[:n_chains] = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), dim)
+    else:
+        v[:n_chains] = v_given
     path_states = np.zeros((STATE_WORDS, n_pad), dtype=np.uint64)
     plan_states = np.zeros((STATE_WORDS, n_pad), dtype=np.uint64)
-    for b in range(n_blocks):
-        lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
-        path_states[:, lo:hi] = stream_states(seed, b, PATH_STREAM, hi - lo).T
-        plan_states[:, lo:hi] = stream_states(seed, b, PLAN_STREAM, hi - lo).T
-        v[lo:hi] = (block_generator(seed, b, VELOCITY_STREAM).standard_normal((hi - lo, dim))
-                    if v_given is None else v_given[lo:hi])
+    path_states[:, :n_chains] = lane_states(seed, PATH_STREAM, 0, n_chains)
+    plan_states[:, :n_chains] = lane_states(seed, PLAN_STREAM, 0, n_chains)
     path_states = np.ascontiguousarray(path_states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2))
     plan_states = np.ascontiguousarray(plan_states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2))
     sum_x = np.zeros((n_pad, dim))

@@ -19,7 +19,7 @@ import math
 import numba as nb
 import numpy as np
 
-from integrators.rng import lane_uniforms, stream_states
+from integrators.rng import lane_states, lane_uniforms
 
 PLAN_CODES = {"full": 0, "iid": 1, "rr": 2, "sms": 3}
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
@@ -122,7 +122,7 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     """The first ``n_steps`` batches of a plan as a list of index arrays (for inspection/tests)."""
     if plan not in PLAN_CODES:
         raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
-    states = np.ascontiguousarray(stream_states(seed, 0, 1, 1).T)
+    states = lane_states(seed, 1, 0, 1)
     perm = np.arange(n_data, dtype=np.int64)[:, None].copy()
     position = np.zeros(1, dtype=np.int64)
     out = np.empty((max(n_data, batch_size), 1), dtype=np.int64)

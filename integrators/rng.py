@@ -4,9 +4,8 @@ Every chain owns its streams (its path, its batches), so a chain's numbers never
 many chains run beside it or in which order the kernel visits them; the kernels can then advance
 a block of chains together, step by step, with the arithmetic vectorized over chains.
 
-A stream is a row of four ``uint64`` words (the xoshiro256++ state of Blackman and Vigna).
-Block ``b``, stream kind ``k`` draws its rows from ``SeedSequence(seed, spawn_key=(b, k))``:
-row ``c`` is chain ``c`` of the block whatever the block's size.
+A stream is a row of four ``uint64`` words (the xoshiro256++ state of Blackman and Vigna);
+:func:`chain_states` seeds chain ``c``'s stream of each kind from the seed and ``c`` alone.
 
 Normals use the 256-layer ziggurat with 52-bit mantissas (Marsaglia and Tsang's method in the form
 numpy uses): one 64-bit draw gives the layer (8 bits), the sign (1 bit) and the abscissa (52 bits);
@@ -58,25 +57,31 @@ _SHIFT_T, _ROT_A, _ROT_B, _WORD = np.uint64(17), np.uint64(23), np.uint64(45), n
 _LAYER, _MANTISSA = np.uint64(0xFF), np.uint64(0x000FFFFFFFFFFFFF)
 
 
-def stream_states(seed: int, block: int, kind: int, n_rows: int) -> np.ndarray:
-    """``(n_rows, 4)`` stream states of the first ``n_rows`` chains of a block;
-    ``.T`` (made contiguous) gives the word-major layout :func:`lane_normals` takes.
+def chain_states(seed: int, kind: int, first: int, count: int) -> np.ndarray:
+    """``(count, 4)`` stream states of chains ``first .. first + count - 1`` for one kind of
+    stream (path, batches, velocities, ...).
 
-    ``SeedSequence(seed, spawn_key=(block, kind))`` gives the block a 64-bit key; the state words
-    of row ``c`` are outputs ``4c .. 4c + 3`` of the SplitMix64 sequence started at that key (the
-    seeding xoshiro's authors recommend), so a row never depends on how many rows are asked for."""
-    if n_rows < 0:
-        raise ValueError(f"n_rows must be >= 0, got {n_rows}")
-    key = np.random.SeedSequence(seed, spawn_key=(block, kind)).generate_state(1, np.uint64)[0]
-    words = np.empty((n_rows, STATE_WORDS), dtype=np.uint64)
-    _splitmix64_fill(key, words.reshape(-1))
+    ``SeedSequence(seed, spawn_key=(kind,))`` gives the kind a 64-bit key; chain ``c``'s state
+    words are outputs ``4c .. 4c + 3`` of the SplitMix64 sequence started at that key (the seeding
+    xoshiro's authors recommend), so a chain's streams depend only on the seed and its index."""
+    if first < 0 or count < 0:
+        raise ValueError(f"first and count must be >= 0, got {first} and {count}")
+    key = np.random.SeedSequence(seed, spawn_key=(kind,)).generate_state(1, np.uint64)[0]
+    words = np.empty((count, STATE_WORDS), dtype=np.uint64)
+    _splitmix64_fill(key, STATE_WORDS * first, words.reshape(-1))
     _no_zero_rows(words)
     return words
 
 
+def lane_states(seed: int, kind: int, first: int, count: int) -> np.ndarray:
+    """:func:`chain_states` word-major, shape ``(4, count)``, as the block-wide draws take them."""
+    return np.ascontiguousarray(chain_states(seed, kind, first, count).T)
+
+
 @nb.njit(nogil=True, cache=True)
-def _splitmix64_fill(key, out):
-    z = key
+def _splitmix64_fill(key, skip, out):
+    """Outputs ``skip .. skip + len(out) - 1`` of SplitMix64 started at ``key``."""
+    z = key + np.uint64(skip) * np.uint64(0x9E3779B97F4A7C15)
     for i in range(out.shape[0]):
         z += np.uint64(0x9E3779B97F4A7C15)
         r = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
@@ -212,6 +217,20 @@ def stream_normal(row):
     """A standard normal from the stream whose state is the array ``row`` (updated in place)."""
     z, row[0], row[1], row[2], row[3] = normal_s(row[0], row[1], row[2], row[3])
     return z
+
+
+@nb.njit(nogil=True)
+def lane_normal_matrix(states, d):
+    """``(n, d)`` standard normals, row ``c`` from stream ``states[:, c]`` (coordinates in order)."""
+    n = states.shape[1]
+    out = np.empty((n, d))
+    z = np.empty(n)
+    raw = np.empty(n, dtype=np.uint64)
+    for a in range(d):
+        lane_normals(states, z, raw)
+        for c in range(n):
+            out[c, a] = z[c]
+    return out
 
 
 @nb.njit(nogil=True)

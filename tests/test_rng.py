@@ -16,11 +16,11 @@ from integrators.rng import (
     ZIG_W,
     ZIGGURAT_R,
     ZIGGURAT_V,
+    chain_states,
     fill_normals,
     fill_uniforms,
     lane_normals,
     lane_uniforms,
-    stream_states,
 )
 
 
@@ -58,7 +58,7 @@ def _lane_draws(states, n_draws):
 def test_block_draws_equal_one_stream_per_lane(n_lanes, seed):
     """The block-wide normals (fast pass for all lanes, then the slow path lane by lane) are the
     one-stream ziggurat's numbers in each lane, bit for bit, whatever the number of lanes."""
-    rows = stream_states(seed, 3, 0, n_lanes)
+    rows = chain_states(seed, 3, 0, n_lanes)
     lanes = _lane_draws(rows.T.copy(), 400)
     for c in range(0, n_lanes, max(1, n_lanes // 7)):
         one = np.empty(400)
@@ -69,7 +69,7 @@ def test_block_draws_equal_one_stream_per_lane(n_lanes, seed):
 
 def test_block_draws_cover_the_slow_paths():
     """Enough draws that the wedge and the tail (|z| > r) both occur, still lane-for-lane equal."""
-    rows = stream_states(7, 0, 0, 256)
+    rows = chain_states(7, 0, 0, 256)
     lanes = _lane_draws(rows.T.copy(), 2000)
     assert np.sum(np.abs(lanes) > ZIGGURAT_R) > 20  # ~2.6e-4 of 512,000 draws lie in the tails
     for c in (0, 1, 255):
@@ -83,7 +83,7 @@ def test_normal_law_within_standard_errors():
     and 4, each within 4 standard errors of the exact values; Kolmogorov-Smirnov on 1e6."""
     n = 4_000_000
     z = np.empty(n)
-    fill_normals(stream_states(11, 0, 0, 1)[0], z)
+    fill_normals(chain_states(11, 0, 0, 1)[0], z)
     assert abs(z.mean()) < 4 / math.sqrt(n)
     assert abs(z.var() - 1) < 4 * math.sqrt(2 / n)
     assert abs(np.mean(z**4) - 3) < 4 * math.sqrt(96 / n)  # Var z^4 = 105 - 9
@@ -105,26 +105,26 @@ def _lane_uniform_draws(states, n_draws):
 
 
 def test_uniforms_lane_by_lane_and_uniform():
-    rows = stream_states(5, 1, 1, 9)
+    rows = chain_states(5, 1, 0, 9)
     lanes = _lane_uniform_draws(rows.T.copy(), 1000)
     for c in range(9):
         one = np.empty(1000)
         fill_uniforms(rows[c].copy(), one)
         np.testing.assert_array_equal(lanes[c], one)
     u = np.empty(1_000_000)
-    fill_uniforms(stream_states(5, 0, 1, 1)[0], u)
+    fill_uniforms(chain_states(5, 1, 0, 1)[0], u)
     assert 0.0 <= u.min() and u.max() < 1.0
     counts = np.histogram(u, bins=100, range=(0, 1))[0]
     assert stats.chisquare(counts).pvalue > 1e-4
 
 
-def test_stream_states_rows_do_not_depend_on_the_count():
-    a, b = stream_states(3, 2, 1, 40), stream_states(3, 2, 1, 5)
+def test_chain_states_depend_only_on_seed_kind_and_index():
+    a, b = chain_states(3, 1, 0, 40), chain_states(3, 1, 0, 5)
     np.testing.assert_array_equal(a[:5], b)
+    np.testing.assert_array_equal(a[17:23], chain_states(3, 1, 17, 6))  # any window of chains
     assert len({tuple(r) for r in a}) == 40
-    assert not np.array_equal(stream_states(3, 2, 0, 5), b)  # another kind
-    assert not np.array_equal(stream_states(3, 1, 1, 5), b)  # another block
-    assert not np.array_equal(stream_states(4, 2, 1, 5), b)  # another seed
+    assert not np.array_equal(chain_states(3, 0, 0, 5), b)  # another kind
+    assert not np.array_equal(chain_states(4, 1, 0, 5), b)  # another seed
 
 
 def test_splitmix64_reference_values():
@@ -132,5 +132,5 @@ def test_splitmix64_reference_values():
     from integrators.rng import _splitmix64_fill
 
     out = np.empty(3, dtype=np.uint64)
-    _splitmix64_fill(np.uint64(1234567), out)
+    _splitmix64_fill(np.uint64(1234567), 0, out)
     assert [int(v) for v in out] == [6457827717110365317, 3203168211198807973, 9817491932198370423]
