@@ -19,7 +19,7 @@ from integrators.rng import (
     chain_states,
     fill_normals,
     fill_uniforms,
-    lane_normals,
+    lane_normal_matrix,
     lane_uniforms,
 )
 
@@ -41,25 +41,13 @@ def test_ziggurat_layers_have_equal_area():
     assert abs(float(base) - ZIGGURAT_V) < 1e-11 * ZIGGURAT_V
 
 
-@nb.njit
-def _lane_draws(states, n_draws):
-    n = states.shape[1]
-    out = np.empty((n, n_draws))
-    z = np.empty(n)
-    raw = np.empty(n, dtype=np.uint64)
-    for q in range(n_draws):
-        lane_normals(states, z, raw)
-        out[:, q] = z
-    return out
-
-
 @settings(max_examples=15, deadline=None)
 @given(n_lanes=st.integers(1, 300), seed=st.integers(0, 2**32 - 1))
 def test_block_draws_equal_one_stream_per_lane(n_lanes, seed):
     """The block-wide normals (fast pass for all lanes, then the slow path lane by lane) are the
     one-stream ziggurat's numbers in each lane, bit for bit, whatever the number of lanes."""
     rows = chain_states(seed, 3, 0, n_lanes)
-    lanes = _lane_draws(rows.T.copy(), 400)
+    lanes = lane_normal_matrix(rows.T.copy(), 400)  # lane c: its first 400 normals
     for c in range(0, n_lanes, max(1, n_lanes // 7)):
         one = np.empty(400)
         row = rows[c].copy()
@@ -70,7 +58,7 @@ def test_block_draws_equal_one_stream_per_lane(n_lanes, seed):
 def test_block_draws_cover_the_slow_paths():
     """Enough draws that the wedge and the tail (|z| > r) both occur, still lane-for-lane equal."""
     rows = chain_states(7, 0, 0, 256)
-    lanes = _lane_draws(rows.T.copy(), 2000)
+    lanes = lane_normal_matrix(rows.T.copy(), 2000)
     assert np.sum(np.abs(lanes) > ZIGGURAT_R) > 20  # ~2.6e-4 of 512,000 draws lie in the tails
     for c in (0, 1, 255):
         one = np.empty(2000)
