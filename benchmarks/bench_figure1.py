@@ -1,7 +1,7 @@
 """Time and peak memory of the paper's Figure 1 at a preset (default: full, 10^7 * 2^k samples
 per point, nine samplers, k = 2..5), with the acceptance checks printed from the one run.
 
-    python benchmarks/bench_figure1.py [--preset full] [--out out/bench_figure1]
+    python benchmarks/bench_figure1.py [--preset full] [--out out/bench_figure1] [--seed 0]
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="full", choices=sorted(figure1.PRESETS))
     parser.add_argument("--out", default="out/bench_figure1")
+    parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     t0 = time.time()
-    points = figure1.run(args.out, args.preset, progress=lambda m: print(m, flush=True))
+    points = figure1.run(args.out, args.preset, seed=args.seed, progress=lambda m: print(m, flush=True))
     seconds = time.time() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     slopes = figure1.local_slopes(points)
@@ -32,10 +33,21 @@ def main(argv=None):
         ok = (v >= 1.6) if (s, p) in second else (v <= 1.4)
         print(f"  local slope {s.upper()} x {p}: {v:.2f} (want {want}) {'met' if ok else 'NOT MET'}")
     worst = max(max(q.mc_error, q.noise_floor) / q.w1 for q in points if not q.diverged)
+    estimators = sorted({q.estimator for q in points if not q.diverged})
+    print(f"  estimator of the plotted W1: {', '.join(estimators)}; local slopes of the plain "
+          f"empirical W1 (no control): " + ", ".join(
+              f"{s.upper()} x {p} {math.log(b.w1_plain / a.w1_plain) / math.log(2):.2f}"
+              for (s, p) in slopes for a, b in [_finest_two(points, s, p)] if b is not None))
     diverged = [(q.scheme, q.plan, q.h) for q in points if q.diverged]
     print(f"  max (MC error or noise floor) / bias: {worst:.3f} (want < 0.25) {'met' if worst < 0.25 else 'NOT MET'}")
     em_quarter = any(q.scheme == "em" and math.isclose(q.h, 0.25) for q in points if q.diverged)
     print(f"  EM at h = 1/4 marked diverged: {em_quarter}; all diverged points: {diverged}")
+
+
+def _finest_two(points, scheme, plan):
+    pts = sorted((q for q in points if q.scheme == scheme and q.plan == plan and not q.diverged),
+                 key=lambda q: q.h)
+    return (pts[0], pts[1]) if len(pts) >= 2 else (None, None)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,16 @@ def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     # even at the tiny preset the second-order samplers are far below SG-UBU at h = 1/32
     by = {(q.scheme, q.plan, q.h): q.w1 for q in ok}
     assert by[("ubu", "sms", 2**-5)] < 0.3 * by[("ubu", "iid", 2**-5)]
+    # every stable point has its full-gradient control; the control-variate and plain estimates
+    # differ by at most the control's own W1 to its exact law (triangle inequality in L1 of cdfs)
+    assert all(q.estimator == "control_variate" for q in ok)
+    assert all(abs(q.w1 - q.w1_plain) <= q.control_noise + 2 * q.bound for q in ok)
+    assert all(q.mc_error < q.mc_error_plain for q in ok if q.plan != "iid")
+    # with the control variate even the tiny preset separates the two groups of local slopes
+    slopes = figure1.local_slopes(points)
+    second = [("ubu", "sms"), ("ubu", "rr"), ("baoab", "sms"), ("baoab", "rr")]
+    assert all(slopes[key] > 1.5 for key in second), slopes
+    assert all(slopes[key] < 1.4 for key in slopes if key not in second and np.isfinite(slopes[key])), slopes
 
 
 def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
