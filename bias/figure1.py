@@ -247,11 +247,17 @@ def plot(path: Path, points: list[Point], slopes: dict) -> None:
             plain = [q for q in ok if q.estimator != "plain" and np.isfinite(q.w1_plain)]
             ax.plot([q.h for q in plain], [q.w1_plain for q in plain], ls="none", marker=markers[p],
                     mfc="none", color=colors[s], alpha=0.35, ms=5)
-        for q in pts:
-            if q.diverged:
-                ax.plot([q.h], [ax.get_ylim()[1] if ok else 1.0], marker="x", color=colors[s], ms=10)
-                ax.annotate("diverged", (q.h, ax.get_ylim()[1] if ok else 1.0), fontsize=7,
-                            color=colors[s], textcoords="offset points", xytext=(4, -10))
+    # diverged samplers: a cross near the top at their h, one row each, with the first bad step
+    top = ax.get_ylim()[1] if any(not q.diverged for q in points) else 1.0
+    rows: dict = {}
+    for q in points:
+        if q.diverged:
+            row = rows[q.h] = rows.get(q.h, -1) + 1
+            y = top * 0.72**row
+            ax.plot([q.h], [y], marker="x", color=colors[q.scheme], ms=8, ls="none")
+            ax.annotate(f"{names[q.plan]}-{q.scheme.upper()} diverged (step {q.first_divergence_step})",
+                        (q.h, y), fontsize=6.5, color=colors[q.scheme], textcoords="offset points",
+                        xytext=(-6, -2), ha="right", va="center")
     floors = sorted((q.h, q.noise_floor) for q in points if q.scheme == "ubu" and q.plan == "sms")
     ax.plot([f[0] for f in floors], [f[1] for f in floors], "k-.", lw=0.8, label="noise floor (exact draws)")
     if any(q.estimator != "plain" for q in points):
