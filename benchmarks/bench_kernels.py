@@ -25,7 +25,7 @@ import numpy as np
 from integrators import GaussianTarget, sample
 from integrators.api import TILE_SIZE
 from integrators.brownian import pair_cholesky
-from integrators.kernel import draw_step_path
+from integrators.kernel import aligned_zeros, draw_step_path, make_work_buffers
 from integrators.rng import lane_states
 
 H, GAMMA = 0.1, 1.0
@@ -124,12 +124,14 @@ def main(argv=None):
     rng = np.random.default_rng(0)
     draw_normals(rng, 10)
     t_a1 = best_of(lambda: sample(target, threads=1, **kw), repeats=5)
-    t_a2 = best_of(lambda: sample(target, threads=2, **kw))
+    t_a2 = best_of(lambda: sample(target, threads=2, **kw), repeats=5)
     t_b = best_of(lambda: numpy_ubu_sms(n, steps, mu, prec), repeats=1)
     t_numpy_normals = best_of(lambda: draw_normals(rng, 4 * work))
-    states = lane_states(0, 0, 0, TILE_SIZE)
-    path_work = (np.zeros((2, 1, TILE_SIZE)), np.zeros((2, 1, TILE_SIZE)), np.zeros(TILE_SIZE),
-                 np.zeros(TILE_SIZE), np.zeros(TILE_SIZE, dtype=np.uint64))
+    # the kernel's own buffers (cache-line aligned) and a tile of stream states
+    states = aligned_zeros((4, TILE_SIZE), np.uint64)
+    states[...] = lane_states(0, 0, 0, TILE_SIZE)
+    dW, J, _, _, _, _, _, (z1, z2, raw) = make_work_buffers(TILE_SIZE, 1, 2, 1, 0)
+    path_work = (dW, J, z1, z2, raw)
     draw_path_normals(states, *path_work, 1)
     n_blocks = math.ceil(n / TILE_SIZE)
     t_d = best_of(lambda: [draw_path_normals(states, *path_work, steps) for _ in range(n_blocks)], repeats=5)

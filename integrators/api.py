@@ -22,10 +22,11 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import numba as nb
 import numpy as np
 
 from integrators.bounce import make_box
-from integrators.kernel import kernel_for, make_work_buffers, no_test_functions
+from integrators.kernel import aligned_zeros, kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.rng import STATE_WORDS, lane_normal_matrix, lane_states
 from integrators.schemes import SCHEMES
@@ -33,6 +34,7 @@ from integrators.targets import Target, force_data, lane_force_for
 
 BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
+TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
 
 
@@ -196,6 +198,13 @@ def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_s
     return h, gamma, n_chains, n_steps, burn_in, batch_size, seed
 
 
+def _tiled(states: np.ndarray, n_tiles: int, tile: int) -> np.ndarray:
+    """Stream states ``(STATE_WORDS, n_tiles * tile)`` as ``(n_tiles, STATE_WORDS, tile)`` on a cache line."""
+    out = aligned_zeros((n_tiles, STATE_WORDS, tile), np.uint64)
+    out[...] = states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2)
+    return out
+
+
 def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
            burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
@@ -258,11 +267,12 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     # index; the kernel runs tiles of about TILE_SIZE chains (balanced, padded with parked lanes),
     # one call per thread, and the tiling changes no number.
     n_tiles = math.ceil(n_chains / TILE_SIZE)
-    tile = math.ceil(n_chains / n_tiles)
+    tile = TILE_LANES * math.ceil(n_chains / (n_tiles * TILE_LANES))
+    n_tiles = math.ceil(n_chains / tile)
     n_pad = n_tiles * tile
-    x = np.zeros((n_pad, dim))
+    x = aligned_zeros((n_pad, dim))
     x[:n_chains] = x0
-    v = np.zeros((n_pad, dim))
+    v = aligned_zeros((n_pad, dim))
     if v_given is None:
         v[:n_chains] = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), dim)
     else:
@@ -271,10 +281,10 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     plan_states = np.zeros((STATE_WORDS, n_pad), dtype=np.uint64)
     path_states[:, :n_chains] = lane_states(seed, PATH_STREAM, 0, n_chains)
     plan_states[:, :n_chains] = lane_states(seed, PLAN_STREAM, 0, n_chains)
-    path_states = np.ascontiguousarray(path_states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2))
-    plan_states = np.ascontiguousarray(plan_states.reshape(STATE_WORDS, n_tiles, tile).transpose(1, 0, 2))
-    sum_x = np.zeros((n_pad, dim))
-    sum_xx = np.zeros((n_pad, dim))
+    path_states = _tiled(path_states, n_tiles, tile)
+    plan_states = _tiled(plan_states, n_tiles, tile)
+    sum_x = aligned_zeros((n_pad, dim))
+    sum_xx = aligned_zeros((n_pad, dim))
     sum_outer = np.zeros((n_pad, dim, dim) if full_moments else (n_pad, 0, 0))
     sum_tests = np.zeros((n_pad, n_test_functions))
     samples = np.zeros((n_pad, keep, dim))
@@ -287,26 +297,25 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     hists = [np.zeros(n_bins) for _ in groups]
     hist_tails = [np.zeros(4) for _ in groups]
 
-    def run_group(group, steps=n_steps, copy=False):
+    def group_args(group):
         t_lo, t_hi = groups[group]
         lo, hi = t_lo * tile, t_hi * tile
-        arrays = [x[lo:hi], v[lo:hi], path_states[t_lo:t_hi], plan_states[t_lo:t_hi], sum_x[lo:hi],
-                  sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi], diverged_at[lo:hi],
-                  hists[group], hist_tails[group]]
-        if copy:  # the compile call must not advance any stream
-            arrays = [a.copy() for a in arrays]
-        xs, vs, path_g, plan_g, sx, sxx, so, st, smp, div, hist, tails = arrays
-        kernel(coef, gamma, 0.5 * h / path_refine, path_refine, xs, vs, steps, burn_in, n_keep_stride,
-               PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box, path_g, plan_g,
-               divergence_bound, test_fn, test_data, sx, sxx, so, st, smp, div,
-               make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),
-               hist, hist_lo, hist_inv_width, tails)
+        return (coef, gamma, 0.5 * h / path_refine, path_refine, x[lo:hi], v[lo:hi], n_steps, burn_in,
+                n_keep_stride, PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
+                path_states[t_lo:t_hi], plan_states[t_lo:t_hi], divergence_bound, test_fn, test_data,
+                sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi],
+                diverged_at[lo:hi], make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),
+                hists[group], hist_lo, hist_inv_width, hist_tails[group])
 
-    # compile with a zero-step call on copies first so that threads never compile concurrently
-    run_group(0, steps=0, copy=True)
-    if n_groups == 1:
+    def run_group(group):
+        kernel(*group_args(group))
+
+    if n_groups == 1:  # (a single call compiles itself if it must)
         run_group(0)
     else:
+        if not kernel.overloads:  # first use: compile before the threads start (numba's compiler
+            # lock would serialize them anyway; a later new signature relies on that lock)
+            kernel.compile(tuple(nb.typeof(a) for a in group_args(0)))
         with ThreadPoolExecutor(max_workers=n_groups) as pool:
             list(pool.map(run_group, range(n_groups)))
     x, v, diverged_at = x[:n_chains], v[:n_chains], diverged_at[:n_chains]

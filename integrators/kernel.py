@@ -89,14 +89,27 @@ def kernel_for(scheme_module, force):
     return _KERNELS[key]
 
 
+ALIGN_BYTES = 64  # a cache line: vector loads of a lane pass never straddle two lines
+
+
+def aligned_zeros(shape, dtype=np.float64) -> np.ndarray:
+    """``np.zeros`` starting on a cache line (numpy only promises 16 bytes; the kernel's passes
+    over chains run measurably slower when their rows straddle cache lines)."""
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape, dtype=np.int64))
+    buf = np.zeros(size * dtype.itemsize + ALIGN_BYTES, dtype=np.uint8)
+    start = (-buf.ctypes.data) % ALIGN_BYTES
+    return buf[start:start + size * dtype.itemsize].view(dtype).reshape(shape)
+
+
 def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int) -> tuple:
     """Scratch arrays of one kernel call: (dW, J, g, batches, permutations, plan position, test
-    values, (normals, normals, raw draws))."""
+    values, (normals, normals, raw draws)), each starting on a cache line."""
     width = max(batch_size, n_data)
-    return (np.zeros((2, d, n_chains)), np.zeros((2, d, n_chains)), np.zeros((n_chains, d)),
-            np.zeros((width, n_chains), dtype=np.int32), np.zeros((n_data, n_chains), dtype=np.int32),
+    return (aligned_zeros((2, d, n_chains)), aligned_zeros((2, d, n_chains)), aligned_zeros((n_chains, d)),
+            aligned_zeros((width, n_chains), np.int32), aligned_zeros((n_data, n_chains), np.int32),
             np.zeros(1, dtype=np.int64), np.zeros(n_tests),
-            (np.zeros(n_chains), np.zeros(n_chains), np.zeros(n_chains, dtype=np.uint64)))
+            (aligned_zeros(n_chains), aligned_zeros(n_chains), aligned_zeros(n_chains, np.uint64)))
 
 
 def _make_kernel(step, fsal, force, allocates):
@@ -137,9 +150,22 @@ def _make_kernel(step, fsal, force, allocates):
             n_b = next_batches(plan_code, perm, position, batch_size, plan_states, batch, no_source, z1)
             step(x, v, g, coef, dW, J, force, batch, n_b, scale, tdata, box)
             all_in = True  # a branch-free pass over the block first (it vectorizes)
-            for a in range(d):
-                for c in range(n):
-                    all_in &= (abs(x[c, a]) <= bound) & (abs(v[c, a]) <= bound)  # False for NaN
+            if k > burn_in and n_dead == 0:
+                # the usual case, in one pass: check every chain and add those in bounds to the
+                # sums (a chain parked below adds nothing this step, as if it were added as zero)
+                for a in range(d):
+                    for c in range(n):
+                        xc = x[c, a]
+                        ok = (abs(xc) <= bound) & (abs(v[c, a]) <= bound)  # False for NaN
+                        all_in &= ok
+                        sum_x[c, a] += xc if ok else 0.0
+                        sum_xx[c, a] += xc * xc if ok else 0.0
+                summed = True
+            else:
+                for a in range(d):
+                    for c in range(n):
+                        all_in &= (abs(x[c, a]) <= bound) & (abs(v[c, a]) <= bound)
+                summed = False
             if not all_in or n_dead > 0:
                 for c in range(n):
                     size = 0.0
@@ -155,10 +181,11 @@ def _make_kernel(step, fsal, force, allocates):
                             g[c, a] = 0.0
             if k <= burn_in:
                 continue
-            for a in range(d):  # parked chains add zeros: their sums stop at their divergence
-                for c in range(n):
-                    sum_x[c, a] += x[c, a]
-                    sum_xx[c, a] += x[c, a] * x[c, a]
+            if not summed:
+                for a in range(d):  # parked chains add zeros: their sums stop at their divergence
+                    for c in range(n):
+                        sum_x[c, a] += x[c, a]
+                        sum_xx[c, a] += x[c, a] * x[c, a]
             keep_now = kept < n_keep and (k - burn_in) % thin == 0
             if track_outer or n_tests > 0 or n_bins > 0 or keep_now:
                 for c in range(n):

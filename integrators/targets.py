@@ -99,23 +99,21 @@ def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
     innermost (vectorized)."""
     mu, prec, p0, m0 = arrays
     n, d = x.shape
+    few = mu.shape[0] <= SMALL_DATA
     for a in range(d):
-        for c in range(n):
-            out[c, a] = 0.0
+        fresh = True  # out[:, a] not written yet: the first pass writes instead of adding to zeros
         for b in range(d):
             if p0[a, b] != 0.0:  # (the paper's 1-D example has no prior)
                 for c in range(n):
-                    out[c, a] += p0[a, b] * (x[c, b] - m0[b])
-    if mu.shape[0] <= SMALL_DATA:
-        # few data terms: one branch-free pass per term, each chain adding it where its batch
-        # holds it (vectorizes; the same additions in the same order as the gathers below)
-        for j in range(n_batch):
-            for i in range(mu.shape[0]):
-                for a in range(d):
-                    for b in range(d):
-                        for c in range(n):
-                            term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
-                            out[c, a] += term if batch[j, c] == i else 0.0
+                    term = p0[a, b] * (x[c, b] - m0[b])
+                    out[c, a] = term if fresh else out[c, a] + term
+                fresh = False
+        if few:
+            fresh = _gauss_masked_terms(x, out, a, fresh, batch, n_batch, scale, mu, prec)
+        if fresh:
+            for c in range(n):
+                out[c, a] = 0.0
+    if few:
         return
     for j in range(n_batch):  # gathers by each chain's batch (scalar: Numba tells LLVM nothing of aliasing)
         for a in range(d):
@@ -123,6 +121,28 @@ def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
                 for c in range(n):
                     i = batch[j, c]
                     out[c, a] += scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
+
+
+@nb.njit(nogil=True, inline="always")
+def _gauss_masked_terms(x, out, a, fresh, batch, n_batch, scale, mu, prec):
+    """Coordinate ``a`` of the batch gradients with few data terms; returns whether ``out[:, a]``
+    is still unwritten."""
+    n, d = x.shape
+    # one branch-free pass per term, each chain adding it where its batch holds it (vectorizes;
+    # the same additions in the same order as the gathers of _gauss_lane_grad)
+    for j in range(n_batch):
+        for i in range(mu.shape[0]):
+            for b in range(d):
+                if fresh:
+                    for c in range(n):
+                        term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
+                        out[c, a] = term if batch[j, c] == i else 0.0
+                    fresh = False
+                else:
+                    for c in range(n):
+                        term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
+                        out[c, a] += term if batch[j, c] == i else 0.0
+    return fresh
 
 
 @nb.njit(nogil=True, inline="always")
