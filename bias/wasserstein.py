@@ -104,15 +104,18 @@ def _w1_to_cdf(points, weights, dist) -> float:
     far = points[-1] + 50.0 * max(1.0, abs(points[-1]))
     total += float((far - points[-1]) - (G(far) - G(points[-1])))
     a, b, c = points[:-1], points[1:], cum[:-1]
-    width = b - a
-    inner = c * width - (G(b) - G(a))            # int_a^b (c - F)
-    fa, fb = dist.cdf(a), dist.cdf(b)
-    crosses = (fa < c) & (fb > c)
-    t_star = np.where(crosses, dist.quantile(np.clip(c, 1e-300, 1 - 1e-16)), a)
-    t_star = np.clip(t_star, a, b)
-    left = c * (t_star - a) - (G(t_star) - G(a))  # where c > F
-    right = (G(b) - G(t_star)) - c * (b - t_star)  # where F > c
-    absval = np.where(crosses, left + right, np.where(fb <= c, inner, -inner))
+    g_pts, f_pts = G(points), dist.cdf(points)  # once per point, shared by the cells on either side
+    ga, gb, fa, fb = g_pts[:-1], g_pts[1:], f_pts[:-1], f_pts[1:]
+    inner = c * (b - a) - (gb - ga)               # int_a^b (c - F)
+    absval = np.where(fb <= c, inner, -inner)
+    crosses = np.flatnonzero((fa < c) & (fb > c))  # F crosses the level c inside the cell
+    if crosses.size:
+        ac, bc, cc = a[crosses], b[crosses], c[crosses]
+        t_star = np.clip(dist.quantile(np.clip(cc, 1e-300, 1 - 1e-16)), ac, bc)
+        g_star = G(t_star)
+        left = cc * (t_star - ac) - (g_star - ga[crosses])   # where c > F
+        right = (gb[crosses] - g_star) - cc * (bc - t_star)  # where F > c
+        absval[crosses] = left + right
     return total + float(np.sum(absval))
 
 
