@@ -105,8 +105,7 @@ def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
         for b in range(d):
             if p0[a, b] != 0.0:  # (the paper's 1-D example has no prior)
                 for c in range(n):
-                    term = p0[a, b] * (x[c, b] - m0[b])
-                    out[c, a] = term if fresh else out[c, a] + term
+                    out[c, a] = (0.0 if fresh else out[c, a]) + p0[a, b] * (x[c, b] - m0[b])
                 fresh = False
         if few:
             fresh = _gauss_masked_terms(x, out, a, fresh, batch, n_batch, scale, mu, prec)
@@ -133,15 +132,10 @@ def _gauss_masked_terms(x, out, a, fresh, batch, n_batch, scale, mu, prec):
     for j in range(n_batch):
         for i in range(mu.shape[0]):
             for b in range(d):
-                if fresh:
-                    for c in range(n):
-                        term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
-                        out[c, a] = term if batch[j, c] == i else 0.0
-                    fresh = False
-                else:
-                    for c in range(n):
-                        term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
-                        out[c, a] += term if batch[j, c] == i else 0.0
+                for c in range(n):
+                    term = scale * (prec[i, a, b] * (x[c, b] - mu[i, b]))
+                    out[c, a] = (0.0 if fresh else out[c, a]) + (term if batch[j, c] == i else 0.0)
+                fresh = False
     return fresh
 
 
