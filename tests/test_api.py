@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from integrators import GaussianTarget, LogisticTarget, sample
 
@@ -70,16 +72,18 @@ def test_adding_chains_does_not_change_existing_chains(scheme, plan):
     np.testing.assert_array_equal(small.chain_mean, large.chain_mean[:3])
 
 
-@pytest.mark.parametrize("tile", [1, 7, 64, 1000])
-def test_tiling_never_changes_results(monkeypatch, tile):
-    """How chains are tiled in the kernel (padding lanes included) changes no number: 257 chains
-    with a box, FSAL BAOAB, iid batches, a histogram and thinned samples, against tiles of 256."""
+@pytest.mark.parametrize("tile,lanes", [(1, 1), (7, 1), (7, 8), (64, 8), (1000, 8), (100, 3)])
+def test_tiling_never_changes_results(monkeypatch, tile, lanes):
+    """How chains are tiled in the kernel (padding lanes and tile widths that are no multiple of a
+    vector included) changes no number: 257 chains with a box, FSAL BAOAB, iid batches, a histogram
+    and thinned samples, against tiles of 256."""
     import integrators.api as api
 
     kw = dict(scheme="baoab", plan="iid", h=0.15, n_chains=257, n_steps=120, burn_in=20, batch_size=1,
               seed=5, keep=4, box_center=[-0.8], box_half_width=[1.5], x0=[-0.8], histogram=(-3.0, 2.0, 50))
     ref = sample(T1, **kw)
     monkeypatch.setattr(api, "TILE_SIZE", tile)
+    monkeypatch.setattr(api, "TILE_LANES", lanes)
     other = sample(T1, **kw)
     for name in ("x", "v", "chain_mean", "chain_second_moment", "samples", "histogram", "histogram_tails"):
         np.testing.assert_array_equal(getattr(ref, name), getattr(other, name), err_msg=name)
@@ -113,3 +117,13 @@ def test_logistic_and_control_variate_run():
     full = sample(target, "ubu", "full", h=0.05, n_chains=40, n_steps=1500, burn_in=300)
     for res in (plain, cv):
         assert np.all(np.abs(res.mean - full.mean) < 4 * np.hypot(res.mean_se, full.mean_se) + 0.05)
+
+
+@given(shape=st.lists(st.integers(0, 40), min_size=1, max_size=3),
+       dtype=st.sampled_from([np.float64, np.int32, np.uint64, np.int64]))
+def test_aligned_zeros_start_on_a_cache_line(shape, dtype):
+    from integrators.kernel import ALIGN_BYTES, aligned_zeros
+
+    a = aligned_zeros(tuple(shape), dtype)
+    assert a.shape == tuple(shape) and a.dtype == dtype and a.flags.c_contiguous
+    assert a.ctypes.data % ALIGN_BYTES == 0 and not a.any()
