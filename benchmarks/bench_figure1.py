@@ -19,9 +19,12 @@ def main(argv=None):
     parser.add_argument("--preset", default="full", choices=sorted(figure1.PRESETS))
     parser.add_argument("--out", default="out/bench_figure1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--baoab-paper-friction", action="store_true",
+                        help="BAOAB as the paper's listing (friction gamma / 2)")
     args = parser.parse_args(argv)
     t0 = time.time()
-    points = figure1.run(args.out, args.preset, seed=args.seed, progress=lambda m: print(m, flush=True))
+    points = figure1.run(args.out, args.preset, seed=args.seed, progress=lambda m: print(m, flush=True),
+                         baoab_paper_friction=args.baoab_paper_friction)
     seconds = time.time() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     slopes = figure1.local_slopes(points)

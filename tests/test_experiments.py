@@ -38,6 +38,16 @@ def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     assert all(slopes[key] < 1.4 for key in slopes if key not in second and np.isfinite(slopes[key])), slopes
 
 
+def test_figure1_paper_friction_runs_baoab_at_half_friction():
+    # the paper's BAOAB listing is BAOAB at friction gamma / 2: the same point at gamma = 1/2
+    paper = figure1.run_point("baoab", "sms", 3, "tiny", baoab_paper_friction=True)
+    half = figure1.run_point("baoab", "sms", 3, "tiny", gamma=0.5)
+    standard = figure1.run_point("baoab", "sms", 3, "tiny")
+    assert paper.estimator == "control_variate" and paper.w1 == half.w1 and paper.w1 != standard.w1
+    with pytest.raises(ValueError, match="unknown sampler"):
+        figure1.run_point("ubu", "full", 3, "tiny")
+
+
 def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
     rows = logistic.run(tmp_path, "tiny")
     assert {r.sampler for r in rows} == set(logistic.NAMES.values())
