@@ -127,3 +127,21 @@ def test_aligned_zeros_start_on_a_cache_line(shape, dtype):
     a = aligned_zeros(tuple(shape), dtype)
     assert a.shape == tuple(shape) and a.dtype == dtype and a.flags.c_contiguous
     assert a.ctypes.data % ALIGN_BYTES == 0 and not a.any()
+
+
+def test_threads_meeting_a_new_kernel_signature_agree_with_one_thread():
+    """Two threads whose first call needs a new compilation (a new test function on an already
+    compiled kernel) compile it once between them and give one thread's numbers."""
+    import numba as nb
+
+    @nb.njit
+    def cube_and_sine(x, out, data):
+        out[0] = x[0] ** 3
+        out[1] = np.sin(x[0])
+
+    kw = dict(scheme="ubu", plan="sms", h=0.1, n_chains=600, n_steps=50, batch_size=1,
+              test_functions=cube_and_sine, n_test_functions=2)
+    two = sample(T1, threads=2, **kw)
+    one = sample(T1, threads=1, **kw)
+    np.testing.assert_array_equal(two.chain_tests, one.chain_tests)
+    assert np.all(np.isfinite(two.chain_tests))
