@@ -37,20 +37,13 @@ def main(argv=None):
         print(f"  local slope {s.upper()} x {p}: {v:.2f} (want {want}) {'met' if ok else 'NOT MET'}")
     worst = max(max(q.mc_error, q.noise_floor) / q.w1 for q in points if not q.diverged)
     estimators = sorted({q.estimator for q in points if not q.diverged})
+    plain = figure1.local_slopes(points, "w1_plain")
     print(f"  estimator of the plotted W1: {', '.join(estimators)}; local slopes of the plain "
-          f"empirical W1 (no control): " + ", ".join(
-              f"{s.upper()} x {p} {math.log(b.w1_plain / a.w1_plain) / math.log(2):.2f}"
-              for (s, p) in slopes for a, b in [_finest_two(points, s, p)] if b is not None))
+          f"empirical W1 (no control): " + ", ".join(f"{s.upper()} x {p} {v:.2f}" for (s, p), v in plain.items()))
     diverged = [(q.scheme, q.plan, q.h) for q in points if q.diverged]
     print(f"  max (MC error or noise floor) / bias: {worst:.3f} (want < 0.25) {'met' if worst < 0.25 else 'NOT MET'}")
     em_quarter = any(q.scheme == "em" and math.isclose(q.h, 0.25) for q in points if q.diverged)
     print(f"  EM at h = 1/4 marked diverged: {em_quarter}; all diverged points: {diverged}")
-
-
-def _finest_two(points, scheme, plan):
-    pts = sorted((q for q in points if q.scheme == scheme and q.plan == plan and not q.diverged),
-                 key=lambda q: q.h)
-    return (pts[0], pts[1]) if len(pts) >= 2 else (None, None)
 
 
 if __name__ == "__main__":

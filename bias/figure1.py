@@ -179,13 +179,15 @@ def units(preset: str = "quick"):
             for p in ("sms", "iid", "rr")]
 
 
-def local_slopes(points: list[Point]) -> dict:
-    """Local slope between the two finest step sizes, per sampler (nan if either diverged)."""
+def local_slopes(points: list[Point], field: str = "w1") -> dict:
+    """Local slope of ``field`` (``w1``, or ``w1_plain`` for the plain estimate) between the two
+    finest step sizes, per sampler (nan if either diverged)."""
     out = {}
     for s, p in SAMPLERS:
         pts = sorted((q for q in points if q.scheme == s and q.plan == p), key=lambda q: q.h)
         if len(pts) >= 2 and not (pts[0].diverged or pts[1].diverged):
-            out[(s, p)] = math.log(pts[1].w1 / pts[0].w1) / math.log(pts[1].h / pts[0].h)
+            coarse, fine = getattr(pts[1], field), getattr(pts[0], field)
+            out[(s, p)] = math.log(coarse / fine) / math.log(pts[1].h / pts[0].h)
         else:
             out[(s, p)] = float("nan")
     return out
