@@ -97,9 +97,10 @@ def aligned_zeros(shape, dtype=np.float64) -> np.ndarray:
     over chains run measurably slower when their rows straddle cache lines)."""
     dtype = np.dtype(dtype)
     size = int(np.prod(shape, dtype=np.int64))
-    buf = np.zeros(size * dtype.itemsize + ALIGN_BYTES, dtype=np.uint8)
+    buf = np.zeros(max(size, 1) * dtype.itemsize + ALIGN_BYTES, dtype=np.uint8)
     start = (-buf.ctypes.data) % ALIGN_BYTES
-    return buf[start:start + size * dtype.itemsize].view(dtype).reshape(shape)
+    # view at least one item before cutting to size: an empty view may not keep the pointer
+    return buf[start:start + max(size, 1) * dtype.itemsize].view(dtype)[:size].reshape(shape)
 
 
 def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int) -> tuple:
