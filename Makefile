@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 OUT ?= out/quick
 
-.PHONY: demo demo-1d reproduce-full test lint bench clean
+.PHONY: demo demo-1d reproduce-full test lint bench clean tour
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ test: $(VENV)/.installed
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
+
+# the guided tour: docs/tour/ executed into $(OUT)/report/tour/ (linked from the report there)
+tour: $(VENV)/.installed
+	$(VENV)/bin/sms-langevin tour --out $(OUT)
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_kernels.py

@@ -6,6 +6,7 @@
     sms-langevin report --out out/run
     sms-langevin claims --preset quick
     sms-langevin bench
+    sms-langevin tour --out out/run [notebook ...]
 """
 
 from __future__ import annotations
@@ -53,6 +54,9 @@ def build_parser() -> Parser:
     cl.add_argument("--preset", default="quick", help="quick or full")
     cl.add_argument("--out", default="out/claims", help="output folder")
     sub.add_parser("bench", help="run the benchmarks (speed and memory ratios)")
+    tour = sub.add_parser("tour", help="execute the guided tour's notebooks into HTML pages (OUT/report/tour)")
+    tour.add_argument("notebooks", nargs="*", help="notebooks to run (names or numbers such as 02; default all)")
+    tour.add_argument("--out", default="out/run", help="output folder; a report there links the tour")
     return parser
 
 
@@ -195,6 +199,31 @@ def cmd_bench(args, figures) -> int:
     return 0
 
 
+def cmd_tour(args, figures) -> int:
+    """Execute the tour into ``OUT/report/tour``; a report already in ``OUT`` is rebuilt to link it."""
+    from tour.build import NotebookFailed, build
+    from tour.notebooks import notebooks
+    out = Path(args.out)
+    _check_out(out)
+    try:
+        notebooks(args.notebooks)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    try:
+        pages = build(out / "report" / "tour", args.notebooks,
+                      progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))
+    except NotebookFailed as exc:
+        print(f"sms-langevin: {exc}", file=sys.stderr)
+        return 1
+    if (out / "units").exists():
+        try:
+            cmd_report(argparse.Namespace(out=str(out), preset=None), figures)
+        except CliError as exc:
+            print(f"tour: the report in {out} was not rebuilt ({exc})", file=sys.stderr)
+    print(f"tour: {out / 'report' / 'tour' / 'index.html'} ({len(pages)} notebooks)")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     t0 = time.time()
@@ -202,7 +231,7 @@ def main(argv=None) -> int:
         args = parser.parse_args(argv)
         figures = registry.load()
         handler = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims,
-                   "bench": cmd_bench}[args.command]
+                   "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
     except CliError as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)

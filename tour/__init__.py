@@ -1,0 +1,8 @@
+"""The guided tour of stochastic-gradient kinetic Langevin: notebooks in ``docs/tour/`` (jupytext
+percent-format sources, stored without outputs), the exercise checker, and the builder that
+executes them and writes HTML pages (``sms-langevin tour --out DIR`` or ``make tour``)."""
+
+from tour.exercises import EXERCISES, check, question
+from tour.notebooks import NOTEBOOK_DIR, notebooks
+
+__all__ = ["EXERCISES", "NOTEBOOK_DIR", "check", "notebooks", "question"]
