@@ -118,7 +118,7 @@ EXERCISES: dict[str, Hashed | Computed] = {
     # 2. stochastic gradients
     "2.1": Hashed("The weak order of UBU x iid (SG-UBU): the local slope of its variance bias at small h, "
                   "rounded to the nearest half.",
-                  "weak_order(target, 'ubu', 'iid', hs, batch_size=1).local_slopes: read the finest one.",
+                  "weak_order(target, 'ubu', 'iid', hs, batch_size=...).local_slopes: read the one at the smallest h.",
                   ("ed20253f3503df433310b072", "21a54d8ded26b206afbc4979", "e1aef19647f092d7f7773c02"),
                   tol=0.25),
     "2.2": Hashed("The weak order of UBU x sms (SMS-UBU), rounded to the nearest half.",
@@ -140,7 +140,7 @@ EXERCISES: dict[str, Hashed | Computed] = {
                   ("8e02ca5b83a89a663f215c3c", "9101afc19a4102542357eaba", "da60d9f7b9eb1001fb9d0fc9"), tol=0.2),
     # 4. strong order
     "4.1": Hashed("The strong order of UBU x full, measured (rounded to the nearest half).",
-                  "strong_order(target, 'ubu', 'full', hs).slope; the errors fall by about 2^q per halving.",
+                  "Read strong_order(target, 'ubu', 'full', hs).slope, or the ratio of errors when h halves.",
                   ("24c9ede1e6c7483b7a37f098", "2ae305f9b7728959ec0cccfd", "6fb42f688251a9f64a690481"), tol=0.25),
     "4.2": Hashed("The strong order of UBU x iid (SG-UBU), rounded to the nearest quarter.",
                   "With replacement, the force noise is a martingale: it adds up like sqrt of the number of "

@@ -85,7 +85,9 @@ plt.show()
 
 print(f"{'sampler':13s} local slopes from h = 1/4 down to 1/256")
 for (scheme, plan), fit in fits.items():
-    print(f"{scheme + ' x ' + plan:13s}", np.round(fit.local_slopes, 2))
+    slopes = " ".join(f"{s:5.2f}" if np.isfinite(s) else "    -" for s in fit.local_slopes)
+    unstable = f"   (no stationary law at h = {fit.unstable})" if fit.unstable else ""
+    print(f"{scheme + ' x ' + plan:13s} {slopes}{unstable}")
 
 # %% [markdown]
 # BAOAB x full is missing on purpose: its position variance has no bias at all (notebook 1), and
