@@ -87,24 +87,56 @@ def test_report_rebuilds_without_running_a_sampler(tmp_path, reference_run):
     assert (out / "report/fast/fast.csv").read_bytes() == (reference_run / "report/fast/fast.csv").read_bytes()
 
 
-def test_html_report_in_headless_chromium(reference_run):
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
-    index = reference_run / "report" / "index.html"
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-             "--disable-background-networking", "--disable-component-update", "--disable-sync",
-             f"--user-data-dir={reference_run / 'chromium-profile'}", "--virtual-time-budget=5000"]
-    dom = subprocess.run([browser, *flags, "--dump-dom", index.as_uri()], capture_output=True, text=True,
+@pytest.fixture(scope="module")
+def toured_run(tmp_path_factory, reference_run):
+    """A copy of the reference run with one tour notebook executed into it (``sms-langevin tour``)."""
+    out = tmp_path_factory.mktemp("toured") / "run"
+    shutil.copytree(reference_run, out)
+    proc = cli(["tour", "--out", str(out), "02"], timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_tour_command_writes_pages_linked_from_the_report(toured_run):
+    tour = toured_run / "report" / "tour"
+    page = (tour / "02_stochastic_gradients.html").read_text()
+    assert page.count("data:image/png;base64") >= 1 and "data-images-ok" in page
+    assert "02_stochastic_gradients.html" in (tour / "index.html").read_text()
+    assert "git_commit" in (tour / "metadata.json").read_text()
+    assert "href='tour/index.html'" in (toured_run / "report" / "index.html").read_text()
+    assert "(tour/index.html)" in (toured_run / "report" / "index.md").read_text()
+
+
+def test_tour_bad_notebook_is_one_line_and_exit_2(tmp_path):
+    proc = cli(["tour", "--out", str(tmp_path), "nope"])
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no tour notebook" in proc.stderr
+
+
+def images_loaded(browser, flags, page: Path) -> None:
+    """Open ``page`` headless and assert that its load check saw every image load."""
+    dom = subprocess.run([browser, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True,
                          timeout=120).stdout
     ok = re.search(r'data-images-ok="(\d+)"', dom)
     total = re.search(r'data-images-total="(\d+)"', dom)
-    assert ok and total, "the page's load check did not run"
-    assert int(total.group(1)) >= 1 and ok.group(1) == total.group(1), "an image failed to load"
-    for href in re.findall(r"href=['\"]([^'\"]+)['\"]", index.read_text()):
-        if not href.startswith(("http:", "https:", "#")):
-            assert (index.parent / href).exists(), f"broken link {href}"
-    shot = reference_run / "report" / "screenshot.png"
+    assert ok and total, f"the load check of {page.name} did not run"
+    assert int(total.group(1)) >= 1 and ok.group(1) == total.group(1), f"an image of {page.name} failed to load"
+
+
+def test_html_report_in_headless_chromium(toured_run):
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium); .ci/run installs it")
+    index = toured_run / "report" / "index.html"
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={toured_run / 'chromium-profile'}", "--virtual-time-budget=5000"]
+    images_loaded(browser, flags, index)
+    images_loaded(browser, flags, toured_run / "report" / "tour" / "02_stochastic_gradients.html")
+    for page in (index, toured_run / "report" / "tour" / "index.html"):
+        for href in re.findall(r"href=['\"]([^'\"]+)['\"]", page.read_text()):
+            if not href.startswith(("http:", "https:", "#")):
+                assert (page.parent / href).exists(), f"broken link {href} in {page.name}"
+    shot = toured_run / "report" / "screenshot.png"
     subprocess.run([browser, *flags, f"--screenshot={shot}", "--window-size=1200,1600", index.as_uri()],
                    capture_output=True, timeout=120)
     assert shot.exists() and shot.stat().st_size > 5000
