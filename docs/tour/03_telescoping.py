@@ -121,6 +121,9 @@ plt.show()
 #
 # The level differences also give the order directly: for a sampler of weak order $p$ the
 # difference at $h$ is about $C h^p (1 - 2^{-p})$, so consecutive differences shrink by $2^p$.
+# With a few thousand steps per level the ratios below scatter widely around that (compare each
+# difference with its standard error, `res.difference_se`): reading an order off them takes
+# longer runs, which is what the paper's experiment spends its compute on.
 
 # %%
 for plan, res in runs.items():
