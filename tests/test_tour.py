@@ -213,3 +213,10 @@ def test_every_notebook_executes_top_to_bottom():
     assert len(images) == shows, f"{len(images)} figures drawn, the notebooks show {shows}"
     printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
     assert "Traceback" not in printed and not re.search(r"\bnan\b", printed.lower()), "a NaN was printed"
+
+
+def test_the_authors_digest_reproduces_every_stored_answer():
+    from tour.exercises import digest
+    for exercise_id, answer in HASHED_ANSWERS.items():
+        exercise = EXERCISES[exercise_id]
+        assert set(digest(exercise_id, answer, tol=exercise.tol)) == set(exercise.digests), exercise_id

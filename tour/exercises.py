@@ -32,7 +32,7 @@ def _normalize(text: str) -> str:
     return "".join(ch for ch in str(text).lower() if ch.isalnum())
 
 
-def digest(exercise_id: str, value, tol: float | None = None) -> tuple[str, ...]:
+def digest(exercise_id: str, value, *, tol: float | None = None) -> tuple[str, ...]:
     """Digests stored for ``value``: of its normalized text (``tol=None``), or of the grid cells
     ``round(value / tol) - 1 .. + 1`` (a numeric answer within ``tol`` lands in one of them)."""
     if tol is None:
