@@ -32,15 +32,18 @@ is BAOAB at friction ``gamma / 2``).
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bias.wasserstein import Normal, StreamingW1, w1_with_control
+from bias.wasserstein import Normal, StreamingW1, expected_binned_w1, w1_with_control
 from integrators import GaussianTarget, sample
 from theory_checks.oracle import UnstableStepError, stationary_full
 
@@ -83,39 +86,102 @@ def _repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
     return [seed * 1000 + 17 * k + r for r in range(reps)]
 
 
-def _run_histogram(target, law, scheme, plan, h, gamma, chains, burn, per_chain, seed):
+def histogram_layout(law: Normal) -> tuple[float, float, int]:
+    """``(lo, hi, n_bins)`` of every histogram of the figure: +-12 sd with half-width ``W1_BOUND``."""
+    grid = StreamingW1.for_normal(law, bound=W1_BOUND)
+    return grid.lo, grid.hi, grid.n_bins
+
+
+@functools.lru_cache(maxsize=16)
+def noise_floor(law: Normal, n_samples: int) -> float:
+    """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's
+    histogram (:func:`bias.wasserstein.expected_binned_w1`): one number per ``N``, shared by
+    every sampler at that step size."""
+    return expected_binned_w1(law, n_samples, *histogram_layout(law))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control."""
+
+    scheme: str
+    plan: str
+    h: float
+    gamma: float
+    chains: int
+    burn: int
+    per_chain: int
+    seed: int
+
+
+def _run_histogram(target, law, run: _Run, threads: int):
     """One repeat streamed into a histogram; ``(histogram, first divergent step or -1)``."""
-    hist = StreamingW1.for_normal(law, bound=W1_BOUND)
-    res = sample(target, scheme, plan, h=h, gamma=gamma, n_chains=chains, n_steps=burn + per_chain,
-                 burn_in=burn, batch_size=None if plan == "full" else 1, seed=seed, x0=[law.mean],
-                 histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND)
+    hist = StreamingW1(law, *histogram_layout(law))
+    res = sample(target, run.scheme, run.plan, h=run.h, gamma=run.gamma, n_chains=run.chains,
+                 n_steps=run.burn + run.per_chain, burn_in=run.burn,
+                 batch_size=None if run.plan == "full" else 1, seed=run.seed, x0=[law.mean],
+                 histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND,
+                 threads=threads)
     if res.diverged:
         return hist, int(res.first_divergence_step)
     hist.merge(res.histogram, res.histogram_tails)
     return hist, -1
 
 
-_CONTROLS: dict = {}  # the last few control runs, shared by the three plans of a scheme at one h
+def _run_all(target, law, runs: list[_Run], threads: int) -> dict:
+    """Every run at once on ``threads`` cores: as many concurrent ``sample()`` calls as there are
+    runs (up to ``threads``), the cores shared out among them (the kernel releases the GIL)."""
+    workers = max(1, min(threads, len(runs)))
+    per_call = max(1, threads // workers)
+    if workers == 1:
+        return {r: _run_histogram(target, law, r, per_call) for r in runs}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        done = list(pool.map(lambda r: _run_histogram(target, law, r, per_call), runs))
+    return dict(zip(runs, done, strict=True))
 
 
-def _controls(target, law, scheme, h, gamma, chains, burn, per_chain, seeds):
-    """Full-gradient runs on the same paths as the sampler's repeats, and their exact law
-    (None where the full-gradient scheme is unstable or a control chain diverged)."""
-    key = (scheme, h, gamma, chains, burn, per_chain, tuple(seeds))
-    if key not in _CONTROLS:
-        try:
-            _, cov = stationary_full(scheme, target, h, gamma)
-        except UnstableStepError:
-            value = None
-        else:
-            exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
-            hists = [_run_histogram(target, law, scheme, "full", h, gamma, chains, burn, per_chain, sd)
-                     for sd in seeds]
-            value = None if any(at >= 0 for _, at in hists) else ([hs for hs, _ in hists], exact)
-        while len(_CONTROLS) >= 3:
-            _CONTROLS.pop(next(iter(_CONTROLS)))
-        _CONTROLS[key] = value
-    return _CONTROLS[key]
+@dataclass
+class _Control:
+    """The full-gradient control of one scheme at one h: its repeats' histograms, pooled, its
+    exact law and its own W1 to that law (shared by the three plans)."""
+
+    hists: list
+    pooled: StreamingW1
+    exact: Normal
+    noise: float
+
+
+_CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
+
+
+def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds) -> tuple[tuple, list[_Run], Normal | None]:
+    """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""
+    key = (scheme, h, g, chains, burn, per_chain, tuple(seeds))
+    if key in _CONTROLS:
+        return key, [], None
+    try:
+        _, cov = stationary_full(scheme, target, h, g)
+    except UnstableStepError:
+        return key, [], None
+    exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
+    return key, [_Run(scheme, "full", h, g, chains, burn, per_chain, sd) for sd in seeds], exact
+
+
+def _store_control(key, runs, exact, done, law) -> None:
+    if key in _CONTROLS:
+        return
+    value = None
+    if runs and not any(done[r][1] >= 0 for r in runs):
+        hists = [done[r][0] for r in runs]
+        pooled = StreamingW1(law, *histogram_layout(law))
+        for hist in hists:
+            pooled.merge(hist.counts, hist.tails)
+        own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
+        own.merge(pooled.counts, pooled.tails)
+        value = _Control(hists, pooled, exact, own.value())
+    while len(_CONTROLS) >= 3:
+        _CONTROLS.pop(next(iter(_CONTROLS)))
+    _CONTROLS[key] = value
 
 
 def _mean_error(values: list[float]) -> float:
@@ -124,13 +190,30 @@ def _mean_error(values: list[float]) -> float:
 
 def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int = 0,
               gamma: float = 1.0, baoab_paper_friction: bool = False,
-              control_variate: bool = True) -> Point:
+              control_variate: bool = True, *, threads: int | None = None) -> Point:
     """One (sampler, step size) point: ``R`` repeats streamed into histograms (with
-    ``control_variate``, also the full-gradient control on the same paths)."""
+    ``control_variate``, also the full-gradient control on the same paths); ``threads`` cores
+    (default: all).  The per-point interface another backend implements: inputs the sampler,
+    ``k`` (``h = 2^-k``), the preset (``N``, repeats, chains), the seed; output the W1 numbers."""
+    return run_points(scheme, (plan,), k, preset, seed, gamma=gamma,
+                      baoab_paper_friction=baoab_paper_friction, control_variate=control_variate,
+                      threads=threads)[0]
+
+
+def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0, *, gamma: float = 1.0,
+               baoab_paper_friction: bool = False, control_variate: bool = True,
+               threads: int | None = None) -> list[Point]:
+    """The points of one scheme at one step size for several plans, all their runs (and the
+    shared control's) scheduled together so that every core stays busy."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    if (scheme, plan) not in SAMPLERS:
-        raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
+    for plan in plans:
+        if (scheme, plan) not in SAMPLERS:
+            raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
+    if threads is None:
+        threads = int(os.environ.get("SMS_LANGEVIN_THREADS", 0)) or (os.cpu_count() or 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     cfg = PRESETS[preset]
     target = GaussianTarget.one_d_example()
     law = target_law(target)
@@ -142,41 +225,54 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
     g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
     seeds = _repeat_seeds(seed, k, reps)
     t0 = time.time()
-    runs = [_run_histogram(target, law, scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds]
+    runs = {plan: [_Run(scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds] for plan in plans}
+    key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds)
+                                if control_variate else (None, [], None))
+    done = _run_all(target, law, [r for plan in plans for r in runs[plan]] + control_runs, threads)
+    if control_variate:
+        _store_control(key, control_runs, exact, done, law)
+    controls = _CONTROLS[key] if control_variate else None
     n_samples = reps * chains * per_chain
-    floor = StreamingW1.for_normal(law, bound=W1_BOUND)
-    floor.add_exact_samples(n_samples, seed=seed * 1000 + 17 * k + 999)
-    diverged_at = [at for _, at in runs if at >= 0]
+    floor = noise_floor(law, n_samples)
+    seconds = (time.time() - t0) / len(plans)
+    return [_point(scheme, plan, h, [done[r] for r in runs[plan]], controls, n_samples, floor, law, seconds)
+            for plan in plans]
+
+
+def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
+    """The W1 numbers of one point from its repeats' histograms (and the control's)."""
+    diverged_at = [at for _, at in repeats if at >= 0]
     if diverged_at:
-        return Point(scheme, plan, h, n_samples, float("nan"), float("nan"), floor.value(), floor.bound,
-                     True, int(min(diverged_at)), time.time() - t0)
-    pooled = StreamingW1.for_normal(law, bound=W1_BOUND)
-    for hist, _ in runs:
+        lo, hi, n_bins = histogram_layout(law)
+        return Point(scheme, plan, h, n_samples, float("nan"), float("nan"), floor, 0.5 * (hi - lo) / n_bins,
+                     True, int(min(diverged_at)), seconds)
+    pooled = StreamingW1(law, *histogram_layout(law))
+    for hist, _ in repeats:
         pooled.merge(hist.counts, hist.tails)
     w1_plain = pooled.value()
-    mc_plain = _mean_error([hist.value() for hist, _ in runs])
-    controls = _controls(target, law, scheme, h, g, chains, burn, per_chain, seeds) if control_variate else None
+    mc_plain = _mean_error([hist.value() for hist, _ in repeats])
     if controls is None:
-        return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor.value(), pooled.bound,
-                     False, -1, time.time() - t0, "plain", w1_plain, mc_plain)
-    control_hists, exact = controls
-    pooled_control = StreamingW1.for_normal(law, bound=W1_BOUND)
-    for hist in control_hists:
-        pooled_control.merge(hist.counts, hist.tails)
-    w1, bound = w1_with_control(pooled, pooled_control, exact)
-    pooled_control.dist = exact
-    control_noise = pooled_control.value()
-    mc = _mean_error([w1_with_control(hist, c, exact)[0]
-                      for (hist, _), c in zip(runs, control_hists, strict=True)])
-    return Point(scheme, plan, h, n_samples, w1, mc, floor.value(), bound, False, -1, time.time() - t0,
-                 "control_variate", w1_plain, mc_plain, control_noise)
+        return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor, pooled.bound,
+                     False, -1, seconds, "plain", w1_plain, mc_plain)
+    w1, bound = w1_with_control(pooled, controls.pooled, controls.exact)
+    mc = _mean_error([w1_with_control(hist, c, controls.exact)[0]
+                      for (hist, _), c in zip(repeats, controls.hists, strict=True)])
+    return Point(scheme, plan, h, n_samples, w1, mc, floor, bound, False, -1, seconds,
+                 "control_variate", w1_plain, mc_plain, controls.noise)
 
 
 def units(preset: str = "quick"):
     """The independent units of work: one per (sampler, step size); the three plans of a scheme
     at one step size come together so that they share the cached full-gradient control."""
-    return [(s, p, k) for s in ("ubu", "baoab", "em") for k in PRESETS[preset]["ks"]
-            for p in ("sms", "iid", "rr")]
+    return [(s, p, k) for s, k in _groups(preset) for p in _plans_of(s)]
+
+
+def _groups(preset: str) -> list[tuple[str, int]]:
+    return [(s, k) for s in dict.fromkeys(s for s, _ in SAMPLERS) for k in PRESETS[preset]["ks"]]
+
+
+def _plans_of(scheme: str) -> tuple[str, ...]:
+    return tuple(p for s, p in SAMPLERS if s == scheme)
 
 
 def local_slopes(points: list[Point], field: str = "w1") -> dict:
@@ -194,37 +290,60 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
 
 
 def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
-        baoab_paper_friction: bool = False, control_variate: bool = True) -> list[Point]:
+        baoab_paper_friction: bool = False, control_variate: bool = True, *,
+        threads: int | None = None) -> list[Point]:
     """Run every unit, write ``figure1.csv``, ``figure1.png`` and ``metadata.json``
     (``baoab_paper_friction``: BAOAB as the paper's listing, at friction ``gamma / 2``;
-    ``control_variate=False``: the plain empirical W1 only)."""
+    ``control_variate=False``: the plain empirical W1 only; ``threads``: cores, default all).
+    The three plans of a scheme at one step size and their shared control run together."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     points = []
     t0 = time.time()
-    for i, (s, p, k) in enumerate(units(preset)):
-        points.append(run_point(s, p, k, preset, seed, baoab_paper_friction=baoab_paper_friction,
-                                control_variate=control_variate))
-        if progress:
-            progress(f"[{i + 1}/{len(units(preset))}] {s} x {p}, h = 2^-{k}: "
-                     f"{'DIVERGED' if points[-1].diverged else f'W1 {points[-1].w1:.3e}'}")
-    write_outputs(out, points, preset, seed, time.time() - t0, baoab_paper_friction)
+    n_units = len(units(preset))
+    for s, k in _groups(preset):
+        for q in run_points(s, _plans_of(s), k, preset, seed, baoab_paper_friction=baoab_paper_friction,
+                            control_variate=control_variate, threads=threads):
+            points.append(q)
+            if progress:
+                progress(f"[{len(points)}/{n_units}] {s} x {q.plan}, h = 2^-{k}: "
+                         f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
+    seconds = time.time() - t0
+    slopes = local_slopes(points)
+    write_csv(out / "figure1.csv", points, slopes)
+    write_metadata(out / "metadata.json", points, preset, seed, seconds, baoab_paper_friction)
+    plot(out / "figure1.png", points, slopes)
     return points
 
 
-def write_outputs(out: Path, points: list[Point], preset: str, seed: int, seconds: float,
-                  baoab_paper_friction: bool = False) -> None:
-    slopes = local_slopes(points)
-    with open(out / "figure1.csv", "w", newline="") as fh:
-        fields = list(asdict(points[0])) + ["local_slope_finest"]
+def write_csv(path: Path, points: list[Point], slopes: dict, *, with_seconds: bool = True) -> None:
+    """The figure's numbers, one row per point (``with_seconds=False`` leaves out the wall time,
+    so that runs on different executors give byte-identical files)."""
+    fields = [f for f in asdict(points[0]) if with_seconds or f != "seconds"] + ["local_slope_finest"]
+    with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=fields)
         writer.writeheader()
         for q in points:
-            row = asdict(q)
+            row = {f: v for f, v in asdict(q).items() if f in fields}
             row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
             writer.writerow(row)
+
+
+def resolution_metadata() -> dict:
+    """The histogram every W1 is read from, and the binning bounds that follow from it."""
+    law = target_law(GaussianTarget.one_d_example())
+    lo, hi, n_bins = histogram_layout(law)
+    width = (hi - lo) / n_bins
+    return {"lo": lo, "hi": hi, "n_bins": n_bins, "bin_width": width,
+            "binning_bound_plain": 0.5 * width, "binning_bound_control_variate": 1.5 * width,
+            "noise_floor": "exact expectation of the plain statistic for N exact draws, binning "
+                           "included (bias.wasserstein.expected_binned_w1)"}
+
+
+def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seconds: float,
+                   baoab_paper_friction: bool = False) -> None:
     from integrators.demo import metadata
     meta = metadata(seed, preset)
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
@@ -232,9 +351,9 @@ def write_outputs(out: Path, points: list[Point], preset: str, seed: int, second
     meta.update({"seconds": round(seconds, 1), "gamma": 1.0, "baoab_o_step": o_step,
                  "estimator": sorted({q.estimator for q in points if not q.diverged}),
                  "samples_per_point": "samples_per_unit * 2^k",
-                 "samples_per_unit": PRESETS[preset]["samples_per_unit"]})
-    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
-    plot(out / "figure1.png", points, slopes)
+                 "samples_per_unit": PRESETS[preset]["samples_per_unit"],
+                 "histogram": resolution_metadata()})
+    path.write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def plot(path: Path, points: list[Point], slopes: dict) -> None:

@@ -2,7 +2,9 @@
 
 import csv
 import gzip
+import json
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ import pytest
 from bias import figure1, logistic
 from bias.data import DataError, load_fashion_mnist, read_idx
 from bias.metrics import accuracy, ace, all_metrics, nll, rps
+from bias.wasserstein import expected_binned_w1
+from integrators import GaussianTarget
 
 
 def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
@@ -36,6 +40,21 @@ def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     second = [("ubu", "sms"), ("ubu", "rr"), ("baoab", "sms"), ("baoab", "rr")]
     assert all(slopes[key] > 1.5 for key in second), slopes
     assert all(slopes[key] < 1.4 for key in slopes if key not in second and np.isfinite(slopes[key])), slopes
+    # the numbers are those recorded before Figure 1 was made fast (commit 39a1440): speed only
+    with open(Path(__file__).parent / "data" / "figure1_tiny_seed0.csv") as fh:
+        recorded = {(r["scheme"], r["plan"], float(r["h"])): r for r in csv.DictReader(fh)}
+    for q in points:
+        want = recorded[(q.scheme, q.plan, q.h)]
+        assert (q.n_samples, q.diverged, q.first_divergence_step) == (
+            int(want["n_samples"]), want["diverged"] == "True", int(want["first_divergence_step"]))
+        for col in ("w1", "mc_error", "w1_plain", "mc_error_plain", "control_noise"):
+            assert getattr(q, col) == pytest.approx(float(want[col]), rel=1e-12, nan_ok=True), (q, col)
+    # the noise floor is the exact expectation for N exact draws, one number per N
+    law = figure1.target_law(GaussianTarget.one_d_example())
+    for q in points:
+        assert q.noise_floor == expected_binned_w1(law, q.n_samples, *figure1.histogram_layout(law))
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["histogram"]["n_bins"] == figure1.histogram_layout(law)[2]
 
 
 def test_figure1_paper_friction_runs_baoab_at_half_friction():
