@@ -128,18 +128,6 @@ def _run_histogram(target, law, run: _Run, threads: int):
     return hist, -1
 
 
-def _run_all(target, law, runs: list[_Run], threads: int) -> dict:
-    """Every run at once on ``threads`` cores: as many concurrent ``sample()`` calls as there are
-    runs (up to ``threads``), the cores shared out among them (the kernel releases the GIL)."""
-    workers = max(1, min(threads, len(runs)))
-    per_call = max(1, threads // workers)
-    if workers == 1:
-        return {r: _run_histogram(target, law, r, per_call) for r in runs}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = list(pool.map(lambda r: _run_histogram(target, law, r, per_call), runs))
-    return dict(zip(runs, done, strict=True))
-
-
 @dataclass
 class _Control:
     """The full-gradient control of one scheme at one h: its repeats' histograms, pooled, its
@@ -188,6 +176,35 @@ def _mean_error(values: list[float]) -> float:
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
+def point_config(k: int, preset: str) -> tuple[float, int, int, int, int]:
+    """``(h, repeats, chains, samples per chain, burn-in steps)`` of a point at ``h = 2^-k``."""
+    cfg = PRESETS[preset]
+    h = 2.0**-k
+    reps, chains = cfg["repeats"], cfg["n_chains"]
+    per_chain = max(1, math.ceil(cfg["samples_per_unit"] * 2**k / (reps * chains)))
+    return h, reps, chains, per_chain, int(math.ceil(BURN_IN_TIME / h))
+
+
+def chain_steps(preset: str, *, gamma: float = 1.0, control_variate: bool = True) -> dict:
+    """Chain-steps (burn-in included) the figure runs per ``(scheme, plan)``, the full-gradient
+    controls under ``plan = "full"`` (none where the full-gradient scheme is unstable)."""
+    target = GaussianTarget.one_d_example()
+    out: dict = {}
+    for s, k in _groups(preset):
+        h, reps, chains, per_chain, burn = point_config(k, preset)
+        each = reps * chains * (burn + per_chain)
+        plans = list(_plans_of(s))
+        if control_variate:
+            try:
+                stationary_full(s, target, h, gamma)
+                plans.append("full")
+            except UnstableStepError:
+                pass
+        for p in plans:
+            out[(s, p)] = out.get((s, p), 0) + each
+    return out
+
+
 def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int = 0,
               gamma: float = 1.0, baoab_paper_friction: bool = False,
               control_variate: bool = True, *, threads: int | None = None) -> Point:
@@ -205,38 +222,72 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
                threads: int | None = None) -> list[Point]:
     """The points of one scheme at one step size for several plans, all their runs (and the
     shared control's) scheduled together so that every core stays busy."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    for plan in plans:
-        if (scheme, plan) not in SAMPLERS:
-            raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
-    if threads is None:
+    threads = _threads(threads)
+    group = _Group.make(scheme, tuple(plans), k, preset, seed, gamma, baoab_paper_friction, control_variate)
+    runs = group.runs()
+    workers = max(1, min(threads, len(runs)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return group.finish(group.submit(pool, max(1, threads // workers)))
+
+
+def _threads(threads) -> int:
+    if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
         threads = int(os.environ.get("SMS_LANGEVIN_THREADS", 0)) or (os.cpu_count() or 1)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
-    cfg = PRESETS[preset]
-    target = GaussianTarget.one_d_example()
-    law = target_law(target)
-    h = 2.0**-k
-    n_total = cfg["samples_per_unit"] * 2**k
-    reps, chains = cfg["repeats"], cfg["n_chains"]
-    per_chain = max(1, math.ceil(n_total / (reps * chains)))
-    burn = int(math.ceil(BURN_IN_TIME / h))
-    g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
-    seeds = _repeat_seeds(seed, k, reps)
-    t0 = time.time()
-    runs = {plan: [_Run(scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds] for plan in plans}
-    key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds)
-                                if control_variate else (None, [], None))
-    done = _run_all(target, law, [r for plan in plans for r in runs[plan]] + control_runs, threads)
-    if control_variate:
-        _store_control(key, control_runs, exact, done, law)
-    controls = _CONTROLS[key] if control_variate else None
-    n_samples = reps * chains * per_chain
-    floor = noise_floor(law, n_samples)
-    seconds = (time.time() - t0) / len(plans)
-    return [_point(scheme, plan, h, [done[r] for r in runs[plan]], controls, n_samples, floor, law, seconds)
-            for plan in plans]
+    return threads
+
+
+@dataclass
+class _Group:
+    """The points of one scheme at one step size: their runs, and the control they share."""
+
+    scheme: str
+    plans: tuple
+    k: int
+    n_samples: int
+    law: Normal
+    sampler_runs: dict
+    control_key: tuple | None
+    control_runs: list
+    control_law: Normal | None
+    started: float = 0.0
+
+    @classmethod
+    def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate):
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        for plan in plans:
+            if (scheme, plan) not in SAMPLERS:
+                raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
+        target = GaussianTarget.one_d_example()
+        h, reps, chains, per_chain, burn = point_config(k, preset)
+        g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
+        seeds = _repeat_seeds(seed, k, reps)
+        runs = {plan: [_Run(scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds] for plan in plans}
+        key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds)
+                                    if control_variate else (None, [], None))
+        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact)
+
+    def runs(self) -> list[_Run]:
+        return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
+
+    def submit(self, pool, threads_per_call: int) -> dict:
+        """Queue every run on ``pool`` (``sample()`` with ``threads_per_call`` threads each)."""
+        self.started = time.time()
+        target = GaussianTarget.one_d_example()
+        return {r: pool.submit(_run_histogram, target, self.law, r, threads_per_call) for r in self.runs()}
+
+    def finish(self, futures: dict) -> list[Point]:
+        """Wait for the runs and compute the W1 numbers of every point."""
+        done = {r: f.result() for r, f in futures.items()}
+        if self.control_key is not None:
+            _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
+        controls = _CONTROLS[self.control_key] if self.control_key is not None else None
+        floor = noise_floor(self.law, self.n_samples)
+        seconds = (time.time() - self.started) / len(self.plans)
+        return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
+                       self.n_samples, floor, self.law, seconds) for plan in self.plans]
 
 
 def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
@@ -300,16 +351,29 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    points = []
+    threads = _threads(threads)
+    points: list[Point] = []
     t0 = time.time()
     n_units = len(units(preset))
-    for s, k in _groups(preset):
-        for q in run_points(s, _plans_of(s), k, preset, seed, baoab_paper_friction=baoab_paper_friction,
-                            control_variate=control_variate, threads=threads):
+
+    def finish(group, futures):
+        for q in group.finish(futures):
             points.append(q)
             if progress:
-                progress(f"[{len(points)}/{n_units}] {s} x {q.plan}, h = 2^-{k}: "
+                progress(f"[{len(points)}/{n_units}] {q.scheme} x {q.plan}, h = 2^-{group.k}: "
                          f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
+
+    # one pool for the whole figure; the next group is queued before the last one is evaluated,
+    # so the cores run kernels while the main thread reads off W1 (no idle tail per group)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        in_flight = None
+        for s, k in _groups(preset):
+            group = _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate)
+            submitted = (group, group.submit(pool, 1))
+            if in_flight:
+                finish(*in_flight)
+            in_flight = submitted
+        finish(*in_flight)
     seconds = time.time() - t0
     slopes = local_slopes(points)
     write_csv(out / "figure1.csv", points, slopes)

@@ -281,7 +281,7 @@ def scipy_w1(x, y) -> float:
 
 
 # ------------------------------------------------------------------ the exact noise floor
-EXACT_BELOW = 10_000  # binomial sums exact where min(n p, n (1 - p)) is below this, normal limit above
+EXACT_BELOW = 2_000  # binomial sums exact where min(n p, n (1 - p)) is below this, normal limit above
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(6)
 
 
