@@ -12,7 +12,7 @@ TITLE = "Figure 1: Wasserstein bias of nine samplers on the 1-D example"
 CLAIM = ("SMS-UBU, SG-UBU without replacement (rr), SMS-BAOAB and SG-BAOAB-rr have W1 bias O(h^2); "
          "the iid and EM samplers O(h); EM diverges at h = 1/4 (paper, Section 3.4, Figure 1).")
 COST = {"quick": "~25 s", "full": "7.3e9 chain-steps (10^7 * 2^k samples per point, plus full-gradient "
-                                   "controls): about a minute on two idle cores, bench_figure1 measures it"}
+                                   "controls), bound by the kernel: bench_figure1 measures it"}
 
 
 def units(preset: str) -> list[dict]:

@@ -4,6 +4,7 @@ import csv
 import gzip
 import json
 import struct
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -65,6 +66,17 @@ def test_figure1_paper_friction_runs_baoab_at_half_friction():
     assert paper.estimator == "control_variate" and paper.w1 == half.w1 and paper.w1 != standard.w1
     with pytest.raises(ValueError, match="unknown sampler"):
         figure1.run_point("ubu", "full", 3, "tiny")
+
+
+def test_figure1_numbers_do_not_depend_on_the_thread_count():
+    # the runs of a group are scheduled on a pool: one worker or several give the same numbers
+    one = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=1)
+    figure1._CONTROLS.clear()  # the shared control is recomputed too
+    three = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=3)
+    strip = [{k: v for k, v in asdict(q).items() if k != "seconds"} for q in one + three]
+    assert repr(strip[:2]) == repr(strip[2:])
+    with pytest.raises(ValueError, match="threads must be an integer"):
+        figure1.run_point("ubu", "sms", 3, "tiny", threads=0)
 
 
 def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
