@@ -119,13 +119,13 @@ def main(argv=None):
     parser.add_argument("--out", default="out/bench_figure1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernel-steps", type=float, default=None,
-                        help="chain-steps per (scheme, plan) in (a) (default 2e8 at full, 2e7 otherwise)")
+                        help="chain-steps per (scheme, plan) in (a) (default 1e8 at full, 2e7 otherwise)")
     parser.add_argument("--baoab-paper-friction", action="store_true",
                         help="BAOAB as the paper's listing (friction gamma / 2)")
     args = parser.parse_args(argv)
     steps = figure1.chain_steps(args.preset)
     total = sum(steps.values())
-    kernel_steps = args.kernel_steps or (2e8 if args.preset == "full" else 2e7)
+    kernel_steps = args.kernel_steps or (1e8 if args.preset == "full" else 2e7)
     print(f"Figure 1 at preset {args.preset}: {total:.3e} chain-steps ({len(steps)} (scheme, plan) pairs, "
           f"burn-in and controls included)")
     print(f"compiling the kernels (first call per scheme): {compile_kernels(steps):.1f} s (not in the times below)")
