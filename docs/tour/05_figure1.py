@@ -31,7 +31,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bias.figure1 import PRESETS, local_slopes, run_point, target_law
+from bias.figure1 import PRESETS, local_slopes, run_points, target_law
 from bias.wasserstein import Normal, wasserstein_samples, wasserstein_to_distribution
 from integrators import GaussianTarget
 from tour import check, question
@@ -77,13 +77,13 @@ print(f"W1 of 10^5 draws of a 5% wider normal: {w1_wider:.2e}  (exactly 0.05 sig
 #
 # `run_point(scheme, plan, k, preset)` computes one point of the figure: a few repeats streamed
 # into histograms (memory independent of $N$), both estimates, their Monte Carlo errors (spread
-# of the repeats) and the noise floor.
+# of the repeats) and the noise floor; `run_points(scheme, plans, k, preset)` does several plans
+# of one scheme at once, sharing their control.
 
 # %%
 points = []
-for k in PRESETS["tiny"]["ks"]:
-    for plan in ("sms", "rr", "iid"):
-        points.append(run_point("ubu", plan, k, preset="tiny", seed=0))
+for k in PRESETS["tiny"]["ks"]:   # the three plans at one h share the full-gradient control
+    points += run_points("ubu", ("sms", "rr", "iid"), k, preset="tiny", seed=0)
 print(f"{'sampler':10s} {'h':>7s} {'N':>8s} {'W1 (control)':>13s} {'+/-':>9s} {'W1 plain':>10s} {'+/-':>9s} "
       f"{'floor':>9s}")
 for q in points:
