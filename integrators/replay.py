@@ -48,14 +48,15 @@ def batch_array(batches, n_chains: int) -> tuple[np.ndarray, np.ndarray]:
     return out, np.array([a.shape[0] for a in arrs], dtype=np.int64)
 
 
-def replay(target, scheme: str, plan: str, h: float, gamma: float, x0, v0, dW, J, batches, *,
+def replay(target, scheme: str, plan: str, h: float, gamma: float, x0, v0, dW, J, batches, *, batch_size=None,
            control_variate=False, x_ref=None, box_center=None, box_half_width=None):
     """Trajectories ``(xs, vs)`` of shape ``(n_steps, n_chains, d)`` of ``scheme`` on ``target``.
 
     ``x0, v0``: ``(n_chains, d)``; ``dW, J``: ``(n_steps, 2, d, n_chains)`` (the kernel's layout: the
     pair over each half step); ``batches``: ``n_steps`` batches (one more, first, for
     first-same-as-last schemes: the batch of the initial force), each ``(n_b, n_chains)`` or
-    ``(n_b,)``; ``plan`` sets the force's scale (``N_m``, ``N_D / N_b`` or 1).
+    ``(n_b,)``; ``plan`` and ``batch_size`` (default: the longest batch) set the force's scale
+    (``N_m``, ``N_D / N_b`` or 1).
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
@@ -74,7 +75,9 @@ def replay(target, scheme: str, plan: str, h: float, gamma: float, x0, v0, dW, J
         raise ValueError(f"{scheme} needs {n_steps + int(module.FSAL)} batches for {n_steps} steps, "
                          f"got {len(batches)}")
     arr, lengths = batch_array(batches, n)
-    scale = force_scale(plan, target.n_data, int(lengths.max()) if plan != "full" else target.n_data)
+    if batch_size is None:
+        batch_size = target.n_data if plan == "full" else int(lengths.max())
+    scale = force_scale(plan, target.n_data, batch_size)
     force = lane_force_for(target)
     key = (scheme, force)
     if key not in _REPLAYS:
