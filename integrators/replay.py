@@ -9,29 +9,12 @@ both can be driven by identical numbers and compared step by step.
 
 from __future__ import annotations
 
-import numba as nb
 import numpy as np
 
 from integrators.bounce import make_box
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.schemes import SCHEMES
 from integrators.targets import force_data, lane_force_for
-
-_REPLAYS: dict = {}
-
-
-def _make_replay(step, fsal, force):
-    @nb.njit
-    def run(coef, x, v, g, dW, J, batches, n_batch, scale, tdata, box, xs, vs):
-        if fsal:
-            force(x, g, batches[0], n_batch[0], scale, tdata)
-        first = 1 if fsal else 0
-        for k in range(dW.shape[0]):
-            step(x, v, g, coef, dW[k], J[k], force, batches[k + first], n_batch[k + first], scale, tdata, box)
-            xs[k] = x
-            vs[k] = v
-
-    return run
 
 
 def batch_array(batches, n_chains: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,7 +23,7 @@ def batch_array(batches, n_chains: int) -> tuple[np.ndarray, np.ndarray]:
     arrs = [np.asarray(b, dtype=np.int64) for b in batches]
     arrs = [np.repeat(a[:, None], n_chains, axis=1) if a.ndim == 1 else a for a in arrs]
     width = max(a.shape[0] for a in arrs)
-    out = np.zeros((len(arrs), width, n_chains), dtype=np.int64)
+    out = np.zeros((len(arrs), width, n_chains), dtype=np.int32)  # the kernel's index type
     for k, a in enumerate(arrs):
         if a.shape[1] != n_chains:
             raise ValueError(f"batch {k} has {a.shape[1]} columns, expected {n_chains} chains")
@@ -79,11 +62,18 @@ def replay(target, scheme: str, plan: str, h: float, gamma: float, x0, v0, dW, J
         batch_size = target.n_data if plan == "full" else int(lengths.max())
     scale = force_scale(plan, target.n_data, batch_size)
     force = lane_force_for(target)
-    key = (scheme, force)
-    if key not in _REPLAYS:
-        _REPLAYS[key] = _make_replay(module.step, module.FSAL, force)
+    coef, tdata = module.coefficients(h, gamma), force_data(target, control_variate, x_ref)
+    box = make_box(d, box_center, box_half_width)
+    g = np.zeros((n, d))
     xs = np.zeros((n_steps, n, d))
     vs = np.zeros((n_steps, n, d))
-    _REPLAYS[key](module.coefficients(h, gamma), x, v, np.zeros((n, d)), dW, J, arr, lengths, scale,
-                  force_data(target, control_variate, x_ref), make_box(d, box_center, box_half_width), xs, vs)
+    # a Python loop over the compiled step and force with the kernel's argument types: the
+    # specializations the kernel compiled are reused, nothing new is compiled for a replay
+    if module.FSAL:
+        force(x, g, arr[0], int(lengths[0]), scale, tdata)
+    first = int(module.FSAL)
+    for k in range(n_steps):
+        module.step(x, v, g, coef, dW[k], J[k], force, arr[k + first], int(lengths[k + first]), scale, tdata, box)
+        xs[k] = x
+        vs[k] = v
     return xs, vs

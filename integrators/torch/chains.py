@@ -26,7 +26,7 @@ from integrators.bounce import make_box
 from integrators.plans import force_scale
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
-from integrators.torch.rng import CounterNormals, pair_factors, pairs_from_normals
+from integrators.torch.rng import CounterNormals, counter_normals, pair_factors, pairs_from_normals
 from integrators.torch.schemes import TORCH_STEPS
 from integrators.torch.targets import torch_force
 
@@ -177,7 +177,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
         next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng.uniforms, n, dev).next
 
-    def advance(x, v, g, z, batch):
+    def advance(x, v, g, start, batch):
+        z = counter_normals(path.keys, start, 4 * d, dt).view(4, d, n).transpose(1, 2)
         dW, J = pairs_from_normals(z, factors)
         return module.step(x, v, g, coef, dW, J, lambda y: force_of(y, batch, scale), reflect)
 
@@ -191,8 +192,9 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
             g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
                             lambda y, b=batch: force_of(y, b, scale), reflect)
         else:
-            z = path.normals(4 * d).view(4, d, n).transpose(1, 2)
-            g = advance_fn(x, v, g, z, batch)
+            start = torch.tensor(path.counter, device=dev, dtype=torch.int64)
+            path.counter += 4 * d
+            g = advance_fn(x, v, g, start, batch)
         ok = obs.check(k, x, v, g)
         if k > burn_in:
             obs.add(k, burn_in, x, ok)

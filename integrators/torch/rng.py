@@ -77,6 +77,16 @@ def box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.
     return r * torch.cos(angle), r * torch.sin(angle)
 
 
+def counter_normals(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
+    """Normals ``(m, n)`` at counters ``start .. start + m'`` of the streams ``keys`` (shape ``(n,)``);
+    a pure function of its arguments (``start`` a 0-d int64 tensor), so it compiles."""
+    half = (m + 1) // 2
+    ctr = start + torch.arange(2 * half, device=keys.device, dtype=torch.int64)
+    u = bits_to_uniform(mix64(keys[None, :] + ctr[:, None] * GOLDEN), dtype)
+    z1, z2 = box_muller(u[:half], u[half:])
+    return torch.cat([z1, z2])[:m]
+
+
 class CounterNormals:
     """Per-chain counter-based normals: ``normals(m)`` returns shape ``(m, n_chains)``, chain
     ``c``'s column a function of ``(seed, stream, c)`` and the stream's counter only."""
@@ -92,10 +102,9 @@ class CounterNormals:
         return bits_to_uniform(mix64(self.keys[None, :] + ctr[:, None] * GOLDEN), self.dtype)
 
     def normals(self, m: int) -> torch.Tensor:
-        half = (m + 1) // 2
-        u = self.uniforms(2 * half)
-        z1, z2 = box_muller(u[:half], u[half:])
-        return torch.cat([z1, z2])[:m]
+        start = torch.tensor(self.counter, device=self.keys.device, dtype=torch.int64)
+        self.counter += 2 * ((m + 1) // 2)
+        return counter_normals(self.keys, start, m, self.dtype)
 
 
 class GeneratorNormals:
