@@ -106,3 +106,16 @@ def test_cli_backend_flags(tmp_path):
 
     assert main(["run", "claims", "--backend", "torch", "--out", str(tmp_path / "a")]) == 2
     assert main(["run", "figure1", "--device", "cuda", "--out", str(tmp_path / "b")]) == 2
+
+
+@pytest.mark.parametrize("n_data", [2, 3, 12])
+def test_plan_shuffles_are_uniform_permutations(n_data):
+    from integrators.torch.plans import ChainPlan
+
+    n = 6000
+    plan = ChainPlan("rr", n_data, 1, CounterNormals(2, 1, torch.arange(n), torch.float64).uniforms, n, "cpu")
+    perm = plan.shuffle(plan.uniforms(n_data))
+    assert torch.equal(perm.sort(dim=1).values, torch.arange(n_data).repeat(n, 1))
+    first = torch.bincount(perm[:, 0], minlength=n_data).double() / n  # each datum first w.p. 1/N
+    p = 1.0 / n_data
+    assert torch.all((first - p).abs() < 5 * math.sqrt(p * (1 - p) / n))

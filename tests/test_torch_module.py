@@ -204,3 +204,5 @@ def test_ensemble_chain_equals_single_chain_sampler_and_ignores_its_neighbours(s
     for _ in range(6):
         single.step(loss)
     np.testing.assert_allclose(runs[3][1].numpy(), single.x.numpy(), rtol=1e-12, atol=1e-12)
+    meta = single.metadata()
+    assert meta["device"] == "cpu" and meta["dtype"] == "float64" and meta["scheme"] == scheme
