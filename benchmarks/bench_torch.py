@@ -180,12 +180,23 @@ def bench_chains(device, n_chains, steps, compile_too):
               f"{n_chains / t_step / rate_randn:.2f} x torch.randn's")
 
 
+def bench_figure1_point(device, preset):
+    """(c) one Figure-1 point (UBU x sms at h = 1/32 with its full-gradient control) on the device."""
+    from bias import figure1
+
+    t0 = time.perf_counter()
+    point = figure1.run_point("ubu", "sms", 5, preset, seed=0, backend="torch", device=str(device))
+    seconds = time.perf_counter() - t0
+    print(f"(c) one Figure-1 point, preset {preset} (UBU x sms, h = 1/32, {point.n_samples:,} samples, "
+          f"control included), {device}: {seconds:.1f} s, W1 = {point.w1:.3e} +/- {point.mc_error:.1e}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="a quick CPU-sized run")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    parser.add_argument("--skip", choices=["a", "b"], default=None)
+    parser.add_argument("--skip", choices=["a", "b", "c"], default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     args = parser.parse_args()
     if args.threads is not None:
@@ -204,6 +215,8 @@ def main():
         n_chains = 2**23 if cuda else (2**14 if args.small else 2**18)
         steps = 50 if cuda else (20 if args.small else 50)
         bench_chains(device, n_chains, steps, compile_too=not args.no_compile)
+    if args.skip != "c" and (cuda or not args.small):
+        bench_figure1_point(device, "full" if cuda else "tiny")
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 
