@@ -34,6 +34,10 @@ prints the former as a fraction of the smallest plotted W1.
 A sampler that diverges is marked diverged at that ``h`` (with the first divergent step), never
 plotted as a number.
 
+Backends: the Numba kernel (default) or ``backend="torch"`` on ``device`` (``cpu`` or ``cuda``),
+:mod:`integrators.torch.figure1` (the same schemes and plans on tensors; its chain count per
+repeat is its own, so that a GPU has enough chains to fill it; its runs go one at a time).
+
 Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
 standard ``exp(-gamma h)`` O step (``baoab_paper_friction=True`` runs the paper's listing, which
 is BAOAB at friction ``gamma / 2``).
@@ -126,16 +130,33 @@ class _Run:
     burn: int
     per_chain: int
     seed: int
+    backend: tuple = ("numba", None)  # (backend, device)
+
+
+BACKENDS = ("numba", "torch")
+
+
+def sampler_for(backend: str, device=None):
+    """The ``sample`` function of a backend (the tensor one bound to ``device``)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {list(BACKENDS)}")
+    if backend == "numba":
+        if device not in (None, "cpu"):
+            raise ValueError(f"the numba backend runs on the CPU; device={device!r} needs backend='torch'")
+        return sample
+    from integrators.torch.figure1 import figure1_sampler
+    return figure1_sampler(device)
 
 
 def _run_histogram(target, law, run: _Run, threads: int):
     """One repeat streamed into a histogram; ``(histogram, first divergent step or -1)``."""
     hist = StreamingW1(law, *histogram_layout(law))
-    res = sample(target, run.scheme, run.plan, h=run.h, gamma=run.gamma, n_chains=run.chains,
-                 n_steps=run.burn + run.per_chain, burn_in=run.burn,
-                 batch_size=None if run.plan == "full" else 1, seed=run.seed, x0=[law.mean],
-                 histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND,
-                 threads=threads)
+    options = {"threads": threads} if run.backend[0] == "numba" else {}
+    res = sampler_for(*run.backend)(
+        target, run.scheme, run.plan, h=run.h, gamma=run.gamma, n_chains=run.chains,
+        n_steps=run.burn + run.per_chain, burn_in=run.burn,
+        batch_size=None if run.plan == "full" else 1, seed=run.seed, x0=[law.mean],
+        histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND, **options)
     if res.diverged:
         return hist, int(res.first_divergence_step)
     hist.merge(res.histogram, res.histogram_tails)
@@ -156,9 +177,10 @@ class _Control:
 _CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
 
 
-def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds) -> tuple[tuple, list[_Run], Normal | None]:
+def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds,
+                  backend=("numba", None)) -> tuple[tuple, list[_Run], Normal | None]:
     """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""
-    key = (scheme, h, g, chains, burn, per_chain, tuple(seeds))
+    key = (scheme, h, g, chains, burn, per_chain, tuple(seeds), backend)
     if key in _CONTROLS:
         return key, [], None
     try:
@@ -166,7 +188,7 @@ def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds) -> tuple
     except UnstableStepError:
         return key, [], None
     exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
-    return key, [_Run(scheme, "full", h, g, chains, burn, per_chain, sd) for sd in seeds], exact
+    return key, [_Run(scheme, "full", h, g, chains, burn, per_chain, sd, backend) for sd in seeds], exact
 
 
 def _store_control(key, runs, exact, done, law) -> None:
@@ -190,11 +212,14 @@ def _mean_error(values: list[float]) -> float:
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
-def point_config(k: int, preset: str) -> tuple[float, int, int, int, int]:
-    """``(h, repeats, chains, samples per chain, burn-in steps)`` of a point at ``h = 2^-k``."""
+def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, int, int, int, int]:
+    """``(h, repeats, chains, samples per chain, burn-in steps)`` of a point at ``h = 2^-k`` (the
+    tensor backend spreads the same samples over its own chain count)."""
     cfg = PRESETS[preset]
     h = 2.0**-k
     reps, chains = cfg["repeats"], cfg["n_chains"]
+    if backend[0] != "numba":
+        chains = sampler_for(*backend).chains_per_repeat(preset)
     per_chain = max(1, math.ceil(cfg["samples_per_unit"] * 2**k / (reps * chains)))
     return h, reps, chains, per_chain, int(math.ceil(BURN_IN_TIME / h))
 
@@ -221,25 +246,29 @@ def chain_steps(preset: str, *, gamma: float = 1.0, control_variate: bool = True
 
 def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int = 0,
               gamma: float = 1.0, baoab_paper_friction: bool = False,
-              control_variate: bool = True, *, threads: int | None = None) -> Point:
+              control_variate: bool = True, *, threads: int | None = None, backend: str = "numba",
+              device=None) -> Point:
     """One (sampler, step size) point: ``R`` repeats streamed into histograms (with
     ``control_variate``, also the full-gradient control on the same paths); ``threads`` cores
     (default: all).  The per-point interface another backend implements: inputs the sampler,
     ``k`` (``h = 2^-k``), the preset (``N``, repeats, chains), the seed; output the W1 numbers."""
     return run_points(scheme, (plan,), k, preset, seed, gamma=gamma,
                       baoab_paper_friction=baoab_paper_friction, control_variate=control_variate,
-                      threads=threads)[0]
+                      threads=threads, backend=backend, device=device)[0]
 
 
 def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0, *, gamma: float = 1.0,
                baoab_paper_friction: bool = False, control_variate: bool = True,
-               threads: int | None = None) -> list[Point]:
+               threads: int | None = None, backend: str = "numba", device=None) -> list[Point]:
     """The points of one scheme at one step size for several plans, all their runs (and the
-    shared control's) scheduled together so that every core stays busy."""
+    shared control's) scheduled together so that every core stays busy (``backend="torch"``:
+    one run at a time on ``device``)."""
     threads = _threads(threads)
-    group = _Group.make(scheme, tuple(plans), k, preset, seed, gamma, baoab_paper_friction, control_variate)
+    sampler_for(backend, device)  # validates the pair
+    group = _Group.make(scheme, tuple(plans), k, preset, seed, gamma, baoab_paper_friction, control_variate,
+                        (backend, device))
     runs = group.runs()
-    workers = max(1, min(threads, len(runs)))
+    workers = max(1, min(threads, len(runs))) if backend == "numba" else 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return group.finish(group.submit(pool, max(1, threads // workers)))
 
@@ -268,18 +297,20 @@ class _Group:
     started: float = 0.0
 
     @classmethod
-    def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate):
+    def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
+             backend=("numba", None)):
         if preset not in PRESETS:
             raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         for plan in plans:
             if (scheme, plan) not in SAMPLERS:
                 raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
         target = GaussianTarget.one_d_example()
-        h, reps, chains, per_chain, burn = point_config(k, preset)
+        h, reps, chains, per_chain, burn = point_config(k, preset, backend)
         g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
         seeds = _repeat_seeds(seed, k, reps)
-        runs = {plan: [_Run(scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds] for plan in plans}
-        key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds)
+        runs = {plan: [_Run(scheme, plan, h, g, chains, burn, per_chain, sd, backend) for sd in seeds]
+                for plan in plans}
+        key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
                                     if control_variate else (None, [], None))
         return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact)
 
@@ -356,7 +387,7 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
 
 def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
         baoab_paper_friction: bool = False, control_variate: bool = True, *,
-        threads: int | None = None) -> list[Point]:
+        threads: int | None = None, backend: str = "numba", device=None) -> list[Point]:
     """Run every unit, write ``figure1.csv``, ``figure1.png`` and ``metadata.json``
     (``baoab_paper_friction``: BAOAB as the paper's listing, at friction ``gamma / 2``;
     ``control_variate=False``: the plain empirical W1 only; ``threads``: cores, default all).
@@ -366,6 +397,7 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     threads = _threads(threads)
+    sampler = sampler_for(backend, device)
     points: list[Point] = []
     t0 = time.time()
     n_units = len(units(preset))
@@ -379,10 +411,11 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
 
     # one pool for the whole figure; the next group is queued before the last one is evaluated,
     # so the cores run kernels while the main thread reads off W1 (no idle tail per group)
-    with ThreadPoolExecutor(max_workers=threads) as pool:
+    with ThreadPoolExecutor(max_workers=threads if backend == "numba" else 1) as pool:
         in_flight = None
         for s, k in _groups(preset):
-            group = _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate)
+            group = _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate,
+                                (backend, device))
             submitted = (group, group.submit(pool, 1))
             if in_flight:
                 finish(*in_flight)
@@ -391,7 +424,8 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
     seconds = time.time() - t0
     slopes = local_slopes(points)
     write_csv(out / "figure1.csv", points, slopes)
-    write_metadata(out / "metadata.json", points, preset, seed, seconds, baoab_paper_friction)
+    write_metadata(out / "metadata.json", points, preset, seed, seconds, baoab_paper_friction,
+                   backend=sampler.describe() if backend != "numba" else {"backend": "numba"})
     plot(out / "figure1.png", points, slopes)
     return points
 
@@ -421,7 +455,7 @@ def resolution_metadata() -> dict:
 
 
 def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seconds: float,
-                   baoab_paper_friction: bool = False) -> None:
+                   baoab_paper_friction: bool = False, backend: dict | None = None) -> None:
     from integrators.demo import metadata
     meta = metadata(seed, preset)
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
@@ -430,7 +464,7 @@ def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seco
                  "estimator": sorted({q.estimator for q in points if not q.diverged}),
                  "samples_per_point": "samples_per_unit * 2^k",
                  "samples_per_unit": PRESETS[preset]["samples_per_unit"],
-                 "histogram": resolution_metadata()})
+                 "histogram": resolution_metadata(), **(backend or {"backend": "numba"})})
     ok = [q for q in points if not q.diverged]
     if ok:  # the bounds the figure needs: against the smallest plotted W1 and the smallest floor
         res = meta["histogram"]
