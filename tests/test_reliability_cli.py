@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -189,13 +189,17 @@ BAD_VALUES = ["", "-1", "0", "abc", "1e9", "quick", "full", "bogus", "nope", "al
 
 @st.composite
 def argv(draw, tmp):
+    """A command's valid base (cheap: the fast fixture units, a trivial benchmark) followed by random
+    options of that command, each with a good or bad value (a later option overrides an earlier one)."""
     command = draw(st.sampled_from(sorted(OPTIONS) + ["frobnicate"]))
-    args = [command]
-    if command == "run":
-        args += draw(st.lists(st.sampled_from(["all", "fast", "nope", "-x"]), min_size=0, max_size=2))
+    base = {"run": ["run", "fast", "--out", str(tmp / "out")], "report": ["report", "--out", str(tmp / "out")],
+            "bench": ["bench", "--dir", str(tmp / "benches")], "claims": ["claims", "--preset", "bogus"]}
+    args = list(base.get(command, [command]))
+    if command == "run" and draw(st.booleans()):
+        args[1:2] = draw(st.lists(st.sampled_from(["all", "fast", "nope", "-x"]), min_size=0, max_size=2))
     values = BAD_VALUES + [str(tmp / "out"), str(tmp / "benches")]
     options = [o for o in OPTIONS.get(command, ["--help"]) if o not in ("--local-dask",)]  # no cluster start-up
-    for _ in range(draw(st.integers(0, 4))):
+    for _ in range(draw(st.integers(0, 3))):
         option = draw(st.sampled_from(options + ["--bogus-option"]))
         args.append(option)
         if draw(st.booleans()):
@@ -208,11 +212,16 @@ def argv(draw, tmp):
 def run_main(args):
     from reports.cli import main
     err, out = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
-        try:
-            code = main(args)
-        except SystemExit as exc:  # argparse's --help
-            code = exc.code
+    cwd = os.getcwd()
+    os.chdir(FUZZ_DIR)  # an output folder given as a relative path lands in the fuzz folder
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                code = main(args)
+            except SystemExit as exc:  # argparse's --help
+                code = exc.code
+    finally:
+        os.chdir(cwd)
     return code, err.getvalue()
 
 
@@ -221,8 +230,10 @@ FUZZ_DIR = Path(tempfile.mkdtemp(prefix="sms-langevin-fuzz-"))
 (FUZZ_DIR / "benches" / "bench_ok.py").write_text("print('ok')\n")
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(args=argv(FUZZ_DIR))
+@example(args=["run", "fast", "--out", str(FUZZ_DIR / "out"), "--scheduler", "bogus"])  # tracebacks on old main
+@example(args=["run", "fast", "--out", str(FUZZ_DIR / "out"), "--scheduler", "http://x:1"])
 def test_cli_fuzz_never_gives_a_traceback(args):
     old = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
     os.environ["SMS_LANGEVIN_REPORT_MODULES"] = FAST
