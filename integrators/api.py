@@ -26,6 +26,7 @@ import numba as nb
 import numpy as np
 
 from integrators.bounce import make_box
+from integrators.diagnostics import rhat_from_moments
 from integrators.kernel import aligned_zeros, kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.rng import STATE_WORDS, lane_normal_matrix, lane_states
@@ -36,6 +37,9 @@ BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
+RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the first moments) says so
+MIN_STEP_OVER_FRICTION = 1e-12  # below this h / gamma positions move ~sqrt(2 h / gamma) per step: frozen
+THREADS_VARIABLE = "SMS_LANGEVIN_THREADS"
 
 
 @dataclass
@@ -45,8 +49,11 @@ class SampleResult:
     ``chain_mean`` / ``chain_second_moment``: per-chain time averages after burn-in (diagonal);
     ``chain_outer``: per-chain averages of ``x x^T`` when ``full_moments`` was asked for;
     ``chain_tests``: per-chain averages of the test functions; ``samples``: thinned samples
-    ``(n_chains, n_keep, d)``; ``diverged_at``: first non-finite step per chain (-1: never);
-    ``x``, ``v``: final states.
+    ``(n_chains, n_keep, d)``, NaN where a chain had no sample to give (``keep`` above the number
+    of post-burn-in steps, or after its divergence); ``diverged_at``: first step per chain at which
+    its state left the divergence bound or was not finite (-1: never); ``x``, ``v``: final states.
+    :attr:`rhat` compares the chains with each other; :attr:`warnings` lists what makes the pooled
+    numbers untrustworthy as estimates (and :meth:`summary` prints it).
     """
 
     scheme: str
@@ -127,6 +134,35 @@ class SampleResult:
         t = self._pooled(self.chain_tests)
         return t.std(axis=0, ddof=1) / math.sqrt(t.shape[0])
 
+    @property
+    def rhat(self) -> np.ndarray | None:
+        """Classic R-hat per coordinate over the chains that did not diverge, from their time
+        averages of ``x`` and ``x^2`` (:func:`integrators.diagnostics.rhat_from_moments`); about 1
+        when the chains agree within their own spread, large when they disagree far beyond their
+        standard errors (chains still on their way somewhere).  ``None`` with fewer than 2 chains
+        or 2 post-burn-in steps."""
+        n_stat = self.n_steps - self.burn_in
+        if int(np.sum(self.ok)) < 2 or n_stat < 2:
+            return None
+        return rhat_from_moments(self.chain_mean[self.ok], self.chain_second_moment[self.ok], n_stat)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong)."""
+        out = []
+        if self.diverged:
+            out.append(f"{self.n_diverged} of {len(self.ok)} chains diverged (first at step "
+                       f"{self.first_divergence_step}); statistics pool the others")
+        rhat = self.rhat
+        if rhat is not None:
+            worst = float(np.nanmax(rhat)) if np.any(~np.isnan(rhat)) else math.nan
+            if math.isnan(worst):
+                out.append("the chains did not move (no spread within or between them): no estimate")
+            elif worst > RHAT_WARN:
+                out.append(f"chains disagree far beyond their standard errors (R-hat {worst:.3g} > "
+                           f"{RHAT_WARN}): not converged, the numbers are not an estimate")
+        return out
+
     def summary(self) -> str:
         if not np.any(self.ok):
             return (f"{self.scheme} x {self.plan}, h={self.h:g}: DIVERGED "
@@ -134,8 +170,8 @@ class SampleResult:
         msg = (f"{self.scheme} x {self.plan}, h={self.h:g}, gamma={self.gamma:g}: "
                f"mean={_fmt(self.mean)} +/- {_fmt(self.mean_se)}, "
                f"var={_fmt(self.variance)} +/- {_fmt(self.variance_se)}")
-        if self.diverged:
-            msg += f"; {self.n_diverged} chains diverged (first at step {self.first_divergence_step})"
+        for warning in self.warnings:
+            msg += f"; WARNING: {warning}"
         return msg
 
 
@@ -176,12 +212,16 @@ def _initial_state(name, value, n_chains, dim, default):
 def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed):
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target (e.g. GaussianTarget), got {type(target).__name__}")
-    if scheme not in SCHEMES:
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
-    if plan not in PLAN_CODES:
+    if not isinstance(plan, str) or plan not in PLAN_CODES:
         raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
     h = _positive_float("h", h)
     gamma = _positive_float("gamma", gamma)
+    if h / gamma < MIN_STEP_OVER_FRICTION:
+        raise ValueError(f"gamma={gamma!r} is too large for h={h!r}: positions would move by about "
+                         f"sqrt(2 h / gamma) = {math.sqrt(2 * h / gamma):.2g} per step (frozen chains); "
+                         f"need h / gamma >= {MIN_STEP_OVER_FRICTION:g}")
     n_chains = _int_at_least("n_chains", n_chains, 1)
     n_steps = _int_at_least("n_steps", n_steps, 1)
     burn_in = _int_at_least("burn_in", burn_in, 0)
@@ -198,6 +238,52 @@ def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_s
     return h, gamma, n_chains, n_steps, burn_in, batch_size, seed
 
 
+def _threads_from_environment() -> int:
+    text = os.environ.get(THREADS_VARIABLE, "").strip()
+    if not text:
+        return os.cpu_count() or 1
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"environment variable {THREADS_VARIABLE} must be a positive integer, "
+                         f"got {text!r}") from None
+    if value < 1:
+        raise ValueError(f"environment variable {THREADS_VARIABLE} must be a positive integer, got {text!r}")
+    return value
+
+
+def _describe(test_data) -> str:
+    return "(" + ", ".join(f"{a.dtype}[{a.ndim}d]" for a in test_data) + ("," if len(test_data) == 1 else "") + ")"
+
+
+def _check_test_functions(test_functions, n_test_functions, test_data) -> tuple:
+    """Check ``test_functions`` (a Numba function of three positional arguments) and ``test_data``
+    (a tuple of numpy arrays of numbers) before anything compiles; returns ``test_data`` as a tuple."""
+    import inspect
+
+    if n_test_functions and test_functions is None:
+        raise ValueError("n_test_functions > 0 needs test_functions")
+    if test_functions is None:
+        return tuple(test_data) if isinstance(test_data, tuple) else ()
+    if not n_test_functions:
+        raise ValueError("test_functions needs n_test_functions >= 1 (how many values it writes to out)")
+    if not hasattr(test_functions, "py_func"):
+        raise ValueError(f"test_functions must be a Numba function (decorate f(x, out, test_data) with "
+                         f"@numba.njit), got {type(test_functions).__name__}")
+    try:
+        inspect.signature(test_functions.py_func).bind(None, None, None)
+    except TypeError:
+        raise ValueError(f"test_functions must take three positional arguments f(x, out, test_data), got "
+                         f"{test_functions.py_func.__name__}{inspect.signature(test_functions.py_func)}") from None
+    if not isinstance(test_data, tuple):
+        raise ValueError(f"test_data must be a tuple of numpy arrays, got {type(test_data).__name__}")
+    for i, arr in enumerate(test_data):
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+            raise ValueError(f"test_data[{i}] must be a numpy array of numbers, got {type(arr).__name__}"
+                             + (f" of dtype {arr.dtype}" if isinstance(arr, np.ndarray) else ""))
+    return test_data
+
+
 def _tiled(states: np.ndarray, n_tiles: int, tile: int) -> np.ndarray:
     """Stream states ``(STATE_WORDS, n_tiles * tile)`` as ``(n_tiles, STATE_WORDS, tile)`` on a cache line."""
     out = aligned_zeros((n_tiles, STATE_WORDS, tile), np.uint64)
@@ -209,7 +295,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
            burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
            test_functions=None, n_test_functions=0, test_data=(), path_refine=1, threads=None,
-           divergence_bound=1e8, histogram=None) -> SampleResult:
+           divergence_bound=None, histogram=None) -> SampleResult:
     """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
 
     Parameters: ``h`` step size, ``gamma`` friction, ``burn_in`` steps excluded from statistics,
@@ -217,26 +303,30 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     ``target.initial_point()`` and standard normal velocities), ``control_variate`` (at ``x_ref``,
     default the L-BFGS mode), ``box_center`` / ``box_half_width`` for the elastic bounce,
     ``keep`` thinned samples per chain, ``full_moments`` to track ``x x^T``,
-    ``test_functions`` a Numba function ``f(x, out, test_data)`` filling ``n_test_functions``
-    values (``test_data``: a tuple of arrays passed through),
+    ``test_functions`` a Numba function (``@numba.njit``) ``f(x, out, test_data)`` filling
+    ``n_test_functions`` values (``test_data``: a tuple of numpy arrays passed through),
     ``path_refine`` (a power of two) to drive the run with the Brownian path of ``h / path_refine``,
     ``histogram=(lo, hi, n_bins)`` streams a histogram of the first coordinate after burn-in
     (``SampleResult.histogram``, ``histogram_tails``) for :class:`bias.wasserstein.StreamingW1`,
-    ``threads`` worker threads (default: all cores), ``divergence_bound``: a chain is reported
-    diverged at the first step where a coordinate of x or v is non-finite or exceeds it.
+    ``threads`` worker threads (default: ``SMS_LANGEVIN_THREADS`` or all cores), ``divergence_bound``:
+    a chain is reported diverged at the first step where a coordinate of x or v is non-finite or
+    exceeds it in absolute value (default: ``target.divergence_bound()``, a scale taken from the
+    target: its centre plus 1000 of its standard deviations, and at least 1000 for the unit-variance
+    velocities).
     """
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
     keep = _int_at_least("keep", keep, 0)
+    if divergence_bound is None:
+        divergence_bound = target.divergence_bound()
     divergence_bound = _positive_float("divergence_bound", divergence_bound)
     path_refine = _int_at_least("path_refine", path_refine, 1)
     if path_refine & (path_refine - 1):
         raise ValueError(f"path_refine must be a power of two, got {path_refine}")
     n_test_functions = _int_at_least("n_test_functions", n_test_functions, 0)
-    if n_test_functions and test_functions is None:
-        raise ValueError("n_test_functions > 0 needs test_functions")
+    test_data = _check_test_functions(test_functions, n_test_functions, test_data)
     if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
-        threads = int(os.environ.get("SMS_LANGEVIN_THREADS", 0)) or (os.cpu_count() or 1)
+        threads = _threads_from_environment()
     threads = _int_at_least("threads", threads, 1)
     dim = target.dim
     box = make_box(dim, box_center, box_half_width)
@@ -255,9 +345,14 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     hist_lo, hist_inv_width, n_bins = 0.0, 1.0, 0
     if histogram is not None:
         try:
-            lo, hi, n_bins = float(histogram[0]), float(histogram[1]), int(histogram[2])
-        except (TypeError, ValueError, IndexError):
+            if len(histogram) != 3 or isinstance(histogram, str):
+                raise ValueError
+            lo, hi, n_bins = float(histogram[0]), float(histogram[1]), histogram[2]
+        except (TypeError, ValueError, IndexError, OverflowError):
             raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
+        if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+            raise ValueError(f"histogram's n_bins must be an integer, got {n_bins!r}")
+        n_bins = int(n_bins)
         if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
             raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, "
                              f"got {histogram!r}")
@@ -287,7 +382,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     sum_xx = aligned_zeros((n_pad, dim))
     sum_outer = np.zeros((n_pad, dim, dim) if full_moments else (n_pad, 0, 0))
     sum_tests = np.zeros((n_pad, n_test_functions))
-    samples = np.zeros((n_pad, keep, dim))
+    samples = np.full((n_pad, keep, dim), np.nan)  # a sample never taken stays NaN, never 0.0
     diverged_at = np.full(n_pad, -1, dtype=np.int64)
     diverged_at[n_chains:] = 0  # padding lanes: parked from the start, in no statistic
 
@@ -310,14 +405,22 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     def run_group(group):
         kernel(*group_args(group))
 
-    if n_groups == 1:  # (a single call compiles itself if it must)
-        run_group(0)
-    else:
-        if not kernel.overloads:  # first use: compile before the threads start (numba's compiler
-            # lock would serialize them anyway; a later new signature relies on that lock)
-            kernel.compile(tuple(nb.typeof(a) for a in group_args(0)))
-        with ThreadPoolExecutor(max_workers=n_groups) as pool:
-            list(pool.map(run_group, range(n_groups)))
+    try:
+        if n_groups == 1:  # (a single call compiles itself if it must)
+            run_group(0)
+        else:
+            if not kernel.overloads:  # first use: compile before the threads start (numba's compiler
+                # lock would serialize them anyway; a later new signature relies on that lock)
+                kernel.compile(tuple(nb.typeof(a) for a in group_args(0)))
+            with ThreadPoolExecutor(max_workers=n_groups) as pool:
+                list(pool.map(run_group, range(n_groups)))
+    except nb.core.errors.TypingError as exc:
+        if test_functions is None:
+            raise
+        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+        raise ValueError(f"test_functions {getattr(test_functions, '__name__', test_functions)!r} could not be "
+                         f"compiled as f(x, out, test_data) with x, out 1-D float arrays and test_data "
+                         f"{_describe(test_data)}: {first}") from None
     x, v, diverged_at = x[:n_chains], v[:n_chains], diverged_at[:n_chains]
     sum_x, sum_xx, sum_outer = sum_x[:n_chains], sum_xx[:n_chains], sum_outer[:n_chains]
     sum_tests, samples = sum_tests[:n_chains], samples[:n_chains]

@@ -16,9 +16,16 @@ import numba as nb
 import numpy as np
 import scipy.optimize
 
+DIVERGENCE_SDS = 1e3  # a chain this many target standard deviations out has left the target
+LEGACY_DIVERGENCE_BOUND = 1e8  # for a target that knows no scale of its own
+MAX_DIM = 10**8  # a model with more weights than this is a mistake in its labels or sizes
+
 
 def _finite_array(name, value, ndim=None, dtype=float):
-    arr = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+    try:
+        arr = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
@@ -38,6 +45,21 @@ class Target:
 
     def initial_point(self) -> np.ndarray:
         return np.zeros(self.dim)
+
+    def typical_scale(self) -> tuple[float, float] | None:
+        """``(r, s)``: the target's centre lies within ``r`` of the origin (max norm) and its coordinates'
+        standard deviations are at most ``s``; ``None`` when the target knows no such scale."""
+        return None
+
+    def divergence_bound(self) -> float:
+        """Default bound on ``|x|`` and ``|v|`` beyond which a chain is reported diverged:
+        ``r + DIVERGENCE_SDS * max(s, 1)`` from :meth:`typical_scale` (the 1 is the velocities' unit
+        stationary scale); a chain that far out is not sampling the target, whatever the scheme."""
+        scale = self.typical_scale()
+        if scale is None:
+            return LEGACY_DIVERGENCE_BOUND
+        centre, sd = scale
+        return float(centre + DIVERGENCE_SDS * max(sd, 1.0))
 
     # Python-side helpers (used for validation, control variates and tests).
     def full_grad(self, x) -> np.ndarray:
@@ -213,6 +235,10 @@ class GaussianTarget(Target):
     def initial_point(self) -> np.ndarray:
         return np.zeros(self.dim)
 
+    def typical_scale(self) -> tuple[float, float]:
+        """The exact moments: ``(|mean|_inf, largest marginal standard deviation)``."""
+        return float(np.max(np.abs(self.mean))), float(math.sqrt(np.max(np.diag(self.covariance))))
+
     @classmethod
     def one_d_example(cls) -> GaussianTarget:
         """The paper's Section 3.4 example: two terms ``(x - x_i)^2 / (2 sigma_i^2)``,
@@ -264,6 +290,29 @@ def _logit_potential(x, arrays):
     return total
 
 
+def _features(features) -> np.ndarray:
+    feats = _finite_array("features", features, 2)
+    if feats.shape[0] < 1 or feats.shape[1] < 1:
+        raise ValueError(f"features must have at least one row (datum) and one column, got shape {feats.shape}")
+    return feats
+
+
+def _prior_precision(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"prior_precision must be a positive finite number, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"prior_precision must be positive and finite, got {value}")
+    return float(value)
+
+
+def _strongly_convex_scale(self) -> tuple[float, float]:
+    """Convex data terms plus the prior ``lambda |x|^2 / 2``: the potential is ``lambda``-strongly
+    convex, so its mode lies within ``|grad f(0)| / lambda`` of the origin and every coordinate's
+    standard deviation is at most ``1 / sqrt(lambda)`` (Brascamp-Lieb)."""
+    lam = float(self.arrays[2][0])
+    return float(np.linalg.norm(self.full_grad(np.zeros(self.dim))) / lam), 1.0 / math.sqrt(lam)
+
+
 class LogisticTarget(Target):
     """Binary logistic regression: ``f_i(x) = log(1 + e^{z_i}) - y_i z_i`` with
     ``z_i = features_i . x`` and labels in {0, 1}; prior ``f_0(x) = prior_precision |x|^2 / 2``."""
@@ -274,17 +323,17 @@ class LogisticTarget(Target):
     potential = staticmethod(_logit_potential)
 
     def __init__(self, features, labels, prior_precision=50.0):
-        feats = _finite_array("features", features, 2)
+        feats = _features(features)
         labels = _finite_array("labels", labels, 1)
         if labels.shape[0] != feats.shape[0]:
             raise ValueError(
                 f"labels has {labels.shape[0]} entries but features has {feats.shape[0]} rows")
         if not np.all((labels == 0) | (labels == 1)):
             raise ValueError("labels must be 0 or 1")
-        if not (prior_precision > 0 and math.isfinite(prior_precision)):
-            raise ValueError(f"prior_precision must be positive and finite, got {prior_precision}")
-        self.arrays = (feats, labels, np.array([float(prior_precision)]))
+        self.arrays = (feats, labels, np.array([_prior_precision(prior_precision)]))
         self.n_data, self.dim = feats.shape
+
+    typical_scale = _strongly_convex_scale
 
 
 # ----------------------------------------------------------- multinomial logistic regression
@@ -354,25 +403,40 @@ class MultinomialLogisticTarget(Target):
     potential = staticmethod(_mlogit_potential)
 
     def __init__(self, features, labels, n_classes=None, prior_precision=50.0):
-        feats = _finite_array("features", features, 2)
+        feats = _features(features)
         labels = np.asarray(labels)
         if labels.ndim != 1 or labels.shape[0] != feats.shape[0]:
             raise ValueError(
                 f"labels must be 1-D with {feats.shape[0]} entries, got shape {labels.shape}")
+        if labels.dtype == bool or labels.dtype.kind not in "iuf":
+            raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
         if not np.issubdtype(labels.dtype, np.integer):
             if not np.all(np.isfinite(labels)) or not np.all(labels == np.round(labels)):
                 raise ValueError("labels must be integers")
+        if labels.min() < 0 or labels.max() >= 2**62:
+            raise ValueError(f"labels must lie in [0, n_classes), got values from {labels.min()} to {labels.max()}")
         labels = np.ascontiguousarray(labels.astype(np.int64))
-        n_classes = int(labels.max()) + 1 if n_classes is None else int(n_classes)
-        if n_classes < 2 or labels.min() < 0 or labels.max() >= n_classes:
-            raise ValueError(f"labels must lie in [0, n_classes={n_classes})")
-        if not (prior_precision > 0 and math.isfinite(prior_precision)):
-            raise ValueError(f"prior_precision must be positive and finite, got {prior_precision}")
-        self.arrays = (feats, labels, np.array([float(prior_precision)]))
+        if n_classes is None:
+            n_classes = int(labels.max()) + 1
+            seen = len(np.unique(labels))
+            if n_classes > max(2, 2 * seen):
+                raise ValueError(f"labels imply n_classes = max label + 1 = {n_classes} but only {seen} distinct "
+                                 f"labels appear; pass n_classes explicitly if that is meant")
+        elif isinstance(n_classes, bool) or not isinstance(n_classes, (int, np.integer)):
+            raise ValueError(f"n_classes must be an integer, got {n_classes!r}")
+        n_classes = int(n_classes)
+        if n_classes < 2 or labels.max() >= n_classes:
+            raise ValueError(f"labels must lie in [0, n_classes={n_classes}) with n_classes >= 2")
+        if feats.shape[1] * n_classes > MAX_DIM:
+            raise ValueError(f"{feats.shape[1]} features x {n_classes} classes = {feats.shape[1] * n_classes} "
+                             f"weights exceeds {MAX_DIM:.0e}")
+        self.arrays = (feats, labels, np.array([_prior_precision(prior_precision)]))
         self.n_data = feats.shape[0]
         self.n_features = feats.shape[1]
         self.n_classes = n_classes
         self.dim = feats.shape[1] * n_classes
+
+    typical_scale = _strongly_convex_scale
 
     def predict_proba(self, x, features) -> np.ndarray:
         w = np.asarray(x).reshape(self.n_features, self.n_classes)

@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 from reports import registry
-from reports.executor import execute
+from reports.executor import SchedulerError, check_scheduler, execute
 from reports.progress import Progress
-from reports.store import CorruptUnit, Store, unit_seed
+from reports.runmeta import fingerprint
+from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed
 
 
 class CliError(Exception):
@@ -56,7 +57,11 @@ def build_parser() -> Parser:
     cl = sub.add_parser("claims", help="the claims table alone")
     cl.add_argument("--preset", default="quick", help="quick or full")
     cl.add_argument("--out", default="out/claims", help="output folder")
-    sub.add_parser("bench", help="run the benchmarks (speed and memory ratios)")
+    bench = sub.add_parser("bench", help="run the benchmarks (speed and memory ratios)")
+    bench.add_argument("--preset", default="quick", help="preset of the benchmarks that take one (quick or full)")
+    bench.add_argument("--out", default=None,
+                       help="folder for the outputs of benchmarks that write files (default: a temporary one)")
+    bench.add_argument("--dir", default=None, help="folder of bench_*.py scripts (default: the project's benchmarks/)")
     tour = sub.add_parser("tour", help="execute the guided tour's notebooks into HTML pages (OUT/report/tour)")
     tour.add_argument("notebooks", nargs="*", help="notebooks to run (names or numbers such as 02; default all)")
     tour.add_argument("--out", default="out/run", help="output folder; a report there links the tour")
@@ -68,11 +73,22 @@ def _check_preset(preset):
         raise CliError(f"unknown preset {preset!r}; choose from {', '.join(registry.PRESETS)}")
 
 
+def _out_path(text: str) -> Path:
+    if not text.strip():
+        raise CliError("--out must name a folder, got an empty string")
+    return Path(text)
+
+
 def _check_out(out: Path) -> None:
+    """Create ``out`` if needed (call this after every other argument check) and check it is writable."""
     from integrators.demo import unwritable
     problem = unwritable(out)
     if problem:
         raise CliError(f"cannot write to --out {out}: {problem}")
+
+
+def _lock(out: Path) -> FolderLock:
+    return FolderLock(out)
 
 
 def _select(ids, figures):
@@ -114,67 +130,88 @@ def _backend_options(args, ids, figures) -> dict:
 
 def cmd_run(args, figures) -> int:
     _check_preset(args.preset)
-    out = Path(args.out)
-    _check_out(out)
     if args.workers < 1:
         raise CliError(f"--workers must be >= 1, got {args.workers}")
     if args.seed < 0:
         raise CliError(f"--seed must be >= 0, got {args.seed}")
     ids = _select(args.ids, figures)
     backend = _backend_options(args, ids, figures)
+    if args.scheduler is not None:
+        problem = check_scheduler(args.scheduler)
+        if problem:
+            raise CliError(f"--scheduler {args.scheduler}: {problem}")
+    out = _out_path(args.out)
+    _check_out(out)  # creates the folder: only once every argument has passed its checks
+    with _lock(out):
+        return _run_locked(args, figures, ids, out, backend)
+
+
+def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     store = Store(out)
     store.remove_stale_temporaries()
-    tasks = []
+    tasks, prints = [], {}
     skipped = 0
     for fid in ids:
         for unit in figures[fid].units(args.preset):
             unit = {**unit, **backend} if getattr(figures[fid], "BACKENDS", None) else unit
+            seed = unit_seed(args.seed, fid, unit)
+            wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset)
             if args.resume:
                 try:
-                    if store.load(fid, unit) is not None:
+                    if store.load(fid, unit, wanted) is not None:
                         skipped += 1
                         continue
-                except CorruptUnit as exc:
+                except (CorruptUnit, StaleUnit) as exc:
                     print(f"warning: {exc}; recomputing", file=sys.stderr)
-            tasks.append((figures[fid].__name__, unit, args.preset, unit_seed(args.seed, fid, unit)))
+            task = (figures[fid].__name__, unit, args.preset, seed)
+            tasks.append(task)
+            prints[(fid, store.path(fid, unit))] = wanted
     by_module = {mod.__name__: fid for fid, mod in figures.items()}
     progress = Progress(len(tasks), label=f"{args.preset}")
-    if skipped:
+    if args.resume:
         print(f"resuming: {skipped} units already done, {len(tasks)} to run", file=sys.stderr)
     from integrators.demo import metadata
-    for (module, unit, preset, seed), result, seconds in execute(
-            tasks, args.workers, args.scheduler, args.local_dask):
-        fid = by_module[module]
-        meta = metadata(seed, preset)
-        meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid})
-        store.save(fid, unit, result, meta)
-        progress.advance(f"{fid} {unit}")
+    try:
+        for (module, unit, preset, seed), result, seconds in execute(
+                tasks, args.workers, args.scheduler, args.local_dask):
+            fid = by_module[module]
+            meta = metadata(seed, preset)
+            meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
+                         "fingerprint": prints[(fid, store.path(fid, unit))]})
+            store.save(fid, unit, result, meta)
+            progress.advance(f"{fid} {unit}")
+    except SchedulerError as exc:
+        raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids}
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n")
-    build_outputs(out, figures, ids, args.preset)
+    build_outputs(out, figures, ids, args.preset, args.seed)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
 
 
-def build_outputs(out: Path, figures, ids, preset) -> None:
+def build_outputs(out: Path, figures, ids, preset, run_seed: int) -> None:
+    """Draw every figure of ``ids`` from the units persisted in ``out``, each checked to have been
+    computed with ``preset``, ``run_seed`` and the current code."""
     from reports.report import write_report
     store = Store(out)
     drawn = {}
     for fid in ids:
         mod = figures[fid]
         results, missing = [], []
+        rerun = f"sms-langevin run {fid} --resume --preset {preset} --seed {run_seed} --out {out}"
         for unit in mod.units(preset):
+            wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset)
             try:
-                res = store.load(fid, unit)
-            except CorruptUnit as exc:
-                raise CliError(f"{exc}; rerun with `run {fid} --resume` to recompute it") from None
+                res = store.load(fid, unit, wanted)
+            except (CorruptUnit, StaleUnit) as exc:
+                raise CliError(f"{exc}; run `{rerun}` to recompute it") from None
             if res is None:
                 missing.append(unit)
             else:
                 results.append((unit, res))
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
-                           f"{out}; run `sms-langevin run {fid} --resume --out {out}`")
+                           f"{out}; run `{rerun}`")
         info = mod.draw(results, out / "report" / fid, preset)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
@@ -189,38 +226,95 @@ def build_outputs(out: Path, figures, ids, preset) -> None:
 
 
 def cmd_report(args, figures) -> int:
-    out = Path(args.out)
-    if not (out / "units").exists():
+    out = _out_path(args.out)
+    if args.preset is not None:
+        _check_preset(args.preset)
+    if not (out / "units").is_dir():
         raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
     try:
         run_meta = json.loads((out / "run.json").read_text())
-    except (OSError, ValueError):
-        run_meta = {}
+        if not isinstance(run_meta, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError) as exc:
+        run_meta = _infer_run(out, figures)
+        print(f"warning: {out / 'run.json'} unreadable ({exc.__class__.__name__}); rebuilding "
+              f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
+    ids = run_meta.get("ids")
+    ids = [i for i in ids if i in figures] if isinstance(ids, list) else []
+    if not ids:
+        raise CliError(f"no figure of this registry has persisted units in {out}")
     preset = args.preset or run_meta.get("preset", "quick")
     _check_preset(preset)
-    ids = [i for i in run_meta.get("ids", list(figures)) if i in figures]
-    build_outputs(out, figures, ids, preset)
+    seed = run_meta.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise CliError(f"{out / 'run.json'}: seed must be an integer >= 0, got {seed!r}")
+    with _lock(out):
+        build_outputs(out, figures, ids, preset, seed)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
+
+
+def _infer_run(out: Path, figures) -> dict:
+    """Ids, preset and seed of a run whose ``run.json`` is lost, read from its unit files."""
+    ids, fprint = [], {}
+    for fid in figures:
+        files = sorted(p for p in (out / "units" / fid).glob("*.json") if not p.name.startswith("."))
+        if files:
+            ids.append(fid)
+            if not fprint:
+                try:
+                    fprint = json.loads(files[0].read_text())["meta"]["fingerprint"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    fprint = {}
+    meta = {"ids": ids}
+    if isinstance(fprint, dict):
+        meta.update({k: fprint[k] for k, name in (("preset", "preset"), ("run_seed", "seed")) if k in fprint})
+        if "run_seed" in meta:
+            meta["seed"] = meta.pop("run_seed")
+    return meta
 
 
 def cmd_claims(args, figures) -> int:
     from theory_checks import claims
     if args.preset not in claims.PRESETS:
         raise CliError(f"unknown preset {args.preset!r}; choose from {', '.join(claims.PRESETS)}")
-    out = Path(args.out)
+    out = _out_path(args.out)
     _check_out(out)
     return claims.main(["--preset", args.preset, "--out", str(out)])
 
 
 def cmd_bench(args, figures) -> int:
-    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    """Run every ``bench_*.py``; a script whose parser declares ``--preset`` / ``--out`` gets this
+    command's preset and a folder under ``--out`` (a temporary folder unless given).  Fails (exit 2)
+    when any benchmark fails."""
+    import re
+    import tempfile
+    _check_preset(args.preset)
+    root = Path(args.dir) if args.dir is not None else Path(__file__).resolve().parents[1] / "benchmarks"
+    if not root.is_dir():
+        raise CliError(f"--dir {root}: not a folder")
     scripts = sorted(root.glob("bench_*.py"))
     if not scripts:
-        raise CliError(f"no benchmarks found in {root}")
-    for script in scripts:
-        print(f"== {script.name}", flush=True)
-        subprocess.run([sys.executable, str(script)], check=False, env=os.environ.copy())
+        raise CliError(f"no benchmarks (bench_*.py) found in {root}")
+    if args.out is not None:
+        out = _out_path(args.out)
+        _check_out(out)
+    failed = []
+    with tempfile.TemporaryDirectory(prefix="sms-langevin-bench-") as tmp:
+        base = out if args.out is not None else Path(tmp)
+        for script in scripts:
+            text = script.read_text(errors="replace")
+            extra = []
+            if re.search(r"add_argument\(\s*['\"]--preset['\"]", text):
+                extra += ["--preset", args.preset]
+            if re.search(r"add_argument\(\s*['\"]--out['\"]", text):
+                extra += ["--out", str(base / script.stem)]
+            print(f"== {script.name} {' '.join(extra)}".rstrip(), flush=True)
+            code = subprocess.run([sys.executable, str(script), *extra], check=False, env=os.environ.copy()).returncode
+            if code != 0:
+                failed.append(f"{script.name} (exit {code})")
+    if failed:
+        raise CliError(f"{len(failed)} of {len(scripts)} benchmarks failed: {', '.join(failed)}")
     return 0
 
 
@@ -228,7 +322,7 @@ def cmd_tour(args, figures) -> int:
     """Execute the tour into ``OUT/report/tour``; a report already in ``OUT`` is rebuilt to link it."""
     from tour.build import NotebookFailed, build
     from tour.notebooks import notebooks
-    out = Path(args.out)
+    out = _out_path(args.out)
     _check_out(out)
     try:
         notebooks(args.notebooks)
@@ -258,8 +352,13 @@ def main(argv=None) -> int:
         handler = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims,
                    "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
-    except CliError as exc:
+    except (CliError, Busy) as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # e.g. the output folder became unwritable mid-run
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"sms-langevin: error: {exc.strerror or exc}{where} (finished units are saved; fix this and "
+              f"rerun with --resume)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("sms-langevin: interrupted; finished units are saved, rerun with --resume", file=sys.stderr)

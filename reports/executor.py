@@ -9,8 +9,37 @@ from __future__ import annotations
 
 import importlib
 import os
+import socket
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+
+SCHEDULER_PROTOCOLS = ("tcp", "tls")
+CONNECT_TIMEOUT = 3.0  # seconds to wait for a scheduler's port to accept a connection
+
+
+class SchedulerError(Exception):
+    """The Dask scheduler could not be used (bad address, nothing listening, dask missing)."""
+
+
+def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """``None`` if ``address`` (``tcp://host:port``, ``tls://host:port`` or ``host:port``) accepts a
+    TCP connection within ``timeout`` seconds, else the reason in words."""
+    protocol, sep, rest = address.partition("://")
+    if not sep:
+        protocol, rest = "tcp", address
+    if protocol not in SCHEDULER_PROTOCOLS:
+        return (f"unsupported protocol {protocol!r}; give a Dask scheduler address such as "
+                f"tcp://host:8786")
+    host, colon, port_text = rest.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        return "expected host:port (for example tcp://127.0.0.1:8786)"
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=timeout):
+            pass
+    except OSError as exc:
+        return f"cannot connect ({exc.strerror or exc.__class__.__name__}); is a Dask scheduler running there?"
+    return None
 
 
 def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
@@ -29,11 +58,12 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
     if scheduler or local_dask:
         yield from _dask(tasks, workers, scheduler)
         return
-    if workers <= 1:
+    if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
             result, seconds = run_task(*task)
             yield task, result, seconds
         return
+    workers = min(workers, len(tasks))
     threads = max(1, cores // workers)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run_task, *task, threads): task for task in tasks}
@@ -46,15 +76,24 @@ def _dask(tasks, workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as dask_completed
-    except ImportError as exc:
-        raise RuntimeError("the Dask executor needs dask.distributed: pip install 'dask[distributed]'") from exc
+    except ImportError:
+        raise SchedulerError("the Dask executor needs dask.distributed: pip install 'dask[distributed]'") from None
+    if not tasks:
+        return
     cluster = None
-    if scheduler:
-        client = Client(scheduler)
-    else:
-        cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=True,
-                               dashboard_address=None)
-        client = Client(cluster)
+    try:
+        if scheduler:
+            client = Client(scheduler, timeout=f"{int(CONNECT_TIMEOUT * 3)}s")
+        else:
+            cluster = LocalCluster(n_workers=max(1, min(workers, len(tasks))), threads_per_worker=1,
+                                   processes=True, dashboard_address=None)
+            client = Client(cluster)
+    except (OSError, TimeoutError, ValueError) as exc:
+        if cluster is not None:
+            cluster.close()
+        where = scheduler or "a local Dask cluster"
+        first = (str(exc).splitlines() or [""])[0]
+        raise SchedulerError(f"cannot use {where}: {exc.__class__.__name__}: {first}") from None
     try:
         futures = {client.submit(run_task, *task, 1, pure=False): task for task in tasks}
         for fut in dask_completed(list(futures)):

@@ -1,0 +1,251 @@
+"""Issue 10, the command line: units are reused only when their fingerprint matches, two runs into
+one folder cannot corrupt each other, and every user error is one line with exit code 2 (through
+the real entry point as a subprocess, and a hypothesis fuzz of the parser's own options)."""
+
+import contextlib
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = "tests.report_fixtures.fast_units"
+OTHER = "tests.report_fixtures.other_units"
+
+
+def cli(args, env_extra=None, modules=FAST, cwd=ROOT, **kwargs):
+    env = os.environ.copy()
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["SMS_LANGEVIN_REPORT_MODULES"] = modules
+    env.update(env_extra or {})
+    return subprocess.run([sys.executable, "-m", "reports", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300, **kwargs)
+
+
+def one_line_error(proc, *words):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sms-langevin: error:"), proc.stderr
+    for word in words:
+        assert word in lines[0], proc.stderr
+    return lines[0]
+
+
+def unit_files(out):
+    return sorted(p for p in (Path(out) / "units").rglob("*.json") if not p.name.startswith("."))
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick_seed0")
+    proc = cli(["run", "all", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_resume_recomputes_units_of_another_seed_or_preset(tmp_path, quick_run):
+    out = tmp_path / "d"
+    shutil.copytree(quick_run, out)
+    other = cli(["run", "all", "--seed", "7", "--preset", "full", "--resume", "--out", str(out)])
+    assert other.returncode == 0, other.stderr
+    assert "0 units already done, 6 to run" in other.stderr
+    assert "run_seed 0 (wanted 7)" in other.stderr and "preset quick (wanted full)" in other.stderr
+    assert (out / "report/fast/fast.csv").read_bytes() != (quick_run / "report/fast/fast.csv").read_bytes()
+    assert '"preset": "full"' in (out / "report/fast/metadata.json").read_text()
+    assert all(json.loads(p.read_text())["meta"]["fingerprint"]["run_seed"] == 7 for p in unit_files(out))
+
+
+def test_report_refuses_units_of_another_preset_and_a_changed_meta(tmp_path, quick_run):
+    one_line_error(cli(["report", "--out", str(quick_run), "--preset", "full"]), "preset quick (wanted full)",
+                   f"--out {quick_run}")
+    out = tmp_path / "tampered"
+    shutil.copytree(quick_run, out)
+    victim = unit_files(out)[0]
+    payload = json.loads(victim.read_text())
+    payload["meta"]["fingerprint"]["run_seed"] = 3  # relabel a unit: its meta is under the checksum
+    victim.write_text(json.dumps(payload))
+    one_line_error(cli(["report", "--out", str(out)]), "checksum mismatch", f"--out {out}")
+
+
+def test_a_changed_code_version_makes_units_stale(tmp_path, quick_run):
+    out = tmp_path / "code"
+    shutil.copytree(quick_run, out)
+    from reports.store import Store, _checksum
+    for path in unit_files(out):
+        payload = json.loads(path.read_text())
+        payload["meta"]["fingerprint"]["code_version"] = "0" * 16  # as if computed by other code
+        payload["checksum"] = _checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+        path.write_text(json.dumps(payload))
+    assert Store(out).meta("fast", {"k": 2, "plan": "sms"})["fingerprint"]["code_version"] == "0" * 16
+    one_line_error(cli(["report", "--out", str(out)]), "code_version")
+
+
+def test_a_run_into_a_folder_another_process_writes_to_is_refused(tmp_path, quick_run):
+    """The lock a run holds (the same FolderLock every run takes): a second run or report into the
+    folder is refused at once and leaves the first one's in-flight temporary files alone."""
+    from reports.store import FolderLock
+    out = tmp_path / "busy"
+    shutil.copytree(quick_run, out)
+    in_flight = out / "units" / "fast" / ".tmp-inflight.json"
+    in_flight.write_text("{}")
+    with FolderLock(out):
+        one_line_error(cli(["run", "all", "--out", str(out)]), "another sms-langevin process", str(out))
+        one_line_error(cli(["report", "--out", str(out)]), "another sms-langevin process")
+        assert in_flight.exists(), "a refused run must not touch the other run's files"
+    resumed = cli(["run", "all", "--resume", "--out", str(out)], env_extra={"FAST_UNITS_FAIL": "1"})
+    assert resumed.returncode == 0 and "6 units already done" in resumed.stderr, resumed.stderr
+    assert not in_flight.exists(), "once free, the folder's stale temporaries are cleaned up"
+
+
+def test_unwritable_unit_folder_mid_run_is_one_line(tmp_path):
+    out = tmp_path / "ro"
+    (out / "units").mkdir(parents=True)
+    (out / "units" / "fast").write_text("a file where the run needs a folder")
+    one_line_error(cli(["run", "all", "--out", str(out)]), "units/fast", "--resume")
+
+
+def _free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("address,words", [
+    ("bogus", ["bogus", "host:port"]), ("http://127.0.0.1:8786", ["http", "protocol"]),
+    ("tcp://127.0.0.1:{port}", ["127.0.0.1", "cannot connect"]), ("tcp://127.0.0.1:99999", ["host:port"]),
+])
+def test_bad_scheduler_is_one_line_naming_the_address(tmp_path, address, words):
+    address = address.format(port=_free_port())
+    out = tmp_path / "never"
+    one_line_error(cli(["run", "all", "--scheduler", address, "--out", str(out)]), address, *words)
+    assert not out.exists(), "a run that fails its argument checks must not create its folder"
+
+
+def test_empty_out_and_failed_checks_create_nothing(tmp_path):
+    one_line_error(cli(["run", "all", "--out", ""], cwd=tmp_path), "--out")
+    one_line_error(cli(["report", "--out", ""], cwd=tmp_path), "--out")
+    one_line_error(cli(["run", "all", "--workers", "0", "--out", "new"], cwd=tmp_path), "--workers")
+    one_line_error(cli(["run", "nope", "--out", "new"], cwd=tmp_path), "unknown id")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bench_fails_when_a_benchmark_fails_and_writes_nothing_uninvited(tmp_path):
+    bench = tmp_path / "benches"
+    bench.mkdir()
+    (bench / "bench_fails.py").write_text("raise SystemExit(3)\n")
+    (bench / "bench_writes.py").write_text(
+        "import argparse, pathlib\np = argparse.ArgumentParser()\np.add_argument('--preset')\n"
+        "p.add_argument('--out')\na = p.parse_args()\npathlib.Path(a.out).mkdir(parents=True)\n"
+        "print('PRESET', a.preset, 'OUT', a.out)\n")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    proc = cli(["bench", "--dir", str(bench)], cwd=work)
+    one_line_error(proc, "1 of 2 benchmarks failed", "bench_fails.py")
+    assert "PRESET quick" in proc.stdout and list(work.iterdir()) == [], "no ./out without --out"
+    (bench / "bench_fails.py").unlink()
+    ok = cli(["bench", "--dir", str(bench), "--out", str(tmp_path / "b"), "--preset", "full"])
+    assert ok.returncode == 0 and "PRESET full" in ok.stdout, ok.stderr
+    assert (tmp_path / "b" / "bench_writes").is_dir()
+
+
+def test_hints_name_the_out_folder_and_a_lost_run_json_rebuilds_what_was_run(tmp_path):
+    out = tmp_path / "two"
+    modules = f"{FAST},{OTHER}"
+    assert cli(["run", "other", "--out", str(out)], modules=modules).returncode == 0
+    (out / "run.json").write_text("{not json")
+    proc = cli(["report", "--out", str(out)], modules=modules)
+    assert proc.returncode == 0, proc.stderr
+    assert "rebuilding other" in proc.stderr and (out / "report/other/other.csv").exists()
+    (out / "run.json").write_text(json.dumps({"preset": "quick", "seed": 0, "ids": ["other"]}))
+    victim = unit_files(out)[0]
+    victim.write_text(victim.read_text()[:30])
+    line = one_line_error(cli(["report", "--out", str(out)], modules=modules), "unreadable")
+    assert f"--resume --preset quick --seed 0 --out {out}" in line
+
+
+# ----------------------------------------------------------------------------- the fuzz test
+
+def _options():
+    """Every option string the CLI declares, per command (read from its own parser)."""
+    from reports.cli import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    return {name: [s for a in p._actions for s in a.option_strings] for name, p in sub.choices.items()}
+
+
+OPTIONS = _options()
+BAD_VALUES = ["", "-1", "0", "abc", "1e9", "quick", "full", "bogus", "nope", "all", "fast", "--", "http://x:1",
+              "tcp://127.0.0.1:1", "/proc/forbidden", "/nonexistent-dir", "9" * 30, "\x00"]
+
+
+@st.composite
+def argv(draw, tmp):
+    """A command's valid base (cheap: the fast fixture units, a trivial benchmark) followed by random
+    options of that command, each with a good or bad value (a later option overrides an earlier one)."""
+    command = draw(st.sampled_from(sorted(OPTIONS) + ["frobnicate"]))
+    base = {"run": ["run", "fast", "--out", str(tmp / "out")], "report": ["report", "--out", str(tmp / "out")],
+            "bench": ["bench", "--dir", str(tmp / "benches")], "claims": ["claims", "--preset", "bogus"]}
+    args = list(base.get(command, [command]))
+    if command == "run" and draw(st.booleans()):
+        args[1:2] = draw(st.lists(st.sampled_from(["all", "fast", "nope", "-x"]), min_size=0, max_size=2))
+    values = BAD_VALUES + [str(tmp / "out"), str(tmp / "benches")]
+    options = [o for o in OPTIONS.get(command, ["--help"]) if o not in ("--local-dask",)]  # no cluster start-up
+    for _ in range(draw(st.integers(0, 3))):
+        option = draw(st.sampled_from(options + ["--bogus-option"]))
+        args.append(option)
+        if draw(st.booleans()):
+            args.append(draw(st.sampled_from(values)))
+    if command in ("claims", "bench") and "--help" not in args and "-h" not in args:
+        args += ["--preset", "bogus"]  # keep the valid, expensive runs (the claims table, benchmarks) out
+    return args
+
+
+def run_main(args):
+    from reports.cli import main
+    err, out = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(FUZZ_DIR)  # an output folder given as a relative path lands in the fuzz folder
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            try:
+                code = main(args)
+            except SystemExit as exc:  # argparse's --help
+                code = exc.code
+    finally:
+        os.chdir(cwd)
+    return code, err.getvalue()
+
+
+FUZZ_DIR = Path(tempfile.mkdtemp(prefix="sms-langevin-fuzz-"))
+(FUZZ_DIR / "benches").mkdir(exist_ok=True)
+(FUZZ_DIR / "benches" / "bench_ok.py").write_text("print('ok')\n")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(args=argv(FUZZ_DIR))
+@example(args=["run", "fast", "--out", str(FUZZ_DIR / "out"), "--scheduler", "bogus"])  # tracebacks on old main
+@example(args=["run", "fast", "--out", str(FUZZ_DIR / "out"), "--scheduler", "http://x:1"])
+def test_cli_fuzz_never_gives_a_traceback(args):
+    old = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
+    os.environ["SMS_LANGEVIN_REPORT_MODULES"] = FAST
+    try:
+        code, err = run_main(args)
+    finally:
+        if old is None:
+            os.environ.pop("SMS_LANGEVIN_REPORT_MODULES")
+        else:
+            os.environ["SMS_LANGEVIN_REPORT_MODULES"] = old
+    assert "Traceback" not in err
+    assert code in (0, 2), (args, code, err)
+    if code == 2:
+        errors = [ln for ln in err.splitlines() if ln.startswith("sms-langevin: error:")]
+        assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], (args, err)
