@@ -266,8 +266,20 @@ def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:
     return ImageData(x[:n_train], y[:n_train], x[n_train:], y[n_train:], 10, "scikit-learn digits (8x8)")
 
 
+def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n_test: int, seed: int = 0) -> ImageData:
+    """Random images of a given shape whose labels depend on them (the class whose fixed random
+    template correlates most with the image): data of the right shape where real files are absent
+    (the GPU benchmark). Not a data set to report accuracies on."""
+    rng = np.random.default_rng(seed)
+    templates = rng.standard_normal((n_classes, int(np.prod(in_shape)))).astype(np.float32)
+    x = rng.random((n_train + n_test, *in_shape), dtype=np.float32)
+    y = np.argmax((x.reshape(len(x), -1) - 0.5) @ templates.T, axis=1).astype(np.int64)
+    return ImageData(x[:n_train], y[:n_train], x[n_train:], y[n_train:], n_classes,
+                     f"synthetic {in_shape} images, {n_classes} classes (template labels)")
+
+
 LOADERS = {"fashion_mnist": load_fashion_mnist, "cifar10": load_cifar10, "celeba": load_celeba,
-           "chest_xray": load_chest_xray, "medmnist": load_medmnist, "digits": embedded_digits}
+           "chest_xray": load_chest_xray, "medmnist": load_medmnist, "digits": embedded_digits, "synthetic": synthetic}
 
 
 @dataclass(frozen=True)

@@ -79,17 +79,18 @@ def potential_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, pr
 
 def hessian_norm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, prior_precision: float = 1.0,
                  n_iter: int = 100, tol: float = 1e-6, seed: int = 0) -> PowerIteration:
-    """``|H|_2`` of the potential (:func:`potential_fn`) at the model's current weights, with the
-    model in training mode (BatchNorm on this batch)."""
-    was_training = model.training
-    model.train()
-    f, x0 = potential_fn(model, x, y, prior_precision=prior_precision)
+    """``|H|_2`` of the potential (:func:`potential_fn`) at the model's current weights, with
+    BatchNorm on this batch (training mode; a copy of the model without running statistics, so
+    nothing is mutated under the ``torch.func`` transforms)."""
+    import copy
+
+    from torch.func import replace_all_batch_norm_modules_
+
+    frozen = replace_all_batch_norm_modules_(copy.deepcopy(model)).train()
+    f, x0 = potential_fn(frozen, x, y, prior_precision=prior_precision)
     g = grad(f)
-    try:
-        return power_iteration(lambda u: jvp(g, (x0,), (u.to(x0.dtype),))[1], x0.numel(), n_iter=n_iter, tol=tol,
-                               seed=seed, dtype=x0.dtype, device=x0.device)
-    finally:
-        model.train(was_training)
+    return power_iteration(lambda u: jvp(g, (x0,), (u.to(x0.dtype),))[1], x0.numel(), n_iter=n_iter, tol=tol,
+                           seed=seed, dtype=x0.dtype, device=x0.device)
 
 
 def trace_rhat(traces) -> dict:

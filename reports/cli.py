@@ -39,7 +39,7 @@ def build_parser() -> Parser:
     sub.add_parser("list", help="list every figure and table with what it shows and its cost")
     run = sub.add_parser("run", help="compute figures and tables (persisting every unit) and the report")
     run.add_argument("ids", nargs="+", help="figure/table ids (see `list`), or `all`")
-    run.add_argument("--preset", default="quick", help="quick (minutes) or full (paper scale)")
+    run.add_argument("--preset", default="quick", help="tiny (make demo), quick (minutes) or full (paper scale)")
     run.add_argument("--out", default="out/run", help="output folder (results, figures, report)")
     run.add_argument("--seed", type=int, default=0, help="run seed; unit seeds derive from it")
     run.add_argument("--resume", action="store_true", help="skip units already finished in --out")
@@ -99,7 +99,8 @@ def cmd_run(args, figures) -> int:
     tasks = []
     skipped = 0
     for fid in ids:
-        for unit in figures[fid].units(args.preset):
+        level = registry.module_preset(figures[fid], args.preset)
+        for unit in figures[fid].units(level):
             if args.resume:
                 try:
                     if store.load(fid, unit) is not None:
@@ -107,7 +108,7 @@ def cmd_run(args, figures) -> int:
                         continue
                 except CorruptUnit as exc:
                     print(f"warning: {exc}; recomputing", file=sys.stderr)
-            tasks.append((figures[fid].__name__, unit, args.preset, unit_seed(args.seed, fid, unit)))
+            tasks.append((figures[fid].__name__, unit, level, unit_seed(args.seed, fid, unit)))
     by_module = {mod.__name__: fid for fid, mod in figures.items()}
     progress = Progress(len(tasks), label=f"{args.preset}")
     if skipped:
@@ -133,8 +134,9 @@ def build_outputs(out: Path, figures, ids, preset) -> None:
     drawn = {}
     for fid in ids:
         mod = figures[fid]
+        level = registry.module_preset(mod, preset)
         results, missing = [], []
-        for unit in mod.units(preset):
+        for unit in mod.units(level):
             try:
                 res = store.load(fid, unit)
             except CorruptUnit as exc:
@@ -146,10 +148,10 @@ def build_outputs(out: Path, figures, ids, preset) -> None:
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `sms-langevin run {fid} --resume --out {out}`")
-        info = mod.draw(results, out / "report" / fid, preset)
+        info = mod.draw(results, out / "report" / fid, level)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
-        figure_meta.update({"preset": preset, "units": len(results),
+        figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),
                             "unit_seeds": "derived from run_seed and each unit (see units/)",
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
         (out / "report" / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")
