@@ -24,6 +24,10 @@ the target).
 A sampler that diverges is marked diverged at that ``h`` (with the first divergent step), never
 plotted as a number.
 
+Backends: the Numba kernel (default) or ``backend="torch"`` on ``device`` (``cpu`` or ``cuda``),
+:mod:`integrators.torch.figure1` (the same schemes and plans on tensors; its chain count per
+repeat is its own, so that a GPU has enough chains to fill it).
+
 Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
 standard ``exp(-gamma h)`` O step (``baoab_paper_friction=True`` runs the paper's listing, which
 is BAOAB at friction ``gamma / 2``).
@@ -83,10 +87,25 @@ def _repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
     return [seed * 1000 + 17 * k + r for r in range(reps)]
 
 
-def _run_histogram(target, law, scheme, plan, h, gamma, chains, burn, per_chain, seed):
+BACKENDS = ("numba", "torch")
+
+
+def sampler_for(backend: str, device=None):
+    """The ``sample`` function of a backend (the tensor one bound to ``device``)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; choose from {list(BACKENDS)}")
+    if backend == "numba":
+        if device not in (None, "cpu"):
+            raise ValueError(f"the numba backend runs on the CPU; device={device!r} needs backend='torch'")
+        return sample
+    from integrators.torch.figure1 import figure1_sampler
+    return figure1_sampler(device)
+
+
+def _run_histogram(target, law, scheme, plan, h, gamma, chains, burn, per_chain, seed, sampler=sample):
     """One repeat streamed into a histogram; ``(histogram, first divergent step or -1)``."""
     hist = StreamingW1.for_normal(law, bound=W1_BOUND)
-    res = sample(target, scheme, plan, h=h, gamma=gamma, n_chains=chains, n_steps=burn + per_chain,
+    res = sampler(target, scheme, plan, h=h, gamma=gamma, n_chains=chains, n_steps=burn + per_chain,
                  burn_in=burn, batch_size=None if plan == "full" else 1, seed=seed, x0=[law.mean],
                  histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND)
     if res.diverged:
@@ -98,10 +117,11 @@ def _run_histogram(target, law, scheme, plan, h, gamma, chains, burn, per_chain,
 _CONTROLS: dict = {}  # the last few control runs, shared by the three plans of a scheme at one h
 
 
-def _controls(target, law, scheme, h, gamma, chains, burn, per_chain, seeds):
+def _controls(target, law, scheme, h, gamma, chains, burn, per_chain, seeds, backend=("numba", None)):
     """Full-gradient runs on the same paths as the sampler's repeats, and their exact law
     (None where the full-gradient scheme is unstable or a control chain diverged)."""
-    key = (scheme, h, gamma, chains, burn, per_chain, tuple(seeds))
+    key = (scheme, h, gamma, chains, burn, per_chain, tuple(seeds), backend)
+    sampler = sampler_for(*backend)
     if key not in _CONTROLS:
         try:
             _, cov = stationary_full(scheme, target, h, gamma)
@@ -109,7 +129,7 @@ def _controls(target, law, scheme, h, gamma, chains, burn, per_chain, seeds):
             value = None
         else:
             exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
-            hists = [_run_histogram(target, law, scheme, "full", h, gamma, chains, burn, per_chain, sd)
+            hists = [_run_histogram(target, law, scheme, "full", h, gamma, chains, burn, per_chain, sd, sampler)
                      for sd in seeds]
             value = None if any(at >= 0 for _, at in hists) else ([hs for hs, _ in hists], exact)
         while len(_CONTROLS) >= 3:
@@ -124,9 +144,11 @@ def _mean_error(values: list[float]) -> float:
 
 def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int = 0,
               gamma: float = 1.0, baoab_paper_friction: bool = False,
-              control_variate: bool = True) -> Point:
+              control_variate: bool = True, backend: str = "numba", device=None) -> Point:
     """One (sampler, step size) point: ``R`` repeats streamed into histograms (with
-    ``control_variate``, also the full-gradient control on the same paths)."""
+    ``control_variate``, also the full-gradient control on the same paths); ``backend`` and
+    ``device`` choose the kernel (:data:`BACKENDS`)."""
+    sampler = sampler_for(backend, device)
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
     if (scheme, plan) not in SAMPLERS:
@@ -136,13 +158,14 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
     law = target_law(target)
     h = 2.0**-k
     n_total = cfg["samples_per_unit"] * 2**k
-    reps, chains = cfg["repeats"], cfg["n_chains"]
+    reps = cfg["repeats"]
+    chains = cfg["n_chains"] if backend == "numba" else sampler.chains_per_repeat(preset)
     per_chain = max(1, math.ceil(n_total / (reps * chains)))
     burn = int(math.ceil(BURN_IN_TIME / h))
     g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
     seeds = _repeat_seeds(seed, k, reps)
     t0 = time.time()
-    runs = [_run_histogram(target, law, scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds]
+    runs = [_run_histogram(target, law, scheme, plan, h, g, chains, burn, per_chain, sd, sampler) for sd in seeds]
     n_samples = reps * chains * per_chain
     floor = StreamingW1.for_normal(law, bound=W1_BOUND)
     floor.add_exact_samples(n_samples, seed=seed * 1000 + 17 * k + 999)
@@ -155,7 +178,8 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
         pooled.merge(hist.counts, hist.tails)
     w1_plain = pooled.value()
     mc_plain = _mean_error([hist.value() for hist, _ in runs])
-    controls = _controls(target, law, scheme, h, g, chains, burn, per_chain, seeds) if control_variate else None
+    controls = (_controls(target, law, scheme, h, g, chains, burn, per_chain, seeds, (backend, device))
+                if control_variate else None)
     if controls is None:
         return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor.value(), pooled.bound,
                      False, -1, time.time() - t0, "plain", w1_plain, mc_plain)
@@ -194,7 +218,8 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
 
 
 def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
-        baoab_paper_friction: bool = False, control_variate: bool = True) -> list[Point]:
+        baoab_paper_friction: bool = False, control_variate: bool = True, backend: str = "numba",
+        device=None) -> list[Point]:
     """Run every unit, write ``figure1.csv``, ``figure1.png`` and ``metadata.json``
     (``baoab_paper_friction``: BAOAB as the paper's listing, at friction ``gamma / 2``;
     ``control_variate=False``: the plain empirical W1 only)."""
@@ -206,16 +231,17 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
     t0 = time.time()
     for i, (s, p, k) in enumerate(units(preset)):
         points.append(run_point(s, p, k, preset, seed, baoab_paper_friction=baoab_paper_friction,
-                                control_variate=control_variate))
+                                control_variate=control_variate, backend=backend, device=device))
         if progress:
             progress(f"[{i + 1}/{len(units(preset))}] {s} x {p}, h = 2^-{k}: "
                      f"{'DIVERGED' if points[-1].diverged else f'W1 {points[-1].w1:.3e}'}")
-    write_outputs(out, points, preset, seed, time.time() - t0, baoab_paper_friction)
+    write_outputs(out, points, preset, seed, time.time() - t0, baoab_paper_friction,
+                  backend=sampler_for(backend, device).describe() if backend != "numba" else {"backend": "numba"})
     return points
 
 
 def write_outputs(out: Path, points: list[Point], preset: str, seed: int, seconds: float,
-                  baoab_paper_friction: bool = False) -> None:
+                  baoab_paper_friction: bool = False, backend: dict | None = None) -> None:
     slopes = local_slopes(points)
     with open(out / "figure1.csv", "w", newline="") as fh:
         fields = list(asdict(points[0])) + ["local_slope_finest"]
@@ -232,7 +258,8 @@ def write_outputs(out: Path, points: list[Point], preset: str, seed: int, second
     meta.update({"seconds": round(seconds, 1), "gamma": 1.0, "baoab_o_step": o_step,
                  "estimator": sorted({q.estimator for q in points if not q.diverged}),
                  "samples_per_point": "samples_per_unit * 2^k",
-                 "samples_per_unit": PRESETS[preset]["samples_per_unit"]})
+                 "samples_per_unit": PRESETS[preset]["samples_per_unit"],
+                 **(backend or {"backend": "numba"})})
     (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     plot(out / "figure1.png", points, slopes)
 

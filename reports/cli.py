@@ -46,6 +46,9 @@ def build_parser() -> Parser:
     run.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     run.add_argument("--scheduler", default=None, help="address of a Dask scheduler to run units on")
     run.add_argument("--local-dask", action="store_true", help="start a local Dask cluster of --workers")
+    run.add_argument("--backend", default="numba", choices=["numba", "torch"],
+                     help="kernel for the figures that offer a choice (figure1): numba (default) or torch")
+    run.add_argument("--device", default=None, help="torch device for --backend torch: cpu or cuda")
     rep = sub.add_parser("report", help="rebuild figures and the report from persisted results only")
     rep.add_argument("--out", default="out/run", help="the folder of a previous run")
     rep.add_argument("--preset", default=None, help="preset of that run (default: read from it)")
@@ -85,6 +88,26 @@ def cmd_list(args, figures) -> int:
     return 0
 
 
+def _backend_options(args, ids, figures) -> dict:
+    """``{"backend": ..., "device": ...}`` added to the units of figures that offer backends (their
+    results then live under their own unit keys); empty for the default Numba backend."""
+    if args.backend == "numba":
+        if args.device not in (None, "cpu"):
+            raise CliError(f"--device {args.device} needs --backend torch")
+        return {}
+    if not any(getattr(figures[fid], "BACKENDS", None) for fid in ids):
+        raise CliError(f"--backend {args.backend} applies to figure1 only; selected: {', '.join(ids)}")
+    try:
+        from integrators.torch.chains import resolve_device
+    except ImportError:
+        raise CliError("--backend torch needs torch: pip install -e '.[torch]'") from None
+    try:
+        device = resolve_device(args.device)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return {"backend": args.backend, "device": str(device)}
+
+
 def cmd_run(args, figures) -> int:
     _check_preset(args.preset)
     out = Path(args.out)
@@ -94,6 +117,7 @@ def cmd_run(args, figures) -> int:
     if args.seed < 0:
         raise CliError(f"--seed must be >= 0, got {args.seed}")
     ids = _select(args.ids, figures)
+    backend = _backend_options(args, ids, figures)
     store = Store(out)
     store.remove_stale_temporaries()
     tasks = []
@@ -101,6 +125,7 @@ def cmd_run(args, figures) -> int:
     for fid in ids:
         level = registry.module_preset(figures[fid], args.preset)
         for unit in figures[fid].units(level):
+            unit = {**unit, **backend} if getattr(figures[fid], "BACKENDS", None) else unit
             if args.resume:
                 try:
                     if store.load(fid, unit) is not None:

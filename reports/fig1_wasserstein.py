@@ -19,8 +19,12 @@ def units(preset: str) -> list[dict]:
     return [{"scheme": s, "plan": p, "k": k} for s, p, k in figure1.units(preset)]
 
 
+BACKENDS = figure1.BACKENDS  # `sms-langevin run figure1 --backend torch --device cuda` adds both to the units
+
+
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    point = figure1.run_point(unit["scheme"], unit["plan"], unit["k"], preset, seed)
+    point = figure1.run_point(unit["scheme"], unit["plan"], unit["k"], preset, seed,
+                              backend=unit.get("backend", "numba"), device=unit.get("device"))
     return asdict(point)
 
 

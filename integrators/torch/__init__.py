@@ -1,0 +1,28 @@
+"""The samplers of :mod:`integrators` on tensors (CPU or CUDA, float32 or float64).
+
+* chains mode (:func:`integrators.torch.chains.sample`): ``n_chains`` chains of an analytic target
+  advance together as a tensor dimension, with the Numba kernel's streaming observers;
+* module mode (:class:`integrators.torch.module.ModuleSampler`): one posterior over an
+  ``nn.Module``'s parameters in one flat buffer, with localization, bounces, a prior on chosen
+  parameter groups, a control variate and the cyclical step-size schedule;
+* ensembles (:class:`integrators.torch.ensemble.EnsembleSampler`): several chains of one network at
+  once through ``torch.func.functional_call`` and ``vmap``.
+
+Every scheme's update is in :mod:`integrators.torch.schemes` (the coefficients and constants come
+from the Numba scheme modules), the path pair's law from :mod:`integrators.brownian`.
+"""
+
+from integrators.torch.module import (
+    CyclicalSchedule,
+    FlatParameters,
+    Localization,
+    ModuleSampler,
+    SamplerConfig,
+    SamplerDiverged,
+    StepInfo,
+    weights_prior,
+)
+from integrators.torch.schemes import TORCH_STEPS
+
+__all__ = ["CyclicalSchedule", "FlatParameters", "Localization", "ModuleSampler", "SamplerConfig",
+           "SamplerDiverged", "StepInfo", "TORCH_STEPS", "weights_prior"]

@@ -1,0 +1,217 @@
+"""Chains mode: ``n_chains`` independent chains of an analytic target as a tensor dimension.
+
+:func:`sample` is the tensor twin of :func:`integrators.sample` (same arguments where they apply,
+same :class:`integrators.api.SampleResult`), on any device, in float32 or float64, with the
+kernel's streaming observers: running first and second moments (and ``x x^T`` on request), a
+histogram of the first coordinate for :class:`bias.wasserstein.StreamingW1`, thinned samples, and
+divergence: a chain whose state leaves ``[-bound, bound]`` or is not finite has its step recorded,
+is parked at the origin and drops out of every statistic (its final state is NaN).
+
+Randomness is counter-based (:class:`integrators.torch.rng.CounterNormals`): chain ``c``'s path,
+batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
+For cross-backend tests ``noise=(dW, J)`` (the kernel's layout ``(n_steps, 2, d, n_chains)``) and
+``batches`` (the sequence :func:`integrators.replay.replay` takes) replace the draws.
+``compile=True`` runs the step through ``torch.compile``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from integrators.api import SampleResult, _initial_state, _int_at_least, _positive_float, validate
+from integrators.bounce import make_box
+from integrators.plans import force_scale
+from integrators.torch.bounce import make_reflect
+from integrators.torch.plans import ChainPlan
+from integrators.torch.rng import CounterNormals, counter_normals, pair_factors, pairs_from_normals
+from integrators.torch.schemes import TORCH_STEPS
+from integrators.torch.targets import torch_force
+
+PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+def resolve_device(device) -> torch.device:
+    try:
+        dev = torch.device("cpu" if device is None else device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must name a torch device (cpu, cuda, cuda:1), got {device!r}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+    return dev
+
+
+def resolve_dtype(dtype) -> torch.dtype:
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+        return DTYPES[dtype]
+    if dtype not in DTYPES.values():
+        raise ValueError(f"dtype must be torch.float64 or torch.float32, got {dtype!r}")
+    return dtype
+
+
+class _Observers:
+    """Running sums after burn-in, the first-coordinate histogram and divergence, on the device."""
+
+    def __init__(self, n, d, dev, full_moments, histogram, keep, n_keep_stride, bound):
+        f64 = torch.float64
+        self.sum_x = torch.zeros(n, d, device=dev, dtype=f64)
+        self.sum_xx = torch.zeros(n, d, device=dev, dtype=f64)
+        self.sum_outer = torch.zeros(n, d, d, device=dev, dtype=f64) if full_moments else None
+        self.diverged_at = torch.full((n,), -1, device=dev, dtype=torch.int64)
+        self.bound = bound
+        self.hist = None
+        if histogram is not None:
+            lo, hi, n_bins = histogram
+            self.hist_lo, self.hist_hi, self.n_bins = lo, hi, n_bins
+            self.inv_width = n_bins / (hi - lo)
+            self.hist = torch.zeros(n_bins, device=dev, dtype=f64)
+            self.tails = torch.zeros(4, device=dev, dtype=f64)
+        self.samples = torch.zeros(n, keep, d, device=dev, dtype=f64) if keep else None
+        self.keep, self.stride, self.kept = keep, n_keep_stride, 0
+
+    def check(self, k, x, v, g):
+        """Mark and park chains that left the bound at step ``k``; returns the mask of live chains."""
+        size = torch.maximum(x.abs().amax(1), v.abs().amax(1))
+        bad = ~(size <= self.bound)  # NaN counts as bad
+        self.diverged_at.copy_(torch.where(bad & (self.diverged_at < 0), k, self.diverged_at))
+        dead = (self.diverged_at >= 0)[:, None]
+        x.masked_fill_(dead, 0.0)
+        v.masked_fill_(dead, 0.0)
+        g.masked_fill_(dead, 0.0)
+        return ~dead
+
+    def add(self, k, burn_in, x, ok):
+        xd = x.to(torch.float64) * ok
+        self.sum_x += xd
+        self.sum_xx += xd * xd
+        if self.sum_outer is not None:
+            self.sum_outer += xd[:, :, None] * xd[:, None, :]
+        if self.hist is not None:
+            first, live = xd[:, 0], ok[:, 0].to(torch.float64)
+            below = (first < self.hist_lo).to(torch.float64) * live
+            above = (first >= self.hist_hi).to(torch.float64) * live
+            inside = live - below - above
+            idx = ((first - self.hist_lo) * self.inv_width).floor().clamp(0, self.n_bins - 1).to(torch.int64)
+            self.hist += torch.bincount(idx, weights=inside, minlength=self.n_bins)
+            self.tails += torch.stack([below.sum(), (below * (self.hist_lo - first)).sum(),
+                                       above.sum(), (above * (first - self.hist_hi)).sum()])
+        if self.kept < self.keep and (k - burn_in) % self.stride == 0:
+            self.samples[:, self.kept] = xd
+            self.kept += 1
+
+
+def _explicit_batches(batches, n, dev):
+    out = []
+    for b in batches:
+        t = torch.as_tensor(np.asarray(b), dtype=torch.int64, device=dev)
+        out.append(t[None, :].expand(n, -1) if t.ndim == 1 else t.T)
+    return iter(out)
+
+
+def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000, burn_in=0,
+           seed=0, batch_size=None, x0=None, v0=None, control_variate=False, x_ref=None,
+           box_center=None, box_half_width=None, keep=0, full_moments=False, divergence_bound=1e8,
+           histogram=None, *, device="cpu", dtype="float64", noise=None, batches=None,
+           compile=False) -> SampleResult:
+    """Run ``n_chains`` chains of ``scheme x plan`` on ``target`` as tensors on ``device``.
+
+    The arguments before ``device`` mean what they mean in :func:`integrators.sample`; ``dtype``
+    is ``"float64"`` or ``"float32"`` (the observers accumulate in float64).  The result's ``meta``
+    names the device and dtype.
+    """
+    h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
+        target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
+    keep = _int_at_least("keep", keep, 0)
+    divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    dev, dt = resolve_device(device), resolve_dtype(dtype)
+    if histogram is not None:
+        try:
+            lo, hi, n_bins = float(histogram[0]), float(histogram[1]), int(histogram[2])
+        except (TypeError, ValueError, IndexError):
+            raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
+            raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, got {histogram!r}")
+        histogram = (lo, hi, n_bins)
+    d, n = target.dim, n_chains
+    box = make_box(d, box_center, box_half_width)
+    x0 = _initial_state("x0", x0, n, d, target.initial_point())
+    if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
+        raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
+    v_given = None if v0 is None else _initial_state("v0", v0, n, d, None)
+    module = TORCH_STEPS[scheme]
+    coef = tuple(float(c) for c in module.coefficients(h, gamma))
+    factors = pair_factors(gamma, h)
+    force_of = torch_force(target, dev, dt, control_variate, x_ref)
+    scale = force_scale(plan, target.n_data, batch_size)
+    reflect = None
+    if box[2][0]:
+        reflect = make_reflect(torch.as_tensor(box[0], device=dev, dtype=dt),
+                               torch.as_tensor(box[1], device=dev, dtype=dt))
+
+    chains = torch.arange(n, device=dev)
+    x = torch.as_tensor(x0, device=dev, dtype=dt).clone()
+    if v_given is None:
+        v = CounterNormals(seed, VELOCITY_STREAM, chains, dt).normals(d).T.contiguous()
+    else:
+        v = torch.as_tensor(v_given, device=dev, dtype=dt).clone()
+    if noise is not None:
+        dW_all = torch.as_tensor(np.asarray(noise[0]), device=dev, dtype=dt)
+        J_all = torch.as_tensor(np.asarray(noise[1]), device=dev, dtype=dt)
+        if dW_all.shape != (n_steps, 2, d, n) or J_all.shape != dW_all.shape:
+            raise ValueError(f"noise must be (dW, J) of shape {(n_steps, 2, d, n)}, got "
+                             f"{tuple(dW_all.shape)} and {tuple(J_all.shape)}")
+        dW_all, J_all = dW_all.transpose(2, 3), J_all.transpose(2, 3)  # (n_steps, 2, n, d)
+    path = CounterNormals(seed, PATH_STREAM, chains, dt)
+    if batches is not None:
+        if len(batches) != n_steps + int(module.FSAL):
+            raise ValueError(f"{scheme} needs {n_steps + int(module.FSAL)} batches for {n_steps} steps, "
+                             f"got {len(batches)}")
+        source = _explicit_batches(batches, n, dev)
+        next_batch = lambda: next(source)  # noqa: E731
+    else:
+        plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
+        next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng.uniforms, n, dev).next
+
+    def advance(x, v, g, start, batch):
+        z = counter_normals(path.keys, start, 4 * d, dt).view(4, d, n).transpose(1, 2)
+        dW, J = pairs_from_normals(z, factors)
+        return module.step(x, v, g, coef, dW, J, lambda y: force_of(y, batch, scale), reflect)
+
+    advance_fn = torch.compile(advance) if compile else advance
+    obs = _Observers(n, d, dev, full_moments, histogram, keep,
+                     max(1, (n_steps - burn_in) // keep) if keep else 1, divergence_bound)
+    g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
+    for k in range(1, n_steps + 1):
+        batch = next_batch()
+        if noise is not None:
+            g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
+                            lambda y, b=batch: force_of(y, b, scale), reflect)
+        else:
+            start = torch.tensor(path.counter, device=dev, dtype=torch.int64)
+            path.counter += 4 * d
+            g = advance_fn(x, v, g, start, batch)
+        ok = obs.check(k, x, v, g)
+        if k > burn_in:
+            obs.add(k, burn_in, x, ok)
+    diverged_at = obs.diverged_at.cpu().numpy()
+    x_out = x.to(torch.float64).cpu().numpy()
+    v_out = v.to(torch.float64).cpu().numpy()
+    x_out[diverged_at >= 0] = np.nan
+    v_out[diverged_at >= 0] = np.nan
+    n_stat = n_steps - burn_in
+    return SampleResult(
+        scheme=scheme, plan=plan, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
+        chain_mean=obs.sum_x.cpu().numpy() / n_stat, chain_second_moment=obs.sum_xx.cpu().numpy() / n_stat,
+        chain_outer=obs.sum_outer.cpu().numpy() / n_stat if full_moments else None, chain_tests=None,
+        samples=obs.samples.cpu().numpy() if keep else None, diverged_at=diverged_at, x=x_out, v=v_out,
+        histogram=obs.hist.cpu().numpy() if histogram is not None else None,
+        histogram_tails=obs.tails.cpu().numpy() if histogram is not None else None,
+        meta={"batch_size": batch_size, "n_chains": n, "control_variate": control_variate,
+              "target": target.name, "backend": "torch", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
+              "torch": torch.__version__, "compiled": bool(compile)},
+    )

@@ -1,0 +1,431 @@
+"""Module mode: one posterior over an ``nn.Module``'s parameters, held in one flat buffer.
+
+The parameters are copied into one flat tensor ``x`` (and their ``.grad`` into one flat gradient
+buffer), then every parameter is made a view into it, so the scheme's update is a handful of
+whole-buffer tensor operations whatever the number of layers.  The force on ``x`` is
+
+    G(x) = N_m * grad_x L(x; w) + P x + (x - x*) / rho^2                   (SG / RR / SMS)
+
+with ``L(x; w)`` the *sum* of the per-datum losses over the batch ``w`` (the user's closure),
+``N_m = ceil(N_D / N_b)`` (``N_D / N_b`` for ``iid``, 1 for ``full``), ``P`` the diagonal prior
+precision (by parameter group: default ``1`` on every parameter whose name ends in ``weight``, ``0``
+on biases), and the localization term of the paper's Section 4 when ``localization`` is given:
+``f*(x) = f(x) + |x - x*|^2 / (2 rho^2)`` on the box ``|x - x*|_inf < rho_max`` with an elastic
+bounce per coordinate.  With ``control_variate=True`` (reference point ``x*``):
+
+    G(x) = P x + (x - x*)/rho^2 + sum_i grad f_i(x*) + N_m (grad L(x; w) - grad L(x*; w)).
+
+Usage (the data loader only gets indices from the sampler)::
+
+    def loss_fn(net, idx):              # sum of per-datum losses on the batch idx
+        return F.cross_entropy(net(X[idx]), Y[idx], reduction="sum")
+
+    cfg = SamplerConfig(h=1e-4, gamma=1.0, n_data=len(X), batch_size=200, scheme="ubu", plan="sms",
+                        localization=Localization(rho=0.05))   # x* = the model's current weights
+    sampler = ModuleSampler(model, cfg)
+    for k in range(n_steps):
+        info = sampler.step(loss_fn)    # info.step, info.h, info.batch, info.loss
+
+The schemes are the tensor steps of :mod:`integrators.torch.schemes` (the same update rules and
+coefficients as the Numba kernel), the noise the path pair ``(dW, J)`` over each half step drawn
+from a seeded ``torch.Generator`` on the parameters' device.  ``schedule=CyclicalSchedule(...)``
+gives the cyclical step size of Zhang et al. (2020) (cyclical SG-HMC is ``scheme="em"``,
+``plan="iid"`` with it).  A non-finite parameter or force stops the sampler with
+:class:`SamplerDiverged` naming the step.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import KW_ONLY, dataclass
+
+import torch
+
+from integrators.plans import PLAN_CODES, force_scale
+from integrators.schemes import SCHEMES
+from integrators.torch.bounce import make_reflect
+from integrators.torch.plans import plan_batches
+from integrators.torch.rng import GeneratorNormals, pair_factors, pairs_from_normals
+from integrators.torch.schemes import TORCH_STEPS
+
+
+class SamplerDiverged(RuntimeError):
+    """A parameter or the force became non-finite; ``step`` is the step at which it was seen."""
+
+    def __init__(self, step: int, what: str):
+        super().__init__(f"the sampler diverged at step {step}: {what} is not finite")
+        self.step = step
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+            math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def _count(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Localization:
+    """The localized posterior around ``x_star`` (None: the model's parameters when the sampler is
+    built; else a flat tensor in the sampler's parameter order or a ``{name: tensor}`` mapping):
+    the term ``|x - x*|^2 / (2 rho^2)`` and the box ``|x - x*|_inf < rho_max`` (default ``6 rho``,
+    the paper's choice; the paper's friction is ``gamma = 1 / rho``)."""
+
+    rho: float
+    rho_max: float | None = None
+    x_star: object = None
+
+    def __post_init__(self):
+        _positive("rho", self.rho)
+        if self.rho_max is not None:
+            _positive("rho_max", self.rho_max)
+
+    @property
+    def half_width(self) -> float:
+        return 6.0 * self.rho if self.rho_max is None else float(self.rho_max)
+
+
+@dataclass(frozen=True)
+class CyclicalSchedule:
+    """Cyclical step size of cSG-MCMC (Zhang et al., ICLR 2020):
+    ``h_k = h * (cos(pi * ((k - 1) mod C) / C) + 1) / 2`` with ``C = ceil(n_steps / n_cycles)``."""
+
+    n_steps: int
+    n_cycles: int
+
+    def __post_init__(self):
+        _count("n_steps", self.n_steps, 1)
+        _count("n_cycles", self.n_cycles, 1)
+        if self.n_cycles > self.n_steps:
+            raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
+
+    def factor(self, k: int) -> float:
+        length = math.ceil(self.n_steps / self.n_cycles)
+        return 0.5 * (math.cos(math.pi * ((k - 1) % length) / length) + 1.0)
+
+
+def weights_prior(precision: float = 1.0) -> Callable[[str, torch.Tensor], float]:
+    """The design's prior: ``precision`` on parameters whose name ends in ``weight``, 0 elsewhere."""
+    return lambda name, param: precision if name.endswith("weight") else 0.0
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """Everything that defines a module-mode sampler (validated on construction).
+
+    ``prior``: a number (that precision on weights only, :func:`weights_prior`), a mapping
+    ``{parameter name: precision}`` (others 0) or a callable ``(name, param) -> precision``.
+    ``check_every``: steps between the finiteness checks (each one waits for the device).
+    """
+
+    h: float
+    gamma: float
+    n_data: int
+    _: KW_ONLY
+    scheme: str = "ubu"
+    plan: str = "sms"
+    batch_size: int | None = None
+    prior: object = 1.0
+    localization: Localization | None = None
+    control_variate: bool = False
+    schedule: CyclicalSchedule | None = None
+    seed: int = 0
+    check_every: int = 1
+
+    def __post_init__(self):
+        _positive("h", self.h)
+        _positive("gamma", self.gamma)
+        _count("n_data", self.n_data, 1)
+        if self.scheme not in SCHEMES:
+            raise ValueError(f"unknown scheme {self.scheme!r}; choose from {sorted(SCHEMES)}")
+        if self.plan not in PLAN_CODES:
+            raise ValueError(f"unknown plan {self.plan!r}; choose from {sorted(PLAN_CODES)}")
+        if self.batch_size is None and self.plan != "full":
+            raise ValueError(f"batch_size is required for plan {self.plan!r}")
+        if self.batch_size is not None:
+            _count("batch_size", self.batch_size, 1)
+            if self.batch_size > self.n_data:
+                raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
+        if self.control_variate and self.localization is None:
+            raise ValueError("control_variate needs a reference point: give localization (its x_star)")
+        if self.localization is not None and not isinstance(self.localization, Localization):
+            raise ValueError(f"localization must be a Localization, got {type(self.localization).__name__}")
+        if self.schedule is not None and not isinstance(self.schedule, CyclicalSchedule):
+            raise ValueError(f"schedule must be a CyclicalSchedule, got {type(self.schedule).__name__}")
+        _count("seed", self.seed, 0)
+        _count("check_every", self.check_every, 1)
+
+    @property
+    def effective_batch_size(self) -> int:
+        return self.n_data if self.batch_size is None else self.batch_size
+
+    @property
+    def scale(self) -> float:
+        return force_scale(self.plan, self.n_data, self.effective_batch_size)
+
+
+def prior_precisions(named_params, prior) -> list[float]:
+    """Per-parameter prior precision from ``SamplerConfig.prior``."""
+    if isinstance(prior, numbers.Real) and not isinstance(prior, bool):
+        rule = weights_prior(float(prior))
+    elif isinstance(prior, Mapping):
+        names = {name for name, _ in named_params}
+        unknown = sorted(set(prior) - names)
+        if unknown:
+            raise ValueError(f"prior names unknown parameters {unknown}; the model has {sorted(names)}")
+        rule = lambda name, param: prior.get(name, 0.0)  # noqa: E731
+    elif callable(prior):
+        rule = prior
+    else:
+        raise ValueError(f"prior must be a number, a mapping or a callable, got {prior!r}")
+    out = []
+    for name, param in named_params:
+        prec = float(rule(name, param))
+        if not (math.isfinite(prec) and prec >= 0):
+            raise ValueError(f"prior precision of {name} must be finite and >= 0, got {prec}")
+        out.append(prec)
+    return out
+
+
+@dataclass
+class StepInfo:
+    """What one step did: its number, step size, the batch of the force it evaluated (for
+    first-same-as-last schemes the batch of the next step's first kick) and that batch's loss (a
+    tensor: reading it waits for the device)."""
+
+    step: int
+    h: float
+    batch: torch.Tensor
+    loss: torch.Tensor
+
+
+class FlatParameters:
+    """The trainable parameters of ``model`` as views into one flat buffer ``x`` (and their
+    gradients into ``grad``).  All must share one device and one dtype."""
+
+    def __init__(self, model: torch.nn.Module):
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        if not named:
+            raise ValueError("the model has no trainable parameters")
+        devices = sorted({str(p.device) for _, p in named})
+        if len(devices) > 1:
+            raise ValueError(f"parameters on mixed devices {devices}; move the model to one device")
+        dtypes = sorted({str(p.dtype) for _, p in named})
+        if len(dtypes) > 1:
+            raise ValueError(f"parameters of mixed dtypes {dtypes}; convert the model to one dtype")
+        self.named = named
+        self.device, self.dtype = named[0][1].device, named[0][1].dtype
+        self.sizes = [p.numel() for _, p in named]
+        self.offsets = [sum(self.sizes[:i]) for i in range(len(named))]
+        total = sum(self.sizes)
+        with torch.no_grad():
+            self.x = torch.cat([p.detach().reshape(-1) for _, p in named])
+        self.grad = torch.zeros(total, device=self.device, dtype=self.dtype)
+        for (_, p), off, size in zip(named, self.offsets, self.sizes, strict=True):
+            p.data = self.x[off:off + size].view_as(p)
+            p.grad = self.grad[off:off + size].view_as(p)
+
+    def __len__(self) -> int:
+        return self.x.numel()
+
+    def per_coordinate(self, values) -> torch.Tensor:
+        """A flat tensor holding ``values[j]`` on parameter ``j``'s coordinates."""
+        return torch.cat([torch.full((s,), float(val), device=self.device, dtype=self.dtype)
+                          for s, val in zip(self.sizes, values, strict=True)])
+
+    def flatten(self, value) -> torch.Tensor:
+        """A flat tensor from a flat tensor or a ``{name: tensor}`` mapping (all parameters)."""
+        if isinstance(value, Mapping):
+            missing = [n for n, _ in self.named if n not in value]
+            if missing:
+                raise ValueError(f"the mapping lacks parameters {missing}")
+            flat = torch.cat([torch.as_tensor(value[n]).reshape(-1) for n, _ in self.named])
+        else:
+            flat = torch.as_tensor(value).reshape(-1)
+        if flat.numel() != len(self):
+            raise ValueError(f"expected {len(self)} parameter values, got {flat.numel()}")
+        flat = flat.to(device=self.device, dtype=self.dtype)
+        if not torch.isfinite(flat).all():
+            raise ValueError("x_star contains non-finite values")
+        return flat
+
+    def gradient(self, loss: torch.Tensor) -> torch.Tensor:
+        """``grad`` of ``loss`` in the flat gradient buffer (backward accumulates into its views)."""
+        self.grad.zero_()
+        loss.backward()
+        for (_, p), off, size in zip(self.named, self.offsets, self.sizes, strict=True):
+            if p.grad is None or p.grad.data_ptr() != self.grad[off:].data_ptr():
+                # autograd replaced the view (or a user cleared it): copy and re-attach
+                if p.grad is not None:
+                    self.grad[off:off + size].copy_(p.grad.reshape(-1))
+                else:
+                    self.grad[off:off + size].zero_()
+                p.grad = self.grad[off:off + size].view_as(p)
+        return self.grad
+
+
+class ModuleSampler:
+    """``scheme x plan`` on the posterior over ``model``'s parameters (see the module docstring).
+
+    ``generator``: a seeded ``torch.Generator`` on the parameters' device (default: one seeded with
+    ``config.seed``) for the path noise; the batches are drawn from a second generator seeded from
+    it.  ``batches`` / ``noise``: explicit sequences (iterables of index tensors / of ``(dW, J)``
+    pairs of shape ``(2, P)`` each) replacing the plan's and the generator's draws (for tests).
+    """
+
+    def __init__(self, model: torch.nn.Module, config: SamplerConfig, *, generator=None,
+                 batches=None, noise=None, v0=None):
+        if not isinstance(config, SamplerConfig):
+            raise ValueError(f"config must be a SamplerConfig, got {type(config).__name__}")
+        self.model, self.config = model, config
+        self.params = FlatParameters(model)
+        self.x = self.params.x
+        dev, dt = self.params.device, self.params.dtype
+        if not dt.is_floating_point:
+            raise ValueError(f"parameters must be floating point, got {dt}")
+        self.module = TORCH_STEPS[config.scheme]
+        self.normals = GeneratorNormals(config.seed, dev, dt, generator)
+        plan_gen = torch.Generator(device=dev)
+        plan_gen.manual_seed(int(torch.randint(2**62, (1,), generator=self.normals.generator, device=dev)))
+        self._batches: Iterator = iter(batches) if batches is not None else plan_batches(
+            config.plan, config.n_data, config.effective_batch_size, plan_gen, dev)
+        self._noise = iter(noise) if noise is not None else None
+        self.prior = self.params.per_coordinate(prior_precisions(self.params.named, config.prior))
+        self.reflect = None
+        self.x_star = None
+        self.curvature, self.shift = self.prior, None  # G = scale grad + curvature * x - shift
+        loc = config.localization
+        if loc is not None:
+            self.x_star = self.x.detach().clone() if loc.x_star is None else self.params.flatten(loc.x_star)
+            half = loc.half_width
+            if not bool(((self.x - self.x_star).abs() < half).all()):
+                raise ValueError("the parameters lie outside the box |x - x_star|_inf < rho_max")
+            self.reflect = make_reflect(self.x_star, torch.tensor(half, device=dev, dtype=dt))
+            self.curvature = self.prior + 1.0 / loc.rho**2
+            self.shift = self.x_star / loc.rho**2
+        if v0 is None:
+            self.v = self.normals.normals(len(self.params))
+        else:
+            self.v = torch.as_tensor(v0).to(device=dev, dtype=dt).reshape(-1).clone()
+            if self.v.numel() != len(self.params):
+                raise ValueError(f"v0 must have {len(self.params)} values, got {self.v.numel()}")
+        self.g = None
+        self.k = 0
+        self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
+        self._last_batch = None
+        self._last_loss = None
+
+    # ------------------------------------------------------------------------------ the force
+    def _data_gradient(self, loss_fn, batch) -> torch.Tensor:
+        loss = loss_fn(self.model, batch)
+        self._last_loss = loss.detach()
+        return self.params.gradient(loss)
+
+    def _reference_gradient(self, loss_fn, batch) -> torch.Tensor:
+        """``grad L(x*; batch)``: the parameters visit ``x*`` and come back."""
+        here = self.x.detach().clone()
+        with torch.no_grad():
+            self.x.copy_(self.x_star)
+        grad = self.params.gradient(loss_fn(self.model, batch)).clone()
+        with torch.no_grad():
+            self.x.copy_(here)
+        return grad
+
+    def full_reference_gradient(self, loss_fn) -> torch.Tensor:
+        """``sum_i grad f_i(x*)`` over the whole data set, in batches of ``batch_size``."""
+        n, b = self.config.n_data, self.config.effective_batch_size
+        total = torch.zeros_like(self.x)
+        for start in range(0, n, b):
+            idx = torch.arange(start, min(start + b, n), device=self.x.device)
+            total += self._reference_gradient(loss_fn, idx)
+        return total
+
+    def force(self, loss_fn, batch) -> torch.Tensor:
+        """``G(x, batch)`` at the current parameters (a new tensor)."""
+        scale = self.config.scale
+        with torch.enable_grad():
+            data = self._data_gradient(loss_fn, batch)
+            if self.config.control_variate:
+                if self.ref_full is None:
+                    self.ref_full = self.full_reference_gradient(loss_fn)
+                data = data - self._reference_gradient(loss_fn, batch)
+        with torch.no_grad():
+            g = torch.mul(self.x, self.curvature)
+            if self.shift is not None:
+                g.sub_(self.shift)
+            g.add_(data, alpha=scale)
+            if self.ref_full is not None:
+                g.add_(self.ref_full)
+        return g
+
+    # ------------------------------------------------------------------------------- stepping
+    def next_batch(self) -> torch.Tensor:
+        """The plan's next batch indices (what the data loader should load)."""
+        try:
+            return next(self._batches)
+        except StopIteration:
+            raise ValueError(f"the explicit batch sequence ran out at step {self.k + 1}") from None
+
+    def _path(self, h):
+        if self._noise is not None:
+            try:
+                dW, J = next(self._noise)
+            except StopIteration:
+                raise ValueError(f"the explicit noise sequence ran out at step {self.k + 1}") from None
+            return (torch.as_tensor(dW, device=self.x.device, dtype=self.x.dtype),
+                    torch.as_tensor(J, device=self.x.device, dtype=self.x.dtype))
+        z = self.normals.normals((4, len(self.params)))
+        return pairs_from_normals(z, pair_factors(self.config.gamma, h))
+
+    def prime(self, loss_fn, batch=None) -> None:
+        """First-same-as-last schemes: the force at the starting point with the first batch
+        (``step`` calls this itself when needed)."""
+        batch = self.next_batch() if batch is None else batch
+        self.g = self.force(loss_fn, batch)
+        self._last_batch = batch
+
+    def step_size(self, k: int) -> float:
+        sched = self.config.schedule
+        return self.config.h if sched is None else self.config.h * sched.factor(k)
+
+    def step(self, loss_fn) -> StepInfo:
+        """Advance one step; ``loss_fn(model, indices)`` returns the sum of the per-datum losses
+        of the batch ``indices``."""
+        if self.module.FSAL and self.g is None:
+            self.prime(loss_fn)
+        k = self.k + 1
+        h = self.step_size(k)
+        coef = tuple(float(c) for c in self.module.coefficients(h, self.config.gamma))
+        dW, J = self._path(h)
+        batch = self.next_batch()
+
+        def force(x):
+            return self.force(loss_fn, batch)
+
+        g = self.g if self.g is not None else torch.zeros_like(self.x)
+        with torch.no_grad():
+            self.g = self.module.step(self.x, self.v, g, coef, dW, J, force, self.reflect)
+        self.k = k
+        if k % self.config.check_every == 0:
+            self.check_finite()
+        self._last_batch = batch
+        return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
+
+    def check_finite(self) -> None:
+        if not bool(torch.isfinite(self.x).all()):
+            raise SamplerDiverged(self.k, "a parameter")
+        if not bool(torch.isfinite(self.g).all()):
+            raise SamplerDiverged(self.k, "the force")
+
+    @property
+    def state(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(x, v)``: the flat parameters (views of the model's) and velocities."""
+        return self.x, self.v

@@ -1,0 +1,64 @@
+"""Minibatch plans on tensors (the sequences of :mod:`integrators.plans`): each chain draws its own
+batches; the chains stand at the same step of the plan's period, so their batches have one length.
+
+``ChainPlan.next()`` returns the batch indices of every chain, shape ``(n_chains, n_b)`` (``None``
+for the full gradient).  Partitions cut a random permutation into ``N_m = ceil(N_D / N_b)``
+batches (the last may be shorter); ``rr`` visits them in order every epoch, ``sms`` forward then
+backward over two epochs; ``iid`` draws ``N_b`` indices with replacement each step.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from integrators.plans import PLAN_CODES, force_scale, n_batches, period  # noqa: F401  (re-exported)
+
+
+class ChainPlan:
+    """The plan's batches for ``n_chains`` chains; ``uniforms(m)`` returns ``(m, n_chains)``
+    uniforms (a chain's column from its own stream)."""
+
+    def __init__(self, plan: str, n_data: int, batch_size: int, uniforms, n_chains: int, device):
+        if plan not in PLAN_CODES:
+            raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+        self.plan, self.n_data, self.batch_size = plan, n_data, batch_size
+        self.uniforms = uniforms
+        self.m = n_batches(n_data, batch_size)
+        self.position = 0
+        self.perm = None
+        self.n_chains, self.device = n_chains, device
+
+    def next(self):
+        if self.plan == "full":
+            return None
+        if self.plan == "iid":
+            u = self.uniforms(self.batch_size).T  # (n_chains, batch_size)
+            return torch.clamp((u * self.n_data).to(torch.int64), max=self.n_data - 1)
+        p = self.position
+        if p == 0:
+            self.perm = torch.argsort(self.uniforms(self.n_data).T, dim=1)
+        if self.plan == "rr":
+            j = p
+            self.position = (p + 1) % self.m
+        else:
+            j = p if p < self.m else 2 * self.m - 1 - p
+            self.position = (p + 1) % (2 * self.m)
+        start = j * self.batch_size
+        return self.perm[:, start:min(start + self.batch_size, self.n_data)]
+
+
+def plan_batches(plan: str, n_data: int, batch_size: int, generator: torch.Generator, device):
+    """An endless iterator over one chain's batches (1-D index tensors; the full plan yields
+    ``arange(N_D)``), drawing from ``generator`` (module mode: the data loader gets these)."""
+    m = n_batches(n_data, batch_size)
+    while True:
+        if plan == "full":
+            yield torch.arange(n_data, device=device)
+        elif plan == "iid":
+            yield torch.randint(n_data, (batch_size,), generator=generator, device=device)
+        else:
+            perm = torch.randperm(n_data, generator=generator, device=device)
+            parts = [perm[j * batch_size:min((j + 1) * batch_size, n_data)] for j in range(m)]
+            yield from parts
+            if plan == "sms":
+                yield from reversed(parts)

@@ -1,0 +1,26 @@
+"""The schemes on tensors, one file each, registered under the names of :data:`integrators.schemes.SCHEMES`.
+
+Every module here takes its constants, its declared orders and ``FSAL`` from the Numba scheme
+module of the same name (``coefficients(h, gamma)`` is called there, never retyped) and writes the
+same update rule with tensor operations, in the same order of floating-point operations:
+
+    step(x, v, g, coef, dW, J, force, reflect) -> g
+
+advances ``x`` and ``v`` in place (any shape: ``(n_chains, d)`` in chains mode, a flat parameter
+buffer ``(P,)`` in module mode, ``(K, P)`` for an ensemble); ``dW`` and ``J`` have shape
+``(2, *x.shape)`` (the path pair over each half step); ``force(x)`` returns the minibatch force at
+``x`` (the caller binds the batch); ``reflect(x, v)`` applies the elastic bounce in place (or is
+``None``); ``g`` is the cached force of first-same-as-last schemes, and the force the step computed
+is returned.
+"""
+
+from integrators.schemes import SCHEMES
+from integrators.torch.schemes import baoab, em, obabo, ubu
+
+TORCH_STEPS = {m.NAME: m for m in (em, baoab, ubu, obabo)}
+
+if set(TORCH_STEPS) != set(SCHEMES):  # one registry: a scheme added in Numba must get its tensor step
+    raise ImportError(f"integrators.torch.schemes covers {sorted(TORCH_STEPS)}, the Numba registry "
+                      f"{sorted(SCHEMES)}")
+
+__all__ = ["TORCH_STEPS"]

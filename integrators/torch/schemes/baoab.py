@@ -1,0 +1,32 @@
+"""BAOAB on tensors, first-same-as-last (the rule and constants of :mod:`integrators.schemes.baoab`).
+
+    v <- v - h/2 g                     (g = G(x_k, w_{k+1}), cached from the previous step)
+    x <- x + h/2 v
+    v <- e^{-gamma h} v + sqrt(2 gamma) (e^{-gamma h/2} J_1 + J_2)   (J over the step, composed)
+    x <- x + h/2 v
+    g <- G(x_{k+1}, w_{k+2})
+    v <- v - h/2 g
+"""
+
+from integrators.schemes import baoab as _numba
+
+NAME = _numba.NAME
+WEAK_ORDER = _numba.WEAK_ORDER
+STRONG_ORDER = _numba.STRONG_ORDER
+FSAL = _numba.FSAL
+coefficients = _numba.coefficients
+
+
+def step(x, v, g, coef, dW, J, force, reflect):
+    h, eta, noise, eta_half = coef
+    v.sub_(0.5 * h * g)
+    x.add_(0.5 * h * v)
+    if reflect is not None:
+        reflect(x, v)
+    v.copy_(eta * v + noise * (eta_half * J[0] + J[1]))
+    x.add_(0.5 * h * v)
+    if reflect is not None:
+        reflect(x, v)
+    g = force(x)
+    v.sub_(0.5 * h * g)
+    return g

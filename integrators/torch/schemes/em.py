@@ -1,0 +1,24 @@
+"""Euler-Maruyama on tensors (SG-HMC; the rule and constants of :mod:`integrators.schemes.em`).
+
+    x' = x + h v
+    v' = v - h G(x, w_k) - h gamma v + sqrt(2 gamma) (dW_1 + dW_2)
+"""
+
+from integrators.schemes import em as _numba
+
+NAME = _numba.NAME
+WEAK_ORDER = _numba.WEAK_ORDER
+STRONG_ORDER = _numba.STRONG_ORDER
+FSAL = _numba.FSAL
+coefficients = _numba.coefficients
+
+
+def step(x, v, g, coef, dW, J, force, reflect):
+    h, gamma, noise = coef
+    g = force(x)
+    v_old = v.clone()
+    x.add_(h * v_old)
+    v.copy_(v_old - h * g - h * gamma * v_old + noise * (dW[0] + dW[1]))
+    if reflect is not None:
+        reflect(x, v)
+    return g

@@ -1,0 +1,26 @@
+"""OBABO on tensors, first-same-as-last (the rule and constants of :mod:`integrators.schemes.obabo`).
+
+    v <- e^{-gamma h/2} v + sqrt(2 gamma) J_1 - h/2 g      (g = G(x_k, w_{k+1}), cached)
+    x <- x + h v
+    g <- G(x_{k+1}, w_{k+2})
+    v <- e^{-gamma h/2} (v - h/2 g) + sqrt(2 gamma) J_2
+"""
+
+from integrators.schemes import obabo as _numba
+
+NAME = _numba.NAME
+WEAK_ORDER = _numba.WEAK_ORDER
+STRONG_ORDER = _numba.STRONG_ORDER
+FSAL = _numba.FSAL
+coefficients = _numba.coefficients
+
+
+def step(x, v, g, coef, dW, J, force, reflect):
+    h, eta_half, noise = coef
+    v.copy_(eta_half * v + noise * J[0] - 0.5 * h * g)
+    x.add_(h * v)
+    if reflect is not None:
+        reflect(x, v)
+    g = force(x)
+    v.copy_(eta_half * (v - 0.5 * h * g) + noise * J[1])
+    return g

@@ -1,0 +1,32 @@
+"""UBU on tensors: ``U(h/2) B(h) U(h/2)`` (the rule and constants of :mod:`integrators.schemes.ubu`).
+
+    x <- x + (1 - e^{-gamma h/2}) / gamma * v + sqrt(2 gamma) / gamma * (dW_1 - J_1)
+    v <- e^{-gamma h/2} v + sqrt(2 gamma) J_1
+    g <- G(x, w_k)
+    v <- v - h g
+    x <- x + (1 - e^{-gamma h/2}) / gamma * v + sqrt(2 gamma) / gamma * (dW_2 - J_2)
+    v <- e^{-gamma h/2} v + sqrt(2 gamma) J_2
+"""
+
+from integrators.schemes import ubu as _numba
+
+NAME = _numba.NAME
+WEAK_ORDER = _numba.WEAK_ORDER
+STRONG_ORDER = _numba.STRONG_ORDER
+FSAL = _numba.FSAL
+coefficients = _numba.coefficients
+
+
+def step(x, v, g, coef, dW, J, force, reflect):
+    h, eta, x_from_v, v_noise, x_noise = coef
+    x.add_(x_from_v * v + x_noise * (dW[0] - J[0]))
+    v.copy_(eta * v + v_noise * J[0])
+    if reflect is not None:
+        reflect(x, v)
+    g = force(x)
+    kicked = v - h * g
+    x.add_(x_from_v * kicked + x_noise * (dW[1] - J[1]))
+    v.copy_(eta * kicked + v_noise * J[1])
+    if reflect is not None:
+        reflect(x, v)
+    return g

@@ -1,0 +1,108 @@
+"""Chains mode: stationary moments agree with the exact oracle within Monte Carlo error for every
+scheme x plan; a chain's numbers depend only on the seed and its index; the counter-based stream
+is the SplitMix64 function; float32 runs and says so; bad input and divergence are reported;
+Figure 1 dispatches to the tensor backend."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from helpers import family_z
+
+torch = pytest.importorskip("torch")
+
+from integrators import PLANS, SCHEMES, GaussianTarget  # noqa: E402
+from integrators.plans import period  # noqa: E402
+from integrators.torch.chains import sample  # noqa: E402
+from integrators.torch.rng import CounterNormals, mix64, mix64_reference  # noqa: E402
+from theory_checks.oracle import stationary_moments  # noqa: E402
+
+
+def small_target() -> GaussianTarget:
+    means = np.array([[1.0, -0.5], [-1.0, 0.3], [0.2, 1.0]])
+    precs = np.array([[[2.0, 0.6], [0.6, 1.0]], [[0.5, -0.2], [-0.2, 1.5]], [[1.0, 0.0], [0.0, 0.4]]])
+    return GaussianTarget(means, precs, prior_precision=0.2 * np.eye(2))
+
+
+@pytest.mark.parametrize("plan", PLANS)
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_torch_stationary_moments_match_the_oracle(scheme, plan):
+    target, gamma, bs = small_target(), 1.5, 2  # three data, batches of 2 and 1: uneven
+    h = 0.12 if scheme != "em" else 0.04
+    exact = stationary_moments(target, scheme, plan, h, gamma, batch_size=bs)
+    per = period(plan, target.n_data, bs)
+    burn = per * math.ceil(12.0 / h / per)
+    steps = burn + per * math.ceil(600 / per)
+    res = sample(target, scheme, plan, h=h, gamma=gamma, n_chains=512, n_steps=steps, burn_in=burn, batch_size=bs,
+                 seed=7, full_moments=True, x0=target.mean)
+    z = family_z(len(SCHEMES) * len(PLANS) * 5)
+    assert np.all(np.abs(res.mean - exact.mean) < z * res.mean_se), (res.mean, exact.mean, res.mean_se)
+    outer = res.chain_outer
+    se = outer.std(axis=0, ddof=1) / math.sqrt(outer.shape[0])
+    iu = np.triu_indices(2)
+    assert np.all(np.abs(outer.mean(axis=0) - exact.second_moment)[iu] < z * se[iu])
+
+
+def test_a_chain_does_not_depend_on_its_neighbours():
+    target = small_target()
+    runs = [sample(target, "ubu", "sms", h=0.1, n_chains=n, n_steps=40, batch_size=2, seed=3, keep=40)
+            for n in (3, 8)]
+    np.testing.assert_array_equal(runs[0].samples, runs[1].samples[:3])
+    other = sample(target, "ubu", "sms", h=0.1, n_chains=3, n_steps=40, batch_size=2, seed=4, keep=40)
+    assert not np.allclose(other.samples, runs[0].samples)
+
+
+def test_counter_stream_is_splitmix64_and_normal():
+    rng = np.random.default_rng(0)
+    ints = [int(i) for i in rng.integers(-2**63, 2**63 - 1, 64, dtype=np.int64)] + [0, -1, 2**63 - 1, -2**63]
+    got = mix64(torch.tensor(ints, dtype=torch.int64)).tolist()
+    assert [g & (2**64 - 1) for g in got] == [mix64_reference(i) for i in ints]
+    z = CounterNormals(5, 0, torch.arange(4000), torch.float64).normals(50)
+    assert abs(float(z.mean())) < 5 / math.sqrt(z.numel())
+    assert abs(float(z.var()) - 1) < 5 * math.sqrt(2 / z.numel())
+    assert abs(float((z**4).mean()) - 3) < 5 * math.sqrt(96 / z.numel())
+
+
+def test_float32_runs_and_records_device_and_dtype():
+    target = GaussianTarget.one_d_example()
+    res = sample(target, "ubu", "sms", h=0.1, n_chains=256, n_steps=400, burn_in=100, batch_size=1, seed=1,
+                 dtype="float32")
+    assert res.meta["dtype"] == "float32" and res.meta["device"] == "cpu" and res.meta["backend"] == "torch"
+    assert abs(res.mean[0] - target.mean[0]) < 6 * res.mean_se[0]
+
+
+def test_divergent_chains_are_marked_with_their_step_not_returned_as_numbers():
+    target = GaussianTarget.one_d_example()
+    res = sample(target, "em", "full", h=0.7, n_chains=8, n_steps=200, batch_size=2, seed=0, divergence_bound=100.0)
+    assert res.n_diverged == 8 and res.first_divergence_step > 1
+    assert np.all(np.isnan(res.x)) and np.all(np.isfinite(res.chain_mean))
+    assert "DIVERGED" in res.summary()
+
+
+@pytest.mark.parametrize("kwargs,word", [({"h": 0.0}, "h"), ({"gamma": -1.0}, "gamma"),
+                                         ({"batch_size": 3}, "batch_size"), ({"device": "tpu9"}, "device"),
+                                         ({"dtype": "float16"}, "dtype"), ({"scheme": "rk4"}, "scheme")])
+def test_chains_input_validation(kwargs, word):
+    args = {"scheme": "ubu", "plan": "sms", "h": 0.1, "n_chains": 2, "n_steps": 3, "batch_size": 1} | kwargs
+    with pytest.raises(ValueError, match=word):
+        sample(GaussianTarget.one_d_example(), **args)
+
+
+def test_figure1_point_on_the_torch_backend(tmp_path):
+    from bias import figure1
+
+    point = figure1.run_point("ubu", "sms", 2, "tiny", seed=1, backend="torch", device="cpu", control_variate=False)
+    assert not point.diverged and 0 < point.w1 < 0.05
+    with pytest.raises(ValueError, match="backend"):
+        figure1.run_point("ubu", "sms", 2, "tiny", backend="jax")
+    with pytest.raises(ValueError, match="device"):
+        figure1.sampler_for("numba", "cuda")
+
+
+def test_cli_backend_flags(tmp_path):
+    from reports.cli import main
+
+    assert main(["run", "claims", "--backend", "torch", "--out", str(tmp_path / "a")]) == 2
+    assert main(["run", "figure1", "--device", "cuda", "--out", str(tmp_path / "b")]) == 2

@@ -1,0 +1,206 @@
+"""Module mode and ensembles: a step over an nn.Module's flat parameters is the chains-mode step on
+the flattened parameters; the localized force is autograd's gradient of the localized potential;
+the prior falls on the chosen groups only; positions stay in the box; bad input and divergence
+are reported; an ensemble's chain is the single-chain sampler's."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+F = torch.nn.functional
+
+from integrators import SCHEMES, MultinomialLogisticTarget, batch_sequence  # noqa: E402
+from integrators.brownian import draw_pairs  # noqa: E402
+from integrators.torch import (  # noqa: E402
+    CyclicalSchedule,
+    Localization,
+    ModuleSampler,
+    SamplerConfig,
+    SamplerDiverged,
+)
+from integrators.torch.chains import sample as torch_sample  # noqa: E402
+from integrators.torch.ensemble import EnsembleSampler, chain_seed  # noqa: E402
+
+N_DATA, N_FEAT, N_CLASS = 9, 2, 3
+
+
+class Softmax(nn.Module):
+    """Multinomial logistic regression with weights laid out as MultinomialLogisticTarget's."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.weight = nn.Parameter(torch.as_tensor(w, dtype=torch.float64).clone())
+
+    def forward(self, inp):
+        return inp @ self.weight
+
+
+def data(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(N_DATA, N_FEAT)), rng.integers(0, N_CLASS, N_DATA)
+
+
+def mlp(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+@settings(max_examples=2)
+@given(h=st.floats(0.01, 0.2), gamma=st.floats(0.5, 2.0), bs=st.integers(1, N_DATA), seed=st.integers(0, 999))
+def test_module_step_equals_chains_step_on_flat_parameters(scheme, h, gamma, bs, seed):
+    feats, labels = data(seed)
+    target = MultinomialLogisticTarget(feats, labels, n_classes=N_CLASS, prior_precision=0.7)
+    rng = np.random.default_rng(seed)
+    x0, v0 = 0.3 * rng.normal(size=(1, target.dim)), rng.normal(size=(1, target.dim))
+    n_steps = 12
+    dW, J = draw_pairs(rng, gamma, h / 2, (n_steps, 2, target.dim, 1))
+    batches = batch_sequence("sms", N_DATA, bs, n_steps + 1, seed=seed)
+    batches = batches if SCHEMES[scheme].FSAL else batches[:n_steps]
+    chains = torch_sample(target, scheme, "sms", h=h, gamma=gamma, n_chains=1, n_steps=n_steps, batch_size=bs,
+                          x0=x0, v0=v0, noise=(dW, J), batches=batches, keep=n_steps)
+    X, Y = torch.as_tensor(feats), torch.as_tensor(labels)
+    net = Softmax(x0.reshape(N_FEAT, N_CLASS))
+    cfg = SamplerConfig(h=h, gamma=gamma, n_data=N_DATA, batch_size=bs, scheme=scheme, plan="sms",
+                        prior={"weight": 0.7})
+    noise = [(dW[k, :, :, 0], J[k, :, :, 0]) for k in range(n_steps)]
+    sampler = ModuleSampler(net, cfg, batches=[torch.as_tensor(b) for b in batches], noise=noise, v0=v0)
+    for k in range(n_steps):
+        sampler.step(lambda m, idx: F.cross_entropy(m(X[idx]), Y[idx], reduction="sum"))
+        np.testing.assert_allclose(sampler.x.numpy(), chains.samples[0, k], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(net.weight.detach().numpy().ravel(), chains.x[0], rtol=1e-12, atol=1e-12)
+
+
+def classification(seed=0, n=12):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 3, generator=g, dtype=torch.float64)
+    return X, torch.randint(0, 2, (n,), generator=g)
+
+
+def test_localized_force_equals_autograd_of_the_localized_potential():
+    X, Y = classification()
+    net = mlp()
+    x_star = torch.cat([p.detach().reshape(-1) for p in net.parameters()]) + 0.05
+    rho = 0.4
+    cfg = SamplerConfig(h=0.01, gamma=2.5, n_data=12, batch_size=5, plan="rr", prior=1.3,
+                        localization=Localization(rho=rho, x_star=x_star))
+    sampler = ModuleSampler(net, cfg)
+    batch = torch.tensor([0, 3, 7, 8, 11])
+    g = sampler.force(lambda m, idx: F.cross_entropy(m(X[idx]), Y[idx], reduction="sum"), batch)
+
+    names = [n for n, _ in net.named_parameters()]
+    flat = sampler.x.detach().clone().requires_grad_(True)
+    shapes = [p.shape for p in net.parameters()]
+    parts = torch.split(flat, [math.prod(s) for s in shapes])
+    params = {n: t.view(s) for n, t, s in zip(names, parts, shapes, strict=True)}
+    out = torch.func.functional_call(net, params, (X[batch],))
+    n_m = math.ceil(12 / 5)
+    prior = sum(0.5 * 1.3 * (params[n] ** 2).sum() for n in names if n.endswith("weight"))
+    potential = n_m * F.cross_entropy(out, Y[batch], reduction="sum") + prior \
+        + ((flat - x_star) ** 2).sum() / (2 * rho**2)
+    (expected,) = torch.autograd.grad(potential, flat)
+    np.testing.assert_allclose(g.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_prior_applies_to_chosen_groups_only():
+    net = mlp()
+    zero_loss = lambda m, idx: sum((p * 0.0).sum() for p in m.parameters())  # noqa: E731
+    for prior, expected in [(2.0, {"0.weight": 2.0, "2.weight": 2.0}), ({"2.bias": 0.5}, {"2.bias": 0.5})]:
+        sampler = ModuleSampler(net, SamplerConfig(h=0.1, gamma=1.0, n_data=4, batch_size=2, prior=prior))
+        g = sampler.force(zero_loss, torch.tensor([0, 1]))
+        for (name, p), off, size in zip(net.named_parameters(), sampler.params.offsets, sampler.params.sizes,
+                                        strict=True):
+            want = expected.get(name, 0.0) * p.detach().reshape(-1)
+            np.testing.assert_allclose(g[off:off + size].numpy(), want.numpy(), rtol=1e-14, atol=0)
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_positions_stay_in_the_box(scheme):
+    X, Y = classification(1)
+    net = mlp(1)
+    x_star = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    cfg = SamplerConfig(h=0.5, gamma=0.2, n_data=12, batch_size=4, scheme=scheme, plan="sms",
+                        localization=Localization(rho=10.0, rho_max=0.05), seed=3)
+    sampler = ModuleSampler(net, cfg)
+    bounced = False
+    for _ in range(30):
+        v_before = sampler.v.clone()
+        sampler.step(lambda m, idx: F.cross_entropy(m(X[idx]), Y[idx], reduction="sum"))
+        assert float((sampler.x - x_star).abs().max()) <= 0.05
+        bounced |= bool((torch.sign(sampler.v) != torch.sign(v_before)).any())
+    assert bounced
+
+
+def test_module_input_validation():
+    net = mlp()
+    for kwargs, word in [({"h": 0.0}, "h"), ({"h": -1.0}, "h"), ({"gamma": 0.0}, "gamma"),
+                         ({"batch_size": 13}, "batch_size"), ({"scheme": "rk4"}, "scheme"),
+                         ({"plan": "cyclic"}, "plan"), ({"batch_size": None}, "batch_size")]:
+        args = {"h": 0.1, "gamma": 1.0, "n_data": 12, "batch_size": 4} | kwargs
+        with pytest.raises(ValueError, match=word):
+            SamplerConfig(**args)
+    with pytest.raises(ValueError, match="rho"):
+        Localization(rho=0.0)
+    with pytest.raises(ValueError, match="rho_max"):
+        Localization(rho=1.0, rho_max=-1.0)
+    mixed = mlp()
+    mixed[2].bias = nn.Parameter(torch.zeros(2, dtype=torch.float64, device="meta"))
+    with pytest.raises(ValueError, match="mixed devices"):
+        ModuleSampler(mixed, SamplerConfig(h=0.1, gamma=1.0, n_data=12, batch_size=4))
+    with pytest.raises(ValueError, match="unknown parameters"):
+        ModuleSampler(net, SamplerConfig(h=0.1, gamma=1.0, n_data=12, batch_size=4, prior={"nope": 1.0}))
+
+
+def test_non_finite_force_stops_the_sampler_naming_the_step():
+    X, Y = classification()
+    net = mlp()
+    sampler = ModuleSampler(net, SamplerConfig(h=0.1, gamma=1.0, n_data=12, batch_size=4, scheme="ubu"))
+    calls = []
+
+    def loss(m, idx):
+        calls.append(1)
+        value = F.cross_entropy(m(X[idx]), Y[idx], reduction="sum")
+        return value * float("nan") if len(calls) == 3 else value
+
+    with pytest.raises(SamplerDiverged, match="step 3") as err:
+        for _ in range(5):
+            sampler.step(loss)
+    assert err.value.step == 3
+
+
+def test_cyclical_schedule_restarts_each_cycle():
+    sched = CyclicalSchedule(n_steps=100, n_cycles=4)
+    assert sched.factor(1) == 1.0 and sched.factor(26) == 1.0
+    assert sched.factor(13) == pytest.approx(0.5 * (math.cos(math.pi * 12 / 25) + 1))
+    X, Y = classification()
+    sampler = ModuleSampler(mlp(), SamplerConfig(h=0.1, gamma=1.0, n_data=12, batch_size=4, scheme="em",
+                                                 plan="iid", schedule=sched))
+    hs = [sampler.step(lambda m, idx: F.cross_entropy(m(X[idx]), Y[idx], reduction="sum")).h for _ in range(27)]
+    assert hs[0] == 0.1 and hs[25] == 0.1 and all(b < a for a, b in zip(hs[:25], hs[1:25], strict=False))
+
+
+@pytest.mark.parametrize("scheme", ["ubu", "baoab"])
+def test_ensemble_chain_equals_single_chain_sampler_and_ignores_its_neighbours(scheme):
+    X, Y = classification(2)
+    loss = lambda m, idx: F.cross_entropy(m(X[idx]), Y[idx], reduction="sum")  # noqa: E731
+    cfg = SamplerConfig(h=0.05, gamma=1.0, n_data=12, batch_size=5, scheme=scheme, plan="sms", seed=4,
+                        localization=Localization(rho=1.0))
+    runs = {}
+    for k_chains in (2, 3):
+        ens = EnsembleSampler(mlp(2), cfg, k_chains)
+        for _ in range(6):
+            ens.step(loss)
+        runs[k_chains] = ens.x.clone()
+    np.testing.assert_array_equal(runs[2].numpy(), runs[3][:2].numpy())
+    single_net = mlp(2)
+    single = ModuleSampler(single_net, SamplerConfig(**{**cfg.__dict__, "seed": chain_seed(4, 1)}))
+    for _ in range(6):
+        single.step(loss)
+    np.testing.assert_allclose(runs[3][1].numpy(), single.x.numpy(), rtol=1e-12, atol=1e-12)
