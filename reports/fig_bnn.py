@@ -32,7 +32,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     from bnn import pipeline
     from bnn.data import DataError
 
-    torch.set_num_threads(int(os.environ.get("SMS_LANGEVIN_THREADS", os.cpu_count() or 1)))
+    # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
+    torch.set_num_threads(int(os.environ.get("SMS_LANGEVIN_THREADS", 1)))
     cfg = presets.run_config(preset, unit["dataset"], unit["run"])
     try:
         return pipeline.run(cfg, seed % (2**31))
