@@ -57,7 +57,7 @@ EXPERIMENTS = {
                                             epochs_swa=2, epochs_burn=1, epochs_sample=3, h=1e-3, samplers=_ALL),
                         n_runs=2, extra_runs=1,
                         extras={"h_panel": (3e-4, 3e-3), "hessian_iters": 10, "trace_chains": 2,
-                                "trace_epochs": 4}),),
+                                "trace_epochs": 5}),),
     "quick": (Experiment("xray_subset", RunConfig("xray_subset", "chest_xray", width=0.25, epochs_train=8,
                                                   epochs_swa=4, epochs_burn=4, epochs_sample=8, h=5e-4),
                          n_runs=8, extra_runs=2,
