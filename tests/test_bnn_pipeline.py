@@ -81,3 +81,13 @@ def test_presets_cover_every_level_and_the_paper_tables():
     assert presets.PAPER_TABLES["chest_xray"].h == 5e-4 and presets.PAPER_TABLES["celeba"].rho == 0.2
     with pytest.raises(ValueError, match="unknown BNN preset"):
         presets.experiments("huge")
+
+
+def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
+    from reports import fig_bnn, fig_demo, registry
+
+    assert "tiny" in registry.PRESETS
+    assert registry.module_preset(fig_demo, "tiny") == "quick"
+    assert registry.module_preset(fig_bnn, "tiny") == "tiny"
+    assert registry.module_preset(fig_bnn, "quick") == "quick" and registry.module_preset(fig_demo, "full") == "full"
+    assert {u["dataset"] for u in fig_bnn.units("quick")} == {"xray_subset"}
