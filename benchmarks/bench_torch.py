@@ -141,23 +141,28 @@ def bench_chains(device, n_chains, steps, compile_too):
     variants = [("eager", advance, counter_only)]
     if compile_too:
         variants.append(("torch.compile", torch.compile(advance), torch.compile(counter_only)))
+    # the counter-based stream is the same function on every device and compiled or not
+    start0 = torch.tensor(12, device=device, dtype=torch.int64)
+    ref = counter_normals(path.keys[:1000].cpu(), start0.cpu(), 4, dt)
+    for label, _, fn in variants:
+        diff = float((fn(start0)[:, :1000].cpu() - ref).abs().max())
+        print(f"    [{label}] counter normals on {device} vs CPU eager: max difference {diff:.1e} "
+              f"(integer stream exact; last-bit differences from log/sin/cos implementations)")
     print(f"(b) chains mode, Figure 1's workload (1-D, UBU x sms, batch 1, float64), {n_chains:,} chains, "
           f"{steps} steps, {device}:")
     rate_randn = None
     for label, step_fn, normals_fn in variants:
         x = torch.zeros(n_chains, 1, device=device, dtype=dt)
         v = torch.zeros(n_chains, 1, device=device, dtype=dt)
-        ctr = [0]
+        start = torch.zeros((), device=device, dtype=torch.int64)  # the stream counter, kept on the device
 
-        def one_step(step_fn=step_fn, x=x, v=v, ctr=ctr):
-            start = torch.tensor(ctr[0], device=device, dtype=torch.int64)
-            ctr[0] += 4
+        def one_step(step_fn=step_fn, x=x, v=v, start=start):
             step_fn(x, v, start, plan.next())
+            start.add_(4)
 
-        def normals_step(normals_fn=normals_fn, ctr=ctr):
-            start = torch.tensor(ctr[0], device=device, dtype=torch.int64)
-            ctr[0] += 4
+        def normals_step(normals_fn=normals_fn, start=start):
             normals_fn(start)
+            start.add_(4)
 
         for fn in (one_step, normals_step):  # warm-up (compiles)
             for _ in range(3):
@@ -171,7 +176,19 @@ def bench_chains(device, n_chains, steps, compile_too):
         assert bool(torch.isfinite(x).all())
         print(f"    [{label}] four counter-based normals alone:     {n_chains / t_counter:10.3e} chain-steps/s")
         print(f"    [{label}] sampler step (normals, plan, force, UBU): {n_chains / t_step:10.3e} chain-steps/s"
-              f"   = {t_counter / t_step:.2f} x its normals, {rate_randn * t_step / n_chains:.2f}^-1 x randn's rate")
+              f"   = {t_counter / t_step:.2f} x the rate of its normals alone, "
+              f"{n_chains / t_step / rate_randn:.2f} x torch.randn's")
+
+
+def bench_figure1_point(device, preset):
+    """(c) one Figure-1 point (UBU x sms at h = 1/32 with its full-gradient control) on the device."""
+    from bias import figure1
+
+    t0 = time.perf_counter()
+    point = figure1.run_point("ubu", "sms", 5, preset, seed=0, backend="torch", device=str(device))
+    seconds = time.perf_counter() - t0
+    print(f"(c) one Figure-1 point, preset {preset} (UBU x sms, h = 1/32, {point.n_samples:,} samples, "
+          f"control included), {device}: {seconds:.1f} s, W1 = {point.w1:.3e} +/- {point.mc_error:.1e}")
 
 
 def main():
@@ -179,8 +196,11 @@ def main():
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="a quick CPU-sized run")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    parser.add_argument("--skip", choices=["a", "b"], default=None)
+    parser.add_argument("--skip", choices=["a", "b", "c"], default=None)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     args = parser.parse_args()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     print(f"torch {torch.__version__}, device {device}"
@@ -190,11 +210,13 @@ def main():
         if cuda:
             bench_module(device, n_data=6000, reps=20, rounds=5)
         else:
-            bench_module(device, n_data=1000, reps=2 if args.small else 5, rounds=3)
+            bench_module(device, n_data=1000, reps=1 if args.small else 5, rounds=3)
     if args.skip != "b":
         n_chains = 2**23 if cuda else (2**14 if args.small else 2**18)
         steps = 50 if cuda else (20 if args.small else 50)
         bench_chains(device, n_chains, steps, compile_too=not args.no_compile)
+    if args.skip != "c" and (cuda or not args.small):
+        bench_figure1_point(device, "full" if cuda else "tiny")
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 

@@ -28,6 +28,15 @@ from integrators.torch import (  # noqa: E402
 from integrators.torch.chains import sample as torch_sample  # noqa: E402
 from integrators.torch.ensemble import EnsembleSampler, chain_seed  # noqa: E402
 
+
+@pytest.fixture(autouse=True)
+def one_torch_thread():
+    """Small tensors: one intra-op thread (a loaded machine stalls torch's thread pool)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
 N_DATA, N_FEAT, N_CLASS = 9, 2, 3
 
 
@@ -204,3 +213,5 @@ def test_ensemble_chain_equals_single_chain_sampler_and_ignores_its_neighbours(s
     for _ in range(6):
         single.step(loss)
     np.testing.assert_allclose(runs[3][1].numpy(), single.x.numpy(), rtol=1e-12, atol=1e-12)
+    meta = single.metadata()
+    assert meta["device"] == "cpu" and meta["dtype"] == "float64" and meta["scheme"] == scheme

@@ -7,13 +7,21 @@ from __future__ import annotations
 import torch
 
 
+def compiling() -> bool:
+    """Whether ``torch.compile`` is tracing (then the bounce stays branch-free)."""
+    return torch.compiler.is_compiling()
+
+
 def make_reflect(center: torch.Tensor, half_width: torch.Tensor):
     """``reflect(x, v)`` in place for the box with ``center`` and ``half_width`` (broadcast
-    against ``x``)."""
+    against ``x``); eager calls skip the folding when no coordinate left the box (one
+    device-to-host read)."""
 
     def reflect(x: torch.Tensor, v: torch.Tensor) -> None:
         y = x - center
         outside = y.abs() > half_width
+        if not compiling() and not bool(outside.any()):  # the usual case: three passes, no folding
+            return
         period = 4.0 * half_width
         shifted = y + half_width
         n_walls = torch.floor(shifted / (2.0 * half_width))

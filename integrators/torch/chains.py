@@ -183,6 +183,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         return module.step(x, v, g, coef, dW, J, lambda y: force_of(y, batch, scale), reflect)
 
     advance_fn = torch.compile(advance) if compile else advance
+    start = torch.zeros((), device=dev, dtype=torch.int64)  # the path streams' counter, on the device
     obs = _Observers(n, d, dev, full_moments, histogram, keep,
                      max(1, (n_steps - burn_in) // keep) if keep else 1, divergence_bound)
     g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
@@ -192,9 +193,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
             g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
                             lambda y, b=batch: force_of(y, b, scale), reflect)
         else:
-            start = torch.tensor(path.counter, device=dev, dtype=torch.int64)
-            path.counter += 4 * d
             g = advance_fn(x, v, g, start, batch)
+            start.add_(4 * d)
         ok = obs.check(k, x, v, g)
         if k > burn_in:
             obs.add(k, burn_in, x, ok)

@@ -23,7 +23,7 @@ import torch
 from torch.func import functional_call, grad, replace_all_batch_norm_modules_, vmap
 
 from integrators.torch.bounce import make_reflect
-from integrators.torch.module import FlatParameters, SamplerConfig, SamplerDiverged, prior_precisions
+from integrators.torch.module import FlatParameters, SamplerConfig, SamplerDiverged, prior_precisions, run_metadata
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import mix64_reference, pair_factors, pairs_from_normals
 from integrators.torch.schemes import TORCH_STEPS
@@ -88,6 +88,10 @@ class EnsembleSampler:
             self.shift = self.x_star / loc.rho**2
         self.g = None
         self.k = 0
+
+    def metadata(self) -> dict:
+        """Run metadata: the configuration, the device, the dtype, the torch version, the chains."""
+        return run_metadata(self.config, self.x, n_chains=self.n_chains)
 
     def _params(self, flat):
         return {n: flat[o:o + s].view(shape)

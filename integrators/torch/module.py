@@ -195,6 +195,17 @@ def prior_precisions(named_params, prior) -> list[float]:
     return out
 
 
+def run_metadata(config: SamplerConfig, x: torch.Tensor, n_chains: int) -> dict:
+    loc, sched = config.localization, config.schedule
+    return {"backend": "torch", "device": str(x.device), "dtype": str(x.dtype).replace("torch.", ""),
+            "torch": torch.__version__, "scheme": config.scheme, "plan": config.plan, "h": config.h,
+            "gamma": config.gamma, "n_data": config.n_data, "batch_size": config.effective_batch_size,
+            "seed": config.seed, "n_parameters": int(x.shape[-1]), "n_chains": n_chains,
+            "rho": None if loc is None else loc.rho, "rho_max": None if loc is None else loc.half_width,
+            "control_variate": config.control_variate,
+            "schedule": None if sched is None else {"n_steps": sched.n_steps, "n_cycles": sched.n_cycles}}
+
+
 @dataclass
 class StepInfo:
     """What one step did: its number, step size, the batch of the force it evaluated (for
@@ -420,10 +431,15 @@ class ModuleSampler:
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
     def check_finite(self) -> None:
-        if not bool(torch.isfinite(self.x).all()):
-            raise SamplerDiverged(self.k, "a parameter")
-        if not bool(torch.isfinite(self.g).all()):
-            raise SamplerDiverged(self.k, "the force")
+        """Raise :class:`SamplerDiverged` if a parameter or the force is not finite (one read
+        from the device)."""
+        if bool(torch.isfinite(self.x).all() & torch.isfinite(self.g).all()):
+            return
+        raise SamplerDiverged(self.k, "a parameter" if not bool(torch.isfinite(self.x).all()) else "the force")
+
+    def metadata(self) -> dict:
+        """Run metadata: the configuration, the device, the dtype and the torch version."""
+        return run_metadata(self.config, self.x, n_chains=1)
 
     @property
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:

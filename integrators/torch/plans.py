@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import torch
 
-from integrators.plans import PLAN_CODES, force_scale, n_batches, period  # noqa: F401  (re-exported)
+from integrators.plans import PLAN_CODES, SMALL_SHUFFLE, force_scale, n_batches, period  # noqa: F401  (re-exported)
 
 
 class ChainPlan:
@@ -28,6 +28,20 @@ class ChainPlan:
         self.perm = None
         self.n_chains, self.device = n_chains, device
 
+    def shuffle(self, u: torch.Tensor) -> torch.Tensor:
+        """A uniform random permutation per chain from uniforms ``u`` of shape ``(n_data, n_chains)``:
+        Fisher-Yates swaps for few data (a few passes over the chains), a sort of the uniforms
+        otherwise."""
+        if self.n_data > SMALL_SHUFFLE:
+            return torch.argsort(u.T, dim=1)
+        perm = torch.arange(self.n_data, device=u.device).repeat(u.shape[1], 1)
+        for i in range(self.n_data - 1, 0, -1):
+            j = torch.clamp((u[i] * (i + 1)).to(torch.int64), max=i)[:, None]
+            at_i = perm[:, i:i + 1].clone()
+            perm[:, i:i + 1] = perm.gather(1, j)
+            perm.scatter_(1, j, at_i)
+        return perm
+
     def next(self):
         if self.plan == "full":
             return None
@@ -36,7 +50,7 @@ class ChainPlan:
             return torch.clamp((u * self.n_data).to(torch.int64), max=self.n_data - 1)
         p = self.position
         if p == 0:
-            self.perm = torch.argsort(self.uniforms(self.n_data).T, dim=1)
+            self.perm = self.shuffle(self.uniforms(self.n_data))
         if self.plan == "rr":
             j = p
             self.position = (p + 1) % self.m
