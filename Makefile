@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-OUT ?= out/quick
+OUT ?= out/tiny
 
 .PHONY: demo demo-1d reproduce-full test lint bench clean tour
 
@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/sms-langevin run all --preset quick --out $(OUT)
+	$(VENV)/bin/sms-langevin run all --preset tiny --out $(OUT)
 
 test: $(VENV)/.installed
 	$(PY) -m ruff check .

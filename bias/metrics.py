@@ -55,6 +55,28 @@ def rps(probs, labels) -> float:
     return float(np.mean(np.sum(diff**2, axis=1) / (k - 1)))
 
 
+def ece(probs, labels, n_bins: int = 15) -> float:
+    """Expected calibration error of the top label: ``n_bins`` bins of equal width over the
+    confidence ``max_k p_k``; ``sum_b (n_b / n) |accuracy_b - mean confidence_b|``."""
+    probs, labels = _check(probs, labels)
+    conf = probs.max(axis=1)
+    correct = np.argmax(probs, axis=1) == labels
+    bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
+    total = 0.0
+    for b in np.unique(bins):
+        sel = bins == b
+        total += sel.sum() * abs(correct[sel].mean() - conf[sel].mean())
+    return float(total / len(labels))
+
+
+def brier(probs, labels) -> float:
+    """Multi-class Brier score ``sum_k (p_k - O_k)^2``, averaged over points."""
+    probs, labels = _check(probs, labels)
+    observed = np.zeros_like(probs)
+    observed[np.arange(len(labels)), labels] = 1.0
+    return float(np.mean(np.sum((probs - observed) ** 2, axis=1)))
+
+
 def all_metrics(probs, labels) -> dict:
     return {"accuracy": accuracy(probs, labels), "nll": nll(probs, labels), "ace": ace(probs, labels),
             "rps": rps(probs, labels)}

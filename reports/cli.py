@@ -41,7 +41,7 @@ def build_parser() -> Parser:
     sub.add_parser("list", help="list every figure and table with what it shows and its cost")
     run = sub.add_parser("run", help="compute figures and tables (persisting every unit) and the report")
     run.add_argument("ids", nargs="+", help="figure/table ids (see `list`), or `all`")
-    run.add_argument("--preset", default="quick", help="quick (minutes) or full (paper scale)")
+    run.add_argument("--preset", default="quick", help="tiny (make demo), quick (minutes) or full (paper scale)")
     run.add_argument("--out", default="out/run", help="output folder (results, figures, report)")
     run.add_argument("--seed", type=int, default=0, help="run seed; unit seeds derive from it")
     run.add_argument("--resume", action="store_true", help="skip units already finished in --out")
@@ -152,7 +152,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     tasks, prints = [], {}
     skipped = 0
     for fid in ids:
-        for unit in figures[fid].units(args.preset):
+        level = registry.module_preset(figures[fid], args.preset)
+        for unit in figures[fid].units(level):
             unit = {**unit, **backend} if getattr(figures[fid], "BACKENDS", None) else unit
             seed = unit_seed(args.seed, fid, unit)
             wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset)
@@ -163,7 +164,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
                         continue
                 except (CorruptUnit, StaleUnit) as exc:
                     print(f"warning: {exc}; recomputing", file=sys.stderr)
-            task = (figures[fid].__name__, unit, args.preset, seed)
+            task = (figures[fid].__name__, unit, level, seed)
             tasks.append(task)
             prints[(fid, store.path(fid, unit))] = wanted
     by_module = {mod.__name__: fid for fid, mod in figures.items()}
@@ -197,9 +198,10 @@ def build_outputs(out: Path, figures, ids, preset, run_seed: int) -> None:
     drawn = {}
     for fid in ids:
         mod = figures[fid]
+        level = registry.module_preset(mod, preset)
         results, missing = [], []
         rerun = f"sms-langevin run {fid} --resume --preset {preset} --seed {run_seed} --out {out}"
-        for unit in mod.units(preset):
+        for unit in mod.units(level):
             wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset)
             try:
                 res = store.load(fid, unit, wanted)
@@ -212,10 +214,10 @@ def build_outputs(out: Path, figures, ids, preset, run_seed: int) -> None:
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
-        info = mod.draw(results, out / "report" / fid, preset)
+        info = mod.draw(results, out / "report" / fid, level)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
-        figure_meta.update({"preset": preset, "units": len(results),
+        figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),
                             "unit_seeds": "derived from run_seed and each unit (see units/)",
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
         (out / "report" / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")

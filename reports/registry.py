@@ -7,6 +7,7 @@ Each figure or table is one module in ``reports/`` with
     units(preset)              the independent units of work (JSON-serializable dicts)
     run_unit(unit, preset, seed) -> JSON-serializable result
     draw(results, out_dir, preset) -> {"files": [...], "measured": "..."}
+    PRESETS (optional)         the presets it knows (default quick, full; ``tiny`` maps to quick)
 
 so adding a figure touches one file (and the list below).
 """
@@ -17,8 +18,16 @@ import importlib
 import os
 
 DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
-                   "reports.tab_claims")
-PRESETS = ("quick", "full")
+                   "reports.fig_bnn", "reports.tab_claims")
+PRESETS = ("tiny", "quick", "full")
+MODULE_PRESETS = ("quick", "full")  # what a module handles unless it declares PRESETS
+
+
+def module_preset(mod, preset: str) -> str:
+    """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
+    module without a ``tiny`` level of its own (``PRESETS`` in the module)."""
+    own = getattr(mod, "PRESETS", MODULE_PRESETS)
+    return preset if preset in own else "quick"
 
 
 def module_names() -> tuple[str, ...]:

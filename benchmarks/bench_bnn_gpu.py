@@ -1,0 +1,76 @@
+"""One Fashion-MNIST-sized run of the BNN pipeline (Algorithm 4) on a device: per-epoch times.
+
+The paper's Fashion-MNIST network (1,265,258 parameters, width 1) on synthetic data of Fashion-MNIST's
+shape (60,000 + 10,000 images, 1 x 28 x 28, 10 classes; the real files are absent on the benchmark
+machines, and the timing does not depend on the pixels), batch 200: Adam epochs, SWA epochs and
+SMS-UBU epochs (burn-in, then one sampling epoch with its evaluation pass), through
+:func:`bnn.pipeline.run`, exactly as the presets run it. Prints each epoch's wall time, the median
+SMS-UBU epoch over the median Adam epoch (both measured in this run; the first epoch of each stage
+includes warm-up and is left out of the medians when there are several), and a Markdown row for
+``benchmarks/RESULTS.md`` (``--results PATH`` appends it there).
+
+    PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py                # CUDA if present, < 2 min on an H100
+    PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --tiny         # CPU smoke test (small data, width 1/4)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from bnn import pipeline  # noqa: E402
+
+
+def _median(xs):
+    xs = xs[1:] if len(xs) > 2 else xs
+    return statistics.median(xs)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tiny", action="store_true", help="small CPU check: 2,000 images, width 1/4")
+    ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
+    ap.add_argument("--epochs", type=int, default=3, help="Adam epochs and SMS-UBU epochs (default 3)")
+    ap.add_argument("--results", default=None, help="append the Markdown row to this file")
+    args = ap.parse_args(argv)
+    if args.epochs < 1:
+        ap.error(f"--epochs must be >= 1, got {args.epochs}")
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        ap.error("--device cuda but torch sees no CUDA device")
+    name = torch.cuda.get_device_name(0) if device.startswith("cuda") else f"CPU ({torch.get_num_threads()} threads)"
+    cfg = pipeline.RunConfig("synthetic_fashion", "fashion_mnist", width=0.25 if args.tiny else 1.0,
+                             n_train=2000 if args.tiny else None, n_test=500 if args.tiny else None,
+                             epochs_train=args.epochs, epochs_swa=1, epochs_burn=args.epochs - 1, epochs_sample=1,
+                             h=2.5e-4, samplers=("SMS-UBU",))
+    t0 = time.perf_counter()
+    res = pipeline.run(cfg, seed=0, device=device)
+    total = time.perf_counter() - t0
+    t = res["timings"]
+    print(f"device: {name}; torch {torch.__version__}; {res['n_parameters']:,} parameters; "
+          f"{res['n_train']} training images, batch {cfg.batch_size}")
+    for stage in ("adam", "swa", "SMS-UBU epoch"):
+        print(f"{stage:>14s} epochs (s): " + ", ".join(f"{s:.3f}" for s in t.get(stage, [])))
+    adam, sms = _median(t["adam"]), _median(t["SMS-UBU epoch"])
+    diverged = res["methods"]["SMS-UBU"]["diverged"]
+    print(f"median Adam epoch {adam:.3f} s, median SMS-UBU epoch {sms:.3f} s: ratio {sms / adam:.2f} "
+          f"(SMS-UBU {'diverged at step ' + str(diverged) if diverged else 'finite'}); whole run {total:.1f} s")
+    row = (f"| bench_bnn_gpu{' --tiny' if args.tiny else ''} | {name} | {res['n_parameters']:,} | {adam:.3f} | "
+           f"{sms:.3f} | {sms / adam:.2f} | {total:.1f} |")
+    print("\n| run | device | parameters | Adam epoch (s) | SMS-UBU epoch (s) | ratio | whole run (s) |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |\n" + row)
+    if args.results:
+        with open(args.results, "a") as fh:
+            fh.write(row + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,313 @@
+"""Image data sets for the networks, read from local files in their standard public formats.
+
+| loader | format | paper |
+| --- | --- | --- |
+| :func:`load_fashion_mnist` | the four IDX files (``train-images-idx3-ubyte`` ..., ``.gz`` or not) | Fashion-MNIST |
+| :func:`load_cifar10` | the python batches (``data_batch_1..5``, ``test_batch``, pickled dicts) | CIFAR-10 |
+| :func:`load_celeba` | ``img_align_celeba/*.jpg`` + ``list_attr_celeba.txt``: blond vs brown hair, 64 x 64 | Celeb-A |
+| :func:`load_chest_xray` | ``{train,test}/{NORMAL,PNEUMONIA}/*`` images, grayscale 180 x 180 | chest X-ray |
+| :func:`load_medmnist` | MedMNIST ``.npz`` (``train_images``, ``train_labels``, ...) | PneumoniaMNIST |
+| :func:`embedded_digits` | scikit-learn's digits, shipped inside the package (the default) | - |
+
+Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
+labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
+:class:`bias.data.DataError` (a ``ValueError``) naming the file and the problem.
+:data:`SHARED_XRAY` is the shared PneumoniaMNIST subset, read from where it lies, never copied.
+:func:`augment` is the chest X-ray augmentation of the supplement (rotations, shifts, crops,
+brightness), applied on the fly to a batch.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bias.data import FASHION_FILES, DataError, _find, read_idx
+
+SHARED_XRAY = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "pneumoniamnist-subset.npz"
+CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
+CIFAR_TEST = "test_batch"
+CELEBA_ATTRS = "list_attr_celeba.txt"
+XRAY_CLASSES = ("NORMAL", "PNEUMONIA")
+IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
+
+
+@dataclass(frozen=True)
+class ImageData:
+    """Train and test images ``(n, C, H, W)`` float32 in [0, 1], labels int64, and a description."""
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    n_classes: int
+    source: str
+
+    @property
+    def in_shape(self) -> tuple[int, int, int]:
+        return tuple(int(s) for s in self.x_train.shape[1:])
+
+    def subset(self, n_train: int | None = None, n_test: int | None = None) -> ImageData:
+        """The first ``n_train`` / ``n_test`` images of each split (all if None)."""
+        return ImageData(self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test],
+                         self.y_test[:n_test], self.n_classes, self.source + (
+                             f" (first {n_train} train, {n_test} test)" if n_train or n_test else ""))
+
+
+def _images(arr: np.ndarray) -> np.ndarray:
+    """uint8 ``(n, H, W)`` or ``(n, H, W, C)`` or ``(n, C, H, W)`` -> float32 ``(n, C, H, W)`` in [0, 1]."""
+    arr = np.asarray(arr)
+    if arr.ndim == 3:
+        arr = arr[:, None]
+    elif arr.ndim == 4 and arr.shape[-1] in (1, 3) and arr.shape[1] not in (1, 3):
+        arr = arr.transpose(0, 3, 1, 2)
+    return np.ascontiguousarray(arr, dtype=np.float32) / np.float32(255.0)
+
+
+def _checked_labels(labels: np.ndarray, n_images: int, n_classes: int, where: str) -> np.ndarray:
+    labels = np.asarray(labels).reshape(-1)
+    if labels.shape[0] != n_images:
+        raise DataError(f"{where}: {n_images} images but {labels.shape[0]} labels")
+    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
+        raise DataError(f"{where}: labels outside 0..{n_classes - 1} (found {labels.min()}..{labels.max()})")
+    return labels.astype(np.int64)
+
+
+def load_fashion_mnist(folder: str | Path) -> ImageData:
+    """Fashion-MNIST from its four IDX files in ``folder`` (gzip or not): 1 x 28 x 28, 10 classes."""
+    folder = Path(folder)
+    arrays = {key: read_idx(_find(folder, stem)) for key, stem in FASHION_FILES.items()}
+    out = {}
+    for split in ("train", "test"):
+        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
+        where = folder / FASHION_FILES[f"{split}_images"]
+        if images.ndim != 3:
+            raise DataError(f"{where}: expected (n, 28, 28) images, got shape {images.shape}")
+        out[split] = (_images(images), _checked_labels(labels, images.shape[0], 10, str(where)))
+    return ImageData(*out["train"], *out["test"], 10, f"Fashion-MNIST IDX files in {folder}")
+
+
+def _unpickle(path: Path) -> dict:
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    try:
+        with open(path, "rb") as fh:
+            batch = pickle.load(fh, encoding="bytes")
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, OSError) as exc:
+        raise DataError(f"{path}: not a CIFAR-10 python batch ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(batch, dict):
+        raise DataError(f"{path}: not a CIFAR-10 python batch (a {type(batch).__name__}, not a dict)")
+    batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
+    if "data" not in batch or "labels" not in batch:
+        raise DataError(f"{path}: CIFAR-10 batch without 'data' and 'labels' (keys: {sorted(batch)})")
+    data = np.asarray(batch["data"])
+    if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8:
+        raise DataError(f"{path}: 'data' must be uint8 (n, 3072), got {data.dtype} {data.shape}")
+    return {"data": data, "labels": batch["labels"]}
+
+
+def load_cifar10(folder: str | Path) -> ImageData:
+    """CIFAR-10 from the python batches in ``folder`` (``cifar-10-batches-py``): 3 x 32 x 32, 10 classes."""
+    folder = Path(folder)
+    out = {}
+    for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
+        xs, ys = [], []
+        for name in names:
+            batch = _unpickle(folder / name)
+            xs.append(batch["data"].reshape(-1, 3, 32, 32))
+            ys.append(_checked_labels(batch["labels"], len(batch["data"]), 10, str(folder / name)))
+        out[split] = (_images(np.concatenate(xs)), np.concatenate(ys))
+    return ImageData(*out["train"], *out["test"], 10, f"CIFAR-10 python batches in {folder}")
+
+
+def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> np.ndarray:
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(path) as img:
+            img = img.convert(mode)
+            if center_crop:
+                side = min(img.size)
+                left, top = (img.size[0] - side) // 2, (img.size[1] - side) // 2
+                img = img.crop((left, top, left + side, top + side))
+            img = img.resize((size, size), Image.BILINEAR)
+            return np.asarray(img, dtype=np.uint8)
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+        raise DataError(f"{path}: cannot read the image ({exc.__class__.__name__}: {exc})") from None
+
+
+def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    order = np.random.default_rng(seed).permutation(n)
+    n_test = max(1, int(round(test_fraction * n))) if n > 1 else 0
+    return np.sort(order[n_test:]), np.sort(order[:n_test])
+
+
+def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.1, seed: int = 0,
+                max_images: int | None = None) -> ImageData:
+    """Celeb-A, blond (label 0) against brown hair (label 1), images center-cropped and resized to
+    ``size``. ``folder`` holds ``list_attr_celeba.txt`` and ``img_align_celeba/`` (the images);
+    images with both or neither attribute are left out. ``list_eval_partition.txt`` (0 train, 1 val,
+    2 test) gives the split when present (val joins train), else a seeded random split."""
+    folder = Path(folder)
+    attr_path = folder / CELEBA_ATTRS
+    if not attr_path.exists():
+        raise DataError(f"{attr_path}: file not found")
+    lines = attr_path.read_text().splitlines()
+    if len(lines) < 2:
+        raise DataError(f"{attr_path}: truncated (needs a count line and a header line)")
+    names = lines[1].split()
+    missing = [a for a in ("Blond_Hair", "Brown_Hair") if a not in names]
+    if missing:
+        raise DataError(f"{attr_path}: header lacks {', '.join(missing)}")
+    blond, brown = names.index("Blond_Hair"), names.index("Brown_Hair")
+    files, labels = [], []
+    for lineno, line in enumerate(lines[2:], start=3):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != len(names) + 1 or any(v not in ("1", "-1") for v in parts[1:]):
+            raise DataError(f"{attr_path}: line {lineno} is not '<file> ' followed by {len(names)} values of +-1")
+        is_blond, is_brown = parts[1 + blond] == "1", parts[1 + brown] == "1"
+        if is_blond != is_brown:
+            files.append(parts[0])
+            labels.append(0 if is_blond else 1)
+    try:
+        declared = int(lines[0].split()[0])
+    except (ValueError, IndexError):
+        raise DataError(f"{attr_path}: first line must be the number of images, got {lines[0]!r}") from None
+    if declared != len(lines[2:]) - sum(1 for ln in lines[2:] if not ln.split()):
+        raise DataError(f"{attr_path}: says {declared} images but lists {len(lines) - 2} (truncated?)")
+    if max_images:
+        files, labels = files[:max_images], labels[:max_images]
+    if not files:
+        raise DataError(f"{attr_path}: no image has exactly one of Blond_Hair and Brown_Hair")
+    image_dir = folder / "img_align_celeba"
+    images = np.stack([_read_image(image_dir / f, size, "RGB", center_crop=True) for f in files])
+    labels = np.array(labels, dtype=np.int64)
+    partition = folder / "list_eval_partition.txt"
+    if partition.exists():
+        part = dict(line.split()[:2] for line in partition.read_text().splitlines() if line.split())
+        is_test = np.array([part.get(f) == "2" for f in files])
+        train, test = np.flatnonzero(~is_test), np.flatnonzero(is_test)
+    else:
+        train, test = _split(len(files), test_fraction, seed)
+    x = _images(images)
+    return ImageData(x[train], labels[train], x[test], labels[test], 2,
+                     f"Celeb-A blond vs brown hair in {folder} ({size}x{size})")
+
+
+def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
+    """The chest X-ray folder layout ``folder/{train,test}/{NORMAL,PNEUMONIA}/*.jpeg`` (Kermany et
+    al.), grayscale, resized to ``size`` x ``size``; NORMAL is 0, PNEUMONIA 1."""
+    folder = Path(folder)
+    out = {}
+    for split in ("train", "test"):
+        xs, ys = [], []
+        for label, cls in enumerate(XRAY_CLASSES):
+            d = folder / split / cls
+            if not d.is_dir():
+                raise DataError(f"{d}: folder not found (expected {folder}/{{train,test}}/{{NORMAL,PNEUMONIA}})")
+            paths = sorted(p for p in d.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+            xs += [_read_image(p, size, "L") for p in paths]
+            ys += [label] * len(paths)
+        if not xs:
+            raise DataError(f"{folder / split}: no images ({', '.join(IMAGE_SUFFIXES)})")
+        out[split] = (_images(np.stack(xs)), np.array(ys, dtype=np.int64))
+    return ImageData(*out["train"], *out["test"], 2, f"chest X-ray folders in {folder} ({size}x{size})")
+
+
+def load_medmnist(path: str | Path = SHARED_XRAY, *, n_classes: int | None = None,
+                  include_val: bool = True) -> ImageData:
+    """A MedMNIST ``.npz`` (``train_images``, ``train_labels``, ``val_*``, ``test_*``; labels ``(n, 1)``);
+    with ``include_val`` the validation split joins the training set. Default: the shared
+    PneumoniaMNIST subset (:data:`SHARED_XRAY`)."""
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"{path}: file not found")
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
+    need = ["train_images", "train_labels", "test_images", "test_labels"]
+    missing = [k for k in need if k not in arrays]
+    if missing:
+        raise DataError(f"{path}: missing arrays {', '.join(missing)} (has {', '.join(sorted(arrays)) or 'none'})")
+    splits = ["train", "val"] if include_val and "val_images" in arrays and "val_labels" in arrays else ["train"]
+    labels_all = np.concatenate([arrays[f"{s}_labels"].reshape(-1) for s in splits + ["test"]])
+    k = n_classes or (int(labels_all.max()) + 1 if labels_all.size else 2)
+    out = {}
+    for name, parts in (("train", splits), ("test", ["test"])):
+        ims = [arrays[f"{s}_images"] for s in parts]
+        if any(im.ndim not in (3, 4) or im.dtype != np.uint8 for im in ims):
+            raise DataError(f"{path}: images must be uint8 (n, H, W) or (n, H, W, C), got "
+                            f"{', '.join(f'{im.dtype} {im.shape}' for im in ims)}")
+        labels = np.concatenate([_checked_labels(arrays[f"{s}_labels"], len(arrays[f"{s}_images"]), k,
+                                                 f"{path} [{s}]") for s in parts])
+        out[name] = (_images(np.concatenate(ims)), labels)
+    return ImageData(*out["train"], *out["test"], max(k, 2), f"MedMNIST npz {path.name}")
+
+
+def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:
+    """scikit-learn's digits (1 x 8 x 8, 10 classes, shipped inside the package), scaled to [0, 1],
+    with a fixed random train/test split: the data of the ``tiny`` preset."""
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    x = (data.images / 16.0).astype(np.float32)[:, None]
+    y = data.target.astype(np.int64)
+    order = np.random.default_rng(seed).permutation(len(y))
+    x, y = x[order], y[order]
+    return ImageData(x[:n_train], y[:n_train], x[n_train:], y[n_train:], 10, "scikit-learn digits (8x8)")
+
+
+def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n_test: int, seed: int = 0) -> ImageData:
+    """Random images of a given shape whose labels depend on them (the class whose fixed random
+    template correlates most with the image): data of the right shape where real files are absent
+    (the GPU benchmark). Not a data set to report accuracies on."""
+    rng = np.random.default_rng(seed)
+    templates = rng.standard_normal((n_classes, int(np.prod(in_shape)))).astype(np.float32)
+    x = rng.random((n_train + n_test, *in_shape), dtype=np.float32)
+    y = np.argmax((x.reshape(len(x), -1) - 0.5) @ templates.T, axis=1).astype(np.int64)
+    return ImageData(x[:n_train], y[:n_train], x[n_train:], y[n_train:], n_classes,
+                     f"synthetic {in_shape} images, {n_classes} classes (template labels)")
+
+
+LOADERS = {"fashion_mnist": load_fashion_mnist, "cifar10": load_cifar10, "celeba": load_celeba,
+           "chest_xray": load_chest_xray, "medmnist": load_medmnist, "digits": embedded_digits, "synthetic": synthetic}
+
+
+@dataclass(frozen=True)
+class Augmentation:
+    """Random rotations (degrees), shifts (fraction of the side), crops (kept fraction of the side)
+    and brightness factors, each drawn uniformly per image; the supplement's chest X-ray setting."""
+
+    max_rotation: float = 10.0
+    max_shift: float = 0.1
+    min_crop: float = 0.9
+    brightness: float = 0.2
+
+
+def augment(images, generator, aug: Augmentation = Augmentation()):
+    """Apply :class:`Augmentation` to a torch batch ``(n, C, H, W)`` with one affine resampling
+    (rotation, shift and crop-and-resize composed) and a brightness factor, clipped to [0, 1]."""
+    import torch
+    import torch.nn.functional as F
+
+    n = images.shape[0]
+    kw = {"generator": generator, "device": images.device, "dtype": images.dtype}
+    u = lambda: 2 * torch.rand(n, **kw) - 1  # noqa: E731
+    angle = u() * math.radians(aug.max_rotation)
+    scale = aug.min_crop + (1 - aug.min_crop) * torch.rand(n, **kw)
+    shift_x, shift_y = u() * 2 * aug.max_shift, u() * 2 * aug.max_shift
+    cos, sin = torch.cos(angle) * scale, torch.sin(angle) * scale
+    theta = torch.stack([torch.stack([cos, -sin, shift_x], 1), torch.stack([sin, cos, shift_y], 1)], 1)
+    grid = F.affine_grid(theta, list(images.shape), align_corners=False)
+    out = F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    factor = 1 + aug.brightness * u()
+    return (out * factor.view(n, 1, 1, 1)).clamp_(0.0, 1.0)

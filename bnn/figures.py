@@ -1,0 +1,274 @@
+"""Tables and figures of the BNN experiments from persisted run results (one function, one file).
+
+``runs`` below is a list of results of :func:`bnn.pipeline.run` for one data set.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+
+import numpy as np
+
+from bnn import metrics
+
+PLOTTED = ("accuracy", "nll", "ace", "rps")
+REFERENCE = ("Adam", "SWA")
+CIFAR10_PAPER = {  # the paper's Table (wide CIFAR-10 network, 4 runs): mean, standard deviation
+    "Adam": {"accuracy": (0.8734, 0.0045), "ace": (0.0150, 0.0011), "nll": (0.5475, 0.0352), "rps": (0.0387, 0.0016)},
+    "SWA": {"accuracy": (0.8943, 0.0046), "ace": (0.0138, 0.0007), "nll": (0.5620, 0.0507), "rps": (0.0340, 0.0016)},
+    "SMS-UBU": {"accuracy": (0.8979, 0.0020), "ace": (0.0054, 0.0003), "nll": (0.3086, 0.0061),
+                "rps": (0.0285, 0.0006)},
+}
+
+
+def method_runs(runs: list) -> dict:
+    """``{method: (run_probs (r, n, K), diverged [(seed, step)])}`` over the runs that have it."""
+    out = {}
+    for method in runs[0]["methods"]:
+        probs, diverged = [], []
+        for r in runs:
+            m = r["methods"].get(method)
+            if m is None:
+                continue
+            if m["probs"] is None:
+                diverged.append((r["seed"], m["diverged"]))
+            else:
+                probs.append(m["probs"])
+        out[method] = (np.array(probs) if probs else None, diverged)
+    return out
+
+
+def ensemble_rows(dataset: str, runs: list) -> list[dict]:
+    labels = np.array(runs[0]["labels"])
+    rows = []
+    for method, (probs, diverged) in method_runs(runs).items():
+        if probs is None:
+            rows.append({"dataset": dataset, "method": method, "size": "", "metric": "", "mean": "", "std": "",
+                         "n_groups": 0, "runs": 0, "diverged_runs": len(diverged)})
+            continue
+        for s in metrics.ensemble_scores(probs, labels):
+            rows.append({"dataset": dataset, "method": method, "size": s.size, "metric": s.metric, "mean": s.mean,
+                         "std": "" if math.isnan(s.std) else s.std, "n_groups": s.n_groups, "runs": len(probs),
+                         "diverged_runs": len(diverged)})
+    return rows
+
+
+def write_csv(path: Path, rows: list[dict]) -> None:
+    fields = list(rows[0]) if rows else ["empty"]
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _fmt(mean, std) -> str:
+    return f"{mean:.4f}" + (f" ± {std:.4f}" if std != "" else "")
+
+
+def write_ensemble_markdown(path: Path, rows: list[dict], settings: str) -> None:
+    """Single runs and small ensembles, every method, mean ± standard deviation over disjoint groups."""
+    sizes = sorted({r["size"] for r in rows if r["size"] != ""})
+    lines = [f"Settings: {settings}", "", "| data | method | size | " + " | ".join(metrics.METRICS) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in metrics.METRICS) + " |"]
+    keyed = {(r["dataset"], r["method"], r["size"], r["metric"]): r for r in rows}
+    for dataset, method in dict.fromkeys((r["dataset"], r["method"]) for r in rows):
+        for size in sizes:
+            cells = [keyed.get((dataset, method, size, m)) for m in metrics.METRICS]
+            if all(c is None for c in cells):
+                continue
+            lines.append(f"| {dataset} | {method} | {size} | " + " | ".join(
+                _fmt(c["mean"], c["std"]) if c else "" for c in cells) + " |")
+    diverged = [r for r in rows if r["size"] == "" or (r["diverged_runs"] and r["size"] == 1 and r["metric"] == "nll")]
+    for r in diverged:
+        lines.append(f"\n{r['method']} ({r['dataset']}): diverged in {r['diverged_runs']} run(s)")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def plot_ensembles(path: Path, rows: list[dict], dataset: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 3.4))
+    for ax, metric in zip(axes, PLOTTED, strict=True):
+        for method in dict.fromkeys(r["method"] for r in rows if r["dataset"] == dataset):
+            pts = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] == metric]
+            if not pts:
+                continue
+            x = [p["size"] for p in pts]
+            y = [p["mean"] for p in pts]
+            err = [p["std"] if p["std"] != "" else 0.0 for p in pts]
+            ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, label=method,
+                        ls="--" if method in REFERENCE else "-")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("ensemble size")
+        ax.set_title(metric)
+    diverged = sorted({r["method"] for r in rows if r["dataset"] == dataset and r["diverged_runs"]})
+    if diverged:
+        fig.text(0.01, 0.01, "diverged in some runs: " + ", ".join(diverged), fontsize=7, color="C3")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{dataset}: ensembles of independent runs (mean ± s.d. over disjoint groups)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def step_size_rows(dataset: str, runs: list) -> list[dict]:
+    """NLL and ACE of single SMS-UBU runs against ``h`` on the runs that carry the panel, with SWA
+    of the same runs as the reference."""
+    panel = [r for r in runs if r["config"]["h_panel"]]
+    if not panel:
+        return []
+    labels = np.array(panel[0]["labels"])
+    rows = []
+    for method in panel[0]["methods"]:
+        first = panel[0]["methods"][method]
+        if method != "SWA" and first.get("sampler") != "SMS-UBU":
+            continue
+        vals = {"nll": [], "ace": []}
+        diverged = []
+        for r in panel:
+            m = r["methods"][method]
+            if m["probs"] is None:
+                diverged.append(m["diverged"])
+                continue
+            p = np.array(m["probs"])
+            vals["nll"].append(metrics.nll(p, labels))
+            vals["ace"].append(metrics.ace(p, labels))
+        for metric, v in vals.items():
+            rows.append({"dataset": dataset, "method": "SWA" if method == "SWA" else "SMS-UBU",
+                         "h": "" if method == "SWA" else first["h"], "metric": metric,
+                         "mean": float(np.mean(v)) if v else "", "std": float(np.std(v, ddof=1)) if len(v) > 1 else "",
+                         "runs": len(v), "diverged_runs": len(diverged),
+                         "width": panel[0]["config"]["width"]})
+    return rows
+
+
+def plot_step_size(path: Path, rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    for ax, metric in zip(axes, ("nll", "ace"), strict=True):
+        for dataset in dict.fromkeys(r["dataset"] for r in rows):
+            pts = sorted((r for r in rows if r["dataset"] == dataset and r["metric"] == metric
+                          and r["method"] == "SMS-UBU" and r["mean"] != ""), key=lambda r: r["h"])
+            ax.errorbar([p["h"] for p in pts], [p["mean"] for p in pts],
+                        yerr=[p["std"] or 0.0 for p in pts], marker="o", capsize=2, label=f"SMS-UBU ({dataset})")
+            for p in (r for r in rows if r["dataset"] == dataset and r["metric"] == metric
+                      and r["method"] == "SMS-UBU" and r["mean"] == ""):
+                ax.axvline(p["h"], color="C3", ls=":", label=f"diverged at h={p['h']:g}")
+            ref = [r for r in rows if r["dataset"] == dataset and r["metric"] == metric and r["method"] == "SWA"]
+            if ref and ref[0]["mean"] != "":
+                ax.axhline(ref[0]["mean"], color="k", ls="--", label=f"SWA ({dataset})")
+        ax.set_xscale("log")
+        ax.set_xlabel("h")
+        ax.set_title(f"{metric} of single runs")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
+    """Per-epoch average training loss of the trace chains, and R-hat per run after burn-in (the
+    first quarter of the epochs, as the paper's 10 of 40)."""
+    from bnn.diagnostics import trace_rhat
+
+    traces, rhats = [], []
+    for r in runs:
+        chains = r.get("traces") or []
+        if not chains:
+            continue
+        for c, ch in enumerate(chains):
+            for e, loss in enumerate(ch["trace"]):
+                traces.append({"dataset": dataset, "seed": r["seed"], "chain": c, "epoch": e + 1, "loss": loss})
+        ok = [ch["trace"] for ch in chains if ch["diverged"] is None]
+        n = min(len(t) for t in ok) if ok else 0
+        burn = n // 4
+        row = {"dataset": dataset, "seed": r["seed"], "chains": len(ok), "burn_in_epochs": burn,
+               "draws": n - burn, "diverged_chains": len(chains) - len(ok), "rhat": "", "rank_split_rhat": ""}
+        if len(ok) >= 2 and n - burn >= 4:
+            row.update(trace_rhat(np.array([t[burn:n] for t in ok])))
+        rhats.append(row)
+    return traces, rhats
+
+
+def plot_traces(path: Path, traces: list[dict], rhats: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
+    if traces:
+        seed0 = traces[0]["seed"]
+        for c in sorted({t["chain"] for t in traces if t["seed"] == seed0}):
+            pts = [t for t in traces if t["seed"] == seed0 and t["chain"] == c]
+            a.plot([p["epoch"] for p in pts], [p["loss"] for p in pts], label=f"chain {c + 1}")
+        a.set_yscale("log")
+    a.set_xlabel("epoch")
+    a.set_ylabel("average training loss")
+    a.set_title("SMS-UBU from x* + N(0, rho^2)")
+    a.legend(fontsize=7)
+    good = [r for r in rhats if r["rhat"] != ""]
+    b.plot(range(1, len(good) + 1), [r["rhat"] for r in good], "o", label="Gelman-Rubin R-hat")
+    b.plot(range(1, len(good) + 1), [r["rank_split_rhat"] for r in good], "x", label="rank-normalised split R-hat")
+    b.axhline(1.0, color="k", lw=0.5)
+    b.set_xlabel("independent SWA point")
+    b.set_title("R-hat of the training loss after burn-in")
+    b.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def hessian_rows(dataset: str, runs: list) -> list[dict]:
+    return [{"dataset": dataset, "seed": r["seed"], "point": point, **vals}
+            for r in runs for point, vals in r.get("hessian", {}).items()]
+
+
+def plot_hessian(path: Path, rows: list[dict]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = list(dict.fromkeys(r["point"] for r in rows))
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for i, p in enumerate(points):
+        vals = [r["value"] for r in rows if r["point"] == p]
+        ax.plot([i] * len(vals), vals, "o", alpha=0.7)
+    ax.set_xticks(range(len(points)), points, fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("|Hessian|_2 (power iteration)")
+    ax.set_title("Spectral norm of the Hessian of the potential", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def cifar10_rows(runs: list) -> list[dict]:
+    """Single-model metrics (mean ± s.d. over runs) beside the paper's Table for the wide network."""
+    labels = np.array(runs[0]["labels"])
+    rows = []
+    for method, (probs, diverged) in method_runs(runs).items():
+        if method not in CIFAR10_PAPER:
+            continue
+        scores = [metrics.evaluate(p, labels) for p in probs] if probs is not None else []
+        for metric in PLOTTED:
+            v = [s[metric] for s in scores]
+            paper = CIFAR10_PAPER[method][metric]
+            rows.append({"method": method, "metric": metric, "mean": float(np.mean(v)) if v else "",
+                         "std": float(np.std(v, ddof=1)) if len(v) > 1 else "", "runs": len(v),
+                         "diverged_runs": len(diverged), "paper_mean": paper[0], "paper_std": paper[1]})
+    return rows

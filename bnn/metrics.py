@@ -1,0 +1,73 @@
+"""Metrics of predictive distributions and of ensembles built from independent runs.
+
+The per-prediction metrics are those of :mod:`bias.metrics` (one implementation for the logistic
+regression and the networks): accuracy, NLL of the (averaged) predictive with log-probabilities
+clipped at -100, ACE (20 adaptive bins per class), RPS, ECE (15 equal-width confidence bins) and
+the multi-class Brier score.
+
+Ensembles (the paper's Section 5): the predictive of one run is already averaged over its own
+samples; an ensemble of size ``m`` averages the predictive probabilities of ``m`` independent runs.
+The runs are split into ``n_runs // m`` disjoint groups (runs ``0..m-1``, ``m..2m-1``, ...), each
+group's ensemble is scored, and the mean and standard deviation (``ddof = 1``) over the groups are
+reported; with a single group there is no spread and the standard deviation is NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bias.metrics import accuracy, ace, brier, ece, nll, rps
+
+METRICS = {"accuracy": accuracy, "nll": nll, "ace": ace, "rps": rps, "ece": ece, "brier": brier}
+
+
+def evaluate(probs, labels) -> dict:
+    """Every metric of :data:`METRICS` for one predictive ``probs`` ``(n, K)``."""
+    return {name: fn(probs, labels) for name, fn in METRICS.items()}
+
+
+def ensemble_probs(run_probs) -> np.ndarray:
+    """Average predictive of several runs: ``run_probs`` ``(m, n, K)`` -> ``(n, K)``."""
+    run_probs = np.asarray(run_probs, dtype=float)
+    if run_probs.ndim != 3 or run_probs.shape[0] < 1:
+        raise ValueError(f"run_probs must be (runs, n, K) with at least one run, got shape {run_probs.shape}")
+    return run_probs.mean(axis=0)
+
+
+def ensemble_sizes(n_runs: int) -> list[int]:
+    """1, 2, 4, ... up to ``n_runs``."""
+    if n_runs < 1:
+        raise ValueError(f"n_runs must be >= 1, got {n_runs}")
+    return [2**j for j in range(int(np.log2(n_runs)) + 1)]
+
+
+@dataclass(frozen=True)
+class EnsembleScore:
+    """Mean and standard deviation of one metric over the disjoint ensembles of one size."""
+
+    size: int
+    metric: str
+    mean: float
+    std: float
+    n_groups: int
+
+
+def ensemble_scores(run_probs, labels, sizes=None) -> list[EnsembleScore]:
+    """Score ensembles of each size in ``sizes`` (default 1, 2, 4, ...) over disjoint groups of runs."""
+    run_probs = np.asarray(run_probs, dtype=float)
+    if run_probs.ndim != 3:
+        raise ValueError(f"run_probs must be (runs, n, K), got shape {run_probs.shape}")
+    n_runs = run_probs.shape[0]
+    sizes = ensemble_sizes(n_runs) if sizes is None else list(sizes)
+    out = []
+    for m in sizes:
+        if not 1 <= m <= n_runs:
+            raise ValueError(f"ensemble size {m} outside 1..{n_runs} (the number of runs)")
+        groups = [evaluate(ensemble_probs(run_probs[g * m:(g + 1) * m]), labels) for g in range(n_runs // m)]
+        for name in METRICS:
+            values = np.array([g[name] for g in groups])
+            std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
+            out.append(EnsembleScore(m, name, float(values.mean()), std, len(values)))
+    return out

@@ -1,0 +1,382 @@
+"""One independent run of the paper's Algorithm 4 (ensemble SMS-UBU around SWA points), with the
+baselines of Section 5 on the same run.
+
+For one seed:
+
+1. random initialisation of the network (:mod:`bnn.models`);
+2. Adam for ``epochs_train`` epochs with the learning rate decaying polynomially (power 1) from
+   ``lr_adam`` to 0 over the steps (``torch.optim.lr_scheduler.PolynomialLR``), on the batch
+   objective ``mean cross-entropy + prior_precision |weights|^2 / (2 N_D)`` (the potential / N_D);
+3. ``epochs_swa`` epochs at the constant rate ``lr_swa``, averaging the weights at the end of each
+   epoch (``torch.optim.swa_utils.AveragedModel``): the SWA point ``x*``;
+4. each sampler of :data:`SAMPLERS` from ``x*`` with ``v ~ N(0, I)`` on the potential
+   ``f(x) = sum_i CE_i(x) + prior_precision |weights|^2 / 2`` (no temperature); the localized ones
+   on ``f*(x) = f(x) + |x - x*|^2 / (2 rho^2)`` in the box ``|x - x*|_inf < rho_max_factor * rho``
+   with elastic bounces and friction ``gamma = 1 / rho``; SG-HMC and cyclical SG-HMC on the whole
+   posterior (no localization, same friction), as in the paper. ``epochs_burn`` epochs of burn-in,
+   then ``epochs_sample`` epochs each ending with one sample; the run's predictive is the mean of
+   the samples' predictive probabilities.
+
+Evaluation (the design's convention): one forward pass in training mode over ``n_eval_batches``
+batches of training images as one batch (BatchNorm with ``momentum = 1`` then holds their
+statistics), then evaluation mode on the test set.
+
+The sampler is :class:`integrators.torch.ModuleSampler` (issue 13's module mode); a step size is
+the ``h`` of the scheme as that module defines it (the supplement's tables list ``h``; the authors'
+released code ran UBU at half of it, see the design): presets say which they use.
+A diverging sampler is recorded as diverged with its step, never averaged into the predictive.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import KW_ONLY, asdict, dataclass, replace
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bnn import data as bnn_data
+from bnn import models
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A sampler of the comparison: scheme x plan, localized or not, cyclical step size or not."""
+
+    label: str
+    scheme: str
+    plan: str
+    localized: bool
+    cyclical: bool = False
+
+
+SAMPLERS = {s.label: s for s in (
+    SamplerSpec("SMS-UBU", "ubu", "sms", True),
+    SamplerSpec("SG-UBU", "ubu", "iid", True),
+    SamplerSpec("SG-UBU (rr)", "ubu", "rr", True),
+    SamplerSpec("SG-HMC", "em", "iid", False),
+    SamplerSpec("cyclical SG-HMC", "em", "iid", False, cyclical=True),
+)}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one run (a preset fixes all but the seed)."""
+
+    dataset: str
+    network: str
+    _: KW_ONLY
+    width: float = 1.0
+    n_train: int | None = None
+    n_test: int | None = None
+    augment_copies: int = 0
+    batch_size: int = 200
+    lr_adam: float = 1e-2
+    lr_swa: float = 1e-3
+    epochs_train: int = 15
+    epochs_swa: int = 5
+    h: float = 2.5e-4
+    rho: float = 50**-0.5
+    rho_max_factor: float = 6.0
+    epochs_burn: int = 10
+    epochs_sample: int = 30
+    samplers: tuple[str, ...] = ("SMS-UBU",)
+    h_panel: tuple[float, ...] = ()
+    n_cycles: int = 4
+    prior_precision: float = 1.0
+    n_eval_batches: int = 20
+    hessian_iters: int = 0
+    hessian_batch: int = 200
+    trace_chains: int = 0
+    trace_epochs: int = 0
+    data_path: str | None = None
+
+    def __post_init__(self):
+        for name in ("width", "batch_size", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision",
+                     "n_eval_batches"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        for name in ("epochs_train", "epochs_swa", "epochs_burn", "epochs_sample", "augment_copies",
+                     "hessian_iters", "trace_chains", "trace_epochs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        if self.epochs_train + self.epochs_swa < 1:
+            raise ValueError("epochs_train + epochs_swa must be >= 1")
+        unknown = [s for s in self.samplers if s not in SAMPLERS]
+        if unknown:
+            raise ValueError(f"unknown sampler {unknown[0]!r}; choose from {', '.join(SAMPLERS)}")
+        if self.network not in models.ARCHITECTURES:
+            raise ValueError(f"unknown network {self.network!r}; choose from {', '.join(models.ARCHITECTURES)}")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(DATASETS)}")
+        if any(not (isinstance(h, int | float) and h > 0) for h in self.h_panel):
+            raise ValueError(f"h_panel must hold positive step sizes, got {self.h_panel!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _synthetic_fashion(n_train=60000, n_test=10000, seed=0):
+    return bnn_data.synthetic((1, 28, 28), 10, n_train=n_train, n_test=n_test, seed=seed)
+
+
+DATASETS = {
+    "digits": lambda cfg: bnn_data.embedded_digits(),
+    "xray_subset": lambda cfg: bnn_data.load_medmnist(cfg.data_path or bnn_data.SHARED_XRAY),
+    "fashion_mnist": lambda cfg: bnn_data.load_fashion_mnist(_need_path(cfg)),
+    "cifar10": lambda cfg: bnn_data.load_cifar10(_need_path(cfg)),
+    "celeba": lambda cfg: bnn_data.load_celeba(_need_path(cfg)),
+    "chest_xray": lambda cfg: bnn_data.load_chest_xray(_need_path(cfg)),
+    "synthetic_fashion": lambda cfg: _synthetic_fashion(cfg.n_train or 60000, cfg.n_test or 10000),
+}
+
+
+def _need_path(cfg):
+    if not cfg.data_path:
+        raise ValueError(f"dataset {cfg.dataset!r} is read from local files: give data_path (no downloads)")
+    return cfg.data_path
+
+
+def load(cfg: RunConfig) -> bnn_data.ImageData:
+    d = DATASETS[cfg.dataset](cfg)
+    if cfg.n_train or cfg.n_test:
+        d = d.subset(cfg.n_train, cfg.n_test)
+    return d
+
+
+@dataclass
+class Tensors:
+    """The run's data on its device (the training set possibly extended by fixed augmented copies)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    x_test: torch.Tensor
+    y_test: np.ndarray
+    n_classes: int
+    in_shape: tuple
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[0]
+
+
+def tensors(d: bnn_data.ImageData, cfg: RunConfig, device, seed: int) -> Tensors:
+    x = torch.from_numpy(d.x_train).to(device)
+    y = torch.from_numpy(d.y_train).to(device)
+    if cfg.augment_copies:
+        gen = torch.Generator(device=device).manual_seed(seed + 1)
+        x = torch.cat([x] + [bnn_data.augment(x, gen) for _ in range(cfg.augment_copies)])
+        y = y.repeat(cfg.augment_copies + 1)
+    return Tensors(x, y, torch.from_numpy(d.x_test).to(device), d.y_test, d.n_classes, d.in_shape)
+
+
+def sum_loss(data: Tensors):
+    """``loss_fn(net, idx)``: summed cross-entropy over the training images ``idx`` (BatchNorm on them)."""
+    return lambda net, idx: F.cross_entropy(net(data.x[idx]), data.y[idx], reduction="sum")
+
+
+def prior_term(net, precision: float) -> torch.Tensor:
+    names = set(models.prior_mask_names(net))
+    return 0.5 * precision * sum((p**2).sum() for n, p in net.named_parameters() if n in names)
+
+
+@torch.no_grad()
+def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: int = 1000) -> np.ndarray:
+    """Test-set predictive probabilities: BatchNorm statistics from one training-mode pass over
+    ``n_eval_batches * batch_size`` random training images, then evaluation mode."""
+    n_eval = min(data.n, cfg.n_eval_batches * cfg.batch_size)
+    idx = torch.randperm(data.n, generator=gen, device=data.x.device)[:n_eval]
+    net.train()
+    net(data.x[idx])
+    net.eval()
+    probs = torch.cat([torch.softmax(net(data.x_test[i:i + chunk]), dim=1) for i in range(0, len(data.x_test),
+                                                                                          chunk)])
+    net.train()
+    return probs.double().cpu().numpy()
+
+
+def batches_per_epoch(cfg: RunConfig, n: int) -> int:
+    return math.ceil(n / cfg.batch_size)
+
+
+def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dict):
+    """Adam with polynomial decay (power 1), then SWA at a constant rate; returns the SWA network
+    (a copy) and the per-epoch average training loss."""
+    from torch.optim.swa_utils import AveragedModel
+
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr_adam)
+    m = batches_per_epoch(cfg, data.n)
+    sched = torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=max(1, cfg.epochs_train * m), power=1.0)
+    swa = AveragedModel(net, use_buffers=False)
+    losses = []
+    net.train()
+
+    def epoch(stage):
+        t0 = time.perf_counter()
+        perm = torch.randperm(data.n, generator=gen, device=data.x.device)
+        total = 0.0
+        for j in range(m):
+            idx = perm[j * cfg.batch_size:(j + 1) * cfg.batch_size]
+            opt.zero_grad(set_to_none=True)
+            ce = F.cross_entropy(net(data.x[idx]), data.y[idx])
+            loss = ce + prior_term(net, cfg.prior_precision) / data.n
+            loss.backward()
+            opt.step()
+            if stage == "adam":
+                sched.step()
+            total += float(ce.detach()) * len(idx)
+        if data.x.is_cuda:
+            torch.cuda.synchronize()
+        timings.setdefault(stage, []).append(time.perf_counter() - t0)
+        losses.append(total / data.n)
+
+    for _ in range(cfg.epochs_train):
+        epoch("adam")
+    adam_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    for group in opt.param_groups:
+        group["lr"] = cfg.lr_swa
+    for _ in range(cfg.epochs_swa):
+        epoch("swa")
+        swa.update_parameters(net)
+    swa_net = swa.module if cfg.epochs_swa else net
+    swa_net = _copy(net, {n: p for n, p in swa_net.state_dict().items()})
+    net.load_state_dict(adam_state)
+    return swa_net, losses
+
+
+def _copy(net, state):
+    import copy
+
+    out = copy.deepcopy(net)
+    out.load_state_dict(state)
+    return out
+
+
+@dataclass
+class ChainResult:
+    """One sampler's chain: predictive mean over its samples, per-epoch average training loss,
+    the step at which it diverged (None if it did not), epoch wall times."""
+
+    probs: np.ndarray | None
+    trace: list
+    diverged: int | None
+    epoch_seconds: list
+
+
+def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
+              epochs_burn: int, epochs_sample: int, evaluate: bool = True) -> ChainResult:
+    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s)."""
+    from integrators.torch import CyclicalSchedule, Localization, ModuleSampler, SamplerConfig, SamplerDiverged
+
+    net = _copy(start_net, start_net.state_dict())
+    net.train()
+    m = batches_per_epoch(cfg, data.n)
+    n_steps = (epochs_burn + epochs_sample) * m
+    loc = None
+    if spec.localized:
+        x_star = torch.cat([p.detach().reshape(-1) for p in x_star_net.parameters()])
+        loc = Localization(rho=cfg.rho, rho_max=cfg.rho_max_factor * cfg.rho, x_star=x_star)
+    sconf = SamplerConfig(h=h, gamma=1.0 / cfg.rho, n_data=data.n, scheme=spec.scheme, plan=spec.plan,
+                          batch_size=min(cfg.batch_size, data.n), prior=cfg.prior_precision, localization=loc,
+                          schedule=CyclicalSchedule(n_steps, min(cfg.n_cycles, n_steps)) if spec.cyclical else None,
+                          seed=seed % (2**62), check_every=m)
+    sampler = ModuleSampler(net, sconf)
+    loss_fn = sum_loss(data)
+    gen = torch.Generator(device=data.x.device).manual_seed(seed + 7)
+    trace, seconds, acc, n_samples = [], [], None, 0
+    try:
+        for e in range(epochs_burn + epochs_sample):
+            t0 = time.perf_counter()
+            total = 0.0
+            for _ in range(m):
+                info = sampler.step(loss_fn)
+                total += float(info.loss)
+            sampler.check_finite()
+            if data.x.is_cuda:
+                torch.cuda.synchronize()
+            seconds.append(time.perf_counter() - t0)
+            trace.append(total / (m * cfg.batch_size) if spec.plan == "iid" else total / data.n)
+            if evaluate and e >= epochs_burn:
+                p = predict(net, data, cfg, gen)
+                acc = p if acc is None else acc + p
+                n_samples += 1
+    except SamplerDiverged as exc:
+        return ChainResult(None, trace, exc.step, seconds)
+    if not all(math.isfinite(t) for t in trace):
+        return ChainResult(None, trace, len(trace) * m, seconds)
+    return ChainResult(acc / n_samples if n_samples else None, trace, None, seconds)
+
+
+def _probs_json(p: np.ndarray | None):
+    return None if p is None else np.round(p, 7).tolist()
+
+
+def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
+    """One independent run (see the module docstring); a JSON-serializable result."""
+    from bnn.diagnostics import hessian_norm
+
+    torch.manual_seed(seed)
+    d = load(cfg)
+    data = tensors(d, cfg, device, seed)
+    gen = torch.Generator(device=device).manual_seed(seed + 3)
+    net = models.build(cfg.network, width=cfg.width, in_shape=data.in_shape, n_classes=data.n_classes).to(device)
+    hess_x = data.x[:cfg.hessian_batch]
+    hess_y = data.y[:cfg.hessian_batch]
+
+    def hessian(model):
+        # potential estimate (N_D / n) * sum-CE over a fixed batch + prior: its Hessian's spectral norm
+        scale = data.n / len(hess_x)
+        res = hessian_norm(model, hess_x, hess_y, prior_precision=cfg.prior_precision / scale,
+                           n_iter=cfg.hessian_iters, tol=1e-4, seed=seed)
+        return {"value": res.value * scale, "iterations": res.iterations, "converged": res.converged}
+
+    out = {"config": cfg.to_dict(), "seed": seed, "data": d.source, "n_train": data.n,
+           "n_parameters": models.n_parameters(net), "labels": np.asarray(data.y_test).tolist(), "methods": {},
+           "hessian": {}, "timings": {}}
+    if cfg.hessian_iters:
+        out["hessian"]["random initialisation"] = hessian(net)
+    timings: dict = {}
+    swa_net, train_losses = train(net, data, cfg, gen, timings)
+    out["train_losses"] = train_losses
+    out["methods"]["Adam"] = {"probs": _probs_json(predict(net, data, cfg, gen)), "h": None, "diverged": None}
+    out["methods"]["SWA"] = {"probs": _probs_json(predict(swa_net, data, cfg, gen)), "h": None, "diverged": None}
+    if cfg.hessian_iters:
+        out["hessian"]["Adam"] = hessian(net)
+        out["hessian"]["SWA"] = hessian(swa_net)
+        out["hessian"]["SWA + N(0, rho^2)"] = hessian(perturbed(swa_net, cfg.rho, gen))
+    chains = [(label, cfg.h) for label in cfg.samplers] + [("SMS-UBU", h) for h in cfg.h_panel if h != cfg.h]
+    for k, (label, h) in enumerate(chains):
+        res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
+                        epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample)
+        key = label if h == cfg.h else f"{label} h={h:g}"
+        out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
+                               "sampler": label, "trace": res.trace}
+        timings.setdefault(f"{label} epoch", []).extend(res.epoch_seconds)
+    if cfg.trace_chains:
+        traces = []
+        for c in range(cfg.trace_chains):
+            res = run_chain(perturbed(swa_net, cfg.rho, gen), swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h,
+                            seed=seed + 1000 + c, epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
+            traces.append({"trace": res.trace, "diverged": res.diverged})
+        out["traces"] = traces
+    out["timings"] = {k: [round(s, 4) for s in v] for k, v in timings.items()}
+    return out
+
+
+def perturbed(net, rho: float, gen: torch.Generator):
+    """A copy of ``net`` with ``N(0, rho^2)`` added to every parameter (clipped at 5 rho, so the
+    copy starts inside the box of half-width ``6 rho``)."""
+    out = _copy(net, net.state_dict())
+    with torch.no_grad():
+        for p in out.parameters():
+            p.add_((rho * torch.randn(p.shape, generator=gen, device=p.device)).clamp_(-5 * rho, 5 * rho))
+    return out
+
+
+def with_overrides(cfg: RunConfig, **changes) -> RunConfig:
+    """``cfg`` with some fields replaced (validated again)."""
+    return replace(cfg, **changes)

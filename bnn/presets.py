@@ -1,0 +1,88 @@
+"""Named presets of the BNN experiments: the supplement's hyper-parameter tables and the reduced
+CPU levels. One source of truth: the reports module and the benchmark read these.
+
+| level | data | network | runs | epochs (Adam, SWA, burn-in, samples) |
+| --- | --- | --- | --- | --- |
+| ``tiny`` (``make demo``) | scikit-learn digits (8 x 8) | Fashion-MNIST's, width 1/4, batch 300 | 2 | 3, 2, 1, 3 |
+| ``quick`` (2 CPU cores) | shared PneumoniaMNIST subset (28 x 28) | chest X-ray's, width 1/4 | 8 | 8, 4, 4, 8 |
+| ``full`` (GPU, cluster) | Fashion-MNIST, Celeb-A, chest X-ray, CIFAR-10 | the paper's, width 1 | 64 | 15, 5, 10, 30 |
+
+The ``full`` tables (:data:`PAPER_TABLES`): batch 200, Adam 1e-2 decaying with power 1, SWA at 1e-3,
+``h`` = 2.5e-4 (Fashion-MNIST, Celeb-A) and 5e-4 (chest X-ray), ``rho`` = 50^(-1/2) (0.2 for
+Celeb-A), ``rho_max = 6 rho``, ``gamma = 1 / rho``; the chest X-ray training set augmented
+(rotations, shifts, crops, brightness) to about 9 times its size (the paper: 5,217 -> 47,400).
+Step sizes are used as the tables print them (the authors' released code ran UBU at half of that,
+see the design). Real data is read from :data:`DATA_ROOT` (``../shared/data`` beside the checkout:
+``fashion-mnist/``, ``celeba/``, ``chest_xray/``, ``cifar-10-batches-py/``); a data set whose files
+are absent is reported as absent, never replaced by something else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from bnn.pipeline import SAMPLERS, RunConfig
+
+DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
+LEVELS = ("tiny", "quick", "full")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One data set's experiment at one level: the run configuration and how many runs; runs
+    ``0 .. extra_runs - 1`` also carry the step-size panel, the Hessian norms and the traces."""
+
+    name: str
+    config: RunConfig
+    n_runs: int
+    extra_runs: int
+    extras: dict
+
+
+_ALL = tuple(SAMPLERS)
+PAPER_TABLES = {
+    "fashion_mnist": RunConfig("fashion_mnist", "fashion_mnist", h=2.5e-4, rho=50**-0.5, samplers=_ALL,
+                               data_path=str(DATA_ROOT / "fashion-mnist")),
+    "celeba": RunConfig("celeba", "celeba", h=2.5e-4, rho=0.2, data_path=str(DATA_ROOT / "celeba")),
+    "chest_xray": RunConfig("chest_xray", "chest_xray", h=5e-4, rho=50**-0.5, augment_copies=8,
+                            data_path=str(DATA_ROOT / "chest_xray")),
+    "cifar10": RunConfig("cifar10", "cifar10_wide", h=5e-4, rho=50**-0.5, epochs_train=22, epochs_swa=8,
+                         epochs_burn=5, epochs_sample=55, data_path=str(DATA_ROOT / "cifar-10-batches-py")),
+}
+_FULL_EXTRAS = {"h_panel": (1.25e-4, 5e-4, 1e-3), "hessian_iters": 50, "trace_chains": 4, "trace_epochs": 40}
+
+EXPERIMENTS = {
+    "tiny": (Experiment("digits", RunConfig("digits", "fashion_mnist", width=0.25, batch_size=300, epochs_train=3,
+                                            epochs_swa=2, epochs_burn=1, epochs_sample=3, h=1e-3, samplers=_ALL),
+                        n_runs=2, extra_runs=1,
+                        extras={"h_panel": (3e-4, 3e-3), "hessian_iters": 10, "trace_chains": 2,
+                                "trace_epochs": 5}),),
+    "quick": (Experiment("xray_subset", RunConfig("xray_subset", "chest_xray", width=0.25, epochs_train=8,
+                                                  epochs_swa=4, epochs_burn=4, epochs_sample=8, h=5e-4),
+                         n_runs=8, extra_runs=2,
+                         extras={"h_panel": (2.5e-4, 1e-3, 2e-3), "hessian_iters": 20, "trace_chains": 4,
+                                 "trace_epochs": 8}),),
+    "full": tuple(Experiment(name, cfg, n_runs=4 if name == "cifar10" else 64,
+                             extra_runs=0 if name == "cifar10" else 16,
+                             extras={} if name == "cifar10" else _FULL_EXTRAS)
+                  for name, cfg in PAPER_TABLES.items()),
+}
+
+
+def experiments(level: str) -> tuple[Experiment, ...]:
+    if level not in EXPERIMENTS:
+        raise ValueError(f"unknown BNN preset {level!r}; choose from {', '.join(LEVELS)}")
+    return EXPERIMENTS[level]
+
+
+def run_config(level: str, dataset: str, run: int) -> RunConfig:
+    """The configuration of run ``run`` of ``dataset`` at ``level`` (extras on the first runs)."""
+    for exp in experiments(level):
+        if exp.name == dataset:
+            if not 0 <= run < exp.n_runs:
+                raise ValueError(f"run {run} outside 0..{exp.n_runs - 1} for {dataset} at {level}")
+            if run < exp.extra_runs:
+                return RunConfig(**{**exp.config.to_dict(), **exp.extras})
+            return exp.config
+    raise ValueError(f"no experiment {dataset!r} at {level}; have {[e.name for e in experiments(level)]}")

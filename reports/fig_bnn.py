@@ -1,0 +1,133 @@
+"""Bayesian neural networks (Section 5, Algorithm 4): calibrated ensembles from SMS-UBU around SWA
+points against Adam and SWA, the step-size panel, traces + R-hat, Hessian norms (and, at the full
+preset, the CIFAR-10 table). One unit is one independent run (:func:`bnn.pipeline.run`)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from bnn import figures, presets
+
+ID = "bnn"
+TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)"
+CLAIM = ("Ensembles of SMS-UBU samples around independent SWA points are better calibrated (lower NLL, ACE, "
+         "RPS) than Adam or SWA ensembles of the same size, with a small gain in accuracy (paper, Section 5, "
+         "Figs. 3-6 and the CIFAR-10 table).")
+COST = {"tiny": "~4.6 min measured on a heavily loaded 2-core machine (digits, width 1/4, 2 runs)",
+        "quick": ("target < 15 min on 2 idle cores with --workers 2, not yet measured (chest X-ray subset, "
+                  "width 1/4, 8 runs)"),
+        "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)"}
+PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
+
+
+def units(preset: str) -> list[dict]:
+    return [{"dataset": e.name, "run": i} for e in presets.experiments(preset) for i in range(e.n_runs)]
+
+
+def run_unit(unit: dict, preset: str, seed: int) -> dict:
+    import torch
+
+    from bnn import pipeline
+    from bnn.data import DataError
+
+    # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
+    torch.set_num_threads(int(os.environ.get("SMS_LANGEVIN_THREADS", 1)))
+    cfg = presets.run_config(preset, unit["dataset"], unit["run"])
+    try:
+        return pipeline.run(cfg, seed % (2**31))
+    except DataError as exc:
+        return {"missing": str(exc)}
+
+
+def _settings(runs: list) -> str:
+    c = runs[0]["config"]
+    return (f"{runs[0]['data']}; network {c['network']} at width {c['width']:g} ({runs[0]['n_parameters']:,} "
+            f"parameters; reduced width)" if c["width"] != 1 else f"{runs[0]['data']}; network {c['network']}") + (
+        f"; {len(runs)} runs; batch {c['batch_size']}; Adam {c['epochs_train']} epochs from lr {c['lr_adam']:g} "
+        f"(power-1 decay), SWA {c['epochs_swa']} epochs at {c['lr_swa']:g}; samplers {c['epochs_burn']} burn-in + "
+        f"{c['epochs_sample']} sample epochs at h = {c['h']:g}, rho = {c['rho']:.4g}, rho_max = "
+        f"{c['rho_max_factor']:g} rho, gamma = 1/rho; prior precision {c['prior_precision']:g} on weights")
+
+
+def _verdict(rows, dataset, size, metric):
+    get = {r["method"]: r for r in rows if r["dataset"] == dataset and r["size"] == size and r["metric"] == metric}
+    if "SMS-UBU" not in get or "SWA" not in get:
+        return ""
+    s, w = get["SMS-UBU"], get["SWA"]
+    diff = s["mean"] - w["mean"]
+    se = np.hypot(s["std"] or 0.0, w["std"] or 0.0) / np.sqrt(max(1, min(s["n_groups"], w["n_groups"])))
+    word = "lower" if diff < -2 * se else "higher" if diff > 2 * se else "within 2 s.e. of"
+    return f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} ({word})"
+
+
+def draw(results: list, out_dir: Path, preset: str) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    by_data: dict = {}
+    missing = {}
+    for unit, res in results:
+        if "missing" in res:
+            missing[unit["dataset"]] = res["missing"]
+        else:
+            by_data.setdefault(unit["dataset"], []).append(res)
+    files, measured = [], []
+    ens, steps, traces, rhats, hess = [], [], [], [], []
+    settings = []
+    for dataset, runs in by_data.items():
+        if dataset == "cifar10":
+            rows = figures.cifar10_rows(runs)
+            figures.write_csv(out_dir / "bnn_cifar10.csv", rows)
+            files.append("bnn_cifar10.csv")
+            continue
+        rows = figures.ensemble_rows(dataset, runs)
+        ens += rows
+        settings.append(_settings(runs))
+        figures.plot_ensembles(out_dir / f"bnn_ensembles_{dataset}.png", rows, dataset)
+        files += [f"bnn_ensembles_{dataset}.png", f"bnn_ensembles_{dataset}.pdf"]
+        steps += figures.step_size_rows(dataset, runs)
+        t, r = figures.trace_rows(dataset, runs)
+        traces += t
+        rhats += r
+        hess += figures.hessian_rows(dataset, runs)
+        sizes = sorted({r["size"] for r in rows if r["size"] != ""})
+        for size in (sizes[0], sizes[-1]) if sizes else ():
+            verdicts = [v for v in (_verdict(rows, dataset, size, m) for m in ("nll", "ace")) if v]
+            if verdicts:
+                measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(verdicts))
+        div = sorted({r["method"] for r in rows if r["diverged_runs"]})
+        if div:
+            measured.append(f"{dataset}: diverged runs for {', '.join(div)}")
+    if ens:
+        figures.write_csv(out_dir / "bnn_ensembles.csv", ens)
+        figures.write_ensemble_markdown(out_dir / "bnn_ensembles.md", ens, " | ".join(settings))
+        files += ["bnn_ensembles.csv", "bnn_ensembles.md"]
+    if steps:
+        figures.write_csv(out_dir / "bnn_step_size.csv", steps)
+        figures.plot_step_size(out_dir / "bnn_step_size.png", steps)
+        files += ["bnn_step_size.csv", "bnn_step_size.png", "bnn_step_size.pdf"]
+        for r in steps:
+            if r["metric"] == "nll" and r["method"] == "SMS-UBU" and r["mean"] != "":
+                ref = next(x for x in steps if x["dataset"] == r["dataset"] and x["method"] == "SWA"
+                           and x["metric"] == "nll")
+                measured.append(f"{r['dataset']} width {r['width']:g}: single-run NLL at h = {r['h']:g}: "
+                                f"SMS-UBU {r['mean']:.4f} vs SWA {ref['mean']:.4f}")
+    if traces:
+        figures.write_csv(out_dir / "bnn_traces.csv", traces)
+        figures.write_csv(out_dir / "bnn_rhat.csv", rhats)
+        figures.plot_traces(out_dir / "bnn_traces.png", traces, rhats)
+        files += ["bnn_traces.csv", "bnn_rhat.csv", "bnn_traces.png", "bnn_traces.pdf"]
+        good = [r["rhat"] for r in rhats if r["rhat"] != ""]
+        if good:
+            measured.append(f"R-hat of the training loss: {min(good):.3f}..{max(good):.3f} over {len(good)} SWA points")
+    if hess:
+        figures.write_csv(out_dir / "bnn_hessian.csv", hess)
+        figures.plot_hessian(out_dir / "bnn_hessian.png", hess)
+        files += ["bnn_hessian.csv", "bnn_hessian.png", "bnn_hessian.pdf"]
+        med = {p: np.median([r["value"] for r in hess if r["point"] == p]) for p in dict.fromkeys(
+            r["point"] for r in hess)}
+        measured.append("median |H|_2: " + ", ".join(f"{p} {v:.3g}" for p, v in med.items()))
+    for dataset, why in missing.items():
+        measured.append(f"{dataset}: data absent ({why})")
+    return {"files": files, "measured": ". ".join(measured) + "."}

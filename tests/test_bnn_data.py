@@ -1,0 +1,169 @@
+"""bnn.data: every loader on small files written here in its format; bad files give clear errors."""
+
+import gzip
+import pickle
+import struct
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from bnn import data
+from bnn.data import DataError
+
+
+def _idx(arr: np.ndarray) -> bytes:
+    return struct.pack(">HBB", 0, 0x08, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape) + arr.tobytes()
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_fashion_mnist_idx(tmp_path, gz):
+    rng = np.random.default_rng(0)
+    arrays = {"train-images-idx3-ubyte": rng.integers(0, 256, (5, 28, 28), dtype=np.uint8),
+              "train-labels-idx1-ubyte": np.array([0, 1, 2, 9, 3], np.uint8),
+              "t10k-images-idx3-ubyte": rng.integers(0, 256, (3, 28, 28), dtype=np.uint8),
+              "t10k-labels-idx1-ubyte": np.array([4, 5, 6], np.uint8)}
+    for name, arr in arrays.items():
+        raw = _idx(arr)
+        (tmp_path / (name + (".gz" if gz else ""))).write_bytes(gzip.compress(raw) if gz else raw)
+    d = data.load_fashion_mnist(tmp_path)
+    assert d.x_train.shape == (5, 1, 28, 28) and d.x_train.dtype == np.float32 and d.in_shape == (1, 28, 28)
+    np.testing.assert_allclose(d.x_test[:, 0] * 255, arrays["t10k-images-idx3-ubyte"], atol=1e-4)
+    assert d.y_train.tolist() == [0, 1, 2, 9, 3] and d.n_classes == 10
+
+
+def test_fashion_mnist_truncated_file_is_named(tmp_path):
+    arr = np.zeros((2, 28, 28), np.uint8)
+    for name in ("train-images-idx3-ubyte", "t10k-images-idx3-ubyte"):
+        (tmp_path / name).write_bytes(_idx(arr))
+    for name in ("train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"):
+        (tmp_path / name).write_bytes(_idx(np.zeros(2, np.uint8)))
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(_idx(arr)[:-10])
+    with pytest.raises(DataError, match="train-images-idx3-ubyte.*header says"):
+        data.load_fashion_mnist(tmp_path)
+    with pytest.raises(DataError, match="file not found"):
+        data.load_fashion_mnist(tmp_path / "absent")
+
+
+def _cifar_batch(path, n, rng, labels=None):
+    with open(path, "wb") as fh:
+        pickle.dump({b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                     b"labels": labels if labels is not None else rng.integers(0, 10, n).tolist()}, fh)
+
+
+def test_cifar10_python_batches(tmp_path):
+    rng = np.random.default_rng(1)
+    for name in data.CIFAR_TRAIN:
+        _cifar_batch(tmp_path / name, 2, rng)
+    _cifar_batch(tmp_path / data.CIFAR_TEST, 3, rng, labels=[1, 2, 3])
+    d = data.load_cifar10(tmp_path)
+    assert d.x_train.shape == (10, 3, 32, 32) and d.x_test.shape == (3, 3, 32, 32)
+    assert d.y_test.tolist() == [1, 2, 3]
+    (tmp_path / "data_batch_3").write_bytes(b"not a pickle")
+    with pytest.raises(DataError, match="data_batch_3.*not a CIFAR-10 python batch"):
+        data.load_cifar10(tmp_path)
+    (tmp_path / "data_batch_3").unlink()
+    with pytest.raises(DataError, match="data_batch_3: file not found"):
+        data.load_cifar10(tmp_path)
+
+
+def _write_celeba(root, rows):
+    (root / "img_align_celeba").mkdir(parents=True)
+    header = "5_o_Clock_Shadow Blond_Hair Brown_Hair Smiling"
+    lines = [str(len(rows)), header]
+    rng = np.random.default_rng(2)
+    for i, (blond, brown) in enumerate(rows):
+        name = f"{i:06d}.jpg"
+        Image.fromarray(rng.integers(0, 256, (218, 178, 3), dtype=np.uint8)).save(root / "img_align_celeba" / name)
+        lines.append(f"{name} -1 {1 if blond else -1} {1 if brown else -1} 1")
+    (root / data.CELEBA_ATTRS).write_text("\n".join(lines) + "\n")
+
+
+def test_celeba_blond_against_brown(tmp_path):
+    _write_celeba(tmp_path, [(1, 0), (0, 1), (1, 1), (0, 0), (1, 0), (0, 1)])
+    d = data.load_celeba(tmp_path, size=16, test_fraction=0.25, seed=0)
+    assert d.in_shape == (3, 16, 16) and d.n_classes == 2
+    assert len(d.y_train) + len(d.y_test) == 4  # both-or-neither images are left out
+    assert sorted(d.y_train.tolist() + d.y_test.tolist()) == [0, 0, 1, 1]
+
+
+def test_celeba_bad_files(tmp_path):
+    _write_celeba(tmp_path, [(1, 0), (0, 1)])
+    attrs = tmp_path / data.CELEBA_ATTRS
+    attrs.write_text(attrs.read_text().replace(" 1\n", " maybe\n", 1))
+    with pytest.raises(DataError, match="list_attr_celeba.txt: line 3"):
+        data.load_celeba(tmp_path)
+    _ok = tmp_path / "ok"
+    _write_celeba(_ok, [(1, 0), (0, 1)])
+    (_ok / "img_align_celeba" / "000001.jpg").write_bytes(b"\xff\xd8 truncated")
+    with pytest.raises(DataError, match="000001.jpg: cannot read the image"):
+        data.load_celeba(_ok)
+    with pytest.raises(DataError, match="list_attr_celeba.txt: file not found"):
+        data.load_celeba(tmp_path / "absent")
+
+
+def _write_xray(root, n_per_class=2, size=(40, 30)):
+    rng = np.random.default_rng(3)
+    for split in ("train", "test"):
+        for cls in data.XRAY_CLASSES:
+            (root / split / cls).mkdir(parents=True)
+            for i in range(n_per_class):
+                Image.fromarray(rng.integers(0, 256, size, dtype=np.uint8)).save(root / split / cls / f"{i}.jpeg")
+
+
+def test_chest_xray_folders(tmp_path):
+    _write_xray(tmp_path)
+    d = data.load_chest_xray(tmp_path, size=20)
+    assert d.x_train.shape == (4, 1, 20, 20) and d.y_train.tolist() == [0, 0, 1, 1]
+    (tmp_path / "test" / "PNEUMONIA" / "1.jpeg").write_bytes(b"garbage")
+    with pytest.raises(DataError, match="1.jpeg: cannot read the image"):
+        data.load_chest_xray(tmp_path, size=20)
+    with pytest.raises(DataError, match="NORMAL: folder not found"):
+        data.load_chest_xray(tmp_path / "absent")
+
+
+def test_medmnist_npz(tmp_path):
+    rng = np.random.default_rng(4)
+    arrays = {f"{s}_images": rng.integers(0, 256, (n, 28, 28), dtype=np.uint8) for s, n in
+              (("train", 6), ("val", 2), ("test", 3))}
+    arrays.update({f"{s}_labels": rng.integers(0, 2, (n, 1)).astype(np.uint8) for s, n in
+                   (("train", 6), ("val", 2), ("test", 3))})
+    np.savez(tmp_path / "m.npz", **arrays)
+    d = data.load_medmnist(tmp_path / "m.npz")
+    assert d.x_train.shape == (8, 1, 28, 28) and d.x_test.shape == (3, 1, 28, 28)
+    assert d.y_train.tolist() == arrays["train_labels"].ravel().tolist() + arrays["val_labels"].ravel().tolist()
+    assert data.load_medmnist(tmp_path / "m.npz", include_val=False).x_train.shape[0] == 6
+    (tmp_path / "bad.npz").write_bytes((tmp_path / "m.npz").read_bytes()[:200])
+    with pytest.raises(DataError, match="bad.npz: not a readable .npz"):
+        data.load_medmnist(tmp_path / "bad.npz")
+    np.savez(tmp_path / "partial.npz", train_images=arrays["train_images"])
+    with pytest.raises(DataError, match="partial.npz: missing arrays train_labels"):
+        data.load_medmnist(tmp_path / "partial.npz")
+    np.savez(tmp_path / "mismatch.npz", **{**arrays, "test_labels": arrays["test_labels"][:2]})
+    with pytest.raises(DataError, match=r"mismatch.npz \[test\]: 3 images but 2 labels"):
+        data.load_medmnist(tmp_path / "mismatch.npz")
+
+
+@pytest.mark.skipif(not data.SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {data.SHARED_XRAY}")
+def test_medmnist_reads_the_shared_chest_xray_subset():
+    d = data.load_medmnist(data.SHARED_XRAY)
+    assert d.x_train.shape == (3882 + 524, 1, 28, 28) and d.x_test.shape == (624, 1, 28, 28)
+    assert np.bincount(d.y_test).tolist() == [234, 390]
+    assert 0.0 <= d.x_train.min() and d.x_train.max() <= 1.0
+
+
+def test_embedded_digits():
+    d = data.embedded_digits()
+    assert d.in_shape == (1, 8, 8) and d.n_classes == 10 and len(d.y_train) == 1200
+
+
+def test_augmentation_keeps_range_shape_and_is_seeded():
+    x = torch.rand(4, 1, 28, 28)
+    a = data.augment(x, torch.Generator().manual_seed(0))
+    b = data.augment(x, torch.Generator().manual_seed(0))
+    assert a.shape == x.shape and torch.equal(a, b) and 0 <= a.min() and a.max() <= 1
+    assert not torch.allclose(a, x)
+    still = data.augment(x, torch.Generator().manual_seed(0),
+                         data.Augmentation(max_rotation=0, max_shift=0, min_crop=1, brightness=0))
+    torch.testing.assert_close(still, x, atol=1e-5, rtol=0)

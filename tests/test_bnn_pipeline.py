@@ -1,0 +1,93 @@
+"""bnn.pipeline and the reports module on a very small configuration (seconds)."""
+
+import csv
+
+import numpy as np
+import pytest
+
+from bnn import pipeline, presets
+
+SMALL = pipeline.RunConfig("digits", "fashion_mnist", width=0.125, n_train=300, n_test=120, batch_size=100,
+                           epochs_train=1, epochs_swa=1, epochs_burn=0, epochs_sample=2, h=1e-3,
+                           samplers=("SMS-UBU", "SG-HMC"), n_eval_batches=1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def two_runs(one_thread):
+    return [pipeline.run(SMALL, seed) for seed in (0, 1)]
+
+
+def test_run_gives_predictives_for_every_method(two_runs):
+    res = two_runs[0]
+    assert list(res["methods"]) == ["Adam", "SWA", "SMS-UBU", "SG-HMC"]
+    for name, m in res["methods"].items():
+        p = np.array(m["probs"])
+        assert p.shape == (120, 10), name
+        np.testing.assert_allclose(p.sum(axis=1), 1.0, atol=1e-5)
+    assert len(res["methods"]["SMS-UBU"]["trace"]) == 2 and all(np.isfinite(res["methods"]["SMS-UBU"]["trace"]))
+    assert not np.allclose(res["methods"]["Adam"]["probs"], res["methods"]["SWA"]["probs"])
+    assert two_runs[1]["methods"]["SWA"]["probs"] != res["methods"]["SWA"]["probs"]  # independent runs
+
+
+def test_diverging_sampler_is_reported_with_its_step():
+    cfg = pipeline.with_overrides(SMALL, samplers=("SG-HMC",), h=50.0, epochs_sample=3)
+    m = pipeline.run(cfg, 0)["methods"]["SG-HMC"]
+    assert m["probs"] is None and isinstance(m["diverged"], int) and m["diverged"] >= 1
+
+
+def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
+    from reports import fig_bnn
+
+    info = fig_bnn.draw([({"dataset": "digits", "run": i}, r) for i, r in enumerate(two_runs)], tmp_path, "tiny")
+    for name in info["files"]:
+        assert (tmp_path / name).exists(), name
+    rows = list(csv.DictReader(open(tmp_path / "bnn_ensembles.csv")))
+    assert {r["method"] for r in rows} == {"Adam", "SWA", "SMS-UBU", "SG-HMC"}
+    assert {r["size"] for r in rows} == {"1", "2"}
+    assert "SMS-UBU" in (tmp_path / "bnn_ensembles.md").read_text()
+    assert "ensembles of 1: SMS-UBU nll" in info["measured"]
+
+
+def test_absent_data_is_reported_not_replaced(tmp_path):
+    from reports import fig_bnn
+
+    info = fig_bnn.draw([({"dataset": "celeba", "run": 0}, {"missing": "x: file not found"})], tmp_path, "full")
+    assert "celeba: data absent (x: file not found)" in info["measured"]
+
+
+@pytest.mark.parametrize("change,match", [
+    ({"h": 0.0}, "h must be"), ({"samplers": ("HMC",)}, "unknown sampler"), ({"dataset": "mnist"}, "unknown dataset"),
+    ({"epochs_burn": -1}, "epochs_burn"), ({"network": "vgg"}, "unknown network"), ({"h_panel": (-1.0,)}, "h_panel")])
+def test_run_config_validates(change, match):
+    with pytest.raises(ValueError, match=match):
+        pipeline.with_overrides(SMALL, **change)
+
+
+def test_presets_cover_every_level_and_the_paper_tables():
+    assert presets.LEVELS == ("tiny", "quick", "full")
+    for level in presets.LEVELS:
+        for exp in presets.experiments(level):
+            assert presets.run_config(level, exp.name, 0).dataset == exp.config.dataset
+    assert presets.PAPER_TABLES["chest_xray"].h == 5e-4 and presets.PAPER_TABLES["celeba"].rho == 0.2
+    with pytest.raises(ValueError, match="unknown BNN preset"):
+        presets.experiments("huge")
+
+
+def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
+    from reports import fig_bnn, fig_demo, registry
+
+    assert "tiny" in registry.PRESETS
+    assert registry.module_preset(fig_demo, "tiny") == "quick"
+    assert registry.module_preset(fig_bnn, "tiny") == "tiny"
+    assert registry.module_preset(fig_bnn, "quick") == "quick" and registry.module_preset(fig_demo, "full") == "full"
+    assert {u["dataset"] for u in fig_bnn.units("quick")} == {"xray_subset"}
