@@ -35,9 +35,9 @@ from integrators.api import (
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import draw_step_path
-from integrators.plans import IID, PLAN_CODES, force_scale, next_batches
+from integrators.plans import IID, next_batches, resolve_plan
 from integrators.rng import lane_normal_matrix, lane_states
-from integrators.schemes import SCHEMES
+from integrators.schemes import resolve_scheme
 from integrators.targets import force_data, lane_force_for
 
 COUPLINGS = ("shared", "independent")
@@ -68,9 +68,9 @@ _KERNELS: dict = {}
 
 
 def coupled_kernel_for(scheme_module, force):
-    key = (scheme_module.NAME, force)
+    key = (scheme_module.step, bool(scheme_module.FSAL), force)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, scheme_module.FSAL, force)
+        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, bool(scheme_module.FSAL), force)
     return _KERNELS[key]
 
 
@@ -214,10 +214,11 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
     n_chunks = _int_at_least("n_chunks", n_chunks, 1)
     if test_functions is None:
         test_functions, n_test_functions = first_coordinates, 2
-    module = SCHEMES[scheme]
+    module = resolve_scheme(scheme)
+    plan_module = resolve_plan(plan)
     kernel = coupled_kernel_for(module, lane_force_for(target))
     tdata = force_data(target, control_variate, x_ref)
-    scale = force_scale(plan, target.n_data, batch_size)
+    scale = plan_module.force_scale(target.n_data, batch_size)
     box = make_box(target.dim)
     x_init = np.broadcast_to(target.initial_point() if x0 is None else np.asarray(x0, float),
                              (n_chains, target.dim)).copy()
@@ -229,7 +230,7 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
         lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
         v_init = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, lo, hi - lo), target.dim)
         kernel(module.coefficients(h / 2, gamma), module.coefficients(h, gamma), gamma, h, x_init[lo:hi],
-               v_init, n_coarse_steps, burn_in, test_every, PLAN_CODES[plan], batch_size, scale,
+               v_init, n_coarse_steps, burn_in, test_every, plan_module.CODE, batch_size, scale,
                target.n_data, tdata, box,
                lane_states(seed, PATH_STREAM, lo, hi - lo), lane_states(seed, PLAN_STREAM, lo, hi - lo),
                lane_states(seed, COARSE_PLAN_STREAM, lo, hi - lo),

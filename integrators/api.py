@@ -27,9 +27,9 @@ import numpy as np
 
 from integrators.bounce import make_box
 from integrators.kernel import aligned_zeros, kernel_for, make_work_buffers, no_test_functions
-from integrators.plans import PLAN_CODES, force_scale
+from integrators.plans import kernel_code, resolve_plan
 from integrators.rng import STATE_WORDS, lane_normal_matrix, lane_states
-from integrators.schemes import SCHEMES
+from integrators.schemes import resolve_scheme
 from integrators.targets import Target, force_data, lane_force_for
 
 BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
@@ -176,10 +176,9 @@ def _initial_state(name, value, n_chains, dim, default):
 def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed):
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target (e.g. GaussianTarget), got {type(target).__name__}")
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
-    if plan not in PLAN_CODES:
-        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+    resolve_scheme(scheme)  # a registered name or a scheme object (integrators.schemes)
+    kernel_code(plan)  # a registered name or a plan object the kernel can run (integrators.plans)
+    plan = resolve_plan(plan).NAME
     h = _positive_float("h", h)
     gamma = _positive_float("gamma", gamma)
     n_chains = _int_at_least("n_chains", n_chains, 1)
@@ -245,9 +244,10 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
     v_given = None if v0 is None else _initial_state("v0", v0, n_chains, dim, None)
     tdata = force_data(target, control_variate, x_ref)
-    module = SCHEMES[scheme]
+    module = resolve_scheme(scheme)
+    plan_module = resolve_plan(plan)
     coef = module.coefficients(h, gamma)
-    scale = force_scale(plan, target.n_data, batch_size)
+    scale = plan_module.force_scale(target.n_data, batch_size)
     kernel = kernel_for(module, lane_force_for(target))
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
@@ -301,7 +301,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         t_lo, t_hi = groups[group]
         lo, hi = t_lo * tile, t_hi * tile
         return (coef, gamma, 0.5 * h / path_refine, path_refine, x[lo:hi], v[lo:hi], n_steps, burn_in,
-                n_keep_stride, PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
+                n_keep_stride, plan_module.CODE, batch_size, scale, target.n_data, tdata, box,
                 path_states[t_lo:t_hi], plan_states[t_lo:t_hi], divergence_bound, test_fn, test_data,
                 sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi],
                 diverged_at[lo:hi], make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),
@@ -324,7 +324,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
 
     n_stat = n_steps - burn_in
     return SampleResult(
-        scheme=scheme, plan=plan, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
+        scheme=module.NAME, plan=plan_module.NAME, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
         chain_mean=sum_x / n_stat, chain_second_moment=sum_xx / n_stat,
         chain_outer=sum_outer / n_stat if full_moments else None,
         chain_tests=sum_tests / n_stat if n_test_functions else None,

@@ -83,9 +83,9 @@ def kernel_for(scheme_module, force):
     they are called once per step for the whole block, so they are compiled once and shared by
     every kernel rather than inlined.
     """
-    key = (scheme_module.NAME, force)
+    key = (scheme_module.step, bool(scheme_module.FSAL), force)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, force.allocates)
+        _KERNELS[key] = _make_kernel(scheme_module.step, bool(scheme_module.FSAL), force, force.allocates)
     return _KERNELS[key]
 
 

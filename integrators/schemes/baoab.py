@@ -37,6 +37,12 @@ def affine_ops(h: float, gamma: float) -> list:
             ("drift", h / 2)]
 
 
+def rotation_ops(h: float, gamma: float) -> list:
+    """From the state after a step to the rotated state of :func:`affine_ops`: undo the last
+    half kick (``v + h/2 G(x)``, with the batch of the cached force)."""
+    return [("kick", -h / 2)]
+
+
 @nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]

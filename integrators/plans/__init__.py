@@ -10,38 +10,111 @@
 A partition cuts a random permutation into ``N_m = ceil(N_D / N_b)`` consecutive batches of
 ``N_b`` indices (the last one may be shorter).  Scaling by ``N_m`` makes the average force over
 one epoch exactly the full gradient, uneven batches included.  A plan never knows the scheme.
+
+A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``) declaring
+``NAME``, ``CODE`` (its rule in the kernel's :func:`next_batches`; ``None`` for a plan the
+kernel cannot run), ``WEAK_ORDER`` / ``STRONG_ORDER`` (the orders the plan allows a scheme:
+a sampler's expected order is the smaller of the scheme's and the plan's; ``None``: no cap,
+or no claim for ``STRONG_ORDER``), ``SOURCE`` (where that claim comes from), and
+``force_scale``, ``period``, ``count_orders`` and ``outcomes`` of ``(n_data, batch_size)`` (one
+period's batch sequences with their probabilities, for the exact oracle).  ``PLANS`` is the
+registry every caller reads; :func:`register_plan` adds a plan from user code (or a
+:class:`Plan` built from functions).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
+from integrators.plans.partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.rng import lane_states, lane_uniforms
 
-PLAN_CODES = {"full": 0, "iid": 1, "rr": 2, "sms": 3}
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
-FULL, IID, RR, SMS = 0, 1, 2, 3
+FULL, IID, RR, SMS = 0, 1, 2, 3  # the kernel's batch rules (each plan module's CODE)
+PLAN_ATTRIBUTES = ("NAME", "CODE", "WEAK_ORDER", "STRONG_ORDER", "force_scale", "period", "outcomes")
 
 
-def n_batches(n_data: int, batch_size: int) -> int:
-    return math.ceil(n_data / batch_size)
+@dataclass(frozen=True)
+class Plan:
+    """A plan written in user code, with the attributes of a plan module (see the module
+    docstring).  ``code`` names one of the kernel's batch rules, or ``None`` (oracle only)."""
+
+    NAME: str
+    outcomes: object
+    force_scale: object
+    period: object
+    WEAK_ORDER: float | None = None
+    STRONG_ORDER: float | None = None
+    CODE: int | None = None
+    SOURCE: str = "declared in user code"
+    count_orders: object = None
 
 
-def force_scale(plan: str, n_data: int, batch_size: int) -> float:
-    if plan == "full":
-        return 1.0
-    if plan == "iid":
-        return n_data / batch_size
-    return float(n_batches(n_data, batch_size))
+def _check_plan(plan) -> None:
+    missing = [a for a in PLAN_ATTRIBUTES if not hasattr(plan, a)]
+    if missing:
+        raise ValueError(f"a plan must declare {', '.join(PLAN_ATTRIBUTES)}; {plan!r} lacks {missing}")
+    if not isinstance(plan.NAME, str) or not plan.NAME:
+        raise ValueError(f"a plan's NAME must be a non-empty string, got {plan.NAME!r}")
+    if plan.CODE not in (None, FULL, IID, RR, SMS):
+        raise ValueError(f"plan {plan.NAME!r}: CODE must be one of the kernel's rules "
+                         f"{(FULL, IID, RR, SMS)} or None, got {plan.CODE!r}")
 
 
-def period(plan: str, n_data: int, batch_size: int) -> int:
+def register_plan(plan, *, replace: bool = False):
+    """Add a plan (a module or a :class:`Plan`) to :data:`PLANS`; every table, figure, oracle
+    and test that iterates over plans then finds it.  Returns the plan."""
+    _check_plan(plan)
+    if plan.NAME in PLANS and PLANS[plan.NAME] is not plan and not replace:
+        raise ValueError(f"a plan named {plan.NAME!r} is already registered (pass replace=True)")
+    PLANS[plan.NAME] = plan
+    return plan
+
+
+def unregister_plan(name: str) -> None:
+    if name not in PLANS:
+        raise ValueError(f"unknown plan {name!r}; choose from {sorted(PLANS)}")
+    del PLANS[name]
+
+
+def resolve_plan(plan):
+    """The plan for a registered name, or the plan object itself (validated)."""
+    if isinstance(plan, str):
+        if plan not in PLANS:
+            raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLANS)}")
+        return PLANS[plan]
+    _check_plan(plan)
+    return plan
+
+
+def kernel_code(plan) -> int:
+    """The kernel's batch rule of a plan; a clear error for a plan the kernel cannot run."""
+    p = resolve_plan(plan)
+    if p.CODE is None:
+        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (CODE is None): it runs in "
+                         f"the exact oracle only")
+    return p.CODE
+
+
+def force_scale(plan, n_data: int, batch_size: int) -> float:
+    return resolve_plan(plan).force_scale(n_data, batch_size)
+
+
+def period(plan, n_data: int, batch_size: int) -> int:
     """Steps after which the plan draws fresh randomness (1 for full and iid)."""
-    m = n_batches(n_data, batch_size)
-    return {"full": 1, "iid": 1, "rr": m, "sms": 2 * m}[plan]
+    return resolve_plan(plan).period(n_data, batch_size)
+
+
+def count_orders(plan, n_data: int, batch_size: int) -> int:
+    """Number of equally likely batch sequences per period the oracle enumerates."""
+    p = resolve_plan(plan)
+    if getattr(p, "count_orders", None) is not None:
+        return p.count_orders(n_data, batch_size)
+    return len(p.outcomes(n_data, batch_size))
 
 
 @nb.njit(nogil=True, inline="always")
@@ -120,8 +193,7 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
 
 def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: int = 0):
     """The first ``n_steps`` batches of a plan as a list of index arrays (for inspection/tests)."""
-    if plan not in PLAN_CODES:
-        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+    code = kernel_code(plan)
     states = lane_states(seed, 1, 0, 1)
     perm = np.arange(n_data, dtype=np.int64)[:, None].copy()
     position = np.zeros(1, dtype=np.int64)
@@ -130,6 +202,12 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     scratch = np.empty(1)
     seq = []
     for _ in range(n_steps):
-        n = next_batches(PLAN_CODES[plan], perm, position, batch_size, states, out, no_source, scratch)
+        n = next_batches(code, perm, position, batch_size, states, out, no_source, scratch)
         seq.append(out[:n, 0].copy())
     return seq
+
+
+from integrators.plans import full, iid, rr, sms  # noqa: E402  (the built-in plans, registered)
+
+PLANS: dict = {m.NAME: m for m in (full, iid, rr, sms)}
+PLAN_CODES = {name: m.CODE for name, m in PLANS.items()}  # the built-ins' kernel rules
