@@ -248,7 +248,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     plan_module = resolve_plan(plan)
     coef = module.coefficients(h, gamma)
     scale = plan_module.force_scale(target.n_data, batch_size)
-    kernel = kernel_for(module, lane_force_for(target))
+    kernel = kernel_for(module, lane_force_for(target), plan_module)
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
 
@@ -301,7 +301,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         t_lo, t_hi = groups[group]
         lo, hi = t_lo * tile, t_hi * tile
         return (coef, gamma, 0.5 * h / path_refine, path_refine, x[lo:hi], v[lo:hi], n_steps, burn_in,
-                n_keep_stride, plan_module.CODE, batch_size, scale, target.n_data, tdata, box,
+                n_keep_stride, kernel_code(plan_module), batch_size, scale, target.n_data, tdata, box,
                 path_states[t_lo:t_hi], plan_states[t_lo:t_hi], divergence_bound, test_fn, test_data,
                 sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi],
                 diverged_at[lo:hi], make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),

@@ -12,10 +12,12 @@ A partition cuts a random permutation into ``N_m = ceil(N_D / N_b)`` consecutive
 one epoch exactly the full gradient, uneven batches included.  A plan never knows the scheme.
 
 A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``) declaring
-``NAME``, ``CODE`` (its rule in the kernel's :func:`next_batches`; ``None`` for a plan the
-kernel cannot run), ``WEAK_ORDER`` / ``STRONG_ORDER`` (the orders the plan allows a scheme:
-a sampler's expected order is the smaller of the scheme's and the plan's; ``None``: no cap,
-or no claim for ``STRONG_ORDER``), ``SOURCE`` (where that claim comes from), and
+``NAME``, ``CODE`` (its rule in the kernel's :func:`next_batches`; ``None`` for a plan with a
+rule of its own, ``BATCH_RULE``: a Numba function with the signature of :func:`next_batches`,
+or for a plan that runs in the exact oracle only), ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
+orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
+and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether
+those orders are proved or only observed), ``SOURCE`` (where that claim comes from), and
 ``force_scale``, ``period``, ``count_orders`` and ``outcomes`` of ``(n_data, batch_size)`` (one
 period's batch sequences with their probabilities, for the exact oracle).  ``PLANS`` is the
 registry every caller reads; :func:`register_plan` adds a plan from user code (or a
@@ -51,7 +53,9 @@ class Plan:
     STRONG_ORDER: float | None = None
     CODE: int | None = None
     SOURCE: str = "declared in user code"
+    THEOREM: bool = True
     count_orders: object = None
+    BATCH_RULE: object = None
 
 
 def _check_plan(plan) -> None:
@@ -92,12 +96,13 @@ def resolve_plan(plan):
 
 
 def kernel_code(plan) -> int:
-    """The kernel's batch rule of a plan; a clear error for a plan the kernel cannot run."""
+    """The code the kernel passes to the plan's batch rule; a clear error for a plan the kernel
+    cannot run (neither a built-in ``CODE`` nor its own Numba ``BATCH_RULE``)."""
     p = resolve_plan(plan)
-    if p.CODE is None:
-        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (CODE is None): it runs in "
-                         f"the exact oracle only")
-    return p.CODE
+    if p.CODE is None and getattr(p, "BATCH_RULE", None) is None:
+        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither CODE nor BATCH_RULE): "
+                         f"it runs in the exact oracle only")
+    return -1 if p.CODE is None else p.CODE
 
 
 def force_scale(plan, n_data: int, batch_size: int) -> float:
@@ -191,9 +196,17 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
     return stop - start
 
 
+def batch_rule(plan=None):
+    """The Numba batch rule of a plan: its own ``BATCH_RULE`` (same signature as
+    :func:`next_batches`) or the built-in rules, :func:`next_batches`."""
+    rule = None if plan is None else getattr(resolve_plan(plan), "BATCH_RULE", None)
+    return next_batches if rule is None else rule
+
+
 def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: int = 0):
     """The first ``n_steps`` batches of a plan as a list of index arrays (for inspection/tests)."""
     code = kernel_code(plan)
+    rule = batch_rule(plan)
     states = lane_states(seed, 1, 0, 1)
     perm = np.arange(n_data, dtype=np.int64)[:, None].copy()
     position = np.zeros(1, dtype=np.int64)
@@ -202,7 +215,7 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     scratch = np.empty(1)
     seq = []
     for _ in range(n_steps):
-        n = next_batches(code, perm, position, batch_size, states, out, no_source, scratch)
+        n = rule(code, perm, position, batch_size, states, out, no_source, scratch)
         seq.append(out[:n, 0].copy())
     return seq
 

@@ -3,10 +3,13 @@
     w_k = {1, ..., N_D} for every k
 """
 
+import math
+
 NAME = "full"
 CODE = 0              # the kernel's batch rule (:func:`integrators.plans.next_batches`)
-WEAK_ORDER = None     # no cap: the sampler keeps the scheme's declared orders
-STRONG_ORDER = None
+WEAK_ORDER = math.inf  # no cap: the sampler keeps the scheme's declared orders
+STRONG_ORDER = math.inf
+THEOREM = True  # its orders are proved
 SOURCE = "full gradient"
 
 

@@ -15,6 +15,7 @@ NAME = "iid"
 CODE = 1
 WEAK_ORDER = 1.0
 STRONG_ORDER = 0.5
+THEOREM = True  # its orders are proved
 SOURCE = "paper, Thm. SG-UBU (any scheme, iid)"
 
 

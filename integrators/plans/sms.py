@@ -13,6 +13,7 @@ NAME = "sms"
 CODE = 3
 WEAK_ORDER = 2.0
 STRONG_ORDER = 2.0
+THEOREM = True  # its orders are proved
 SOURCE = "paper, main theorem"
 
 

@@ -23,6 +23,7 @@ NAME = "baoab"
 WEAK_ORDER = 2.0
 STRONG_ORDER = 1.0
 FSAL = True
+EXACT_GAUSSIAN_X = True  # with full gradients the x-marginal is exact on Gaussian targets (every stable h)
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
