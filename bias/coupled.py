@@ -24,24 +24,24 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import (
-    BLOCK_SIZE,
-    PATH_STREAM,
-    PLAN_STREAM,
-    VELOCITY_STREAM,
-    _int_at_least,
-    validate,
-)
+from integrators.api import BLOCK_SIZE, _int_at_least, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import draw_step_path
 from integrators.plans import IID, next_batches, resolve_plan
-from integrators.rng import lane_normal_matrix, lane_states
+from integrators.rng import (
+    COARSE_PLAN_STREAM,
+    PATH_STREAM,
+    PLAN_STREAM,
+    VELOCITY_STREAM,
+    lane_normal_matrix,
+    lane_states,
+)
 from integrators.schemes import resolve_scheme
 from integrators.targets import force_data, lane_force_for
 
 COUPLINGS = ("shared", "independent")
-COARSE_PLAN_STREAM = 3
+INDEPENDENT_SEED_OFFSET = 7919  # the uncoupled baseline's coarse chain runs on seed + this
 
 
 @nb.njit(nogil=True)
@@ -238,7 +238,7 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
         other = coupled_run(target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in,
-                            seed + 7919, batch_size, "independent", test_functions, n_test_functions,
+                            seed + INDEPENDENT_SEED_OFFSET, batch_size, "independent", test_functions, n_test_functions,
                             test_data, test_every, n_chunks, x0, control_variate, x_ref)
         coarse = other.coarse
         diverged_at = np.maximum(diverged_at, other.diverged_at)

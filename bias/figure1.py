@@ -217,15 +217,8 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
 def write_outputs(out: Path, points: list[Point], preset: str, seed: int, seconds: float,
                   baoab_paper_friction: bool = False) -> None:
     slopes = local_slopes(points)
-    with open(out / "figure1.csv", "w", newline="") as fh:
-        fields = list(asdict(points[0])) + ["local_slope_finest"]
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        for q in points:
-            row = asdict(q)
-            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
-            writer.writerow(row)
-    from integrators.demo import metadata
+    write_csv(out / "figure1.csv", points, slopes)
+    from integrators.metadata import metadata
     meta = metadata(seed, preset)
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
               else "exp(-gamma h) (standard)")
@@ -235,6 +228,19 @@ def write_outputs(out: Path, points: list[Point], preset: str, seed: int, second
                  "samples_per_unit": PRESETS[preset]["samples_per_unit"]})
     (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
     plot(out / "figure1.png", points, slopes)
+
+
+def write_csv(path: Path, points: list[Point], slopes: dict, *, drop: tuple = ()) -> None:
+    """``figure1.csv``: one row per point with the sampler's local slope (the one writer of this
+    file; ``drop`` leaves fields out, e.g. wall times for byte-identical reports)."""
+    fields = [f for f in asdict(points[0]) if f not in drop] + ["local_slope_finest"]
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        for q in points:
+            row = {k: v for k, v in asdict(q).items() if k not in drop}
+            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
+            writer.writerow(row)
 
 
 def plot(path: Path, points: list[Point], slopes: dict) -> None:

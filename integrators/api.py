@@ -8,10 +8,10 @@ burn-in, seed and observers; get a :class:`SampleResult`.
     (1,)
 
 Every argument is validated before any Numba code runs; a bad value raises ``ValueError``
-naming it.  Chains run in blocks of ``BLOCK_SIZE``; in block ``b`` every chain has its own path
-and batch streams (:mod:`integrators.rng`, seeded by ``SeedSequence(seed, spawn_key=(b, stream))``)
-and draws its initial velocity from a generator seeded the same way, so the same seed gives
-identical output and adding chains never changes existing ones.
+naming it.  Every chain ``c`` has its own path, batch and initial-velocity streams
+(:mod:`integrators.rng`: SplitMix64 outputs of one key per stream kind, ``PATH_STREAM``,
+``PLAN_STREAM``, ``VELOCITY_STREAM``, at chain ``c``'s index), so the same seed gives identical
+output, and adding chains, or running them in other tiles or threads, never changes existing ones.
 """
 
 from __future__ import annotations
@@ -28,14 +28,20 @@ import numpy as np
 from integrators.bounce import make_box
 from integrators.kernel import aligned_zeros, kernel_for, make_work_buffers, no_test_functions
 from integrators.plans import kernel_code, resolve_plan
-from integrators.rng import STATE_WORDS, lane_normal_matrix, lane_states
+from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older imports)
+    PATH_STREAM,
+    PLAN_STREAM,
+    STATE_WORDS,
+    VELOCITY_STREAM,
+    lane_normal_matrix,
+    lane_states,
+)
 from integrators.schemes import resolve_scheme
 from integrators.targets import Target, force_data, lane_force_for
 
 BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
-PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
 
 
 @dataclass

@@ -48,13 +48,6 @@ class Target:
             self.datum_grad_add(x, i, 1.0, self.arrays, out)
         return out
 
-    def datum_grads_sum(self, x) -> np.ndarray:
-        x = np.ascontiguousarray(x, dtype=float)
-        out = np.zeros(self.dim)
-        for i in range(self.n_data):
-            self.datum_grad_add(x, i, 1.0, self.arrays, out)
-        return out
-
     def value(self, x) -> float:
         return float(self.potential(np.ascontiguousarray(x, dtype=float), self.arrays))
 
@@ -373,13 +366,6 @@ class MultinomialLogisticTarget(Target):
         self.n_features = feats.shape[1]
         self.n_classes = n_classes
         self.dim = feats.shape[1] * n_classes
-
-    def predict_proba(self, x, features) -> np.ndarray:
-        w = np.asarray(x).reshape(self.n_features, self.n_classes)
-        z = np.asarray(features) @ w
-        z -= z.max(axis=1, keepdims=True)
-        p = np.exp(z)
-        return p / p.sum(axis=1, keepdims=True)
 
 
 # ------------------------------------------------------------------------ the minibatch force

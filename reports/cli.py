@@ -62,7 +62,7 @@ def _check_preset(preset):
 
 
 def _check_out(out: Path) -> None:
-    from integrators.demo import unwritable
+    from integrators.metadata import unwritable
     problem = unwritable(out)
     if problem:
         raise CliError(f"cannot write to --out {out}: {problem}")
@@ -112,7 +112,7 @@ def cmd_run(args, figures) -> int:
     progress = Progress(len(tasks), label=f"{args.preset}")
     if skipped:
         print(f"resuming: {skipped} units already done, {len(tasks)} to run", file=sys.stderr)
-    from integrators.demo import metadata
+    from integrators.metadata import metadata
     for (module, unit, preset, seed), result, seconds in execute(
             tasks, args.workers, args.scheduler, args.local_dask):
         fid = by_module[module]

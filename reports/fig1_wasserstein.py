@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import asdict
 from pathlib import Path
 
@@ -28,14 +27,7 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     points = [figure1.Point(**res) for _, res in results]
     slopes = figure1.local_slopes(points)
-    fields = [f for f in asdict(points[0]) if f != "seconds"] + ["local_slope_finest"]
-    with open(out_dir / "figure1.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        for q in points:
-            row = {k: v for k, v in asdict(q).items() if k != "seconds"}
-            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
-            writer.writerow(row)
+    figure1.write_csv(out_dir / "figure1.csv", points, slopes, drop=("seconds",))  # no wall times
     figure1.plot(out_dir / "figure1.png", points, slopes)
     names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}
     text = "; ".join(f"{names[p]}-{s.upper()}: {v:.2f}" for (s, p), v in slopes.items())

@@ -198,11 +198,21 @@ def claims_table(preset: str = "quick", out_dir: str | Path | None = None, progr
 
 
 def write_table(rows: list[dict], out: Path, preset: str, seconds: float) -> None:
+    """``claims.csv``, ``claims.md`` and ``metadata.json`` (the command line's outputs)."""
     out.mkdir(parents=True, exist_ok=True)
-    with open(out / "claims.csv", "w", newline="") as fh:
+    write_csv(rows, out / "claims.csv")
+    write_markdown(rows, out / "claims.md", preset)
+    write_metadata(out / "metadata.json", preset, seconds)
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def write_markdown(rows: list[dict], path: Path, preset: str) -> None:
     cols = ["claim", "source", "expected", "measured", "uncertainty", "verdict"]
     lines = [f"# Claims table (preset `{preset}`)", "",
              f"Reproduce with `{COMMAND.format(preset=preset)}`.", "",
@@ -215,11 +225,14 @@ def write_table(rows: list[dict], out: Path, preset: str, seconds: float) -> Non
               "", "Weak orders: slope within 0.1 of the claim (exact oracle, no Monte Carlo error). "
               "Strong orders: the theorems bound the error by C h^q, so a slope of at least q - 0.25 "
               "holds; a slope above q + 0.25 is flagged as faster than claimed."]
-    (out / "claims.md").write_text("\n".join(lines) + "\n")
-    from integrators.demo import metadata
+    path.write_text("\n".join(lines) + "\n")
+
+
+def write_metadata(path: Path, preset: str, seconds: float) -> None:
+    from integrators.metadata import metadata
     meta = metadata(seed=0, preset=preset)
     meta["seconds"] = round(seconds, 1)
-    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
+    path.write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def main(argv=None) -> int:

@@ -33,7 +33,7 @@ import numba as nb
 import numpy as np
 
 from integrators.plans.partitions import n_batches  # noqa: F401  (re-exported)
-from integrators.rng import lane_states, lane_uniforms
+from integrators.rng import PLAN_STREAM, lane_states, lane_uniforms
 
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
 FULL, IID, RR, SMS = 0, 1, 2, 3  # the kernel's batch rules (each plan module's CODE)
@@ -207,7 +207,7 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     """The first ``n_steps`` batches of a plan as a list of index arrays (for inspection/tests)."""
     code = kernel_code(plan)
     rule = batch_rule(plan)
-    states = lane_states(seed, 1, 0, 1)
+    states = lane_states(seed, PLAN_STREAM, 0, 1)
     perm = np.arange(n_data, dtype=np.int64)[:, None].copy()
     position = np.zeros(1, dtype=np.int64)
     out = np.empty((max(n_data, batch_size), 1), dtype=np.int64)
