@@ -210,12 +210,13 @@ def _tiled(states: np.ndarray, n_tiles: int, tile: int) -> np.ndarray:
     return out
 
 
-def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
+def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
            burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
            test_functions=None, n_test_functions=0, test_data=(), path_refine=1, threads=None,
            divergence_bound=1e8, histogram=None) -> SampleResult:
-    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
+    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target`` (every option
+keyword-only; ``scheme`` and ``plan`` are registered names or scheme / plan objects).
 
     Parameters: ``h`` step size, ``gamma`` friction, ``burn_in`` steps excluded from statistics,
     ``batch_size`` (required except for ``plan="full"``), ``x0`` / ``v0`` initial states (default:
