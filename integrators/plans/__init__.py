@@ -33,6 +33,7 @@ import numba as nb
 import numpy as np
 
 from integrators.plans.partitions import n_batches  # noqa: F401  (re-exported)
+from integrators.registry import Registry
 from integrators.rng import PLAN_STREAM, lane_states, lane_uniforms
 
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
@@ -59,11 +60,6 @@ class Plan:
 
 
 def _check_plan(plan) -> None:
-    missing = [a for a in PLAN_ATTRIBUTES if not hasattr(plan, a)]
-    if missing:
-        raise ValueError(f"a plan must declare {', '.join(PLAN_ATTRIBUTES)}; {plan!r} lacks {missing}")
-    if not isinstance(plan.NAME, str) or not plan.NAME:
-        raise ValueError(f"a plan's NAME must be a non-empty string, got {plan.NAME!r}")
     if plan.CODE not in (None, FULL, IID, RR, SMS):
         raise ValueError(f"plan {plan.NAME!r}: CODE must be one of the kernel's rules "
                          f"{(FULL, IID, RR, SMS)} or None, got {plan.CODE!r}")
@@ -72,27 +68,16 @@ def _check_plan(plan) -> None:
 def register_plan(plan, *, replace: bool = False):
     """Add a plan (a module or a :class:`Plan`) to :data:`PLANS`; every table, figure, oracle
     and test that iterates over plans then finds it.  Returns the plan."""
-    _check_plan(plan)
-    if plan.NAME in PLANS and PLANS[plan.NAME] is not plan and not replace:
-        raise ValueError(f"a plan named {plan.NAME!r} is already registered (pass replace=True)")
-    PLANS[plan.NAME] = plan
-    return plan
+    return PLANS.register(plan, replace=replace)
 
 
 def unregister_plan(name: str) -> None:
-    if name not in PLANS:
-        raise ValueError(f"unknown plan {name!r}; choose from {sorted(PLANS)}")
-    del PLANS[name]
+    PLANS.unregister(name)
 
 
 def resolve_plan(plan):
     """The plan for a registered name, or the plan object itself (validated)."""
-    if isinstance(plan, str):
-        if plan not in PLANS:
-            raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLANS)}")
-        return PLANS[plan]
-    _check_plan(plan)
-    return plan
+    return PLANS.resolve(plan)
 
 
 def kernel_code(plan) -> int:
@@ -222,5 +207,5 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
 
 from integrators.plans import full, iid, rr, sms  # noqa: E402  (the built-in plans, registered)
 
-PLANS: dict = {m.NAME: m for m in (full, iid, rr, sms)}
+PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, (full, iid, rr, sms))
 PLAN_CODES = {name: m.CODE for name, m in PLANS.items()}  # the built-ins' kernel rules

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from integrators.registry import Registry
 from integrators.schemes import baoab, em, obabo, ubu
 
 SCHEME_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "FSAL", "coefficients", "step")
@@ -45,43 +46,28 @@ class Scheme:
     rotation_ops: object = None
 
 
-def _check_scheme(scheme) -> None:
-    missing = [a for a in SCHEME_ATTRIBUTES if not hasattr(scheme, a)]
-    if missing:
-        raise ValueError(f"a scheme must declare {', '.join(SCHEME_ATTRIBUTES)}; {scheme!r} lacks {missing}")
-    if not isinstance(scheme.NAME, str) or not scheme.NAME:
-        raise ValueError(f"a scheme's NAME must be a non-empty string, got {scheme.NAME!r}")
+def _check_orders(scheme) -> None:
     for attr in ("WEAK_ORDER", "STRONG_ORDER"):
         value = getattr(scheme, attr)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"scheme {scheme.NAME!r}: {attr} must be a positive number, got {value!r}")
 
 
+SCHEMES = Registry("scheme", SCHEME_ATTRIBUTES, _check_orders, (em, baoab, ubu, obabo))
+
+
 def register_scheme(scheme, *, replace: bool = False):
     """Add a scheme (a module or a :class:`Scheme`) to :data:`SCHEMES`.  Returns the scheme."""
-    _check_scheme(scheme)
-    if scheme.NAME in SCHEMES and SCHEMES[scheme.NAME] is not scheme and not replace:
-        raise ValueError(f"a scheme named {scheme.NAME!r} is already registered (pass replace=True)")
-    SCHEMES[scheme.NAME] = scheme
-    return scheme
+    return SCHEMES.register(scheme, replace=replace)
 
 
 def unregister_scheme(name: str) -> None:
-    if name not in SCHEMES:
-        raise ValueError(f"unknown scheme {name!r}; choose from {sorted(SCHEMES)}")
-    del SCHEMES[name]
+    SCHEMES.unregister(name)
 
 
 def resolve_scheme(scheme):
     """The scheme for a registered name, or the scheme object itself (validated)."""
-    if isinstance(scheme, str):
-        if scheme not in SCHEMES:
-            raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
-        return SCHEMES[scheme]
-    _check_scheme(scheme)
-    return scheme
+    return SCHEMES.resolve(scheme)
 
-
-SCHEMES: dict = {m.NAME: m for m in (em, baoab, ubu, obabo)}
 
 __all__ = ["SCHEMES", "Scheme", "register_scheme", "resolve_scheme", "unregister_scheme"]
