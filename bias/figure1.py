@@ -19,8 +19,18 @@ Two estimates per point, both in the CSV:
   by 0.3 from one realization to the next; the control-variate estimate's is below 1%.
 
 Each point reports its Monte Carlo error (the spread of ``R`` independent repeats, divided by
-``sqrt(R)``; for both estimates) and its noise floor (the plain statistic for ``N`` exact draws of
-the target).
+``sqrt(R)``; for both estimates) and its noise floor: the exact expectation of the plain statistic
+for ``N`` exact draws of the target on the same histogram (:func:`noise_floor`, one number per
+``N``, shared by the nine samplers; no draws).
+
+Cost: the kernel's chain-steps (about 7.3e9 at ``full``) and nothing else of that order.  The
+three plans of a scheme at one ``h`` and their shared control are one group of runs; all runs go
+to one pool of ``threads`` workers (one ``sample()`` call each, the kernel releases the GIL), and a
+group's W1 numbers are read off while the next group's runs already occupy the cores.  F and the
+integrated cdf on the histogram's grid are computed once per layout.  Every histogram has
+``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in ``metadata.json``): the plotted estimate's
+binning bound is ``1.5`` bin widths, the plain one's half a bin width; ``benchmarks/bench_figure1.py``
+prints the former as a fraction of the smallest plotted W1.
 A sampler that diverges is marked diverged at that ``h`` (with the first divergent step), never
 plotted as a number.
 
@@ -32,15 +42,18 @@ is BAOAB at friction ``gamma / 2``).
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
+import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from bias.wasserstein import Normal, StreamingW1, w1_with_control
+from bias.wasserstein import Normal, StreamingW1, expected_binned_w1, w1_with_control
 from integrators import GaussianTarget, sample
 from theory_checks.oracle import UnstableStepError, stationary_full
 
@@ -51,7 +64,11 @@ PRESETS = {
     "full": {"samples_per_unit": 10**7, "repeats": 4, "n_chains": 2048, "ks": (2, 3, 4, 5)},
 }
 BURN_IN_TIME = 30.0  # in units of time; the 1-D example relaxes in a few units at gamma = 1
-W1_BOUND = 2e-5      # histogram resolution: |streamed - exact W1| <= this (plus tails)
+# histogram resolution: half a bin width.  The figure needs the plotted estimate's binning bound
+# (1.5 bin widths) well below the smallest W1 it plots (second-order samplers at h = 1/32, about
+# 4.4e-4: the bound is 0.14 of it) and the plain statistic's (half a bin) below its noise floor
+# at the largest N (3.6e-5 at full); finer bins slow the kernel's histogram (291,043 bins today).
+W1_BOUND = 2e-5
 DIVERGENCE_BOUND = 100.0  # about 200 target standard deviations: no stable chain gets there
 
 
@@ -83,100 +100,244 @@ def _repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
     return [seed * 1000 + 17 * k + r for r in range(reps)]
 
 
-def _run_histogram(target, law, scheme, plan, h, gamma, chains, burn, per_chain, seed):
+def histogram_layout(law: Normal) -> tuple[float, float, int]:
+    """``(lo, hi, n_bins)`` of every histogram of the figure: +-12 sd with half-width ``W1_BOUND``."""
+    grid = StreamingW1.for_normal(law, bound=W1_BOUND)
+    return grid.lo, grid.hi, grid.n_bins
+
+
+@functools.lru_cache(maxsize=16)
+def noise_floor(law: Normal, n_samples: int) -> float:
+    """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's
+    histogram (:func:`bias.wasserstein.expected_binned_w1`): one number per ``N``, shared by
+    every sampler at that step size."""
+    return expected_binned_w1(law, n_samples, *histogram_layout(law))
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control."""
+
+    scheme: str
+    plan: str
+    h: float
+    gamma: float
+    chains: int
+    burn: int
+    per_chain: int
+    seed: int
+
+
+def _run_histogram(target, law, run: _Run, threads: int):
     """One repeat streamed into a histogram; ``(histogram, first divergent step or -1)``."""
-    hist = StreamingW1.for_normal(law, bound=W1_BOUND)
-    res = sample(target, scheme, plan, h=h, gamma=gamma, n_chains=chains, n_steps=burn + per_chain,
-                 burn_in=burn, batch_size=None if plan == "full" else 1, seed=seed, x0=[law.mean],
-                 histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND)
+    hist = StreamingW1(law, *histogram_layout(law))
+    res = sample(target, run.scheme, run.plan, h=run.h, gamma=run.gamma, n_chains=run.chains,
+                 n_steps=run.burn + run.per_chain, burn_in=run.burn,
+                 batch_size=None if run.plan == "full" else 1, seed=run.seed, x0=[law.mean],
+                 histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND,
+                 threads=threads)
     if res.diverged:
         return hist, int(res.first_divergence_step)
     hist.merge(res.histogram, res.histogram_tails)
     return hist, -1
 
 
-_CONTROLS: dict = {}  # the last few control runs, shared by the three plans of a scheme at one h
+@dataclass
+class _Control:
+    """The full-gradient control of one scheme at one h: its repeats' histograms, pooled, its
+    exact law and its own W1 to that law (shared by the three plans)."""
+
+    hists: list
+    pooled: StreamingW1
+    exact: Normal
+    noise: float
 
 
-def _controls(target, law, scheme, h, gamma, chains, burn, per_chain, seeds):
-    """Full-gradient runs on the same paths as the sampler's repeats, and their exact law
-    (None where the full-gradient scheme is unstable or a control chain diverged)."""
-    key = (scheme, h, gamma, chains, burn, per_chain, tuple(seeds))
-    if key not in _CONTROLS:
-        try:
-            _, cov = stationary_full(scheme, target, h, gamma)
-        except UnstableStepError:
-            value = None
-        else:
-            exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
-            hists = [_run_histogram(target, law, scheme, "full", h, gamma, chains, burn, per_chain, sd)
-                     for sd in seeds]
-            value = None if any(at >= 0 for _, at in hists) else ([hs for hs, _ in hists], exact)
-        while len(_CONTROLS) >= 3:
-            _CONTROLS.pop(next(iter(_CONTROLS)))
-        _CONTROLS[key] = value
-    return _CONTROLS[key]
+_CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
+
+
+def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds) -> tuple[tuple, list[_Run], Normal | None]:
+    """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""
+    key = (scheme, h, g, chains, burn, per_chain, tuple(seeds))
+    if key in _CONTROLS:
+        return key, [], None
+    try:
+        _, cov = stationary_full(scheme, target, h, g)
+    except UnstableStepError:
+        return key, [], None
+    exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
+    return key, [_Run(scheme, "full", h, g, chains, burn, per_chain, sd) for sd in seeds], exact
+
+
+def _store_control(key, runs, exact, done, law) -> None:
+    if key in _CONTROLS:
+        return
+    value = None
+    if runs and not any(done[r][1] >= 0 for r in runs):
+        hists = [done[r][0] for r in runs]
+        pooled = StreamingW1(law, *histogram_layout(law))
+        for hist in hists:
+            pooled.merge(hist.counts, hist.tails)
+        own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
+        own.merge(pooled.counts, pooled.tails)
+        value = _Control(hists, pooled, exact, own.value())
+    while len(_CONTROLS) >= 3:
+        _CONTROLS.pop(next(iter(_CONTROLS)))
+    _CONTROLS[key] = value
 
 
 def _mean_error(values: list[float]) -> float:
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
+def point_config(k: int, preset: str) -> tuple[float, int, int, int, int]:
+    """``(h, repeats, chains, samples per chain, burn-in steps)`` of a point at ``h = 2^-k``."""
+    cfg = PRESETS[preset]
+    h = 2.0**-k
+    reps, chains = cfg["repeats"], cfg["n_chains"]
+    per_chain = max(1, math.ceil(cfg["samples_per_unit"] * 2**k / (reps * chains)))
+    return h, reps, chains, per_chain, int(math.ceil(BURN_IN_TIME / h))
+
+
+def chain_steps(preset: str, *, gamma: float = 1.0, control_variate: bool = True) -> dict:
+    """Chain-steps (burn-in included) the figure runs per ``(scheme, plan)``, the full-gradient
+    controls under ``plan = "full"`` (none where the full-gradient scheme is unstable)."""
+    target = GaussianTarget.one_d_example()
+    out: dict = {}
+    for s, k in _groups(preset):
+        h, reps, chains, per_chain, burn = point_config(k, preset)
+        each = reps * chains * (burn + per_chain)
+        plans = list(_plans_of(s))
+        if control_variate:
+            try:
+                stationary_full(s, target, h, gamma)
+                plans.append("full")
+            except UnstableStepError:
+                pass
+        for p in plans:
+            out[(s, p)] = out.get((s, p), 0) + each
+    return out
+
+
 def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int = 0,
               gamma: float = 1.0, baoab_paper_friction: bool = False,
-              control_variate: bool = True) -> Point:
+              control_variate: bool = True, *, threads: int | None = None) -> Point:
     """One (sampler, step size) point: ``R`` repeats streamed into histograms (with
-    ``control_variate``, also the full-gradient control on the same paths)."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    if (scheme, plan) not in SAMPLERS:
-        raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
-    cfg = PRESETS[preset]
-    target = GaussianTarget.one_d_example()
-    law = target_law(target)
-    h = 2.0**-k
-    n_total = cfg["samples_per_unit"] * 2**k
-    reps, chains = cfg["repeats"], cfg["n_chains"]
-    per_chain = max(1, math.ceil(n_total / (reps * chains)))
-    burn = int(math.ceil(BURN_IN_TIME / h))
-    g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
-    seeds = _repeat_seeds(seed, k, reps)
-    t0 = time.time()
-    runs = [_run_histogram(target, law, scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds]
-    n_samples = reps * chains * per_chain
-    floor = StreamingW1.for_normal(law, bound=W1_BOUND)
-    floor.add_exact_samples(n_samples, seed=seed * 1000 + 17 * k + 999)
-    diverged_at = [at for _, at in runs if at >= 0]
+    ``control_variate``, also the full-gradient control on the same paths); ``threads`` cores
+    (default: all).  The per-point interface another backend implements: inputs the sampler,
+    ``k`` (``h = 2^-k``), the preset (``N``, repeats, chains), the seed; output the W1 numbers."""
+    return run_points(scheme, (plan,), k, preset, seed, gamma=gamma,
+                      baoab_paper_friction=baoab_paper_friction, control_variate=control_variate,
+                      threads=threads)[0]
+
+
+def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0, *, gamma: float = 1.0,
+               baoab_paper_friction: bool = False, control_variate: bool = True,
+               threads: int | None = None) -> list[Point]:
+    """The points of one scheme at one step size for several plans, all their runs (and the
+    shared control's) scheduled together so that every core stays busy."""
+    threads = _threads(threads)
+    group = _Group.make(scheme, tuple(plans), k, preset, seed, gamma, baoab_paper_friction, control_variate)
+    runs = group.runs()
+    workers = max(1, min(threads, len(runs)))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return group.finish(group.submit(pool, max(1, threads // workers)))
+
+
+def _threads(threads) -> int:
+    if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
+        threads = int(os.environ.get("SMS_LANGEVIN_THREADS", 0)) or (os.cpu_count() or 1)
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+    return threads
+
+
+@dataclass
+class _Group:
+    """The points of one scheme at one step size: their runs, and the control they share."""
+
+    scheme: str
+    plans: tuple
+    k: int
+    n_samples: int
+    law: Normal
+    sampler_runs: dict
+    control_key: tuple | None
+    control_runs: list
+    control_law: Normal | None
+    started: float = 0.0
+
+    @classmethod
+    def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate):
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        for plan in plans:
+            if (scheme, plan) not in SAMPLERS:
+                raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
+        target = GaussianTarget.one_d_example()
+        h, reps, chains, per_chain, burn = point_config(k, preset)
+        g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
+        seeds = _repeat_seeds(seed, k, reps)
+        runs = {plan: [_Run(scheme, plan, h, g, chains, burn, per_chain, sd) for sd in seeds] for plan in plans}
+        key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds)
+                                    if control_variate else (None, [], None))
+        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact)
+
+    def runs(self) -> list[_Run]:
+        return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
+
+    def submit(self, pool, threads_per_call: int) -> dict:
+        """Queue every run on ``pool`` (``sample()`` with ``threads_per_call`` threads each)."""
+        self.started = time.time()
+        target = GaussianTarget.one_d_example()
+        return {r: pool.submit(_run_histogram, target, self.law, r, threads_per_call) for r in self.runs()}
+
+    def finish(self, futures: dict) -> list[Point]:
+        """Wait for the runs and compute the W1 numbers of every point."""
+        done = {r: f.result() for r, f in futures.items()}
+        if self.control_key is not None:
+            _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
+        controls = _CONTROLS[self.control_key] if self.control_key is not None else None
+        floor = noise_floor(self.law, self.n_samples)
+        seconds = (time.time() - self.started) / len(self.plans)
+        return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
+                       self.n_samples, floor, self.law, seconds) for plan in self.plans]
+
+
+def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
+    """The W1 numbers of one point from its repeats' histograms (and the control's)."""
+    diverged_at = [at for _, at in repeats if at >= 0]
     if diverged_at:
-        return Point(scheme, plan, h, n_samples, float("nan"), float("nan"), floor.value(), floor.bound,
-                     True, int(min(diverged_at)), time.time() - t0)
-    pooled = StreamingW1.for_normal(law, bound=W1_BOUND)
-    for hist, _ in runs:
+        lo, hi, n_bins = histogram_layout(law)
+        return Point(scheme, plan, h, n_samples, float("nan"), float("nan"), floor, 0.5 * (hi - lo) / n_bins,
+                     True, int(min(diverged_at)), seconds)
+    pooled = StreamingW1(law, *histogram_layout(law))
+    for hist, _ in repeats:
         pooled.merge(hist.counts, hist.tails)
     w1_plain = pooled.value()
-    mc_plain = _mean_error([hist.value() for hist, _ in runs])
-    controls = _controls(target, law, scheme, h, g, chains, burn, per_chain, seeds) if control_variate else None
+    mc_plain = _mean_error([hist.value() for hist, _ in repeats])
     if controls is None:
-        return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor.value(), pooled.bound,
-                     False, -1, time.time() - t0, "plain", w1_plain, mc_plain)
-    control_hists, exact = controls
-    pooled_control = StreamingW1.for_normal(law, bound=W1_BOUND)
-    for hist in control_hists:
-        pooled_control.merge(hist.counts, hist.tails)
-    w1, bound = w1_with_control(pooled, pooled_control, exact)
-    pooled_control.dist = exact
-    control_noise = pooled_control.value()
-    mc = _mean_error([w1_with_control(hist, c, exact)[0]
-                      for (hist, _), c in zip(runs, control_hists, strict=True)])
-    return Point(scheme, plan, h, n_samples, w1, mc, floor.value(), bound, False, -1, time.time() - t0,
-                 "control_variate", w1_plain, mc_plain, control_noise)
+        return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor, pooled.bound,
+                     False, -1, seconds, "plain", w1_plain, mc_plain)
+    w1, bound = w1_with_control(pooled, controls.pooled, controls.exact)
+    mc = _mean_error([w1_with_control(hist, c, controls.exact)[0]
+                      for (hist, _), c in zip(repeats, controls.hists, strict=True)])
+    return Point(scheme, plan, h, n_samples, w1, mc, floor, bound, False, -1, seconds,
+                 "control_variate", w1_plain, mc_plain, controls.noise)
 
 
 def units(preset: str = "quick"):
     """The independent units of work: one per (sampler, step size); the three plans of a scheme
     at one step size come together so that they share the cached full-gradient control."""
-    return [(s, p, k) for s in ("ubu", "baoab", "em") for k in PRESETS[preset]["ks"]
-            for p in ("sms", "iid", "rr")]
+    return [(s, p, k) for s, k in _groups(preset) for p in _plans_of(s)]
+
+
+def _groups(preset: str) -> list[tuple[str, int]]:
+    return [(s, k) for s in dict.fromkeys(s for s, _ in SAMPLERS) for k in PRESETS[preset]["ks"]]
+
+
+def _plans_of(scheme: str) -> tuple[str, ...]:
+    return tuple(p for s, p in SAMPLERS if s == scheme)
 
 
 def local_slopes(points: list[Point], field: str = "w1") -> dict:
@@ -194,30 +355,73 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
 
 
 def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
-        baoab_paper_friction: bool = False, control_variate: bool = True) -> list[Point]:
+        baoab_paper_friction: bool = False, control_variate: bool = True, *,
+        threads: int | None = None) -> list[Point]:
     """Run every unit, write ``figure1.csv``, ``figure1.png`` and ``metadata.json``
     (``baoab_paper_friction``: BAOAB as the paper's listing, at friction ``gamma / 2``;
-    ``control_variate=False``: the plain empirical W1 only)."""
+    ``control_variate=False``: the plain empirical W1 only; ``threads``: cores, default all).
+    The three plans of a scheme at one step size and their shared control run together."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    points = []
+    threads = _threads(threads)
+    points: list[Point] = []
     t0 = time.time()
-    for i, (s, p, k) in enumerate(units(preset)):
-        points.append(run_point(s, p, k, preset, seed, baoab_paper_friction=baoab_paper_friction,
-                                control_variate=control_variate))
-        if progress:
-            progress(f"[{i + 1}/{len(units(preset))}] {s} x {p}, h = 2^-{k}: "
-                     f"{'DIVERGED' if points[-1].diverged else f'W1 {points[-1].w1:.3e}'}")
-    write_outputs(out, points, preset, seed, time.time() - t0, baoab_paper_friction)
+    n_units = len(units(preset))
+
+    def finish(group, futures):
+        for q in group.finish(futures):
+            points.append(q)
+            if progress:
+                progress(f"[{len(points)}/{n_units}] {q.scheme} x {q.plan}, h = 2^-{group.k}: "
+                         f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
+
+    # one pool for the whole figure; the next group is queued before the last one is evaluated,
+    # so the cores run kernels while the main thread reads off W1 (no idle tail per group)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        in_flight = None
+        for s, k in _groups(preset):
+            group = _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate)
+            submitted = (group, group.submit(pool, 1))
+            if in_flight:
+                finish(*in_flight)
+            in_flight = submitted
+        finish(*in_flight)
+    seconds = time.time() - t0
+    slopes = local_slopes(points)
+    write_csv(out / "figure1.csv", points, slopes)
+    write_metadata(out / "metadata.json", points, preset, seed, seconds, baoab_paper_friction)
+    plot(out / "figure1.png", points, slopes)
     return points
 
 
-def write_outputs(out: Path, points: list[Point], preset: str, seed: int, seconds: float,
-                  baoab_paper_friction: bool = False) -> None:
-    slopes = local_slopes(points)
-    write_csv(out / "figure1.csv", points, slopes)
+def write_csv(path: Path, points: list[Point], slopes: dict, *, with_seconds: bool = True) -> None:
+    """The figure's numbers, one row per point (``with_seconds=False`` leaves out the wall time,
+    so that runs on different executors give byte-identical files)."""
+    fields = [f for f in asdict(points[0]) if with_seconds or f != "seconds"] + ["local_slope_finest"]
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        for q in points:
+            row = {f: v for f, v in asdict(q).items() if f in fields}
+            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
+            writer.writerow(row)
+
+
+def resolution_metadata() -> dict:
+    """The histogram every W1 is read from, and the binning bounds that follow from it."""
+    law = target_law(GaussianTarget.one_d_example())
+    lo, hi, n_bins = histogram_layout(law)
+    width = (hi - lo) / n_bins
+    return {"lo": lo, "hi": hi, "n_bins": n_bins, "bin_width": width,
+            "binning_bound_plain": 0.5 * width, "binning_bound_control_variate": 1.5 * width,
+            "noise_floor": "exact expectation of the plain statistic for N exact draws, binning "
+                           "included (bias.wasserstein.expected_binned_w1)"}
+
+
+def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seconds: float,
+                   baoab_paper_friction: bool = False) -> None:
     from integrators.metadata import metadata
     meta = metadata(seed, preset)
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
@@ -225,22 +429,14 @@ def write_outputs(out: Path, points: list[Point], preset: str, seed: int, second
     meta.update({"seconds": round(seconds, 1), "gamma": 1.0, "baoab_o_step": o_step,
                  "estimator": sorted({q.estimator for q in points if not q.diverged}),
                  "samples_per_point": "samples_per_unit * 2^k",
-                 "samples_per_unit": PRESETS[preset]["samples_per_unit"]})
-    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
-    plot(out / "figure1.png", points, slopes)
-
-
-def write_csv(path: Path, points: list[Point], slopes: dict, *, drop: tuple = ()) -> None:
-    """``figure1.csv``: one row per point with the sampler's local slope (the one writer of this
-    file; ``drop`` leaves fields out, e.g. wall times for byte-identical reports)."""
-    fields = [f for f in asdict(points[0]) if f not in drop] + ["local_slope_finest"]
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        for q in points:
-            row = {k: v for k, v in asdict(q).items() if k not in drop}
-            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
-            writer.writerow(row)
+                 "samples_per_unit": PRESETS[preset]["samples_per_unit"],
+                 "histogram": resolution_metadata()})
+    ok = [q for q in points if not q.diverged]
+    if ok:  # the bounds the figure needs: against the smallest plotted W1 and the smallest floor
+        res = meta["histogram"]
+        res["control_variate_bound_over_smallest_w1"] = res["binning_bound_control_variate"] / min(q.w1 for q in ok)
+        res["plain_bound_over_smallest_noise_floor"] = res["binning_bound_plain"] / min(q.noise_floor for q in ok)
+    path.write_text(json.dumps(meta, indent=2) + "\n")
 
 
 def plot(path: Path, points: list[Point], slopes: dict) -> None:

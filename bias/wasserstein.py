@@ -10,10 +10,13 @@
   bound ``|W1_stream - W1_exact| <= bin_width / 2 + tail excess`` (moving every in-range sample
   to its bin centre moves no mass farther than half a bin; out-of-range samples are moved to the
   range's ends and their exact mean distance is added to the bound).
+* :func:`expected_binned_w1`: the exact expectation of :class:`StreamingW1`'s value for ``n``
+  exact draws of the target (the noise floor of the plain statistic), binning included.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -93,18 +96,20 @@ def wasserstein_to_distribution(x, dist, p: float = 1.0, nodes: int = 12) -> flo
     return float(total ** (1.0 / p))
 
 
-def _w1_to_cdf(points, weights, dist) -> float:
+def _w1_to_cdf(points, weights, dist, f_pts=None, g_pts=None) -> float:
     """Exact ``int |F_disc(t) - F(t)| dt`` for a discrete law (sorted ``points``, ``weights``)
-    against ``dist`` with ``cdf``, ``quantile`` and ``integrated_cdf``."""
+    against ``dist`` with ``cdf``, ``quantile`` and ``integrated_cdf`` (``f_pts``, ``g_pts``:
+    ``F`` and ``G`` at ``points`` when the caller has them already)."""
     cum = np.cumsum(weights)
     cum[-1] = 1.0
     G = dist.integrated_cdf
-    total = float(G(points[0]))  # left tail: int_{-inf}^{x_1} F
+    if g_pts is None:  # once per point, shared by the cells on either side
+        g_pts, f_pts = G(points), dist.cdf(points)
+    total = float(g_pts[0])  # left tail: int_{-inf}^{x_1} F
     # right tail: int_{x_n}^{inf} (1 - F) = G(t) - t evaluated as limit: use symmetry of identity
     far = points[-1] + 50.0 * max(1.0, abs(points[-1]))
-    total += float((far - points[-1]) - (G(far) - G(points[-1])))
+    total += float((far - points[-1]) - (G(far) - g_pts[-1]))
     a, b, c = points[:-1], points[1:], cum[:-1]
-    g_pts, f_pts = G(points), dist.cdf(points)  # once per point, shared by the cells on either side
     ga, gb, fa, fb = g_pts[:-1], g_pts[1:], f_pts[:-1], f_pts[1:]
     inner = c * (b - a) - (gb - ga)               # int_a^b (c - F)
     absval = np.where(fb <= c, inner, -inner)
@@ -139,6 +144,45 @@ def _normal_histogram(n, mean, std, lo, inv_width, counts, tails, rng):
             block[i] = mean + std * rng.standard_normal()
         histogram_add(block[:m], lo, inv_width, counts, tails)
         done += m
+
+
+def _cached(fn):
+    """A bounded cache keyed by ``(law, lo, hi, n_bins)`` (everything the arrays depend on; laws
+    that cannot be hashed are computed afresh); the arrays it returns are read-only."""
+    cached = functools.lru_cache(maxsize=8)(fn)
+
+    @functools.wraps(fn)
+    def wrapper(dist, lo, hi, n_bins):
+        try:
+            hash(dist)
+        except TypeError:
+            return fn(dist, lo, hi, n_bins)
+        return cached(dist, float(lo), float(hi), int(n_bins))
+    return wrapper
+
+
+def _read_only(*arrays):
+    for a in arrays:
+        a.flags.writeable = False
+    return arrays if len(arrays) > 1 else arrays[0]
+
+
+@_cached
+def _grid(dist, lo, hi, n_bins):
+    """The points a binned law sits on (``lo``, the bin centres, ``hi``) with ``F`` and ``G`` of
+    ``dist`` there: computed once per histogram layout, shared by every evaluation on it."""
+    width = (hi - lo) / n_bins
+    centres = lo + (np.arange(n_bins) + 0.5) * width
+    points = np.concatenate([[lo], centres, [hi]])
+    return _read_only(points, dist.cdf(points), dist.integrated_cdf(points))
+
+
+@_cached
+def _bin_masses(dist, lo, hi, n_bins):
+    """The mass of ``dist`` below ``lo``, in each bin and above ``hi``."""
+    width = (hi - lo) / n_bins
+    law_cdf = dist.cdf(lo + np.arange(n_bins + 1) * width)
+    return _read_only(np.concatenate([[law_cdf[0]], np.diff(law_cdf), [1.0 - law_cdf[-1]]]))
 
 
 class StreamingW1:
@@ -195,11 +239,10 @@ class StreamingW1:
         n = self.count
         if n == 0:
             raise ValueError("no samples")
-        centres = self.lo + (np.arange(self.n_bins) + 0.5) * self.width
-        points = np.concatenate([[self.lo], centres, [self.hi]])
+        points, f_pts, g_pts = _grid(self.dist, self.lo, self.hi, self.n_bins)
         weights = np.concatenate([[self.tails[0]], self.counts, [self.tails[2]]]) / n
         keep = weights > 0
-        return _w1_to_cdf(points[keep], weights[keep], self.dist)
+        return _w1_to_cdf(points[keep], weights[keep], self.dist, f_pts[keep], g_pts[keep])
 
 
 def w1_with_control(sampler: StreamingW1, control: StreamingW1, control_law) -> tuple[float, float]:
@@ -221,16 +264,13 @@ def w1_with_control(sampler: StreamingW1, control: StreamingW1, control_law) -> 
     n = sampler.count
     if n == 0 or control.count != n:
         raise ValueError(f"sampler and control need the same positive sample count, got {n} and {control.count}")
-    edges = sampler.lo + np.arange(sampler.n_bins + 1) * sampler.width
-    law_cdf = control_law.cdf(edges)
-    expected = np.concatenate([[law_cdf[0]], np.diff(law_cdf), [1.0 - law_cdf[-1]]])
+    expected = _bin_masses(control_law, sampler.lo, sampler.hi, sampler.n_bins)
     observed = np.concatenate([[sampler.tails[0] - control.tails[0]], sampler.counts - control.counts,
                                [sampler.tails[2] - control.tails[2]]]) / n
     weights = observed + expected
-    centres = sampler.lo + (np.arange(sampler.n_bins) + 0.5) * sampler.width
-    points = np.concatenate([[sampler.lo], centres, [sampler.hi]])
+    points, f_pts, g_pts = _grid(sampler.dist, sampler.lo, sampler.hi, sampler.n_bins)
     keep = weights != 0
-    value = _w1_to_cdf(points[keep], weights[keep], sampler.dist)
+    value = _w1_to_cdf(points[keep], weights[keep], sampler.dist, f_pts[keep], g_pts[keep])
     bound = 1.5 * sampler.width + (sampler.tails[1] + sampler.tails[3] + control.tails[1] + control.tails[3]) / n
     return value, float(bound)
 
@@ -238,3 +278,85 @@ def w1_with_control(sampler: StreamingW1, control: StreamingW1, control_law) -> 
 def scipy_w1(x, y) -> float:
     """Reference implementation (scipy) for cross-checks."""
     return float(scipy.stats.wasserstein_distance(np.ravel(x), np.ravel(y)))
+
+
+# ------------------------------------------------------------------ the exact noise floor
+EXACT_BELOW = 2_000  # binomial sums exact where min(n p, n (1 - p)) is below this, normal limit above
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(6)
+
+
+def expected_binned_w1(dist, n: int, lo: float, hi: float, n_bins: int, *,
+                       exact_below: float = EXACT_BELOW) -> float:
+    """The expectation of :meth:`StreamingW1.value` for ``n`` independent exact draws of ``dist``
+    on the histogram ``(lo, hi, n_bins)``: the noise floor of the plain statistic, binning included.
+
+    The binned law puts the out-of-range mass at ``lo`` and ``hi`` and each bin's mass at its
+    centre ``c_j``, so its cdf is ``0`` left of ``lo``, ``1`` from ``hi`` on, and on each segment
+    ``[lo, c_0), [c_0, c_1), ..., [c_{m-1}, hi)`` it is ``X / n`` with ``X ~ Binomial(n, p)``,
+    ``p = F(e)`` at the bin edge ``e`` inside the segment (the count of draws below ``e``).  So
+
+        E W1 = G(lo) + int_hi^inf (1 - F) + sum_segments int_seg g_p(F(t)) dt,
+        g_p(q) = E|X / n - q| = p (1 - 2 B_{n-1,p}(m - 1)) + q (2 B_{n,p}(m) - 1),  m = floor(n q)
+
+    (de Moivre's identity ``E X 1{X <= m} = n p B_{n-1,p}(m - 1)``, ``B`` the binomial cdf).  ``g_p``
+    is linear in ``q`` between the breakpoints ``q = m / n``, so on each piece the integral is
+    ``alpha dt + beta dG`` with ``G`` the integrated cdf: exact up to rounding.  Where
+    ``min(n p, n (1 - p)) >= exact_below`` (the breakpoints are too many to visit) ``X / n`` is
+    replaced by its normal limit ``N(p, p (1 - p) / n)``, for which
+    ``E|X / n - q| = s psi((p - q) / s)``, ``psi(u) = 2 phi(u) + u erf(u / sqrt 2)``, integrated by
+    Gauss-Legendre on pieces no wider than ``s`` in ``q``; its relative error there is of order
+    ``1 / (n p (1 - p))`` and the odd (skewness) term cancels over each segment.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or int(n_bins) < 1:
+        raise ValueError(f"need finite lo < hi and n_bins >= 1, got lo={lo}, hi={hi}, n_bins={n_bins}")
+    if not exact_below >= 0:
+        raise ValueError(f"exact_below must be >= 0, got {exact_below!r}")
+    n, n_bins = int(n), int(n_bins)
+    points, f_pts, g_pts = _grid(dist, lo, hi, n_bins)
+    G = dist.integrated_cdf
+    far = hi + 50.0 * max(1.0, abs(hi))
+    total = float(g_pts[0]) + float((far - hi) - (G(far) - g_pts[-1]))  # the two deterministic tails
+    width = (hi - lo) / n_bins
+    p = dist.cdf(lo + np.arange(n_bins + 1) * width)  # segment i has X ~ Binomial(n, F(e_i))
+    exact = np.minimum(n * p, n * (1.0 - p)) < exact_below
+    seg = np.flatnonzero(exact)
+    if seg.size:
+        total += _exact_pieces(dist, n, points[seg], points[seg + 1], f_pts[seg], f_pts[seg + 1], p[seg])
+    seg = np.flatnonzero(~exact)
+    if seg.size:
+        total += _normal_pieces(dist, n, points[seg], points[seg + 1], f_pts[seg], f_pts[seg + 1], p[seg])
+    return total
+
+
+def _exact_pieces(dist, n, ta, tb, qa, qb, p) -> float:
+    """``sum int_{ta}^{tb} E|Binomial(n, p) / n - F(t)| dt``, split where ``n F(t)`` crosses an integer."""
+    ma = np.clip(np.floor(n * qa), 0, n).astype(np.int64)
+    mb = np.clip(np.floor(n * qb), 0, n).astype(np.int64)
+    counts = mb - ma + 1
+    seg = np.repeat(np.arange(ta.size), counts)
+    m = ma[seg] + (np.arange(seg.size) - np.repeat(np.cumsum(counts) - counts, counts))
+    left = np.where(m == ma[seg], ta[seg], dist.quantile(np.minimum(m / n, 1.0)))
+    right = np.where(m == mb[seg], tb[seg], dist.quantile(np.minimum((m + 1) / n, 1.0)))
+    left = np.clip(left, ta[seg], tb[seg])
+    right = np.clip(right, left, tb[seg])
+    pp = p[seg]
+    alpha = pp * (1.0 - 2.0 * scipy.stats.binom.cdf(m - 1, n - 1, pp)) if n > 1 else pp * (1.0 - 2.0 * (m >= 1))
+    beta = 2.0 * scipy.stats.binom.cdf(m, n, pp) - 1.0
+    G = dist.integrated_cdf
+    return float(np.sum(alpha * (right - left) + beta * (G(right) - G(left))))
+
+
+def _normal_pieces(dist, n, ta, tb, qa, qb, p) -> float:
+    """The same integral with ``Binomial(n, p) / n`` replaced by ``N(p, p (1 - p) / n)``."""
+    s = np.sqrt(p * (1.0 - p) / n)
+    k = np.clip(np.ceil((qb - qa) / s), 1, 256).astype(np.int64)  # pieces no wider than s in q
+    seg = np.repeat(np.arange(ta.size), k)
+    j = np.arange(seg.size) - np.repeat(np.cumsum(k) - k, k)
+    step = (tb - ta)[seg] / k[seg]
+    a = ta[seg] + j * step
+    t = a[:, None] + 0.5 * step[:, None] * (_GL_NODES[None, :] + 1.0)
+    u = (p[seg][:, None] - dist.cdf(t)) / s[seg][:, None]
+    psi = 2.0 * np.exp(-0.5 * u * u) / math.sqrt(2.0 * math.pi) + u * scipy.special.erf(u / math.sqrt(2.0))
+    return float(np.sum(0.5 * step * s[seg] * (psi @ _GL_WEIGHTS)))

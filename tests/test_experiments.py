@@ -2,7 +2,10 @@
 
 import csv
 import gzip
+import json
 import struct
+from dataclasses import asdict
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,6 +13,8 @@ import pytest
 from bias import figure1, logistic
 from bias.data import DataError, load_fashion_mnist, read_idx
 from bias.metrics import accuracy, ace, all_metrics, nll, rps
+from bias.wasserstein import expected_binned_w1
+from integrators import GaussianTarget
 
 
 def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
@@ -36,6 +41,21 @@ def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     second = [("ubu", "sms"), ("ubu", "rr"), ("baoab", "sms"), ("baoab", "rr")]
     assert all(slopes[key] > 1.5 for key in second), slopes
     assert all(slopes[key] < 1.4 for key in slopes if key not in second and np.isfinite(slopes[key])), slopes
+    # the numbers are those recorded before Figure 1 was made fast (commit 39a1440): speed only
+    with open(Path(__file__).parent / "data" / "figure1_tiny_seed0.csv") as fh:
+        recorded = {(r["scheme"], r["plan"], float(r["h"])): r for r in csv.DictReader(fh)}
+    for q in points:
+        want = recorded[(q.scheme, q.plan, q.h)]
+        assert (q.n_samples, q.diverged, q.first_divergence_step) == (
+            int(want["n_samples"]), want["diverged"] == "True", int(want["first_divergence_step"]))
+        for col in ("w1", "mc_error", "w1_plain", "mc_error_plain", "control_noise"):
+            assert getattr(q, col) == pytest.approx(float(want[col]), rel=1e-12, nan_ok=True), (q, col)
+    # the noise floor is the exact expectation for N exact draws, one number per N
+    law = figure1.target_law(GaussianTarget.one_d_example())
+    for q in points:
+        assert q.noise_floor == expected_binned_w1(law, q.n_samples, *figure1.histogram_layout(law))
+    meta = json.loads((tmp_path / "metadata.json").read_text())
+    assert meta["histogram"]["n_bins"] == figure1.histogram_layout(law)[2]
 
 
 def test_figure1_paper_friction_runs_baoab_at_half_friction():
@@ -46,6 +66,17 @@ def test_figure1_paper_friction_runs_baoab_at_half_friction():
     assert paper.estimator == "control_variate" and paper.w1 == half.w1 and paper.w1 != standard.w1
     with pytest.raises(ValueError, match="unknown sampler"):
         figure1.run_point("ubu", "full", 3, "tiny")
+
+
+def test_figure1_numbers_do_not_depend_on_the_thread_count():
+    # the runs of a group are scheduled on a pool: one worker or several give the same numbers
+    one = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=1)
+    figure1._CONTROLS.clear()  # the shared control is recomputed too
+    three = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=3)
+    strip = [{k: v for k, v in asdict(q).items() if k != "seconds"} for q in one + three]
+    assert repr(strip[:2]) == repr(strip[2:])
+    with pytest.raises(ValueError, match="threads must be an integer"):
+        figure1.run_point("ubu", "sms", 3, "tiny", threads=0)
 
 
 def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):

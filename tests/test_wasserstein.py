@@ -3,12 +3,14 @@
 import numpy as np
 import pytest
 import scipy.integrate
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bias.wasserstein import (
+    EXACT_BELOW,
     Normal,
     StreamingW1,
+    expected_binned_w1,
     scipy_w1,
     w1_with_control,
     wasserstein_samples,
@@ -142,3 +144,67 @@ def test_control_variate_rejects_mismatched_histograms():
     c.add([0.0, 0.5])
     with pytest.raises(ValueError, match="same positive sample count"):
         w1_with_control(a, c, law)
+
+
+@pytest.mark.parametrize(("n", "n_bins", "half_range", "exact_below"), [
+    (1, 40, 3.0, EXACT_BELOW),   # one draw, coarse bins, mass outside the range
+    (4, 300, 4.0, EXACT_BELOW),
+    (30, 60, 2.5, EXACT_BELOW),
+    (250, 500, 6.0, EXACT_BELOW),
+    (2_000, 120, 3.5, EXACT_BELOW),
+    (2_000, 120, 3.5, 20),       # the normal limit on most segments
+])
+def test_noise_floor_matches_simulated_floors_within_their_standard_error(n, n_bins, half_range, exact_below):
+    # the exact expectation of the binned plain statistic for n exact draws against the mean of
+    # many simulated ones; coarse bins make the binning part of the floor visible
+    law = Normal(-0.3, 0.7)
+    lo, hi = law.mean - half_range * law.std, law.mean + half_range * law.std
+    rng = np.random.default_rng(n * 7919 + n_bins)
+    values = []
+    for _ in range(2_500):
+        stream = StreamingW1(law, lo, hi, n_bins)
+        stream.add(law.sample(rng, n))
+        values.append(stream.value())
+    se = np.std(values, ddof=1) / np.sqrt(len(values))
+    exact = expected_binned_w1(law, n, lo, hi, n_bins, exact_below=exact_below)
+    assert abs(np.mean(values) - exact) <= 4 * se, (np.mean(values), exact, se)
+
+
+def test_noise_floor_binning_part_is_resolved_by_the_simulation():
+    # the floor with coarse bins differs from the floor with fine bins by many standard errors of
+    # the simulation above: a floor that ignored binning would fail that test
+    law = Normal(-0.3, 0.7)
+    lo, hi = law.mean - 3.5 * law.std, law.mean + 3.5 * law.std
+    coarse = expected_binned_w1(law, 2_000, lo, hi, 120)
+    fine = expected_binned_w1(law, 2_000, lo, hi, 120_000)
+    assert coarse - fine > 0.02 * fine
+
+
+@settings(max_examples=12, deadline=None)
+@given(log_n=st.floats(3.0, 5.3), n_bins=st.integers(20, 3_000), half_range=st.floats(2.0, 12.0),
+       std=st.floats(0.2, 3.0))
+def test_noise_floor_normal_limit_agrees_with_the_exact_binomial_sum(log_n, n_bins, half_range, std):
+    # where the normal limit replaces the binomial (n p (1 - p) >= exact_below) it changes the
+    # floor by a relative amount of order 1 / exact_below
+    law = Normal(0.4, std)
+    n = int(10**log_n)
+    lo, hi = law.mean - half_range * std, law.mean + half_range * std
+    exact = expected_binned_w1(law, n, lo, hi, n_bins, exact_below=float("inf"))
+    limit = expected_binned_w1(law, n, lo, hi, n_bins, exact_below=100)
+    assert limit == pytest.approx(exact, rel=2e-3)
+
+
+def test_noise_floor_of_one_draw_is_the_closed_form_and_decays_like_one_over_sqrt_n():
+    law = Normal(1.0, 2.0)
+    lo, hi = law.mean - 12 * law.std, law.mean + 12 * law.std
+    # one draw, fine bins: int 2 F (1 - F) dt = 2 std / sqrt(pi)
+    assert expected_binned_w1(law, 1, lo, hi, 200_000) == pytest.approx(2 * law.std / np.sqrt(np.pi), rel=1e-6)
+    # large n, fine bins: sqrt(2 / (pi n)) int sqrt(F (1 - F)) dt
+    t = np.linspace(lo, hi, 400_001)
+    cdf = law.cdf(t)
+    limit = np.sqrt(2 / (np.pi * 10**8)) * np.trapezoid(np.sqrt(cdf * (1 - cdf)), t)
+    assert expected_binned_w1(law, 10**8, lo, hi, 2_000_000) == pytest.approx(limit, rel=2e-3)
+    with pytest.raises(ValueError, match="n must be an integer"):
+        expected_binned_w1(law, 0, lo, hi, 10)
+    with pytest.raises(ValueError, match="lo < hi"):
+        expected_binned_w1(law, 5, hi, lo, 10)
