@@ -71,5 +71,8 @@ def test_coupled_chains_are_bit_identical(scheme):
 def test_figure1_tiny_points_are_bit_identical():
     for s, p, k in [("ubu", "sms", 2), ("baoab", "iid", 3), ("em", "rr", 2)]:
         d = dataclasses.asdict(figure1.run_point(s, p, k, "tiny", seed=0))
-        fields = ("w1", "mc_error", "noise_floor", "w1_plain", "mc_plain", "control_noise")
-        same(f"fig1_{s}_{p}_{k}", np.array([d[f] for f in fields if f in d], dtype=float))
+        fields = [f for f in ("w1", "mc_error", "noise_floor", "w1_plain", "mc_plain", "control_noise") if f in d]
+        got = np.array([d[f] for f in fields], dtype=float)
+        # the noise floor was redefined since (issue 11: its exact expectation); the rest is unchanged
+        keep = [i for i, f in enumerate(fields) if f != "noise_floor"]
+        np.testing.assert_array_equal(got[keep], REFERENCE[f"fig1_{s}_{p}_{k}"][keep], err_msg=f"fig1 {s} {p} {k}")
