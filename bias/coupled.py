@@ -24,24 +24,24 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import (
-    BLOCK_SIZE,
-    PATH_STREAM,
-    PLAN_STREAM,
-    VELOCITY_STREAM,
-    _int_at_least,
-    validate,
-)
+from integrators.api import BLOCK_SIZE, _int_at_least, _positive_float, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import draw_step_path
-from integrators.plans import IID, PLAN_CODES, force_scale, next_batches
-from integrators.rng import lane_normal_matrix, lane_states
-from integrators.schemes import SCHEMES
+from integrators.plans import IID, next_batches, resolve_plan
+from integrators.rng import (
+    COARSE_PLAN_STREAM,
+    PATH_STREAM,
+    PLAN_STREAM,
+    VELOCITY_STREAM,
+    lane_normal_matrix,
+    lane_states,
+)
+from integrators.schemes import resolve_scheme
 from integrators.targets import force_data, lane_force_for
 
 COUPLINGS = ("shared", "independent")
-COARSE_PLAN_STREAM = 3
+INDEPENDENT_SEED_OFFSET = 7919  # the uncoupled baseline's coarse chain runs on seed + this
 
 
 @nb.njit(nogil=True)
@@ -68,9 +68,9 @@ _KERNELS: dict = {}
 
 
 def coupled_kernel_for(scheme_module, force):
-    key = (scheme_module.NAME, force)
+    key = (scheme_module.step, bool(scheme_module.FSAL), force)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, scheme_module.FSAL, force)
+        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, bool(scheme_module.FSAL), force)
     return _KERNELS[key]
 
 
@@ -78,7 +78,7 @@ def _make_coupled_kernel(step, fsal, force):
     @nb.njit(nogil=True)
     def run_pairs(coef_f, coef_c, gamma, h, xf0, vf0, n_coarse_steps, burn_in, test_every, plan_code,
                   batch_size, scale, n_data, tdata, box, path_states, plan_states_f, plan_states_c, shared,
-                  test_fn, test_data, sums_f, sums_c, diverged_at):
+                  test_fn, test_data, sums_f, sums_c, diverged_at, bound):
         n, d = xf0.shape
         n_chunks, n_t = sums_f.shape[1], sums_f.shape[2]
         tau = h / 4.0
@@ -89,10 +89,10 @@ def _make_coupled_kernel(step, fsal, force):
         gf, gc = np.zeros((n, d)), np.zeros((n, d))
         xf, vf, xc, vc = xf0.copy(), vf0.copy(), xf0.copy(), vf0.copy()
         width = max(batch_size, n_data)
-        batch_f = np.empty((width, n), dtype=np.int64)
-        batch_c = np.empty((width, n), dtype=np.int64)
-        first_f = np.empty((width, n), dtype=np.int64)
-        perm_f, perm_c = np.empty((n_data, n), dtype=np.int64), np.empty((n_data, n), dtype=np.int64)
+        batch_f = np.empty((width, n), dtype=np.int32)  # as the kernel's batches
+        batch_c = np.empty((width, n), dtype=np.int32)
+        first_f = np.empty((width, n), dtype=np.int32)
+        perm_f, perm_c = np.empty((n_data, n), dtype=np.int32), np.empty((n_data, n), dtype=np.int32)
         pos_f, pos_c = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
         for c in range(n):
             for i in range(n_data):
@@ -137,7 +137,7 @@ def _make_coupled_kernel(step, fsal, force):
                 size = 0.0
                 for a in range(d):
                     size = max(size, abs(xf[c, a]), abs(vf[c, a]), abs(xc[c, a]), abs(vc[c, a]))
-                if not size <= 1e8:  # record once, park the pair at the origin, leave it out
+                if not size <= bound:  # record once, park the pair at the origin, leave it out
                     if diverged_at[c] < 0:
                         diverged_at[c] = k
                     for a in range(d):
@@ -196,31 +196,42 @@ class CoupledResult:
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
 
-def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_chains: int = 64,
+def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains: int = 64,
                 n_coarse_steps: int = 10_000, burn_in: int = 1000, seed: int = 0, batch_size=None,
                 coupling: str = "shared", test_functions=None, n_test_functions: int = 2, test_data=(),
                 test_every: int = 1, n_chunks: int = 4, x0=None, control_variate=False, x_ref=None,
-                independent_paths: bool = False) -> CoupledResult:
+                independent_paths: bool = False, box_center=None, box_half_width=None,
+                divergence_bound: float = 1e8) -> CoupledResult:
     """Run ``n_chains`` coupled (h, h/2) pairs; see the module docstring.
 
     ``independent_paths=True`` drives the coarse chain by a different Brownian path (and its own
     batches): the uncoupled baseline against which the coupling's variance reduction is measured.
+    ``box_center`` / ``box_half_width``: the elastic bounce, as in ``sample``;
+    ``divergence_bound``: a pair is reported diverged (and parked) at the first coarse step where
+    a coordinate of either chain is non-finite or exceeds it, as in ``sample``.
     """
     h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed)
     if coupling not in COUPLINGS:
         raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
     test_every = _int_at_least("test_every", test_every, 1)
+    divergence_bound = _positive_float("divergence_bound", divergence_bound)
     n_chunks = _int_at_least("n_chunks", n_chunks, 1)
     if test_functions is None:
         test_functions, n_test_functions = first_coordinates, 2
-    module = SCHEMES[scheme]
+    module = resolve_scheme(scheme)
+    plan_module = resolve_plan(plan)
+    if plan_module.CODE is None or getattr(plan_module, "BATCH_RULE", None) is not None:
+        raise ValueError(f"plan {plan_module.NAME!r}: the coupled chains run the built-in batch rules only "
+                         f"(a plan's own BATCH_RULE has no coarse coupling)")
     kernel = coupled_kernel_for(module, lane_force_for(target))
     tdata = force_data(target, control_variate, x_ref)
-    scale = force_scale(plan, target.n_data, batch_size)
-    box = make_box(target.dim)
+    scale = plan_module.force_scale(target.n_data, batch_size)
+    box = make_box(target.dim, box_center, box_half_width)
     x_init = np.broadcast_to(target.initial_point() if x0 is None else np.asarray(x0, float),
                              (n_chains, target.dim)).copy()
+    if box[2][0] and np.any(np.abs(x_init - box[0]) >= box[1]):
+        raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
     fine = np.zeros((n_chains, n_chunks, n_test_functions))
     coarse = np.zeros_like(fine)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
@@ -229,16 +240,20 @@ def coupled_run(target, scheme: str, plan: str, h: float, gamma: float = 1.0, n_
         lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
         v_init = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, lo, hi - lo), target.dim)
         kernel(module.coefficients(h / 2, gamma), module.coefficients(h, gamma), gamma, h, x_init[lo:hi],
-               v_init, n_coarse_steps, burn_in, test_every, PLAN_CODES[plan], batch_size, scale,
+               v_init, n_coarse_steps, burn_in, test_every, plan_module.CODE, batch_size, scale,
                target.n_data, tdata, box,
                lane_states(seed, PATH_STREAM, lo, hi - lo), lane_states(seed, PLAN_STREAM, lo, hi - lo),
                lane_states(seed, COARSE_PLAN_STREAM, lo, hi - lo),
-               shared, test_functions, test_data, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi])
+               shared, test_functions, test_data, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi], divergence_bound)
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
-        other = coupled_run(target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in,
-                            seed + 7919, batch_size, "independent", test_functions, n_test_functions,
-                            test_data, test_every, n_chunks, x0, control_variate, x_ref)
+        other = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=n_coarse_steps,
+                            burn_in=burn_in, seed=seed + INDEPENDENT_SEED_OFFSET, batch_size=batch_size,
+                            coupling="independent", test_functions=test_functions,
+                            n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
+                            n_chunks=n_chunks, x0=x0, control_variate=control_variate, x_ref=x_ref,
+                            box_center=box_center, box_half_width=box_half_width,
+                            divergence_bound=divergence_bound)
         coarse = other.coarse
         diverged_at = np.maximum(diverged_at, other.diverged_at)
     n_stat = max(1, (n_coarse_steps - burn_in) // test_every)

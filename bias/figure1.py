@@ -456,7 +456,7 @@ def resolution_metadata() -> dict:
 
 def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seconds: float,
                    baoab_paper_friction: bool = False, backend: dict | None = None) -> None:
-    from integrators.demo import metadata
+    from integrators.metadata import metadata
     meta = metadata(seed, preset)
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
               else "exp(-gamma h) (standard)")

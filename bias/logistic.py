@@ -156,7 +156,7 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, data_dir=None, pr
         writer = csv.DictWriter(fh, fieldnames=list(asdict(rows[0])))
         writer.writeheader()
         writer.writerows(asdict(r) for r in rows)
-    from integrators.demo import metadata
+    from integrators.metadata import metadata
     meta = metadata(seed, preset)
     meta.update({"data": source, "batch_size": BATCH_SIZE, "prior_precision": PRIOR_PRECISION,
                  "gamma": PRESETS[preset]["gamma"], "control_variate": "L-BFGS mode",

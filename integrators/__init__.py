@@ -4,14 +4,12 @@
 from integrators.api import SampleResult, sample
 from integrators.brownian import BrownianPath, coarsen, pair_cholesky, pair_covariance
 from integrators.ghmc import sms_ghmc
-from integrators.plans import PLAN_CODES, batch_sequence
-from integrators.schemes import SCHEMES
+from integrators.plans import PLANS, Plan, batch_sequence, register_plan
+from integrators.schemes import SCHEMES, Scheme, register_scheme
 from integrators.targets import GaussianTarget, LogisticTarget, MultinomialLogisticTarget
 
-PLANS = tuple(PLAN_CODES)
-
 __all__ = [
-    "BrownianPath", "GaussianTarget", "LogisticTarget", "MultinomialLogisticTarget", "PLANS",
-    "SCHEMES", "SampleResult", "batch_sequence", "coarsen", "pair_cholesky", "pair_covariance",
-    "sample", "sms_ghmc",
+    "BrownianPath", "GaussianTarget", "LogisticTarget", "MultinomialLogisticTarget", "PLANS", "Plan",
+    "SCHEMES", "SampleResult", "Scheme", "batch_sequence", "coarsen", "pair_cholesky", "pair_covariance",
+    "register_plan", "register_scheme", "sample", "sms_ghmc",
 ]

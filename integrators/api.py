@@ -8,10 +8,10 @@ burn-in, seed and observers; get a :class:`SampleResult`.
     (1,)
 
 Every argument is validated before any Numba code runs; a bad value raises ``ValueError``
-naming it.  Chains run in blocks of ``BLOCK_SIZE``; in block ``b`` every chain has its own path
-and batch streams (:mod:`integrators.rng`, seeded by ``SeedSequence(seed, spawn_key=(b, stream))``)
-and draws its initial velocity from a generator seeded the same way, so the same seed gives
-identical output and adding chains never changes existing ones.
+naming it.  Every chain ``c`` has its own path, batch and initial-velocity streams
+(:mod:`integrators.rng`: SplitMix64 outputs of one key per stream kind, ``PATH_STREAM``,
+``PLAN_STREAM``, ``VELOCITY_STREAM``, at chain ``c``'s index), so the same seed gives identical
+output, and adding chains, or running them in other tiles or threads, never changes existing ones.
 """
 
 from __future__ import annotations
@@ -28,15 +28,21 @@ import numpy as np
 from integrators.bounce import make_box
 from integrators.diagnostics import rhat_from_moments
 from integrators.kernel import aligned_zeros, kernel_for, make_work_buffers, no_test_functions
-from integrators.plans import PLAN_CODES, force_scale
-from integrators.rng import STATE_WORDS, lane_normal_matrix, lane_states
-from integrators.schemes import SCHEMES
+from integrators.plans import kernel_code, resolve_plan
+from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older imports)
+    PATH_STREAM,
+    PLAN_STREAM,
+    STATE_WORDS,
+    VELOCITY_STREAM,
+    lane_normal_matrix,
+    lane_states,
+)
+from integrators.schemes import resolve_scheme
 from integrators.targets import Target, force_data, lane_force_for
 
 BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
-PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
 RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the first moments) says so
 MIN_STEP_OVER_FRICTION = 1e-12  # below this h / gamma positions move ~sqrt(2 h / gamma) per step: frozen
 THREADS_VARIABLE = "SMS_LANGEVIN_THREADS"
@@ -212,10 +218,9 @@ def _initial_state(name, value, n_chains, dim, default):
 def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed):
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target (e.g. GaussianTarget), got {type(target).__name__}")
-    if not isinstance(scheme, str) or scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
-    if not isinstance(plan, str) or plan not in PLAN_CODES:
-        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+    resolve_scheme(scheme)  # a registered name or a scheme object (integrators.schemes)
+    kernel_code(plan)  # a registered name or a plan object the kernel can run (integrators.plans)
+    plan = resolve_plan(plan).NAME
     h = _positive_float("h", h)
     gamma = _positive_float("gamma", gamma)
     if h / gamma < MIN_STEP_OVER_FRICTION:
@@ -291,12 +296,13 @@ def _tiled(states: np.ndarray, n_tiles: int, tile: int) -> np.ndarray:
     return out
 
 
-def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
+def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
            burn_in=0, seed=0, batch_size=None, x0=None, v0=None, control_variate=False,
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
            test_functions=None, n_test_functions=0, test_data=(), path_refine=1, threads=None,
            divergence_bound=None, histogram=None) -> SampleResult:
-    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
+    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target`` (every option
+    keyword-only; ``scheme`` and ``plan`` are registered names or scheme / plan objects).
 
     Parameters: ``h`` step size, ``gamma`` friction, ``burn_in`` steps excluded from statistics,
     ``batch_size`` (required except for ``plan="full"``), ``x0`` / ``v0`` initial states (default:
@@ -335,10 +341,11 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
     v_given = None if v0 is None else _initial_state("v0", v0, n_chains, dim, None)
     tdata = force_data(target, control_variate, x_ref)
-    module = SCHEMES[scheme]
+    module = resolve_scheme(scheme)
+    plan_module = resolve_plan(plan)
     coef = module.coefficients(h, gamma)
-    scale = force_scale(plan, target.n_data, batch_size)
-    kernel = kernel_for(module, lane_force_for(target))
+    scale = plan_module.force_scale(target.n_data, batch_size)
+    kernel = kernel_for(module, lane_force_for(target), plan_module)
     test_fn = no_test_functions if test_functions is None else test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
 
@@ -396,7 +403,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         t_lo, t_hi = groups[group]
         lo, hi = t_lo * tile, t_hi * tile
         return (coef, gamma, 0.5 * h / path_refine, path_refine, x[lo:hi], v[lo:hi], n_steps, burn_in,
-                n_keep_stride, PLAN_CODES[plan], batch_size, scale, target.n_data, tdata, box,
+                n_keep_stride, kernel_code(plan_module), batch_size, scale, target.n_data, tdata, box,
                 path_states[t_lo:t_hi], plan_states[t_lo:t_hi], divergence_bound, test_fn, test_data,
                 sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi],
                 diverged_at[lo:hi], make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),
@@ -427,7 +434,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
 
     n_stat = n_steps - burn_in
     return SampleResult(
-        scheme=scheme, plan=plan, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
+        scheme=module.NAME, plan=plan_module.NAME, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
         chain_mean=sum_x / n_stat, chain_second_moment=sum_xx / n_stat,
         chain_outer=sum_outer / n_stat if full_moments else None,
         chain_tests=sum_tests / n_stat if n_test_functions else None,

@@ -13,37 +13,17 @@ import argparse
 import csv
 import json
 import math
-import platform
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from integrators import GaussianTarget, sample
+from integrators.metadata import metadata, unwritable
 
 SAMPLERS = {"SMS-UBU": ("ubu", "sms"), "SG-UBU": ("ubu", "iid")}
 PRESETS = {"quick": {"n_chains": 4000, "time": 800.0}, "tiny": {"n_chains": 400, "time": 100.0},
            "full": {"n_chains": 16000, "time": 1600.0}}
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def metadata(seed: int, preset: str) -> dict:
-    import matplotlib
-    import numba
-    import scipy
-    return {"seed": seed, "preset": preset, "git_commit": git_commit(), "python": sys.version.split()[0],
-            "platform": platform.platform(), "numpy": np.__version__, "numba": numba.__version__,
-            "scipy": scipy.__version__, "matplotlib": matplotlib.__version__,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 
 HIST_BINS = 80
@@ -133,18 +113,6 @@ def plot(path: Path, rows, hists):
     fig.savefig(path, dpi=120)
     fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
-
-
-def unwritable(out: Path) -> str | None:
-    """``None`` if ``out`` can be created and written, else the reason."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as exc:
-        return exc.strerror or str(exc)
-    return None
 
 
 def main(argv=None) -> int:

@@ -17,7 +17,7 @@ import numpy as np
 
 from integrators.api import _int_at_least, _positive_float
 from integrators.plans import shuffle_lanes
-from integrators.rng import lane_normal_matrix, lane_states, stream_normal, stream_uniform
+from integrators.rng import PLAN_STREAM, VELOCITY_STREAM, lane_normal_matrix, lane_states, stream_normal, stream_uniform
 from integrators.targets import Target, force_data, force_for
 
 
@@ -144,14 +144,14 @@ def sms_ghmc(target, h, batch_size, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=
     x = np.tile(target.initial_point() if x0 is None else np.asarray(x0, float), (n_chains, 1))
     if x.shape != (n_chains, d) or not np.all(np.isfinite(x)):
         raise ValueError(f"x0 must be a finite vector of shape {(d,)}")
-    v = lane_normal_matrix(lane_states(seed, 2, 0, n_chains), d)
+    v = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), d)
     sum_x = np.zeros((n_chains, d))
     sum_xx = np.zeros((n_chains, d))
     accepted = np.zeros(n_chains, dtype=np.int64)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
     _ghmc_chains(force_for(target), type(target).potential, target.arrays,
                  force_data(target, control_variate), x, v, h, n_sweeps, float(alpha), n_iter,
-                 burn_in, batch_size, lane_states(seed, 1, 0, 1), sum_x, sum_xx,
+                 burn_in, batch_size, lane_states(seed, PLAN_STREAM, 0, 1), sum_x, sum_xx,
                  accepted, diverged_at)
     n_stat = n_iter - burn_in
     return GHMCResult(sum_x / n_stat, sum_xx / n_stat, float(accepted.sum() / (n_chains * n_iter)),

@@ -23,7 +23,7 @@ import numba as nb
 import numpy as np
 
 from integrators.brownian import pair_cholesky
-from integrators.plans import next_batches
+from integrators.plans import batch_rule, next_batches
 from integrators.rng import lane_normals
 
 
@@ -75,18 +75,21 @@ def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw
 _KERNELS: dict = {}
 
 
-def kernel_for(scheme_module, force):
-    """The kernel for one scheme and one target class, compiled once and cached (a force whose
-    target allocates, ``force.allocates``, keeps reference counting on).
+def kernel_for(scheme_module, force, plan_module=None):
+    """The kernel for one scheme, one target class and one batch rule, compiled once and cached
+    (a force whose target allocates, ``force.allocates``, keeps reference counting on).
 
-    The scheme's step and the target's force (over blocks, ``lane_force_for``) are closed over;
-    they are called once per step for the whole block, so they are compiled once and shared by
-    every kernel rather than inlined.
+    The scheme's step, the target's force (over blocks, ``lane_force_for``) and the plan's batch
+    rule (:func:`integrators.plans.next_batches` for the built-in plans, a plan's own Numba
+    ``BATCH_RULE`` otherwise) are closed over; the step and force are called once per step for
+    the whole block, so they are compiled once and shared by every kernel rather than inlined.
     """
-    key = (scheme_module.NAME, force)
+    rule = batch_rule(plan_module)
+    key = (scheme_module.step, bool(scheme_module.FSAL), force, rule)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_kernel(scheme_module.step, scheme_module.FSAL, force, force.allocates)
+        _KERNELS[key] = _make_kernel(scheme_module.step, bool(scheme_module.FSAL), force, force.allocates, rule)
     return _KERNELS[key]
+
 
 
 ALIGN_BYTES = 64  # a cache line: vector loads of a lane pass never straddle two lines
@@ -113,7 +116,7 @@ def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tes
             (aligned_zeros(n_chains), aligned_zeros(n_chains), aligned_zeros(n_chains, np.uint64)))
 
 
-def _make_kernel(step, fsal, force, allocates):
+def _make_kernel(step, fsal, force, allocates, next_batches=next_batches):
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
     # is an argument owned by the caller, and the kernel allocates nothing, so the views and calls
     # of the step loop need no increment/decrement calls (they once cost more than the arithmetic).

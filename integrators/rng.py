@@ -9,7 +9,8 @@ A stream is a row of four ``uint64`` words (the xoshiro256++ state of Blackman a
 
 Normals use the 256-layer ziggurat with 52-bit mantissas (Marsaglia and Tsang's method in the form
 numpy uses): one 64-bit draw gives the layer (8 bits), the sign (1 bit) and the abscissa (52 bits);
-99.3% of draws are accepted at once, the rest go to the wedge test or the exact tail
+about 98.5% of draws are accepted at once (the mean of the layers' thresholds,
+``ziggurat_tables``), the rest go to the wedge test or the exact tail
 ``r + Exp(r)`` sampler.  The hot loops keep a stream's state in registers (``normal_s`` and
 ``uniform_s`` take and return the four words); ``stream_normal`` and ``stream_uniform`` read and
 write a state row for code off the hot path.
@@ -23,6 +24,8 @@ import numba as nb
 import numpy as np
 
 STATE_WORDS = 4
+# stream kinds: each chain has one stream of each kind (seeded by the run seed, the kind and its index)
+PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM, COARSE_PLAN_STREAM = 0, 1, 2, 3
 ZIGGURAT_R = 3.6541528853610088  # right edge of the base layer for 256 layers
 ZIGGURAT_V = 0.00492867323399    # area of each layer (and of the base strip with the tail)
 

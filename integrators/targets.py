@@ -70,13 +70,6 @@ class Target:
             self.datum_grad_add(x, i, 1.0, self.arrays, out)
         return out
 
-    def datum_grads_sum(self, x) -> np.ndarray:
-        x = np.ascontiguousarray(x, dtype=float)
-        out = np.zeros(self.dim)
-        for i in range(self.n_data):
-            self.datum_grad_add(x, i, 1.0, self.arrays, out)
-        return out
-
     def value(self, x) -> float:
         return float(self.potential(np.ascontiguousarray(x, dtype=float), self.arrays))
 

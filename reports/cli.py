@@ -80,8 +80,7 @@ def _out_path(text: str) -> Path:
 
 
 def _check_out(out: Path) -> None:
-    """Create ``out`` if needed (call this after every other argument check) and check it is writable."""
-    from integrators.demo import unwritable
+    from integrators.metadata import unwritable
     problem = unwritable(out)
     if problem:
         raise CliError(f"cannot write to --out {out}: {problem}")
@@ -171,7 +170,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     progress = Progress(len(tasks), label=f"{args.preset}")
     if args.resume:
         print(f"resuming: {skipped} units already done, {len(tasks)} to run", file=sys.stderr)
-    from integrators.demo import metadata
+    from integrators.metadata import metadata
     try:
         for (module, unit, preset, seed), result, seconds in execute(
                 tasks, args.workers, args.scheduler, args.local_dask):

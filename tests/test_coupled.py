@@ -61,3 +61,25 @@ def test_coupled_bad_input():
         coupled_run(T1, "ubu", "sms", 0.1, batch_size=1, coupling="psychic")
     with pytest.raises(ValueError, match="levels"):
         telescoping_bias(T1, "ubu", "sms", 0.1, levels=-1, batch_size=1)
+
+
+def test_coupled_chains_take_the_callers_divergence_bound_and_box():
+    """The coupled kernel reports divergence at the caller's bound (not a fixed 1e8) and bounces
+    in the caller's box, like ``sample``."""
+    from integrators import GaussianTarget
+
+    target = GaussianTarget.one_d_example()
+    loose = coupled_run(target, "ubu", "sms", 0.1, 1.0, n_chains=8, n_coarse_steps=200, burn_in=10, seed=1,
+                        batch_size=1)
+    tight = coupled_run(target, "ubu", "sms", 0.1, 1.0, n_chains=8, n_coarse_steps=200, burn_in=10, seed=1,
+                        batch_size=1, divergence_bound=1e-3)
+    assert np.all(loose.diverged_at < 0) and np.all(tight.diverged_at == 1)
+    boxed = coupled_run(target, "ubu", "sms", 0.1, 1.0, n_chains=8, n_coarse_steps=400, burn_in=10, seed=1,
+                        batch_size=1, box_center=target.mean, box_half_width=0.05, x0=target.mean)
+    mean_fine = boxed.mean("fine")[0]
+    assert abs(mean_fine - target.mean[0]) < 0.05  # E x stays in the box
+    with pytest.raises(ValueError, match="divergence_bound"):
+        coupled_run(target, "ubu", "sms", 0.1, divergence_bound=-1.0, batch_size=1)
+    with pytest.raises(ValueError, match="box"):
+        coupled_run(target, "ubu", "sms", 0.1, batch_size=1, box_center=target.mean, box_half_width=0.05,
+                    x0=target.mean + 1.0)

@@ -34,16 +34,15 @@ def test_stationary_covariance_matches_lyapunov(scheme, h):
     root = rng.normal(size=(2, 2))
     hess = root @ root.T + np.eye(2)
     target = GaussianTarget(means=np.zeros((1, 2)), precisions=hess[None])
-    if scheme == "em":
-        h = h / 3  # EM's stability region is much smaller
-    exact = stationary_covariance(scheme, hess, h, 1.0)[:2, :2]
-    res = sample(target, scheme, "full", h=h, gamma=1.0, n_chains=400, n_steps=6000,
+    step = h / 3 if scheme == "em" else h  # EM's stability region is much smaller
+    exact = stationary_covariance(scheme, hess, step, 1.0)[:2, :2]
+    res = sample(target, scheme, "full", h=step, gamma=1.0, n_chains=400, n_steps=6000,
                  burn_in=1000, seed=11, full_moments=True)
     per_chain = res.chain_outer[:, [0, 1, 0], [0, 1, 1]]
     est = per_chain.mean(axis=0)
     se = per_chain.std(axis=0, ddof=1) / math.sqrt(per_chain.shape[0])
     want = exact[[0, 1, 0], [0, 1, 1]]
     assert np.all(np.abs(est - want) < 4 * se), (est, want, se)
-    # and the scheme's bias is resolved: EM is visibly wrong, UBU close to the target
+    # and the run resolves EM's first-order bias: visibly off the target (per-entry z > 4)
     if scheme == "em" and h == 0.1:
-        assert np.abs(est - np.linalg.inv(hess)[[0, 1, 0], [0, 1, 1]]).max() > 10 * se.max()
+        assert np.max(np.abs(est - np.linalg.inv(hess)[[0, 1, 0], [0, 1, 1]]) / se) > 4

@@ -58,11 +58,3 @@ def test_lane_force_of_a_generic_target_matches_the_chain_force():
         one = np.zeros(3)
         force_for(target)(x[c], one, batches[c], 3, 2.5, tdata)
         np.testing.assert_array_equal(lanes[c], one)
-
-
-def test_declared_orders():
-    expected = {"em": (1, 1), "baoab": (2, 1), "ubu": (2, 2), "obabo": (2, 1)}
-    for name, (weak, strong) in expected.items():
-        assert (SCHEMES[name].WEAK_ORDER, SCHEMES[name].STRONG_ORDER) == (weak, strong)
-    assert SCHEMES["baoab"].FSAL and SCHEMES["obabo"].FSAL
-    assert not SCHEMES["ubu"].FSAL and not SCHEMES["em"].FSAL

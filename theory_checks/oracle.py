@@ -16,14 +16,17 @@ transition uses one batch; the x-marginal is unchanged).  Then
   the fixed point of that random affine system, and the moments are averaged over the positions
   of the period.
 
-The step's map is read off the scheme's declared ``affine_ops`` and the force's ``(H_w, b_w)``
+The step's map is read off the scheme's declared ``affine_ops`` (``maps="declared"``) or off
+its compiled step by probing (``maps="probed"``, :mod:`theory_checks.probe`; the state is then
+``(x, v, g)`` with the cached force, and no rotation is needed), and the force's ``(H_w, b_w)``
 off the Numba force itself (control variates included), so the oracle referees the very code
-that runs.  A step size whose (mean-square) spectral radius is at least 1 is reported unstable.
+that runs.  Schemes and plans come from their registries (``integrators.schemes.SCHEMES``,
+``integrators.plans.PLANS``) or are passed as objects.  A step size whose (mean-square)
+spectral radius is at least 1 is reported unstable.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -31,9 +34,14 @@ import numpy as np
 import scipy.linalg
 
 from integrators.brownian import pair_covariance
-from integrators.plans import PLAN_CODES, force_scale, n_batches
-from integrators.schemes import SCHEMES
+from integrators.plans import count_orders as plan_count_orders
+from integrators.plans import resolve_plan
+from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, force_data, force_for
+from theory_checks.probe import probe_step_map
+
+MAPS = ("declared", "probed")
+AT = ("average", "period_end")  # the law averaged over the period's steps, or at its ends
 
 MAX_ORDERS = 5000
 
@@ -52,7 +60,6 @@ class OracleMoments:
     gamma: float
     mean: np.ndarray            # E[x]
     second_moment: np.ndarray   # E[x x^T]
-    v_second_moment: np.ndarray  # E[v v^T] (at the state the transition map carries)
     radius: float               # spectral radius (mean-square for random plans)
 
     @property
@@ -83,8 +90,27 @@ def affine_force(target: GaussianTarget, batch, scale: float, control_variate=Fa
     return hess, b
 
 
-def step_map(scheme: str, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
-    """``(A, a, C)`` of one transition: ``z' = A z + a + C xi`` with ``xi`` the 4d path noise."""
+def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
+    """``(A, a, C)`` of one transition: ``z' = A z + a + C xi`` with ``xi`` the 4d path noise,
+    from the scheme's declared ``affine_ops``."""
+    module = resolve_scheme(scheme)
+    if getattr(module, "affine_ops", None) is None:
+        raise ValueError(f"scheme {module.NAME!r} declares no affine_ops; use maps='probed'")
+    return ops_map(module.affine_ops(h, gamma), hess, b, h, gamma, module.NAME)
+
+
+def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
+    """``(K, k)``: the deterministic map from the state after a step to the rotated state of
+    ``affine_ops`` (identity for schemes that are not first-same-as-last)."""
+    module = resolve_scheme(scheme)
+    rotation = getattr(module, "rotation_ops", None)
+    ops = rotation(h, gamma) if rotation is not None else []
+    mat, vec, _ = ops_map(ops, hess, b, h, gamma, module.NAME)
+    return mat, vec
+
+
+def ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme: str = "?"):
+    """``(A, a, C)`` of a list of affine operations (``kick``, ``drift``, ``o``, ``u``, ``em``)."""
     d = hess.shape[0]
     n = 6 * d + 1  # (x, v, dW1, J1, dW2, J2, 1)
     eye = np.eye(d)
@@ -95,7 +121,7 @@ def step_map(scheme: str, hess: np.ndarray, b: np.ndarray, h: float, gamma: floa
         return slice(2 * d + k * d, 2 * d + (k + 1) * d)
 
     total = np.eye(n)
-    for op in SCHEMES[scheme].affine_ops(h, gamma):
+    for op in ops:
         m = np.eye(n)
         kind = op[0]
         if kind == "kick":  # v -= c (H x - b)
@@ -143,65 +169,24 @@ def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the plans' laws
-def _ordered_partitions(n_data: int, batch_size: int):
-    """All ordered partitions of range(n_data) into consecutive batch sizes (N_b, ..., rest)."""
-    sizes = [batch_size] * (n_data // batch_size) + ([n_data % batch_size] if n_data % batch_size else [])
-
-    def rec(remaining, k):
-        if k == len(sizes):
-            yield ()
-            return
-        for first in itertools.combinations(remaining, sizes[k]):
-            rest = tuple(i for i in remaining if i not in first)
-            for tail in rec(rest, k + 1):
-                yield (first,) + tail
-
-    yield from rec(tuple(range(n_data)), 0)
-
-
-def count_orders(plan: str, n_data: int, batch_size: int) -> int:
+def count_orders(plan, n_data: int, batch_size: int) -> int:
     """Number of equally likely batch orders the oracle enumerates per period."""
-    if plan in ("full",):
-        return 1
-    if plan == "iid":
-        return math.comb(n_data + batch_size - 1, batch_size)
-    m = n_batches(n_data, batch_size)
-    sizes = [batch_size] * (m - 1) + [n_data - (m - 1) * batch_size]
-    count = math.factorial(n_data)
-    for s in sizes:
-        count //= math.factorial(s)
-    return count
+    return plan_count_orders(plan, n_data, batch_size)
 
 
-def plan_outcomes(plan: str, n_data: int, batch_size: int):
-    """``[(probability, [batch, batch, ...]), ...]``: one period's batch sequences and their law."""
-    if plan not in PLAN_CODES:
-        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
-    n_orders = count_orders(plan, n_data, batch_size)
+def plan_outcomes(plan, n_data: int, batch_size: int):
+    """``[(probability, [batch, batch, ...]), ...]``: one period's batch sequences and their law,
+    as the plan declares them (``outcomes``), within the enumeration limit."""
+    module = resolve_plan(plan)
+    n_orders = count_orders(module, n_data, batch_size)
     if n_orders > MAX_ORDERS:
         raise ValueError(
-            f"plan {plan!r} with {n_data} data terms and batch_size={batch_size} has {n_orders} "
+            f"plan {module.NAME!r} with {n_data} data terms and batch_size={batch_size} has {n_orders} "
             f"batch orders per period; exact enumeration is limited to {MAX_ORDERS}")
-    if plan == "full":
-        return [(1.0, [tuple(range(n_data))])]
-    if plan == "iid":
-        out = []
-        total = n_data**batch_size
-        for multiset in itertools.combinations_with_replacement(range(n_data), batch_size):
-            counts = np.bincount(multiset, minlength=n_data)
-            ways = math.factorial(batch_size)
-            for c in counts:
-                ways //= math.factorial(int(c))
-            out.append((ways / total, [multiset]))
-        return out
-    orders = list(_ordered_partitions(n_data, batch_size))
-    p = 1.0 / len(orders)
-    if plan == "rr":
-        return [(p, list(order)) for order in orders]
-    return [(p, list(order) + list(order[::-1])) for order in orders]  # sms
+    return module.outcomes(n_data, batch_size)
 
 
-def _solve_random_affine(outcomes, noise_terms):
+def _solve_random_affine(outcomes):
     """Stationary mean and second moment of ``z' = Phi z + phi + noise`` with (Phi, phi) drawn
     from ``outcomes = [(p, Phi, phi, noise_cov), ...]`` independently each transition."""
     n = outcomes[0][1].shape[0]
@@ -220,14 +205,26 @@ def _solve_random_affine(outcomes, noise_terms):
     return mean, 0.5 * (second + second.T), radius
 
 
-def stationary_moments(target: GaussianTarget, scheme: str, plan: str, h: float, gamma: float = 1.0,
-                       batch_size: int | None = None, control_variate=False, x_ref=None) -> OracleMoments:
+def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: float = 1.0,
+                       batch_size: int | None = None, control_variate=False, x_ref=None, *,
+                       maps: str | None = None, at: str = "average") -> OracleMoments:
     """Exact stationary moments of ``scheme x plan`` on a Gaussian target, time-averaged over
-    the plan's period.  Raises :class:`UnstableStepError` when there is no stationary law."""
+    the plan's period.  ``maps``: ``"declared"`` (the scheme's ``affine_ops``), ``"probed"``
+    (its compiled step), default declared when the scheme has ``affine_ops``.  ``at``:
+    ``"average"`` over the steps of the plan's period, or ``"period_end"`` (the law at the ends
+    of periods, where the palindrome of ``sms`` closes).  Raises
+    :class:`UnstableStepError` when there is no stationary law."""
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"the exact oracle needs a GaussianTarget, got {type(target).__name__}")
-    if scheme not in SCHEMES:
-        raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
+    module = resolve_scheme(scheme)
+    plan_module = resolve_plan(plan)
+    scheme, plan = module.NAME, plan_module.NAME
+    if maps is None:
+        maps = "declared" if getattr(module, "affine_ops", None) is not None else "probed"
+    if maps not in MAPS:
+        raise ValueError(f"unknown maps {maps!r}; choose from {MAPS}")
+    if at not in AT:
+        raise ValueError(f"unknown at {at!r}; choose from {AT}")
     if not (h > 0 and math.isfinite(h)):
         raise ValueError(f"h must be positive and finite, got {h}")
     if not (gamma > 0 and math.isfinite(gamma)):
@@ -239,21 +236,25 @@ def stationary_moments(target: GaussianTarget, scheme: str, plan: str, h: float,
         batch_size = n_data
     if not 1 <= batch_size <= n_data:
         raise ValueError(f"batch_size must lie in [1, {n_data}], got {batch_size}")
-    scale = force_scale(plan, n_data, batch_size)
+    scale = plan_module.force_scale(n_data, batch_size)
     noise_cov = path_noise_covariance(d, h, gamma)
-    maps: dict = {}
+    cache: dict = {}
 
     def batch_map(batch):
         key = tuple(batch)
-        if key not in maps:
-            hess, b = affine_force(target, key, scale, control_variate, x_ref)
-            a_mat, a_vec, c_mat = step_map(scheme, hess, b, h, gamma)
-            maps[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
-        return maps[key]
+        if key not in cache:
+            if maps == "probed":
+                probed = probe_step_map(module, target, key, scale, h, gamma, control_variate, x_ref)
+                a_mat, a_vec, c_mat = probed.A, probed.a, probed.C
+            else:
+                hess, b = affine_force(target, key, scale, control_variate, x_ref)
+                a_mat, a_vec, c_mat = step_map(module, hess, b, h, gamma)
+            cache[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
+        return cache[key]
 
-    n = 2 * d
+    n = 3 * d if maps == "probed" else 2 * d
     per_period = []  # per outcome: (p, list of partial (Phi_j, phi_j, noise_j) for j = 1..P)
-    for p, sequence in plan_outcomes(plan, n_data, batch_size):
+    for p, sequence in plan_outcomes(plan_module, n_data, batch_size):
         partial = []
         phi_mat, phi_vec, noise = np.eye(n), np.zeros(n), np.zeros((n, n))
         for batch in sequence:
@@ -263,9 +264,11 @@ def stationary_moments(target: GaussianTarget, scheme: str, plan: str, h: float,
         per_period.append((p, partial))
     try:
         mean, second, radius = _solve_random_affine(
-            [(p, *partial[-1]) for p, partial in per_period], None)
+            [(p, *partial[-1]) for p, partial in per_period])
     except UnstableStepError as exc:
         raise UnstableStepError(f"{scheme} x {plan} at h={h:g}, gamma={gamma:g} is unstable: {exc}") from None
+    if at == "period_end":
+        return OracleMoments(scheme, plan, h, gamma, mean[:d], second[:d, :d], radius)
     # time average over the period's positions
     avg_mean, avg_second = np.zeros(n), np.zeros((n, n))
     period = len(per_period[0][1])
@@ -276,7 +279,7 @@ def stationary_moments(target: GaussianTarget, scheme: str, plan: str, h: float,
             s_j = phi_mat @ second @ phi_mat.T + cross + cross.T + np.outer(phi_vec, phi_vec) + noise
             avg_mean += p * m_j / period
             avg_second += p * s_j / period
-    return OracleMoments(scheme, plan, h, gamma, avg_mean[:d], avg_second[:d, :d], avg_second[d:, d:], radius)
+    return OracleMoments(scheme, plan, h, gamma, avg_mean[:d], avg_second[:d, :d], radius)
 
 
 # ------------------------------------------------------------ helpers kept for the full plan

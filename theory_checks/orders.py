@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators import sample
-from integrators.plans import n_batches
+from integrators.plans import n_batches, resolve_plan
 from integrators.targets import GaussianTarget, Target
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
 
@@ -109,8 +109,9 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     ratios = hs / h_ref
     if not np.allclose(ratios, np.round(ratios)) or any(int(round(r)) & (int(round(r)) - 1) for r in ratios):
         raise ValueError("step sizes must be powers of two times the finest one")
-    if plan != "full" and batch_size is None:
-        raise ValueError(f"batch_size is required for plan {plan!r}")
+    plan_name = resolve_plan(plan).NAME
+    if plan_name != "full" and batch_size is None:
+        raise ValueError(f"batch_size is required for plan {plan_name!r}")
     steps_per_sweep = 2 * n_batches(target.n_data, batch_size or target.n_data)
     horizon = sweeps * steps_per_sweep * hs[0]
     x0 = target.initial_point() if x0 is None else np.asarray(x0, dtype=float)

@@ -94,7 +94,7 @@ def write_index(path: Path, pages: list[Page], report_link: str | None) -> None:
 
 
 def write_metadata(path: Path, pages: list[Page]) -> None:
-    from integrators.demo import metadata
+    from integrators.metadata import metadata
     meta = metadata(seed=0, preset="tour")
     meta["notebooks"] = {p.source.name: {"seconds": round(p.seconds, 1), "page": p.html} for p in pages}
     meta["seed"] = "each notebook fixes its own seeds in its cells"

@@ -7,7 +7,8 @@
     v <- v - h/2 g
     v <- e^{-gamma h/2} v + sqrt(2 gamma) J_2      (J over the second half step)
 
-Included to show that a new scheme is one file.
+A new scheme is one file like this one, registered in ``integrators/schemes/__init__.py``
+(or, from user code, with ``register_scheme``).
 """
 
 import math
@@ -33,6 +34,12 @@ def affine_ops(h: float, gamma: float) -> list:
     (the two O's draw on independent half-step noises)."""
     return [("kick", h / 2), ("o", h / 2, [(3, 1.0)]), ("o", h / 2, [(1, 1.0)]), ("kick", h / 2),
             ("drift", h)]
+
+
+def rotation_ops(h: float, gamma: float) -> list:
+    """From the state after a step to the rotated state of :func:`affine_ops` (after A), with
+    the noise left out: undo the last O's decay, then the last half kick."""
+    return [("o", -h / 2, []), ("kick", -h / 2)]
 
 
 @nb.njit(nogil=True)

@@ -1,0 +1,45 @@
+"""Run metadata: what every figure, table and unit records beside its numbers (seed, preset,
+versions, git commit, time), and the check that an output folder is writable.  One module owns
+it; experiments, reports and the command line import it from here."""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def git_commit() -> str:
+    """The commit of the working tree this package runs from, or ``"unknown"``."""
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def metadata(seed: int, preset: str) -> dict:
+    """Seed, preset, git commit, interpreter, platform, library versions and creation time."""
+    import matplotlib
+    import numba
+    import scipy
+    return {"seed": seed, "preset": preset, "git_commit": git_commit(), "python": sys.version.split()[0],
+            "platform": platform.platform(), "numpy": np.__version__, "numba": numba.__version__,
+            "scipy": scipy.__version__, "matplotlib": matplotlib.__version__,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def unwritable(out: Path) -> str | None:
+    """``None`` if ``out`` can be created and written, else the reason."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None

@@ -1,0 +1,44 @@
+"""``iid`` (SG, with replacement): each step ``N_b`` indices drawn independently and uniformly
+from ``[N_D]``, force scaled by ``N_D / N_b`` (an unbiased gradient estimate).
+
+    w_k = (i_1, ..., i_{N_b}),  i_j ~ U{1..N_D} independent of everything else
+
+Any scheme under ``iid`` is first order weakly and of order 1/2 strongly (the paper's Thm. SG-UBU).
+"""
+
+import itertools
+import math
+
+import numpy as np
+
+NAME = "iid"
+CODE = 1
+WEAK_ORDER = 1.0
+STRONG_ORDER = 0.5
+THEOREM = True  # its orders are proved
+SOURCE = "paper, Thm. SG-UBU (any scheme, iid)"
+
+
+def force_scale(n_data: int, batch_size: int) -> float:
+    return n_data / batch_size
+
+
+def period(n_data: int, batch_size: int) -> int:
+    return 1
+
+
+def count_orders(n_data: int, batch_size: int) -> int:
+    return math.comb(n_data + batch_size - 1, batch_size)
+
+
+def outcomes(n_data: int, batch_size: int) -> list:
+    """Every multiset of ``batch_size`` indices with its multinomial probability."""
+    out = []
+    total = n_data**batch_size
+    for multiset in itertools.combinations_with_replacement(range(n_data), batch_size):
+        counts = np.bincount(multiset, minlength=n_data)
+        ways = math.factorial(batch_size)
+        for c in counts:
+            ways //= math.factorial(int(c))
+        out.append((ways / total, [multiset]))
+    return out

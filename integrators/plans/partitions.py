@@ -1,0 +1,43 @@
+"""Partitions shared by the plans' declarations: batch counts and the enumeration of ordered
+partitions that the exact oracle averages over."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+
+def n_batches(n_data: int, batch_size: int) -> int:
+    """``N_m = ceil(N_D / N_b)``: batches per epoch (the last one may be shorter)."""
+    return math.ceil(n_data / batch_size)
+
+
+def batch_sizes(n_data: int, batch_size: int) -> list[int]:
+    """Sizes of the consecutive batches a partition is cut into: ``N_b, ..., N_b, rest``."""
+    m = n_batches(n_data, batch_size)
+    return [batch_size] * (m - 1) + [n_data - (m - 1) * batch_size]
+
+
+def count_partitions(n_data: int, batch_size: int) -> int:
+    """Number of ordered partitions into :func:`batch_sizes` (a multinomial coefficient)."""
+    count = math.factorial(n_data)
+    for s in batch_sizes(n_data, batch_size):
+        count //= math.factorial(s)
+    return count
+
+
+def ordered_partitions(n_data: int, batch_size: int):
+    """All ordered partitions of ``range(n_data)`` into consecutive batches of
+    :func:`batch_sizes`, each as a tuple of index tuples, equally likely under a uniform shuffle."""
+    sizes = batch_sizes(n_data, batch_size)
+
+    def rec(remaining, k):
+        if k == len(sizes):
+            yield ()
+            return
+        for first in itertools.combinations(remaining, sizes[k]):
+            rest = tuple(i for i in remaining if i not in first)
+            for tail in rec(rest, k + 1):
+                yield (first,) + tail
+
+    yield from rec(tuple(range(n_data)), 0)

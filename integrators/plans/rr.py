@@ -1,0 +1,31 @@
+"""``rr`` (SG without replacement, random reshuffling): a fresh random partition every epoch,
+visited in order, force scaled by ``N_m = ceil(N_D / N_b)``.
+
+    epoch e: shuffle, cut into w_1 ... w_{N_m}, use w_1, ..., w_{N_m}
+"""
+
+from integrators.plans.partitions import count_partitions, n_batches, ordered_partitions
+
+NAME = "rr"
+CODE = 2
+WEAK_ORDER = 2.0      # observed on the paper's 1-D example (Fig. 1); no theorem
+STRONG_ORDER = None   # measured only
+THEOREM = False  # its orders are observations (the paper, Fig. 1), not a theorem
+SOURCE = "paper, Fig. 1 (observed, no theorem)"
+
+
+def force_scale(n_data: int, batch_size: int) -> float:
+    return float(n_batches(n_data, batch_size))
+
+
+def period(n_data: int, batch_size: int) -> int:
+    return n_batches(n_data, batch_size)
+
+
+def count_orders(n_data: int, batch_size: int) -> int:
+    return count_partitions(n_data, batch_size)
+
+
+def outcomes(n_data: int, batch_size: int) -> list:
+    orders = list(ordered_partitions(n_data, batch_size))
+    return [(1.0 / len(orders), list(order)) for order in orders]

@@ -1,0 +1,34 @@
+"""``sms`` (symmetric minibatch splitting): a fresh random partition every two epochs, visited
+forward then backward, force scaled by ``N_m = ceil(N_D / N_b)``.
+
+    shuffle, cut into w_1 ... w_{N_m}, use w_1, ..., w_{N_m}, w_{N_m}, ..., w_1
+
+The palindrome cancels the first-order error of the sweep: weak (and, for UBU, strong) order 2
+(the paper's main theorem).
+"""
+
+from integrators.plans.partitions import count_partitions, n_batches, ordered_partitions
+
+NAME = "sms"
+CODE = 3
+WEAK_ORDER = 2.0
+STRONG_ORDER = 2.0
+THEOREM = True  # its orders are proved
+SOURCE = "paper, main theorem"
+
+
+def force_scale(n_data: int, batch_size: int) -> float:
+    return float(n_batches(n_data, batch_size))
+
+
+def period(n_data: int, batch_size: int) -> int:
+    return 2 * n_batches(n_data, batch_size)
+
+
+def count_orders(n_data: int, batch_size: int) -> int:
+    return count_partitions(n_data, batch_size)
+
+
+def outcomes(n_data: int, batch_size: int) -> list:
+    orders = list(ordered_partitions(n_data, batch_size))
+    return [(1.0 / len(orders), list(order) + list(order[::-1])) for order in orders]

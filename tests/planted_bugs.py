@@ -1,0 +1,96 @@
+"""Schemes and a plan with planted bugs, written as a user would write a scheme (against the
+same path data and force callback, compiled by Numba), for the tests of ``verify``."""
+
+import math
+
+import numba as nb
+import numpy as np
+
+from integrators import Plan, Scheme
+from integrators.bounce import reflect
+from integrators.plans import next_batches, shuffle_lanes, sms
+from integrators.plans.partitions import ordered_partitions
+from integrators.schemes import baoab, ubu
+
+
+@nb.njit(nogil=True)
+def ubu_independent_j_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose ``J`` is not the one of ``dW``'s interval: each half step takes the other half's
+    ``J`` (same law, independent of its ``dW``)."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, a, c] - J[1, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[1, a, c]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        for c in range(n):
+            kicked = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, a, c] - J[0, a, c])
+            v[c, a] = eta * kicked + v_noise * J[0, a, c]
+    reflect(x, v, box)
+
+
+@nb.njit(nogil=True)
+def ubu_half_kick_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose kick uses ``h / 2`` instead of ``h``."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, a, c] - J[0, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, a, c]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        for c in range(n):
+            kicked = v[c, a] - 0.5 * h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * kicked + v_noise * J[1, a, c]
+    reflect(x, v, box)
+
+
+def baoab_sqrt_one_minus_eta_coefficients(h, gamma):
+    """BAOAB's O step with noise ``sqrt(1 - eta) Z`` instead of ``sqrt(1 - eta^2) Z``: in path
+    variables ``sqrt(2 gamma) J`` is ``sqrt(1 - eta^2) Z``, so the noise is scaled by
+    ``sqrt((1 - eta) / (1 - eta^2)) = 1 / sqrt(1 + eta)``."""
+    coef = baoab.coefficients(h, gamma)
+    coef[2] /= math.sqrt(1.0 + coef[1])
+    return coef
+
+
+UBU_INDEPENDENT_J = Scheme("ubu_independent_j", ubu_independent_j_step, ubu.coefficients, 2.0, 2.0)
+UBU_HALF_KICK = Scheme("ubu_half_kick", ubu_half_kick_step, ubu.coefficients, 2.0, 2.0)
+BAOAB_SQRT_ONE_MINUS_ETA = Scheme("baoab_sqrt_1_minus_eta", baoab.step, baoab_sqrt_one_minus_eta_coefficients,
+                                  2.0, 1.0, FSAL=True)
+
+
+@nb.njit(nogil=True)
+def forward_twice_rule(plan_code, perm, position, batch_size, states, out, source, u):
+    """SMS whose backward sweep is not reversed: ``w_1 ... w_m`` twice over one partition."""
+    n_data, n = perm.shape
+    m = (n_data + batch_size - 1) // batch_size
+    p = position[0]
+    if p == 0:
+        shuffle_lanes(perm, states, u)
+    j = p if p < m else p - m
+    position[0] = (p + 1) % (2 * m)
+    start = j * batch_size
+    stop = min(start + batch_size, n_data)
+    for i in range(start, stop):
+        for c in range(n):
+            out[i - start, c] = perm[i, c]
+    return stop - start
+
+
+def forward_twice_outcomes(n_data, batch_size):
+    orders = list(ordered_partitions(n_data, batch_size))
+    return [(1.0 / len(orders), list(o) + list(o)) for o in orders]
+
+
+SMS_NOT_REVERSED = Plan("sms_not_reversed", forward_twice_outcomes, sms.force_scale, sms.period,
+                        WEAK_ORDER=2.0, STRONG_ORDER=2.0, BATCH_RULE=forward_twice_rule)
+
+__all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_NOT_REVERSED", "UBU_HALF_KICK", "UBU_INDEPENDENT_J", "next_batches", "np"]

@@ -1,0 +1,77 @@
+"""A scheme's affine map read off its compiled step, by probing.
+
+On a Gaussian target the minibatch force is affine, ``G(x, w) = H_w x - b_w``, so one compiled
+``step`` with batch ``w`` is an affine map of its inputs: the state ``z = (x, v, g)`` (``g`` the
+cached force that first-same-as-last schemes carry; other schemes overwrite it) and the path
+data ``xi = (dW_1, J_1, dW_2, J_2)`` of the step's two half steps:
+
+    z' = A_w z + a_w + C_w xi
+
+The step runs once on a block of ``1 + 3d + 4d (+ extra)`` chains: chain 0 with every input
+zero gives ``a_w``, chain ``1 + j`` with unit input ``j`` gives column ``j`` of ``[A_w C_w]``
+(minus ``a_w``), and further chains with random inputs check that the step is affine at all
+(a scheme that draws its own random numbers, or is not linear in its inputs, is caught here).
+This needs nothing from the scheme but its step and coefficients, so the exact oracle serves a
+scheme written in user code as well as the built-in ones, whose declared ``affine_ops`` remain an
+independent check of the probing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from integrators.bounce import make_box
+from integrators.schemes import resolve_scheme
+from integrators.targets import GaussianTarget, force_data, lane_force_for
+
+N_CHECK = 3  # chains with random inputs that check affinity
+
+
+@dataclass
+class ProbedMap:
+    """``z' = A z + a + C xi`` with ``z = (x, v, g)`` (``3d``) and ``xi`` the ``4d`` path data;
+    ``affine_residual``: largest deviation of random inputs from the affine prediction, relative
+    to the size of the outputs (rounding level for an affine step)."""
+
+    A: np.ndarray
+    a: np.ndarray
+    C: np.ndarray
+    affine_residual: float
+
+
+def _inputs(d: int, rng) -> np.ndarray:
+    """Rows: one chain's inputs ``(x, v, g, xi)``: zeros, the unit vectors, random checks."""
+    n_in = 7 * d
+    return np.vstack([np.zeros(n_in), np.eye(n_in), rng.normal(size=(N_CHECK, n_in))])
+
+
+def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float, gamma: float,
+                   control_variate: bool = False, x_ref=None, seed: int = 0) -> ProbedMap:
+    """The affine map of one compiled step of ``scheme`` with batch ``batch`` (see the module)."""
+    module = resolve_scheme(scheme)
+    d = target.dim
+    rows = _inputs(d, np.random.default_rng(seed))
+    n = rows.shape[0]
+    x = np.ascontiguousarray(rows[:, :d])
+    v = np.ascontiguousarray(rows[:, d:2 * d])
+    g = np.ascontiguousarray(rows[:, 2 * d:3 * d])
+    xi = rows[:, 3 * d:].reshape(n, 4, d)          # slots: dW_1, J_1, dW_2, J_2
+    dW = np.ascontiguousarray(xi[:, 0::2, :].transpose(1, 2, 0))   # (2, d, n)
+    J = np.ascontiguousarray(xi[:, 1::2, :].transpose(1, 2, 0))
+    batch = np.asarray(batch, dtype=np.int32)
+    batches = np.ascontiguousarray(np.repeat(batch[:, None], n, axis=1))
+    module.step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
+                lane_force_for(target), batches, len(batch), float(scale),
+                force_data(target, control_variate, x_ref), make_box(d))
+    out = np.hstack([x, v, g])                      # (n, 3d)
+    a = out[0]
+    cols = (out[1:1 + 7 * d] - a).T                # (3d, 7d)
+    A, C = cols[:, :3 * d], cols[:, 3 * d:]
+    check_in = rows[1 + 7 * d:]
+    predicted = a + check_in @ cols.T
+    got = out[1 + 7 * d:]
+    size = max(1.0, float(np.max(np.abs(out))))
+    residual = float(np.max(np.abs(predicted - got))) / size if np.all(np.isfinite(got)) else float("inf")
+    return ProbedMap(A, a, C, residual)

@@ -1,0 +1,294 @@
+"""``verify(scheme)``: is a scheme what it declares?  The harness for anyone's integrator.
+
+Given a scheme (a registered name, a scheme module, or an :class:`integrators.Scheme` built in
+user code), and within a time budget, on a Gaussian target whose data terms do not commute:
+
+* ``probe_affine``: the compiled step is affine in the state and the path data (read off by
+  probing, :mod:`theory_checks.probe`); a step that is not (or draws its own randomness) fails here;
+* ``declared_map``: for a scheme that declares ``affine_ops``, the exact stationary moments from
+  the declared map equal those from the probed compiled step;
+* ``stationarity``: as ``h -> 0`` the exact stationary law of ``scheme x full`` tends to the
+  target (error at the finest ``h`` below ``STATIONARY_TOL`` of the target's scale);
+* ``weak_order[plan]``: the exact weak-bias ladder (oracle on the probed step, no Monte Carlo
+  error) and its slope on the four finest ``h``, against the order declared by the scheme and
+  the plan (:mod:`theory_checks.declared`); an exact law (bias at rounding level) passes;
+* ``strong_order[plan]``: the pathwise error ladder on a shared Brownian path against
+  full-gradient UBU at a much finer step (:func:`theory_checks.orders.strong_order`), slope at
+  least the declared order minus ``STRONG_SLACK``;
+* ``monte_carlo[plan]``: the kernel's Monte Carlo moments against the exact oracle within a
+  family-wise z of their standard errors.
+
+A plan whose orders are only observed (``THEOREM = False``, e.g. ``rr``) is measured and reported
+but asserts nothing; checks that do not fit in the budget are reported as skipped.  The result
+is a :class:`VerifyReport`: a table, a plot, a verdict per check, and ``ok``.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from integrators.plans import PLANS, kernel_code, resolve_plan
+from integrators.schemes import resolve_scheme
+from integrators.targets import GaussianTarget
+from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
+from theory_checks.oracle import UnstableStepError, stationary_moments
+from theory_checks.orders import fit_slope, local_slopes, strong_order
+from theory_checks.probe import probe_step_map
+
+WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
+STRONG_SLACK = 0.25     # a strong slope down to the declared order minus this holds (error <= C h^q)
+STATIONARY_TOL = 0.02   # error of the law at the finest h, relative to the target's scale
+EXACT_LEVEL = 1e-11     # a weak error below this (relative) at every h is an exact law
+DEFAULT_HS = tuple(2.0 ** -np.arange(2, 11))
+STRONG_HS = tuple(2.0 ** -np.arange(3, 8))
+MC_ALPHA = 1e-5         # family-wise level of the Monte Carlo comparison
+
+
+@dataclass
+class Check:
+    """One named check: ``passed`` is ``True``/``False``, or ``None`` when it asserts nothing
+    (measured only, or skipped: ``skipped`` says why)."""
+
+    name: str
+    passed: bool | None
+    expected: str
+    measured: str
+    hs: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    skipped: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.skipped:
+            return f"skipped ({self.skipped})"
+        return {True: "pass", False: "FAIL", None: "measured (no claim)"}[self.passed]
+
+
+@dataclass
+class VerifyReport:
+    """What :func:`verify` found: ``checks`` in order, ``ok`` when none failed."""
+
+    scheme: str
+    target: str
+    checks: list
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(c.passed is not False for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if c.passed is False]
+
+    def check(self, name: str) -> Check:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(f"no check named {name!r}; checks: {[c.name for c in self.checks]}")
+
+    def table(self) -> str:
+        lines = [f"verify({self.scheme!r}) on {self.target}: {'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)}"
+                 f" ({self.seconds:.0f} s)", "", "| check | expected | measured | verdict |", "|---|---|---|---|"]
+        lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def write_csv(self, path) -> Path:
+        """The checks with their ladders, one row per check."""
+        path = Path(path)
+        with open(path, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["check", "expected", "measured", "verdict", "hs", "errors"])
+            for c in self.checks:
+                writer.writerow([c.name, c.expected, c.measured, c.verdict, " ".join(f"{h:.6g}" for h in c.hs),
+                                 " ".join(f"{e:.6g}" for e in c.errors)])
+        return path
+
+    def plot(self, path) -> Path:
+        """Weak and strong error ladders against h, one line per plan (PNG)."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        path = Path(path)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, kind in zip(axes, ("weak_order", "strong_order"), strict=True):
+            for c in self.checks:
+                if not c.name.startswith(kind) or not c.hs:
+                    continue
+                pts = [(h, e) for h, e in zip(c.hs, c.errors, strict=True) if np.isfinite(e) and e > 0]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=f"{c.name}: {c.measured} ({c.verdict})")
+            ax.set(xscale="log", yscale="log", xlabel="h", title=f"{self.scheme}: {kind.replace('_', ' ')}")
+            if ax.lines:
+                ax.legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
+
+
+def default_target() -> GaussianTarget:
+    """Three Gaussian data terms in 2-D whose precisions do not commute, with a prior."""
+    from theory_checks.orders import anisotropic_gaussian
+    return anisotropic_gaussian(2, n_data=3)
+
+
+def law_error(moments, target: GaussianTarget) -> float:
+    """``|mean - mu| + |covariance - Sigma|_F`` of an oracle law against the target."""
+    return float(np.linalg.norm(moments.mean - target.mean)
+                 + np.linalg.norm(moments.covariance - target.covariance))
+
+
+def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed"):
+    errors = []
+    for h in hs:
+        try:
+            errors.append(law_error(stationary_moments(target, module, plan, h, gamma, batch_size, maps=maps),
+                                    target))
+        except UnstableStepError:
+            errors.append(float("nan"))
+    return np.array(errors)
+
+
+def _fmt_slopes(hs, errors) -> str:
+    local = ", ".join("nan" if not np.isfinite(s) else f"{s:.2f}" for s in local_slopes(hs, errors))
+    return f"slope {fit_slope(hs, errors):.3f} (local: {local})"
+
+
+def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: float = 1.0,
+           batch_size: int = 1, hs=DEFAULT_HS, strong_hs=STRONG_HS, budget: float = 60.0,
+           strong: bool = True, monte_carlo: bool = True, n_chains: int = 256, seed: int = 0) -> VerifyReport:
+    """Check ``scheme`` against what it declares, with every plan (default: the registry);
+    see the module docstring.  ``budget`` (seconds) bounds the run: the exact checks come
+    first, then the Monte Carlo ones while time remains."""
+    t0 = time.time()
+    module = resolve_scheme(scheme)
+    plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
+    target = default_target() if target is None else target
+    if not isinstance(target, GaussianTarget):
+        raise ValueError(f"verify needs a GaussianTarget (the exact oracle), got {type(target).__name__}")
+    if not (isinstance(budget, (int, float)) and budget > 0):
+        raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
+    if not 1 <= batch_size <= target.n_data:
+        raise ValueError(f"batch_size must lie in [1, {target.n_data}], got {batch_size!r}")
+    hs = np.sort(np.asarray(hs, dtype=float))[::-1]
+    if hs.size < 4 or np.any(hs <= 0):
+        raise ValueError(f"hs must hold at least 4 positive step sizes, got {hs}")
+    scale = float(np.linalg.norm(target.covariance) + np.linalg.norm(target.mean))
+    checks = []
+
+    probed = probe_step_map(module, target, list(range(target.n_data)), 1.0, float(hs[0]), gamma)
+    checks.append(Check("probe_affine", probed.affine_residual < 1e-10, "affine in (x, v, g, dW, J)",
+                        f"residual {probed.affine_residual:.1e}"))
+    if getattr(module, "affine_ops", None) is not None:
+        h0 = float(hs[len(hs) // 2])
+        try:
+            a = stationary_moments(target, module, "full", h0, gamma, maps="declared")
+            b = stationary_moments(target, module, "full", h0, gamma, maps="probed")
+            gap = float(np.max(np.abs(a.second_moment - b.second_moment)) + np.max(np.abs(a.mean - b.mean)))
+            checks.append(Check("declared_map", gap < 1e-9 * max(1.0, scale), "declared affine_ops = compiled step",
+                                f"moment gap {gap:.1e} at h={h0:g}"))
+        except UnstableStepError as exc:
+            checks.append(Check("declared_map", None, "-", "-", skipped=str(exc)))
+    else:
+        checks.append(Check("declared_map", None, "-", "-", skipped="no affine_ops declared"))
+
+    full_errors = _ladder(target, module, "full", hs, gamma, None)
+    finest = float(full_errors[-1]) / scale
+    checks.append(Check("stationarity", bool(np.isfinite(finest) and finest < STATIONARY_TOL),
+                        f"error at h={hs[-1]:g} < {STATIONARY_TOL:g} (relative)", f"{finest:.2e}",
+                        list(hs), list(full_errors)))
+
+    for plan in plan_modules:
+        name = f"weak_order[{plan.NAME}]"
+        expected = expected_weak_order(module, plan)
+        claim = asserted(module, plan) and expected is not None
+        errors = full_errors if plan.NAME == "full" else _ladder(target, module, plan, hs, gamma, batch_size)
+        exp_txt = "-" if expected is None else f"{expected:g}" + ("" if claim else " (observed, not a claim)")
+        finite = errors[np.isfinite(errors)]
+        if finite.size and np.all(finite < EXACT_LEVEL * scale) and np.all(np.isfinite(errors[-4:])):
+            checks.append(Check(name, True if claim else None, exp_txt, "exact (error at rounding level)",
+                                list(hs), list(errors)))
+            continue
+        slope = fit_slope(hs, errors)
+        passed = bool(np.isfinite(slope) and abs(slope - expected) <= WEAK_TOL) if claim else None
+        checks.append(Check(name, passed, exp_txt, _fmt_slopes(hs, errors), list(hs), list(errors)))
+
+    def over_budget() -> bool:
+        return time.time() - t0 > budget
+
+    for plan in plan_modules:
+        name = f"strong_order[{plan.NAME}]"
+        expected = expected_strong_order(module, plan)
+        claim = asserted(module, plan) and expected is not None
+        reason = _kernel_reason(plan) or ("" if strong else "strong=False") or ("over budget" if over_budget() else "")
+        if reason:
+            checks.append(Check(name, None, "-" if expected is None else f"{expected:g}", "-", skipped=reason))
+            continue
+        fit = strong_order(target, module, plan, strong_hs, gamma, None if plan.NAME == "full" else batch_size,
+                           n_chains=n_chains, sweeps=4, seed=seed, n_boot=100)
+        passed = bool(fit.slope >= expected - STRONG_SLACK) if claim else None
+        checks.append(Check(name, passed, "-" if expected is None else f">= {expected - STRONG_SLACK:g}",
+                            f"slope {fit.slope:.3f} (95% CI [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}])",
+                            list(fit.hs), list(fit.errors)))
+
+    for plan in plan_modules:
+        name = f"monte_carlo[{plan.NAME}]"
+        reason = _kernel_reason(plan) or ("" if monte_carlo else "monte_carlo=False") or \
+            ("over budget" if over_budget() else "")
+        if reason:
+            checks.append(Check(name, None, "MC within z s.e. of the oracle", "-", skipped=reason))
+            continue
+        checks.append(_monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules)))
+    return VerifyReport(module.NAME, f"{target.name} (d={target.dim}, {target.n_data} data terms)", checks,
+                        time.time() - t0)
+
+
+def _kernel_reason(plan) -> str:
+    try:
+        kernel_code(plan)
+    except ValueError:
+        return "plan has no kernel batch rule"
+    return ""
+
+
+def _monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, n_plans) -> Check:
+    """Kernel moments at a moderate step against the exact oracle (probed step)."""
+    from scipy.stats import norm
+
+    from integrators import sample
+
+    name = f"monte_carlo[{plan.NAME}]"
+    bs = None if plan.NAME == "full" else batch_size
+    big = float(np.linalg.eigvalsh(target.precision).max())
+    h = 0.25 / math.sqrt(big * (1 if plan.NAME == "full" else target.n_data))
+    try:
+        exact = stationary_moments(target, module, plan, h, gamma, bs, maps="probed")
+    except UnstableStepError as exc:
+        return Check(name, None, "MC within z s.e. of the oracle", "-", skipped=str(exc))
+    per = plan.period(target.n_data, bs or target.n_data)
+    small = float(np.linalg.eigvalsh(target.precision).min())
+    relax = 5.0 * max(1.0 / gamma, gamma / small) / h
+    burn = per * int(relax / per + 1)
+    steps = burn + per * int(2000 / per + 1)
+    res = sample(target, module, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=steps, burn_in=burn,
+                 batch_size=bs, seed=seed, full_moments=True, x0=target.mean)
+    d = target.dim
+    iu = np.triu_indices(d)
+    n_cmp = n_plans * (d + len(iu[0]))
+    z = float(norm.isf(MC_ALPHA / (2 * n_cmp)))
+    outer = res.chain_outer[res.ok]
+    se2 = outer.std(axis=0, ddof=1)[iu] / math.sqrt(outer.shape[0])
+    worst = max(float(np.max(np.abs(res.mean - exact.mean) / res.mean_se)),
+                float(np.max(np.abs(outer.mean(axis=0)[iu] - exact.second_moment[iu]) / (se2 + 1e-300))))
+    return Check(name, bool(worst < z), f"MC within {z:.1f} s.e. of the oracle", f"{worst:.2f} s.e. at h={h:.3g}")
