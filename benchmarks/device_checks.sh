@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every GPU / many-core measurement of the project in one prepared run, for a lent machine with one
+# GPU and 16 cores (python3 with torch CUDA, numba, numpy, scipy, matplotlib; no package registry).
+#   PYTHONPATH=. bash benchmarks/device_checks.sh      (outputs under $OUT, or /tmp/device_checks)
+# Each benchmark has its own time limit so one that stalls cannot take the others' time.
+set -u
+export PYTHONPATH=.
+out=${OUT:-/tmp/device_checks}
+mkdir -p "$out"
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader; echo "cores: $(nproc)";
+  python3 -c "import sys, torch, numba; print(sys.version.split()[0], 'torch', torch.__version__, 'numba', numba.__version__)"
+} 2>&1 | tee "$out/machine.txt"
+# issue 11: Figure 1 at the full preset on 2 threads and on all 16 cores (one process: kernels compile once)
+timeout 230 python3 benchmarks/bench_figure1.py --preset full --threads 2,16 --out "$out/figure1" \
+  2>&1 | tee "$out/bench_figure1.txt"
+# issue 13: module-mode step against SGD, chains-mode rate, one Figure 1 point on the GPU
+timeout 150 python3 benchmarks/bench_torch.py --device cuda 2>&1 | tee "$out/bench_torch.txt"
+# issue 15: the paper's Fashion-MNIST network through the pipeline, per-epoch times
+timeout 100 python3 benchmarks/bench_bnn_gpu.py --device cuda 2>&1 | tee "$out/bench_bnn_gpu.txt"
