@@ -60,6 +60,7 @@ class OracleMoments:
     gamma: float
     mean: np.ndarray            # E[x]
     second_moment: np.ndarray   # E[x x^T]
+    v_second_moment: np.ndarray  # E[v v^T] at the state the transition map carries (the tour shows it)
     radius: float               # spectral radius (mean-square for random plans)
 
     @property
@@ -268,7 +269,7 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     except UnstableStepError as exc:
         raise UnstableStepError(f"{scheme} x {plan} at h={h:g}, gamma={gamma:g} is unstable: {exc}") from None
     if at == "period_end":
-        return OracleMoments(scheme, plan, h, gamma, mean[:d], second[:d, :d], radius)
+        return OracleMoments(scheme, plan, h, gamma, mean[:d], second[:d, :d], second[d:, d:], radius)
     # time average over the period's positions
     avg_mean, avg_second = np.zeros(n), np.zeros((n, n))
     period = len(per_period[0][1])
@@ -279,7 +280,7 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
             s_j = phi_mat @ second @ phi_mat.T + cross + cross.T + np.outer(phi_vec, phi_vec) + noise
             avg_mean += p * m_j / period
             avg_second += p * s_j / period
-    return OracleMoments(scheme, plan, h, gamma, avg_mean[:d], avg_second[:d, :d], radius)
+    return OracleMoments(scheme, plan, h, gamma, avg_mean[:d], avg_second[:d, :d], avg_second[d:, d:], radius)
 
 
 # ------------------------------------------------------------ helpers kept for the full plan
