@@ -20,7 +20,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests  # two workers: one per core
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check .
