@@ -19,14 +19,7 @@ from integrators.torch.chains import sample  # noqa: E402
 from integrators.torch.rng import CounterNormals, mix64, mix64_reference  # noqa: E402
 from theory_checks.oracle import stationary_moments  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small tensors: one intra-op thread (a loaded machine stalls torch's thread pool)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 
 def small_target() -> GaussianTarget:

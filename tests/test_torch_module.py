@@ -28,14 +28,7 @@ from integrators.torch import (  # noqa: E402
 from integrators.torch.chains import sample as torch_sample  # noqa: E402
 from integrators.torch.ensemble import EnsembleSampler, chain_seed  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small tensors: one intra-op thread (a loaded machine stalls torch's thread pool)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 N_DATA, N_FEAT, N_CLASS = 9, 2, 3
 

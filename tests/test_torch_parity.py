@@ -20,14 +20,7 @@ from integrators.brownian import draw_pairs  # noqa: E402
 from integrators.replay import replay  # noqa: E402
 from integrators.torch.chains import sample as torch_sample  # noqa: E402
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread():
-    """Small tensors: one intra-op thread (a loaded machine stalls torch's thread pool)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
 
 N_STEPS = 1000
 N_CHAINS = 2
