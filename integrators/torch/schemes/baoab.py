@@ -11,10 +11,6 @@
 from integrators.schemes import baoab as _numba
 
 NAME = _numba.NAME
-WEAK_ORDER = _numba.WEAK_ORDER
-STRONG_ORDER = _numba.STRONG_ORDER
-FSAL = _numba.FSAL
-coefficients = _numba.coefficients
 
 
 def step(x, v, g, coef, dW, J, force, reflect):
