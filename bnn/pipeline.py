@@ -185,9 +185,11 @@ def prior_term(net, precision: float) -> torch.Tensor:
 
 
 @torch.no_grad()
-def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: int = 1000) -> np.ndarray:
+def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: int = 1000,
+            timings: dict | None = None) -> np.ndarray:
     """Test-set predictive probabilities: BatchNorm statistics from one training-mode pass over
     ``n_eval_batches * batch_size`` random training images, then evaluation mode."""
+    t0 = time.perf_counter()
     n_eval = min(data.n, cfg.n_eval_batches * cfg.batch_size)
     idx = torch.randperm(data.n, generator=gen, device=data.x.device)[:n_eval]
     net.train()
@@ -196,6 +198,8 @@ def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: 
     probs = torch.cat([torch.softmax(net(data.x_test[i:i + chunk]), dim=1) for i in range(0, len(data.x_test),
                                                                                           chunk)])
     net.train()
+    if timings is not None:
+        timings.setdefault("predict", []).append(time.perf_counter() - t0)
     return probs.double().cpu().numpy()
 
 
@@ -268,7 +272,8 @@ class ChainResult:
 
 
 def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
-              epochs_burn: int, epochs_sample: int, evaluate: bool = True) -> ChainResult:
+              epochs_burn: int, epochs_sample: int, evaluate: bool = True,
+              timings: dict | None = None) -> ChainResult:
     """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s)."""
     from integrators.torch import CyclicalSchedule, Localization, ModuleSampler, SamplerConfig, SamplerDiverged
 
@@ -301,7 +306,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
             seconds.append(time.perf_counter() - t0)
             trace.append(total / (m * cfg.batch_size) if spec.plan == "iid" else total / data.n)
             if evaluate and e >= epochs_burn:
-                p = predict(net, data, cfg, gen)
+                p = predict(net, data, cfg, gen, timings=timings)
                 acc = p if acc is None else acc + p
                 n_samples += 1
     except SamplerDiverged as exc:
@@ -330,20 +335,23 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     def hessian(model):
         # potential estimate (N_D / n) * sum-CE over a fixed batch + prior: its Hessian's spectral norm
         scale = data.n / len(hess_x)
+        t0 = time.perf_counter()
         res = hessian_norm(model, hess_x, hess_y, prior_precision=cfg.prior_precision / scale,
                            n_iter=cfg.hessian_iters, tol=1e-4, seed=seed)
+        timings.setdefault("hessian", []).append(time.perf_counter() - t0)
         return {"value": res.value * scale, "iterations": res.iterations, "converged": res.converged}
 
     out = {"config": cfg.to_dict(), "seed": seed, "data": d.source, "n_train": data.n,
            "n_parameters": models.n_parameters(net), "labels": np.asarray(data.y_test).tolist(), "methods": {},
            "hessian": {}, "timings": {}}
+    timings: dict = {}
     if cfg.hessian_iters:
         out["hessian"]["random initialisation"] = hessian(net)
-    timings: dict = {}
     swa_net, train_losses = train(net, data, cfg, gen, timings)
     out["train_losses"] = train_losses
-    out["methods"]["Adam"] = {"probs": _probs_json(predict(net, data, cfg, gen)), "h": None, "diverged": None}
-    out["methods"]["SWA"] = {"probs": _probs_json(predict(swa_net, data, cfg, gen)), "h": None, "diverged": None}
+    for name, model in (("Adam", net), ("SWA", swa_net)):
+        out["methods"][name] = {"probs": _probs_json(predict(model, data, cfg, gen, timings=timings)), "h": None,
+                                "diverged": None}
     if cfg.hessian_iters:
         out["hessian"]["Adam"] = hessian(net)
         out["hessian"]["SWA"] = hessian(swa_net)
@@ -351,7 +359,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     chains = [(label, cfg.h) for label in cfg.samplers] + [("SMS-UBU", h) for h in cfg.h_panel if h != cfg.h]
     for k, (label, h) in enumerate(chains):
         res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
-                        epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample)
+                        epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
         key = label if h == cfg.h else f"{label} h={h:g}"
         out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
                                "sampler": label, "trace": res.trace}

@@ -4,8 +4,17 @@ CPU levels. One source of truth: the reports module and the benchmark read these
 | level | data | network | runs | epochs (Adam, SWA, burn-in, samples) |
 | --- | --- | --- | --- | --- |
 | ``tiny`` (``make demo``) | scikit-learn digits (8 x 8) | Fashion-MNIST's, width 1/4, batch 300 | 2 | 3, 2, 1, 3 |
-| ``quick`` (2 CPU cores) | shared PneumoniaMNIST subset (28 x 28) | chest X-ray's, width 1/4 | 8 | 8, 4, 4, 8 |
+| ``quick`` (2 CPU cores) | shared PneumoniaMNIST subset (28 x 28) | chest X-ray's, width 1/4 | 12 | 8, 4, 4, 8 |
 | ``full`` (GPU, cluster) | Fashion-MNIST, Celeb-A, chest X-ray, CIFAR-10 | the paper's, width 1 | 64 | 15, 5, 10, 30 |
+
+``quick`` is budgeted for about 10 minutes with ``--workers 2`` on 2 cores (one torch thread per
+worker): at width 1/4 on the 4,406 training images (train + val of the subset) an Adam, SWA or
+SMS-UBU epoch costs about 1.5 s on one core and an evaluation (the 4,000-image BatchNorm pass, then
+the 624 test images) about 1.2 s, so a plain run (24 epochs, 10 evaluations) takes about 50 s; runs 0
+and 1 also carry the step-size panel (3 more SMS-UBU chains), 4 trace chains of 8 epochs and the
+Hessian norms at 4 points (about 4.5 min each). It compares SMS-UBU with Adam and SWA only: the other
+samplers (SG-UBU, SG-UBU rr, SG-HMC, cyclical SG-HMC) are left to ``full`` (and ``tiny`` runs them
+all on digits).
 
 The ``full`` tables (:data:`PAPER_TABLES`): batch 200, Adam 1e-2 decaying with power 1, SWA at 1e-3,
 ``h`` = 2.5e-4 (Fashion-MNIST, Celeb-A) and 5e-4 (chest X-ray), ``rho`` = 50^(-1/2) (0.2 for
@@ -60,7 +69,7 @@ EXPERIMENTS = {
                                 "trace_epochs": 5}),),
     "quick": (Experiment("xray_subset", RunConfig("xray_subset", "chest_xray", width=0.25, epochs_train=8,
                                                   epochs_swa=4, epochs_burn=4, epochs_sample=8, h=5e-4),
-                         n_runs=8, extra_runs=2,
+                         n_runs=12, extra_runs=2,
                          extras={"h_panel": (2.5e-4, 1e-3, 2e-3), "hessian_iters": 20, "trace_chains": 4,
                                  "trace_epochs": 8}),),
     "full": tuple(Experiment(name, cfg, n_runs=4 if name == "cifar10" else 64,
