@@ -63,7 +63,14 @@ SAMPLERS = {s.label: s for s in (
 
 @dataclass(frozen=True)
 class RunConfig:
-    """Everything that defines one run (a preset fixes all but the seed)."""
+    """Everything that defines one run (a preset fixes all but the seed).
+
+    ``chains``: chains per sampler from the SWA point. 1 runs one chain per sampler with
+    :class:`integrators.torch.ModuleSampler`; ``k > 1`` runs ``k`` chains of each sampler at once
+    with the torch samplers' multi-chain mode (:func:`run_chains`, several chains per device), the
+    sampler's predictive then being the mean over chains and samples, and the ``trace_chains``
+    chains also run at once.
+    """
 
     dataset: str
     network: str
@@ -91,6 +98,7 @@ class RunConfig:
     hessian_batch: int = 200
     trace_chains: int = 0
     trace_epochs: int = 0
+    chains: int = 1
     data_path: str | None = None
 
     def __post_init__(self):
@@ -104,6 +112,8 @@ class RunConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
+        if isinstance(self.chains, bool) or not isinstance(self.chains, int) or self.chains < 1:
+            raise ValueError(f"chains must be an integer >= 1, got {self.chains!r}")
         if self.epochs_train + self.epochs_swa < 1:
             raise ValueError("epochs_train + epochs_swa must be >= 1")
         unknown = [s for s in self.samplers if s not in SAMPLERS]
@@ -271,24 +281,36 @@ class ChainResult:
     epoch_seconds: list
 
 
-def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
-              epochs_burn: int, epochs_sample: int, evaluate: bool = True,
-              timings: dict | None = None) -> ChainResult:
-    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s)."""
-    from integrators.torch import CyclicalSchedule, Localization, ModuleSampler, SamplerConfig, SamplerDiverged
+def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
+                    n_steps: int):
+    from integrators.torch import CyclicalSchedule, Localization, SamplerConfig
 
-    net = _copy(start_net, start_net.state_dict())
-    net.train()
-    m = batches_per_epoch(cfg, data.n)
-    n_steps = (epochs_burn + epochs_sample) * m
     loc = None
     if spec.localized:
         x_star = torch.cat([p.detach().reshape(-1) for p in x_star_net.parameters()])
         loc = Localization(rho=cfg.rho, rho_max=cfg.rho_max_factor * cfg.rho, x_star=x_star)
-    sconf = SamplerConfig(h=h, gamma=1.0 / cfg.rho, n_data=data.n, scheme=spec.scheme, plan=spec.plan,
-                          batch_size=min(cfg.batch_size, data.n), prior=cfg.prior_precision, localization=loc,
-                          schedule=CyclicalSchedule(n_steps, min(cfg.n_cycles, n_steps)) if spec.cyclical else None,
-                          seed=seed % (2**62), check_every=m)
+    return SamplerConfig(h=h, gamma=1.0 / cfg.rho, n_data=data.n, scheme=spec.scheme, plan=spec.plan,
+                         batch_size=min(cfg.batch_size, data.n), prior=cfg.prior_precision, localization=loc,
+                         schedule=CyclicalSchedule(n_steps, min(cfg.n_cycles, n_steps)) if spec.cyclical else None,
+                         seed=seed % (2**63), check_every=batches_per_epoch(cfg, data.n))
+
+
+def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig) -> float:
+    """Average per-datum training loss of one epoch from the sum of its batch losses."""
+    m = batches_per_epoch(cfg, data.n)
+    return total / (m * cfg.batch_size) if spec.plan == "iid" else total / data.n
+
+
+def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
+              epochs_burn: int, epochs_sample: int, evaluate: bool = True,
+              timings: dict | None = None) -> ChainResult:
+    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s)."""
+    from integrators.torch import ModuleSampler, SamplerDiverged
+
+    net = _copy(start_net, start_net.state_dict())
+    net.train()
+    m = batches_per_epoch(cfg, data.n)
+    sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m)
     sampler = ModuleSampler(net, sconf)
     loss_fn = sum_loss(data)
     gen = torch.Generator(device=data.x.device).manual_seed(seed + 7)
@@ -304,7 +326,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
             if data.x.is_cuda:
                 torch.cuda.synchronize()
             seconds.append(time.perf_counter() - t0)
-            trace.append(total / (m * cfg.batch_size) if spec.plan == "iid" else total / data.n)
+            trace.append(_epoch_loss(total, spec, data, cfg))
             if evaluate and e >= epochs_burn:
                 p = predict(net, data, cfg, gen, timings=timings)
                 acc = p if acc is None else acc + p
@@ -314,6 +336,56 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
     if not all(math.isfinite(t) for t in trace):
         return ChainResult(None, trace, len(trace) * m, seconds)
     return ChainResult(acc / n_samples if n_samples else None, trace, None, seconds)
+
+
+def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
+               epochs_burn: int, epochs_sample: int, evaluate: bool = True,
+               timings: dict | None = None) -> list[ChainResult]:
+    """``len(starts)`` chains of ``spec`` at once through the torch samplers' multi-chain mode
+    (:class:`integrators.torch.ensemble.EnsembleSampler`: one ``vmap`` over the stacked
+    parameters, several chains per device). Chain ``k`` starts from ``starts[k]``'s weights and
+    draws its velocity, path, batches and evaluation subsets as
+    ``run_chain(starts[k], ..., seed=chain_seed(seed, k))`` does, so it follows the same
+    trajectory up to rounding. A divergence stops every chain (each is reported diverged at that
+    step); ``epoch_seconds`` are those of the whole ensemble."""
+    from integrators.torch import SamplerDiverged
+    from integrators.torch.ensemble import EnsembleSampler, chain_seed
+
+    if not starts:
+        raise ValueError("run_chains needs at least one starting network")
+    n_chains = len(starts)
+    m = batches_per_epoch(cfg, data.n)
+    sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m)
+    x0 = torch.stack([torch.nn.utils.parameters_to_vector(s.parameters()).detach() for s in starts])
+    sampler = EnsembleSampler(starts[0], sconf, n_chains, x0=x0)
+    view = _copy(starts[0], starts[0].state_dict())  # a network to evaluate each chain's parameters in
+    loss_fn = sum_loss(data)
+    gens = [torch.Generator(device=data.x.device).manual_seed(chain_seed(sconf.seed, k) + 7) for k in range(n_chains)]
+    traces, seconds, acc, n_samples = [[] for _ in range(n_chains)], [], [None] * n_chains, 0
+    try:
+        for e in range(epochs_burn + epochs_sample):
+            t0 = time.perf_counter()
+            total = torch.zeros(n_chains, dtype=torch.float64)
+            for _ in range(m):
+                sampler.step(loss_fn)
+                total += sampler.last_loss.double().cpu()
+            if data.x.is_cuda:
+                torch.cuda.synchronize()
+            seconds.append(time.perf_counter() - t0)
+            for k in range(n_chains):
+                traces[k].append(_epoch_loss(float(total[k]), spec, data, cfg))
+            if evaluate and e >= epochs_burn:
+                for k in range(n_chains):
+                    with torch.no_grad():
+                        torch.nn.utils.vector_to_parameters(sampler.x[k], view.parameters())
+                    p = predict(view, data, cfg, gens[k], timings=timings)
+                    acc[k] = p if acc[k] is None else acc[k] + p
+                n_samples += 1
+    except SamplerDiverged as exc:
+        return [ChainResult(None, t, exc.step, seconds) for t in traces]
+    return [ChainResult(None, t, len(t) * m, seconds) if not all(math.isfinite(v) for v in t)
+            else ChainResult(a / n_samples if n_samples else None, t, None, seconds)
+            for t, a in zip(traces, acc, strict=True)]
 
 
 def _probs_json(p: np.ndarray | None):
@@ -358,19 +430,32 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         out["hessian"]["SWA + N(0, rho^2)"] = hessian(perturbed(swa_net, cfg.rho, gen))
     chains = [(label, cfg.h) for label in cfg.samplers] + [("SMS-UBU", h) for h in cfg.h_panel if h != cfg.h]
     for k, (label, h) in enumerate(chains):
-        res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
-                        epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
         key = label if h == cfg.h else f"{label} h={h:g}"
-        out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
-                               "sampler": label, "trace": res.trace}
-        timings.setdefault(f"{label} epoch", []).extend(res.epoch_seconds)
+        if cfg.chains == 1:
+            res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
+                            epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
+            out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
+                                   "sampler": label, "trace": res.trace}
+            timings.setdefault(f"{label} epoch", []).extend(res.epoch_seconds)
+            continue
+        results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
+                             epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
+        diverged = [r.diverged for r in results if r.diverged is not None]
+        probs = None if diverged else np.mean([r.probs for r in results], axis=0)
+        out["methods"][key] = {"probs": _probs_json(probs), "h": h, "diverged": min(diverged) if diverged else None,
+                               "sampler": label, "trace": np.mean([r.trace for r in results], axis=0).tolist(),
+                               "chains": cfg.chains}
+        timings.setdefault(f"{label} epoch ({cfg.chains} chains at once)", []).extend(results[0].epoch_seconds)
     if cfg.trace_chains:
-        traces = []
-        for c in range(cfg.trace_chains):
-            res = run_chain(perturbed(swa_net, cfg.rho, gen), swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h,
-                            seed=seed + 1000 + c, epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
-            traces.append({"trace": res.trace, "diverged": res.diverged})
-        out["traces"] = traces
+        starts = [perturbed(swa_net, cfg.rho, gen) for _ in range(cfg.trace_chains)]
+        if cfg.chains == 1:
+            results = [run_chain(start, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h, seed=seed + 1000 + c,
+                                 epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
+                       for c, start in enumerate(starts)]
+        else:
+            results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h, seed=seed + 1000,
+                                 epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
+        out["traces"] = [{"trace": res.trace, "diverged": res.diverged} for res in results]
     out["timings"] = {k: [round(s, 4) for s in v] for k, v in timings.items()}
     return out
 

@@ -67,7 +67,8 @@ def test_absent_data_is_reported_not_replaced(tmp_path):
 
 @pytest.mark.parametrize("change,match", [
     ({"h": 0.0}, "h must be"), ({"samplers": ("HMC",)}, "unknown sampler"), ({"dataset": "mnist"}, "unknown dataset"),
-    ({"epochs_burn": -1}, "epochs_burn"), ({"network": "vgg"}, "unknown network"), ({"h_panel": (-1.0,)}, "h_panel")])
+    ({"epochs_burn": -1}, "epochs_burn"), ({"network": "vgg"}, "unknown network"), ({"h_panel": (-1.0,)}, "h_panel"),
+    ({"chains": 0}, "chains must be"), ({"chains": 2.0}, "chains must be")])
 def test_run_config_validates(change, match):
     with pytest.raises(ValueError, match=match):
         pipeline.with_overrides(SMALL, **change)
@@ -91,3 +92,49 @@ def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
     assert registry.module_preset(fig_bnn, "tiny") == "tiny"
     assert registry.module_preset(fig_bnn, "quick") == "quick" and registry.module_preset(fig_demo, "full") == "full"
     assert {u["dataset"] for u in fig_bnn.units("quick")} == {"xray_subset"}
+
+
+@pytest.fixture(scope="module")
+def swa_point(one_thread):
+    import torch
+
+    from bnn import models
+
+    torch.manual_seed(0)
+    data = pipeline.tensors(pipeline.load(SMALL), SMALL, "cpu", 0)
+    net = models.build(SMALL.network, width=SMALL.width, in_shape=data.in_shape, n_classes=data.n_classes)
+    gen = torch.Generator().manual_seed(1)
+    swa, _ = pipeline.train(net, data, SMALL, gen, {})
+    return data, swa, [pipeline.perturbed(swa, SMALL.rho, gen) for _ in range(2)]
+
+
+@pytest.mark.parametrize("label", ["SMS-UBU", "SG-UBU (rr)"])
+def test_chains_at_once_follow_the_single_chain_trajectories(swa_point, label):
+    """The multi-chain mode (one vmap over stacked parameters) gives chain k the noise, batches and
+    evaluation subsets of the single chain seeded chain_seed(seed, k): the same trajectory, so the
+    same loss trace and predictive up to float32 rounding."""
+    from integrators.torch.ensemble import chain_seed
+
+    data, swa, starts = swa_point
+    spec = pipeline.SAMPLERS[label]
+    together = pipeline.run_chains(starts, swa, spec, data, SMALL, h=1e-3, seed=5, epochs_burn=1, epochs_sample=1)
+    for k, (start, ens) in enumerate(zip(starts, together, strict=True)):
+        one = pipeline.run_chain(start, swa, spec, data, SMALL, h=1e-3, seed=chain_seed(5, k), epochs_burn=1,
+                                 epochs_sample=1)
+        assert ens.diverged is None and one.diverged is None
+        np.testing.assert_allclose(ens.trace, one.trace, rtol=1e-4)
+        np.testing.assert_allclose(ens.probs, one.probs, atol=1e-4)
+    # and the two chains are not one chain twice
+    assert not np.allclose(together[0].probs, together[1].probs, atol=1e-3)
+
+
+def test_run_with_several_chains_per_sampler_averages_them(one_thread):
+    cfg = pipeline.with_overrides(SMALL, samplers=("SMS-UBU",), epochs_sample=1, chains=2, trace_chains=2,
+                                  trace_epochs=2)
+    res = pipeline.run(cfg, 3)
+    m = res["methods"]["SMS-UBU"]
+    assert m["chains"] == 2 and m["diverged"] is None and len(m["trace"]) == 1
+    np.testing.assert_allclose(np.array(m["probs"]).sum(axis=1), 1.0, atol=1e-5)
+    assert len(res["traces"]) == 2 and all(len(t["trace"]) == 2 for t in res["traces"])
+    assert res["traces"][0]["trace"] != res["traces"][1]["trace"]
+    assert "SMS-UBU epoch (2 chains at once)" in res["timings"]

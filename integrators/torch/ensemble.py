@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 
 import torch
-from torch.func import functional_call, grad, replace_all_batch_norm_modules_, vmap
+from torch.func import functional_call, grad_and_value, replace_all_batch_norm_modules_, vmap
 
 from integrators.torch.bounce import make_reflect
 from integrators.torch.module import FlatParameters, SamplerConfig, SamplerDiverged, prior_precisions, run_metadata
@@ -88,6 +88,7 @@ class EnsembleSampler:
             self.shift = self.x_star / loc.rho**2
         self.g = None
         self.k = 0
+        self.last_loss = None  # every chain's batch loss at the last force evaluation
 
     def metadata(self) -> dict:
         """Run metadata: the configuration, the device, the dtype, the torch version, the chains."""
@@ -98,7 +99,8 @@ class EnsembleSampler:
                 for n, o, s, shape in zip(self.names, self.offsets, self.sizes, self.shapes, strict=True)}
 
     def data_gradients(self, loss_fn, x, idx) -> torch.Tensor:
-        """``grad L(x_k; idx_k)`` of every chain, shape ``(K, P)``, in one vectorized call."""
+        """``grad L(x_k; idx_k)`` of every chain, shape ``(K, P)``, in one vectorized call; the
+        losses ``L(x_k; idx_k)`` themselves are kept in :attr:`last_loss` (shape ``(K,)``)."""
 
         def single(flat, batch):
             params = self._params(flat)
@@ -108,7 +110,9 @@ class EnsembleSampler:
 
             return loss_fn(net, batch)
 
-        return vmap(grad(single))(x, idx)
+        grads, losses = vmap(grad_and_value(single))(x, idx)
+        self.last_loss = losses.detach()
+        return grads
 
     def force(self, loss_fn, x, idx) -> torch.Tensor:
         g = torch.mul(x, self.curvature)
