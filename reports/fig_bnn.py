@@ -28,6 +28,12 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
+    return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed)
+
+
+def run_config(cfg, seed: int) -> dict:
+    """One run of :func:`bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it):
+    its result, or ``{"missing": why}`` when the data set's files are absent."""
     import torch
 
     from bnn import pipeline
@@ -35,7 +41,6 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 
     # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
     torch.set_num_threads(int(os.environ.get("SMS_LANGEVIN_THREADS", 1)))
-    cfg = presets.run_config(preset, unit["dataset"], unit["run"])
     try:
         return pipeline.run(cfg, seed % (2**31))
     except DataError as exc:

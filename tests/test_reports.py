@@ -186,3 +186,30 @@ def test_tampered_unit_fails_its_checksum(tmp_path, reference_run):
     victim.write_text(json.dumps(payload))
     proc = cli(["report", "--out", str(out)])
     assert proc.returncode == 2 and "checksum mismatch" in proc.stderr
+
+
+def test_bnn_runs_on_a_local_dask_cluster_one_run_per_worker(tmp_path):
+    """Two BNN runs (the real unit function at a micro size) on a local Dask cluster of two
+    workers: both persisted, drawn, and each equal to the same run computed in this process."""
+    pytest.importorskip("dask.distributed")
+    import json
+
+    import numpy as np
+
+    from reports.store import unit_seed
+    from tests.report_fixtures import bnn_micro
+
+    out = tmp_path / "bnn-dask"
+    proc = cli(["run", "all", "--out", str(out), "--workers", "2", "--local-dask"], timeout=300,
+               env_extra={"SMS_LANGEVIN_REPORT_MODULES": "tests.report_fixtures.bnn_micro"})
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "report/bnn_micro/bnn_ensembles.csv").exists()
+    stored = {json.dumps(d["unit"], sort_keys=True): d for d in map(json.loads, map(Path.read_text, unit_files(out)))}
+    assert len(stored) == 2
+    unit = bnn_micro.units("quick")[1]
+    here = bnn_micro.run_unit(unit, "quick", unit_seed(0, "bnn_micro", unit))
+    there = stored[json.dumps(unit, sort_keys=True)]["result"]
+    assert there["seed"] == here["seed"]
+    for method in ("Adam", "SWA", "SMS-UBU"):
+        np.testing.assert_allclose(there["methods"][method]["probs"], here["methods"][method]["probs"], atol=1e-6,
+                                   err_msg=method)
