@@ -11,6 +11,12 @@ includes warm-up and is left out of the medians when there are several), and a M
 
     PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py                # CUDA if present, < 2 min on an H100
     PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --tiny         # CPU smoke test (small data, width 1/4)
+    PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --chains 4     # also: 4 SMS-UBU chains at once vs one
+
+``--chains K`` then times the sampling stage in the torch samplers' multi-chain mode
+(:func:`bnn.pipeline.run_chains`, ``RunConfig.chains``): K chains of SMS-UBU at once from one point
+against one chain alone, and prints the throughput gain ``K * (single-chain epoch) / (K-chain epoch)``
+(above 1: running chains together on one device pays).
 """
 
 from __future__ import annotations
@@ -39,9 +45,12 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
     ap.add_argument("--epochs", type=int, default=3, help="Adam epochs and SMS-UBU epochs (default 3)")
     ap.add_argument("--results", default=None, help="append the Markdown row to this file")
+    ap.add_argument("--chains", type=int, default=0, help="also time K SMS-UBU chains at once against one (K >= 2)")
     args = ap.parse_args(argv)
     if args.epochs < 1:
         ap.error(f"--epochs must be >= 1, got {args.epochs}")
+    if args.chains == 1 or args.chains < 0:
+        ap.error(f"--chains must be 0 (off) or >= 2, got {args.chains}")
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
         ap.error("--device cuda but torch sees no CUDA device")
@@ -69,7 +78,29 @@ def main(argv=None) -> int:
     if args.results:
         with open(args.results, "a") as fh:
             fh.write(row + "\n")
+    if args.chains:
+        chains_timing(cfg, device, args.chains, name, epochs=max(2, args.epochs))
     return 0
+
+
+def chains_timing(cfg: pipeline.RunConfig, device: str, k: int, name: str, *, epochs: int) -> None:
+    """Per-epoch time of one SMS-UBU chain and of ``k`` chains at once, from the network's random
+    initialisation (the cost of a step does not depend on where the chain is), measured in this run."""
+    from bnn import models
+
+    torch.manual_seed(0)
+    data = pipeline.tensors(pipeline.load(cfg), cfg, device, 0)
+    net = models.build(cfg.network, width=cfg.width, in_shape=data.in_shape, n_classes=data.n_classes).to(device)
+    spec = pipeline.SAMPLERS["SMS-UBU"]
+    one = pipeline.run_chain(net, net, spec, data, cfg, h=cfg.h, seed=1, epochs_burn=epochs, epochs_sample=0,
+                             evaluate=False)
+    many = pipeline.run_chains([net] * k, net, spec, data, cfg, h=cfg.h, seed=1, epochs_burn=epochs, epochs_sample=0,
+                               evaluate=False)
+    t1, tk = _median(one.epoch_seconds), _median(many[0].epoch_seconds)
+    print("SMS-UBU epochs, 1 chain (s): " + ", ".join(f"{s:.3f}" for s in one.epoch_seconds))
+    print(f"SMS-UBU epochs, {k} chains at once (s): " + ", ".join(f"{s:.3f}" for s in many[0].epoch_seconds))
+    print(f"\n| chains at once | device | 1-chain epoch (s) | {k}-chain epoch (s) | throughput gain |\n"
+          f"| --- | --- | --- | --- | --- |\n| {k} | {name} | {t1:.3f} | {tk:.3f} | {k * t1 / tk:.2f} |")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import importlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPUTING_PACKAGES = ("integrators", "bias", "theory_checks")
+COMPUTING_PACKAGES = ("integrators", "bias", "theory_checks", "bnn")
 
 
 @functools.cache
