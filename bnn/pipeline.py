@@ -456,6 +456,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
             results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h, seed=seed + 1000,
                                  epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
         out["traces"] = [{"trace": res.trace, "diverged": res.diverged} for res in results]
+        timings["trace epoch"] = [t for res in results[:1 if cfg.chains > 1 else None] for t in res.epoch_seconds]
     out["timings"] = {k: [round(s, 4) for s in v] for k, v in timings.items()}
     return out
 
