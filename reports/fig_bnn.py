@@ -96,8 +96,9 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         traces += t
         rhats += r
         hess += figures.hessian_rows(dataset, runs)
-        sizes = sorted({r["size"] for r in rows if r["size"] != ""})
-        for size in (sizes[0], sizes[-1]) if sizes else ():
+        # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
+        sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
+        for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
             verdicts = [v for v in (_verdict(rows, dataset, size, m) for m in ("nll", "ace")) if v]
             if verdicts:
                 measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(verdicts))

@@ -138,3 +138,23 @@ def test_run_with_several_chains_per_sampler_averages_them(one_thread):
     assert len(res["traces"]) == 2 and all(len(t["trace"]) == 2 for t in res["traces"])
     assert res["traces"][0]["trace"] != res["traces"][1]["trace"]
     assert "SMS-UBU epoch (2 chains at once)" in res["timings"]
+
+
+def test_verdicts_use_only_ensemble_sizes_with_a_standard_deviation(tmp_path):
+    """Four runs give ensembles of 1, 2 and 4; one group of 4 has no standard deviation, so the
+    measured verdicts speak of sizes 1 and 2 only."""
+    from reports import fig_bnn
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 3, size=40)
+
+    def fake(seed):
+        methods = {m: {"probs": rng.dirichlet(np.ones(3), size=40).tolist(), "h": None, "diverged": None}
+                   for m in ("Adam", "SWA", "SMS-UBU")}
+        config = {**SMALL.to_dict(), "h_panel": ()}
+        return {"config": config, "seed": seed, "data": "fake", "n_parameters": 10, "labels": labels.tolist(),
+                "methods": methods, "hessian": {}}
+
+    info = fig_bnn.draw([({"dataset": "fake", "run": i}, fake(i)) for i in range(4)], tmp_path, "quick")
+    assert "ensembles of 1: SMS-UBU nll" in info["measured"] and "ensembles of 2: SMS-UBU nll" in info["measured"]
+    assert "ensembles of 4" not in info["measured"]
