@@ -21,8 +21,13 @@ started at the mode) and are scored against one reference predictive:
   averaged over time and over ``ref_chains`` chains through test functions.
 
 Reported per (sampler, h): the acceptance rate (SMS-GHMC), the passes over the data per chain,
-accuracy, NLL, ACE, RPS of the predictive (:mod:`bias.metrics`), and the mean over test points of
-``|p(true class) - p_ref(true class)|`` with its standard error by the jackknife over chains.
+accuracy, NLL, ACE, RPS of the predictive (:mod:`bias.metrics`), the mean over test points of
+``|p(true class) - p_ref(true class)|`` with its standard error by the jackknife over chains, and
+the spread ratio: the standard deviation of ``p(true class)`` over the chains' final states
+(averaged over test points) over that of the reference's chains. A run whose chains never left the
+mode (spread ratio below :data:`STUCK`, as SMS-GHMC when it rejects every proposal) has the error
+of a point estimate, which on a posterior this concentrated is small: it is marked as such and never
+counted as the best sampler.
 """
 
 from __future__ import annotations
@@ -39,13 +44,14 @@ from integrators import MultinomialLogisticTarget, sample, sms_ghmc
 
 SAMPLERS = ("SMS-GHMC", "SMS-UBU")
 REFERENCE = "reference"
+STUCK = 0.1  # a run whose chains spread less than this fraction of the reference's never left the mode
 PRESETS = {
     # ``data``: the preset of bias.logistic whose data set is used (tiny: PCA 8, 400 training images)
     "tiny": {"data": "tiny", "n_chains": 12, "n_iter": 25, "n_sweeps": 10, "alpha": 0.7,
              "ghmc_h": (0.04, 0.01), "ubu_h": (2.0**-4, 2.0**-6), "ref_chains": 16, "ref_epochs": 400},
-    "quick": {"data": "quick", "n_chains": 32, "n_iter": 100, "n_sweeps": 10, "alpha": 0.7,
-              "ghmc_h": (0.04, 0.02, 0.01, 0.005), "ubu_h": (2.0**-4, 2.0**-5, 2.0**-6),
-              "ref_chains": 32, "ref_epochs": 2000},
+    "quick": {"data": "quick", "n_chains": 16, "n_iter": 60, "n_sweeps": 10, "alpha": 0.7,
+              "ghmc_h": (0.02, 0.01, 0.005, 0.0025), "ubu_h": (2.0**-4, 2.0**-5, 2.0**-6),
+              "ref_chains": 16, "ref_epochs": 1200},
     "full": {"data": "full", "n_chains": 64, "n_iter": 1000, "n_sweeps": 10, "alpha": 0.7,
              "ghmc_h": (0.04, 0.02, 0.01, 0.005, 0.0025), "ubu_h": (2.0**-4, 2.0**-5, 2.0**-6, 2.0**-7),
              "ref_chains": 64, "ref_epochs": 20000},
@@ -92,7 +98,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         ok = res.ok
         probs = res.chain_tests[ok, 1:].mean(axis=0).reshape(len(y_test), target.n_classes)
         out.update({"h": h, "epochs_per_chain": cfg["ref_epochs"], "chains": int(ok.sum()),
-                    "probs": probs.tolist(), "diverged": res.first_divergence_step})
+                    "probs": probs.tolist(), "diverged": res.first_divergence_step,
+                    "chain_p_true": _p_true(target, res.x[:len(ok)][ok], x_test, y_test).tolist()})
         return out
     h = float(unit["h"])
     if unit["sampler"] == "SMS-GHMC":
@@ -111,11 +118,16 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         out["steps"] = res.n_steps
     else:
         raise ValueError(f"unknown sampler {unit['sampler']!r}; choose from {', '.join(SAMPLERS)} or {REFERENCE}")
-    p_true = np.array([target.predict_proba(x, x_test)[np.arange(len(y_test)), y_test] for x in res.x[:len(ok)][ok]])
+    p_true = _p_true(target, res.x[:len(ok)][ok], x_test, y_test)
     probs = np.mean([target.predict_proba(x, x_test) for x in res.x[:len(ok)][ok]], axis=0) if ok.any() else None
     out.update({"chains": int(ok.sum()), "diverged": first, "probs": None if probs is None else probs.tolist(),
                 "chain_p_true": p_true.tolist()})
     return out
+
+
+def _p_true(target, states, x_test, y_test) -> np.ndarray:
+    """``(chains, n_test)``: each state's predicted probability of every test point's true class."""
+    return np.array([target.predict_proba(x, x_test)[np.arange(len(y_test)), y_test] for x in states])
 
 
 def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: int):
@@ -148,16 +160,21 @@ def rows(results: list[dict]) -> list[dict]:
         raise ValueError("the reference run is missing")
     labels = np.array(ref["labels"])
     p_ref = np.array(ref["probs"])[np.arange(len(labels)), labels]
+    ref_spread = float(np.mean(np.std(ref["chain_p_true"], axis=0, ddof=1)))
     out = []
     for r in sorted(results, key=lambda r: (r["sampler"] != REFERENCE, r["sampler"], -r["h"])):
         row = {"sampler": r["sampler"], "h": r["h"], "epochs_per_chain": r["epochs_per_chain"],
                "chains": r["chains"], "acceptance": r.get("acceptance", ""), "diverged": r["diverged"] or "",
-               "accuracy": "", "nll": "", "ace": "", "rps": "", "p_true_error": "", "p_true_error_se": ""}
+               "accuracy": "", "nll": "", "ace": "", "rps": "", "p_true_error": "", "p_true_error_se": "",
+               "spread_ratio": ""}
         if r["probs"] is not None and r["chains"]:
             probs = np.array(r["probs"])
             row.update(all_metrics(probs / probs.sum(axis=1, keepdims=True), labels))
+            chains = np.array(r["chain_p_true"])
+            if len(chains) > 1:
+                row["spread_ratio"] = float(np.mean(np.std(chains, axis=0, ddof=1))) / ref_spread
             if r["sampler"] != REFERENCE:
-                err, se = jackknife_error(np.array(r["chain_p_true"]), p_ref)
+                err, se = jackknife_error(chains, p_ref)
                 row.update({"p_true_error": err, "p_true_error_se": se})
         out.append(row)
     return out
@@ -170,27 +187,42 @@ def write_csv(path: Path, table: list[dict]) -> None:
         writer.writerows(table)
 
 
+def stuck(row: dict) -> bool:
+    """A run whose chains barely spread (:data:`STUCK` of the reference's spread) never left the
+    mode: its predictive is a point estimate's, so its error says nothing about sampling."""
+    return row["spread_ratio"] != "" and row["spread_ratio"] < STUCK
+
+
 def plot(path: Path, table: list[dict]) -> None:
-    """Left: error of p(true class) against the reference, against h (bars: 2 jackknife s.e.);
-    right: SMS-GHMC's acceptance rate against h.  Diverged runs are marked, never plotted as numbers."""
+    """Error of p(true class) against the reference (bars: 2 jackknife s.e.; runs that never left
+    the mode and diverged runs are marked, never plotted as numbers), the spread of the chains
+    against the reference's, and SMS-GHMC's acceptance rate, each against h."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (a, b) = plt.subplots(1, 2, figsize=(8.5, 3.3))
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(12.5, 3.4))
     for i, name in enumerate(SAMPLERS):
-        pts = sorted((r for r in table if r["sampler"] == name and r["p_true_error"] != ""), key=lambda r: r["h"])
+        mine = sorted((r for r in table if r["sampler"] == name), key=lambda r: r["h"])
+        pts = [r for r in mine if r["p_true_error"] != "" and not stuck(r)]
         a.errorbar([r["h"] for r in pts], [r["p_true_error"] for r in pts],
                    yerr=[2 * r["p_true_error_se"] for r in pts], marker="o", capsize=2, color=f"C{i}",
-                   label=f"{name} ({pts[0]['epochs_per_chain'] if pts else '?'} passes/chain)")
-        for r in (r for r in table if r["sampler"] == name and r["diverged"] != ""):
-            a.axvline(r["h"], color=f"C{i}", ls=":", label=f"{name} diverged at h={r['h']:g}")
+                   label=f"{name} ({mine[0]['epochs_per_chain'] if mine else '?'} passes/chain)")
+        for r in mine:
+            if r["diverged"] != "" or stuck(r):
+                a.axvline(r["h"], color=f"C{i}", ls=":", label=f"{name} at h={r['h']:g}: "
+                          + ("diverged" if r["diverged"] != "" else "never left the mode"))
+        spread = [r for r in mine if r["spread_ratio"] != ""]
+        b.plot([r["h"] for r in spread], [r["spread_ratio"] for r in spread], "o-", color=f"C{i}", label=name)
     a.set(xscale="log", yscale="log", xlabel="h", title="mean |p(true) - reference| (final states)")
-    a.legend(fontsize=7)
+    a.legend(fontsize=6)
+    b.axhline(1.0, color="k", ls="--", lw=0.8, label="reference")
+    b.set(xscale="log", xlabel="h", title="spread of p(true) over chains / reference's")
+    b.legend(fontsize=7)
     g = sorted((r for r in table if r["sampler"] == "SMS-GHMC"), key=lambda r: r["h"])
-    b.plot([r["h"] for r in g], [r["acceptance"] for r in g], "o-", color="C0")
-    b.set(xscale="log", ylim=(0, 1.02), xlabel="h", title="SMS-GHMC acceptance rate")
+    c.plot([r["h"] for r in g], [r["acceptance"] for r in g], "o-", color="C0")
+    c.set(xscale="log", ylim=(0, 1.02), xlabel="h", title="SMS-GHMC acceptance rate")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     fig.savefig(path.with_suffix(".pdf"))
@@ -198,14 +230,19 @@ def plot(path: Path, table: list[dict]) -> None:
 
 
 def summary(table: list[dict]) -> str:
-    """One sentence per sampler: its best error and where; SMS-GHMC's acceptance at each h."""
+    """Per sampler: its smallest error among runs that sampled (left the mode) and where; the runs
+    that never left the mode or diverged; SMS-GHMC's acceptance at each h."""
     parts = []
     for name in SAMPLERS:
-        ok = [r for r in table if r["sampler"] == name and r["p_true_error"] != ""]
+        ok = [r for r in table if r["sampler"] == name and r["p_true_error"] != "" and not stuck(r)]
         if ok:
             best = min(ok, key=lambda r: r["p_true_error"])
             parts.append(f"{name}: smallest error {best['p_true_error']:.2e} (s.e. {best['p_true_error_se']:.1e}) "
-                         f"at h = {best['h']:g}, NLL {best['nll']:.4f}, {best['epochs_per_chain']} passes per chain")
+                         f"at h = {best['h']:g}, NLL {best['nll']:.4f}, spread {best['spread_ratio']:.2f} of the "
+                         f"reference's, {best['epochs_per_chain']} passes per chain")
+        idle = [f"{r['h']:g}" for r in table if r["sampler"] == name and stuck(r)]
+        if idle:
+            parts.append(f"{name} never left the mode at h = {', '.join(idle)}")
         bad = [f"h = {r['h']:g} (step {r['diverged']})" for r in table if r["sampler"] == name and r["diverged"]]
         if bad:
             parts.append(f"{name} diverged at " + ", ".join(bad))

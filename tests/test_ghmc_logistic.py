@@ -48,22 +48,30 @@ def _fake(sampler, h, probs, chain_p_true=None, diverged=None, acceptance=None):
     return out
 
 
-def test_table_scores_against_the_reference_and_reports_divergence(tmp_path):
+def test_table_scores_against_the_reference_and_reports_divergence_and_stuck_chains(tmp_path):
     ref = [[0.7, 0.3], [0.2, 0.8], [0.4, 0.6]]
-    p_true = [0.7, 0.8, 0.6]
-    results = [_fake("reference", 0.01, ref),
-               _fake("SMS-UBU", 0.1, ref, chain_p_true=[p_true] * 3),  # equal to the reference: no error
-               _fake("SMS-GHMC", 0.1, ref, chain_p_true=[[0.8, 0.9, 0.7]] * 3, acceptance=0.5),
+    p_true = np.array([0.7, 0.8, 0.6])
+    spread = [p_true + 0.05, p_true - 0.05, p_true]
+    results = [_fake("reference", 0.01, ref, chain_p_true=[p_true + 0.1, p_true - 0.1, p_true]),
+               _fake("SMS-UBU", 0.1, ref, chain_p_true=spread),  # mean equal to the reference: no error
+               _fake("SMS-GHMC", 0.1, ref, chain_p_true=[p_true + 0.1] * 3, acceptance=0.0),  # never moved
+               _fake("SMS-GHMC", 0.05, ref, chain_p_true=[s + 0.02 for s in spread], acceptance=0.6),
                _fake("SMS-GHMC", 0.4, None, chain_p_true=[], diverged=17, acceptance=0.0)]
     info = fig_ghmc.draw([({"sampler": r["sampler"]}, r) for r in results], tmp_path, "tiny")
     for name in info["files"]:
         assert (tmp_path / name).exists(), name
     rows = {(r["sampler"], float(r["h"])): r for r in csv.DictReader(open(tmp_path / "ghmc.csv"))}
     assert float(rows[("SMS-UBU", 0.1)]["p_true_error"]) == pytest.approx(0.0, abs=1e-15)
+    assert float(rows[("SMS-UBU", 0.1)]["spread_ratio"]) == pytest.approx(0.5)
+    assert float(rows[("SMS-GHMC", 0.05)]["p_true_error"]) == pytest.approx(0.02)
     assert float(rows[("SMS-GHMC", 0.1)]["p_true_error"]) == pytest.approx(0.1)
+    assert float(rows[("SMS-GHMC", 0.1)]["spread_ratio"]) == pytest.approx(0.0, abs=1e-12)
     assert rows[("SMS-GHMC", 0.4)]["nll"] == "" and rows[("SMS-GHMC", 0.4)]["diverged"] == "17"
     assert float(rows[("reference", 0.01)]["nll"]) == pytest.approx(-np.mean(np.log(p_true)))
-    assert "SMS-GHMC diverged at h = 0.4 (step 17)" in info["measured"]
+    measured = info["measured"]
+    assert "SMS-GHMC diverged at h = 0.4 (step 17)" in measured
+    assert "SMS-GHMC never left the mode at h = 0.1" in measured
+    assert "SMS-GHMC: smallest error 2.00e-02" in measured  # the run that sampled, not the one that stayed
 
 
 def test_micro_run_gives_acceptance_and_errors_within_the_monte_carlo_noise(monkeypatch):
@@ -79,7 +87,7 @@ def test_micro_run_gives_acceptance_and_errors_within_the_monte_carlo_noise(monk
     assert table["SMS-UBU"]["epochs_per_chain"] == table["SMS-GHMC"]["epochs_per_chain"] == 2 * 4 * 6
     for name in ghmc_logistic.SAMPLERS:
         row = table[name]
-        assert row["chains"] == 6 and row["diverged"] == ""
+        assert row["chains"] == 6 and row["diverged"] == "" and row["spread_ratio"] > ghmc_logistic.STUCK
         # a predictive averaged over 6 draws sits about sd/sqrt(6) from the posterior predictive
         chains = np.array(next(r for r in results if r["sampler"] == name)["chain_p_true"])
         floor = np.mean(chains.std(axis=0, ddof=1)) / np.sqrt(6)
