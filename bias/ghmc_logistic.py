@@ -198,6 +198,7 @@ def plot(path: Path, table: list[dict]) -> None:
     the mode and diverged runs are marked, never plotted as numbers), the spread of the chains
     against the reference's, and SMS-GHMC's acceptance rate, each against h."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -223,6 +224,8 @@ def plot(path: Path, table: list[dict]) -> None:
     g = sorted((r for r in table if r["sampler"] == "SMS-GHMC"), key=lambda r: r["h"])
     c.plot([r["h"] for r in g], [r["acceptance"] for r in g], "o-", color="C0")
     c.set(xscale="log", ylim=(0, 1.02), xlabel="h", title="SMS-GHMC acceptance rate")
+    for ax in (a, b, c):
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     fig.savefig(path.with_suffix(".pdf"))
