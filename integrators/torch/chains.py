@@ -26,7 +26,7 @@ from integrators.api import SampleResult, _initial_state, _int_at_least, _positi
 from integrators.bounce import make_box
 from integrators.plans import force_scale
 from integrators.torch.bounce import make_reflect
-from integrators.torch.plans import ChainPlan, compiled_shuffle
+from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
 from integrators.torch.schemes import TORCH_STEPS
 from integrators.torch.targets import torch_force
@@ -169,6 +169,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     if not isinstance(compile, (bool, str)):
         raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
+    backend = ("inductor" if compile is True else compile) if compile else None
     if histogram is not None:
         try:
             lo, hi, n_bins = float(histogram[0]), float(histogram[1]), int(histogram[2])
@@ -215,10 +216,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         next_batch = lambda: next(source)  # noqa: E731
     else:
         plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
-        shuffle = None
-        if compile:
-            shuffle = compiled_shuffle("inductor" if compile is True else compile)
-        next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng.uniforms, n, dev, shuffle=shuffle).next
+        next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
 
     obs = _Observers(n, d, dev, full_moments, histogram, keep,
                      max(1, (n_steps - burn_in) // keep) if keep else 1, divergence_bound)
@@ -233,7 +231,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                 obs.add(x, ok)
                 obs.keep_sample(k, burn_in, x)
     else:
-        step_fn = fused_step if not compile else compiled_step("inductor" if compile is True else compile)
+        step_fn = fused_step if backend is None else compiled_step(backend)
         as_tensor = functools.partial(torch.tensor, device=dev, dtype=dt)
         coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
         counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
