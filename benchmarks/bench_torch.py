@@ -29,7 +29,7 @@ from integrators import GaussianTarget
 from integrators.plans import force_scale
 from integrators.schemes import ubu as ubu_numba
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
-from integrators.torch.chains import _Observers, compiled_step, fused_step
+from integrators.torch.chains import _Observers, compiled_step, fused_step, observe
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import (
     CounterNormals,
@@ -198,13 +198,15 @@ def bench_chains(device, n_chains, steps, compile_too):
         old_obs = _Observers(n_chains, 1, device, False, hist, 0, 1, 100.0)
         k = [0]
 
-        def old_sampler_step(old_fn=old_fn, start=start, x=x, v=v, plan=old_plan, obs=old_obs):
-            """The previous sample()'s step: the above, then its observers eagerly, with the
-            histogram by bincount over all the bins (what it did while recording)."""
+        def old_sampler_step(record, old_fn=old_fn, start=start, x=x, v=v, plan=old_plan, obs=old_obs):
+            """The previous sample()'s step: the above, then its observers eagerly (the divergence
+            check; when recording the sums and the histogram, by bincount over all the bins)."""
             k[0] += 1
             g = old_fn(x, v, start, plan.next())
             start.add_(4)
             ok = obs.check(k[0], x, v, g)
+            if not record:
+                return
             xd = x * ok
             obs.sum_x += xd
             obs.sum_xx += xd * xd
@@ -216,34 +218,39 @@ def bench_chains(device, n_chains, steps, compile_too):
             obs.tails += torch.stack([below.sum(), (below * (obs.hist_lo - first)).sum(),
                                       above.sum(), (above * (first - obs.hist_hi)).sum()])
 
-        step_fn = fused_step if backend is None else compiled_step(backend)
+        step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
         obs = _Observers(n_chains, 1, device, False, hist, 0, 1, 100.0)
         plan = ChainPlan("sms", 2, 1, CounterNormals(0, 1, chains, dt), n_chains, device, compile=backend)
         as_t = functools.partial(torch.tensor, device=device, dtype=dt)
         coef_t, factors_t, scale_t = as_t(coef), as_t(factors), as_t(scale)
         counters = torch.zeros(2, device=device, dtype=torch.int64)
         g = torch.zeros_like(x)
-        flags = {r: torch.tensor(r, device=device) for r in (False, True)}
 
         def new_step(record, step_fn=step_fn, plan=plan, x=x, v=v, g=g, counters=counters, obs=obs):
-            step_fn("ubu", force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters,
-                    flags[record], obs)
+            step_fn("ubu", force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters, obs)
+            if record:
+                observe_fn(x, obs)
 
         variants = (("previous step (v1, eager plan, no observers)", old_step),
-                    ("previous sampler step, recording (+ eager observers)", old_sampler_step),
-                    ("fused step, burn-in (observers off)", functools.partial(new_step, False)),
-                    ("fused step, recording (moments, histogram)", functools.partial(new_step, True)))
+                    ("previous sampler step, burn-in (+ eager check)", functools.partial(old_sampler_step, False)),
+                    ("previous sampler step, recording (+ eager observers)", functools.partial(old_sampler_step, True)),
+                    ("fused step, burn-in (divergence check only)", functools.partial(new_step, False)),
+                    ("fused step + observe, recording (moments, histogram)", functools.partial(new_step, True)))
         for _, fn in variants:  # warm-up (compiles)
             for _ in range(5):
                 fn()
-        for what, fn in variants:
-            rates[(label, what)] = n_chains / timed(fn, device, steps)
-        assert bool(torch.isfinite(x).all()) and int((obs.diverged_at >= 0).sum()) == 0
-        prev = rates[(label, variants[0][0])]
+        times = {}
+        for _ in range(3):  # interleaved rounds, medians: the load of the moment hits every variant alike
+            for what, fn in variants:
+                times.setdefault(what, []).append(timed(fn, device, steps))
         for what, _ in variants:
+            rates[(label, what)] = n_chains / statistics.median(times[what])
+        assert bool(torch.isfinite(x).all()) and int((obs.diverged_at >= 0).sum()) == 0
+        for i, (what, _) in enumerate(variants):
             r = rates[(label, what)]
-            print(f"    [{label}] {what + ':':54s} {r:10.3e} chain-steps/s   = {r / prev:.2f} x the previous step, "
-                  f"{r / rate_randn:.2f} x torch.randn's rate")
+            versus = f" = {r / rates[(label, variants[i - 2][0])]:.2f} x the previous sampler's" if i >= 3 else ""
+            print(f"    [{label}] {what + ':':54s} {r:10.3e} chain-steps/s  ({r / rate_randn:.2f} x torch.randn's rate)"
+                  + versus)
 
     for backend in backends:
         run_backend(backend)

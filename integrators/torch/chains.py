@@ -112,14 +112,13 @@ class _Observers:
             self.kept += 1
 
 
-def fused_step(scheme: str, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, record, obs):
-    """One step of every chain with its observers, as one function of tensors (what
-    ``torch.compile`` makes one graph of): the path normals at the stream's counter
-    (:func:`integrators.torch.rng.normal_pairs`), the scheme with its force on ``batch``, the
-    divergence check at step ``counters[1]`` and, where ``record`` (a 0-d bool tensor) is true, the
-    running sums and the histogram.  ``counters = [path counter, step]`` (int64, on the device)
-    advance in place; nothing is read back to the host, so a step never waits for the device.
-    ``coef``, ``factors`` and ``scale`` are tensors: a new ``h`` is new data, not a new graph."""
+def fused_step(scheme: str, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, obs):
+    """One step of every chain as one function of tensors (what ``torch.compile`` makes one graph
+    of): the path normals at the stream's counter (:func:`integrators.torch.rng.normal_pairs`), the
+    scheme with its force on ``batch``, and the divergence check at step ``counters[1]``.
+    ``counters = [path counter, step]`` (int64, on the device) advance in place; nothing is read
+    back to the host, so a step never waits for the device.  ``coef``, ``factors`` and ``scale`` are
+    tensors: a new ``h`` is new data, not a new graph.  After burn-in :func:`observe` follows."""
     n, d = x.shape
     zc, zs = normal_pairs(keys, counters[0], 2 * d, x.dtype)  # (2d, n) each
     l11, l21, l22 = factors[0], factors[1], factors[2]
@@ -129,16 +128,22 @@ def fused_step(scheme: str, force, reflect, x, v, g, batch, scale, coef, factors
     g = TORCH_STEPS[scheme].step(x, v, g, coef, dW, J, lambda y: force(y, batch, scale), reflect)
     counters[0] += counters_per_normals(4 * d)
     counters[1] += 1
-    ok = obs.check(counters[1], x, v, g)
-    obs.add(x, ok & record)
+    obs.check(counters[1], x, v, g)
     return g
+
+
+def observe(x, obs) -> None:
+    """The observers after burn-in (running sums, the histogram): a graph of its own, the same for
+    every scheme and plan, and no work at all during burn-in."""
+    obs.add(x, (obs.diverged_at >= 0)[:, None].logical_not())
 
 
 @functools.lru_cache(maxsize=4)
 def compiled_step(backend: str = "inductor"):
-    """:func:`fused_step` through ``torch.compile`` (one wrapper per backend, reused by every call
-    of :func:`sample`: its graphs are cached by scheme, plan kind and shapes, not by ``h``)."""
-    return torch.compile(fused_step, backend=backend)
+    """:func:`fused_step` and :func:`observe` through ``torch.compile`` (one wrapper per backend,
+    reused by every call of :func:`sample`: graphs are cached by scheme, plan kind and shapes, not
+    by ``h``)."""
+    return torch.compile(fused_step, backend=backend), torch.compile(observe, backend=backend)
 
 
 def _explicit_batches(batches, n, dev):
@@ -231,15 +236,15 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                 obs.add(x, ok)
                 obs.keep_sample(k, burn_in, x)
     else:
-        step_fn = fused_step if backend is None else compiled_step(backend)
+        step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
         as_tensor = functools.partial(torch.tensor, device=dev, dtype=dt)
         coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
         counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
-        flags = (torch.zeros((), device=dev, dtype=torch.bool), torch.ones((), device=dev, dtype=torch.bool))
         for k in range(1, n_steps + 1):
             g = step_fn(scheme, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
-                        counters, flags[k > burn_in], obs)
-            if keep and k > burn_in:
+                        counters, obs)
+            if k > burn_in:
+                observe_fn(x, obs)
                 obs.keep_sample(k, burn_in, x)
     diverged_at = obs.diverged_at.cpu().numpy()
     x_out = x.to(torch.float64).cpu().numpy()
