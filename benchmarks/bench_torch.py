@@ -170,6 +170,7 @@ def bench_chains(device, n_chains, steps, compile_too):
         def wrap(f):
             return f if backend is None else torch.compile(f, backend=backend)
 
+        normals = {}
         for name, fn in (("v1", wrap(v1_only)), ("v2", wrap(v2_only))):
             ref = (counter_normals_v1 if name == "v1" else counter_normals)(keys[:1000].cpu(), start0.cpu(), 4, dt)
             diff = float((fn(start0)[:, :1000].cpu() - ref).abs().max())
@@ -181,10 +182,17 @@ def bench_chains(device, n_chains, steps, compile_too):
 
             for _ in range(3):
                 normals_step()
-            rates[(label, name)] = n_chains / timed(normals_step, device, steps)
+            normals[name] = (normals_step, diff)
+        times = {}
+        for _ in range(3):  # interleaved rounds, medians
+            for name, (fn, _) in normals.items():
+                times.setdefault(name, []).append(timed(fn, device, steps))
+        for name, (_, diff) in normals.items():
+            rates[(label, name)] = n_chains / statistics.median(times[name])
             print(f"    [{label}] four counter normals alone, stream {name}:  {rates[(label, name)]:10.3e} "
                   f"chain-steps/s   ({rates[(label, name)] / rate_randn:.2f} x torch.randn; "
                   f"{'this device' if backend is None else 'compiled'} vs CPU eager: max difference {diff:.1e})")
+        print(f"    [{label}] stream v2 / stream v1 = {rates[(label, 'v2')] / rates[(label, 'v1')]:.2f}")
         x = torch.zeros(n_chains, 1, device=device, dtype=dt)
         v = torch.zeros(n_chains, 1, device=device, dtype=dt)
         old_fn = wrap(old_advance)

@@ -135,8 +135,9 @@ def normal_pairs(keys: torch.Tensor, start: torch.Tensor, pairs: int, dtype: tor
     dev = keys.device
     radius = words(keys, start + torch.arange(pairs, device=dev, dtype=torch.int64))
     angle_words = words(keys, start + pairs + torch.arange((pairs + 1) // 2, device=dev, dtype=torch.int64))
-    halves = torch.stack([angle_words & 0xFFFFFFFF, _srl(angle_words, 32)], dim=1)  # (ceil(pairs/2), 2, n)
-    angle = halves.reshape(-1, keys.shape[0])[:pairs]
+    p = torch.arange(pairs, device=dev, dtype=torch.int64)
+    w = angle_words[p // 2]
+    angle = torch.where((p % 2 == 0)[:, None], w & 0xFFFFFFFF, _srl(w, 32))  # low half for even p, high for odd
     return box_muller(_mantissa_uniform(_srl(radius, 12), 52, dtype), _mantissa_uniform(angle, 32, dtype))
 
 
