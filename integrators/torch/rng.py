@@ -12,7 +12,10 @@
 
 Normals (:func:`counter_normals`, stream version :data:`STREAM_VERSION`) come in Box-Muller pairs
 that use both outputs, ``r cos(2 pi u2)`` and ``r sin(2 pi u2)`` with ``r = sqrt(-2 log u1)``: one
-log, one sqrt, one sin and one cos per *two* normals.  A pair costs one and a half 64-bit words:
+log and one sqrt per *two* normals, the cosine and sine together from one exact quadrant reduction
+of ``u2`` and two short polynomials (:func:`cos_sin_turns`: no library sin/cos, which each reduce
+their argument again and, in float64, cost most of a normal's time on a CPU and on GPUs' FP64
+units).  A pair costs one and a half 64-bit words:
 the radius's uniform ``u1`` takes 52 bits of its own word, the angle's ``u2`` 32 bits (two pairs
 share one word, low and high half).  Uniforms are made by writing bits into the mantissa of a
 float in ``[1, 2)`` and subtracting exactly (no integer-to-float conversion, which has no vector
@@ -114,6 +117,46 @@ def box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.
     return r * torch.cos(angle), r * torch.sin(angle)
 
 
+# Taylor coefficients of sin x / x and cos x in x^2, highest first: on |x| <= pi/4 the first terms
+# left out (x^17/17!, x^18/18!) are below half an ulp of float64
+_SIN = [(-1) ** k / math.factorial(2 * k + 1) for k in range(7, -1, -1)]
+_COS = [(-1) ** k / math.factorial(2 * k) for k in range(8, -1, -1)]
+
+
+def _horner(coefs, x2):
+    acc = coefs[0] + 0.0 * x2
+    for c in coefs[1:]:
+        acc = acc * x2 + c
+    return acc
+
+
+def cos_sin_turns(u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(cos 2 pi u, sin 2 pi u)`` for ``u`` in ``[0, 1)`` on a dyadic grid (``4 u`` exact, as for
+    the generator's angles): ``2 pi u = q pi/2 + x`` with the quadrant ``q = round(4 u)`` and
+    ``x = (4 u - q) pi/2`` in ``[-pi/4, pi/4]`` (the reduction is exact), then one polynomial each
+    for ``sin x`` and ``cos x`` (Taylor, truncation below half an ulp) and the quadrant's signs and
+    swap.  About twenty multiply-adds for the pair instead of two library calls that each reduce
+    the argument again; within a few ulp of ``torch.cos``/``torch.sin`` (``tests``)."""
+    t = 4.0 * u
+    q = torch.round(t)
+    x = (t - q) * (0.5 * math.pi)
+    x2 = x * x
+    s = x * _horner(_SIN, x2)
+    c = _horner(_COS, x2)
+    quadrant = q.to(torch.int64) & 3
+    cos = torch.where(quadrant == 0, c, torch.where(quadrant == 1, -s, torch.where(quadrant == 2, -c, s)))
+    sin = torch.where(quadrant == 0, s, torch.where(quadrant == 1, c, torch.where(quadrant == 2, -s, -c)))
+    return cos, sin
+
+
+def box_muller_turns(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`box_muller` with the angle's cosine and sine from :func:`cos_sin_turns` (``u2`` on the
+    generator's dyadic grid)."""
+    r = torch.sqrt(-2.0 * torch.log(u1))
+    cos, sin = cos_sin_turns(u2)
+    return r * cos, r * sin
+
+
 def words(keys: torch.Tensor, ctr: torch.Tensor) -> torch.Tensor:
     """The 64-bit words ``(len(ctr), n)`` at counters ``ctr`` of the streams ``keys``."""
     return mix64(keys[None, :] + ctr[:, None] * GOLDEN)
@@ -138,7 +181,7 @@ def normal_pairs(keys: torch.Tensor, start: torch.Tensor, pairs: int, dtype: tor
     p = torch.arange(pairs, device=dev, dtype=torch.int64)
     w = angle_words[p // 2]
     angle = torch.where((p % 2 == 0)[:, None], w & 0xFFFFFFFF, _srl(w, 32))  # low half for even p, high for odd
-    return box_muller(_mantissa_uniform(_srl(radius, 12), 52, dtype), _mantissa_uniform(angle, 32, dtype))
+    return box_muller_turns(_mantissa_uniform(_srl(radius, 12), 52, dtype), _mantissa_uniform(angle, 32, dtype))
 
 
 def counter_normals(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
