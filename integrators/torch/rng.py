@@ -13,16 +13,16 @@
 Normals (:func:`counter_normals`, stream version :data:`STREAM_VERSION`) come in Box-Muller pairs
 that use both outputs, ``r cos(2 pi u2)`` and ``r sin(2 pi u2)`` with ``r = sqrt(-2 log u1)``: one
 log and one sqrt per *two* normals, the cosine and sine together from one exact quadrant reduction
-of ``u2`` and two short polynomials (:func:`cos_sin_turns`: no library sin/cos, which each reduce
-their argument again and, in float64, cost most of a normal's time on a CPU and on GPUs' FP64
-units).  A pair costs one and a half 64-bit words:
-the radius's uniform ``u1`` takes 52 bits of its own word, the angle's ``u2`` 32 bits (two pairs
-share one word, low and high half).  Uniforms are made by writing bits into the mantissa of a
-float in ``[1, 2)`` and subtracting exactly (no integer-to-float conversion, which has no vector
-instruction for 64-bit integers on AVX2 and is slow on GPUs): ``u1 = (k + 1/2) 2^-52`` and
-``u2 = (j + 1/2) 2^-32``, both in the open interval (0, 1), exact in float64 (in float32, 23-bit
-mantissas).  So ``|z| <= 8.6`` in float64; the angle's resolution, ``2 pi 2^-32``, moves a normal
-by at most ``1.5e-9 |z|``.
+of ``u2`` and two short polynomials where the step is compiled (:func:`cos_sin_turns`: no library
+sin/cos, which each reduce their argument again and, in float64, cost most of a normal's time on a
+CPU and on GPUs' FP64 units; eager code keeps the library calls, see :func:`box_muller_turns`).
+A pair costs one and a half 64-bit words: the radius's uniform ``u1`` takes 52 bits of its own
+word, the angle's ``u2`` 32 bits (two pairs share one word, low and high half).  Uniforms are
+made by writing bits into the mantissa of a float in ``[1, 2)`` and subtracting exactly (no
+integer-to-float conversion, which has no vector instruction for 64-bit integers on AVX2 and is
+slow on GPUs): ``u1 = (k + 1/2) 2^-52`` and ``u2 = (j + 1/2) 2^-32``, both in the open interval
+(0, 1), exact in float64 (in float32, 23-bit mantissas).  So ``|z| <= 8.6`` in float64; the
+angle's resolution, ``2 pi 2^-32``, moves a normal by at most ``1.5e-9 |z|``.
 
 Why SplitMix64 and not a hash of 32-bit products (Philox, Squares, a 32-bit multiply-xorshift):
 two chains' streams must not overlap, so the hash's input is 64 bits (chain and counter);
@@ -150,8 +150,13 @@ def cos_sin_turns(u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def box_muller_turns(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`box_muller` with the angle's cosine and sine from :func:`cos_sin_turns` (``u2`` on the
-    generator's dyadic grid)."""
+    """:func:`box_muller` with, inside a compiled graph, the angle's cosine and sine from
+    :func:`cos_sin_turns` (``u2`` on the generator's dyadic grid): fused, its twenty
+    multiply-adds are cheaper than two library calls; run eagerly, each would be a pass over
+    memory, so eager code calls the library (the two agree to a few ulp, as the library's own
+    implementations on different devices do)."""
+    if not torch.compiler.is_compiling():
+        return box_muller(u1, u2)
     r = torch.sqrt(-2.0 * torch.log(u1))
     cos, sin = cos_sin_turns(u2)
     return r * cos, r * sin
