@@ -51,18 +51,31 @@ def histogram_add(values, lo, inv_width, counts, tails, parked):
     (:func:`histogram_add_tail`, in the order of ``i``, so the float sums there do not depend on
     how the values are split into calls).
 
-    One tight loop whose common case is a single non-short-circuit test and an increment:
-    written as a per-value function (``if value < lo ... elif value >= hi ... else``) called from
-    the kernel's per-chain observer loop, the add cost about 15 ns instead of 2-4
-    (``benchmarks/bench_histogram.py`` measures both)."""
-    hi = lo + counts.shape[0] / inv_width
+    One tight loop whose common case is a single non-short-circuit test and an increment: written
+    as a per-value function (``if value < lo ... elif value >= hi ... else``) called from the
+    kernel's per-chain observer loop, the same adds ran several times slower, and the figure's
+    kernel spent most of its time there (``benchmarks/bench_histogram.py`` measures both ways)."""
+    n_bins = counts.shape[0]
+    hi = lo + n_bins / inv_width
     for i in range(values.shape[0]):
         value = values[i]
         live = parked[i] < 0
-        if (value >= lo) & (value < hi) & live:
-            counts[int((value - lo) * inv_width)] += 1
+        if (value >= lo) & (value < hi) & live:  # (the index can round up to n_bins just below hi)
+            counts[min(int((value - lo) * inv_width), n_bins - 1)] += 1
         elif live:
             histogram_add_tail(value, lo, hi, tails)
+
+
+COUNT_DTYPE_LIMIT = int(np.iinfo(np.int32).max)  # histograms that may add more values count in float64
+
+
+def histogram_counts(n_bins: int, max_adds: int) -> np.ndarray:
+    """Zeroed counts for :func:`histogram_add` when at most ``max_adds`` values will be added:
+    ``int32`` where no bin can pass ``COUNT_DTYPE_LIMIT``, ``float64`` otherwise (exact integers up
+    to ``2^53``).  Either way the counts are exact integers, so the W1 read from them does not
+    depend on the type; the kernel's scatter into int32 counts misses the caches less (half the
+    bytes; ``benchmarks/bench_histogram.py`` measures both)."""
+    return np.zeros(n_bins, np.int32 if max_adds <= COUNT_DTYPE_LIMIT else np.float64)
 
 
 @nb.njit(nogil=True)
