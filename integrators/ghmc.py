@@ -122,9 +122,15 @@ class GHMCResult:
         return lin.std(axis=0, ddof=1) / math.sqrt(lin.shape[0])
 
 
-def sms_ghmc(target, h, batch_size, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
+def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
              seed=0, x0=None, control_variate=False) -> GHMCResult:
-    """Run SMS-GHMC (Algorithm 7) on ``n_chains`` independent chains; see the module docstring."""
+    """Run SMS-GHMC (Algorithm 7) on ``n_chains`` independent chains; see the module docstring.
+
+    ``h`` step size, ``batch_size`` the minibatch size (partitions into ``ceil(N_D / batch_size)``
+    batches); every option keyword-only: ``n_sweeps`` (``L``, forward-and-backward sweeps per
+    proposal), ``alpha`` partial refreshment in ``[0, 1)``, ``n_iter`` iterations (``K``),
+    ``burn_in`` iterations left out of the statistics, ``n_chains``, ``seed``, ``x0``,
+    ``control_variate``.  Returns a :class:`GHMCResult`."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target, got {type(target).__name__}")
     h = _positive_float("h", h)
