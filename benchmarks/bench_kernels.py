@@ -130,8 +130,8 @@ def main(argv=None):
     # the kernel's own buffers (cache-line aligned) and a tile of stream states
     states = aligned_zeros((4, TILE_SIZE), np.uint64)
     states[...] = lane_states(0, 0, 0, TILE_SIZE)
-    dW, J, _, _, _, _, _, (z1, z2, raw) = make_work_buffers(TILE_SIZE, 1, 2, 1, 0)
-    path_work = (dW, J, z1, z2, raw)
+    work = make_work_buffers(TILE_SIZE, 1, 2, 1, 0)
+    path_work = (work.dW, work.J, work.z1, work.z2, work.raw)
     draw_path_normals(states, *path_work, 1)
     n_blocks = math.ceil(n / TILE_SIZE)
     t_d = best_of(lambda: [draw_path_normals(states, *path_work, steps) for _ in range(n_blocks)], repeats=5)

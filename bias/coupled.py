@@ -19,6 +19,7 @@ accumulated per chain and per time chunk, so level differences get standard erro
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numba as nb
@@ -27,8 +28,24 @@ import numpy as np
 from integrators.api import BLOCK_SIZE, _int_at_least, _positive_float, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
-from integrators.kernel import draw_step_path
-from integrators.plans import IID, next_batches, resolve_plan
+from integrators.kernel import (
+    Divergence,
+    Forces,
+    Observers,
+    Path,
+    PlanState,
+    Schedule,
+    all_in_bounds,
+    count_diverged,
+    draw_step_path,
+    make_work_buffers,
+    mark_diverged,
+    no_observers,
+    observe_chains,
+    park_diverged,
+    reset_plan,
+)
+from integrators.plans import IID, batch_rule, kernel_code, resolve_plan
 from integrators.rng import (
     COARSE_PLAN_STREAM,
     PATH_STREAM,
@@ -52,105 +69,113 @@ def first_coordinates(x, out, data):
 
 
 @nb.njit(nogil=True, inline="always")
-def coarse_batches(plan_code, shared, perm_c, pos_c, batch_size, rng, out, fine_batches, n_fine, perm_f, u):
-    """The coarse chains' next batches: the fine chains' first batches of the step (``iid``,
-    shared), or the plan's next batches with the fine chains' permutations at a new period
-    (shared) or their own."""
-    if shared and plan_code == IID:
+def coarse_batches(rule, shared, plan, perm_c, pos_c, states_c, out, fine_batches, n_fine, perm_f, u):
+    """The coarse chains' next batches: the fine chains' first batches of the step (the built-in
+    ``iid``, shared), or the plan's rule with, at a new period, the fine chains' permutations
+    (shared) or their own.  A plan's own ``BATCH_RULE`` gets the fine permutations as its
+    ``source`` argument (it copies them at a new period, as :func:`next_batches` does)."""
+    if shared and plan.code == IID:
         for j in range(n_fine):
             for c in range(out.shape[1]):
                 out[j, c] = fine_batches[j, c]
         return n_fine
-    return next_batches(plan_code, perm_c, pos_c, batch_size, rng, out, perm_f if shared else perm_f[:0], u)
+    return rule(plan.code, perm_c, pos_c, plan.batch_size, states_c, out, perm_f if shared else perm_f[:0], u)
+
+
+@nb.njit(nogil=True, _nrt=False)
+def coarsen_halves(dWf, Jf, decay, dWc, Jc):
+    """The coarse chain's path over each of its half steps, composed exactly from the fine
+    chain's two steps (``dWf, Jf`` of shape ``(2, 2, d, n)``: fine step, half, coordinate, chain)."""
+    for sub in range(2):
+        for a in range(dWc.shape[1]):
+            for c in range(dWc.shape[2]):
+                dWc[sub, a, c] = dWf[sub, 0, a, c] + dWf[sub, 1, a, c]
+                Jc[sub, a, c] = decay * Jf[sub, 0, a, c] + Jf[sub, 1, a, c]
+
+
+Chains = namedtuple("Chains", "coef x v")
+Chains.__doc__ = "One chain of every pair: its scheme coefficients and its state ``x, v`` ``(n, d)``."
+Coupling = namedtuple("Coupling", "shared states first")
+Coupling.__doc__ = """How the coarse chains get their batches: ``shared`` (the fine chains' permutations
+or first batches) or not, their own batch streams, and a buffer for the fine chains' first batch."""
+
+
+@nb.njit(nogil=True, inline="always")
+def chunk_observers(obs, chunk):
+    """The observers of one time chunk: ``obs.sum_tests`` has shape ``(n, n_chunks, n_tests)``."""
+    return Observers(obs.test_fn, obs.test_data, obs.sum_x, obs.sum_xx, obs.sum_outer, obs.sum_tests[:, chunk],
+                     obs.samples, obs.hist, obs.hist_lo, obs.hist_inv_width, obs.hist_tails)
 
 
 _KERNELS: dict = {}
 
 
-def coupled_kernel_for(scheme_module, force):
-    key = (scheme_module.step, bool(scheme_module.FSAL), force)
+def coupled_kernel_for(scheme_module, force, plan_module=None):
+    """The coupled kernel for one scheme, target class and batch rule (compiled once, cached)."""
+    rule = batch_rule(plan_module)
+    key = (scheme_module.step, bool(scheme_module.FSAL), force, rule)
     if key not in _KERNELS:
-        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, bool(scheme_module.FSAL), force)
+        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, bool(scheme_module.FSAL), force,
+                                             force.allocates, rule)
     return _KERNELS[key]
 
 
-def _make_coupled_kernel(step, fsal, force):
-    @nb.njit(nogil=True)
-    def run_pairs(coef_f, coef_c, gamma, h, xf0, vf0, n_coarse_steps, burn_in, test_every, plan_code,
-                  batch_size, scale, n_data, tdata, box, path_states, plan_states_f, plan_states_c, shared,
-                  test_fn, test_data, sums_f, sums_c, diverged_at, bound):
-        n, d = xf0.shape
-        n_chunks, n_t = sums_f.shape[1], sums_f.shape[2]
-        tau = h / 4.0
-        l11, l21, l22 = pair_cholesky(gamma, tau)
-        decay = math.exp(-gamma * tau)
-        dWf, Jf = np.empty((2, 2, d, n)), np.empty((2, 2, d, n))
-        dWc, Jc = np.empty((2, d, n)), np.empty((2, d, n))
-        gf, gc = np.zeros((n, d)), np.zeros((n, d))
-        xf, vf, xc, vc = xf0.copy(), vf0.copy(), xf0.copy(), vf0.copy()
-        width = max(batch_size, n_data)
-        batch_f = np.empty((width, n), dtype=np.int32)  # as the kernel's batches
-        batch_c = np.empty((width, n), dtype=np.int32)
-        first_f = np.empty((width, n), dtype=np.int32)
-        perm_f, perm_c = np.empty((n_data, n), dtype=np.int32), np.empty((n_data, n), dtype=np.int32)
-        pos_f, pos_c = np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-        for c in range(n):
-            for i in range(n_data):
-                perm_f[i, c] = i
-                perm_c[i, c] = i
+def _make_coupled_kernel(step, fsal, force, allocates, rule):
+    # the pieces of ``sample``'s kernel (integrators.kernel): path, batch rule, step with bounce,
+    # divergence check and parking, observers; only the coarse path and batches are its own
+    @nb.njit(nogil=True, _nrt=allocates)
+    def run_pairs(fine, coarse, path, plan, coupling, forces, schedule, obs_f, obs_c, div, work_f, work_c):
+        xf, vf, xc, vc = fine.x, fine.v, coarse.x, coarse.v
+        n_chunks = obs_f.sum_tests.shape[1]
+        l11, l21, l22 = pair_cholesky(path.gamma, path.tau)
+        decay = math.exp(-path.gamma * path.tau)
+        dWf, Jf, gf, batch_f, perm_f, pos_f = work_f.dW, work_f.J, work_f.g, work_f.batch, work_f.perm, work_f.position
+        gc, batch_c, perm_c, pos_c = work_c.g, work_c.batch, work_c.perm, work_c.position
+        z1, z2, raw = work_f.z1, work_f.z2, work_f.raw
+        scale, tdata, box, burn_in = plan.scale, forces.tdata, forces.box, schedule.burn_in
+        reset_plan(perm_f, pos_f)
+        reset_plan(perm_c, pos_c)
         no_source = perm_f[:0]
-        z1, z2, raw = np.empty(n), np.empty(n), np.empty(n, dtype=np.uint64)
-        tf, tc = np.zeros(n_t), np.zeros(n_t)
-        n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
+        n_stat = max(1, (schedule.n_steps - burn_in) // schedule.thin)
         per_chunk = max(1, n_stat // n_chunks)
         counted = 0
+        n_dead = count_diverged(div.diverged_at)
         nbf, nbc, n_first = 0, 0, 0
         if fsal:
-            nbf = next_batches(plan_code, perm_f, pos_f, batch_size, plan_states_f, batch_f, no_source, z1)
-            nbc = coarse_batches(plan_code, shared, perm_c, pos_c, batch_size, plan_states_c, batch_c, batch_f,
-                                 nbf, perm_f, z1)
+            nbf = rule(plan.code, perm_f, pos_f, plan.batch_size, plan.states, batch_f, no_source, z1)
+            nbc = coarse_batches(rule, coupling.shared, plan, perm_c, pos_c, coupling.states, batch_c, batch_f, nbf,
+                                 perm_f, z1)
             force(xf, gf, batch_f, nbf, scale, tdata)
             force(xc, gc, batch_c, nbc, scale, tdata)
-        for k in range(1, n_coarse_steps + 1):
+        for k in range(1, schedule.n_steps + 1):
             # the fine chains' two steps (four intervals of h/4); each coarse half step is
             # the exact composition of one fine step's two intervals
             for sub in range(2):
-                draw_step_path(path_states, l11, l21, l22, decay, 1, dWf[sub], Jf[sub], z1, z2, raw)
-                for a in range(d):
-                    for c in range(n):
-                        dWc[sub, a, c] = dWf[sub, 0, a, c] + dWf[sub, 1, a, c]
-                        Jc[sub, a, c] = decay * Jf[sub, 0, a, c] + Jf[sub, 1, a, c]
+                draw_step_path(path.states, l11, l21, l22, decay, path.refine, dWf[sub], Jf[sub], z1, z2, raw)
+            coarsen_halves(dWf, Jf, decay, work_c.dW, work_c.J)
             for sub in range(2):
-                nbf = next_batches(plan_code, perm_f, pos_f, batch_size, plan_states_f, batch_f, no_source, z1)
+                nbf = rule(plan.code, perm_f, pos_f, plan.batch_size, plan.states, batch_f, no_source, z1)
                 if sub == 0:
-                    first_f[:nbf] = batch_f[:nbf]
+                    for j in range(nbf):
+                        for c in range(batch_f.shape[1]):
+                            coupling.first[j, c] = batch_f[j, c]
                     n_first = nbf
-                step(xf, vf, gf, coef_f, dWf[sub], Jf[sub], force, batch_f, nbf, scale, tdata, box)
-            nbc = coarse_batches(plan_code, shared, perm_c, pos_c, batch_size, plan_states_c, batch_c, first_f,
-                                 n_first, perm_f, z1)
-            step(xc, vc, gc, coef_c, dWc, Jc, force, batch_c, nbc, scale, tdata, box)
-            observe = k > burn_in and (k - burn_in) % test_every == 0
+                step(xf, vf, gf, fine.coef, dWf[sub], Jf[sub], force, batch_f, nbf, scale, tdata, box)
+            nbc = coarse_batches(rule, coupling.shared, plan, perm_c, pos_c, coupling.states, batch_c,
+                                 coupling.first, n_first, perm_f, z1)
+            step(xc, vc, gc, coarse.coef, work_c.dW, work_c.J, force, batch_c, nbc, scale, tdata, box)
+            if not (all_in_bounds(xf, vf, div.bound) and all_in_bounds(xc, vc, div.bound)) or n_dead > 0:
+                # a pair diverges when either chain does; both are parked
+                n_dead += mark_diverged(k, xf, vf, div)
+                n_dead += mark_diverged(k, xc, vc, div)
+                park_diverged(xf, vf, gf, div.diverged_at)
+                park_diverged(xc, vc, gc, div.diverged_at)
+            observe = k > burn_in and (k - burn_in) % schedule.thin == 0
             chunk = min(counted // per_chunk, n_chunks - 1)
             if observe:
                 counted += 1
-            for c in range(n):
-                size = 0.0
-                for a in range(d):
-                    size = max(size, abs(xf[c, a]), abs(vf[c, a]), abs(xc[c, a]), abs(vc[c, a]))
-                if not size <= bound:  # record once, park the pair at the origin, leave it out
-                    if diverged_at[c] < 0:
-                        diverged_at[c] = k
-                    for a in range(d):
-                        xf[c, a], vf[c, a], gf[c, a] = 0.0, 0.0, 0.0
-                        xc[c, a], vc[c, a], gc[c, a] = 0.0, 0.0, 0.0
-                    continue
-                if diverged_at[c] >= 0 or not observe:
-                    continue
-                test_fn(xf[c], tf, test_data)
-                test_fn(xc[c], tc, test_data)
-                for t in range(n_t):
-                    sums_f[c, chunk, t] += tf[t]
-                    sums_c[c, chunk, t] += tc[t]
+                observe_chains(xf, div.diverged_at, chunk_observers(obs_f, chunk), work_f.tvals, False, 0)
+                observe_chains(xc, div.diverged_at, chunk_observers(obs_c, chunk), work_c.tvals, False, 0)
 
     return run_pairs
 
@@ -221,10 +246,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
         test_functions, n_test_functions = first_coordinates, 2
     module = resolve_scheme(scheme)
     plan_module = resolve_plan(plan)
-    if plan_module.CODE is None or getattr(plan_module, "BATCH_RULE", None) is not None:
-        raise ValueError(f"plan {plan_module.NAME!r}: the coupled chains run the built-in batch rules only "
-                         f"(a plan's own BATCH_RULE has no coarse coupling)")
-    kernel = coupled_kernel_for(module, lane_force_for(target))
+    kernel = coupled_kernel_for(module, lane_force_for(target), plan_module)
     tdata = force_data(target, control_variate, x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
     box = make_box(target.dim, box_center, box_half_width)
@@ -236,15 +258,23 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     coarse = np.zeros_like(fine)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
     shared = coupling == "shared"
+    d, code = target.dim, kernel_code(plan_module)
+    forces, schedule = Forces(tdata, box), Schedule(n_coarse_steps, burn_in, test_every)
+    coef_f, coef_c = module.coefficients(h / 2, gamma), module.coefficients(h, gamma)
     for b in range(math.ceil(n_chains / BLOCK_SIZE)):
         lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
-        v_init = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, lo, hi - lo), target.dim)
-        kernel(module.coefficients(h / 2, gamma), module.coefficients(h, gamma), gamma, h, x_init[lo:hi],
-               v_init, n_coarse_steps, burn_in, test_every, plan_module.CODE, batch_size, scale,
-               target.n_data, tdata, box,
-               lane_states(seed, PATH_STREAM, lo, hi - lo), lane_states(seed, PLAN_STREAM, lo, hi - lo),
-               lane_states(seed, COARSE_PLAN_STREAM, lo, hi - lo),
-               shared, test_functions, test_data, fine[lo:hi], coarse[lo:hi], diverged_at[lo:hi], divergence_bound)
+        n = hi - lo
+        v_init = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, lo, n), d)
+        work_f = make_work_buffers(n, d, target.n_data, batch_size, n_test_functions, path_steps=2)
+        work_c = make_work_buffers(n, d, target.n_data, batch_size, n_test_functions)
+        kernel(Chains(coef_f, x_init[lo:hi].copy(), v_init.copy()), Chains(coef_c, x_init[lo:hi].copy(), v_init.copy()),
+               Path(gamma, h / 4.0, 1, lane_states(seed, PATH_STREAM, lo, n)),
+               PlanState(code, batch_size, scale, lane_states(seed, PLAN_STREAM, lo, n)),
+               Coupling(shared, lane_states(seed, COARSE_PLAN_STREAM, lo, n), np.zeros_like(work_f.batch)),
+               forces, schedule,
+               no_observers(n, d, test_functions, test_data, fine[lo:hi]),
+               no_observers(n, d, test_functions, test_data, coarse[lo:hi]),
+               Divergence(divergence_bound, diverged_at[lo:hi]), work_f, work_c)
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
         other = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=n_coarse_steps,

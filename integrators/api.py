@@ -27,7 +27,19 @@ import numpy as np
 
 from integrators.bounce import make_box
 from integrators.diagnostics import rhat_from_moments
-from integrators.kernel import aligned_zeros, histogram_counts, kernel_for, make_work_buffers, no_test_functions
+from integrators.kernel import (
+    Divergence,
+    Forces,
+    Observers,
+    Path,
+    PlanState,
+    Schedule,
+    aligned_zeros,
+    histogram_counts,
+    kernel_for,
+    make_work_buffers,
+    no_test_functions,
+)
 from integrators.plans import kernel_code, resolve_plan
 from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older imports)
     PATH_STREAM,
@@ -399,15 +411,20 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     hists = [histogram_counts(n_bins, n_pad * (n_steps - burn_in) if n_bins else 0) for _ in groups]
     hist_tails = [np.zeros(4) for _ in groups]
 
+    path = Path(gamma, 0.5 * h / path_refine, path_refine, path_states)
+    plan_state = PlanState(kernel_code(plan_module), batch_size, scale, plan_states)
+    forces = Forces(tdata, box)
+    schedule = Schedule(n_steps, burn_in, n_keep_stride)
+
     def group_args(group):
         t_lo, t_hi = groups[group]
         lo, hi = t_lo * tile, t_hi * tile
-        return (coef, gamma, 0.5 * h / path_refine, path_refine, x[lo:hi], v[lo:hi], n_steps, burn_in,
-                n_keep_stride, kernel_code(plan_module), batch_size, scale, target.n_data, tdata, box,
-                path_states[t_lo:t_hi], plan_states[t_lo:t_hi], divergence_bound, test_fn, test_data,
-                sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi], samples[lo:hi],
-                diverged_at[lo:hi], make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions),
-                hists[group], hist_lo, hist_inv_width, hist_tails[group])
+        observers = Observers(test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
+                              samples[lo:hi], hists[group], hist_lo, hist_inv_width, hist_tails[group])
+        return (coef, x[lo:hi], v[lo:hi], path._replace(states=path_states[t_lo:t_hi]),
+                plan_state._replace(states=plan_states[t_lo:t_hi]), forces, schedule, observers,
+                Divergence(divergence_bound, diverged_at[lo:hi]),
+                make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions))
 
     def run_group(group):
         kernel(*group_args(group))

@@ -5,89 +5,152 @@ steps ``x += h/2 v; v -= h G(x, w_b); x += h/2 v`` forward over the batches and 
 accepts the end point with probability ``min(1, exp(H_old - H_new))`` on the full Hamiltonian
 ``H = f(x) + |v|^2 / 2``, flips the momentum on rejection, and refreshes partially:
 ``v <- alpha v + sqrt(1 - alpha^2) Z``.
+
+It runs on the stepping core of ``sample`` (:mod:`integrators.kernel`): blocks of chains with
+chains innermost, the ``sms`` plan's batch rule (each chain its own partitions, from its own
+batch stream; the ``L`` sweeps of an iteration reuse its partition), the leapfrog step
+:func:`verlet_step` written like a scheme's ``step`` (the bounce box included), the same
+divergence check and parking, and the same observers.  Chain ``c``'s acceptance uniforms and
+refreshment normals come from its own stream (kind ``PATH_STREAM``: the only noise GHMC has), so a
+chain's numbers depend on the seed and its index only.
 """
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
-from integrators.api import _int_at_least, _positive_float
-from integrators.plans import shuffle_lanes
-from integrators.rng import PLAN_STREAM, VELOCITY_STREAM, lane_normal_matrix, lane_states, stream_normal, stream_uniform
-from integrators.targets import Target, force_data, force_for
+from integrators.api import BLOCK_SIZE, _int_at_least, _positive_float
+from integrators.bounce import make_box, reflect
+from integrators.kernel import (
+    Divergence,
+    Forces,
+    PlanState,
+    Schedule,
+    add_moments,
+    all_in_bounds,
+    count_diverged,
+    make_work_buffers,
+    mark_diverged,
+    nan_diverged,
+    no_observers,
+    observe_chains,
+    park_diverged,
+    reset_plan,
+)
+from integrators.plans import SMS, next_batches, resolve_plan
+from integrators.rng import (
+    PATH_STREAM,
+    PLAN_STREAM,
+    VELOCITY_STREAM,
+    lane_normal_matrix,
+    lane_normals,
+    lane_states,
+    lane_uniforms,
+)
+from integrators.targets import Target, force_data, lane_force_for
+
+Proposal = namedtuple("Proposal", "n_sweeps alpha states x v z u accepted")
+Proposal.__doc__ = """The Metropolis part of a block: ``L`` sweeps per proposal, the refreshment
+``alpha``, the chains' acceptance/refreshment streams, buffers for the proposed state ``x, v``
+``(n, d)``, the refreshment normals ``z`` ``(n, d)`` and uniforms ``u`` ``(n,)``, and the number
+of accepted proposals per chain ``accepted`` ``(n,)``."""
 
 
 @nb.njit(nogil=True)
-def _leapfrog(x, v, g, h, force, batch, n_b, scale, tdata):
-    d = x.shape[0]
+def verlet_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """One leapfrog step of size ``h = coef[0]`` over a block, with a scheme's ``step`` signature
+    (the path ``dW, J`` is not used: the dynamics is Hamiltonian)::
+
+        x <- x + h/2 v;   v <- v - h G(x, w);   x <- x + h/2 v
+    """
+    h = coef[0]
+    n, d = x.shape
     for a in range(d):
-        x[a] += 0.5 * h * v[a]
-    force(x, g, batch, n_b, scale, tdata)
+        for c in range(n):
+            x[c, a] += 0.5 * h * v[c, a]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
     for a in range(d):
-        v[a] -= h * g[a]
-        x[a] += 0.5 * h * v[a]
+        for c in range(n):
+            v[c, a] -= h * g[c, a]
+            x[c, a] += 0.5 * h * v[c, a]
+    reflect(x, v, box)
 
 
-@nb.njit(nogil=True)
-def _ghmc_chains(force, potential, arrays, tdata, x, v, h, n_sweeps, alpha, n_iter, burn_in,
-                 batch_size, rng, sum_x, sum_xx, accepted, diverged_at):
-    n_chains, d = x.shape
-    n_data = arrays[0].shape[0]
-    m = (n_data + batch_size - 1) // batch_size
-    scale = float(m)
-    perm = np.arange(n_data).reshape(n_data, 1)  # shuffled as a block of one chain
-    scratch = np.empty(1)
-    row = rng[:, 0]
-    batch = np.empty(batch_size, dtype=np.int64)
-    g = np.zeros(d)
-    xp = np.empty(d)
-    vp = np.empty(d)
-    refresh = math.sqrt(1.0 - alpha * alpha)
-    for c in range(n_chains):
-        xc = x[c]
-        vc = v[c]
-        dead = False
-        for k in range(1, n_iter + 1):
-            shuffle_lanes(perm, rng, scratch)
-            u = stream_uniform(row)
-            z = np.empty(d)
+@nb.njit(nogil=True, inline="always")
+def hamiltonian(potential, arrays, x, v):
+    kinetic = 0.0
+    for a in range(v.shape[0]):
+        kinetic += v[a] * v[a]
+    return potential(x, arrays) + 0.5 * kinetic
+
+
+_KERNELS: dict = {}
+
+
+def ghmc_kernel_for(force, potential):
+    key = (force, potential)
+    if key not in _KERNELS:
+        _KERNELS[key] = _make_ghmc_kernel(force, potential)
+    return _KERNELS[key]
+
+
+def _make_ghmc_kernel(force, potential):
+    @nb.njit(nogil=True)
+    def run_ghmc(coef, x, v, plan, forces, schedule, mh, arrays, obs, div, work):
+        n, d = x.shape
+        g, batch, perm, position, z1, raw = work.g, work.batch, work.perm, work.position, work.z1, work.raw
+        xp, vp = mh.x, mh.v
+        m = (perm.shape[0] + plan.batch_size - 1) // plan.batch_size
+        refresh = math.sqrt(1.0 - mh.alpha * mh.alpha)
+        reset_plan(perm, position)
+        no_source = perm[:0]
+        n_dead = count_diverged(div.diverged_at)
+        for k in range(1, schedule.n_steps + 1):
+            lane_uniforms(mh.states, mh.u)
             for a in range(d):
-                z[a] = stream_normal(row)
-            if dead:
-                continue
-            xp[:] = xc
-            vp[:] = vc
-            for _ in range(n_sweeps):
-                for sweep in range(2 * m):
-                    j = sweep if sweep < m else 2 * m - 1 - sweep
-                    start = j * batch_size
-                    stop = min(start + batch_size, n_data)
-                    for i in range(start, stop):
-                        batch[i - start] = perm[i, 0]
-                    _leapfrog(xp, vp, g, h, force, batch, stop - start, scale, tdata)
-            h_old = potential(xc, arrays) + 0.5 * np.dot(vc, vc)
-            h_new = potential(xp, arrays) + 0.5 * np.dot(vp, vp)
-            if not math.isfinite(h_old):
-                dead = True
-                diverged_at[c] = k
-                continue
-            if math.isfinite(h_new) and math.log(u) < h_old - h_new:
-                xc[:] = xp
-                vc[:] = vp
-                accepted[c] += 1
-            else:
+                lane_normals(mh.states, z1, raw)
+                for c in range(n):
+                    mh.z[c, a] = z1[c]
+            for c in range(n):
                 for a in range(d):
-                    vc[a] = -vc[a]
-            for a in range(d):
-                vc[a] = alpha * vc[a] + refresh * z[a]
-            if k > burn_in:
+                    xp[c, a] = x[c, a]
+                    vp[c, a] = v[c, a]
+            for sweep in range(mh.n_sweeps):
+                for b in range(2 * m):  # the plan draws a partition; later sweeps reuse it (source = itself)
+                    source = perm if sweep > 0 and b == 0 else no_source
+                    n_b = next_batches(plan.code, perm, position, plan.batch_size, plan.states, batch, source, z1)
+                    verlet_step(xp, vp, g, coef, work.dW, work.J, force, batch, n_b, plan.scale, forces.tdata,
+                                forces.box)
+            for c in range(n):
+                if div.diverged_at[c] >= 0:
+                    continue
+                h_old = hamiltonian(potential, arrays, x[c], v[c])
+                h_new = hamiltonian(potential, arrays, xp[c], vp[c])
+                accept = math.isfinite(h_new) and math.log(mh.u[c]) < h_old - h_new
+                if accept:
+                    mh.accepted[c] += 1
                 for a in range(d):
-                    sum_x[c, a] += xc[a]
-                    sum_xx[c, a] += xc[a] * xc[a]
+                    if accept:
+                        x[c, a] = xp[c, a]
+                        v[c, a] = vp[c, a]
+                    else:
+                        v[c, a] = -v[c, a]
+                    v[c, a] = mh.alpha * v[c, a] + refresh * mh.z[c, a]
+            if not all_in_bounds(x, v, div.bound) or n_dead > 0:
+                n_dead += mark_diverged(k, x, v, div)
+                park_diverged(x, v, g, div.diverged_at)
+            if k > schedule.burn_in:
+                add_moments(x, obs.sum_x, obs.sum_xx)
+                observe_chains(x, div.diverged_at, obs, work.tvals, False, 0)
+        nan_diverged(x, v, div.diverged_at)
+
+    return run_ghmc
 
 
 @dataclass
@@ -123,14 +186,15 @@ class GHMCResult:
 
 
 def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
-             seed=0, x0=None, control_variate=False) -> GHMCResult:
+             seed=0, x0=None, control_variate=False, divergence_bound=None) -> GHMCResult:
     """Run SMS-GHMC (Algorithm 7) on ``n_chains`` independent chains; see the module docstring.
 
     ``h`` step size, ``batch_size`` the minibatch size (partitions into ``ceil(N_D / batch_size)``
     batches); every option keyword-only: ``n_sweeps`` (``L``, forward-and-backward sweeps per
     proposal), ``alpha`` partial refreshment in ``[0, 1)``, ``n_iter`` iterations (``K``),
     ``burn_in`` iterations left out of the statistics, ``n_chains``, ``seed``, ``x0``,
-    ``control_variate``.  Returns a :class:`GHMCResult`."""
+    ``control_variate``, ``divergence_bound`` (as in ``sample``; default
+    ``target.divergence_bound()``).  Returns a :class:`GHMCResult`."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target, got {type(target).__name__}")
     h = _positive_float("h", h)
@@ -138,14 +202,16 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     if batch_size > target.n_data:
         raise ValueError(f"batch_size={batch_size} is larger than the data ({target.n_data} terms)")
     n_sweeps = _int_at_least("n_sweeps", n_sweeps, 1)
-    if not (0.0 <= alpha < 1.0):
-        raise ValueError(f"alpha must lie in [0, 1), got {alpha}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (0.0 <= alpha < 1.0):
+        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
     n_iter = _int_at_least("n_iter", n_iter, 1)
     burn_in = _int_at_least("burn_in", burn_in, 0)
     if burn_in >= n_iter:
         raise ValueError(f"burn_in must be smaller than n_iter={n_iter}, got {burn_in}")
     n_chains = _int_at_least("n_chains", n_chains, 2)
     seed = _int_at_least("seed", seed, 0)
+    divergence_bound = _positive_float("divergence_bound", target.divergence_bound() if divergence_bound is None
+                                       else divergence_bound)
     d = target.dim
     x = np.tile(target.initial_point() if x0 is None else np.asarray(x0, float), (n_chains, 1))
     if x.shape != (n_chains, d) or not np.all(np.isfinite(x)):
@@ -155,10 +221,22 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     sum_xx = np.zeros((n_chains, d))
     accepted = np.zeros(n_chains, dtype=np.int64)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
-    _ghmc_chains(force_for(target), type(target).potential, target.arrays,
-                 force_data(target, control_variate), x, v, h, n_sweeps, float(alpha), n_iter,
-                 burn_in, batch_size, lane_states(seed, PLAN_STREAM, 0, 1), sum_x, sum_xx,
-                 accepted, diverged_at)
+    sms = resolve_plan("sms")
+    kernel = ghmc_kernel_for(lane_force_for(target), type(target).potential)
+    forces = Forces(force_data(target, control_variate), make_box(d))
+    schedule = Schedule(n_iter, burn_in, 1)
+    coef = np.array([h])
+    for b in range(math.ceil(n_chains / BLOCK_SIZE)):
+        lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
+        n = hi - lo
+        observers = no_observers(n, d)._replace(sum_x=sum_x[lo:hi], sum_xx=sum_xx[lo:hi])
+        proposal = Proposal(n_sweeps, float(alpha), lane_states(seed, PATH_STREAM, lo, n), np.zeros((n, d)),
+                            np.zeros((n, d)), np.zeros((n, d)), np.zeros(n), accepted[lo:hi])
+        kernel(coef, x[lo:hi], v[lo:hi], PlanState(SMS, batch_size, sms.force_scale(target.n_data, batch_size),
+                                                    lane_states(seed, PLAN_STREAM, lo, n)),
+               forces, schedule, proposal, target.arrays, observers,
+               Divergence(divergence_bound, diverged_at[lo:hi]),
+               make_work_buffers(n, d, target.n_data, batch_size, 0))
     n_stat = n_iter - burn_in
     return GHMCResult(sum_x / n_stat, sum_xx / n_stat, float(accepted.sum() / (n_chains * n_iter)),
                       accepted / n_iter, diverged_at, x)

@@ -1,4 +1,4 @@
-"""The Numba kernel: one scheme x one plan x one target over tiles of chains.
+"""The one stepping core: one scheme x one plan x one target over tiles of chains.
 
 A tile of about 256 chains advances step by step, all chains together: each step draws every
 chain's path from its own stream, each chain's batch from its own batch stream
@@ -13,18 +13,59 @@ and its statistics stop there (finite partial sums); its final state is returned
 
 The path is drawn ``refine`` fine intervals per half step and composed exactly, so a run at
 ``h`` with ``refine = 2^L`` sees the very same Brownian path as a run at ``h / 2^L``.
+
+Every loop that advances chains (``sample``'s kernel here, the coupled h / h/2 chains of
+:mod:`bias.coupled`, SMS-GHMC in :mod:`integrators.ghmc`) is built from the same pieces of this
+module: the path (:func:`draw_step_path`), the plan's batch rule
+(:func:`integrators.plans.batch_rule`), the scheme's ``step`` with the bounce box, the
+divergence check and parking (:func:`all_in_bounds`, :func:`add_moments_in_bounds`,
+:func:`mark_diverged`, :func:`park_diverged`) and the observers (:func:`add_moments`,
+:func:`observe_chains`).  Their inputs travel as the named structures below (:class:`Path`,
+:class:`PlanState`, :class:`Forces`, :class:`Schedule`, :class:`Observers`, :class:`Divergence`,
+:class:`Work`), Numba named tuples whose fields are arrays and numbers.
 """
 
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numba as nb
 import numpy as np
 
 from integrators.brownian import pair_cholesky
-from integrators.plans import batch_rule, next_batches
+from integrators.plans import batch_rule
 from integrators.rng import lane_normals
+
+# ----------------------------------------------------------------------- the named structures
+Path = namedtuple("Path", "gamma tau refine states")
+Path.__doc__ = """The Brownian path a block of chains draws: friction, the fine interval ``tau``,
+``refine`` fine intervals per half step, and the chains' path streams (``(4, n)`` word-major;
+the kernel takes ``(n_tiles, 4, tile)``)."""
+PlanState = namedtuple("PlanState", "code batch_size scale states")
+PlanState.__doc__ = """A plan as the batch rule sees it: its rule code (``-1`` for a plan's own
+``BATCH_RULE``), batch size, force scale and the chains' batch streams."""
+Forces = namedtuple("Forces", "tdata box")
+Forces.__doc__ = """What the force and the step need beside the state: the target's force data
+(:func:`integrators.targets.force_data`) and the bounce box (:func:`integrators.bounce.make_box`)."""
+Schedule = namedtuple("Schedule", "n_steps burn_in thin")
+Schedule.__doc__ = """Steps to run, steps left out of the statistics, and every how many steps
+after burn-in a sample is kept (the coupled chains: every how many steps they are observed)."""
+Observers = namedtuple("Observers", "test_fn test_data sum_x sum_xx sum_outer sum_tests samples "
+                                    "hist hist_lo hist_inv_width hist_tails")
+Observers.__doc__ = """The streamed statistics, per chain (rows) unless said: sums of ``x``, ``x^2``
+(``(n, d)``; ``(n, 0)`` to leave them out), ``x x^T`` (``(n, d, d)`` or ``(n, 0, 0)``), the test
+functions ``test_fn(x, out, test_data)`` (``(n, n_tests)``), thinned samples ``(n, n_keep, d)``, and
+one histogram of the first coordinate shared by the block (``hist`` of ``n_bins`` counts on
+``[hist_lo, hist_lo + n_bins / hist_inv_width)`` and its ``hist_tails``)."""
+Divergence = namedtuple("Divergence", "bound diverged_at")
+Divergence.__doc__ = """A chain diverges at the first step where a coordinate of ``x`` or ``v`` is not
+finite or exceeds ``bound`` in absolute value; ``diverged_at[c]`` records that step (``-1``: never; a lane
+marked beforehand, such as padding, stays parked throughout)."""
+Work = namedtuple("Work", "dW J g batch perm position tvals z1 z2 raw")
+Work.__doc__ = """Scratch arrays of one block: the path pairs ``dW, J`` ``(2, d, n)``, the force
+``g`` ``(n, d)``, batches ``(width, n)`` and permutations ``(n_data, n)`` (int32), the plan's
+position in its period ``(1,)``, test values ``(n_tests,)`` and per-lane scratch ``z1, z2, raw``."""
 
 
 @nb.njit(nogil=True)
@@ -103,6 +144,148 @@ def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw
                     J[half, a, c] = decay_fine * J[half, a, c] + l21 * z1[c] + l22 * z2[c]
 
 
+# ------------------------------------------------------------------ the pieces every loop shares
+@nb.njit(nogil=True, _nrt=False)
+def reset_plan(perm, position):
+    """A block's plan at the start of a run: identity permutations, position 0 of the period."""
+    for i in range(perm.shape[0]):
+        for c in range(perm.shape[1]):
+            perm[i, c] = i
+    position[0] = 0
+
+
+@nb.njit(nogil=True, inline="always")
+def all_in_bounds(x, v, bound):
+    """Whether every coordinate of ``x`` and ``v`` (a block, ``(n, d)``) is finite and at most
+    ``bound`` in absolute value: one branch-free pass over the block (it vectorizes)."""
+    n, d = x.shape
+    all_in = True
+    for a in range(d):
+        for c in range(n):
+            all_in &= (abs(x[c, a]) <= bound) & (abs(v[c, a]) <= bound)  # False for NaN
+    return all_in
+
+
+@nb.njit(nogil=True, inline="always")
+def add_moments_in_bounds(x, v, bound, sum_x, sum_xx):
+    """:func:`all_in_bounds` and :func:`add_moments` in one pass (the usual step of a block with
+    no parked chain): a chain out of bounds adds nothing this step, as if it were parked."""
+    n, d = x.shape
+    all_in = True
+    for a in range(d):
+        for c in range(n):
+            xc = x[c, a]
+            ok = (abs(xc) <= bound) & (abs(v[c, a]) <= bound)  # False for NaN
+            all_in &= ok
+            sum_x[c, a] += xc if ok else 0.0
+            sum_xx[c, a] += xc * xc if ok else 0.0
+    return all_in
+
+
+@nb.njit(nogil=True, inline="always")
+def add_moments(x, sum_x, sum_xx):
+    """Add ``x`` and ``x^2`` of every chain to its sums (parked chains sit at the origin and add
+    zeros: their sums stop at their divergence); ``sum_x`` of shape ``(n, 0)`` adds nothing."""
+    for a in range(sum_x.shape[1]):
+        for c in range(x.shape[0]):
+            sum_x[c, a] += x[c, a]
+            sum_xx[c, a] += x[c, a] * x[c, a]
+
+
+@nb.njit(nogil=True, _nrt=False)
+def mark_diverged(k, x, v, div):
+    """Record step ``k`` in ``div.diverged_at`` for every chain not yet marked with a coordinate
+    of ``x`` or ``v`` non-finite or beyond ``div.bound``; returns how many were newly marked."""
+    n, d = x.shape
+    at = div.diverged_at
+    marked = 0
+    for c in range(n):
+        if at[c] >= 0:
+            continue
+        ok = True
+        for a in range(d):
+            ok &= (abs(x[c, a]) <= div.bound) & (abs(v[c, a]) <= div.bound)
+        if not ok:
+            at[c] = k
+            marked += 1
+    return marked
+
+
+@nb.njit(nogil=True, _nrt=False)
+def park_diverged(x, v, g, diverged_at):
+    """Park every marked chain at the origin (state and cached force), out of every statistic."""
+    n, d = x.shape
+    for c in range(n):
+        if diverged_at[c] >= 0:
+            for a in range(d):
+                x[c, a] = 0.0
+                v[c, a] = 0.0
+                g[c, a] = 0.0
+
+
+@nb.njit(nogil=True, _nrt=False)
+def count_diverged(diverged_at):
+    marked = 0
+    for c in range(diverged_at.shape[0]):
+        if diverged_at[c] >= 0:
+            marked += 1
+    return marked
+
+
+@nb.njit(nogil=True, _nrt=False)
+def nan_diverged(x, v, diverged_at):
+    """A diverged chain's final state is reported as NaN."""
+    for c in range(x.shape[0]):
+        if diverged_at[c] >= 0:
+            for a in range(x.shape[1]):
+                x[c, a] = np.nan
+                v[c, a] = np.nan
+
+
+@nb.njit(nogil=True, inline="always")
+def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
+    """The per-chain observers of one step for the chains not diverged: the histogram of the
+    first coordinate (:func:`histogram_add`, its own loop), ``x x^T``, the test functions and,
+    when ``keep_now``, sample ``kept`` (each only when its array is not empty; see
+    :class:`Observers`).  ``tvals``: scratch."""
+    n, d = x.shape
+    track_outer = obs.sum_outer.shape[1] > 0
+    n_tests = obs.sum_tests.shape[1]
+    if obs.hist.shape[0] > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
+        histogram_add(x[:, 0], obs.hist_lo, obs.hist_inv_width, obs.hist, obs.hist_tails, diverged_at)
+    if not (track_outer or n_tests > 0 or keep_now):
+        return
+    for c in range(n):
+        if diverged_at[c] >= 0:
+            continue
+        if track_outer:
+            for a in range(d):
+                for b in range(d):
+                    obs.sum_outer[c, a, b] += x[c, a] * x[c, b]
+        if n_tests > 0:
+            obs.test_fn(x[c], tvals, obs.test_data)
+            for t in range(n_tests):
+                obs.sum_tests[c, t] += tvals[t]
+        if keep_now:
+            for a in range(d):
+                obs.samples[c, kept, a] = x[c, a]
+
+
+@nb.njit(nogil=True, inline="always")
+def observer_rows(obs, lo, hi):
+    """The observers of chains ``lo:hi`` (the histogram is shared)."""
+    return Observers(obs.test_fn, obs.test_data, obs.sum_x[lo:hi], obs.sum_xx[lo:hi], obs.sum_outer[lo:hi],
+                     obs.sum_tests[lo:hi], obs.samples[lo:hi], obs.hist, obs.hist_lo, obs.hist_inv_width,
+                     obs.hist_tails)
+
+
+def no_observers(n_chains: int, d: int, test_fn=no_test_functions, test_data=(), sum_tests=None) -> Observers:
+    """Observers that record nothing but, optionally, test functions into ``sum_tests``."""
+    return Observers(test_fn, test_data, np.zeros((n_chains, 0)), np.zeros((n_chains, 0)),
+                     np.zeros((n_chains, 0, 0)), np.zeros((n_chains, 0)) if sum_tests is None else sum_tests,
+                     np.zeros((n_chains, 0, d)), histogram_counts(0, 0), 0.0, 1.0, np.zeros(4))
+
+
 _KERNELS: dict = {}
 
 
@@ -114,13 +297,14 @@ def kernel_for(scheme_module, force, plan_module=None):
     rule (:func:`integrators.plans.next_batches` for the built-in plans, a plan's own Numba
     ``BATCH_RULE`` otherwise) are closed over; the step and force are called once per step for
     the whole block, so they are compiled once and shared by every kernel rather than inlined.
+    The kernel is ``run_chains(coef, x, v, path, plan, forces, schedule, observers, divergence,
+    work)`` with the named structures of this module.
     """
     rule = batch_rule(plan_module)
     key = (scheme_module.step, bool(scheme_module.FSAL), force, rule)
     if key not in _KERNELS:
         _KERNELS[key] = _make_kernel(scheme_module.step, bool(scheme_module.FSAL), force, force.allocates, rule)
     return _KERNELS[key]
-
 
 
 ALIGN_BYTES = 64  # a cache line: vector loads of a lane pass never straddle two lines
@@ -137,129 +321,70 @@ def aligned_zeros(shape, dtype=np.float64) -> np.ndarray:
     return buf[start:start + max(size, 1) * dtype.itemsize].view(dtype)[:size].reshape(shape)
 
 
-def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int) -> tuple:
-    """Scratch arrays of one kernel call: (dW, J, g, batches, permutations, plan position, test
-    values, (normals, normals, raw draws)), each starting on a cache line."""
+def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int, *,
+                      path_steps: int = 1) -> Work:
+    """The :class:`Work` arrays of one block, each starting on a cache line; ``path_steps > 1``
+    holds the path of that many steps (``dW, J`` of shape ``(path_steps, 2, d, n)``)."""
     width = max(batch_size, n_data)
-    return (aligned_zeros((2, d, n_chains)), aligned_zeros((2, d, n_chains)), aligned_zeros((n_chains, d)),
-            aligned_zeros((width, n_chains), np.int32), aligned_zeros((n_data, n_chains), np.int32),
-            np.zeros(1, dtype=np.int64), np.zeros(n_tests),
-            (aligned_zeros(n_chains), aligned_zeros(n_chains), aligned_zeros(n_chains, np.uint64)))
+    pair = (2, d, n_chains) if path_steps == 1 else (path_steps, 2, d, n_chains)
+    return Work(dW=aligned_zeros(pair), J=aligned_zeros(pair), g=aligned_zeros((n_chains, d)),
+                batch=aligned_zeros((width, n_chains), np.int32), perm=aligned_zeros((n_data, n_chains), np.int32),
+                position=np.zeros(1, dtype=np.int64), tvals=np.zeros(n_tests), z1=aligned_zeros(n_chains),
+                z2=aligned_zeros(n_chains), raw=aligned_zeros(n_chains, np.uint64))
 
 
-def _make_kernel(step, fsal, force, allocates, next_batches=next_batches):
+def _make_kernel(step, fsal, force, allocates, rule):
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
     # is an argument owned by the caller, and the kernel allocates nothing, so the views and calls
     # of the step loop need no increment/decrement calls (they once cost more than the arithmetic).
     # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_tile(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
-                 plan_code, batch_size, scale, n_data, tdata, box, path_states, plan_states, bound,
-                 test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
-                 hist, hist_lo, hist_inv_width, hist_tails):
-        n, d = x.shape
-        l11, l21, l22 = pair_cholesky(gamma, tau_fine)
-        decay_fine = math.exp(-gamma * tau_fine)
-        dW, J, g, batch, perm, position, tvals, (z1, z2, raw) = work
+    def run_tile(coef, x, v, path, plan, forces, schedule, obs, div, work):
+        l11, l21, l22 = pair_cholesky(path.gamma, path.tau)
+        decay_fine = math.exp(-path.gamma * path.tau)
+        dW, J, g, batch, perm, position = work.dW, work.J, work.g, work.batch, work.perm, work.position
+        z1, z2, raw = work.z1, work.z2, work.raw
+        scale, tdata, bound, burn_in = plan.scale, forces.tdata, div.bound, schedule.burn_in
         no_source = perm[:0]
-        track_outer = sum_outer.shape[1] > 0
-        n_tests = tvals.shape[0]
-        n_bins = hist.shape[0]
-        n_keep = samples.shape[1]
+        n_keep = obs.samples.shape[1]
         kept = 0
-        for i in range(n_data):
-            for c in range(n):
-                perm[i, c] = i
-        position[0] = 0
-        n_b = 0
-        n_dead = 0
-        for c in range(n):  # lanes marked beforehand (padding) stay parked throughout
-            if diverged_at[c] >= 0:
-                n_dead += 1
+        reset_plan(perm, position)
+        n_dead = count_diverged(div.diverged_at)  # lanes marked beforehand (padding) stay parked
         if fsal:
-            n_b = next_batches(plan_code, perm, position, batch_size, plan_states, batch, no_source, z1)
+            n_b = rule(plan.code, perm, position, plan.batch_size, plan.states, batch, no_source, z1)
             force(x, g, batch, n_b, scale, tdata)
-        for k in range(1, n_steps + 1):
-            draw_step_path(path_states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw)
-            n_b = next_batches(plan_code, perm, position, batch_size, plan_states, batch, no_source, z1)
-            step(x, v, g, coef, dW, J, force, batch, n_b, scale, tdata, box)
-            all_in = True  # a branch-free pass over the block first (it vectorizes)
-            if k > burn_in and n_dead == 0:
-                # the usual case, in one pass: check every chain and add those in bounds to the
-                # sums (a chain parked below adds nothing this step, as if it were added as zero)
-                for a in range(d):
-                    for c in range(n):
-                        xc = x[c, a]
-                        ok = (abs(xc) <= bound) & (abs(v[c, a]) <= bound)  # False for NaN
-                        all_in &= ok
-                        sum_x[c, a] += xc if ok else 0.0
-                        sum_xx[c, a] += xc * xc if ok else 0.0
-                summed = True
+        for k in range(1, schedule.n_steps + 1):
+            draw_step_path(path.states, l11, l21, l22, decay_fine, path.refine, dW, J, z1, z2, raw)
+            n_b = rule(plan.code, perm, position, plan.batch_size, plan.states, batch, no_source, z1)
+            step(x, v, g, coef, dW, J, force, batch, n_b, scale, tdata, forces.box)
+            summed = k > burn_in and n_dead == 0
+            if summed:  # the usual case: check every chain and add its moments in one pass
+                all_in = add_moments_in_bounds(x, v, bound, obs.sum_x, obs.sum_xx)
             else:
-                for a in range(d):
-                    for c in range(n):
-                        all_in &= (abs(x[c, a]) <= bound) & (abs(v[c, a]) <= bound)
-                summed = False
+                all_in = all_in_bounds(x, v, bound)
             if not all_in or n_dead > 0:
-                for c in range(n):
-                    size = 0.0
-                    for a in range(d):
-                        size = max(size, abs(x[c, a]), abs(v[c, a]))
-                    if not size <= bound or diverged_at[c] >= 0:
-                        if diverged_at[c] < 0:
-                            diverged_at[c] = k
-                            n_dead += 1
-                        for a in range(d):  # parked at the origin, left out of every statistic
-                            x[c, a] = 0.0
-                            v[c, a] = 0.0
-                            g[c, a] = 0.0
+                n_dead += mark_diverged(k, x, v, div)
+                park_diverged(x, v, g, div.diverged_at)
             if k <= burn_in:
                 continue
             if not summed:
-                for a in range(d):  # parked chains add zeros: their sums stop at their divergence
-                    for c in range(n):
-                        sum_x[c, a] += x[c, a]
-                        sum_xx[c, a] += x[c, a] * x[c, a]
-            keep_now = kept < n_keep and (k - burn_in) % thin == 0
-            if n_bins > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
-                histogram_add(x[:, 0], hist_lo, hist_inv_width, hist, hist_tails, diverged_at)
-            if track_outer or n_tests > 0 or keep_now:
-                for c in range(n):
-                    if diverged_at[c] >= 0:
-                        continue
-                    if track_outer:
-                        for a in range(d):
-                            for b in range(d):
-                                sum_outer[c, a, b] += x[c, a] * x[c, b]
-                    if n_tests > 0:
-                        test_fn(x[c], tvals, test_data)
-                        for t in range(n_tests):
-                            sum_tests[c, t] += tvals[t]
-                    if keep_now:
-                        for a in range(d):
-                            samples[c, kept, a] = x[c, a]
+                add_moments(x, obs.sum_x, obs.sum_xx)
+            keep_now = kept < n_keep and (k - burn_in) % schedule.thin == 0
+            observe_chains(x, div.diverged_at, obs, work.tvals, keep_now, kept)
             if keep_now:
                 kept += 1
-        for c in range(n):
-            if diverged_at[c] >= 0:
-                for a in range(d):
-                    x[c, a] = np.nan
-                    v[c, a] = np.nan
+        nan_diverged(x, v, div.diverged_at)
 
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_chains(coef, gamma, tau_fine, refine, x, v, n_steps, burn_in, thin,
-                   plan_code, batch_size, scale, n_data, tdata, box, path_states, plan_states, bound,
-                   test_fn, test_data, sum_x, sum_xx, sum_outer, sum_tests, samples, diverged_at, work,
-                   hist, hist_lo, hist_inv_width, hist_tails):
-        """All tiles of ``tile = path_states.shape[2]`` chains, one after the other, in one call
-        (one call per thread keeps the interpreter out of the loop); ``path_states`` and
-        ``plan_states`` have shape ``(n_tiles, 4, tile)`` and the chain arrays ``n_tiles * tile`` rows."""
-        tile = path_states.shape[2]
-        for t in range(path_states.shape[0]):
+    def run_chains(coef, x, v, path, plan, forces, schedule, obs, div, work):
+        """All tiles of ``tile = path.states.shape[2]`` chains, one after the other, in one call
+        (one call per thread keeps the interpreter out of the loop); ``path.states`` and
+        ``plan.states`` have shape ``(n_tiles, 4, tile)`` and the chain arrays ``n_tiles * tile`` rows."""
+        tile = path.states.shape[2]
+        for t in range(path.states.shape[0]):
             lo, hi = t * tile, (t + 1) * tile
-            run_tile(coef, gamma, tau_fine, refine, x[lo:hi], v[lo:hi], n_steps, burn_in, thin,
-                     plan_code, batch_size, scale, n_data, tdata, box, path_states[t], plan_states[t], bound,
-                     test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
-                     samples[lo:hi], diverged_at[lo:hi], work, hist, hist_lo, hist_inv_width, hist_tails)
+            run_tile(coef, x[lo:hi], v[lo:hi], Path(path.gamma, path.tau, path.refine, path.states[t]),
+                     PlanState(plan.code, plan.batch_size, plan.scale, plan.states[t]), forces, schedule,
+                     observer_rows(obs, lo, hi), Divergence(div.bound, div.diverged_at[lo:hi]), work)
 
     return run_chains

@@ -69,6 +69,23 @@ def test_ghmc_bad_input():
         sms_ghmc(T1, 0.1, batch_size=1, alpha=1.0)
     with pytest.raises(ValueError, match="batch_size"):
         sms_ghmc(T1, 0.1, batch_size=5)
+    with pytest.raises(ValueError, match="divergence_bound"):
+        sms_ghmc(T1, 0.1, 1, divergence_bound=-1.0)
+    with pytest.raises(TypeError):
+        sms_ghmc(T1, 0.1, 1, 2)  # options are keyword-only
+
+
+def test_ghmc_chains_depend_on_their_index_only_and_divergence_is_reported():
+    """SMS-GHMC runs on the stepping core: chain c's numbers depend on the seed and c only (its
+    own streams), and a chain beyond the divergence bound is reported at its step, parked and
+    returned as NaN, as in ``sample``."""
+    few = sms_ghmc(T1, 0.1, 1, n_sweeps=2, n_iter=60, n_chains=3, seed=4)
+    more = sms_ghmc(T1, 0.1, 1, n_sweeps=2, n_iter=60, n_chains=7, seed=4)
+    for f in ("chain_mean", "chain_second_moment", "chain_acceptance", "x"):
+        np.testing.assert_array_equal(getattr(few, f), getattr(more, f)[:3], err_msg=f)
+    assert few.acceptance_rate > 0.5 and np.all(few.diverged_at < 0)
+    tight = sms_ghmc(T1, 0.1, 1, n_iter=20, n_chains=4, divergence_bound=1e-3)
+    assert np.all(tight.diverged_at == 1) and np.all(np.isnan(tight.x))
 
 
 def finite_difference_grad(target, x, eps=1e-6):

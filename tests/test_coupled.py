@@ -1,11 +1,13 @@
 """Coupled h / h/2 chains: exact marginals, variance reduction, and the telescoping estimator."""
 
+import numba as nb
 import numpy as np
 import pytest
 
-from bias.coupled import coupled_run
+from bias.coupled import COUPLINGS, coupled_run
 from bias.telescoping import telescoping_bias, variance_reduction
-from integrators import GaussianTarget
+from integrators import GaussianTarget, sample
+from integrators.plans import PLANS, Plan, register_plan, shuffle_lanes, unregister_plan
 from theory_checks.oracle import stationary_moments
 
 T1 = GaussianTarget.one_d_example()
@@ -83,3 +85,88 @@ def test_coupled_chains_take_the_callers_divergence_bound_and_box():
     with pytest.raises(ValueError, match="box"):
         coupled_run(target, "ubu", "sms", 0.1, batch_size=1, box_center=target.mean, box_half_width=0.05,
                     x0=target.mean + 1.0)
+
+
+# ------------------------------------------------------- plans with their own Numba batch rule
+@nb.njit(nogil=True)
+def every_datum_rule(plan_code, perm, position, batch_size, states, out, source, u):
+    """A rule of the test's own: every data term, every step (the law of ``full``)."""
+    n_data, n = perm.shape
+    for i in range(n_data):
+        for c in range(n):
+            out[i, c] = i
+    return n_data
+
+
+@nb.njit(nogil=True)
+def sms_copy_rule(plan_code, perm, position, batch_size, states, out, source, u):
+    """``sms`` written again in the test: at a new period the permutations are shuffled, or
+    copied from ``source`` when it is not empty (the coarse chains of a shared coupling)."""
+    n_data, n = perm.shape
+    m = (n_data + batch_size - 1) // batch_size
+    p = position[0]
+    if p == 0:
+        if source.shape[0] > 0:
+            for i in range(n_data):
+                for c in range(n):
+                    perm[i, c] = source[i, c]
+        else:
+            shuffle_lanes(perm, states, u)
+    j = p if p < m else 2 * m - 1 - p
+    position[0] = (p + 1) % (2 * m)
+    start = j * batch_size
+    stop = min(start + batch_size, n_data)
+    for i in range(start, stop):
+        for c in range(n):
+            out[i - start, c] = perm[i, c]
+    return stop - start
+
+
+@pytest.fixture
+def rule_plans():
+    full, sms = PLANS["full"], PLANS["sms"]
+    plans = (Plan("every_datum", full.outcomes, full.force_scale, full.period, WEAK_ORDER=None,
+                  BATCH_RULE=every_datum_rule),
+             Plan("sms_rule_copy", sms.outcomes, sms.force_scale, sms.period, WEAK_ORDER=2.0, STRONG_ORDER=2.0,
+                  BATCH_RULE=sms_copy_rule))
+    yield plans
+    for p in plans:
+        if p.NAME in PLANS:
+            unregister_plan(p.NAME)
+
+
+def _same_coupled(a, b):
+    for f in ("fine", "coarse", "diverged_at"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f, strict=True)
+
+
+@pytest.mark.parametrize("scheme", ["ubu"])
+def test_a_plan_with_its_own_batch_rule_runs_in_the_coupled_chains(rule_plans, scheme):
+    """A plan defined in this test with its own Numba ``BATCH_RULE`` drives both chains of the
+    pairs: a rule giving every datum equals ``full`` bit for bit (a rule ignored would fall back
+    to another sequence), and a copy of the ``sms`` rule equals ``sms`` bit for bit under both
+    couplings (the coarse chains get the fine permutations through the rule's ``source``)."""
+    every_datum, sms_copy = rule_plans
+    target = GaussianTarget(np.array([[-1.0, 0.5], [0.3, 2.0], [1.2, -0.4]]), np.stack([np.eye(2)] * 3) * 0.7,
+                            prior_precision=0.2 * np.eye(2))
+    kw = dict(n_chains=11, n_coarse_steps=60, burn_in=5, seed=2, n_chunks=3)
+    _same_coupled(coupled_run(target, scheme, every_datum, 0.2, batch_size=3, **kw),
+                  coupled_run(target, scheme, "full", 0.2, **kw))
+    register_plan(sms_copy)  # by name, as a registered plan, too
+    for coupling in COUPLINGS:
+        _same_coupled(coupled_run(target, scheme, "sms_rule_copy", 0.2, batch_size=2, coupling=coupling, **kw),
+                      coupled_run(target, scheme, "sms", 0.2, batch_size=2, coupling=coupling, **kw))
+
+
+@pytest.mark.parametrize("scheme,plan", [("ubu", "sms"), ("baoab", "iid")])
+def test_the_fine_chain_of_a_pair_is_samples_chain_at_half_the_step(scheme, plan):
+    """One stepping core: the fine chains are ``sample``'s chains at ``h / 2`` with the same seed
+    (path, batches, initial velocities), observed at every other step."""
+    h, n_coarse, burn = 0.2, 40, 4
+    pairs = coupled_run(T1, scheme, plan, h, n_chains=9, n_coarse_steps=n_coarse, burn_in=burn, seed=5,
+                        batch_size=1, n_chunks=1)
+    res = sample(T1, scheme=scheme, plan=plan, h=h / 2, n_chains=9, n_steps=2 * n_coarse, burn_in=2 * burn,
+                 keep=n_coarse - burn, seed=5, batch_size=1)
+    x = res.samples[:, :, 0]  # fine steps 2 burn + 2, 2 burn + 4, ...: the coarse steps observed
+    np.testing.assert_allclose(pairs.fine[:, 0, 0], x.mean(axis=1), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(pairs.fine[:, 0, 1], (x * x).mean(axis=1), rtol=1e-12, atol=1e-14)

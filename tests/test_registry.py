@@ -17,7 +17,14 @@ from integrators.plans import PLANS, Plan, register_plan, resolve_plan, unregist
 from integrators.schemes import SCHEMES, Scheme, register_scheme, unregister_scheme
 from integrators.targets import force_data, lane_force_for
 from theory_checks.declared import expected_strong_order, expected_weak_order
-from theory_checks.oracle import affine_force, path_noise_covariance, rotation_map, stationary_moments, step_map
+from theory_checks.oracle import (
+    affine_force,
+    path_noise_covariance,
+    rotation_map,
+    rotation_slots,
+    stationary_moments,
+    step_map,
+)
 from theory_checks.probe import probe_step_map
 
 DECLARED = sorted(name for name, s in SCHEMES.items() if getattr(s, "affine_ops", None) is not None)
@@ -35,22 +42,18 @@ def random_batch(rng, n_data, n_b):
     return rng.choice(n_data, size=n_b, replace=False)
 
 
-def _noise_checked(scheme, h, gamma):
-    """The rotation of OBABO crosses an O step (noise of two steps): its noise is checked
-    through the stationary moments instead."""
-    rotation = getattr(SCHEMES[scheme], "rotation_ops", None)
-    return rotation is None or all(op[0] != "o" for op in rotation(h, gamma))
-
-
 @pytest.mark.parametrize("scheme", DECLARED)
 @settings(max_examples=15)
 @given(d=st.integers(1, 3), n=st.integers(2, 7), bs=st.integers(1, 3), h=st.floats(1e-3, 0.6),
        gamma=st.floats(0.05, 10.0), seed=st.integers(0, 2**31), chains=st.integers(1, 4), cv=st.booleans())
 def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma, seed, chains, cv):
     """On a Gaussian target with a prior, random batches (the plan's last, uneven batch
-    included), control variate or not, each chain's compiled step equals the declared affine map
-    (in rotated form for first-same-as-last schemes: ``K_w s' = R_{w_prev} K_{w_prev} s + C xi``)
-    to 1e-13 relative to the size of the state."""
+    included), control variate or not, random path noise ``xi = (dW1, J1, dW2, J2)``, each
+    chain's compiled step equals the declared affine map to 1e-13 relative to the size of the
+    state, noise terms included.  First-same-as-last schemes are compared in rotated form:
+    ``K_w s' + N xi = A (K_{w_prev} s + N xi_prev) + a + C xi_t``, where a rotation that crosses an
+    O step (OBABO) undoes that step's own noise ``N xi``, so the transition's noise ``xi_t`` takes
+    those slots from the previous step (``xi_prev``, drawn at random too) and the rest from this one."""
     rng = np.random.default_rng(seed)
     target = random_target(rng, d, n)
     bs = min(bs, n)
@@ -69,8 +72,8 @@ def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma
         return maps[key]
 
     x, v = rng.normal(size=(chains, d)), rng.normal(size=(chains, d))
-    with_noise = _noise_checked(scheme, h, gamma)
-    xi = rng.normal(size=(chains, 4, d)) * (0.5 if with_noise else 0.0)
+    xi = rng.normal(size=(chains, 4, d)) * 0.5  # this step's path noise, the compiled step's dW, J
+    xi_prev = rng.normal(size=(chains, 4, d)) * 0.5  # the previous step's
     g = np.array([force_map(prev[c])[0] @ x[c] - force_map(prev[c])[1] for c in range(chains)])
     if not module.FSAL:
         g = rng.normal(size=(chains, d))  # overwritten by the step
@@ -84,11 +87,13 @@ def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma
         hess_w, b_w = force_map(batches[c])
         hess_r, b_r = force_map(prev[c]) if module.FSAL else (hess_w, b_w)
         a_mat, a_vec, c_mat = step_map(scheme, hess_r, b_r, h, gamma)
-        k_prev, kv_prev = rotation_map(scheme, hess_r, b_r, h, gamma)
-        k_new, kv_new = rotation_map(scheme, hess_w, b_w, h, gamma)
-        rotated = k_prev @ np.concatenate([x[c], v[c]]) + kv_prev
-        want = a_mat @ rotated + a_vec + c_mat @ xi[c].reshape(-1)
-        got = k_new @ np.concatenate([xs[c], vs[c]]) + kv_new
+        k_prev, kv_prev, n_prev = rotation_map(scheme, hess_r, b_r, h, gamma, noise=True)
+        k_new, kv_new, n_new = rotation_map(scheme, hess_w, b_w, h, gamma, noise=True)
+        xi_t = xi[c].copy()
+        xi_t[rotation_slots(n_prev)] = xi_prev[c][rotation_slots(n_prev)]
+        rotated = k_prev @ np.concatenate([x[c], v[c]]) + kv_prev + n_prev @ xi_prev[c].reshape(-1)
+        want = a_mat @ rotated + a_vec + c_mat @ xi_t.reshape(-1)
+        got = k_new @ np.concatenate([xs[c], vs[c]]) + kv_new + n_new @ xi[c].reshape(-1)
         size = max(1.0, np.abs(want).max(), np.abs(rotated).max())
         assert np.abs(got - want).max() <= TOL * size, (got, want)
         if module.FSAL:  # the cached force is the new state's force with the new batch
@@ -131,13 +136,24 @@ def test_probed_affine_map_equals_the_declared_one(scheme, d, n, h, gamma, seed,
 
     hess_r, b_r = (hess_p, b_p) if module.FSAL else (hess_w, b_w)
     a_mat, a_vec, c_mat = step_map(scheme, hess_r, b_r, h, gamma)
-    k_new = aug(*rotation_map(scheme, hess_w, b_w, h, gamma))
-    k_prev = aug(*rotation_map(scheme, hess_r, b_r, h, gamma))
+    *rot_new, n_new = rotation_map(scheme, hess_w, b_w, h, gamma, noise=True)
+    *rot_prev, n_prev = rotation_map(scheme, hess_r, b_r, h, gamma, noise=True)
+    k_new, k_prev = aug(*rot_new), aug(*rot_prev)
     lhs, rhs = k_new @ t_map, aug(a_mat, a_vec) @ k_prev
     assert np.abs(lhs - rhs).max() <= TOL * max(1.0, np.abs(rhs).max())
-    if _noise_checked(scheme, h, gamma):
-        noise = k_new[:2 * d, :2 * d] @ probed.C[:2 * d]
-        assert np.abs(noise - c_mat).max() <= TOL * max(1.0, np.abs(c_mat).max())
+    # the noise, every scheme: on this step's slots the rotated probed noise is the declared one;
+    # on the slots the rotation undoes (the previous step's in the transition) it cancels, and the
+    # declared map carries the previous step's noise through the rotation
+    noise = k_new[:2 * d, :2 * d] @ probed.C[:2 * d] + n_new
+    size = max(1.0, np.abs(c_mat).max(), np.abs(n_new).max())
+    undone = rotation_slots(n_prev)
+    for k in range(4):
+        cols = slice(k * d, (k + 1) * d)
+        if k in undone:
+            assert np.abs(noise[:, cols]).max() <= TOL * size
+            assert np.abs(a_mat @ n_prev[:, cols] + c_mat[:, cols]).max() <= TOL * size
+        else:
+            assert np.abs(noise[:, cols] - c_mat[:, cols]).max() <= TOL * size
 
 
 @pytest.mark.parametrize("plan", sorted(PLANS))

@@ -100,14 +100,25 @@ def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
     return ops_map(module.affine_ops(h, gamma), hess, b, h, gamma, module.NAME)
 
 
-def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
-    """``(K, k)``: the deterministic map from the state after a step to the rotated state of
-    ``affine_ops`` (identity for schemes that are not first-same-as-last)."""
+def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, *, noise: bool = False):
+    """``(K, k)``: the map from the state after a step to the rotated state of ``affine_ops``
+    (identity for schemes that are not first-same-as-last), without the noise it undoes; with
+    ``noise=True``, ``(K, k, N)``: the rotated state is ``K z + k + N xi`` with ``xi`` the step's
+    own path noise (nonzero columns of ``N``: the slots a rotation that crosses an O step undoes,
+    which in the rotated transition belong to the previous step, see :func:`rotation_slots`)."""
     module = resolve_scheme(scheme)
     rotation = getattr(module, "rotation_ops", None)
     ops = rotation(h, gamma) if rotation is not None else []
-    mat, vec, _ = ops_map(ops, hess, b, h, gamma, module.NAME)
-    return mat, vec
+    mat, vec, noise_map = ops_map(ops, hess, b, h, gamma, module.NAME)
+    return (mat, vec, noise_map) if noise else (mat, vec)
+
+
+def rotation_slots(noise_map: np.ndarray) -> list[int]:
+    """The path-noise slots (0 dW1, 1 J1, 2 dW2, 3 J2) on which a rotation's noise map ``N``
+    (``rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
+    those slots carry the previous step's noise, the others the current step's."""
+    d = noise_map.shape[1] // 4
+    return [k for k in range(4) if np.any(noise_map[:, k * d:(k + 1) * d] != 0.0)]
 
 
 def ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme: str = "?"):

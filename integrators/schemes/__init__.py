@@ -4,8 +4,9 @@ the next step's batch), ``coefficients(h, gamma)``, a Numba ``step`` and, option
 ``affine_ops(h, gamma)`` (the step as operations, interpreted by the exact oracle in
 ``theory_checks.oracle``; without it the oracle reads the step's affine map off the compiled
 ``step`` itself by probing, see ``theory_checks.probe``).  First-same-as-last schemes write
-``affine_ops`` in a rotated form and declare ``rotation_ops(h, gamma)``: the deterministic
-operations taking the state after a step to the rotated state.
+``affine_ops`` in a rotated form and declare ``rotation_ops(h, gamma)``: the operations taking
+the state after a step to the rotated state (with the noise they undo, in the step's own path
+slots, when the rotation crosses an O step).
 
 ``step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)`` advances a block of ``n``
 chains in place by one step of size ``h``: ``x, v, g`` have shape ``(n, d)``, ``dW`` and ``J``

@@ -37,9 +37,10 @@ def affine_ops(h: float, gamma: float) -> list:
 
 
 def rotation_ops(h: float, gamma: float) -> list:
-    """From the state after a step to the rotated state of :func:`affine_ops` (after A), with
-    the noise left out: undo the last O's decay, then the last half kick."""
-    return [("o", -h / 2, []), ("kick", -h / 2)]
+    """From the state after a step to the rotated state of :func:`affine_ops` (after A): undo
+    the last O, ``v <- e^{gamma h/2} (v - sqrt(2 gamma) J_2)`` with the step's own ``J_2`` (noise
+    slot 3), then the last half kick."""
+    return [("o", -h / 2, [(3, -math.exp(0.5 * gamma * h))]), ("kick", -h / 2)]
 
 
 @nb.njit(nogil=True)
