@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -28,8 +29,16 @@ from integrators import GaussianTarget
 from integrators.plans import force_scale
 from integrators.schemes import ubu as ubu_numba
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
+from integrators.torch.chains import _Observers, compiled_step, fused_step, observe
 from integrators.torch.plans import ChainPlan
-from integrators.torch.rng import CounterNormals, counter_normals, pair_factors, pairs_from_normals
+from integrators.torch.rng import (
+    CounterNormals,
+    counter_normals,
+    counter_normals_v1,
+    counters_per_normals,
+    pair_factors,
+    pairs_from_normals,
+)
 from integrators.torch.schemes import ubu
 from integrators.torch.targets import torch_force
 
@@ -115,6 +124,10 @@ def bench_module(device, n_data, reps, rounds):
 
 
 def bench_chains(device, n_chains, steps, compile_too):
+    """(b): the normals alone (torch.randn, the previous and the current counter-based streams) and
+    the sampler's step, as it was (stream v1, eager plan, the step without observers compiled) and
+    as it is (:func:`integrators.torch.chains.fused_step`: normals, plan draws, force, UBU,
+    divergence check and the histogram observer in one compiled graph), all in this one run."""
     target = GaussianTarget.one_d_example()
     h, gamma, dt = 1 / 16, 1.0, torch.float64
     force_of = torch_force(target, device, dt)
@@ -122,73 +135,165 @@ def bench_chains(device, n_chains, steps, compile_too):
     coef = tuple(float(c) for c in ubu_numba.coefficients(h, gamma))
     factors = pair_factors(gamma, h)
     chains = torch.arange(n_chains, device=device)
-    path = CounterNormals(0, 0, chains, dt)
-    plan = ChainPlan("sms", 2, 1, CounterNormals(0, 1, chains, dt).uniforms, n_chains, device)
+    keys = CounterNormals(0, 0, chains, dt).keys
     gen = torch.Generator(device=device)
     gen.manual_seed(0)
+    law_sd = float(target.covariance[0, 0]) ** 0.5
+    hist = (float(target.mean[0]) - 12 * law_sd, float(target.mean[0]) + 12 * law_sd, 291_043)  # Figure 1's
 
-    def advance(x, v, start, batch):
-        z = counter_normals(path.keys, start, 4, dt).view(4, 1, n_chains).transpose(1, 2)
+    def old_advance(x, v, start, batch):  # the step as measured on the H200 (stream v1, no observers)
+        z = counter_normals_v1(keys, start, 4, dt).view(4, 1, n_chains).transpose(1, 2)
         dW, J = pairs_from_normals(z, factors)
         return ubu.step(x, v, None, coef, dW, J, lambda y: force_of(y, batch, scale), None)
 
     def randn_only():
         return torch.randn((4, n_chains), generator=gen, device=device, dtype=dt)
 
-    def counter_only(start):
-        return counter_normals(path.keys, start, 4, dt)
+    def v1_only(start):
+        return counter_normals_v1(keys, start, 4, dt)
 
-    variants = [("eager", advance, counter_only)]
-    if compile_too:
-        variants.append(("torch.compile", torch.compile(advance), torch.compile(counter_only)))
-    # the counter-based stream is the same function on every device and compiled or not
+    def v2_only(start):
+        return counter_normals(keys, start, 4, dt)
+
+    backends = [None] + (["inductor"] if compile_too else [])
     start0 = torch.tensor(12, device=device, dtype=torch.int64)
-    ref = counter_normals(path.keys[:1000].cpu(), start0.cpu(), 4, dt)
-    for label, _, fn in variants:
-        diff = float((fn(start0)[:, :1000].cpu() - ref).abs().max())
-        print(f"    [{label}] counter normals on {device} vs CPU eager: max difference {diff:.1e} "
-              f"(integer stream exact; last-bit differences from log/sin/cos implementations)")
     print(f"(b) chains mode, Figure 1's workload (1-D, UBU x sms, batch 1, float64), {n_chains:,} chains, "
           f"{steps} steps, {device}:")
-    rate_randn = None
-    for label, step_fn, normals_fn in variants:
+    randn_only()
+    rate_randn = n_chains / timed(randn_only, device, steps)
+    print(f"    four normals alone, torch.randn + Generator:            {rate_randn:10.3e} chain-steps/s")
+    rates = {}
+
+    def run_backend(backend):
+        label = "eager" if backend is None else "compiled"
+
+        def wrap(f):
+            return f if backend is None else torch.compile(f, backend=backend)
+
+        normals = {}
+        for name, fn in (("v1", wrap(v1_only)), ("v2", wrap(v2_only))):
+            ref = (counter_normals_v1 if name == "v1" else counter_normals)(keys[:1000].cpu(), start0.cpu(), 4, dt)
+            diff = float((fn(start0)[:, :1000].cpu() - ref).abs().max())
+            start = torch.zeros((), device=device, dtype=torch.int64)
+
+            def normals_step(fn=fn, start=start, name=name):
+                fn(start)
+                start.add_(4 if name == "v1" else counters_per_normals(4))
+
+            for _ in range(3):
+                normals_step()
+            normals[name] = (normals_step, diff)
+        times = {}
+        for _ in range(3):  # interleaved rounds, medians
+            for name, (fn, _) in normals.items():
+                times.setdefault(name, []).append(timed(fn, device, steps))
+        for name, (_, diff) in normals.items():
+            rates[(label, name)] = n_chains / statistics.median(times[name])
+            print(f"    [{label}] four counter normals alone, stream {name}:  {rates[(label, name)]:10.3e} "
+                  f"chain-steps/s   ({rates[(label, name)] / rate_randn:.2f} x torch.randn; "
+                  f"{'this device' if backend is None else 'compiled'} vs CPU eager: max difference {diff:.1e})")
+        print(f"    [{label}] stream v2 / stream v1 = {rates[(label, 'v2')] / rates[(label, 'v1')]:.2f}")
         x = torch.zeros(n_chains, 1, device=device, dtype=dt)
         v = torch.zeros(n_chains, 1, device=device, dtype=dt)
-        start = torch.zeros((), device=device, dtype=torch.int64)  # the stream counter, kept on the device
+        old_fn = wrap(old_advance)
+        old_plan = ChainPlan("sms", 2, 1, CounterNormals(0, 1, chains, dt).uniforms, n_chains, device)
+        start = torch.zeros((), device=device, dtype=torch.int64)
 
-        def one_step(step_fn=step_fn, x=x, v=v, start=start):
-            step_fn(x, v, start, plan.next())
+        def old_step(old_fn=old_fn, start=start, x=x, v=v, plan=old_plan):
+            old_fn(x, v, start, plan.next())
             start.add_(4)
 
-        def normals_step(normals_fn=normals_fn, start=start):
-            normals_fn(start)
-            start.add_(4)
+        old_obs = _Observers(n_chains, 1, device, False, hist, 0, 1, 100.0)
+        k = [0]
 
-        for fn in (one_step, normals_step):  # warm-up (compiles)
-            for _ in range(3):
+        def old_sampler_step(record, old_fn=old_fn, start=start, x=x, v=v, plan=old_plan, obs=old_obs):
+            """The previous sample()'s step: the above, then its observers eagerly (the divergence
+            check; when recording the sums and the histogram, by bincount over all the bins)."""
+            k[0] += 1
+            g = old_fn(x, v, start, plan.next())
+            start.add_(4)
+            ok = obs.check(k[0], x, v, g)
+            if not record:
+                return
+            xd = x * ok
+            obs.sum_x += xd
+            obs.sum_xx += xd * xd
+            first, live = xd[:, 0], ok[:, 0].to(torch.float64)
+            below = (first < obs.hist_lo).to(torch.float64) * live
+            above = (first >= obs.hist_hi).to(torch.float64) * live
+            idx = ((first - obs.hist_lo) * obs.inv_width).floor().clamp(0, obs.n_bins - 1).to(torch.int64)
+            obs.hist += torch.bincount(idx, weights=live - below - above, minlength=obs.n_bins)
+            obs.tails += torch.stack([below.sum(), (below * (obs.hist_lo - first)).sum(),
+                                      above.sum(), (above * (first - obs.hist_hi)).sum()])
+
+        step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
+        obs = _Observers(n_chains, 1, device, False, hist, 0, 1, 100.0)
+        plan = ChainPlan("sms", 2, 1, CounterNormals(0, 1, chains, dt), n_chains, device, compile=backend)
+        as_t = functools.partial(torch.tensor, device=device, dtype=dt)
+        coef_t, factors_t, scale_t = as_t(coef), as_t(factors), as_t(scale)
+        counters = torch.zeros(2, device=device, dtype=torch.int64)
+        g = torch.zeros_like(x)
+
+        def new_step(record, step_fn=step_fn, plan=plan, x=x, v=v, g=g, counters=counters, obs=obs):
+            step_fn("ubu", force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters, obs)
+            if record:
+                observe_fn(x, obs)
+
+        variants = (("previous step (v1, eager plan, no observers)", old_step),
+                    ("previous sampler step, burn-in (+ eager check)", functools.partial(old_sampler_step, False)),
+                    ("previous sampler step, recording (+ eager observers)", functools.partial(old_sampler_step, True)),
+                    ("fused step, burn-in (divergence check only)", functools.partial(new_step, False)),
+                    ("fused step + observe, recording (moments, histogram)", functools.partial(new_step, True)))
+        for _, fn in variants:  # warm-up (compiles)
+            for _ in range(5):
                 fn()
-        t_step = timed(one_step, device, steps)
-        t_counter = timed(normals_step, device, steps)
-        if rate_randn is None:
-            randn_only()
-            rate_randn = n_chains / timed(randn_only, device, steps)
-            print(f"    four normals alone, torch.randn + Generator:   {rate_randn:10.3e} chain-steps/s")
-        assert bool(torch.isfinite(x).all())
-        print(f"    [{label}] four counter-based normals alone:     {n_chains / t_counter:10.3e} chain-steps/s")
-        print(f"    [{label}] sampler step (normals, plan, force, UBU): {n_chains / t_step:10.3e} chain-steps/s"
-              f"   = {t_counter / t_step:.2f} x the rate of its normals alone, "
-              f"{n_chains / t_step / rate_randn:.2f} x torch.randn's")
+        times = {}
+        for _ in range(3):  # interleaved rounds, medians: the load of the moment hits every variant alike
+            for what, fn in variants:
+                times.setdefault(what, []).append(timed(fn, device, steps))
+        for what, _ in variants:
+            rates[(label, what)] = n_chains / statistics.median(times[what])
+        assert bool(torch.isfinite(x).all()) and int((obs.diverged_at >= 0).sum()) == 0
+        for i, (what, _) in enumerate(variants):
+            r = rates[(label, what)]
+            versus = f" = {r / rates[(label, variants[i - 2][0])]:.2f} x the previous sampler's" if i >= 3 else ""
+            print(f"    [{label}] {what + ':':54s} {r:10.3e} chain-steps/s  ({r / rate_randn:.2f} x torch.randn's rate)"
+                  + versus)
+
+    for backend in backends:
+        run_backend(backend)
+    return rates
 
 
-def bench_figure1_point(device, preset):
-    """(c) one Figure-1 point (UBU x sms at h = 1/32 with its full-gradient control) on the device."""
+def bench_figure1(device, preset, chain_counts, whole):
+    """(c) one Figure-1 point (UBU x sms at h = 1/32 with its full-gradient control) on the device,
+    for each chain count per repeat asked for (the first call also compiles); then, with
+    ``whole``, the whole figure at the preset (its graphs already compiled by the points)."""
     from bias import figure1
+    from integrators.torch import figure1 as torch_figure1
 
-    t0 = time.perf_counter()
-    point = figure1.run_point("ubu", "sms", 5, preset, seed=0, backend="torch", device=str(device))
-    seconds = time.perf_counter() - t0
-    print(f"(c) one Figure-1 point, preset {preset} (UBU x sms, h = 1/32, {point.n_samples:,} samples, "
-          f"control included), {device}: {seconds:.1f} s, W1 = {point.w1:.3e} +/- {point.mc_error:.1e}")
+    default = torch_figure1.CHAINS_PER_REPEAT[device.type][preset]
+    first = "first call" + (" (compiles)" if torch_figure1.figure1_sampler(str(device)).compile else "")
+    for i, chains in enumerate([default] + [c for c in chain_counts if c != default]):
+        torch_figure1.CHAINS_PER_REPEAT[device.type][preset] = chains
+        for attempt in (first, "again") if i == 0 else ("again",):
+            t0 = time.perf_counter()
+            point = figure1.run_point("ubu", "sms", 5, preset, seed=0, backend="torch", device=str(device))
+            seconds = time.perf_counter() - t0
+            print(f"(c) one Figure-1 point, preset {preset} (UBU x sms, h = 1/32, {point.n_samples:,} samples, control "
+                  f"included), {chains:,} chains per repeat, {device}, {attempt}: {seconds:.2f} s, "
+                  f"W1 = {point.w1:.3e} +/- {point.mc_error:.1e}")
+    torch_figure1.CHAINS_PER_REPEAT[device.type][preset] = default
+    if whole:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            points = figure1.run(out, preset, seed=0, backend="torch", device=str(device))
+            seconds = time.perf_counter() - t0
+        diverged = [f"{q.scheme} x {q.plan} at h = {q.h}" for q in points if q.diverged]
+        print(f"(c) the whole Figure 1, preset {preset}, {len(points)} points, {device}: {seconds:.1f} s "
+              f"(diverged: {', '.join(diverged) or 'none'})")
 
 
 def main():
@@ -196,8 +301,13 @@ def main():
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="a quick CPU-sized run")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
-    parser.add_argument("--skip", choices=["a", "b", "c"], default=None)
+    parser.add_argument("--skip", default="", help="parts to skip, e.g. 'a' or 'ac'")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--chains", type=int, default=None, help="(b): chains (default: 2^23 cuda, 2^14/2^18 cpu)")
+    parser.add_argument("--figure-chains", default="",
+                        help="(c): more chain counts per repeat to time, e.g. 2**19,2**20")
+    parser.add_argument("--preset", default=None, help="(c): Figure 1 preset (default: full on cuda, tiny on cpu)")
+    parser.add_argument("--whole-figure", action="store_true", help="(c): also time the whole figure at the preset")
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -206,17 +316,18 @@ def main():
     print(f"torch {torch.__version__}, device {device}"
           + (f" ({torch.cuda.get_device_name(device)})" if cuda else f", {torch.get_num_threads()} threads"))
     t0 = time.perf_counter()
-    if args.skip != "a":
+    if "a" not in args.skip:
         if cuda:
             bench_module(device, n_data=6000, reps=20, rounds=5)
         else:
             bench_module(device, n_data=1000, reps=1 if args.small else 5, rounds=3)
-    if args.skip != "b":
-        n_chains = 2**23 if cuda else (2**14 if args.small else 2**18)
+    if "b" not in args.skip:
+        n_chains = args.chains or (2**23 if cuda else (2**14 if args.small else 2**18))
         steps = 50 if cuda else (20 if args.small else 50)
         bench_chains(device, n_chains, steps, compile_too=not args.no_compile)
-    if args.skip != "c" and (cuda or not args.small):
-        bench_figure1_point(device, "full" if cuda else "tiny")
+    if "c" not in args.skip:
+        counts = [int(eval(c, {})) for c in args.figure_chains.split(",") if c]  # noqa: S307 (2**k from the command line)
+        bench_figure1(device, args.preset or ("full" if cuda else "tiny"), counts, args.whole_figure)
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 

@@ -13,8 +13,13 @@ mkdir -p "$out"
 # issue 11: Figure 1 at the full preset on 2 threads and on all 16 cores (one process: kernels compile once)
 timeout 230 python3 benchmarks/bench_figure1.py --preset full --threads 2,16 --out "$out/figure1" \
   2>&1 | tee "$out/bench_figure1.txt"
-# issue 13: module-mode step against SGD, chains-mode rate, one Figure 1 point on the GPU
-timeout 150 python3 benchmarks/bench_torch.py --device cuda 2>&1 | tee "$out/bench_torch.txt"
+# issue 13 (< 4 minutes): (a) module-mode step against SGD; (b) chains-mode rates, counter normals
+# stream v1 against v2 and the previous sampler step against the fused one; (c) one Figure 1 point
+# at full (first call compiles, then again; then 2^19 and 2^20 chains per repeat) and the whole
+# figure at full on cuda.  -u: a run cut by its timeout keeps what it printed.
+timeout 100 python3 -u benchmarks/bench_torch.py --device cuda --skip c 2>&1 | tee "$out/bench_torch.txt"
+timeout 130 python3 -u benchmarks/bench_torch.py --device cuda --skip ab --figure-chains '2**19,2**20' \
+  --whole-figure 2>&1 | tee "$out/bench_torch_figure1.txt"
 # issue 15: the paper's Fashion-MNIST network through the pipeline, per-epoch times; then 4 SMS-UBU
 # chains at once (multi-chain mode, RunConfig.chains) against one chain: the throughput gain
-timeout 150 python3 benchmarks/bench_bnn_gpu.py --device cuda --chains 4 2>&1 | tee "$out/bench_bnn_gpu.txt"
+timeout 150 python3 -u benchmarks/bench_bnn_gpu.py --device cuda --chains 4 2>&1 | tee "$out/bench_bnn_gpu.txt"

@@ -1,4 +1,7 @@
-"""Coupled chains at ``h`` (coarse) and ``h/2`` (fine), driven by one Brownian path, in one kernel.
+"""Coupled chains at ``h`` (coarse) and ``h/2`` (fine), driven by one Brownian path, in one kernel
+built from the pieces of ``sample``'s stepping core (:mod:`integrators.kernel`: path, batch rule,
+scheme step with bounce, divergence check and parking, observers); the fine chains are exactly
+``sample``'s chains at ``h/2`` with the same seed.
 
 Each coarse step draws the four path pairs of the fine chain's two steps (intervals of ``h/4``);
 the fine chain uses them as they are, the coarse chain composes them exactly (``dW = dW1 + dW2``,
@@ -9,7 +12,8 @@ strongly correlated.  Minibatch coupling:
   ``"independent"`` draws the coarse batch separately;
 * ``rr`` / ``sms``: ``"shared"`` gives the coarse chain, at the start of each of its periods, the
   permutation the fine chain has just drawn (periods align in time: one coarse period is two fine
-  periods); ``"independent"`` draws its own.
+  periods); ``"independent"`` draws its own.  A plan with its own Numba ``BATCH_RULE`` runs here
+  too: its coarse chains call the rule with the fine chains' permutations as ``source`` (shared).
 
 Either way each chain's batches have exactly the plan's law, so each chain's marginal is that of
 an uncoupled chain.  Test functions are evaluated for both chains at the coarse step times and

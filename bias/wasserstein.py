@@ -25,7 +25,7 @@ import numpy as np
 import scipy.special
 import scipy.stats
 
-from integrators.kernel import histogram_add_value
+from integrators.kernel import histogram_add as _histogram_add
 
 
 @dataclass(frozen=True)
@@ -128,21 +128,21 @@ def _w1_to_cdf(points, weights, dist, f_pts=None, g_pts=None) -> float:
 @nb.njit(nogil=True)
 def histogram_add(values, lo, inv_width, counts, tails):
     """Add samples to a fixed histogram; ``tails = (n_below, excess_below, n_above, excess_above)``
-    records samples outside ``[lo, lo + n_bins / inv_width)`` exactly."""
-    hi = lo + counts.shape[0] / inv_width
-    for v in values:
-        histogram_add_value(v, lo, hi, inv_width, counts, tails)
+    records samples outside ``[lo, lo + n_bins / inv_width)`` exactly (the kernel's own loop,
+    :func:`integrators.kernel.histogram_add`, with every sample live)."""
+    _histogram_add(values, lo, inv_width, counts, tails, np.full(values.shape[0], -1, dtype=np.int64))
 
 
 @nb.njit(nogil=True)
 def _normal_histogram(n, mean, std, lo, inv_width, counts, tails, rng):
     block = np.empty(4096)
+    live = np.full(4096, -1, dtype=np.int64)
     done = 0
     while done < n:
         m = min(4096, n - done)
         for i in range(m):
             block[i] = mean + std * rng.standard_normal()
-        histogram_add(block[:m], lo, inv_width, counts, tails)
+        _histogram_add(block[:m], lo, inv_width, counts, tails, live)
         done += m
 
 

@@ -35,6 +35,7 @@ from integrators.kernel import (
     PlanState,
     Schedule,
     aligned_zeros,
+    histogram_counts,
     kernel_for,
     make_work_buffers,
     no_test_functions,
@@ -407,7 +408,7 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     n_groups = min(threads, n_tiles)
     bounds = [round(i * n_tiles / n_groups) for i in range(n_groups + 1)]
     groups = [(bounds[i], bounds[i + 1]) for i in range(n_groups)]
-    hists = [np.zeros(n_bins) for _ in groups]
+    hists = [histogram_counts(n_bins, n_pad * (n_steps - burn_in) if n_bins else 0) for _ in groups]
     hist_tails = [np.zeros(4) for _ in groups]
 
     path = Path(gamma, 0.5 * h / path_refine, path_refine, path_states)
@@ -455,7 +456,7 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
         chain_outer=sum_outer / n_stat if full_moments else None,
         chain_tests=sum_tests / n_stat if n_test_functions else None,
         samples=samples if keep else None, diverged_at=diverged_at, x=x, v=v,
-        histogram=np.sum(hists, axis=0) if n_bins else None,
+        histogram=np.sum(hists, axis=0, dtype=np.float64) if n_bins else None,  # exact integer counts
         histogram_tails=np.sum(hist_tails, axis=0) if n_bins else None,
         meta={"batch_size": batch_size, "n_chains": n_chains, "control_variate": control_variate,
               "path_refine": path_refine, "target": target.name},

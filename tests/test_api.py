@@ -91,6 +91,44 @@ def test_tiling_never_changes_results(monkeypatch, tile, lanes):
     assert ref.histogram.sum() + ref.histogram_tails[0] + ref.histogram_tails[2] == 257 * 100
 
 
+@given(seed=st.integers(0, 2**20), bound=st.floats(1.5, 4.0), h=st.floats(0.05, 0.4))
+def test_histogram_counts_every_kept_state_of_every_live_chain_once(seed, bound, h):
+    """The streamed histogram is the histogram of the states a run keeps at every step after
+    burn-in (``keep = n_steps - burn_in``): chains that diverge (a tight divergence bound) count
+    up to their divergence step and never after, padding lanes never; the out-of-range tails hold
+    the exact counts and excesses of the other states."""
+    lo, hi, n_bins = -2.0, 0.5, 37
+    res = sample(T1, "baoab", "iid", h=h, n_chains=21, n_steps=60, burn_in=10, batch_size=1, seed=seed,
+                 keep=50, divergence_bound=bound, histogram=(lo, hi, n_bins))
+    kept = res.samples[..., 0]
+    kept = kept[np.isfinite(kept)]  # a step not kept (after a divergence) stays NaN
+    assert kept.size == sum(50 if at < 0 else max(0, at - 11) for at in res.diverged_at)
+    inside = kept[(kept >= lo) & (kept < hi)]
+    want = np.bincount(np.minimum(((inside - lo) * (n_bins / (hi - lo))).astype(np.int64), n_bins - 1),
+                       minlength=n_bins)
+    np.testing.assert_array_equal(res.histogram, want)
+    below, above = kept[kept < lo], kept[kept >= hi]
+    np.testing.assert_allclose(res.histogram_tails, [below.size, np.sum(lo - below), above.size,
+                                                     np.sum(above - hi)], rtol=1e-12, atol=1e-12)
+
+
+def test_histogram_counts_the_same_in_float64_where_int32_could_overflow(monkeypatch):
+    """A run that could pass int32 in a bin counts in float64 (``COUNT_DTYPE_LIMIT``): the same
+    histogram, tails and statistics as the int32 counts of a smaller run would give."""
+    import integrators.kernel as kernel
+
+    kw = dict(scheme="baoab", plan="iid", h=0.15, n_chains=40, n_steps=80, burn_in=20, batch_size=1,
+              seed=3, x0=[-0.8], histogram=(-3.0, 2.0, 50))
+    assert kernel.histogram_counts(50, 40 * 60).dtype == np.int32
+    ref = sample(T1, **kw)
+    monkeypatch.setattr(kernel, "COUNT_DTYPE_LIMIT", 40 * 60 - 1)
+    assert kernel.histogram_counts(50, 40 * 60).dtype == np.float64
+    wide = sample(T1, **kw)
+    for name in ("x", "chain_mean", "histogram", "histogram_tails"):
+        np.testing.assert_array_equal(getattr(ref, name), getattr(wide, name), err_msg=name)
+    assert wide.histogram.dtype == ref.histogram.dtype == np.float64
+
+
 def test_path_refine_drives_the_same_brownian_path():
     """Runs at h and 2h on the path of a fine reference run converge to it at UBU's strong
     order 2 (error ratio near 4), and a run on another seed's path does not."""

@@ -1,7 +1,10 @@
 """Chains mode: stationary moments agree with the exact oracle within Monte Carlo error for every
 scheme x plan; a chain's numbers depend only on the seed and its index; the counter-based stream
-is the SplitMix64 function; float32 runs and says so; bad input and divergence are reported;
-Figure 1 dispatches to the tensor backend."""
+is the SplitMix64 function, its normals pass moment, Kolmogorov-Smirnov and independence tests
+(across chains, counters and the two halves of a Box-Muller pair), and the fused step draws
+exactly that stream; the compiled step equals the eager one and is not recompiled for a new step
+size; float32 runs and says so; bad input and divergence are reported; Figure 1 dispatches to the
+tensor backend."""
 
 from __future__ import annotations
 
@@ -16,7 +19,13 @@ torch = pytest.importorskip("torch")
 from integrators import PLANS, SCHEMES, GaussianTarget  # noqa: E402
 from integrators.plans import period  # noqa: E402
 from integrators.torch.chains import sample  # noqa: E402
-from integrators.torch.rng import CounterNormals, mix64, mix64_reference  # noqa: E402
+from integrators.torch.rng import (  # noqa: E402
+    CounterNormals,
+    _mantissa_uniform,
+    counters_per_normals,
+    mix64,
+    mix64_reference,
+)
 from theory_checks.oracle import stationary_moments  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
@@ -65,6 +74,106 @@ def test_counter_stream_is_splitmix64_and_normal():
     assert abs(float(z.mean())) < 5 / math.sqrt(z.numel())
     assert abs(float(z.var()) - 1) < 5 * math.sqrt(2 / z.numel())
     assert abs(float((z**4).mean()) - 3) < 5 * math.sqrt(96 / z.numel())
+
+
+def test_bit_cast_uniforms_are_the_open_interval_grid():
+    for n_bits in (32, 52):
+        k = torch.tensor([0, 1, 2**n_bits - 2, 2**n_bits - 1])
+        expected = [(float(i) + 0.5) * 2.0**-n_bits for i in k.tolist()]
+        assert _mantissa_uniform(k, n_bits, torch.float64).tolist() == expected
+    u32 = _mantissa_uniform(torch.tensor([0, 2**32 - 1]), 32, torch.float32)
+    assert u32.dtype == torch.float32 and u32.tolist() == [2.0**-24, 1 - 2.0**-24]
+
+
+def test_quadrant_polynomial_cos_sin_are_within_an_ulp_or_two():
+    import mpmath
+
+    from integrators.torch.rng import cos_sin_turns
+
+    quarter = 2**30  # the quadrant edges of the 32-bit angle grid, and random points
+    k = [0, 1, 2**32 - 1] + [j * quarter + e for j in (1, 2, 3) for e in (-1, 0, 1)]
+    k += [(2 * j + 1) * 2**29 + e for j in range(4) for e in (-1, 0)]  # octant middles: |x| = pi/4
+    k += np.random.default_rng(0).integers(0, 2**32, 300).tolist()
+    u = (torch.tensor(k, dtype=torch.float64) + 0.5) * 2.0**-32
+    cos, sin = cos_sin_turns(u)
+    mpmath.mp.prec = 100
+    for ui, c, s in zip(u.tolist(), cos.tolist(), sin.tolist(), strict=True):
+        angle = 2 * mpmath.pi * mpmath.mpf(ui)
+        assert abs(c - float(mpmath.cos(angle))) <= 2.3e-16 and abs(s - float(mpmath.sin(angle))) <= 2.3e-16, ui
+    cos32, sin32 = cos_sin_turns(u.float())
+    assert cos32.dtype == torch.float32 and float((cos32.double() - cos).abs().max()) < 4e-7
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_counter_normals_pass_moments_and_kolmogorov_smirnov(dtype):
+    from scipy.stats import kstest
+
+    z = CounterNormals(11, 0, torch.arange(2000), dtype).normals(40).double()  # 80,000 normals
+    n = z.numel()
+    zc = family_z(4, alpha=1e-4)
+    assert abs(float(z.mean())) < zc / math.sqrt(n)
+    assert abs(float(z.var()) - 1) < zc * math.sqrt(2 / n)
+    assert abs(float((z**4).mean()) - 3) < zc * math.sqrt(96 / n)
+    assert kstest(z.flatten().numpy(), "norm").pvalue > 1e-4  # level 1e-4
+
+
+def test_counter_normals_are_independent_across_chains_counters_and_pair_halves():
+    n_chains, m = 4000, 16
+    z = CounterNormals(3, 0, torch.arange(n_chains), torch.float64).normals(m)  # rows: 8 cos parts, 8 sin parts
+    half = m // 2
+
+    def corr(a, b):
+        a, b = a.flatten() - a.mean(), b.flatten() - b.mean()
+        return float((a * b).sum() / (a.norm() * b.norm())), a.numel()
+
+    later = CounterNormals(3, 0, torch.arange(n_chains), torch.float64)
+    later.counter = 10 * counters_per_normals(m)
+    pairs = {"neighbouring chains": (z[:, :-1], z[:, 1:]), "consecutive rows": (z[:-1], z[1:]),
+             "squares of consecutive rows": (z[:-1] ** 2, z[1:] ** 2),
+             "cos and sin of a pair": (z[:half], z[half:]), "their squares": (z[:half] ** 2, z[half:] ** 2),
+             "a later counter window": (z, later.normals(m))}
+    zc = family_z(len(pairs))
+    for what, (a, b) in pairs.items():
+        r, n = corr(a, b)
+        assert abs(r) < zc / math.sqrt(n), (what, r)
+
+
+def test_fused_step_draws_the_documented_stream():
+    """The step's path noise is ``CounterNormals(seed, PATH_STREAM).normals(4 d)`` per step, the
+    initial velocity ``normals(d)`` of the velocity stream: fed back as explicit noise, the same run."""
+    from integrators.brownian import pair_cholesky
+    from integrators.torch.chains import PATH_STREAM, VELOCITY_STREAM
+
+    target, n, d, steps, h, gamma, seed = small_target(), 5, 2, 30, 0.1, 1.3, 4
+    free = sample(target, "ubu", "full", h=h, gamma=gamma, n_chains=n, n_steps=steps, seed=seed, keep=steps)
+    path = CounterNormals(seed, PATH_STREAM, torch.arange(n), torch.float64)
+    z = torch.stack([path.normals(4 * d).view(4, d, n) for _ in range(steps)]).numpy()  # (steps, 4, d, n)
+    l11, l21, l22 = pair_cholesky(gamma, h / 2)
+    dW = l11 * z[:, [0, 2]]
+    J = l21 * z[:, [0, 2]] + l22 * z[:, [1, 3]]
+    v0 = CounterNormals(seed, VELOCITY_STREAM, torch.arange(n), torch.float64).normals(d).T.numpy()
+    given = sample(target, "ubu", "full", h=h, gamma=gamma, n_chains=n, n_steps=steps, seed=seed, keep=steps,
+                   v0=v0, noise=(dW, J))
+    np.testing.assert_allclose(given.samples, free.samples, rtol=1e-13, atol=1e-13)
+    assert path.counter == steps * counters_per_normals(4 * d)
+
+
+def test_compiled_step_equals_eager_and_is_not_recompiled_for_a_new_step_size():
+    from torch._dynamo.utils import counters
+
+    target = GaussianTarget.one_d_example()
+    kwargs = {"n_chains": 16, "n_steps": 24, "burn_in": 8, "batch_size": 1, "seed": 2, "histogram": (-6.0, 5.0, 64)}
+    graphs = []
+    for h in (0.1, 0.05, 0.025):
+        eager = sample(target, "baoab", "sms", h=h, **kwargs)
+        traced = sample(target, "baoab", "sms", h=h, compile="eager", **kwargs)  # dynamo's graphs, run eagerly
+        graphs.append(counters["stats"]["unique_graphs"])
+        np.testing.assert_array_equal(traced.histogram, eager.histogram)
+        np.testing.assert_allclose(traced.chain_mean, eager.chain_mean, rtol=1e-12)
+        assert traced.meta["compiled"] == "eager"
+    assert graphs[1] == graphs[2] == graphs[0]  # the second and third step size reuse the first's graphs
+    with pytest.raises(ValueError, match="compile"):
+        sample(target, "ubu", "sms", h=0.1, compile=3, **kwargs)
 
 
 def test_float32_runs_and_records_device_and_dtype():

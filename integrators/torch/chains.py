@@ -16,6 +16,7 @@ For cross-backend tests ``noise=(dW, J)`` (the kernel's layout ``(n_steps, 2, d,
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -26,7 +27,7 @@ from integrators.bounce import make_box
 from integrators.plans import force_scale
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
-from integrators.torch.rng import CounterNormals, counter_normals, pair_factors, pairs_from_normals
+from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
 from integrators.torch.schemes import TORCH_STEPS
 from integrators.torch.targets import torch_force
 
@@ -75,7 +76,8 @@ class _Observers:
         self.keep, self.stride, self.kept = keep, n_keep_stride, 0
 
     def check(self, k, x, v, g):
-        """Mark and park chains that left the bound at step ``k``; returns the mask of live chains."""
+        """Mark and park chains that left the bound at step ``k`` (an int or a 0-d device tensor);
+        returns the mask of live chains.  Branch-free: no value is read back to the host."""
         size = torch.maximum(x.abs().amax(1), v.abs().amax(1))
         bad = ~(size <= self.bound)  # NaN counts as bad
         self.diverged_at.copy_(torch.where(bad & (self.diverged_at < 0), k, self.diverged_at))
@@ -85,24 +87,63 @@ class _Observers:
         g.masked_fill_(dead, 0.0)
         return ~dead
 
-    def add(self, k, burn_in, x, ok):
-        xd = x.to(torch.float64) * ok
+    def add(self, x, live):
+        """Add the live chains' states to the running sums and the histogram (``live``: a bool
+        mask ``(n, 1)``; a chain that is not live adds zeros).  The histogram is a scatter-add
+        into its bins (``index_add_``, no per-step tensor of ``n_bins``, no host read)."""
+        xd = x.to(torch.float64) * live
         self.sum_x += xd
         self.sum_xx += xd * xd
         if self.sum_outer is not None:
             self.sum_outer += xd[:, :, None] * xd[:, None, :]
         if self.hist is not None:
-            first, live = xd[:, 0], ok[:, 0].to(torch.float64)
-            below = (first < self.hist_lo).to(torch.float64) * live
-            above = (first >= self.hist_hi).to(torch.float64) * live
-            inside = live - below - above
+            first, w = xd[:, 0], live[:, 0].to(torch.float64)
+            below = (first < self.hist_lo).to(torch.float64) * w
+            above = (first >= self.hist_hi).to(torch.float64) * w
+            inside = w - below - above
             idx = ((first - self.hist_lo) * self.inv_width).floor().clamp(0, self.n_bins - 1).to(torch.int64)
-            self.hist += torch.bincount(idx, weights=inside, minlength=self.n_bins)
+            self.hist.index_add_(0, idx, inside)
             self.tails += torch.stack([below.sum(), (below * (self.hist_lo - first)).sum(),
                                        above.sum(), (above * (first - self.hist_hi)).sum()])
+
+    def keep_sample(self, k, burn_in, x):
         if self.kept < self.keep and (k - burn_in) % self.stride == 0:
-            self.samples[:, self.kept] = xd
+            self.samples[:, self.kept] = x.to(torch.float64) * (self.diverged_at < 0)[:, None]
             self.kept += 1
+
+
+def fused_step(scheme: str, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, obs):
+    """One step of every chain as one function of tensors (what ``torch.compile`` makes one graph
+    of): the path normals at the stream's counter (:func:`integrators.torch.rng.normal_pairs`), the
+    scheme with its force on ``batch``, and the divergence check at step ``counters[1]``.
+    ``counters = [path counter, step]`` (int64, on the device) advance in place; nothing is read
+    back to the host, so a step never waits for the device.  ``coef``, ``factors`` and ``scale`` are
+    tensors: a new ``h`` is new data, not a new graph.  After burn-in :func:`observe` follows."""
+    n, d = x.shape
+    zc, zs = normal_pairs(keys, counters[0], 2 * d, x.dtype)  # (2d, n) each
+    l11, l21, l22 = factors[0], factors[1], factors[2]
+    z0, z1, z2, z3 = zc[:d].T, zc[d:].T, zs[:d].T, zs[d:].T   # the rows of counter_normals(.., 4d, ..)
+    dW = (l11 * z0, l11 * z2)
+    J = (l21 * z0 + l22 * z1, l21 * z2 + l22 * z3)
+    g = TORCH_STEPS[scheme].step(x, v, g, coef, dW, J, lambda y: force(y, batch, scale), reflect)
+    counters[0] += counters_per_normals(4 * d)
+    counters[1] += 1
+    obs.check(counters[1], x, v, g)
+    return g
+
+
+def observe(x, obs) -> None:
+    """The observers after burn-in (running sums, the histogram): a graph of its own, the same for
+    every scheme and plan, and no work at all during burn-in."""
+    obs.add(x, (obs.diverged_at >= 0)[:, None].logical_not())
+
+
+@functools.lru_cache(maxsize=4)
+def compiled_step(backend: str = "inductor"):
+    """:func:`fused_step` and :func:`observe` through ``torch.compile`` (one wrapper per backend,
+    reused by every call of :func:`sample`: graphs are cached by scheme, plan kind and shapes, not
+    by ``h``)."""
+    return torch.compile(fused_step, backend=backend), torch.compile(observe, backend=backend)
 
 
 def _explicit_batches(batches, n, dev):
@@ -117,18 +158,23 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
            seed=0, batch_size=None, x0=None, v0=None, control_variate=False, x_ref=None,
            box_center=None, box_half_width=None, keep=0, full_moments=False, divergence_bound=1e8,
            histogram=None, *, device="cpu", dtype="float64", noise=None, batches=None,
-           compile=False) -> SampleResult:
+           compile: bool | str = False) -> SampleResult:
     """Run ``n_chains`` chains of ``scheme x plan`` on ``target`` as tensors on ``device``.
 
     The arguments before ``device`` mean what they mean in :func:`integrators.sample`; ``dtype``
     is ``"float64"`` or ``"float32"`` (the observers accumulate in float64).  The result's ``meta``
-    names the device and dtype.
+    names the device and dtype.  Without ``noise`` every step is :func:`fused_step`; ``compile=True``
+    (or a ``torch.compile`` backend's name) runs it compiled, one graph per scheme and plan kind
+    reused across calls and step sizes.
     """
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
     keep = _int_at_least("keep", keep, 0)
     divergence_bound = _positive_float("divergence_bound", divergence_bound)
     dev, dt = resolve_device(device), resolve_dtype(dtype)
+    if not isinstance(compile, (bool, str)):
+        raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
+    backend = ("inductor" if compile is True else compile) if compile else None
     if histogram is not None:
         try:
             lo, hi, n_bins = float(histogram[0]), float(histogram[1]), int(histogram[2])
@@ -175,29 +221,31 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         next_batch = lambda: next(source)  # noqa: E731
     else:
         plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
-        next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng.uniforms, n, dev).next
+        next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
 
-    def advance(x, v, g, start, batch):
-        z = counter_normals(path.keys, start, 4 * d, dt).view(4, d, n).transpose(1, 2)
-        dW, J = pairs_from_normals(z, factors)
-        return module.step(x, v, g, coef, dW, J, lambda y: force_of(y, batch, scale), reflect)
-
-    advance_fn = torch.compile(advance) if compile else advance
-    start = torch.zeros((), device=dev, dtype=torch.int64)  # the path streams' counter, on the device
     obs = _Observers(n, d, dev, full_moments, histogram, keep,
                      max(1, (n_steps - burn_in) // keep) if keep else 1, divergence_bound)
     g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
-    for k in range(1, n_steps + 1):
-        batch = next_batch()
-        if noise is not None:
+    if noise is not None:  # the explicit path of the cross-backend tests, step by step
+        for k in range(1, n_steps + 1):
+            batch = next_batch()
             g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
                             lambda y, b=batch: force_of(y, b, scale), reflect)
-        else:
-            g = advance_fn(x, v, g, start, batch)
-            start.add_(4 * d)
-        ok = obs.check(k, x, v, g)
-        if k > burn_in:
-            obs.add(k, burn_in, x, ok)
+            ok = obs.check(k, x, v, g)
+            if k > burn_in:
+                obs.add(x, ok)
+                obs.keep_sample(k, burn_in, x)
+    else:
+        step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
+        as_tensor = functools.partial(torch.tensor, device=dev, dtype=dt)
+        coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
+        counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
+        for k in range(1, n_steps + 1):
+            g = step_fn(scheme, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
+                        counters, obs)
+            if k > burn_in:
+                observe_fn(x, obs)
+                obs.keep_sample(k, burn_in, x)
     diverged_at = obs.diverged_at.cpu().numpy()
     x_out = x.to(torch.float64).cpu().numpy()
     v_out = v.to(torch.float64).cpu().numpy()
@@ -213,5 +261,6 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         histogram_tails=obs.tails.cpu().numpy() if histogram is not None else None,
         meta={"batch_size": batch_size, "n_chains": n, "control_variate": control_variate,
               "target": target.name, "backend": "torch", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
-              "torch": torch.__version__, "compiled": bool(compile)},
+              "torch": torch.__version__, "compiled": compile if isinstance(compile, str) else bool(compile),
+              "rng_stream": STREAM_VERSION},
     )

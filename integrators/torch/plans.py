@@ -2,63 +2,112 @@
 batches; the chains stand at the same step of the plan's period, so their batches have one length.
 
 ``ChainPlan.next()`` returns the batch indices of every chain, shape ``(n_chains, n_b)`` (``None``
-for the full gradient).  Partitions cut a random permutation into ``N_m = ceil(N_D / N_b)``
-batches (the last may be shorter); ``rr`` visits them in order every epoch, ``sms`` forward then
-backward over two epochs; ``iid`` draws ``N_b`` indices with replacement each step.
+for the full gradient), contiguous (an even partition is stored batch-major, so every batch has
+the same strides and a compiled step takes them all with one graph).  Partitions cut a random
+permutation into ``N_m = ceil(N_D / N_b)`` batches (the last may be shorter); ``rr`` visits them
+in order every epoch, ``sms`` forward then backward over two epochs; ``iid`` draws ``N_b`` indices
+with replacement each step.
 """
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from integrators.plans import PLAN_CODES, SMALL_SHUFFLE, force_scale, n_batches, period  # noqa: F401  (re-exported)
+from integrators.torch.rng import bits_to_uniform, words
 
 
 class ChainPlan:
-    """The plan's batches for ``n_chains`` chains; ``uniforms(m)`` returns ``(m, n_chains)``
-    uniforms (a chain's column from its own stream)."""
+    """The plan's batches for ``n_chains`` chains, drawn from ``stream``: a
+    :class:`integrators.torch.rng.CounterNormals` (a chain's column from its own stream), or any
+    ``uniforms(m)`` returning ``(m, n_chains)`` uniforms.  With a ``CounterNormals`` and ``compile``
+    (a ``torch.compile`` backend's name), each draw (the uniforms and the shuffle, or an iid batch)
+    is one compiled function of the stream's counter: the same numbers, a kernel or two instead of
+    a few dozen small ones."""
 
-    def __init__(self, plan: str, n_data: int, batch_size: int, uniforms, n_chains: int, device):
+    def __init__(self, plan: str, n_data: int, batch_size: int, stream, n_chains: int, device, *,
+                 compile: str | None = None):
         if plan not in PLAN_CODES:
             raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
         self.plan, self.n_data, self.batch_size = plan, n_data, batch_size
-        self.uniforms = uniforms
+        self.stream = stream if hasattr(stream, "keys") else None
+        self.uniforms = stream.uniforms if self.stream is not None else stream
+        self.compile = compile if self.stream is not None else None
         self.m = n_batches(n_data, batch_size)
         self.position = 0
         self.perm = None
         self.n_chains, self.device = n_chains, device
+        self.blocks = None
+
+    def _draw(self, fn, m: int) -> torch.Tensor:
+        """``fn`` of the next ``m`` uniforms of every chain, compiled with the uniforms' draw
+        when asked (the stream's counter passes as a 0-d device tensor: no new graph per draw)."""
+        if self.compile is None:
+            return fn(self.uniforms(m))
+        s = self.stream
+        start = torch.full((), s.counter, device=s.keys.device, dtype=torch.int64)
+        s.counter += m
+        return compiled_draw(self.compile)(fn, s.keys, start, m, s.dtype)
 
     def shuffle(self, u: torch.Tensor) -> torch.Tensor:
-        """A uniform random permutation per chain from uniforms ``u`` of shape ``(n_data, n_chains)``:
-        Fisher-Yates swaps for few data (a few passes over the chains), a sort of the uniforms
-        otherwise."""
-        if self.n_data > SMALL_SHUFFLE:
-            return torch.argsort(u.T, dim=1)
-        perm = torch.arange(self.n_data, device=u.device).repeat(u.shape[1], 1)
-        for i in range(self.n_data - 1, 0, -1):
-            j = torch.clamp((u[i] * (i + 1)).to(torch.int64), max=i)[:, None]
-            at_i = perm[:, i:i + 1].clone()
-            perm[:, i:i + 1] = perm.gather(1, j)
-            perm.scatter_(1, j, at_i)
-        return perm
+        """A uniform random permutation per chain from uniforms ``u`` of shape ``(n_data, n_chains)``
+        (:func:`shuffle`)."""
+        return shuffle(self.n_data, u)
 
     def next(self):
         if self.plan == "full":
             return None
         if self.plan == "iid":
-            u = self.uniforms(self.batch_size).T  # (n_chains, batch_size)
-            return torch.clamp((u * self.n_data).to(torch.int64), max=self.n_data - 1)
+            return self._draw(functools.partial(iid_batch, self.n_data), self.batch_size)
         p = self.position
         if p == 0:
-            self.perm = self.shuffle(self.uniforms(self.n_data))
+            self.perm = self._draw(functools.partial(shuffle, self.n_data), self.n_data)
+            if self.n_data % self.batch_size == 0:  # batch-major: every batch contiguous
+                self.blocks = self.perm.view(self.n_chains, self.m, self.batch_size).transpose(0, 1).contiguous()
         if self.plan == "rr":
             j = p
             self.position = (p + 1) % self.m
         else:
             j = p if p < self.m else 2 * self.m - 1 - p
             self.position = (p + 1) % (2 * self.m)
+        if self.n_data % self.batch_size == 0:
+            return self.blocks[j]
         start = j * self.batch_size
-        return self.perm[:, start:min(start + self.batch_size, self.n_data)]
+        return self.perm[:, start:min(start + self.batch_size, self.n_data)].contiguous()
+
+
+def shuffle(n_data: int, u: torch.Tensor) -> torch.Tensor:
+    """A uniform random permutation per chain from uniforms ``u`` of shape ``(n_data, n_chains)``:
+    Fisher-Yates swaps for few data (a few passes over the chains), a sort of the uniforms
+    otherwise."""
+    if n_data > SMALL_SHUFFLE:
+        return torch.argsort(u.T, dim=1)
+    perm = torch.arange(n_data, device=u.device).repeat(u.shape[1], 1)
+    for i in range(n_data - 1, 0, -1):
+        j = torch.clamp((u[i] * (i + 1)).to(torch.int64), max=i)[:, None]
+        at_i = perm[:, i:i + 1].clone()
+        perm[:, i:i + 1] = perm.gather(1, j)
+        perm.scatter_(1, j, at_i)
+    return perm
+
+
+def iid_batch(n_data: int, u: torch.Tensor) -> torch.Tensor:
+    """Indices ``(n_chains, n_b)`` drawn with replacement from uniforms ``u`` of shape ``(n_b, n_chains)``."""
+    return torch.clamp((u.T * n_data).to(torch.int64), max=n_data - 1)
+
+
+def draw(fn, keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
+    """``fn`` of the uniforms at counters ``start .. start + m`` of the streams ``keys``."""
+    ctr = start + torch.arange(m, device=keys.device, dtype=torch.int64)
+    return fn(bits_to_uniform(words(keys, ctr), dtype))
+
+
+@functools.lru_cache(maxsize=4)
+def compiled_draw(backend: str = "inductor"):
+    """:func:`draw` through ``torch.compile`` (graphs by ``fn``, ``m`` and shapes)."""
+    return torch.compile(draw, backend=backend)
 
 
 def plan_batches(plan: str, n_data: int, batch_size: int, generator: torch.Generator, device):
