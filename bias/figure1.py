@@ -24,9 +24,13 @@ for ``N`` exact draws of the target on the same histogram (:func:`noise_floor`, 
 ``N``, shared by the nine samplers; no draws).
 
 Cost: the kernel's chain-steps (about 7.3e9 at ``full``) and nothing else of that order.  The
-three plans of a scheme at one ``h`` and their shared control are one group of runs; all runs go
-to one pool of ``threads`` workers (one ``sample()`` call each, the kernel releases the GIL), and a
-group's W1 numbers are read off while the next group's runs already occupy the cores.  F and the
+three plans of a scheme at one ``h`` and their shared control are one group of runs.  Every run
+of a repeat has the same seed, hence the same Brownian path (and initial state), so a repeat's
+four runs are one call of :func:`integrators.sample_together`: the path, most of a step's cost on
+this example, is drawn once for the four, and each run's numbers are those of its own ``sample()``
+call.  All calls go to one pool of ``threads`` workers (one thread each; the kernel releases the
+GIL), queued at once with the finest ``h`` first, and a group's W1 numbers are read off as soon
+as its calls are done while the other calls keep the cores busy.  F and the
 integrated cdf on the histogram's grid are computed once per layout.  Every histogram has
 ``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in ``metadata.json``): the plotted estimate's
 binning bound is ``1.5`` bin widths, the plain one's half a bin width; ``benchmarks/bench_figure1.py``
@@ -51,14 +55,14 @@ import json
 import math
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bias.wasserstein import Normal, StreamingW1, expected_binned_w1, w1_with_control
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, sample, sample_together
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 SAMPLERS = [(s, p) for s in ("ubu", "baoab", "em") for p in ("sms", "iid", "rr")]
@@ -148,19 +152,32 @@ def sampler_for(backend: str, device=None):
     return figure1_sampler(device)
 
 
-def _run_histogram(target, law, run: _Run, threads: int):
-    """One repeat streamed into a histogram; ``(histogram, first divergent step or -1)``."""
-    hist = StreamingW1(law, *histogram_layout(law))
-    options = {"threads": threads} if run.backend[0] == "numba" else {}
-    res = sampler_for(*run.backend)(
-        target, run.scheme, run.plan, h=run.h, gamma=run.gamma, n_chains=run.chains,
-        n_steps=run.burn + run.per_chain, burn_in=run.burn,
-        batch_size=None if run.plan == "full" else 1, seed=run.seed, x0=[law.mean],
-        histogram=(hist.lo, hist.hi, hist.n_bins), divergence_bound=DIVERGENCE_BOUND, **options)
-    if res.diverged:
-        return hist, int(res.first_divergence_step)
-    hist.merge(res.histogram, res.histogram_tails)
-    return hist, -1
+def _run_histograms(target, law, runs: tuple, threads: int) -> list:
+    """Runs that differ only in their (scheme, plan), streamed into histograms on one Brownian
+    path; per run ``(histogram, first divergent step or -1)``.  The Numba backend advances them
+    together (:func:`integrators.sample_together`: the path is drawn once per step for all, and
+    each run's numbers are those of its own ``sample()`` call); the tensor backend runs them one
+    at a time."""
+    lo, hi, n_bins = histogram_layout(law)
+    first = runs[0]
+    options = dict(h=first.h, gamma=first.gamma, n_chains=first.chains, n_steps=first.burn + first.per_chain,
+                   burn_in=first.burn, seed=first.seed, x0=[law.mean], histogram=(lo, hi, n_bins),
+                   divergence_bound=DIVERGENCE_BOUND)
+    if first.backend[0] == "numba":
+        results = sample_together(target, [(r.scheme, r.plan) for r in runs], batch_size=1, threads=threads,
+                                  **options)
+    else:
+        results = [sampler_for(*r.backend)(target, r.scheme, r.plan, batch_size=None if r.plan == "full" else 1,
+                                           **options) for r in runs]
+    out = []
+    for res in results:
+        hist = StreamingW1(law, lo, hi, n_bins)
+        if res.diverged:
+            out.append((hist, int(res.first_divergence_step)))
+        else:
+            hist.merge(res.histogram, res.histogram_tails)
+            out.append((hist, -1))
+    return out
 
 
 @dataclass
@@ -318,14 +335,23 @@ class _Group:
         return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
 
     def submit(self, pool, threads_per_call: int) -> dict:
-        """Queue every run on ``pool`` (``sample()`` with ``threads_per_call`` threads each)."""
+        """Queue the runs on ``pool``: one call per repeat, the plans and the control of that
+        repeat together on their shared path (:func:`_run_histograms`, ``threads_per_call``
+        threads each); returns ``{run: (future, index of the run in its call)}``."""
         self.started = time.time()
         target = GaussianTarget.one_d_example()
-        return {r: pool.submit(_run_histogram, target, self.law, r, threads_per_call) for r in self.runs()}
+        calls: dict = {}
+        for r in self.runs():
+            calls.setdefault(r.seed, []).append(r)
+        out = {}
+        for joint in calls.values():
+            future = pool.submit(_run_histograms, target, self.law, tuple(joint), threads_per_call)
+            out.update({r: (future, i) for i, r in enumerate(joint)})
+        return out
 
     def finish(self, futures: dict) -> list[Point]:
         """Wait for the runs and compute the W1 numbers of every point."""
-        done = {r: f.result() for r, f in futures.items()}
+        done = {r: f.result()[i] for r, (f, i) in futures.items()}
         if self.control_key is not None:
             _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
         controls = _CONTROLS[self.control_key] if self.control_key is not None else None
@@ -398,29 +424,24 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
     out.mkdir(parents=True, exist_ok=True)
     threads = _threads(threads)
     sampler = sampler_for(backend, device)
-    points: list[Point] = []
     t0 = time.time()
     n_units = len(units(preset))
 
-    def finish(group, futures):
-        for q in group.finish(futures):
-            points.append(q)
-            if progress:
-                progress(f"[{len(points)}/{n_units}] {q.scheme} x {q.plan}, h = 2^-{group.k}: "
-                         f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
-
-    # one pool for the whole figure; the next group is queued before the last one is evaluated,
-    # so the cores run kernels while the main thread reads off W1 (no idle tail per group)
+    # one pool for the whole figure and every group queued at once, the costliest (finest h)
+    # first, so that all cores stay busy to the end; W1 is read off each group as it completes
+    groups = {(s, k): _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate,
+                                  (backend, device)) for s, k in _groups(preset)}
+    by_group: dict = {}
     with ThreadPoolExecutor(max_workers=threads if backend == "numba" else 1) as pool:
-        in_flight = None
-        for s, k in _groups(preset):
-            group = _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate,
-                                (backend, device))
-            submitted = (group, group.submit(pool, 1))
-            if in_flight:
-                finish(*in_flight)
-            in_flight = submitted
-        finish(*in_flight)
+        queued = {key: groups[key].submit(pool, 1) for key in sorted(groups, key=lambda sk: -sk[1])}
+        for key in _completion_order(queued):
+            by_group[key] = groups[key].finish(queued[key])
+            for q in by_group[key]:
+                n_done = sum(map(len, by_group.values()))
+                if progress:
+                    progress(f"[{n_done}/{n_units}] {q.scheme} x {q.plan}, h = 2^-{key[1]}: "
+                             f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
+    points = [q for key in _groups(preset) for q in by_group[key]]
     seconds = time.time() - t0
     slopes = local_slopes(points)
     write_csv(out / "figure1.csv", points, slopes)
@@ -428,6 +449,17 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
                    backend=sampler.describe() if backend != "numba" else {"backend": "numba"})
     plot(out / "figure1.png", points, slopes)
     return points
+
+
+def _completion_order(queued: dict):
+    """The keys of ``queued`` (``{key: {run: (future, index)}}``) in the order their last future
+    completes."""
+    pending = {key: {f for f, _ in runs.values()} for key, runs in queued.items()}
+    while pending:
+        wait(set().union(*pending.values()), return_when=FIRST_COMPLETED)
+        for key in [key for key, futures in pending.items() if all(f.done() for f in futures)]:
+            del pending[key]
+            yield key
 
 
 def write_csv(path: Path, points: list[Point], slopes: dict, *, with_seconds: bool = True) -> None:

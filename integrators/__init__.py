@@ -1,7 +1,7 @@
 """Reference kinetic Langevin integrators (EM, BAOAB, UBU, OBABO) crossed with minibatch plans
 (full, iid, rr, sms), driven by one exactly coarsenable Brownian path, in Numba."""
 
-from integrators.api import SampleResult, sample
+from integrators.api import SampleResult, sample, sample_together
 from integrators.brownian import BrownianPath, coarsen, pair_cholesky, pair_covariance
 from integrators.ghmc import sms_ghmc
 from integrators.plans import PLANS, Plan, batch_sequence, register_plan
@@ -11,5 +11,5 @@ from integrators.targets import GaussianTarget, LogisticTarget, MultinomialLogis
 __all__ = [
     "BrownianPath", "GaussianTarget", "LogisticTarget", "MultinomialLogisticTarget", "PLANS", "Plan",
     "SCHEMES", "SampleResult", "Scheme", "batch_sequence", "coarsen", "pair_cholesky", "pair_covariance",
-    "register_plan", "register_scheme", "sample", "sms_ghmc",
+    "register_plan", "register_scheme", "sample", "sample_together", "sms_ghmc",
 ]

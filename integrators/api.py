@@ -16,11 +16,13 @@ output, and adding chains, or running them in other tiles or threads, never chan
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import numba as nb
 import numpy as np
@@ -33,12 +35,15 @@ from integrators.kernel import (
     Observers,
     Path,
     PlanState,
+    Samplers,
     Schedule,
     aligned_zeros,
     histogram_counts,
-    kernel_for,
+    kernel_for_kinds,
     make_work_buffers,
     no_test_functions,
+    path_chunk,
+    sampler_kind,
 )
 from integrators.plans import kernel_code, resolve_plan
 from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older imports)
@@ -332,50 +337,112 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     target: its centre plus 1000 of its standard deviations, and at least 1000 for the unit-variance
     velocities).
     """
-    h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
-        target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
-    keep = _int_at_least("keep", keep, 0)
-    if divergence_bound is None:
-        divergence_bound = target.divergence_bound()
-    divergence_bound = _positive_float("divergence_bound", divergence_bound)
-    path_refine = _int_at_least("path_refine", path_refine, 1)
+    return _run_samplers([_prepare(dict(locals()))])[0]
+
+
+def sample_together(target, samplers, *, batch_size=None, **options) -> list[SampleResult]:
+    """Run several samplers ``[(scheme, plan), ...]`` on one Brownian path: the same chains,
+    seed, ``h``, ``gamma`` and every other keyword option of :func:`sample`, which they share.
+
+    Result ``i`` equals ``sample(target, scheme_i, plan_i, batch_size=..., **options)`` bit for
+    bit (``batch_size`` applies to the minibatch plans; ``plan="full"`` always uses all the
+    data): a chain's path depends only on the seed and its index, so every sampler of the same
+    seed sees the same path, and here it is drawn once per step for all of them instead of once
+    per sampler (on the 1-D example, drawing the path is most of a step's cost).  Each sampler
+    keeps its own batch stream, state, observers and divergence record."""
+    allowed = {name for name, par in inspect.signature(sample).parameters.items()
+               if par.kind is inspect.Parameter.KEYWORD_ONLY and name != "batch_size"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ValueError(f"sample_together got unknown options {unknown}; it takes sample()'s keyword options")
+    try:
+        samplers = [tuple(pair) for pair in samplers]
+    except TypeError:
+        raise ValueError(f"samplers must be a list of (scheme, plan) pairs, got {samplers!r}") from None
+    if not samplers or any(len(pair) != 2 for pair in samplers):
+        raise ValueError(f"samplers must be a non-empty list of (scheme, plan) pairs, got {samplers!r}")
+    defaults = {name: par.default for name, par in inspect.signature(sample).parameters.items()
+                if par.kind is inspect.Parameter.KEYWORD_ONLY}
+    runs = []
+    for scheme, plan in samplers:
+        is_full = isinstance(plan, str) and plan == "full"
+        runs.append(_prepare({**defaults, **options, "target": target, "scheme": scheme, "plan": plan,
+                              "batch_size": None if is_full else batch_size}))
+    return _run_samplers(runs)
+
+
+@dataclass
+class _Prepared:
+    """One sampler of a run, validated, with its initial state laid out in tiles (:func:`_prepare`);
+    the kernel's arrays are made for a stack of samplers of one kind (:func:`_stack`)."""
+
+    kind: tuple             # (scheme module, force, plan module): what the kernel compiles
+    args: SimpleNamespace   # the validated arguments
+    tile: int
+    groups: list            # tile ranges, one per thread
+    path: Path              # the run's path, all tiles
+    coef: np.ndarray
+    plan: PlanState         # all tiles
+    forces: Forces
+    schedule: Schedule
+    x: np.ndarray           # (n_pad, d) initial, then final states
+    v: np.ndarray
+    diverged_at: np.ndarray  # (n_pad,), padding lanes marked beforehand
+    observers: Observers    # the layout: test functions, histogram position, array shapes (per chain)
+    n_bins: int
+    outputs: dict = field(default_factory=dict)  # filled by _run_samplers: per-chain arrays, histogram
+
+    def result(self) -> SampleResult:
+        a, out = self.args, self.outputs
+        n = a.n_chains
+        n_stat = a.n_steps - a.burn_in
+        return SampleResult(
+            scheme=a.module.NAME, plan=a.plan_module.NAME, h=a.h, gamma=a.gamma, n_steps=a.n_steps,
+            burn_in=a.burn_in, seed=a.seed, chain_mean=out["sum_x"][:n] / n_stat,
+            chain_second_moment=out["sum_xx"][:n] / n_stat,
+            chain_outer=out["sum_outer"][:n] / n_stat if a.full_moments else None,
+            chain_tests=out["sum_tests"][:n] / n_stat if a.n_test_functions else None,
+            samples=out["samples"][:n] if a.keep else None, diverged_at=out["diverged_at"][:n],
+            x=out["x"][:n], v=out["v"][:n],
+            histogram=out["hist"] if self.n_bins else None, histogram_tails=out["hist_tails"] if self.n_bins else None,
+            meta={"batch_size": a.batch_size, "n_chains": n, "control_variate": a.control_variate,
+                  "path_refine": a.path_refine, "target": a.target.name},
+        )
+
+
+def _prepare(arguments: dict) -> _Prepared:
+    """Validate :func:`sample`'s arguments (a dict of its parameters) and lay out one sampler's
+    initial state; nothing compiles or runs here."""
+    a = SimpleNamespace(**arguments)
+    target, scheme, plan = a.target, a.scheme, a.plan
+    a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in, a.batch_size, a.seed = validate(
+        target, scheme, plan, a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in, a.batch_size, a.seed)
+    h, gamma, n_chains, n_steps, burn_in, batch_size, seed = (a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in,
+                                                              a.batch_size, a.seed)
+    keep = a.keep = _int_at_least("keep", a.keep, 0)
+    divergence_bound = target.divergence_bound() if a.divergence_bound is None else a.divergence_bound
+    a.divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    path_refine = a.path_refine = _int_at_least("path_refine", a.path_refine, 1)
     if path_refine & (path_refine - 1):
         raise ValueError(f"path_refine must be a power of two, got {path_refine}")
-    n_test_functions = _int_at_least("n_test_functions", n_test_functions, 0)
-    test_data = _check_test_functions(test_functions, n_test_functions, test_data)
+    n_test_functions = a.n_test_functions = _int_at_least("n_test_functions", a.n_test_functions, 0)
+    test_data = a.test_data = _check_test_functions(a.test_functions, n_test_functions, a.test_data)
+    threads = a.threads
     if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
         threads = _threads_from_environment()
     threads = _int_at_least("threads", threads, 1)
     dim = target.dim
-    box = make_box(dim, box_center, box_half_width)
-    x0 = _initial_state("x0", x0, n_chains, dim, target.initial_point())
+    box = make_box(dim, a.box_center, a.box_half_width)
+    x0 = _initial_state("x0", a.x0, n_chains, dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
-    v_given = None if v0 is None else _initial_state("v0", v0, n_chains, dim, None)
-    tdata = force_data(target, control_variate, x_ref)
-    module = resolve_scheme(scheme)
-    plan_module = resolve_plan(plan)
-    coef = module.coefficients(h, gamma)
-    scale = plan_module.force_scale(target.n_data, batch_size)
-    kernel = kernel_for(module, lane_force_for(target), plan_module)
-    test_fn = no_test_functions if test_functions is None else test_functions
+    v_given = None if a.v0 is None else _initial_state("v0", a.v0, n_chains, dim, None)
+    tdata = force_data(target, a.control_variate, a.x_ref)
+    module = a.module = resolve_scheme(scheme)
+    plan_module = a.plan_module = resolve_plan(plan)
+    test_fn = no_test_functions if a.test_functions is None else a.test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
-
-    hist_lo, hist_inv_width, n_bins = 0.0, 1.0, 0
-    if histogram is not None:
-        try:
-            if len(histogram) != 3 or isinstance(histogram, str):
-                raise ValueError
-            lo, hi, n_bins = float(histogram[0]), float(histogram[1]), histogram[2]
-        except (TypeError, ValueError, IndexError, OverflowError):
-            raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
-        if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
-            raise ValueError(f"histogram's n_bins must be an integer, got {n_bins!r}")
-        n_bins = int(n_bins)
-        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
-            raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, "
-                             f"got {histogram!r}")
-        hist_lo, hist_inv_width = lo, n_bins / (hi - lo)
+    hist_lo, hist_inv_width, n_bins = _histogram_layout(a.histogram)
 
     # Every chain's streams (path, batches, initial velocity) depend only on the seed and its
     # index; the kernel runs tiles of about TILE_SIZE chains (balanced, padded with parked lanes),
@@ -384,9 +451,9 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     tile = TILE_LANES * math.ceil(n_chains / (n_tiles * TILE_LANES))
     n_tiles = math.ceil(n_chains / tile)
     n_pad = n_tiles * tile
-    x = aligned_zeros((n_pad, dim))
+    x = np.zeros((n_pad, dim))
     x[:n_chains] = x0
-    v = aligned_zeros((n_pad, dim))
+    v = np.zeros((n_pad, dim))
     if v_given is None:
         v[:n_chains] = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), dim)
     else:
@@ -395,70 +462,129 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     plan_states = np.zeros((STATE_WORDS, n_pad), dtype=np.uint64)
     path_states[:, :n_chains] = lane_states(seed, PATH_STREAM, 0, n_chains)
     plan_states[:, :n_chains] = lane_states(seed, PLAN_STREAM, 0, n_chains)
-    path_states = _tiled(path_states, n_tiles, tile)
-    plan_states = _tiled(plan_states, n_tiles, tile)
-    sum_x = aligned_zeros((n_pad, dim))
-    sum_xx = aligned_zeros((n_pad, dim))
-    sum_outer = np.zeros((n_pad, dim, dim) if full_moments else (n_pad, 0, 0))
-    sum_tests = np.zeros((n_pad, n_test_functions))
-    samples = np.full((n_pad, keep, dim), np.nan)  # a sample never taken stays NaN, never 0.0
     diverged_at = np.full(n_pad, -1, dtype=np.int64)
     diverged_at[n_chains:] = 0  # padding lanes: parked from the start, in no statistic
 
     n_groups = min(threads, n_tiles)
     bounds = [round(i * n_tiles / n_groups) for i in range(n_groups + 1)]
     groups = [(bounds[i], bounds[i + 1]) for i in range(n_groups)]
-    hists = [histogram_counts(n_bins, n_pad * (n_steps - burn_in) if n_bins else 0) for _ in groups]
-    hist_tails = [np.zeros(4) for _ in groups]
+    # the per-chain observer arrays of one chain (shapes only): _stack makes them for a stack
+    observers = Observers(test_fn, test_data, np.zeros((1, dim)), np.zeros((1, dim)),
+                          np.zeros((1, dim, dim) if a.full_moments else (1, 0, 0)), np.zeros((1, n_test_functions)),
+                          np.zeros((1, keep, dim)),
+                          histogram_counts(n_bins, n_pad * (n_steps - burn_in) if n_bins else 0), hist_lo,
+                          hist_inv_width, np.zeros(4))
+    return _Prepared(
+        sampler_kind(module, lane_force_for(target), plan_module), a, tile, groups,
+        Path(gamma, 0.5 * h / path_refine, path_refine, _tiled(path_states, n_tiles, tile)),
+        module.coefficients(h, gamma),
+        PlanState(kernel_code(plan_module), batch_size, plan_module.force_scale(target.n_data, batch_size),
+                  _tiled(plan_states, n_tiles, tile)),
+        Forces(tdata, box), Schedule(n_steps, burn_in, n_keep_stride), x, v, diverged_at, observers, n_bins)
 
-    path = Path(gamma, 0.5 * h / path_refine, path_refine, path_states)
-    plan_state = PlanState(kernel_code(plan_module), batch_size, scale, plan_states)
-    forces = Forces(tdata, box)
-    schedule = Schedule(n_steps, burn_in, n_keep_stride)
+
+def _stack(runs: list[_Prepared], group: int) -> Samplers:
+    """The kernel's arrays for samplers of one kind on one thread's tiles (``group``), stacked
+    along a leading axis, each array starting on a cache line."""
+    first = runs[0]
+    t_lo, t_hi = first.groups[group]
+    lo, hi = t_lo * first.tile, t_hi * first.tile
+    m, rows, a, o = len(runs), hi - lo, first.args, first.observers
+
+    def stacked(arrays, dtype=np.float64):
+        out = aligned_zeros((m,) + arrays[0].shape, dtype)
+        for i, arr in enumerate(arrays):
+            out[i] = arr
+        return out
+
+    def per_chain(template, fill=0.0):  # (m, rows) + the per-chain shape of an observer array
+        out = aligned_zeros((m, rows) + template.shape[1:])
+        out[...] = fill
+        return out
+
+    observers = Observers(o.test_fn, o.test_data, per_chain(o.sum_x), per_chain(o.sum_xx), per_chain(o.sum_outer),
+                          per_chain(o.sum_tests), per_chain(o.samples, np.nan),  # a sample never taken stays NaN
+                          stacked([np.zeros_like(o.hist)] * m, o.hist.dtype), o.hist_lo, o.hist_inv_width,
+                          np.zeros((m, 4)))
+    plan = PlanState(np.array([r.plan.code for r in runs], dtype=np.int64),
+                     np.array([r.plan.batch_size for r in runs], dtype=np.int64),
+                     np.array([r.plan.scale for r in runs], dtype=np.float64),
+                     stacked([r.plan.states[t_lo:t_hi] for r in runs], np.uint64))
+    return Samplers(stacked([r.coef for r in runs]), stacked([r.x[lo:hi] for r in runs]),
+                    stacked([r.v[lo:hi] for r in runs]), plan, first.forces, first.schedule, observers,
+                    Divergence(a.divergence_bound, stacked([r.diverged_at[lo:hi] for r in runs], np.int64)),
+                    make_work_buffers(first.tile, a.target.dim, a.target.n_data, max(r.args.batch_size for r in runs),
+                                      a.n_test_functions, samplers=m))
+
+
+def _histogram_layout(histogram) -> tuple[float, float, int]:
+    """``(lo, 1 / bin width, n_bins)`` of ``histogram=(lo, hi, n_bins)`` (``(0, 1, 0)``: none)."""
+    if histogram is None:
+        return 0.0, 1.0, 0
+    try:
+        if len(histogram) != 3 or isinstance(histogram, str):
+            raise ValueError
+        lo, hi, n_bins = float(histogram[0]), float(histogram[1]), histogram[2]
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+        raise ValueError(f"histogram's n_bins must be an integer, got {n_bins!r}")
+    n_bins = int(n_bins)
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
+        raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, got {histogram!r}")
+    return lo, n_bins / (hi - lo), n_bins
+
+
+def _run_samplers(runs: list[_Prepared]) -> list[SampleResult]:
+    """Run the prepared samplers, which share one path (:func:`sample_together`), on their
+    threads: one stack per kind of sampler, in order of first appearance."""
+    first = runs[0]
+    kinds = list(dict.fromkeys(r.kind for r in runs))
+    by_kind = [[r for r in runs if r.kind == kind] for kind in kinds]
+    kernel = kernel_for_kinds(kinds)
+    a = first.args
+    chunk = path_chunk(a.target.dim, first.tile)
+    stacks = [tuple(_stack(same, group) for same in by_kind) for group in range(len(first.groups))]
 
     def group_args(group):
-        t_lo, t_hi = groups[group]
-        lo, hi = t_lo * tile, t_hi * tile
-        observers = Observers(test_fn, test_data, sum_x[lo:hi], sum_xx[lo:hi], sum_outer[lo:hi], sum_tests[lo:hi],
-                              samples[lo:hi], hists[group], hist_lo, hist_inv_width, hist_tails[group])
-        return (coef, x[lo:hi], v[lo:hi], path._replace(states=path_states[t_lo:t_hi]),
-                plan_state._replace(states=plan_states[t_lo:t_hi]), forces, schedule, observers,
-                Divergence(divergence_bound, diverged_at[lo:hi]),
-                make_work_buffers(tile, dim, target.n_data, batch_size, n_test_functions))
+        t_lo, t_hi = first.groups[group]
+        path = first.path._replace(states=first.path.states[t_lo:t_hi])
+        work = make_work_buffers(first.tile, a.target.dim, a.target.n_data, 1, 0, path_steps=chunk)
+        return path, stacks[group], work
 
     def run_group(group):
         kernel(*group_args(group))
 
+    n_groups = len(first.groups)
     try:
         if n_groups == 1:  # (a single call compiles itself if it must)
             run_group(0)
         else:
             if not kernel.overloads:  # first use: compile before the threads start (numba's compiler
                 # lock would serialize them anyway; a later new signature relies on that lock)
-                kernel.compile(tuple(nb.typeof(a) for a in group_args(0)))
+                kernel.compile(tuple(nb.typeof(x) for x in group_args(0)))
             with ThreadPoolExecutor(max_workers=n_groups) as pool:
                 list(pool.map(run_group, range(n_groups)))
     except nb.core.errors.TypingError as exc:
-        if test_functions is None:
+        named = [r.args.test_functions for r in runs if r.args.test_functions is not None]
+        if not named:
             raise
-        first = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
-        raise ValueError(f"test_functions {getattr(test_functions, '__name__', test_functions)!r} could not be "
-                         f"compiled as f(x, out, test_data) with x, out 1-D float arrays and test_data "
-                         f"{_describe(test_data)}: {first}") from None
-    x, v, diverged_at = x[:n_chains], v[:n_chains], diverged_at[:n_chains]
-    sum_x, sum_xx, sum_outer = sum_x[:n_chains], sum_xx[:n_chains], sum_outer[:n_chains]
-    sum_tests, samples = sum_tests[:n_chains], samples[:n_chains]
-
-    n_stat = n_steps - burn_in
-    return SampleResult(
-        scheme=module.NAME, plan=plan_module.NAME, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
-        chain_mean=sum_x / n_stat, chain_second_moment=sum_xx / n_stat,
-        chain_outer=sum_outer / n_stat if full_moments else None,
-        chain_tests=sum_tests / n_stat if n_test_functions else None,
-        samples=samples if keep else None, diverged_at=diverged_at, x=x, v=v,
-        histogram=np.sum(hists, axis=0, dtype=np.float64) if n_bins else None,  # exact integer counts
-        histogram_tails=np.sum(hist_tails, axis=0) if n_bins else None,
-        meta={"batch_size": batch_size, "n_chains": n_chains, "control_variate": control_variate,
-              "path_refine": path_refine, "target": target.name},
-    )
-
+        fn = named[0]
+        first_line = next((ln.strip() for ln in str(exc).splitlines() if ln.strip()), "")
+        raise ValueError(f"test_functions {getattr(fn, '__name__', fn)!r} could not be compiled as "
+                         f"f(x, out, test_data) with x, out 1-D float arrays and test_data "
+                         f"{_describe(first.args.test_data)}: {first_line}") from None
+    for j, same in enumerate(by_kind):
+        for i, r in enumerate(same):
+            parts = [group_stacks[j] for group_stacks in stacks]
+            o = [p.obs for p in parts]
+            r.outputs = {
+                "x": np.concatenate([p.x[i] for p in parts]), "v": np.concatenate([p.v[i] for p in parts]),
+                "diverged_at": np.concatenate([p.div.diverged_at[i] for p in parts]),
+                "sum_x": np.concatenate([q.sum_x[i] for q in o]), "sum_xx": np.concatenate([q.sum_xx[i] for q in o]),
+                "sum_outer": np.concatenate([q.sum_outer[i] for q in o]),
+                "sum_tests": np.concatenate([q.sum_tests[i] for q in o]),
+                "samples": np.concatenate([q.samples[i] for q in o]),
+                "hist": np.sum([q.hist[i] for q in o], axis=0, dtype=np.float64),  # exact integer counts
+                "hist_tails": np.sum([q.hist_tails[i] for q in o], axis=0)}
+    return [r.result() for r in runs]

@@ -66,6 +66,15 @@ Work = namedtuple("Work", "dW J g batch perm position tvals z1 z2 raw")
 Work.__doc__ = """Scratch arrays of one block: the path pairs ``dW, J`` ``(2, d, n)``, the force
 ``g`` ``(n, d)``, batches ``(width, n)`` and permutations ``(n_data, n)`` (int32), the plan's
 position in its period ``(1,)``, test values ``(n_tests,)`` and per-lane scratch ``z1, z2, raw``."""
+Samplers = namedtuple("Samplers", "coef x v plan forces schedule obs div work")
+Samplers.__doc__ = """Samplers of one kind (one scheme, target class and batch rule) that advance together
+over a thread's tiles, stacked along a leading axis of length ``m``: coefficients ``(m, n_coef)``,
+states ``x, v`` ``(m, n, d)``, a :class:`PlanState` whose ``code, batch_size, scale`` are ``(m,)``
+arrays and ``states`` ``(m, n_tiles, 4, tile)``, the shared :class:`Forces` and :class:`Schedule`,
+:class:`Observers` with a leading ``m`` on every array (``hist`` ``(m, n_bins)``, ``hist_tails``
+``(m, 4)``), a :class:`Divergence` with ``diverged_at`` ``(m, n)`` and a :class:`Work` with a
+leading ``m`` (:func:`make_work_buffers` with ``samplers=m``; the path they read is the run's).
+One stack of one sampler is a plain run."""
 
 
 @nb.njit(nogil=True)
@@ -271,14 +280,6 @@ def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
                 obs.samples[c, kept, a] = x[c, a]
 
 
-@nb.njit(nogil=True, inline="always")
-def observer_rows(obs, lo, hi):
-    """The observers of chains ``lo:hi`` (the histogram is shared)."""
-    return Observers(obs.test_fn, obs.test_data, obs.sum_x[lo:hi], obs.sum_xx[lo:hi], obs.sum_outer[lo:hi],
-                     obs.sum_tests[lo:hi], obs.samples[lo:hi], obs.hist, obs.hist_lo, obs.hist_inv_width,
-                     obs.hist_tails)
-
-
 def no_observers(n_chains: int, d: int, test_fn=no_test_functions, test_data=(), sum_tests=None) -> Observers:
     """Observers that record nothing but, optionally, test functions into ``sum_tests``."""
     return Observers(test_fn, test_data, np.zeros((n_chains, 0)), np.zeros((n_chains, 0)),
@@ -287,6 +288,16 @@ def no_observers(n_chains: int, d: int, test_fn=no_test_functions, test_data=(),
 
 
 _KERNELS: dict = {}
+_GROUP_KERNELS: dict = {}
+
+
+def _member_steps(key):
+    """The compiled operations of one sampler (``key`` from :func:`sampler_kind`), built once and
+    shared by every run that contains it."""
+    if key not in _KERNELS:
+        step, fsal, force, rule = key
+        _KERNELS[key] = _make_member_steps(step, fsal, force, force.allocates, rule)
+    return _KERNELS[key]
 
 
 def kernel_for(scheme_module, force, plan_module=None):
@@ -297,14 +308,35 @@ def kernel_for(scheme_module, force, plan_module=None):
     rule (:func:`integrators.plans.next_batches` for the built-in plans, a plan's own Numba
     ``BATCH_RULE`` otherwise) are closed over; the step and force are called once per step for
     the whole block, so they are compiled once and shared by every kernel rather than inlined.
-    The kernel is ``run_chains(coef, x, v, path, plan, forces, schedule, observers, divergence,
-    work)`` with the named structures of this module.
+    The kernel is ``run_chains(path, stacks, work)``: the run's :class:`Path`, a one-tuple of
+    :class:`Samplers` (the sampler's arrays over the thread's tiles, a stack of one or more of this
+    kind) and the path's scratch (a :class:`Work` from :func:`make_work_buffers` with
+    ``path_steps=path_chunk(d, tile)``).
     """
-    rule = batch_rule(plan_module)
-    key = (scheme_module.step, bool(scheme_module.FSAL), force, rule)
-    if key not in _KERNELS:
-        _KERNELS[key] = _make_kernel(scheme_module.step, bool(scheme_module.FSAL), force, force.allocates, rule)
-    return _KERNELS[key]
+    return kernel_for_kinds([sampler_kind(scheme_module, force, plan_module)])
+
+
+def sampler_kind(scheme_module, force, plan_module=None) -> tuple:
+    """What a kernel compiles for one sampler: its scheme's step, first-same-as-last flag, the
+    target's force and the plan's batch rule (the built-in plans share one rule)."""
+    return (scheme_module.step, bool(scheme_module.FSAL), force, batch_rule(plan_module))
+
+
+def kernel_for_kinds(kinds):
+    """The kernel that advances stacks of samplers of several kinds (:func:`sampler_kind`; one
+    :class:`Samplers` stack per kind, in order) on one Brownian path:
+    ``run_chains(path, stacks, work)``.  Each step's path is drawn once (into ``work.dW, work.J``,
+    a chunk of steps at a time) and every sampler advances over it; each sampler's numbers are
+    those of its own single-sampler run, bit for bit, since its arithmetic and the order of its
+    additions are the same (the path draws are shared, not changed).  Compiled once per tuple of
+    kinds, whatever the number of samplers in each stack."""
+    keys = tuple(kinds)
+    if not keys:
+        raise ValueError("kernel_for_kinds needs at least one kind of sampler")
+    if keys not in _GROUP_KERNELS:
+        allocates = any(k[2].allocates for k in keys)
+        _GROUP_KERNELS[keys] = _make_run([_member_steps(k) for k in keys], allocates)
+    return _GROUP_KERNELS[keys]
 
 
 ALIGN_BYTES = 64  # a cache line: vector loads of a lane pass never straddle two lines
@@ -322,41 +354,74 @@ def aligned_zeros(shape, dtype=np.float64) -> np.ndarray:
 
 
 def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int, *,
-                      path_steps: int = 1) -> Work:
-    """The :class:`Work` arrays of one block, each starting on a cache line; ``path_steps > 1``
-    holds the path of that many steps (``dW, J`` of shape ``(path_steps, 2, d, n)``)."""
+                      path_steps: int | None = None, samplers: int | None = None) -> Work:
+    """The :class:`Work` arrays of one block, each starting on a cache line; with ``path_steps``
+    they hold the path of that many steps (``dW, J`` of shape ``(path_steps, 2, d, n)``; without,
+    of one step, ``(2, d, n)``); with ``samplers = m``, every array but the path has a leading
+    axis of length ``m`` (one row per sampler of a :class:`Samplers` stack)."""
     width = max(batch_size, n_data)
-    pair = (2, d, n_chains) if path_steps == 1 else (path_steps, 2, d, n_chains)
-    return Work(dW=aligned_zeros(pair), J=aligned_zeros(pair), g=aligned_zeros((n_chains, d)),
-                batch=aligned_zeros((width, n_chains), np.int32), perm=aligned_zeros((n_data, n_chains), np.int32),
-                position=np.zeros(1, dtype=np.int64), tvals=np.zeros(n_tests), z1=aligned_zeros(n_chains),
-                z2=aligned_zeros(n_chains), raw=aligned_zeros(n_chains, np.uint64))
+    pair = (2, d, n_chains) if path_steps is None else (path_steps, 2, d, n_chains)
+    lead = () if samplers is None else (samplers,)
+    return Work(dW=aligned_zeros(pair), J=aligned_zeros(pair), g=aligned_zeros(lead + (n_chains, d)),
+                batch=aligned_zeros(lead + (width, n_chains), np.int32),
+                perm=aligned_zeros(lead + (n_data, n_chains), np.int32),
+                position=np.zeros(lead + (1,), dtype=np.int64), tvals=np.zeros(lead + (n_tests,)),
+                z1=aligned_zeros(lead + (n_chains,)), z2=aligned_zeros(n_chains),
+                raw=aligned_zeros(n_chains, np.uint64))
 
 
-def _make_kernel(step, fsal, force, allocates, rule):
+PATH_CHUNK_BYTES = 1 << 19  # the path of a chunk of steps (64 at d = 1), written then read back from cache
+
+
+def path_chunk(d: int, tile: int) -> int:
+    """Steps of path drawn ahead per tile (``dW`` and ``J`` together about ``PATH_CHUNK_BYTES``):
+    several samplers then read each step's path from cache instead of drawing it again."""
+    return max(1, min(64, PATH_CHUNK_BYTES // (2 * 2 * 8 * d * tile)))
+
+
+START, STEPS, FINISH = 0, 1, 2  # the phases of a sampler over one tile (:func:`_make_member_steps`)
+
+
+def _make_member_steps(step, fsal, force, allocates, rule):
+    """``member_steps(stack, i, phase, t, k_first, k_last, dW, J)``: sampler ``i`` of a
+    :class:`Samplers` stack over tile ``t``.  ``START`` resets the plan (and, for a first-same-as-last scheme,
+    evaluates the first force), ``STEPS`` runs steps ``k_first .. k_last`` with step ``k``'s path
+    at ``dW[k - k_first], J[k - k_first]``, ``FINISH`` reports diverged chains' states as NaN.
+    (One function for the three phases: each compiled function costs seconds of compile time.)"""
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
     # is an argument owned by the caller, and the kernel allocates nothing, so the views and calls
     # of the step loop need no increment/decrement calls (they once cost more than the arithmetic).
     # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_tile(coef, x, v, path, plan, forces, schedule, obs, div, work):
-        l11, l21, l22 = pair_cholesky(path.gamma, path.tau)
-        decay_fine = math.exp(-path.gamma * path.tau)
-        dW, J, g, batch, perm, position = work.dW, work.J, work.g, work.batch, work.perm, work.position
-        z1, z2, raw = work.z1, work.z2, work.raw
-        scale, tdata, bound, burn_in = plan.scale, forces.tdata, div.bound, schedule.burn_in
+    def member_steps(m, i, phase, t, k_first, k_last, dW, J):
+        # sampler i of the stack, tile t: a[i] then [lo:hi] keeps every view C-contiguous
+        tile = m.plan.states.shape[3]
+        lo, hi = t * tile, (t + 1) * tile
+        o, w, schedule = m.obs, m.work, m.schedule
+        x, v, coef = m.x[i][lo:hi], m.v[i][lo:hi], m.coef[i]
+        obs = Observers(o.test_fn, o.test_data, o.sum_x[i][lo:hi], o.sum_xx[i][lo:hi], o.sum_outer[i][lo:hi],
+                        o.sum_tests[i][lo:hi], o.samples[i][lo:hi], o.hist[i], o.hist_lo, o.hist_inv_width,
+                        o.hist_tails[i])
+        plan = PlanState(m.plan.code[i], m.plan.batch_size[i], m.plan.scale[i], m.plan.states[i][t])
+        div = Divergence(m.div.bound, m.div.diverged_at[i][lo:hi])
+        g, batch, perm, position, z1, tvals = w.g[i], w.batch[i], w.perm[i], w.position[i], w.z1[i], w.tvals[i]
+        scale, tdata, bound, burn_in = plan.scale, m.forces.tdata, div.bound, schedule.burn_in
         no_source = perm[:0]
+        if phase == START:
+            reset_plan(perm, position)
+            if fsal:
+                n_b = rule(plan.code, perm, position, plan.batch_size, plan.states, batch, no_source, z1)
+                force(x, g, batch, n_b, scale, tdata)
+            return
+        if phase == FINISH:
+            nan_diverged(x, v, div.diverged_at)
+            return
         n_keep = obs.samples.shape[1]
-        kept = 0
-        reset_plan(perm, position)
+        kept = min(n_keep, max(0, (k_first - 1 - burn_in) // schedule.thin))  # samples kept before k_first
         n_dead = count_diverged(div.diverged_at)  # lanes marked beforehand (padding) stay parked
-        if fsal:
+        for k in range(k_first, k_last + 1):
             n_b = rule(plan.code, perm, position, plan.batch_size, plan.states, batch, no_source, z1)
-            force(x, g, batch, n_b, scale, tdata)
-        for k in range(1, schedule.n_steps + 1):
-            draw_step_path(path.states, l11, l21, l22, decay_fine, path.refine, dW, J, z1, z2, raw)
-            n_b = rule(plan.code, perm, position, plan.batch_size, plan.states, batch, no_source, z1)
-            step(x, v, g, coef, dW, J, force, batch, n_b, scale, tdata, forces.box)
+            step(x, v, g, coef, dW[k - k_first], J[k - k_first], force, batch, n_b, scale, tdata, m.forces.box)
             summed = k > burn_in and n_dead == 0
             if summed:  # the usual case: check every chain and add its moments in one pass
                 all_in = add_moments_in_bounds(x, v, bound, obs.sum_x, obs.sum_xx)
@@ -370,21 +435,53 @@ def _make_kernel(step, fsal, force, allocates, rule):
             if not summed:
                 add_moments(x, obs.sum_x, obs.sum_xx)
             keep_now = kept < n_keep and (k - burn_in) % schedule.thin == 0
-            observe_chains(x, div.diverged_at, obs, work.tvals, keep_now, kept)
+            observe_chains(x, div.diverged_at, obs, tvals, keep_now, kept)
             if keep_now:
                 kept += 1
-        nan_diverged(x, v, div.diverged_at)
+
+    return member_steps
+
+
+def _each(fns, allocates):
+    """A Numba function ``each(stacks, phase, t, k_first, k_last, dW, J)`` that calls
+    ``fns[j](stacks[j], i, phase, t, k_first, k_last, dW, J)`` for every sampler ``i`` of every
+    stack ``j``, in order.  Stacks differ in their compiled functions, so the dispatch over them is
+    written out at compile time (one loop per stack, with a constant index); within a stack the
+    samplers share one call site, so a run of m samplers of one kind compiles no more than a run
+    of one."""
+    loops = "".join(f"    for i in range(stacks[{j}].coef.shape[0]):\n"
+                    f"        fn{j}(stacks[{j}], i, phase, t, k_first, k_last, dW, J)\n" for j in range(len(fns)))
+    namespace = {f"fn{j}": fn for j, fn in enumerate(fns)}
+    exec(f"def each(stacks, phase, t, k_first, k_last, dW, J):\n{loops}", namespace)  # noqa: S102 (fixed text)
+    return nb.njit(nogil=True, _nrt=allocates, inline="always")(namespace["each"])
+
+
+def _make_run(member_steps, allocates):
+    each = _each(member_steps, allocates)
 
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_chains(coef, x, v, path, plan, forces, schedule, obs, div, work):
+    def run_chains(path, stacks, work):
         """All tiles of ``tile = path.states.shape[2]`` chains, one after the other, in one call
-        (one call per thread keeps the interpreter out of the loop); ``path.states`` and
-        ``plan.states`` have shape ``(n_tiles, 4, tile)`` and the chain arrays ``n_tiles * tile`` rows."""
-        tile = path.states.shape[2]
+        (one call per thread keeps the interpreter out of the loop); ``path.states`` has shape
+        ``(n_tiles, 4, tile)`` and every stack's chain arrays ``n_tiles * tile`` rows.  Per tile, a
+        chunk of steps' path is drawn, then every sampler of every stack advances over it."""
+        l11, l21, l22 = pair_cholesky(path.gamma, path.tau)
+        decay_fine = math.exp(-path.gamma * path.tau)
+        dW, J, z1, z2, raw = work.dW, work.J, work.z1, work.z2, work.raw
+        chunk = dW.shape[0]
+        n_steps = stacks[0].schedule.n_steps
         for t in range(path.states.shape[0]):
-            lo, hi = t * tile, (t + 1) * tile
-            run_tile(coef, x[lo:hi], v[lo:hi], Path(path.gamma, path.tau, path.refine, path.states[t]),
-                     PlanState(plan.code, plan.batch_size, plan.scale, plan.states[t]), forces, schedule,
-                     observer_rows(obs, lo, hi), Divergence(div.bound, div.diverged_at[lo:hi]), work)
+            # phases and step numbers as run-time integers: a literal argument would compile
+            # member_steps once more per distinct value
+            none, start, steps, finish = 0 * t, START + 0 * t, STEPS + 0 * t, FINISH + 0 * t
+            states = path.states[t]
+            each(stacks, start, t, none, none, dW, J)
+            for k_first in range(1, n_steps + 1, chunk):
+                k_last = min(k_first + chunk - 1, n_steps)
+                for k in range(k_first, k_last + 1):
+                    draw_step_path(states, l11, l21, l22, decay_fine, path.refine, dW[k - k_first], J[k - k_first],
+                                   z1, z2, raw)
+                each(stacks, steps, t, k_first, k_last, dW, J)
+            each(stacks, finish, t, none, none, dW, J)
 
     return run_chains
