@@ -92,7 +92,7 @@ class Point:
     bound: float
     diverged: bool
     first_divergence_step: int
-    seconds: float
+    seconds: float  # kernel seconds of the point's runs (its share of its group's calls, control included)
     estimator: str = "plain"          # how w1 and mc_error were estimated
     w1_plain: float = float("nan")    # the empirical W1 of the samples alone
     mc_error_plain: float = float("nan")
@@ -152,12 +152,13 @@ def sampler_for(backend: str, device=None):
     return figure1_sampler(device)
 
 
-def _run_histograms(target, law, runs: tuple, threads: int) -> list:
+def _run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
     """Runs that differ only in their (scheme, plan), streamed into histograms on one Brownian
     path; per run ``(histogram, first divergent step or -1)``.  The Numba backend advances them
     together (:func:`integrators.sample_together`: the path is drawn once per step for all, and
     each run's numbers are those of its own ``sample()`` call); the tensor backend runs them one
-    at a time."""
+    at a time.  Also returns the call's seconds."""
+    started = time.perf_counter()
     lo, hi, n_bins = histogram_layout(law)
     first = runs[0]
     options = dict(h=first.h, gamma=first.gamma, n_chains=first.chains, n_steps=first.burn + first.per_chain,
@@ -177,7 +178,7 @@ def _run_histograms(target, law, runs: tuple, threads: int) -> list:
         else:
             hist.merge(res.histogram, res.histogram_tails)
             out.append((hist, -1))
-    return out
+    return out, time.perf_counter() - started
 
 
 @dataclass
@@ -311,7 +312,6 @@ class _Group:
     control_key: tuple | None
     control_runs: list
     control_law: Normal | None
-    started: float = 0.0
 
     @classmethod
     def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
@@ -338,7 +338,6 @@ class _Group:
         """Queue the runs on ``pool``: one call per repeat, the plans and the control of that
         repeat together on their shared path (:func:`_run_histograms`, ``threads_per_call``
         threads each); returns ``{run: (future, index of the run in its call)}``."""
-        self.started = time.time()
         target = GaussianTarget.one_d_example()
         calls: dict = {}
         for r in self.runs():
@@ -351,12 +350,12 @@ class _Group:
 
     def finish(self, futures: dict) -> list[Point]:
         """Wait for the runs and compute the W1 numbers of every point."""
-        done = {r: f.result()[i] for r, (f, i) in futures.items()}
+        done = {r: f.result()[0][i] for r, (f, i) in futures.items()}
+        seconds = sum(f.result()[1] for f in {f for f, _ in futures.values()}) / len(self.plans)
         if self.control_key is not None:
             _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
         controls = _CONTROLS[self.control_key] if self.control_key is not None else None
         floor = noise_floor(self.law, self.n_samples)
-        seconds = (time.time() - self.started) / len(self.plans)
         return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
                        self.n_samples, floor, self.law, seconds) for plan in self.plans]
 
@@ -456,7 +455,9 @@ def _completion_order(queued: dict):
     completes."""
     pending = {key: {f for f, _ in runs.values()} for key, runs in queued.items()}
     while pending:
-        wait(set().union(*pending.values()), return_when=FIRST_COMPLETED)
+        running = {f for futures in pending.values() for f in futures if not f.done()}
+        if running:  # (waiting on a set that holds a done future would return at once: a busy loop)
+            wait(running, return_when=FIRST_COMPLETED)
         for key in [key for key, futures in pending.items() if all(f.done() for f in futures)]:
             del pending[key]
             yield key
