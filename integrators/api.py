@@ -502,7 +502,8 @@ def _stack(runs: list[_Prepared], group: int) -> Samplers:
         out[...] = fill
         return out
 
-    observers = Observers(o.test_fn, o.test_data, per_chain(o.sum_x), per_chain(o.sum_xx), per_chain(o.sum_outer),
+    # (the test functions travel apart: see integrators.kernel._make_member_steps)
+    observers = Observers(None, o.test_data, per_chain(o.sum_x), per_chain(o.sum_xx), per_chain(o.sum_outer),
                           per_chain(o.sum_tests), per_chain(o.samples, np.nan),  # a sample never taken stays NaN
                           stacked([np.zeros_like(o.hist)] * m, o.hist.dtype), o.hist_lo, o.hist_inv_width,
                           np.zeros((m, 4)))
@@ -550,7 +551,7 @@ def _run_samplers(runs: list[_Prepared]) -> list[SampleResult]:
         t_lo, t_hi = first.groups[group]
         path = first.path._replace(states=first.path.states[t_lo:t_hi])
         work = make_work_buffers(first.tile, a.target.dim, a.target.n_data, 1, 0, path_steps=chunk)
-        return path, stacks[group], work
+        return path, stacks[group], work, first.observers.test_fn
 
     def run_group(group):
         kernel(*group_args(group))

@@ -12,7 +12,11 @@ state leaves ``[-bound, bound]`` (or is not finite) has its step recorded, is pa
 and its statistics stop there (finite partial sums); its final state is returned as NaN.
 
 The path is drawn ``refine`` fine intervals per half step and composed exactly, so a run at
-``h`` with ``refine = 2^L`` sees the very same Brownian path as a run at ``h / 2^L``.
+``h`` with ``refine = 2^L`` sees the very same Brownian path as a run at ``h / 2^L``.  It is drawn
+for a chunk of steps at a time (:func:`path_chunk`) and then read by every sampler of the run:
+samplers of one seed share their path, so a run may advance several of them together
+(:class:`Samplers`, stacked by kind, :func:`kernel_for_kinds`), each with its own batches, state,
+observers and divergence record, and each with exactly the numbers of its run alone.
 
 Every loop that advances chains (``sample``'s kernel here, the coupled h / h/2 chains of
 :mod:`bias.coupled`, SMS-GHMC in :mod:`integrators.ghmc`) is built from the same pieces of this
@@ -22,7 +26,7 @@ divergence check and parking (:func:`all_in_bounds`, :func:`add_moments_in_bound
 :func:`mark_diverged`, :func:`park_diverged`) and the observers (:func:`add_moments`,
 :func:`observe_chains`).  Their inputs travel as the named structures below (:class:`Path`,
 :class:`PlanState`, :class:`Forces`, :class:`Schedule`, :class:`Observers`, :class:`Divergence`,
-:class:`Work`), Numba named tuples whose fields are arrays and numbers.
+:class:`Work`, :class:`Samplers`), Numba named tuples whose fields are arrays and numbers.
 """
 
 from __future__ import annotations
@@ -308,10 +312,10 @@ def kernel_for(scheme_module, force, plan_module=None):
     rule (:func:`integrators.plans.next_batches` for the built-in plans, a plan's own Numba
     ``BATCH_RULE`` otherwise) are closed over; the step and force are called once per step for
     the whole block, so they are compiled once and shared by every kernel rather than inlined.
-    The kernel is ``run_chains(path, stacks, work)``: the run's :class:`Path`, a one-tuple of
+    The kernel is ``run_chains(path, stacks, work, test_fn)``: the run's :class:`Path`, a one-tuple of
     :class:`Samplers` (the sampler's arrays over the thread's tiles, a stack of one or more of this
     kind) and the path's scratch (a :class:`Work` from :func:`make_work_buffers` with
-    ``path_steps=path_chunk(d, tile)``).
+    ``path_steps=path_chunk(d, tile)``) and the run's test functions (:class:`Observers`).
     """
     return kernel_for_kinds([sampler_kind(scheme_module, force, plan_module)])
 
@@ -325,7 +329,7 @@ def sampler_kind(scheme_module, force, plan_module=None) -> tuple:
 def kernel_for_kinds(kinds):
     """The kernel that advances stacks of samplers of several kinds (:func:`sampler_kind`; one
     :class:`Samplers` stack per kind, in order) on one Brownian path:
-    ``run_chains(path, stacks, work)``.  Each step's path is drawn once (into ``work.dW, work.J``,
+    ``run_chains(path, stacks, work, test_fn)``.  Each step's path is drawn once (into ``work.dW, work.J``,
     a chunk of steps at a time) and every sampler advances over it; each sampler's numbers are
     those of its own single-sampler run, bit for bit, since its arithmetic and the order of its
     additions are the same (the path draws are shared, not changed).  Compiled once per tuple of
@@ -346,9 +350,10 @@ def aligned_zeros(shape, dtype=np.float64) -> np.ndarray:
     """``np.zeros`` starting on a cache line (numpy only promises 16 bytes; the kernel's passes
     over chains run measurably slower when their rows straddle cache lines)."""
     dtype = np.dtype(dtype)
-    size = int(np.prod(shape, dtype=np.int64))
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    size = math.prod(shape)  # (np.prod would cost more than the allocation: sample() makes ~30 of these)
     buf = np.zeros(max(size, 1) * dtype.itemsize + ALIGN_BYTES, dtype=np.uint8)
-    start = (-buf.ctypes.data) % ALIGN_BYTES
+    start = (-buf.__array_interface__["data"][0]) % ALIGN_BYTES
     # view at least one item before cutting to size: an empty view may not keep the pointer
     return buf[start:start + max(size, 1) * dtype.itemsize].view(dtype)[:size].reshape(shape)
 
@@ -383,23 +388,26 @@ START, STEPS, FINISH = 0, 1, 2  # the phases of a sampler over one tile (:func:`
 
 
 def _make_member_steps(step, fsal, force, allocates, rule):
-    """``member_steps(stack, i, phase, t, k_first, k_last, dW, J)``: sampler ``i`` of a
-    :class:`Samplers` stack over tile ``t``.  ``START`` resets the plan (and, for a first-same-as-last scheme,
-    evaluates the first force), ``STEPS`` runs steps ``k_first .. k_last`` with step ``k``'s path
-    at ``dW[k - k_first], J[k - k_first]``, ``FINISH`` reports diverged chains' states as NaN.
+    """``member_steps(stack, i, phase, t, k_first, k_last, dW, J, test_fn)``: sampler ``i`` of a
+    :class:`Samplers` stack over tile ``t``, with the run's test functions (the stack's
+    ``obs.test_fn`` is ``None``: a compiled function inside the stack would make Numba type the
+    whole structure in Python at every call, milliseconds, instead of by its fast fingerprint).
+    ``START`` resets the plan (and, for a first-same-as-last scheme, evaluates the first force),
+    ``STEPS`` runs steps ``k_first .. k_last`` with step ``k``'s path at ``dW[k - k_first],
+    J[k - k_first]``, ``FINISH`` reports diverged chains' states as NaN.
     (One function for the three phases: each compiled function costs seconds of compile time.)"""
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
     # is an argument owned by the caller, and the kernel allocates nothing, so the views and calls
     # of the step loop need no increment/decrement calls (they once cost more than the arithmetic).
     # Targets whose gradients allocate scratch arrays (``Target.allocates``) keep it on.
     @nb.njit(nogil=True, _nrt=allocates)
-    def member_steps(m, i, phase, t, k_first, k_last, dW, J):
+    def member_steps(m, i, phase, t, k_first, k_last, dW, J, test_fn):
         # sampler i of the stack, tile t: a[i] then [lo:hi] keeps every view C-contiguous
         tile = m.plan.states.shape[3]
         lo, hi = t * tile, (t + 1) * tile
         o, w, schedule = m.obs, m.work, m.schedule
         x, v, coef = m.x[i][lo:hi], m.v[i][lo:hi], m.coef[i]
-        obs = Observers(o.test_fn, o.test_data, o.sum_x[i][lo:hi], o.sum_xx[i][lo:hi], o.sum_outer[i][lo:hi],
+        obs = Observers(test_fn, o.test_data, o.sum_x[i][lo:hi], o.sum_xx[i][lo:hi], o.sum_outer[i][lo:hi],
                         o.sum_tests[i][lo:hi], o.samples[i][lo:hi], o.hist[i], o.hist_lo, o.hist_inv_width,
                         o.hist_tails[i])
         plan = PlanState(m.plan.code[i], m.plan.batch_size[i], m.plan.scale[i], m.plan.states[i][t])
@@ -443,16 +451,17 @@ def _make_member_steps(step, fsal, force, allocates, rule):
 
 
 def _each(fns, allocates):
-    """A Numba function ``each(stacks, phase, t, k_first, k_last, dW, J)`` that calls
-    ``fns[j](stacks[j], i, phase, t, k_first, k_last, dW, J)`` for every sampler ``i`` of every
+    """A Numba function ``each(stacks, phase, t, k_first, k_last, dW, J, test_fn)`` that calls
+    ``fns[j](stacks[j], i, phase, t, k_first, k_last, dW, J, test_fn)`` for every sampler ``i`` of every
     stack ``j``, in order.  Stacks differ in their compiled functions, so the dispatch over them is
     written out at compile time (one loop per stack, with a constant index); within a stack the
     samplers share one call site, so a run of m samplers of one kind compiles no more than a run
     of one."""
     loops = "".join(f"    for i in range(stacks[{j}].coef.shape[0]):\n"
-                    f"        fn{j}(stacks[{j}], i, phase, t, k_first, k_last, dW, J)\n" for j in range(len(fns)))
+                    f"        fn{j}(stacks[{j}], i, phase, t, k_first, k_last, dW, J, test_fn)\n"
+                    for j in range(len(fns)))
     namespace = {f"fn{j}": fn for j, fn in enumerate(fns)}
-    exec(f"def each(stacks, phase, t, k_first, k_last, dW, J):\n{loops}", namespace)  # noqa: S102 (fixed text)
+    exec(f"def each(stacks, phase, t, k_first, k_last, dW, J, test_fn):\n{loops}", namespace)  # noqa: S102 (fixed text)
     return nb.njit(nogil=True, _nrt=allocates, inline="always")(namespace["each"])
 
 
@@ -460,7 +469,7 @@ def _make_run(member_steps, allocates):
     each = _each(member_steps, allocates)
 
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_chains(path, stacks, work):
+    def run_chains(path, stacks, work, test_fn):
         """All tiles of ``tile = path.states.shape[2]`` chains, one after the other, in one call
         (one call per thread keeps the interpreter out of the loop); ``path.states`` has shape
         ``(n_tiles, 4, tile)`` and every stack's chain arrays ``n_tiles * tile`` rows.  Per tile, a
@@ -475,13 +484,13 @@ def _make_run(member_steps, allocates):
             # member_steps once more per distinct value
             none, start, steps, finish = 0 * t, START + 0 * t, STEPS + 0 * t, FINISH + 0 * t
             states = path.states[t]
-            each(stacks, start, t, none, none, dW, J)
+            each(stacks, start, t, none, none, dW, J, test_fn)
             for k_first in range(1, n_steps + 1, chunk):
                 k_last = min(k_first + chunk - 1, n_steps)
                 for k in range(k_first, k_last + 1):
                     draw_step_path(states, l11, l21, l22, decay_fine, path.refine, dW[k - k_first], J[k - k_first],
                                    z1, z2, raw)
-                each(stacks, steps, t, k_first, k_last, dW, J)
-            each(stacks, finish, t, none, none, dW, J)
+                each(stacks, steps, t, k_first, k_last, dW, J, test_fn)
+            each(stacks, finish, t, none, none, dW, J, test_fn)
 
     return run_chains
