@@ -24,15 +24,17 @@ for ``N`` exact draws of the target on the same histogram (:func:`noise_floor`, 
 ``N``, shared by the nine samplers; no draws).
 
 Cost: the kernel's chain-steps (about 7.3e9 at ``full``) and nothing else of that order.  The
-three plans of a scheme at one ``h`` and their shared control are one group of runs.  Every run
-of a repeat has the same seed, hence the same Brownian path (and initial state), so a repeat's
-four runs are one call of :func:`integrators.sample_together`: the path, most of a step's cost on
-this example, is drawn once for the four, and each run's numbers are those of its own ``sample()``
-call.  All calls go to one pool of ``threads`` workers (one thread each; the kernel releases the
-GIL), queued at once with the finest ``h`` first, and a group's W1 numbers are read off as soon
-as its calls are done while the other calls keep the cores busy.  F and the
-integrated cdf on the histogram's grid are computed once per layout.  Every histogram has
-``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in ``metadata.json``): the plotted estimate's
+three plans of a scheme at one ``h`` and their shared control are one group of runs (one W1
+evaluation).  Every run of a repeat at one ``h`` has the same seed, hence the same Brownian path
+(and initial state), so a repeat's runs go in one call of :func:`integrators.sample_together`: the
+path, most of a step's cost on this example, is drawn once for the four (a scheme's three plans
+and its control; the three schemes together would share it among twelve, but their twelve
+histograms then miss the caches enough to make the figure slower), and each run's numbers are
+those of its own ``sample()`` call.  All calls go to one pool of ``threads`` workers
+(one thread each; the kernel releases the GIL), queued at once with the finest ``h`` first, and a
+group's W1 numbers are read off as soon as its calls are done while the other calls keep the
+cores busy.  F and the integrated cdf on the histogram's grid are computed once per layout.
+Every histogram has ``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in ``metadata.json``): the plotted estimate's
 binning bound is ``1.5`` bin widths, the plain one's half a bin width; ``benchmarks/bench_figure1.py``
 prints the former as a fraction of the smallest plotted W1.
 A sampler that diverges is marked diverged at that ``h`` (with the first divergent step), never
@@ -209,9 +211,8 @@ def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds,
     return key, [_Run(scheme, "full", h, g, chains, burn, per_chain, sd, backend) for sd in seeds], exact
 
 
-def _store_control(key, runs, exact, done, law) -> None:
-    if key in _CONTROLS:
-        return
+def _store_control(key, runs, exact, done, law) -> _Control | None:
+    """The control of ``runs`` (None where one of them diverged), cached under ``key``."""
     value = None
     if runs and not any(done[r][1] >= 0 for r in runs):
         hists = [done[r][0] for r in runs]
@@ -221,9 +222,11 @@ def _store_control(key, runs, exact, done, law) -> None:
         own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
         own.merge(pooled.counts, pooled.tails)
         value = _Control(hists, pooled, exact, own.value())
+    _CONTROLS.pop(key, None)
     while len(_CONTROLS) >= 3:
         _CONTROLS.pop(next(iter(_CONTROLS)))
     _CONTROLS[key] = value
+    return value
 
 
 def _mean_error(values: list[float]) -> float:
@@ -312,6 +315,7 @@ class _Group:
     control_key: tuple | None
     control_runs: list
     control_law: Normal | None
+    cached_control: object = None  # the control taken from _CONTROLS when the group was made
 
     @classmethod
     def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
@@ -329,35 +333,47 @@ class _Group:
                 for plan in plans}
         key, control_runs, exact = (_control_runs(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
                                     if control_variate else (None, [], None))
-        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact)
+        # (held by the group: other groups finishing in between may evict it from the bounded cache)
+        cached = _CONTROLS.get(key) if key is not None and not control_runs else None
+        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact,
+                   cached)
 
     def runs(self) -> list[_Run]:
         return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
 
     def submit(self, pool, threads_per_call: int) -> dict:
-        """Queue the runs on ``pool``: one call per repeat, the plans and the control of that
-        repeat together on their shared path (:func:`_run_histograms`, ``threads_per_call``
-        threads each); returns ``{run: (future, index of the run in its call)}``."""
-        target = GaussianTarget.one_d_example()
-        calls: dict = {}
-        for r in self.runs():
-            calls.setdefault(r.seed, []).append(r)
-        out = {}
-        for joint in calls.values():
-            future = pool.submit(_run_histograms, target, self.law, tuple(joint), threads_per_call)
-            out.update({r: (future, i) for i, r in enumerate(joint)})
-        return out
+        """Queue the runs on ``pool`` (:func:`_submit`); ``{run: (future, index, runs in the call)}``."""
+        return _submit([self], pool, threads_per_call)
 
     def finish(self, futures: dict) -> list[Point]:
         """Wait for the runs and compute the W1 numbers of every point."""
-        done = {r: f.result()[0][i] for r, (f, i) in futures.items()}
-        seconds = sum(f.result()[1] for f in {f for f, _ in futures.values()}) / len(self.plans)
-        if self.control_key is not None:
-            _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
-        controls = _CONTROLS[self.control_key] if self.control_key is not None else None
+        done = {r: f.result()[0][i] for r, (f, i, _) in futures.items()}
+        # the kernel seconds of this group's runs: an equal share of each call they were in
+        seconds = sum(f.result()[1] / size for f, _, size in futures.values()) / len(self.plans)
+        controls = self.cached_control
+        if self.control_key is not None and self.control_runs:
+            controls = _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
         floor = noise_floor(self.law, self.n_samples)
         return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
                        self.n_samples, floor, self.law, seconds) for plan in self.plans]
+
+
+def _submit(groups: list, pool, threads_per_call: int) -> dict:
+    """Queue the runs of ``groups`` on ``pool``: runs that differ only in their (scheme, plan)
+    share their Brownian path (the same seed, step, friction and chains), so they go together in
+    one call (:func:`_run_histograms`, ``threads_per_call`` threads): for Figure 1, a repeat's
+    three plans and their control.
+    Returns ``{run: (future, index of the run in its call, runs in the call)}``."""
+    target = GaussianTarget.one_d_example()
+    calls: dict = {}
+    for group in groups:
+        for r in group.runs():
+            calls.setdefault((r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed, r.backend), []).append(r)
+    out = {}
+    for joint in calls.values():
+        future = pool.submit(_run_histograms, target, groups[0].law, tuple(joint), threads_per_call)
+        out.update({r: (future, i, len(joint)) for i, r in enumerate(joint)})
+    return out
 
 
 def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
@@ -426,15 +442,17 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
     t0 = time.time()
     n_units = len(units(preset))
 
-    # one pool for the whole figure and every group queued at once, the costliest (finest h)
+    # one pool for the whole figure and every call queued at once, the costliest (finest h)
     # first, so that all cores stay busy to the end; W1 is read off each group as it completes
     groups = {(s, k): _Group.make(s, _plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate,
                                   (backend, device)) for s, k in _groups(preset)}
     by_group: dict = {}
     with ThreadPoolExecutor(max_workers=threads if backend == "numba" else 1) as pool:
+        # (one scheme's runs per call: twelve samplers' histograms in one call, 14 MB, miss the
+        # caches so much that the figure ran 1.5x slower than with four, in spite of the path)
         queued = {key: groups[key].submit(pool, 1) for key in sorted(groups, key=lambda sk: -sk[1])}
         for key in _completion_order(queued):
-            by_group[key] = groups[key].finish(queued[key])
+            by_group[key] = groups[key].finish(queued.pop(key))  # (its calls' results can go once read)
             for q in by_group[key]:
                 n_done = sum(map(len, by_group.values()))
                 if progress:
@@ -451,9 +469,9 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
 
 
 def _completion_order(queued: dict):
-    """The keys of ``queued`` (``{key: {run: (future, index)}}``) in the order their last future
-    completes."""
-    pending = {key: {f for f, _ in runs.values()} for key, runs in queued.items()}
+    """The keys of ``queued`` (``{key: {run: (future, index, size)}}``) in the order their last
+    future completes."""
+    pending = {key: {f for f, _, _ in runs.values()} for key, runs in queued.items()}
     while pending:
         running = {f for futures in pending.values() for f in futures if not f.done()}
         if running:  # (waiting on a set that holds a done future would return at once: a busy loop)
