@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 
 from integrators.brownian import BrownianPath, coarsen, draw_pairs, pair_cholesky, pair_covariance
 
-mp.mp.dps = 60
 
-
+@mp.workdps(60)  # (a local precision: other test files set mpmath's global one, in the same process)
 def mp_cholesky(gamma, tau):
     g, t = mp.mpf(gamma), mp.mpf(tau)
     cov = -mp.expm1(-g * t) / g

@@ -24,10 +24,10 @@ from integrators.rng import (
 )
 
 
+@mpmath.workdps(30)  # (local: mpmath's global precision is shared by every test in the process)
 def test_ziggurat_layers_have_equal_area():
     """Every layer i = 1..255 has area v (``x_i (f(x_{i-1}) - f(x_i))``), the base strip plus the
     tail also has area v (mpmath), and the thresholds are the layers' core fractions."""
-    mpmath.mp.dps = 30
     edges = ZIG_W * 2.0**52  # x_1 < ... < x_255 = r
     assert edges[255] == ZIGGURAT_R
     for i in range(1, 256):

@@ -40,7 +40,7 @@ def assert_same_as_alone(target, pairs, batch_size, options):
         assert res.meta == alone.meta
 
 
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(seed=st.integers(0, 2**31), h=st.floats(0.02, 0.5), gamma=st.floats(0.3, 3.0),
        n_chains=st.integers(1, 600), threads=st.sampled_from([1, 2]), keep=st.integers(0, 3),
        refine=st.sampled_from([1, 2]))
@@ -50,7 +50,7 @@ def test_one_scheme_over_every_plan_equals_each_run_alone(seed, h, gamma, n_chai
     assert_same_as_alone(T1, [("ubu", p) for p in ("sms", "iid", "rr", "full")], 1, options)
 
 
-@settings(max_examples=4, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 2**31), h=st.floats(0.05, 0.4), batch_size=st.integers(1, 3))
 def test_two_schemes_together_on_a_three_d_target(seed, h, batch_size):
     """Two kinds of sampler (two stacks, one of them first-same-as-last), interleaved, with full

@@ -96,10 +96,10 @@ def test_quadrant_polynomial_cos_sin_are_within_an_ulp_or_two():
     k += np.random.default_rng(0).integers(0, 2**32, 300).tolist()
     u = (torch.tensor(k, dtype=torch.float64) + 0.5) * 2.0**-32
     cos, sin = cos_sin_turns(u)
-    mpmath.mp.prec = 100
-    for ui, c, s in zip(u.tolist(), cos.tolist(), sin.tolist(), strict=True):
-        angle = 2 * mpmath.pi * mpmath.mpf(ui)
-        assert abs(c - float(mpmath.cos(angle))) <= 2.3e-16 and abs(s - float(mpmath.sin(angle))) <= 2.3e-16, ui
+    with mpmath.workprec(100):  # (local: mpmath's global precision is shared by every test in the process)
+        for ui, c, s in zip(u.tolist(), cos.tolist(), sin.tolist(), strict=True):
+            angle = 2 * mpmath.pi * mpmath.mpf(ui)
+            assert abs(c - float(mpmath.cos(angle))) <= 2.3e-16 and abs(s - float(mpmath.sin(angle))) <= 2.3e-16, ui
     cos32, sin32 = cos_sin_turns(u.float())
     assert cos32.dtype == torch.float32 and float((cos32.double() - cos).abs().max()) < 4e-7
 
