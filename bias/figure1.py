@@ -342,8 +342,19 @@ class _Group:
         return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
 
     def submit(self, pool, threads_per_call: int) -> dict:
-        """Queue the runs on ``pool`` (:func:`_submit`); ``{run: (future, index, runs in the call)}``."""
-        return _submit([self], pool, threads_per_call)
+        """Queue the runs on ``pool``: runs that differ only in their (scheme, plan) share their
+        Brownian path (the same seed, step, friction and chains), so a repeat's three plans and
+        their control go together in one call (:func:`_run_histograms`, ``threads_per_call``
+        threads).  Returns ``{run: (future, index of the run in its call, runs in the call)}``."""
+        target = GaussianTarget.one_d_example()
+        calls: dict = {}
+        for r in self.runs():
+            calls.setdefault((r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed, r.backend), []).append(r)
+        out = {}
+        for joint in calls.values():
+            future = pool.submit(_run_histograms, target, self.law, tuple(joint), threads_per_call)
+            out.update({r: (future, i, len(joint)) for i, r in enumerate(joint)})
+        return out
 
     def finish(self, futures: dict) -> list[Point]:
         """Wait for the runs and compute the W1 numbers of every point."""
@@ -356,24 +367,6 @@ class _Group:
         floor = noise_floor(self.law, self.n_samples)
         return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
                        self.n_samples, floor, self.law, seconds) for plan in self.plans]
-
-
-def _submit(groups: list, pool, threads_per_call: int) -> dict:
-    """Queue the runs of ``groups`` on ``pool``: runs that differ only in their (scheme, plan)
-    share their Brownian path (the same seed, step, friction and chains), so they go together in
-    one call (:func:`_run_histograms`, ``threads_per_call`` threads): for Figure 1, a repeat's
-    three plans and their control.
-    Returns ``{run: (future, index of the run in its call, runs in the call)}``."""
-    target = GaussianTarget.one_d_example()
-    calls: dict = {}
-    for group in groups:
-        for r in group.runs():
-            calls.setdefault((r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed, r.backend), []).append(r)
-    out = {}
-    for joint in calls.values():
-        future = pool.submit(_run_histograms, target, groups[0].law, tuple(joint), threads_per_call)
-        out.update({r: (future, i, len(joint)) for i, r in enumerate(joint)})
-    return out
 
 
 def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
