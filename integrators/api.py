@@ -385,7 +385,7 @@ class _Prepared:
     plan: PlanState         # all tiles
     forces: Forces
     schedule: Schedule
-    x: np.ndarray           # (n_pad, d) initial, then final states
+    x: np.ndarray           # (n_pad, d) initial states (the final ones are in outputs)
     v: np.ndarray
     diverged_at: np.ndarray  # (n_pad,), padding lanes marked beforehand
     observers: Observers    # the layout: test functions, histogram position, array shapes (per chain)
@@ -505,7 +505,7 @@ def _stack(runs: list[_Prepared], group: int) -> Samplers:
     # (the test functions travel apart: see integrators.kernel._make_member_steps)
     observers = Observers(None, o.test_data, per_chain(o.sum_x), per_chain(o.sum_xx), per_chain(o.sum_outer),
                           per_chain(o.sum_tests), per_chain(o.samples, np.nan),  # a sample never taken stays NaN
-                          stacked([np.zeros_like(o.hist)] * m, o.hist.dtype), o.hist_lo, o.hist_inv_width,
+                          aligned_zeros((m,) + o.hist.shape, o.hist.dtype), o.hist_lo, o.hist_inv_width,
                           np.zeros((m, 4)))
     plan = PlanState(np.array([r.plan.code for r in runs], dtype=np.int64),
                      np.array([r.plan.batch_size for r in runs], dtype=np.int64),
