@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/sms-langevin run all --preset tiny --out $(OUT)
+	$(VENV)/bin/sms-langevin run all --preset tiny --out $(OUT) --workers 2  # one process per core
 
 test: $(VENV)/.installed
 	$(PY) -m ruff check .
