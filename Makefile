@@ -7,26 +7,31 @@ OUT ?= out/tiny
 
 .PHONY: demo demo-1d reproduce-full test lint bench clean tour
 
+# what the demo needs; the tests' extras (pytest, Dask, the notebook stack: ~45 s more) come on top
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	# the CPU build of torch first (local wheel on these machines), then the project and its extras
 	$(PIP) install --quiet torch==2.13.0
+	$(PIP) install --quiet -e ".[torch,data]"
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
 	$(PIP) install --quiet -e ".[test,torch,data]"
 	touch $@
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/sms-langevin run all --preset tiny --out $(OUT) --workers 2  # one process per core
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadfile tests  # two workers: one per core
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 
 # the guided tour: docs/tour/ executed into $(OUT)/report/tour/ (linked from the report there)
-tour: $(VENV)/.installed
+tour: $(VENV)/.installed-test
 	$(VENV)/bin/sms-langevin tour --out $(OUT)
 
 bench: $(VENV)/.installed
