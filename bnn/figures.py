@@ -107,11 +107,11 @@ def plot_ensembles(path: Path, rows: list[dict], dataset: str) -> None:
         ax.set_xlabel("ensemble size")
         ax.set_title(metric)
     diverged = sorted({r["method"] for r in rows if r["dataset"] == dataset and r["diverged_runs"]})
-    if diverged:
-        fig.text(0.01, 0.01, "diverged in some runs: " + ", ".join(diverged), fontsize=7, color="C3")
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"{dataset}: ensembles of independent runs (mean ± s.d. over disjoint groups)", fontsize=9)
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=max(1, len(labels)))  # below the panels
+    fig.suptitle(f"{dataset}: ensembles of independent runs (mean ± s.d. over disjoint groups)"
+                 + ("\ndiverged in some runs: " + ", ".join(diverged) if diverged else ""), fontsize=9)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=120)
     fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)

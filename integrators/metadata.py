@@ -4,13 +4,12 @@ it; experiments, reports and the command line import it from here."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
-
-import numpy as np
 
 
 def git_commit() -> str:
@@ -22,14 +21,27 @@ def git_commit() -> str:
         return "unknown"
 
 
+# the libraries whose versions every output records (scikit-learn: the embedded data; torch: the
+# BNN figure and the tensor backend)
+LIBRARIES = ("numpy", "numba", "scipy", "matplotlib", "scikit-learn", "torch")
+_MODULE_NAMES = {"scikit-learn": "sklearn"}
+
+
+def library_version(name: str) -> str:
+    """The version of ``name`` as loaded, else as installed (nothing is imported), else ``"absent"``."""
+    module = sys.modules.get(_MODULE_NAMES.get(name, name))
+    if module is not None and hasattr(module, "__version__"):
+        return str(module.__version__)
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return "absent"
+
+
 def metadata(seed: int, preset: str) -> dict:
     """Seed, preset, git commit, interpreter, platform, library versions and creation time."""
-    import matplotlib
-    import numba
-    import scipy
     return {"seed": seed, "preset": preset, "git_commit": git_commit(), "python": sys.version.split()[0],
-            "platform": platform.platform(), "numpy": np.__version__, "numba": numba.__version__,
-            "scipy": scipy.__version__, "matplotlib": matplotlib.__version__,
+            "platform": platform.platform(), **{name: library_version(name) for name in LIBRARIES},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

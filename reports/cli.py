@@ -340,7 +340,7 @@ def cmd_tour(args, figures) -> int:
             cmd_report(argparse.Namespace(out=str(out), preset=None), figures)
         except CliError as exc:
             print(f"tour: the report in {out} was not rebuilt ({exc})", file=sys.stderr)
-    print(f"tour: {out / 'report' / 'tour' / 'index.html'} ({len(pages)} notebooks)")
+    print(f"tour: {out / 'report' / 'tour' / 'index.html'} ({len(pages)} notebook{'s' if len(pages) != 1 else ''})")
     return 0
 
 

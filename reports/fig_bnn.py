@@ -68,6 +68,26 @@ def _verdict(rows, dataset, size, metric):
     return f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} ({word})"
 
 
+def _range(values) -> str:
+    return f"{min(values):.3f}" if min(values) == max(values) else f"{min(values):.3f}..{max(values):.3f}"
+
+
+def _rhat_summary(rows) -> str:
+    """Both R-hats of the training loss (classic and rank-normalised split), and what they say: a
+    value above 1.01 means the chains have not mixed (below 1 is noise of few draws, not a pass)."""
+    n = len(rows)
+    classic = [r["rhat"] for r in rows]
+    rank = [r["rank_split_rhat"] for r in rows if r.get("rank_split_rhat", "") != ""]
+    text = f"R-hat of the training loss over {n} SWA point{'s' if n != 1 else ''}: {_range(classic)}"
+    if rank:
+        text += f", rank-normalised split {_range(rank)}"
+    worst = max(classic + rank)
+    draws = sorted({r["draws"] for r in rows if r.get("draws", "") != ""})
+    if worst > 1.01:
+        text += f" (above 1.01: not mixed at this preset{f', {draws[0]} draws per chain' if draws else ''})"
+    return text
+
+
 def draw(results: list, out_dir: Path, preset: str) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     by_data: dict = {}
@@ -124,16 +144,19 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         figures.write_csv(out_dir / "bnn_rhat.csv", rhats)
         figures.plot_traces(out_dir / "bnn_traces.png", traces, rhats)
         files += ["bnn_traces.csv", "bnn_rhat.csv", "bnn_traces.png", "bnn_traces.pdf"]
-        good = [r["rhat"] for r in rhats if r["rhat"] != ""]
+        good = [r for r in rhats if r["rhat"] != ""]
         if good:
-            measured.append(f"R-hat of the training loss: {min(good):.3f}..{max(good):.3f} over {len(good)} SWA points")
+            measured.append(_rhat_summary(good))
     if hess:
         figures.write_csv(out_dir / "bnn_hessian.csv", hess)
         figures.plot_hessian(out_dir / "bnn_hessian.png", hess)
         files += ["bnn_hessian.csv", "bnn_hessian.png", "bnn_hessian.pdf"]
         med = {p: np.median([r["value"] for r in hess if r["point"] == p]) for p in dict.fromkeys(
             r["point"] for r in hess)}
-        measured.append("median |H|_2: " + ", ".join(f"{p} {v:.3g}" for p, v in med.items()))
+        short = sum(not r["converged"] for r in hess)
+        measured.append("median |H|_2: " + ", ".join(f"{p} {v:.3g}" for p, v in med.items())
+                        + (f" (power iteration not converged in {short} of {len(hess)} estimates: those are "
+                           "lower bounds)" if short else ""))
     for dataset, why in missing.items():
         measured.append(f"{dataset}: data absent ({why})")
     return {"files": files, "measured": ". ".join(measured) + "."}

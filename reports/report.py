@@ -12,6 +12,8 @@ import html
 import json
 from pathlib import Path
 
+from integrators.metadata import LIBRARIES
+
 CHECK_SCRIPT = """<script>
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images);
@@ -50,8 +52,7 @@ def _md_table_to_html(md: str) -> str:
 def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     report_dir.mkdir(parents=True, exist_ok=True)
     any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
-    meta = {k: any_meta.get(k) for k in ("git_commit", "python", "numpy", "numba", "scipy", "matplotlib",
-                                         "platform", "run_seed")}
+    meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}
     meta["preset"] = preset
     meta["compute_seconds"] = {fid: round(d["wall"], 1) for fid, d in drawn.items()}
     md = [f"# SMS-Langevin report (preset `{preset}`)", ""]

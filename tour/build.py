@@ -58,7 +58,11 @@ def execute(nb, *, timeout: int = CELL_TIMEOUT):
     """Run every cell of ``nb`` in order in a fresh kernel (working directory: the repository);
     raises ``nbclient.exceptions.CellExecutionError`` naming the failing cell."""
     from nbclient import NotebookClient
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    from traitlets.config import Config
+
+    config = Config()
+    config.KernelManager.transport = "ipc"  # a local kernel: unix sockets (ipykernel warns of plain-text TCP)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
                             resources={"metadata": {"path": str(ROOT)}})
     client.execute()
     return nb

@@ -41,7 +41,7 @@ from theory_checks.oracle import stationary_moments
 from theory_checks.orders import local_slopes, weak_order
 from tour import check, question
 
-print("plans:", PLANS)
+print("plans:", ", ".join(PLANS))
 for plan in ("iid", "rr", "sms"):
     seq = batch_sequence(plan, 6, 2, 9, seed=1)
     print(f"{plan:4s}", " ".join("{" + ",".join(str(i) for i in b) + "}" for b in seq))
