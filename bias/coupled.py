@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, _int_at_least, _positive_float, validate
+from integrators.api import BLOCK_SIZE, _flag, _initial_state, _int_at_least, _positive_float, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import (
@@ -199,6 +199,9 @@ class CoupledResult:
         return self.diverged_at < 0
 
     def replicates(self, values):
+        if not np.any(self.ok):  # no estimate at all: say so, never return NaN as a number
+            raise RuntimeError(f"every coupled pair diverged at h={self.h:g} (first at coarse step "
+                               f"{int(self.diverged_at.min())}): no estimate")
         v = values[self.ok]
         return v.reshape(-1, v.shape[-1])
 
@@ -230,21 +233,29 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
                 coupling: str = "shared", test_functions=None, n_test_functions: int = 2, test_data=(),
                 test_every: int = 1, n_chunks: int = 4, x0=None, control_variate=False, x_ref=None,
                 independent_paths: bool = False, box_center=None, box_half_width=None,
-                divergence_bound: float = 1e8) -> CoupledResult:
+                divergence_bound: float | None = None) -> CoupledResult:
     """Run ``n_chains`` coupled (h, h/2) pairs; see the module docstring.
 
     ``independent_paths=True`` drives the coarse chain by a different Brownian path (and its own
     batches): the uncoupled baseline against which the coupling's variance reduction is measured.
     ``box_center`` / ``box_half_width``: the elastic bounce, as in ``sample``;
     ``divergence_bound``: a pair is reported diverged (and parked) at the first coarse step where
-    a coordinate of either chain is non-finite or exceeds it, as in ``sample``.
+    a coordinate of either chain is non-finite or exceeds it (default ``target.divergence_bound()``,
+    as in ``sample``).
     """
     h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed)
     if coupling not in COUPLINGS:
         raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
     test_every = _int_at_least("test_every", test_every, 1)
+    if test_every > n_coarse_steps - burn_in:
+        raise ValueError(f"test_every must be at most n_coarse_steps - burn_in = {n_coarse_steps - burn_in}, "
+                         f"got {test_every} (no step would be observed)")
+    if divergence_bound is None:
+        divergence_bound = target.divergence_bound()
     divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    control_variate = _flag("control_variate", control_variate)
+    independent_paths = _flag("independent_paths", independent_paths)
     n_chunks = _int_at_least("n_chunks", n_chunks, 1)
     if test_functions is None:
         test_functions, n_test_functions = first_coordinates, 2
@@ -254,8 +265,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     tdata = force_data(target, control_variate, x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
     box = make_box(target.dim, box_center, box_half_width)
-    x_init = np.broadcast_to(target.initial_point() if x0 is None else np.asarray(x0, float),
-                             (n_chains, target.dim)).copy()
+    x_init = _initial_state("x0", x0, n_chains, target.dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x_init - box[0]) >= box[1]):
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
     fine = np.zeros((n_chains, n_chunks, n_test_functions))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bias.coupled import coupled_run
+from integrators.api import _int_at_least
 from integrators.plans import n_batches
 
 
@@ -57,6 +58,9 @@ class TelescopingResult:
         return np.abs(self.differences[-1])
 
 
+MAX_LEVELS = 20
+
+
 def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3, gamma: float = 1.0,
                      base_epochs: int = 2000, burn_fraction: float = 0.1, n_chains: int = 32,
                      seed: int = 0, batch_size=None, coupling: str = "shared", test_functions=None,
@@ -69,8 +73,10 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
     are NaN) and is listed in ``diverged``."""
     if on_diverge not in ("raise", "skip"):
         raise ValueError(f"on_diverge must be 'raise' or 'skip', got {on_diverge!r}")
-    if levels < 0:
-        raise ValueError(f"levels must be >= 0, got {levels}")
+    levels = _int_at_least("levels", levels, 0)
+    if levels > MAX_LEVELS:  # each level doubles the steps: 2^levels times the first level's work
+        raise ValueError(f"levels must be at most {MAX_LEVELS} (level l runs 2^l times level 0's steps), got {levels}")
+    base_epochs = _int_at_least("base_epochs", base_epochs, 1)
     if not 0 <= burn_fraction < 1:
         raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
     epoch = n_batches(target.n_data, batch_size or target.n_data)

@@ -219,6 +219,13 @@ def _int_at_least(name, value, low):
     return int(value)
 
 
+def _flag(name, value) -> bool:
+    """A yes/no option: ``True`` or ``False`` only (a string such as "no" would read as true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def _initial_state(name, value, n_chains, dim, default):
     arr = default if value is None else np.asarray(value, dtype=float)
     if arr.ndim == 1:
@@ -250,6 +257,8 @@ def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_s
     if burn_in >= n_steps:
         raise ValueError(f"burn_in must be smaller than n_steps={n_steps}, got {burn_in}")
     seed = _int_at_least("seed", seed, 0)
+    if seed >= 2**64:  # the streams take the seed's 64 bits: a larger one would repeat a smaller one's numbers
+        raise ValueError(f"seed must be < 2**64, got {seed}")
     if plan == "full":
         batch_size = target.n_data if batch_size is None else batch_size
     elif batch_size is None:
@@ -420,6 +429,10 @@ def _prepare(arguments: dict) -> _Prepared:
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = (a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in,
                                                               a.batch_size, a.seed)
     keep = a.keep = _int_at_least("keep", a.keep, 0)
+    if keep > n_steps - burn_in:
+        raise ValueError(f"keep must be at most n_steps - burn_in = {n_steps - burn_in}, got {keep}")
+    a.control_variate = _flag("control_variate", a.control_variate)
+    a.full_moments = _flag("full_moments", a.full_moments)
     divergence_bound = target.divergence_bound() if a.divergence_bound is None else a.divergence_bound
     a.divergence_bound = _positive_float("divergence_bound", divergence_bound)
     path_refine = a.path_refine = _int_at_least("path_refine", a.path_refine, 1)

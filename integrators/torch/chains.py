@@ -22,7 +22,7 @@ import math
 import numpy as np
 import torch
 
-from integrators.api import SampleResult, _initial_state, _int_at_least, _positive_float, validate
+from integrators.api import SampleResult, _flag, _initial_state, _int_at_least, _positive_float, validate
 from integrators.bounce import make_box
 from integrators.plans import force_scale
 from integrators.torch.bounce import make_reflect
@@ -156,7 +156,7 @@ def _explicit_batches(batches, n, dev):
 
 def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000, burn_in=0,
            seed=0, batch_size=None, x0=None, v0=None, control_variate=False, x_ref=None,
-           box_center=None, box_half_width=None, keep=0, full_moments=False, divergence_bound=1e8,
+           box_center=None, box_half_width=None, keep=0, full_moments=False, divergence_bound=None,
            histogram=None, *, device="cpu", dtype="float64", noise=None, batches=None,
            compile: bool | str = False) -> SampleResult:
     """Run ``n_chains`` chains of ``scheme x plan`` on ``target`` as tensors on ``device``.
@@ -170,7 +170,13 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
     keep = _int_at_least("keep", keep, 0)
-    divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    if keep > n_steps - burn_in:
+        raise ValueError(f"keep must be at most n_steps - burn_in = {n_steps - burn_in}, got {keep}")
+    control_variate = _flag("control_variate", control_variate)
+    full_moments = _flag("full_moments", full_moments)
+    # the same default as the Numba backend's: a scale taken from the target
+    divergence_bound = _positive_float("divergence_bound",
+                                       target.divergence_bound() if divergence_bound is None else divergence_bound)
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     if not isinstance(compile, (bool, str)):
         raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
