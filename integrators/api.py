@@ -429,8 +429,6 @@ def _prepare(arguments: dict) -> _Prepared:
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = (a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in,
                                                               a.batch_size, a.seed)
     keep = a.keep = _int_at_least("keep", a.keep, 0)
-    if keep > n_steps - burn_in:
-        raise ValueError(f"keep must be at most n_steps - burn_in = {n_steps - burn_in}, got {keep}")
     a.control_variate = _flag("control_variate", a.control_variate)
     a.full_moments = _flag("full_moments", a.full_moments)
     divergence_bound = target.divergence_bound() if a.divergence_bound is None else a.divergence_bound

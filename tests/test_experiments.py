@@ -83,9 +83,14 @@ def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
     rows = logistic.run(tmp_path, "tiny")
     assert {r.sampler for r in rows} == set(logistic.NAMES.values())
     assert (tmp_path / "logistic.png").exists() and (tmp_path / "logistic.csv").exists()
-    biases = logistic.bias_at(rows, logistic.PRESETS["tiny"]["h0"])
-    assert max(biases, key=biases.get) == "SG-HMC"
-    assert all(0 <= r.accuracy <= 1 and r.nll > 0 and 0 <= r.ace <= 1 and 0 <= r.rps <= 1 for r in rows)
+    h0 = logistic.PRESETS["tiny"]["h0"]
+    biases = logistic.bias_at(rows, h0)
+    at_h0 = [r for r in rows if r.h == h0]
+    # SG-HMC is worst at the largest step: the largest bias, or it leaves the target's scale (diverged)
+    diverged = [r.sampler for r in at_h0 if r.diverged]
+    assert diverged == ["SG-HMC"] if diverged else max(biases, key=biases.get) == "SG-HMC", (diverged, biases)
+    finite = [r for r in rows if not r.diverged]
+    assert all(0 <= r.accuracy <= 1 and r.nll > 0 and 0 <= r.ace <= 1 and 0 <= r.rps <= 1 for r in finite)
 
 
 def test_logistic_quick_preset_sms_ubu_has_the_smallest_bias(tmp_path):

@@ -34,12 +34,6 @@ def test_seeds_beyond_64_bits_are_refused_not_wrapped():
                     seed=2**64 + 5)
 
 
-def test_keep_beyond_the_recorded_steps_is_refused():
-    for run in (sample, chains.sample):
-        with pytest.raises(ValueError, match="keep must be at most n_steps - burn_in = 45"):
-            run(ONE_D, "ubu", "sms", **RUN, keep=46)
-
-
 @pytest.mark.parametrize("kwargs, words", [({"x0": [np.nan]}, "x0 contains non-finite"),
                                            ({"x0": [1.0, 2.0]}, "x0 must have shape"),
                                            ({"test_every": 1000}, "test_every must be at most")])

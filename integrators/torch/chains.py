@@ -170,8 +170,6 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
     keep = _int_at_least("keep", keep, 0)
-    if keep > n_steps - burn_in:
-        raise ValueError(f"keep must be at most n_steps - burn_in = {n_steps - burn_in}, got {keep}")
     control_variate = _flag("control_variate", control_variate)
     full_moments = _flag("full_moments", full_moments)
     # the same default as the Numba backend's: a scale taken from the target
