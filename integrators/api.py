@@ -364,6 +364,8 @@ def sample_together(target, samplers, *, batch_size=None, **options) -> list[Sam
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise ValueError(f"sample_together got unknown options {unknown}; it takes sample()'s keyword options")
+    if isinstance(samplers, (str, dict)):  # a name or a mapping would be read key by key, letter by letter
+        raise ValueError(f"samplers must be a list of (scheme, plan) pairs, got {samplers!r}")
     try:
         samplers = [tuple(pair) for pair in samplers]
     except TypeError:

@@ -6,8 +6,9 @@ import pytest
 
 from bias.coupled import CoupledResult, coupled_run
 from bias.telescoping import telescoping_bias
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, sample, sample_together
 from integrators.torch import chains
+from theory_checks.verify import verify
 
 ONE_D = GaussianTarget.one_d_example()
 RUN = dict(h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
@@ -74,3 +75,13 @@ def test_every_entry_point_reports_the_divergence_the_target_bound_defines():
     assert np.all(torch_loose.diverged_at > torch_default.diverged_at)  # the bound matters here
     with pytest.raises(RuntimeError, match="diverged at h=1"):
         telescoping_bias(ONE_D, "em", "full", 1.0, levels=1, base_epochs=20, n_chains=4)
+
+
+def test_a_lone_name_where_a_list_is_wanted_is_refused_not_spelled_out():
+    with pytest.raises(ValueError, match="plans must be a list of plans, got the string 'sms'"):
+        verify("ubu", plans="sms")
+    for samplers in ("ubu", {"ubu": "sms"}):
+        with pytest.raises(ValueError, match="samplers must be a list of .scheme, plan. pairs"):
+            sample_together(ONE_D, samplers, batch_size=1, h=0.1, n_chains=2, n_steps=10)
+    with pytest.raises(ValueError, match="gamma must be positive and finite, got -1"):
+        verify("ubu", plans=["full"], gamma=-1)

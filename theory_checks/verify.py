@@ -173,7 +173,11 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     first, then the Monte Carlo ones while time remains."""
     t0 = time.time()
     module = resolve_scheme(scheme)
+    if isinstance(plans, str):  # a lone name would be read letter by letter
+        raise ValueError(f"plans must be a list of plans, got the string {plans!r} (write [{plans!r}])")
     plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
+    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not (0 < gamma < math.inf):
+        raise ValueError(f"gamma must be positive and finite, got {gamma!r}")
     target = default_target() if target is None else target
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"verify needs a GaussianTarget (the exact oracle), got {type(target).__name__}")
