@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, _flag, _initial_state, _int_at_least, _positive_float, validate
+from integrators.api import BLOCK_SIZE, _divergence_bound, _flag, _initial_state, _int_at_least, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import (
@@ -251,9 +251,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     if test_every > n_coarse_steps - burn_in:
         raise ValueError(f"test_every must be at most n_coarse_steps - burn_in = {n_coarse_steps - burn_in}, "
                          f"got {test_every} (no step would be observed)")
-    if divergence_bound is None:
-        divergence_bound = target.divergence_bound()
-    divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    divergence_bound = _divergence_bound(target, divergence_bound)
     control_variate = _flag("control_variate", control_variate)
     independent_paths = _flag("independent_paths", independent_paths)
     n_chunks = _int_at_least("n_chunks", n_chunks, 1)

@@ -226,6 +226,12 @@ def _flag(name, value) -> bool:
     return bool(value)
 
 
+def _divergence_bound(target, value):
+    """``value``, or by default the target's own scale (``target.divergence_bound()``): every
+    backend and the coupled chains call a chain diverged at the same place."""
+    return _positive_float("divergence_bound", target.divergence_bound() if value is None else value)
+
+
 def _initial_state(name, value, n_chains, dim, default):
     arr = default if value is None else np.asarray(value, dtype=float)
     if arr.ndim == 1:
@@ -433,8 +439,7 @@ def _prepare(arguments: dict) -> _Prepared:
     keep = a.keep = _int_at_least("keep", a.keep, 0)
     a.control_variate = _flag("control_variate", a.control_variate)
     a.full_moments = _flag("full_moments", a.full_moments)
-    divergence_bound = target.divergence_bound() if a.divergence_bound is None else a.divergence_bound
-    a.divergence_bound = _positive_float("divergence_bound", divergence_bound)
+    a.divergence_bound = _divergence_bound(target, a.divergence_bound)
     path_refine = a.path_refine = _int_at_least("path_refine", a.path_refine, 1)
     if path_refine & (path_refine - 1):
         raise ValueError(f"path_refine must be a power of two, got {path_refine}")

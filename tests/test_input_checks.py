@@ -85,3 +85,23 @@ def test_a_lone_name_where_a_list_is_wanted_is_refused_not_spelled_out():
             sample_together(ONE_D, samplers, batch_size=1, h=0.1, n_chains=2, n_steps=10)
     with pytest.raises(ValueError, match="gamma must be positive and finite, got -1"):
         verify("ubu", plans=["full"], gamma=-1)
+
+
+def test_bnn_summary_quotes_both_r_hats_and_says_when_chains_have_not_mixed():
+    from reports.fig_bnn import _rhat_summary
+    unmixed = _rhat_summary([{"rhat": 0.872, "rank_split_rhat": 1.64, "draws": 4}])
+    assert "0.872" in unmixed and "rank-normalised split 1.640" in unmixed and "not mixed" in unmixed
+    assert "4 draws per chain" in unmixed and "1 SWA point:" in unmixed
+    mixed = _rhat_summary([{"rhat": 1.001, "rank_split_rhat": 1.004, "draws": 40},
+                           {"rhat": 1.002, "rank_split_rhat": 1.005, "draws": 40}])
+    assert "1.001..1.002" in mixed and "1.004..1.005" in mixed and "not mixed" not in mixed
+
+
+def test_every_output_records_the_versions_of_the_libraries_it_ran_on():
+    import sklearn
+    import torch
+
+    from integrators.metadata import LIBRARIES, metadata
+    meta = metadata(0, "tiny")
+    assert all(meta[name] != "absent" for name in LIBRARIES)  # the test environment has them all
+    assert meta["torch"] == torch.__version__ and meta["scikit-learn"] == sklearn.__version__

@@ -22,7 +22,14 @@ import math
 import numpy as np
 import torch
 
-from integrators.api import SampleResult, _flag, _initial_state, _int_at_least, _positive_float, validate
+from integrators.api import (
+    SampleResult,
+    _divergence_bound,
+    _flag,
+    _initial_state,
+    _int_at_least,
+    validate,
+)
 from integrators.bounce import make_box
 from integrators.plans import force_scale
 from integrators.torch.bounce import make_reflect
@@ -172,9 +179,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     keep = _int_at_least("keep", keep, 0)
     control_variate = _flag("control_variate", control_variate)
     full_moments = _flag("full_moments", full_moments)
-    # the same default as the Numba backend's: a scale taken from the target
-    divergence_bound = _positive_float("divergence_bound",
-                                       target.divergence_bound() if divergence_bound is None else divergence_bound)
+    divergence_bound = _divergence_bound(target, divergence_bound)  # the Numba backend's default too
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     if not isinstance(compile, (bool, str)):
         raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
