@@ -29,7 +29,15 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, _divergence_bound, _flag, _initial_state, _int_at_least, validate
+from integrators.api import (
+    BLOCK_SIZE,
+    _check_test_functions,
+    _divergence_bound,
+    _flag,
+    _initial_state,
+    _int_at_least,
+    validate,
+)
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import (
@@ -49,6 +57,7 @@ from integrators.kernel import (
     park_diverged,
     reset_plan,
 )
+from integrators.memory import check_fits
 from integrators.plans import IID, batch_rule, kernel_code, resolve_plan
 from integrators.rng import (
     COARSE_PLAN_STREAM,
@@ -257,6 +266,11 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     n_chunks = _int_at_least("n_chunks", n_chunks, 1)
     if test_functions is None:
         test_functions, n_test_functions = first_coordinates, 2
+    else:
+        n_test_functions = _int_at_least("n_test_functions", n_test_functions, 1)
+        test_data = _check_test_functions(test_functions, n_test_functions, test_data)
+    check_fits(f"n_chains={n_chains} with d={target.dim}, n_chunks={n_chunks} and {n_test_functions} test functions",
+               8.0 * n_chains * (2 * n_chunks * n_test_functions + 2 * target.dim + 1))
     module = resolve_scheme(scheme)
     plan_module = resolve_plan(plan)
     kernel = coupled_kernel_for(module, lane_force_for(target), plan_module)

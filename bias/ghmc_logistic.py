@@ -193,28 +193,55 @@ def stuck(row: dict) -> bool:
     return row["spread_ratio"] != "" and row["spread_ratio"] < STUCK
 
 
+def h_label(h: float) -> str:
+    """A step size as its tick label: ``1/64`` for a power of two below 1 (the SMS-UBU ladder),
+    else three significant digits (``0.04``, ``0.0025``, ``1e-5``)."""
+    k = -math.log2(h) if h > 0 else 0.0
+    if 1 <= k <= 16 and k.is_integer():
+        return f"1/{2 ** int(k)}"
+    text = f"{h:.3g}"
+    if "e" in text:
+        mantissa, exponent = text.split("e")
+        text = f"{mantissa}e{int(exponent)}"
+    return text
+
+
+def _label_steps(ax, hs) -> None:
+    """Ticks at exactly the step sizes drawn in ``ax`` (a log axis spanning less than a decade
+    otherwise labels one power of ten at most), no minor tick labels."""
+    import matplotlib.ticker
+
+    hs = sorted({float(h) for h in hs})
+    if hs:
+        ax.set_xticks(hs, [h_label(h) for h in hs], rotation=45 if len(hs) > 4 else 0, fontsize=8)
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
 def plot(path: Path, table: list[dict]) -> None:
     """Error of p(true class) against the reference (bars: 2 jackknife s.e.; runs that never left
     the mode and diverged runs are marked, never plotted as numbers), the spread of the chains
     against the reference's, and SMS-GHMC's acceptance rate, each against h."""
     import matplotlib
-    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(12.5, 3.4))
+    a_h, b_h = [], []  # the step sizes drawn in each panel
     for i, name in enumerate(SAMPLERS):
         mine = sorted((r for r in table if r["sampler"] == name), key=lambda r: r["h"])
         pts = [r for r in mine if r["p_true_error"] != "" and not stuck(r)]
         a.errorbar([r["h"] for r in pts], [r["p_true_error"] for r in pts],
                    yerr=[2 * r["p_true_error_se"] for r in pts], marker="o", capsize=2, color=f"C{i}",
                    label=f"{name} ({mine[0]['epochs_per_chain'] if mine else '?'} passes/chain)")
+        a_h += [r["h"] for r in pts]
         for r in mine:
             if r["diverged"] != "" or stuck(r):
+                a_h.append(r["h"])
                 a.axvline(r["h"], color=f"C{i}", ls=":", label=f"{name} at h={r['h']:g}: "
                           + ("diverged" if r["diverged"] != "" else "never left the mode"))
         spread = [r for r in mine if r["spread_ratio"] != ""]
+        b_h += [r["h"] for r in spread]
         b.plot([r["h"] for r in spread], [r["spread_ratio"] for r in spread], "o-", color=f"C{i}", label=name)
     a.set(xscale="log", yscale="log", xlabel="h", title="mean |p(true) - reference| (final states)")
     a.legend(fontsize=6)
@@ -224,8 +251,8 @@ def plot(path: Path, table: list[dict]) -> None:
     g = sorted((r for r in table if r["sampler"] == "SMS-GHMC"), key=lambda r: r["h"])
     c.plot([r["h"] for r in g], [r["acceptance"] for r in g], "o-", color="C0")
     c.set(xscale="log", ylim=(0, 1.02), xlabel="h", title="SMS-GHMC acceptance rate")
-    for ax in (a, b, c):
-        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    for ax, hs in ((a, a_h), (b, b_h), (c, [r["h"] for r in g])):
+        _label_steps(ax, hs)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     fig.savefig(path.with_suffix(".pdf"))

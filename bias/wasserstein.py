@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
+import numbers
 from dataclasses import dataclass
 
 import numba as nb
@@ -26,6 +27,7 @@ import scipy.special
 import scipy.stats
 
 from integrators.kernel import histogram_add as _histogram_add
+from integrators.memory import check_fits
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,15 @@ class Normal:
 
     mean: float
     std: float
+
+    def __post_init__(self):
+        for name, value, low in (("mean", self.mean, -math.inf), ("std", self.std, 0.0)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
+                    low < value < math.inf):
+                raise ValueError(f"Normal's {name} must be a finite real number"
+                                 f"{' > 0' if name == 'std' else ''}, got {value!r}")
+        object.__setattr__(self, "mean", float(self.mean))  # frozen: set through object
+        object.__setattr__(self, "std", float(self.std))
 
     def cdf(self, t):
         return scipy.special.ndtr((np.asarray(t, float) - self.mean) / self.std)
@@ -196,8 +207,16 @@ class StreamingW1:
     """
 
     def __init__(self, dist, lo: float, hi: float, n_bins: int = 200_000):
+        for name, value in (("lo", lo), ("hi", hi)):
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite real number, got {value!r}")
+        if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+            raise ValueError(f"n_bins must be an integer, got {n_bins!r}")
         if not (hi > lo) or n_bins < 1:
             raise ValueError(f"need lo < hi and n_bins >= 1, got lo={lo}, hi={hi}, n_bins={n_bins}")
+        if not callable(getattr(dist, "integrated_cdf", None)):
+            raise ValueError(f"dist must be a law with cdf and integrated_cdf (e.g. Normal), got {type(dist).__name__}")
+        check_fits(f"n_bins={n_bins}", 8.0 * n_bins)
         self.dist, self.lo, self.hi, self.n_bins = dist, float(lo), float(hi), int(n_bins)
         self.width = (self.hi - self.lo) / self.n_bins
         self.counts = np.zeros(self.n_bins)

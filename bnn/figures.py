@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from bnn import metrics
+from bnn.metrics import RHAT_NOT_MIXED
 
 PLOTTED = ("accuracy", "nll", "ace", "rps")
 REFERENCE = ("Adam", "SWA")
@@ -222,6 +223,15 @@ def plot_traces(path: Path, traces: list[dict], rhats: list[dict]) -> None:
     b.plot(range(1, len(good) + 1), [r["rhat"] for r in good], "o", label="Gelman-Rubin R-hat")
     b.plot(range(1, len(good) + 1), [r["rank_split_rhat"] for r in good], "x", label="rank-normalised split R-hat")
     b.axhline(1.0, color="k", lw=0.5)
+    b.axhline(RHAT_NOT_MIXED, color="C3", ls="--", lw=0.8, label=f"{RHAT_NOT_MIXED} (above: not mixed)")
+    if len(good) <= 20:  # one integer tick per point, labelled 1..n
+        b.set_xticks(range(1, len(good) + 1), [str(i) for i in range(1, len(good) + 1)])
+    else:
+        import matplotlib.ticker
+
+        b.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    if good:  # half a unit of room either side (a unit and a half around a single point)
+        b.set_xlim(0.5 - (len(good) == 1), len(good) + 0.5 + (len(good) == 1))
     b.set_xlabel("independent SWA point")
     b.set_title("R-hat of the training loss after burn-in")
     b.legend(fontsize=7)

@@ -20,6 +20,7 @@ import numpy as np
 
 from bias.metrics import accuracy, ace, brier, ece, nll, rps
 
+RHAT_NOT_MIXED = 1.01  # an R-hat of the training loss above this says the chains have not mixed
 METRICS = {"accuracy": accuracy, "nll": nll, "ace": ace, "rps": rps, "ece": ece, "brier": brier}
 
 

@@ -45,6 +45,7 @@ from integrators.kernel import (
     path_chunk,
     sampler_kind,
 )
+from integrators.memory import check_fits
 from integrators.plans import kernel_code, resolve_plan
 from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older imports)
     PATH_STREAM,
@@ -55,9 +56,10 @@ from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older
     lane_states,
 )
 from integrators.schemes import resolve_scheme
-from integrators.targets import Target, force_data, lane_force_for
+from integrators.targets import Target, _finite_array, force_data, lane_force_for
 
 BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
+MAX_PATH_REFINE = 2**20  # fine intervals per step: beyond this a run does nothing but draw its path
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
 RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the first moments) says so
@@ -233,7 +235,7 @@ def _divergence_bound(target, value):
 
 
 def _initial_state(name, value, n_chains, dim, default):
-    arr = default if value is None else np.asarray(value, dtype=float)
+    arr = default if value is None else _finite_array(name, value)
     if arr.ndim == 1:
         if arr.shape != (dim,):
             raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
@@ -243,6 +245,15 @@ def _initial_state(name, value, n_chains, dim, default):
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values")
     return np.array(arr, dtype=float, order="C")
+
+
+def _seed(value) -> int:
+    """A seed: an integer in ``[0, 2**64)`` (the streams take its 64 bits: a larger one would repeat
+    a smaller one's numbers)."""
+    value = _int_at_least("seed", value, 0)
+    if value >= 2**64:
+        raise ValueError(f"seed must be < 2**64, got {value}")
+    return value
 
 
 def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed):
@@ -262,9 +273,7 @@ def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_s
     burn_in = _int_at_least("burn_in", burn_in, 0)
     if burn_in >= n_steps:
         raise ValueError(f"burn_in must be smaller than n_steps={n_steps}, got {burn_in}")
-    seed = _int_at_least("seed", seed, 0)
-    if seed >= 2**64:  # the streams take the seed's 64 bits: a larger one would repeat a smaller one's numbers
-        raise ValueError(f"seed must be < 2**64, got {seed}")
+    seed = _seed(seed)
     if plan == "full":
         batch_size = target.n_data if batch_size is None else batch_size
     elif batch_size is None:
@@ -441,8 +450,9 @@ def _prepare(arguments: dict) -> _Prepared:
     a.full_moments = _flag("full_moments", a.full_moments)
     a.divergence_bound = _divergence_bound(target, a.divergence_bound)
     path_refine = a.path_refine = _int_at_least("path_refine", a.path_refine, 1)
-    if path_refine & (path_refine - 1):
-        raise ValueError(f"path_refine must be a power of two, got {path_refine}")
+    if path_refine & (path_refine - 1) or path_refine > MAX_PATH_REFINE:
+        raise ValueError(f"path_refine must be a power of two <= 2**{MAX_PATH_REFINE.bit_length() - 1}, "
+                         f"got {path_refine}")
     n_test_functions = a.n_test_functions = _int_at_least("n_test_functions", a.n_test_functions, 0)
     test_data = a.test_data = _check_test_functions(a.test_functions, n_test_functions, a.test_data)
     threads = a.threads
@@ -450,6 +460,12 @@ def _prepare(arguments: dict) -> _Prepared:
         threads = _threads_from_environment()
     threads = _int_at_least("threads", threads, 1)
     dim = target.dim
+    hist_lo, hist_inv_width, n_bins = _histogram_layout(a.histogram)
+    # every per-chain array about twice (the initial layout and the threads' stacks), the counts once
+    per_chain = 6 * dim + (dim * dim if a.full_moments else 0) + n_test_functions + keep * dim + 4 * STATE_WORDS
+    check_fits(f"n_chains={n_chains} with d={dim}, keep={keep}, full_moments={a.full_moments}, "
+               f"n_test_functions={n_test_functions} and {n_bins} histogram bins",
+               8.0 * (2 * n_chains * per_chain + n_bins))
     box = make_box(dim, a.box_center, a.box_half_width)
     x0 = _initial_state("x0", a.x0, n_chains, dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
@@ -460,7 +476,6 @@ def _prepare(arguments: dict) -> _Prepared:
     plan_module = a.plan_module = resolve_plan(plan)
     test_fn = no_test_functions if a.test_functions is None else a.test_functions
     n_keep_stride = max(1, (n_steps - burn_in) // keep) if keep else 1
-    hist_lo, hist_inv_width, n_bins = _histogram_layout(a.histogram)
 
     # Every chain's streams (path, batches, initial velocity) depend only on the seed and its
     # index; the kernel runs tiles of about TILE_SIZE chains (balanced, padded with parked lanes),
@@ -536,10 +551,11 @@ def _stack(runs: list[_Prepared], group: int) -> Samplers:
                                       a.n_test_functions, samplers=m))
 
 
-def _histogram_layout(histogram) -> tuple[float, float, int]:
-    """``(lo, 1 / bin width, n_bins)`` of ``histogram=(lo, hi, n_bins)`` (``(0, 1, 0)``: none)."""
+def _histogram_spec(histogram) -> tuple[float, float, int] | None:
+    """``histogram=(lo, hi, n_bins)`` checked and converted (``None``: no histogram); both backends
+    read their histogram option through this."""
     if histogram is None:
-        return 0.0, 1.0, 0
+        return None
     try:
         if len(histogram) != 3 or isinstance(histogram, str):
             raise ValueError
@@ -551,6 +567,15 @@ def _histogram_layout(histogram) -> tuple[float, float, int]:
     n_bins = int(n_bins)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
         raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, got {histogram!r}")
+    return lo, hi, n_bins
+
+
+def _histogram_layout(histogram) -> tuple[float, float, int]:
+    """``(lo, 1 / bin width, n_bins)`` of ``histogram=(lo, hi, n_bins)`` (``(0, 1, 0)``: none)."""
+    spec = _histogram_spec(histogram)
+    if spec is None:
+        return 0.0, 1.0, 0
+    lo, hi, n_bins = spec
     return lo, n_bins / (hi - lo), n_bins
 
 

@@ -13,6 +13,8 @@ import math
 import numba as nb
 import numpy as np
 
+from integrators.targets import _finite_array
+
 
 @nb.njit(cache=True, nogil=True)
 def fold(y, w):
@@ -49,8 +51,10 @@ def make_box(dim: int, center=None, half_width=None) -> tuple:
     """The ``box`` tuple the kernels take; ``center=None`` and ``half_width=None`` means no box."""
     if center is None and half_width is None:
         return (np.zeros(dim), np.full(dim, np.inf), np.array([False]))
-    center = np.zeros(dim) if center is None else np.asarray(center, dtype=float)
-    half_width = np.asarray(half_width, dtype=float)
+    if half_width is None:
+        raise ValueError("box_center needs box_half_width (the box is |x - box_center|_inf < box_half_width)")
+    center = np.zeros(dim) if center is None else _finite_array("box_center", center)
+    half_width = _finite_array("box_half_width", half_width)
     if center.ndim == 0:
         center = np.full(dim, float(center))
     if half_width.ndim == 0:

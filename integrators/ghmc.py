@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, _int_at_least, _positive_float
+from integrators.api import BLOCK_SIZE, _divergence_bound, _fmt, _initial_state, _int_at_least, _positive_float, _seed
 from integrators.bounce import make_box, reflect
 from integrators.kernel import (
     Divergence,
@@ -42,10 +42,12 @@ from integrators.kernel import (
     park_diverged,
     reset_plan,
 )
+from integrators.memory import check_fits
 from integrators.plans import SMS, next_batches, resolve_plan
 from integrators.rng import (
     PATH_STREAM,
     PLAN_STREAM,
+    STATE_WORDS,
     VELOCITY_STREAM,
     lane_normal_matrix,
     lane_normals,
@@ -53,6 +55,8 @@ from integrators.rng import (
     lane_uniforms,
 )
 from integrators.targets import Target, force_data, lane_force_for
+
+LOW_ACCEPTANCE = 0.05  # below this rate GHMC chains hardly move: the warning says so
 
 Proposal = namedtuple("Proposal", "n_sweeps alpha states x v z u accepted")
 Proposal.__doc__ = """The Metropolis part of a block: ``L`` sweeps per proposal, the refreshment
@@ -165,24 +169,57 @@ class GHMCResult:
     x: np.ndarray
 
     @property
+    def ok(self) -> np.ndarray:
+        """The chains that did not diverge (every statistic pools these)."""
+        return self.diverged_at < 0
+
+    def _pooled(self) -> np.ndarray:
+        if not np.any(self.ok):
+            raise RuntimeError(f"every chain diverged (first at iteration {int(self.diverged_at.min())}): "
+                               f"no statistic to give; use a smaller h")
+        return self.ok
+
+    @property
     def mean(self):
-        return self.chain_mean[self.diverged_at < 0].mean(axis=0)
+        return self.chain_mean[self._pooled()].mean(axis=0)
 
     @property
     def mean_se(self):
-        m = self.chain_mean[self.diverged_at < 0]
+        m = self.chain_mean[self._pooled()]
         return m.std(axis=0, ddof=1) / math.sqrt(m.shape[0])
 
     @property
     def variance(self):
-        ok = self.diverged_at < 0
-        return self.chain_second_moment[ok].mean(axis=0) - self.mean**2
+        return self.chain_second_moment[self._pooled()].mean(axis=0) - self.mean**2
 
     @property
     def variance_se(self):
-        ok = self.diverged_at < 0
+        ok = self._pooled()
         lin = self.chain_second_moment[ok] - 2 * self.mean * self.chain_mean[ok]
         return lin.std(axis=0, ddof=1) / math.sqrt(lin.shape[0])
+
+    @property
+    def warnings(self) -> list[str]:
+        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong)."""
+        out = []
+        n_diverged = int(np.sum(~self.ok))
+        if n_diverged:
+            out.append(f"{n_diverged} of {len(self.ok)} chains diverged (first at iteration "
+                       f"{int(self.diverged_at[~self.ok].min())})")
+        stuck = int(np.sum(self.chain_acceptance[self.ok] == 0))
+        if stuck:
+            out.append(f"{stuck} of {int(np.sum(self.ok))} chains accepted no proposal: they never left their "
+                       f"start, so their averages are not an estimate; use a smaller h")
+        elif np.any(self.ok) and self.acceptance_rate < LOW_ACCEPTANCE:
+            out.append(f"acceptance rate {self.acceptance_rate:.3g} < {LOW_ACCEPTANCE}: the chains hardly move")
+        return out
+
+    def summary(self) -> str:
+        if not np.any(self.ok):
+            return f"SMS-GHMC: DIVERGED (all chains; first at iteration {int(self.diverged_at.min())})"
+        msg = (f"SMS-GHMC: acceptance {self.acceptance_rate:.3g}, mean={_fmt(self.mean)} +/- {_fmt(self.mean_se)}, "
+               f"var={_fmt(self.variance)} +/- {_fmt(self.variance_se)}")
+        return msg + "".join(f"; WARNING: {w}" for w in self.warnings)
 
 
 def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
@@ -209,13 +246,11 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     if burn_in >= n_iter:
         raise ValueError(f"burn_in must be smaller than n_iter={n_iter}, got {burn_in}")
     n_chains = _int_at_least("n_chains", n_chains, 2)
-    seed = _int_at_least("seed", seed, 0)
-    divergence_bound = _positive_float("divergence_bound", target.divergence_bound() if divergence_bound is None
-                                       else divergence_bound)
+    seed = _seed(seed)
+    divergence_bound = _divergence_bound(target, divergence_bound)
     d = target.dim
-    x = np.tile(target.initial_point() if x0 is None else np.asarray(x0, float), (n_chains, 1))
-    if x.shape != (n_chains, d) or not np.all(np.isfinite(x)):
-        raise ValueError(f"x0 must be a finite vector of shape {(d,)}")
+    check_fits(f"n_chains={n_chains} with d={d}", 8.0 * n_chains * (7 * d + 4 * STATE_WORDS))
+    x = _initial_state("x0", x0, n_chains, d, target.initial_point())
     v = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), d)
     sum_x = np.zeros((n_chains, d))
     sum_xx = np.zeros((n_chains, d))

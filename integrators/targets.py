@@ -23,9 +23,13 @@ MAX_DIM = 10**8  # a model with more weights than this is a mistake in its label
 
 def _finite_array(name, value, ndim=None, dtype=float):
     try:
-        arr = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+        complex_values = np.iscomplexobj(value)
+        arr = np.asarray(value, dtype=dtype if not complex_values else complex)
     except (TypeError, ValueError, OverflowError):
         raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
+    if complex_values:  # numpy would drop the imaginary part with only a warning
+        raise ValueError(f"{name} must be real, got complex values")
+    arr = np.ascontiguousarray(arr) if arr.ndim else arr  # (ascontiguousarray makes a 0-d array 1-d)
     if ndim is not None and arr.ndim != ndim:
         raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
@@ -181,7 +185,8 @@ class GaussianTarget(Target):
 
     def __init__(self, means, precisions, prior_precision=None, prior_mean=None):
         means = _finite_array("means", means)
-        if means.ndim == 1:
+        raw_means_1d = means.ndim == 1
+        if raw_means_1d:
             means = means[:, None]
         if means.ndim != 2 or means.shape[0] < 1:
             raise ValueError(f"means must have shape (n_data, d), got {means.shape}")
@@ -190,10 +195,15 @@ class GaussianTarget(Target):
         if precisions.ndim == 1 and d == 1:
             precisions = precisions[:, None, None]
         if precisions.shape != (n, d, d):
-            raise ValueError(f"precisions must have shape {(n, d, d)}, got {precisions.shape}")
+            hint = (f" (means of shape {(n,)} is read as {n} one-dimensional data terms; for one term in d={n} "
+                    f"pass means of shape {(1, n)})" if raw_means_1d and n > 1 else "")
+            raise ValueError(f"precisions must have shape {(n, d, d)}, got {precisions.shape}{hint}")
         if not np.allclose(precisions, np.swapaxes(precisions, 1, 2)):
             raise ValueError("precisions must be symmetric matrices")
         if prior_precision is None:
+            if prior_mean is not None:
+                raise ValueError("prior_mean needs prior_precision (without a prior precision there is no prior "
+                                 "for it to center)")
             prior_precision = np.zeros((d, d))
         prior_precision = _finite_array("prior_precision", prior_precision)
         if prior_precision.ndim == 0:
@@ -539,6 +549,8 @@ def force_data(target, control_variate=False, x_ref=None) -> tuple:
             target.datum_grad_add(x_ref, i, 1.0, target.arrays, ref_grads[i])
         ref_sum = ref_grads.sum(axis=0)
     else:
+        if x_ref is not None:  # a reference point is only read by the control variate
+            raise ValueError("x_ref is given but control_variate is false: pass control_variate=True to use it")
         ref_grads = np.zeros((0, target.dim))
         ref_sum = np.zeros(target.dim)
     return (target.arrays, ref_grads, ref_sum, np.array([bool(control_variate)]))

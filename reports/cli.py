@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from reports import registry
-from reports.executor import SchedulerError, check_scheduler, execute
+from reports.executor import SchedulerError, check_scheduler, execute, local_cores
 from reports.progress import Progress
 from reports.runmeta import fingerprint
 from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed
@@ -131,6 +131,11 @@ def cmd_run(args, figures) -> int:
     _check_preset(args.preset)
     if args.workers < 1:
         raise CliError(f"--workers must be >= 1, got {args.workers}")
+    if args.scheduler is None and args.workers > local_cores():
+        # more local processes than cores only compete for them (and each compiles its kernels)
+        print(f"note: --workers {args.workers} reduced to {local_cores()}, the cores of this machine "
+              f"(a Dask --scheduler may take more)", file=sys.stderr)
+        args.workers = local_cores()
     if args.seed < 0:
         raise CliError(f"--seed must be >= 0, got {args.seed}")
     ids = _select(args.ids, figures)

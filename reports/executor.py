@@ -52,9 +52,17 @@ def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int 
     return result, time.time() - t0
 
 
+def local_cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False):
     """Yield ``(task, result, seconds)`` as units finish.  ``tasks``: ``(module, unit, preset, seed)``."""
-    cores = os.cpu_count() or 1
+    cores = local_cores()
     if scheduler or local_dask:
         yield from _dask(tasks, workers, scheduler)
         return

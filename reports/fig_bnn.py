@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from bnn import figures, presets
+from bnn.metrics import RHAT_NOT_MIXED
 
 ID = "bnn"
 TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)"
@@ -83,8 +84,8 @@ def _rhat_summary(rows) -> str:
         text += f", rank-normalised split {_range(rank)}"
     worst = max(classic + rank)
     draws = sorted({r["draws"] for r in rows if r.get("draws", "") != ""})
-    if worst > 1.01:
-        text += f" (above 1.01: not mixed at this preset{f', {draws[0]} draws per chain' if draws else ''})"
+    if worst > RHAT_NOT_MIXED:
+        text += f" (above {RHAT_NOT_MIXED}: not mixed at this preset{f', {draws[0]} draws per chain' if draws else ''})"
     return text
 
 

@@ -64,6 +64,17 @@ def test_ghmc_matches_target_moments():
     assert 0.5 < res.acceptance_rate < 1.0
 
 
+def test_ghmc_that_accepts_nothing_says_so_instead_of_reporting_its_start():
+    """At h = 1e6 every proposal is rejected: the chains stay at x0, and mean 0 with standard
+    error 0 used to be reported as an estimate without a word."""
+    stuck = sms_ghmc(T1, 1e6, batch_size=1, n_iter=20, n_chains=4, seed=3)
+    assert stuck.acceptance_rate == 0.0
+    assert any("accepted no proposal" in w for w in stuck.warnings)
+    assert "WARNING" in stuck.summary()
+    fine = sms_ghmc(T1, 0.05, batch_size=1, n_iter=200, n_chains=4, seed=3)
+    assert fine.warnings == [] and "WARNING" not in fine.summary()
+
+
 def test_ghmc_bad_input():
     with pytest.raises(ValueError, match="alpha"):
         sms_ghmc(T1, 0.1, batch_size=1, alpha=1.0)

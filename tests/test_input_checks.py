@@ -105,3 +105,128 @@ def test_every_output_records_the_versions_of_the_libraries_it_ran_on():
     meta = metadata(0, "tiny")
     assert all(meta[name] != "absent" for name in LIBRARIES)  # the test environment has them all
     assert meta["torch"] == torch.__version__ and meta["scikit-learn"] == sklearn.__version__
+
+
+# ------------------------------------------------------------------ sizes beyond the machine
+HUGE = 10**12
+
+
+@pytest.mark.parametrize("run, kwargs, words", [
+    (sample, {"n_chains": HUGE}, "n_chains=1000000000000"),
+    (sample, {"histogram": (-3.0, 3.0, HUGE)}, "1000000000000 histogram bins"),
+    (sample, {"keep": HUGE}, "keep=1000000000000"),
+    (chains.sample, {"n_chains": HUGE}, "n_chains=1000000000000"),
+    (chains.sample, {"histogram": (-3.0, 3.0, HUGE)}, "1000000000000 histogram bins"),
+])
+def test_requests_beyond_the_machines_memory_are_refused_naming_them(run, kwargs, words):
+    """A ValueError naming the request before anything is allocated (it was a MemoryError naming
+    nothing, after seconds of allocation)."""
+    with pytest.raises(ValueError, match=words + ".*GiB of arrays, more than this machine's"):
+        run(ONE_D, "ubu", "sms", **{**RUN, **kwargs})
+
+
+def test_coupled_ghmc_and_streaming_sizes_are_checked_too():
+    from bias.wasserstein import Normal, StreamingW1
+    from integrators import sms_ghmc
+
+    with pytest.raises(ValueError, match="n_chains=1000000000000.*GiB"):
+        coupled_run(ONE_D, "ubu", "sms", 0.1, n_chains=HUGE, n_coarse_steps=50, burn_in=5, batch_size=1)
+    with pytest.raises(ValueError, match="n_chains=1000000000000.*GiB"):
+        sms_ghmc(ONE_D, 0.1, 1, n_chains=HUGE)
+    with pytest.raises(ValueError, match="n_bins=1000000000000.*GiB"):
+        StreamingW1(Normal(0.0, 1.0), -1.0, 1.0, HUGE)
+
+
+def test_check_fits_compares_with_the_limit_it_is_given():
+    from integrators.memory import check_fits, physical_memory_bytes
+
+    check_fits("n=1", 1.0, limit=1.0)
+    with pytest.raises(ValueError, match="n=2 needs about"):
+        check_fits("n=2", 2.0, limit=1.0)
+    assert physical_memory_bytes() is None or physical_memory_bytes() > 2**28
+
+
+def test_path_refinement_beyond_two_to_the_twenty_is_refused():
+    """``path_refine=2**62`` was accepted: each step then drew 2**62 intervals (a run that never ends)."""
+    sample(ONE_D, "ubu", "sms", **RUN, path_refine=2**3)
+    with pytest.raises(ValueError, match=r"path_refine must be a power of two <= 2\*\*20"):
+        sample(ONE_D, "ubu", "sms", **RUN, path_refine=2**21)
+
+
+# ------------------------------------------------------------------ options that did nothing
+@pytest.mark.parametrize("kwargs, words", [
+    ({"x_ref": [0.0]}, "x_ref is given but control_variate is false"),
+    ({"box_center": 0.0}, "box_center needs box_half_width"),
+    ({"x0": "a"}, "x0 must be an array of numbers"),
+    ({"x0": [1j]}, "x0 must be real"),
+    ({"box_center": 0.0, "box_half_width": "wide"}, "box_half_width must be an array of numbers"),
+])
+def test_options_that_would_be_ignored_or_misread_are_refused(kwargs, words):
+    for run in (sample, chains.sample):
+        with pytest.raises(ValueError, match=words):
+            run(ONE_D, "ubu", "sms", **RUN, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"means": [[1j]], "precisions": [1.0]}, "means must be real"),
+    ({"means": [[1.0]], "precisions": [1.0], "prior_mean": [2.0]}, "prior_mean needs prior_precision"),
+    ({"means": [1.0, 2.0, 3.0], "precisions": np.eye(3)}, r"for one term in d=3 pass means of shape \(1, 3\)"),
+])
+def test_gaussian_targets_refuse_complex_data_and_a_prior_mean_without_precision(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        GaussianTarget(**kwargs)
+
+
+def test_wasserstein_laws_and_histograms_check_their_parameters():
+    from bias.wasserstein import Normal, StreamingW1
+
+    for mean, std in ((0.0, 0.0), (0.0, -1.0), (np.nan, 1.0), ("a", 1.0), (0.0, True)):
+        with pytest.raises(ValueError, match="Normal's (mean|std) must be a finite real number"):
+            Normal(mean, std)
+    for lo, hi, n_bins, words in ((0.0, 1.0, True, "n_bins must be an integer"),
+                                  (0.0, 1.0, 2.5, "n_bins must be an integer"),
+                                  (0.0, np.inf, 10, "hi must be a finite real number")):
+        with pytest.raises(ValueError, match=words):
+            StreamingW1(Normal(0.0, 1.0), lo, hi, n_bins)
+    with pytest.raises(ValueError, match="dist must be a law"):
+        StreamingW1("normal", 0.0, 1.0, 10)
+
+
+def test_oracle_and_coupled_run_check_counts_and_test_functions():
+    from bias.coupled import first_coordinates
+    from theory_checks.oracle import stationary_moments
+
+    for value in (1.5, True):
+        with pytest.raises(ValueError, match="batch_size must be an integer"):
+            stationary_moments(ONE_D, "ubu", "sms", 0.1, batch_size=value)
+    with pytest.raises(ValueError, match="n_test_functions must be >= 1"):
+        coupled_run(ONE_D, "ubu", "sms", 0.1, n_chains=4, n_coarse_steps=50, burn_in=5, batch_size=1,
+                    test_functions=first_coordinates, n_test_functions=0)
+
+
+def test_torch_options_name_what_is_wrong():
+    from integrators.torch.module import SamplerConfig
+
+    with pytest.raises(ValueError, match="compile='maybe' is not a torch.compile backend"):
+        chains.sample(ONE_D, "ubu", "sms", **RUN, compile="maybe")
+    with pytest.raises(ValueError, match=r"seed must be < 2\*\*64"):
+        SamplerConfig(h=0.1, gamma=1.0, n_data=10, batch_size=2, seed=2**64)
+    with pytest.raises(ValueError, match="control_variate must be True or False"):
+        SamplerConfig(h=0.1, gamma=1.0, n_data=10, batch_size=2, control_variate="yes")
+
+
+def test_module_sampler_says_when_n_data_exceeds_the_data():
+    import torch
+
+    from integrators.torch.module import ModuleSampler, SamplerConfig
+
+    data = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+    net = torch.nn.Linear(1, 1).double()
+
+    def loss_fn(model, idx):
+        return ((model(data[idx][:, None]) - 1.0) ** 2).sum()
+
+    sampler = ModuleSampler(net, SamplerConfig(h=0.01, gamma=1.0, n_data=60, batch_size=20, seed=3))
+    with pytest.raises(ValueError, match="is SamplerConfig.n_data=60 larger than the data"):
+        for _ in range(3):
+            sampler.step(loss_fn)

@@ -250,3 +250,13 @@ def test_cli_fuzz_never_gives_a_traceback(args):
     if code == 2:
         errors = [ln for ln in err.splitlines() if ln.startswith("sms-langevin: error:")]
         assert len(errors) == 1 and err.strip().splitlines()[-1] == errors[0], (args, err)
+
+
+def test_more_local_workers_than_cores_are_reduced_to_the_cores(tmp_path):
+    """``--workers 100000`` once started that many processes (each compiling kernels): a run that
+    never ended.  Now it runs on as many processes as the machine has cores and says so."""
+    from reports.executor import local_cores
+
+    proc = cli(["run", "all", "--workers", "100000", "--out", str(tmp_path / "w")])
+    assert proc.returncode == 0, proc.stderr
+    assert f"--workers 100000 reduced to {local_cores()}" in proc.stderr

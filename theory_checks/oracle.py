@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from integrators.api import _flag, _int_at_least, _positive_float
 from integrators.brownian import pair_covariance
 from integrators.plans import count_orders as plan_count_orders
 from integrators.plans import resolve_plan
@@ -237,16 +238,15 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
         raise ValueError(f"unknown maps {maps!r}; choose from {MAPS}")
     if at not in AT:
         raise ValueError(f"unknown at {at!r}; choose from {AT}")
-    if not (h > 0 and math.isfinite(h)):
-        raise ValueError(f"h must be positive and finite, got {h}")
-    if not (gamma > 0 and math.isfinite(gamma)):
-        raise ValueError(f"gamma must be positive and finite, got {gamma}")
+    h, gamma = _positive_float("h", h), _positive_float("gamma", gamma)
+    control_variate = _flag("control_variate", control_variate)
     n_data, d = target.n_data, target.dim
     if batch_size is None:
         if plan != "full":
             raise ValueError(f"batch_size is required for plan {plan!r}")
         batch_size = n_data
-    if not 1 <= batch_size <= n_data:
+    batch_size = _int_at_least("batch_size", batch_size, 1)
+    if batch_size > n_data:
         raise ValueError(f"batch_size must lie in [1, {n_data}], got {batch_size}")
     scale = plan_module.force_scale(n_data, batch_size)
     noise_cov = path_noise_covariance(d, h, gamma)

@@ -17,7 +17,6 @@ For cross-backend tests ``noise=(dW, J)`` (the kernel's layout ``(n_steps, 2, d,
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 import torch
@@ -26,11 +25,13 @@ from integrators.api import (
     SampleResult,
     _divergence_bound,
     _flag,
+    _histogram_spec,
     _initial_state,
     _int_at_least,
     validate,
 )
 from integrators.bounce import make_box
+from integrators.memory import check_fits
 from integrators.plans import force_scale
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
@@ -183,16 +184,18 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     if not isinstance(compile, (bool, str)):
         raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
+    if isinstance(compile, str) and compile not in torch.compiler.list_backends(exclude_tags=()):
+        raise ValueError(f"compile={compile!r} is not a torch.compile backend; choose True, False or one of "
+                         f"{', '.join(torch.compiler.list_backends())}")
     backend = ("inductor" if compile is True else compile) if compile else None
-    if histogram is not None:
-        try:
-            lo, hi, n_bins = float(histogram[0]), float(histogram[1]), int(histogram[2])
-        except (TypeError, ValueError, IndexError):
-            raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
-        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
-            raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, got {histogram!r}")
-        histogram = (lo, hi, n_bins)
+    histogram = _histogram_spec(histogram)
     d, n = target.dim, n_chains
+    # state, force, path and observers about 16 numbers per coordinate, a permutation for rr and sms
+    check_fits(f"n_chains={n} with d={d}, keep={keep}, full_moments={full_moments} and "
+               f"{0 if histogram is None else histogram[2]} histogram bins on {dev}",
+               8.0 * (n * (16 * d + target.n_data + keep * d + (d * d if full_moments else 0))
+                      + (0 if histogram is None else histogram[2])),
+               limit=torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None)
     box = make_box(d, box_center, box_half_width)
     x0 = _initial_state("x0", x0, n, d, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):

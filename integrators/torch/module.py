@@ -43,6 +43,7 @@ from dataclasses import KW_ONLY, dataclass
 
 import torch
 
+from integrators.api import _flag, _int_at_least, _positive_float, _seed
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.schemes import SCHEMES
 from integrators.torch.bounce import make_reflect
@@ -59,19 +60,6 @@ class SamplerDiverged(RuntimeError):
         self.step = step
 
 
-def _positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-            math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return float(value)
-
-
-def _count(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class Localization:
     """The localized posterior around ``x_star`` (None: the model's parameters when the sampler is
@@ -84,9 +72,9 @@ class Localization:
     x_star: object = None
 
     def __post_init__(self):
-        _positive("rho", self.rho)
+        _positive_float("rho", self.rho)
         if self.rho_max is not None:
-            _positive("rho_max", self.rho_max)
+            _positive_float("rho_max", self.rho_max)
 
     @property
     def half_width(self) -> float:
@@ -102,8 +90,8 @@ class CyclicalSchedule:
     n_cycles: int
 
     def __post_init__(self):
-        _count("n_steps", self.n_steps, 1)
-        _count("n_cycles", self.n_cycles, 1)
+        _int_at_least("n_steps", self.n_steps, 1)
+        _int_at_least("n_cycles", self.n_cycles, 1)
         if self.n_cycles > self.n_steps:
             raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
 
@@ -141,9 +129,9 @@ class SamplerConfig:
     check_every: int = 1
 
     def __post_init__(self):
-        _positive("h", self.h)
-        _positive("gamma", self.gamma)
-        _count("n_data", self.n_data, 1)
+        _positive_float("h", self.h)
+        _positive_float("gamma", self.gamma)
+        _int_at_least("n_data", self.n_data, 1)
         if self.scheme not in SCHEMES:
             raise ValueError(f"unknown scheme {self.scheme!r}; choose from {sorted(SCHEMES)}")
         if self.plan not in PLAN_CODES:
@@ -151,17 +139,18 @@ class SamplerConfig:
         if self.batch_size is None and self.plan != "full":
             raise ValueError(f"batch_size is required for plan {self.plan!r}")
         if self.batch_size is not None:
-            _count("batch_size", self.batch_size, 1)
+            _int_at_least("batch_size", self.batch_size, 1)
             if self.batch_size > self.n_data:
                 raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
+        _flag("control_variate", self.control_variate)
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
         if self.localization is not None and not isinstance(self.localization, Localization):
             raise ValueError(f"localization must be a Localization, got {type(self.localization).__name__}")
         if self.schedule is not None and not isinstance(self.schedule, CyclicalSchedule):
             raise ValueError(f"schedule must be a CyclicalSchedule, got {type(self.schedule).__name__}")
-        _count("seed", self.seed, 0)
-        _count("check_every", self.check_every, 1)
+        _seed(self.seed)
+        _int_at_least("check_every", self.check_every, 1)
 
     @property
     def effective_batch_size(self) -> int:
@@ -335,8 +324,15 @@ class ModuleSampler:
         self._last_loss = None
 
     # ------------------------------------------------------------------------------ the force
+    def _loss(self, loss_fn, batch) -> torch.Tensor:
+        try:
+            return loss_fn(self.model, batch)
+        except IndexError as exc:  # the plan draws indices below n_data: the data must be at least that long
+            raise ValueError(f"loss_fn raised IndexError on batch indices up to {int(batch.max())}: is "
+                             f"SamplerConfig.n_data={self.config.n_data} larger than the data? ({exc})") from exc
+
     def _data_gradient(self, loss_fn, batch) -> torch.Tensor:
-        loss = loss_fn(self.model, batch)
+        loss = self._loss(loss_fn, batch)
         self._last_loss = loss.detach()
         return self.params.gradient(loss)
 
@@ -345,7 +341,7 @@ class ModuleSampler:
         here = self.x.detach().clone()
         with torch.no_grad():
             self.x.copy_(self.x_star)
-        grad = self.params.gradient(loss_fn(self.model, batch)).clone()
+        grad = self.params.gradient(self._loss(loss_fn, batch)).clone()
         with torch.no_grad():
             self.x.copy_(here)
         return grad
