@@ -58,7 +58,7 @@ def build_parser() -> Parser:
     cl.add_argument("--preset", default="quick", help="quick or full")
     cl.add_argument("--out", default="out/claims", help="output folder")
     bench = sub.add_parser("bench", help="run the benchmarks (speed and memory ratios)")
-    bench.add_argument("--preset", default="quick", help="preset of the benchmarks that take one (quick or full)")
+    bench.add_argument("--preset", default="quick", help="preset of the benchmarks that take one (tiny, quick or full)")
     bench.add_argument("--out", default=None,
                        help="folder for the outputs of benchmarks that write files (default: a temporary one)")
     bench.add_argument("--dir", default=None, help="folder of bench_*.py scripts (default: the project's benchmarks/)")
@@ -246,11 +246,16 @@ def cmd_report(args, figures) -> int:
         print(f"warning: {out / 'run.json'} unreadable ({exc.__class__.__name__}); rebuilding "
               f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
     ids = run_meta.get("ids")
-    ids = [i for i in ids if i in figures] if isinstance(ids, list) else []
+    if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+        raise CliError(f"{out / 'run.json'}: ids must be a list of figure ids, got {ids!r}")
+    ids = [i for i in ids if i in figures]
     if not ids:
         raise CliError(f"no figure of this registry has persisted units in {out}")
     preset = args.preset or run_meta.get("preset", "quick")
-    _check_preset(preset)
+    try:
+        _check_preset(preset)  # args.preset passed above: a failure here is run.json's preset
+    except CliError as exc:
+        raise CliError(f"{out / 'run.json'}: {exc}") from None
     seed = run_meta.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise CliError(f"{out / 'run.json'}: seed must be an integer >= 0, got {seed!r}")
@@ -329,11 +334,11 @@ def cmd_tour(args, figures) -> int:
     from tour.build import NotebookFailed, build
     from tour.notebooks import notebooks
     out = _out_path(args.out)
-    _check_out(out)
     try:
         notebooks(args.notebooks)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    _check_out(out)  # creates the folder: only once the names have passed
     try:
         pages = build(out / "report" / "tour", args.notebooks,
                       progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))

@@ -230,3 +230,50 @@ def test_module_sampler_says_when_n_data_exceeds_the_data():
     with pytest.raises(ValueError, match="is SamplerConfig.n_data=60 larger than the data"):
         for _ in range(3):
             sampler.step(loss_fn)
+
+
+def _tiny_linear_sampler(**config):
+    import torch
+
+    from integrators.torch.module import ModuleSampler, SamplerConfig
+
+    data = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+    net = torch.nn.Linear(1, 1).double()
+    cfg = SamplerConfig(**{"h": 0.01, "gamma": 1.0, "n_data": 6, "batch_size": 2, "seed": 3, **config})
+    return net, data, cfg, ModuleSampler
+
+
+@pytest.mark.parametrize("loss, words", [
+    (lambda model, data, idx: model(data[idx][:, None]) ** 2, r"one-element tensor .* shape \(2, 1\)"),
+    (lambda model, data, idx: 1.0, "got float"),
+    (lambda model, data, idx: (model(data[idx][:, None]) ** 2).sum().detach(), "does not depend on the parameters"),
+])
+def test_module_sampler_names_a_loss_that_is_not_a_scalar_of_the_parameters(loss, words):
+    net, data, cfg, ModuleSampler = _tiny_linear_sampler()
+    sampler = ModuleSampler(net, cfg)
+    with pytest.raises(ValueError, match=words):
+        sampler.step(lambda model, idx: loss(model, data, idx))
+
+
+def test_module_sampler_checks_mapped_reference_points_and_explicit_noise():
+    import torch
+
+    from integrators.torch.module import Localization
+
+    net, data, cfg, ModuleSampler = _tiny_linear_sampler()
+    good = {"weight": torch.zeros(1, 1, dtype=torch.float64), "bias": torch.zeros(1, dtype=torch.float64)}
+    for bad, words in (({**good, "typo": torch.zeros(1)}, r"names no parameter of the model: \['typo'\]"),
+                       ({**good, "weight": torch.zeros(1, dtype=torch.float64)}, "'weight' has shape")):
+        loc_cfg = _tiny_linear_sampler(localization=Localization(rho=1.0, x_star=bad))[2]
+        with pytest.raises(ValueError, match=words):
+            ModuleSampler(net, loc_cfg)
+    sampler = ModuleSampler(net, cfg, noise=[(torch.zeros(3), torch.zeros(3))])
+    with pytest.raises(ValueError, match=r"dW and J must each have shape \(2, 2\)"):
+        sampler.step(lambda model, idx: (model(data[idx][:, None]) ** 2).sum())
+
+
+def test_ensembles_take_numpy_integers_like_every_other_count():
+    from integrators.torch.ensemble import EnsembleSampler
+
+    net, _, cfg, _ = _tiny_linear_sampler()
+    assert EnsembleSampler(net, cfg, np.int64(2)).n_chains == 2

@@ -135,6 +135,7 @@ def test_empty_out_and_failed_checks_create_nothing(tmp_path):
     one_line_error(cli(["report", "--out", ""], cwd=tmp_path), "--out")
     one_line_error(cli(["run", "all", "--workers", "0", "--out", "new"], cwd=tmp_path), "--workers")
     one_line_error(cli(["run", "nope", "--out", "new"], cwd=tmp_path), "unknown id")
+    one_line_error(cli(["tour", "nonexistent_notebook", "--out", "new"], cwd=tmp_path), "nonexistent_notebook")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -165,6 +166,11 @@ def test_hints_name_the_out_folder_and_a_lost_run_json_rebuilds_what_was_run(tmp
     proc = cli(["report", "--out", str(out)], modules=modules)
     assert proc.returncode == 0, proc.stderr
     assert "rebuilding other" in proc.stderr and (out / "report/other/other.csv").exists()
+    (out / "run.json").write_text(json.dumps({"preset": "quick", "seed": 0, "ids": ["other"]}))
+    for meta, words in (({"preset": "quick", "seed": 0, "ids": "other"}, "ids must be a list of figure ids"),
+                        ({"preset": "bogus", "seed": 0, "ids": ["other"]}, "run.json: unknown preset 'bogus'")):
+        (out / "run.json").write_text(json.dumps(meta))
+        one_line_error(cli(["report", "--out", str(out)], modules=modules), words)
     (out / "run.json").write_text(json.dumps({"preset": "quick", "seed": 0, "ids": ["other"]}))
     victim = unit_files(out)[0]
     victim.write_text(victim.read_text()[:30])
@@ -257,6 +263,6 @@ def test_more_local_workers_than_cores_are_reduced_to_the_cores(tmp_path):
     never ended.  Now it runs on as many processes as the machine has cores and says so."""
     from reports.executor import local_cores
 
-    proc = cli(["run", "all", "--workers", "100000", "--out", str(tmp_path / "w")])
+    proc = cli(["run", "fast", "--workers", "100000", "--out", str(tmp_path / "w")])
     assert proc.returncode == 0, proc.stderr
     assert f"--workers 100000 reduced to {local_cores()}" in proc.stderr

@@ -95,3 +95,9 @@ def test_quick_claims_table(tmp_path):
     assert "| claim |" in text and "hold" in text
     with pytest.raises(ValueError, match="preset"):
         claims_table("huge")
+
+
+def test_strong_order_lists_diverged_step_sizes_instead_of_reporting_nan_silently():
+    fit = strong_order(T1, "em", "full", [4.0, 2.0, 1.0 / 64, 1.0 / 128], n_chains=8, n_boot=5)
+    assert fit.unstable == [4.0, 2.0]
+    assert np.all(np.isnan(fit.errors[:2])) and np.all(np.isfinite(fit.errors[2:]))

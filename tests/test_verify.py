@@ -135,3 +135,15 @@ def test_strategies_draw_what_they_promise(target, part, h, gamma):
     if target.dim > 1 and target.n_data > 1:  # random rotations: the data terms do not commute
         p0, p1 = target.arrays[1][0], target.arrays[1][1]
         assert np.abs(p0 @ p1 - p1 @ p0).max() > 1e-9
+
+
+def test_verify_wants_distinct_step_sizes_and_says_when_they_are_unstable():
+    with pytest.raises(ValueError, match="hs must hold at least 4 distinct"):
+        verify("ubu", hs=[0.1] * 4, plans=["sms"], strong=False, monte_carlo=False)
+    with pytest.raises(ValueError, match="strong_hs must hold at least 2"):
+        verify("ubu", strong_hs=[], plans=["sms"], monte_carlo=False)
+    with pytest.raises(ValueError, match="batch_size must be an integer"):
+        verify("ubu", batch_size=1.5, plans=["sms"], strong=False, monte_carlo=False)
+    report = verify("em", hs=[100, 50, 25, 12], plans=["full"], strong=False, monte_carlo=False)
+    stationarity = next(c for c in report.checks if c.name == "stationarity")
+    assert stationarity.passed is False and "unstable at h=12" in stationarity.measured

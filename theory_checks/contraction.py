@@ -18,8 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from integrators import sample
+from integrators.api import _int_at_least, _positive_float
 from integrators.plans import n_batches
 from integrators.targets import GaussianTarget
+from theory_checks.orders import ladder
 
 
 @dataclass
@@ -44,9 +46,17 @@ def contraction_check(target: GaussianTarget, h: float, gamma: float | None = No
     """Claim: rate ``>= m h / (8 gamma)`` per epoch under ``h < 1/(2 gamma)``, ``gamma >= sqrt(8M)``
     (the paper's main theorem).  Measured: log-distance slope of synchronously coupled pairs (see
     the module docstring).  ``gamma`` defaults to ``sqrt(8 M)``, the smallest allowed."""
+    if not isinstance(target, GaussianTarget):
+        raise ValueError(f"contraction_check needs a GaussianTarget (its m and M), got {type(target).__name__}")
+    h = _positive_float("h", h)
+    batch_size = _int_at_least("batch_size", batch_size, 1)
+    if batch_size > target.n_data:
+        raise ValueError(f"batch_size={batch_size} is larger than the data ({target.n_data} terms)")
+    epochs = ladder("epochs", epochs, integer=True)[::-1].astype(int)
+    n_chains = _int_at_least("n_chains", n_chains, 1)
     eig = np.linalg.eigvalsh(target.precision)
     m, big_m = float(eig.min()), float(eig.max())
-    gamma = float(np.sqrt(8.0 * big_m)) if gamma is None else float(gamma)
+    gamma = float(np.sqrt(8.0 * big_m)) if gamma is None else _positive_float("gamma", gamma)
     conditions = bool(h < 1.0 / (2.0 * gamma) and gamma >= np.sqrt(8.0 * big_m) * (1 - 1e-12))
     n_m = n_batches(target.n_data, batch_size)
     offset = np.ones(target.dim) / np.sqrt(target.dim)

@@ -13,6 +13,13 @@ import math
 from integrators.plans import PLANS, resolve_plan
 from integrators.schemes import SCHEMES, resolve_scheme
 
+KINDS = ("weak", "strong")
+
+
+def _check_kind(kind) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
 
 def _expected(scheme_order: float, plan_order: float | None) -> float | None:
     if plan_order is None:
@@ -32,6 +39,7 @@ def expected_strong_order(scheme, plan) -> float | None:
 
 def limiting_source(scheme, plan, kind: str = "weak") -> str:
     """Which declaration sets the expected order: the plan's claim when it caps the scheme's."""
+    _check_kind(kind)
     s, p = resolve_scheme(scheme), resolve_plan(plan)
     attr = "WEAK_ORDER" if kind == "weak" else "STRONG_ORDER"
     cap = getattr(p, attr)
@@ -52,6 +60,7 @@ CITATIONS = {
 
 def source(scheme, plan, kind: str = "weak") -> str:
     """The citation of a built-in claim, else the declaration that sets the expected order."""
+    _check_kind(kind)
     key = (resolve_scheme(scheme).NAME, resolve_plan(plan).NAME)
     return CITATIONS.get(key, limiting_source(scheme, plan, kind))
 

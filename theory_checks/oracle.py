@@ -38,8 +38,8 @@ from integrators.brownian import pair_covariance
 from integrators.plans import count_orders as plan_count_orders
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.targets import GaussianTarget, force_data, force_for
-from theory_checks.probe import probe_step_map
+from integrators.targets import GaussianTarget, _finite_array, force_data, force_for
+from theory_checks.probe import checked_batch, probe_step_map
 
 MAPS = ("declared", "probed")
 AT = ("average", "period_end")  # the law averaged over the period's steps, or at its ends
@@ -79,7 +79,7 @@ def affine_force(target: GaussianTarget, batch, scale: float, control_variate=Fa
     d = target.dim
     force = force_for(target)
     tdata = force_data(target, control_variate, x_ref)
-    batch = np.asarray(batch, dtype=np.int64)
+    batch = checked_batch(target, batch).astype(np.int64)
     out = np.zeros(d)
     force(np.zeros(d), out, batch, len(batch), scale, tdata)
     b = -out.copy()
@@ -297,6 +297,10 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
 # ------------------------------------------------------------ helpers kept for the full plan
 def affine_step_map(scheme, hess, h, gamma):
     """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``."""
+    hess = _finite_array("hess", hess, 2)
+    if hess.shape[0] != hess.shape[1] or not np.allclose(hess, hess.T):
+        raise ValueError(f"hess must be a symmetric square matrix, got shape {hess.shape}")
+    h, gamma = _positive_float("h", h), _positive_float("gamma", gamma)
     a_mat, _, c_mat = step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
     return a_mat, c_mat @ path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators import sample
+from integrators.api import _int_at_least
 from integrators.plans import n_batches, resolve_plan
 from integrators.targets import GaussianTarget, Target
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
@@ -40,18 +41,45 @@ class OrderFit:
         return float("nan") if self.ci is None else 0.5 * (self.ci[1] - self.ci[0])
 
 
+def ladder(name: str, values, *, minimum: int = 2, integer: bool = False) -> np.ndarray:
+    """``values`` (step sizes, epochs, dimensions) checked and sorted from largest to smallest:
+    finite, positive, pairwise distinct (a slope through repeated or single points is no slope),
+    at least ``minimum`` of them, integers where ``integer``."""
+    try:
+        arr = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a list of numbers, got {values!r}") from None
+    if arr.ndim != 1 or isinstance(values, str):
+        raise ValueError(f"{name} must be a list of numbers, got {values!r}")
+    if not np.all(np.isfinite(arr) & (arr > 0)):
+        raise ValueError(f"{name} must be positive and finite, got {values!r}")
+    if integer and not np.all(arr == np.round(arr)):
+        raise ValueError(f"{name} must be integers, got {values!r}")
+    if np.unique(arr).size != arr.size or arr.size < minimum:
+        raise ValueError(f"{name} must hold at least {minimum} distinct values (a slope needs them), got {values!r}")
+    return np.sort(arr)[::-1]
+
+
 def fit_slope(hs, errors, fit_points: int = 4) -> float:
-    """Least-squares slope of log(error) against log(h) on the ``fit_points`` smallest ``h``."""
+    """Least-squares slope of log(error) against log(h) on the ``fit_points`` smallest ``h``
+    (``nan`` where one of those errors is not a positive number: an unstable step size)."""
     hs = np.asarray(hs, dtype=float)
     errors = np.asarray(errors, dtype=float)
+    if hs.ndim != 1 or hs.shape != errors.shape:
+        raise ValueError(f"hs and errors must be lists of the same length, got shapes {hs.shape} and {errors.shape}")
+    fit_points = _int_at_least("fit_points", fit_points, 2)
     order = np.argsort(hs)[:fit_points]
+    ladder("the fitted step sizes", hs[order])
     if np.any(~np.isfinite(errors[order])) or np.any(errors[order] <= 0):
         return float("nan")
     return float(np.polyfit(np.log(hs[order]), np.log(errors[order]), 1)[0])
 
 
 def local_slopes(hs, errors) -> np.ndarray:
+    """Slopes of log(error) against log(h) between neighbours of the ladder ``hs``."""
     hs, errors = np.asarray(hs, float), np.asarray(errors, float)
+    if hs.ndim != 1 or hs.shape != errors.shape:
+        raise ValueError(f"hs and errors must be lists of the same length, got shapes {hs.shape} and {errors.shape}")
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.log(errors[:-1] / errors[1:]) / np.log(hs[:-1] / hs[1:])
 
@@ -75,8 +103,13 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
     ``"second_moment"`` or a function ``f(OracleMoments, target) -> float`` (any quadratic test
     function).  Unstable step sizes give ``nan`` and are listed in ``unstable``.
     """
+    if isinstance(statistic, str) and statistic not in STATISTICS:
+        raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)} or give a function")
+    if not (isinstance(statistic, str) or callable(statistic)):
+        raise ValueError(f"statistic must be a name or a function f(moments, target), got {statistic!r}")
     stat = STATISTICS[statistic] if isinstance(statistic, str) else statistic
-    hs = np.sort(np.asarray(hs, dtype=float))[::-1]
+    hs = ladder("hs", hs)
+    _int_at_least("fit_points", fit_points, 2)
     errors, unstable = [], []
     for h in hs:
         try:
@@ -104,7 +137,13 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     ``h``.  Error: ``sqrt(mean over chains |x_h(T) - x_ref(T)|^2)``; slope on all (or the
     ``fit_points`` finest) step sizes, with a percentile bootstrap interval over chains.
     """
-    hs = np.sort(np.asarray(hs, dtype=float))[::-1]
+    hs = ladder("hs", hs)
+    n_chains = _int_at_least("n_chains", n_chains, 2)
+    sweeps = _int_at_least("sweeps", sweeps, 1)
+    ref_levels = _int_at_least("ref_levels", ref_levels, 0)
+    n_boot = _int_at_least("n_boot", n_boot, 1)
+    if fit_points is not None:
+        _int_at_least("fit_points", fit_points, 2)
     h_ref = hs[-1] / 2**ref_levels
     ratios = hs / h_ref
     if not np.allclose(ratios, np.round(ratios)) or any(int(round(r)) & (int(round(r)) - 1) for r in ratios):
@@ -118,11 +157,18 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     v0 = np.random.default_rng([seed, 7]).standard_normal((n_chains, target.dim))
     common = dict(gamma=gamma, n_chains=n_chains, seed=seed, x0=x0, v0=v0)
     ref = sample(target, "ubu", "full", h=h_ref, n_steps=int(round(horizon / h_ref)), **common)
-    sq = []
+    if ref.diverged:
+        raise RuntimeError(f"the reference (UBU x full at h={h_ref:g}) diverged at step {ref.first_divergence_step}: "
+                           f"the target is not one these step sizes can sample")
+    sq, unstable = [], []
     for h, r in zip(hs, ratios, strict=True):
         run = sample(target, scheme, plan, h=h, n_steps=int(round(horizon / h)), batch_size=batch_size,
                      path_refine=int(round(r)), **common)
-        sq.append(np.sum((run.x - ref.x) ** 2, axis=1))
+        if run.diverged:  # an error of nan, listed as unstable (as weak_order does)
+            unstable.append(float(h))
+            sq.append(np.full(n_chains, np.nan))
+        else:
+            sq.append(np.sum((run.x - ref.x) ** 2, axis=1))
     sq = np.array(sq)  # (n_h, n_chains)
     errors = np.sqrt(sq.mean(axis=1))
     k = fit_points or len(hs)
@@ -133,7 +179,7 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
         idx = rng.integers(0, n_chains, n_chains)
         boots.append(fit_slope(hs, np.sqrt(sq[:, idx].mean(axis=1)), k))
     ci = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)))
-    return OrderFit(hs, errors, slope, local_slopes(hs, errors), k, ci=ci)
+    return OrderFit(hs, errors, slope, local_slopes(hs, errors), k, ci=ci, unstable=unstable)
 
 
 def anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
@@ -141,6 +187,8 @@ def anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
     """Gaussian data terms whose precisions do not commute: each is a random rotation of a
     spectrum that repeats ``pattern`` (so every block of ``len(pattern)`` dimensions is equally
     hard, and the sampler's law is not a product of one-dimensional problems)."""
+    d = _int_at_least("d", d, 1)
+    n_data = _int_at_least("n_data", n_data, 1)
     rng = np.random.default_rng([seed, d])
     spectrum = np.resize(np.asarray(pattern, dtype=float), d) / n_data
     precs, means = [], []

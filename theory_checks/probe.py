@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from integrators.api import _positive_float
 from integrators.bounce import make_box
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, force_data, lane_force_for
@@ -41,6 +42,22 @@ class ProbedMap:
     affine_residual: float
 
 
+def checked_batch(target, batch) -> np.ndarray:
+    """``batch`` as an ``int32`` array of data indices: non-empty, integers in ``[0, n_data)``
+    (an index outside would read another datum's memory, or none, as a zero force)."""
+    if not isinstance(target, GaussianTarget):
+        raise ValueError(f"the step maps need a GaussianTarget, got {type(target).__name__}")
+    try:
+        arr = np.asarray(batch)
+    except (TypeError, ValueError):
+        raise ValueError(f"batch must be a list of data indices, got {batch!r}") from None
+    if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
+        raise ValueError(f"batch must be a non-empty list of integer data indices, got {batch!r}")
+    if arr.min() < 0 or arr.max() >= target.n_data:
+        raise ValueError(f"batch indices must lie in [0, {target.n_data}), got {batch!r}")
+    return arr.astype(np.int32)
+
+
 def _inputs(d: int, rng) -> np.ndarray:
     """Rows: one chain's inputs ``(x, v, g, xi)``: zeros, the unit vectors, random checks."""
     n_in = 7 * d
@@ -51,6 +68,8 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
                    control_variate: bool = False, x_ref=None, seed: int = 0) -> ProbedMap:
     """The affine map of one compiled step of ``scheme`` with batch ``batch`` (see the module)."""
     module = resolve_scheme(scheme)
+    batch = checked_batch(target, batch)
+    h, gamma, scale = _positive_float("h", h), _positive_float("gamma", gamma), _positive_float("scale", scale)
     d = target.dim
     rows = _inputs(d, np.random.default_rng(seed))
     n = rows.shape[0]
@@ -60,7 +79,6 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
     xi = rows[:, 3 * d:].reshape(n, 4, d)          # slots: dW_1, J_1, dW_2, J_2
     dW = np.ascontiguousarray(xi[:, 0::2, :].transpose(1, 2, 0))   # (2, d, n)
     J = np.ascontiguousarray(xi[:, 1::2, :].transpose(1, 2, 0))
-    batch = np.asarray(batch, dtype=np.int32)
     batches = np.ascontiguousarray(np.repeat(batch[:, None], n, axis=1))
     module.step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
                 lane_force_for(target), batches, len(batch), float(scale),

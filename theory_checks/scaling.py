@@ -17,12 +17,25 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from integrators.targets import _finite_array
 from theory_checks.oracle import stationary_moments
-from theory_checks.orders import anisotropic_gaussian
+from theory_checks.orders import anisotropic_gaussian, ladder
 
 
 def gaussian_w2(mean1, cov1, mean2, cov2) -> float:
     """W2 between N(mean1, cov1) and N(mean2, cov2) (Bures-Wasserstein formula)."""
+    means, covs = [], []
+    for name, mean, cov in (("1", mean1, cov1), ("2", mean2, cov2)):
+        mean, cov = _finite_array(f"mean{name}", mean, 1), _finite_array(f"cov{name}", cov, 2)
+        if cov.shape != (mean.size, mean.size) or not np.allclose(cov, cov.T):
+            raise ValueError(f"cov{name} must be a symmetric {mean.size} x {mean.size} matrix, got shape {cov.shape}")
+        if np.linalg.eigvalsh(cov).min() < -1e-12 * max(1.0, float(np.abs(cov).max())):
+            raise ValueError(f"cov{name} must be positive semi-definite (a covariance)")
+        means.append(mean)
+        covs.append(cov)
+    if means[0].shape != means[1].shape:
+        raise ValueError(f"the two laws have dimensions {means[0].size} and {means[1].size}")
+    (mean1, mean2), (cov1, cov2) = means, covs
     root2 = scipy.linalg.sqrtm(cov2)
     middle = scipy.linalg.sqrtm(root2 @ cov1 @ root2)
     trace = np.trace(cov1) + np.trace(cov2) - 2.0 * np.real(np.trace(middle))
@@ -43,6 +56,7 @@ def dimension_scaling(scheme: str, plan: str, dims=(4, 8, 12, 16), h: float = 0.
     """Claim: SMS-UBU's W2 bias is ``O(h^2 sqrt(d))`` (the paper's main theorem, strongly
     Hessian-Lipschitz case).  Measured: exact-oracle moments on anisotropic Gaussians of growing
     ``d``, Bures W2 to the target, least-squares exponent in ``d`` (see the module docstring)."""
+    dims = ladder("dims", dims, integer=True)[::-1].astype(int)
     bias = []
     for d in dims:
         target = anisotropic_gaussian(d, n_data=n_data, seed=seed)

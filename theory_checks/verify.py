@@ -33,12 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
+from integrators.api import _int_at_least
 from integrators.plans import PLANS, kernel_code, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
 from theory_checks.oracle import UnstableStepError, stationary_moments
-from theory_checks.orders import fit_slope, local_slopes, strong_order
+from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
 from theory_checks.probe import probe_step_map
 
 WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
@@ -183,11 +184,12 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         raise ValueError(f"verify needs a GaussianTarget (the exact oracle), got {type(target).__name__}")
     if not (isinstance(budget, (int, float)) and budget > 0):
         raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
-    if not 1 <= batch_size <= target.n_data:
+    batch_size = _int_at_least("batch_size", batch_size, 1)
+    if batch_size > target.n_data:
         raise ValueError(f"batch_size must lie in [1, {target.n_data}], got {batch_size!r}")
-    hs = np.sort(np.asarray(hs, dtype=float))[::-1]
-    if hs.size < 4 or np.any(hs <= 0):
-        raise ValueError(f"hs must hold at least 4 positive step sizes, got {hs}")
+    hs = ladder("hs", hs, minimum=4)
+    strong_hs = ladder("strong_hs", strong_hs)
+    n_chains = _int_at_least("n_chains", n_chains, 2)
     scale = float(np.linalg.norm(target.covariance) + np.linalg.norm(target.mean))
     checks = []
 
@@ -210,7 +212,9 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     full_errors = _ladder(target, module, "full", hs, gamma, None)
     finest = float(full_errors[-1]) / scale
     checks.append(Check("stationarity", bool(np.isfinite(finest) and finest < STATIONARY_TOL),
-                        f"error at h={hs[-1]:g} < {STATIONARY_TOL:g} (relative)", f"{finest:.2e}",
+                        f"error at h={hs[-1]:g} < {STATIONARY_TOL:g} (relative)",
+                        f"{finest:.2e}" if np.isfinite(finest) else
+                        f"unstable at h={hs[-1]:g} (no stationary law): choose smaller hs",
                         list(hs), list(full_errors)))
 
     for plan in plan_modules:

@@ -22,6 +22,7 @@ import copy
 import torch
 from torch.func import functional_call, grad_and_value, replace_all_batch_norm_modules_, vmap
 
+from integrators.api import _int_at_least
 from integrators.torch.bounce import make_reflect
 from integrators.torch.module import FlatParameters, SamplerConfig, SamplerDiverged, prior_precisions, run_metadata
 from integrators.torch.plans import plan_batches
@@ -44,8 +45,7 @@ class EnsembleSampler:
     def __init__(self, model: torch.nn.Module, config: SamplerConfig, n_chains: int, *, x0=None):
         if not isinstance(config, SamplerConfig):
             raise ValueError(f"config must be a SamplerConfig, got {type(config).__name__}")
-        if isinstance(n_chains, bool) or not isinstance(n_chains, int) or n_chains < 1:
-            raise ValueError(f"n_chains must be an integer >= 1, got {n_chains!r}")
+        n_chains = _int_at_least("n_chains", n_chains, 1)
         if config.control_variate:
             raise ValueError("control_variate is not offered for ensembles; use ModuleSampler per chain")
         self.model = replace_all_batch_norm_modules_(copy.deepcopy(model))

@@ -247,6 +247,13 @@ class FlatParameters:
             missing = [n for n, _ in self.named if n not in value]
             if missing:
                 raise ValueError(f"the mapping lacks parameters {missing}")
+            unknown = sorted(set(value) - {n for n, _ in self.named})
+            if unknown:
+                raise ValueError(f"the mapping names no parameter of the model: {unknown}")
+            for n, p in self.named:
+                if tuple(torch.as_tensor(value[n]).shape) != tuple(p.shape):
+                    raise ValueError(f"the mapping's {n!r} has shape {tuple(torch.as_tensor(value[n]).shape)}, "
+                                     f"the parameter {tuple(p.shape)}")
             flat = torch.cat([torch.as_tensor(value[n]).reshape(-1) for n, _ in self.named])
         else:
             flat = torch.as_tensor(value).reshape(-1)
@@ -326,10 +333,20 @@ class ModuleSampler:
     # ------------------------------------------------------------------------------ the force
     def _loss(self, loss_fn, batch) -> torch.Tensor:
         try:
-            return loss_fn(self.model, batch)
+            loss = loss_fn(self.model, batch)
         except IndexError as exc:  # the plan draws indices below n_data: the data must be at least that long
             raise ValueError(f"loss_fn raised IndexError on batch indices up to {int(batch.max())}: is "
                              f"SamplerConfig.n_data={self.config.n_data} larger than the data? ({exc})") from exc
+        if not isinstance(loss, torch.Tensor):
+            got = type(loss).__name__
+        elif loss.numel() != 1:
+            got = f"a tensor of shape {tuple(loss.shape)}"
+        elif not loss.requires_grad:
+            got = "a tensor that does not depend on the parameters"
+        else:
+            return loss.reshape(())
+        raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the model's "
+                         f"parameters (the summed loss of the batch), got {got}")
 
     def _data_gradient(self, loss_fn, batch) -> torch.Tensor:
         loss = self._loss(loss_fn, batch)
@@ -387,8 +404,13 @@ class ModuleSampler:
                 dW, J = next(self._noise)
             except StopIteration:
                 raise ValueError(f"the explicit noise sequence ran out at step {self.k + 1}") from None
-            return (torch.as_tensor(dW, device=self.x.device, dtype=self.x.dtype),
-                    torch.as_tensor(J, device=self.x.device, dtype=self.x.dtype))
+            dW, J = (torch.as_tensor(a, device=self.x.device, dtype=self.x.dtype) for a in (dW, J))
+            if dW.shape != (2, len(self.params)) or J.shape != (2, len(self.params)):
+                # broadcasting a smaller array would give every coordinate the same noise
+                raise ValueError(f"explicit noise at step {self.k + 1}: dW and J must each have shape "
+                                 f"(2, {len(self.params)}) (the pair over each half step), got "
+                                 f"{tuple(dW.shape)} and {tuple(J.shape)}")
+            return dW, J
         z = self.normals.normals((4, len(self.params)))
         return pairs_from_normals(z, pair_factors(self.config.gamma, h))
 
