@@ -1,31 +1,74 @@
 """Calibration metrics of a predictive distribution, as the design defines them.
 
-``probs`` is ``(n, K)`` (rows sum to one), ``labels`` ``(n,)`` integers in ``[0, K)``.
+``probs`` is ``(n, K)`` with ``n >= 1`` and ``K >= 2``: finite entries in ``[0, 1]``, rows summing to
+one within :data:`ROW_SUM_TOL` (float32 softmax outputs, averaged over samples and runs and stored
+rounded to 7 decimals, sum to one within about ``K * 1e-7``). ``labels`` ``(n,)`` integers in
+``[0, K)`` (an integer array, or floats with integral values). Every metric checks its input with
+:func:`check_predictive` and raises ``ValueError`` naming the bad argument: logits, unnormalised
+scores, NaN or fractional labels are refused, never scored.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from integrators.api import _int_at_least
 
-def _check(probs, labels):
-    probs = np.asarray(probs, dtype=float)
+ROW_SUM_TOL = 1e-4  # |sum_k p_k - 1| allowed per row of probs
+
+
+def check_predictive(probs, labels) -> tuple[np.ndarray, np.ndarray]:
+    """``(probs, labels)`` as float ``(n, K)`` and int64 ``(n,)`` arrays, or ``ValueError`` naming
+    what is wrong (the shared check of every metric here and in :mod:`bnn.metrics`)."""
+    try:
+        probs = np.asarray(probs, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("probs must be an (n, K) array of probabilities (numbers)") from None
+    if probs.ndim != 2 or probs.shape[0] < 1 or probs.shape[1] < 2:
+        raise ValueError(f"probs must be (n, K) with n >= 1 points and K >= 2 classes, got shape {probs.shape}")
+    if not np.all(np.isfinite(probs)):
+        raise ValueError("probs contains non-finite values (NaN or infinity)")
+    if probs.min() < 0.0 or probs.max() > 1.0:
+        raise ValueError(f"probs must lie in [0, 1] (probabilities, not logits), found values in "
+                         f"[{probs.min():.6g}, {probs.max():.6g}]")
+    row_error = np.abs(probs.sum(axis=1) - 1.0)
+    if row_error.max() > ROW_SUM_TOL:
+        i = int(np.argmax(row_error))
+        raise ValueError(f"probs rows must sum to 1 (within {ROW_SUM_TOL:g}); row {i} sums to "
+                         f"{probs[i].sum():.6g}")
     labels = np.asarray(labels)
-    if probs.ndim != 2 or labels.shape != (probs.shape[0],):
-        raise ValueError(f"probs must be (n, K) and labels (n,), got {probs.shape} and {labels.shape}")
+    if labels.shape != (probs.shape[0],):
+        raise ValueError(f"labels must be (n,) with n = {probs.shape[0]} (the rows of probs), got shape "
+                         f"{labels.shape}")
+    labels = integer_labels(labels)
     if labels.min() < 0 or labels.max() >= probs.shape[1]:
-        raise ValueError("labels outside [0, K)")
+        raise ValueError(f"labels outside [0, K) = [0, {probs.shape[1]}): found {labels.min():g}..{labels.max():g}")
     return probs, labels.astype(np.int64)
 
 
+def integer_labels(labels, where: str = "", error=ValueError) -> np.ndarray:
+    """``labels`` flattened, or ``error`` if they are not class indices (integer-valued floats
+    pass; fractions, NaN, booleans and strings do not); ``where`` prefixes the message."""
+    labels = np.asarray(labels).reshape(-1)
+    prefix = f"{where}: " if where else ""
+    if labels.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            fractional = ~np.isfinite(labels) | (labels != np.round(labels))
+        if fractional.any():
+            raise error(f"{prefix}labels must be integers (class indices), got {float(labels[fractional][0])!r}")
+    elif labels.dtype.kind not in "iu":
+        raise error(f"{prefix}labels must be integers (class indices), got an array of {labels.dtype}")
+    return labels
+
+
 def accuracy(probs, labels) -> float:
-    probs, labels = _check(probs, labels)
+    probs, labels = check_predictive(probs, labels)
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
 def nll(probs, labels) -> float:
     """Negative log-likelihood, log-probabilities clipped at -100."""
-    probs, labels = _check(probs, labels)
+    probs, labels = check_predictive(probs, labels)
     with np.errstate(divide="ignore"):
         logp = np.maximum(np.log(probs[np.arange(len(labels)), labels]), -100.0)
     return float(-np.mean(logp))
@@ -35,7 +78,8 @@ def ace(probs, labels, n_bins: int = 20) -> float:
     """Adaptive calibration error: for every class, ``n_bins`` bins of equal count over the sorted
     predicted probabilities of that class; mean of ``|frequency - mean probability|`` over bins
     and classes."""
-    probs, labels = _check(probs, labels)
+    n_bins = _int_at_least("n_bins", n_bins, 1)
+    probs, labels = check_predictive(probs, labels)
     errors = []
     for k in range(probs.shape[1]):
         order = np.argsort(probs[:, k], kind="stable")
@@ -47,7 +91,7 @@ def ace(probs, labels, n_bins: int = 20) -> float:
 
 def rps(probs, labels) -> float:
     """Ranked probability score ``1/(K-1) sum_k (F_k - O_k)^2``, averaged over points."""
-    probs, labels = _check(probs, labels)
+    probs, labels = check_predictive(probs, labels)
     k = probs.shape[1]
     observed = np.zeros_like(probs)
     observed[np.arange(len(labels)), labels] = 1.0
@@ -58,7 +102,8 @@ def rps(probs, labels) -> float:
 def ece(probs, labels, n_bins: int = 15) -> float:
     """Expected calibration error of the top label: ``n_bins`` bins of equal width over the
     confidence ``max_k p_k``; ``sum_b (n_b / n) |accuracy_b - mean confidence_b|``."""
-    probs, labels = _check(probs, labels)
+    n_bins = _int_at_least("n_bins", n_bins, 1)
+    probs, labels = check_predictive(probs, labels)
     conf = probs.max(axis=1)
     correct = np.argmax(probs, axis=1) == labels
     bins = np.minimum((conf * n_bins).astype(np.int64), n_bins - 1)
@@ -71,7 +116,7 @@ def ece(probs, labels, n_bins: int = 15) -> float:
 
 def brier(probs, labels) -> float:
     """Multi-class Brier score ``sum_k (p_k - O_k)^2``, averaged over points."""
-    probs, labels = _check(probs, labels)
+    probs, labels = check_predictive(probs, labels)
     observed = np.zeros_like(probs)
     observed[np.arange(len(labels)), labels] = 1.0
     return float(np.mean(np.sum((probs - observed) ** 2, axis=1)))

@@ -20,6 +20,7 @@ brightness), applied on the fly to a batch.
 from __future__ import annotations
 
 import math
+import numbers
 import pickle
 import zipfile
 from dataclasses import dataclass
@@ -28,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from bias.data import FASHION_FILES, DataError, _find, read_idx
+from bias.metrics import integer_labels
+from integrators.api import _flag, _int_at_least
 
 SHARED_XRAY = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "pneumoniamnist-subset.npz"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -53,7 +56,11 @@ class ImageData:
         return tuple(int(s) for s in self.x_train.shape[1:])
 
     def subset(self, n_train: int | None = None, n_test: int | None = None) -> ImageData:
-        """The first ``n_train`` / ``n_test`` images of each split (all if None)."""
+        """The first ``n_train`` / ``n_test`` images of each split (all if None); each must be an
+        integer from 1 to the number of images the split has."""
+        for name, value, have in (("n_train", n_train, len(self.y_train)), ("n_test", n_test, len(self.y_test))):
+            if value is not None and _int_at_least(name, value, 1) > have:
+                raise ValueError(f"{name} must be <= {have} (the images of {self.source}), got {value!r}")
         return ImageData(self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test],
                          self.y_test[:n_test], self.n_classes, self.source + (
                              f" (first {n_train} train, {n_test} test)" if n_train or n_test else ""))
@@ -69,10 +76,16 @@ def _images(arr: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(arr, dtype=np.float32) / np.float32(255.0)
 
 
+def _integer_labels(labels: np.ndarray, where: str) -> np.ndarray:
+    """``labels`` flattened, or :class:`DataError` if they are not integers (integer-valued floats pass)."""
+    return integer_labels(labels, where, DataError)
+
+
 def _checked_labels(labels: np.ndarray, n_images: int, n_classes: int, where: str) -> np.ndarray:
     labels = np.asarray(labels).reshape(-1)
     if labels.shape[0] != n_images:
         raise DataError(f"{where}: {n_images} images but {labels.shape[0]} labels")
+    labels = _integer_labels(labels, where)
     if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
         raise DataError(f"{where}: labels outside 0..{n_classes - 1} (found {labels.min()}..{labels.max()})")
     return labels.astype(np.int64)
@@ -153,6 +166,12 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     ``size``. ``folder`` holds ``list_attr_celeba.txt`` and ``img_align_celeba/`` (the images);
     images with both or neither attribute are left out. ``list_eval_partition.txt`` (0 train, 1 val,
     2 test) gives the split when present (val joins train), else a seeded random split."""
+    size = _int_at_least("size", size, 1)
+    seed = _int_at_least("seed", seed, 0)
+    if max_images is not None:
+        max_images = _int_at_least("max_images", max_images, 1)
+    if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
     folder = Path(folder)
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
@@ -204,6 +223,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
 def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     """The chest X-ray folder layout ``folder/{train,test}/{NORMAL,PNEUMONIA}/*.jpeg`` (Kermany et
     al.), grayscale, resized to ``size`` x ``size``; NORMAL is 0, PNEUMONIA 1."""
+    size = _int_at_least("size", size, 1)
     folder = Path(folder)
     out = {}
     for split in ("train", "test"):
@@ -225,7 +245,11 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, n_classes: int | None = Non
                   include_val: bool = True) -> ImageData:
     """A MedMNIST ``.npz`` (``train_images``, ``train_labels``, ``val_*``, ``test_*``; labels ``(n, 1)``);
     with ``include_val`` the validation split joins the training set. Default: the shared
-    PneumoniaMNIST subset (:data:`SHARED_XRAY`)."""
+    PneumoniaMNIST subset (:data:`SHARED_XRAY`). ``n_classes``: None (one more than the largest
+    label, at least 2) or an integer >= 2."""
+    if n_classes is not None:
+        _int_at_least("n_classes", n_classes, 2)
+    include_val = _flag("include_val", include_val)
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found")
@@ -240,7 +264,8 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, n_classes: int | None = Non
         raise DataError(f"{path}: missing arrays {', '.join(missing)} (has {', '.join(sorted(arrays)) or 'none'})")
     splits = ["train", "val"] if include_val and "val_images" in arrays and "val_labels" in arrays else ["train"]
     labels_all = np.concatenate([arrays[f"{s}_labels"].reshape(-1) for s in splits + ["test"]])
-    k = n_classes or (int(labels_all.max()) + 1 if labels_all.size else 2)
+    labels_all = _integer_labels(labels_all, str(path))
+    k = n_classes if n_classes is not None else (int(labels_all.max()) + 1 if labels_all.size else 2)
     out = {}
     for name, parts in (("train", splits), ("test", ["test"])):
         ims = [arrays[f"{s}_images"] for s in parts]
@@ -255,10 +280,16 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, n_classes: int | None = Non
 
 def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:
     """scikit-learn's digits (1 x 8 x 8, 10 classes, shipped inside the package), scaled to [0, 1],
-    with a fixed random train/test split: the data of the ``tiny`` preset."""
+    with a fixed random train/test split: the data of the ``tiny`` preset. ``n_train`` is from 1 to
+    the number of images less one (a test set remains)."""
     from sklearn.datasets import load_digits
 
+    seed = _int_at_least("seed", seed, 0)
+    n_train = _int_at_least("n_train", n_train, 1)
     data = load_digits()
+    if n_train > len(data.target) - 1:
+        raise ValueError(f"n_train must be <= {len(data.target) - 1} (digits has {len(data.target)} images and "
+                         f"the test set keeps at least one), got {n_train}")
     x = (data.images / 16.0).astype(np.float32)[:, None]
     y = data.target.astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(y))
@@ -270,6 +301,15 @@ def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n
     """Random images of a given shape whose labels depend on them (the class whose fixed random
     template correlates most with the image): data of the right shape where real files are absent
     (the GPU benchmark). Not a data set to report accuracies on."""
+    if not isinstance(in_shape, tuple | list) or len(in_shape) != 3:
+        raise ValueError(f"in_shape must be (channels, height, width), got {in_shape!r}")
+    for size in in_shape:
+        _int_at_least("in_shape", size, 1)
+    n_classes = _int_at_least("n_classes", n_classes, 2)
+    n_train = _int_at_least("n_train", n_train, 1)
+    n_test = _int_at_least("n_test", n_test, 1)
+    seed = _int_at_least("seed", seed, 0)
+    in_shape = tuple(int(v) for v in in_shape)
     rng = np.random.default_rng(seed)
     templates = rng.standard_normal((n_classes, int(np.prod(in_shape)))).astype(np.float32)
     x = rng.random((n_train + n_test, *in_shape), dtype=np.float32)
@@ -292,6 +332,16 @@ class Augmentation:
     min_crop: float = 0.9
     brightness: float = 0.2
 
+    def __post_init__(self):
+        for name, ok, wanted in (("max_rotation", lambda v: v >= 0, "a finite number >= 0"),
+                                 ("max_shift", lambda v: v >= 0, "a finite number >= 0"),
+                                 ("min_crop", lambda v: 0 < v <= 1, "a number in (0, 1]"),
+                                 ("brightness", lambda v: 0 <= v <= 1, "a number in [0, 1]")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value)
+                                                                                       and ok(value)):
+                raise ValueError(f"{name} must be {wanted}, got {value!r}")
+
 
 def augment(images, generator, aug: Augmentation = Augmentation()):
     """Apply :class:`Augmentation` to a torch batch ``(n, C, H, W)`` with one affine resampling
@@ -299,6 +349,15 @@ def augment(images, generator, aug: Augmentation = Augmentation()):
     import torch
     import torch.nn.functional as F
 
+    if not isinstance(images, torch.Tensor) or images.ndim != 4:
+        raise ValueError(f"images must be a torch tensor (n, C, H, W), got "
+                         f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}")
+    if not images.is_floating_point():
+        raise ValueError(f"images must be a floating-point tensor with values in [0, 1], got dtype {images.dtype}")
+    if not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
+    if not isinstance(aug, Augmentation):
+        raise ValueError(f"aug must be an Augmentation, got {type(aug).__name__}")
     n = images.shape[0]
     kw = {"generator": generator, "device": images.device, "dtype": images.dtype}
     u = lambda: 2 * torch.rand(n, **kw) - 1  # noqa: E731

@@ -11,6 +11,8 @@ one the samplers see: summed cross-entropy over the given images plus the Gaussi
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,12 +21,14 @@ import torch
 from torch.func import functional_call, grad, jvp
 
 from bnn.models import prior_mask_names
+from integrators.api import _int_at_least, _positive_float
 
 
 @dataclass(frozen=True)
 class PowerIteration:
     """Estimate ``value`` of ``|H|_2`` after ``iterations`` steps; ``converged`` when the relative
-    change of the Rayleigh quotient fell below the tolerance."""
+    change of the Rayleigh quotient fell below the tolerance and the iterate is an eigenvector to
+    that tolerance (``|u^T H u|`` agrees with ``|H u|``, see :func:`power_iteration`)."""
 
     value: float
     iterations: int
@@ -33,13 +37,19 @@ class PowerIteration:
 
 def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_iter: int = 100, tol: float = 1e-6,
                     seed: int = 0, dtype=torch.float64, device="cpu") -> PowerIteration:
-    """Largest |eigenvalue| of the symmetric operator ``hvp`` on ``R^dim`` by power iteration."""
-    if dim < 1:
-        raise ValueError(f"dim must be >= 1, got {dim}")
-    if n_iter < 1:
-        raise ValueError(f"n_iter must be >= 1, got {n_iter}")
-    if not tol > 0:
-        raise ValueError(f"tol must be > 0, got {tol}")
+    """Largest |eigenvalue| of the symmetric operator ``hvp`` on ``R^dim`` by power iteration.
+
+    Converged means both: the Rayleigh quotient ``r = u^T H u`` changed by at most ``tol |r|`` since
+    the previous step, and ``|H u| - |r| <= tol |H u|``. The second test is needed: with eigenvalues
+    ``+lambda`` and ``-lambda`` (or nearly so) the iterate ``u = a e_+ + b e_-`` flips between
+    ``a e_+ + b e_-`` and ``a e_+ - b e_-``, so ``r = lambda (a^2 - b^2)`` stands still at a value below
+    ``lambda`` while ``u`` never settles; by Cauchy-Schwarz ``|r| <= |H u|`` (``|u| = 1``) with
+    equality only for an eigenvector, and there ``|H u| = lambda > |r|``. Such an operator is
+    reported with ``converged=False``."""
+    dim = _int_at_least("dim", dim, 1)
+    n_iter = _int_at_least("n_iter", n_iter, 1)
+    tol = _positive_float("tol", tol)
+    seed = _int_at_least("seed", seed, 0)
     gen = torch.Generator(device=device).manual_seed(seed)
     u = torch.randn(dim, generator=gen, dtype=dtype, device=device)
     u /= u.norm()
@@ -47,11 +57,12 @@ def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_
     for k in range(1, n_iter + 1):
         w = hvp(u)
         rayleigh = float(torch.dot(u, w))
-        norm = w.norm()
-        if not torch.isfinite(norm) or norm == 0:
-            return PowerIteration(abs(rayleigh), k, bool(norm == 0))
+        norm = float(w.norm())
+        if not np.isfinite(norm) or norm == 0:
+            return PowerIteration(abs(rayleigh), k, norm == 0)
         u = w / norm
-        if previous is not None and abs(rayleigh - previous) <= tol * abs(rayleigh):
+        steady = previous is not None and abs(rayleigh - previous) <= tol * abs(rayleigh)
+        if steady and norm - abs(rayleigh) <= tol * norm:
             return PowerIteration(abs(rayleigh), k, True)
         previous = rayleigh
     return PowerIteration(abs(rayleigh), n_iter, False)
@@ -81,12 +92,36 @@ def hessian_norm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, pr
                  n_iter: int = 100, tol: float = 1e-6, seed: int = 0) -> PowerIteration:
     """``|H|_2`` of the potential (:func:`potential_fn`) at the model's current weights, with
     BatchNorm on this batch (training mode; a copy of the model without running statistics, so
-    nothing is mutated under the ``torch.func`` transforms)."""
+    nothing is mutated under the ``torch.func`` transforms). ``y`` holds integer class indices in
+    ``[0, n_classes)``, one per image of ``x``; ``prior_precision`` is finite and >= 0."""
     import copy
 
     from torch.func import replace_all_batch_norm_modules_
 
+    if isinstance(prior_precision, bool) or not isinstance(prior_precision, numbers.Real) or not (
+            math.isfinite(prior_precision) and prior_precision >= 0):
+        raise ValueError(f"prior_precision must be a finite number >= 0, got {prior_precision!r}")
+    _int_at_least("n_iter", n_iter, 1)
+    _positive_float("tol", tol)
+    _int_at_least("seed", seed, 0)
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(x, torch.Tensor) or x.ndim < 1 or x.shape[0] < 1:
+        raise ValueError(f"x must be a torch tensor of at least one image, got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    if not isinstance(y, torch.Tensor) or y.shape != (x.shape[0],):
+        raise ValueError(f"y must be a torch tensor of {x.shape[0]} labels (one per image of x), got "
+                         f"{tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__}")
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise ValueError(f"y must hold integer class indices, got dtype {y.dtype}")
     frozen = replace_all_batch_norm_modules_(copy.deepcopy(model)).train()
+    n_classes = getattr(model, "n_classes", None)
+    if not isinstance(n_classes, int):
+        with torch.no_grad():
+            n_classes = frozen(x[:2] if x.shape[0] > 1 else x).shape[-1]  # (BatchNorm needs 2 in training)
+    if int(y.min()) < 0 or int(y.max()) >= n_classes:
+        raise ValueError(f"y (labels) must lie in [0, {n_classes}) for this model's {n_classes} classes, "
+                         f"found {int(y.min())}..{int(y.max())}")
     f, x0 = potential_fn(frozen, x, y, prior_precision=prior_precision)
     g = grad(f)
     return power_iteration(lambda u: jvp(g, (x0,), (u.to(x0.dtype),))[1], x0.numel(), n_iter=n_iter, tol=tol,

@@ -18,14 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bias.metrics import accuracy, ace, brier, ece, nll, rps
+from bias.metrics import accuracy, ace, brier, check_predictive, ece, nll, rps
+from integrators.api import _int_at_least
 
 RHAT_NOT_MIXED = 1.01  # an R-hat of the training loss above this says the chains have not mixed
 METRICS = {"accuracy": accuracy, "nll": nll, "ace": ace, "rps": rps, "ece": ece, "brier": brier}
 
 
 def evaluate(probs, labels) -> dict:
-    """Every metric of :data:`METRICS` for one predictive ``probs`` ``(n, K)``."""
+    """Every metric of :data:`METRICS` for one predictive ``probs`` ``(n, K)`` (checked once by
+    :func:`bias.metrics.check_predictive`: probabilities whose rows sum to one, integer labels in
+    ``[0, K)``; a ``ValueError`` names what is wrong)."""
+    probs, labels = check_predictive(probs, labels)
     return {name: fn(probs, labels) for name, fn in METRICS.items()}
 
 
@@ -39,8 +43,7 @@ def ensemble_probs(run_probs) -> np.ndarray:
 
 def ensemble_sizes(n_runs: int) -> list[int]:
     """1, 2, 4, ... up to ``n_runs``."""
-    if n_runs < 1:
-        raise ValueError(f"n_runs must be >= 1, got {n_runs}")
+    n_runs = _int_at_least("n_runs", n_runs, 1)
     return [2**j for j in range(int(np.log2(n_runs)) + 1)]
 
 
@@ -64,7 +67,8 @@ def ensemble_scores(run_probs, labels, sizes=None) -> list[EnsembleScore]:
     sizes = ensemble_sizes(n_runs) if sizes is None else list(sizes)
     out = []
     for m in sizes:
-        if not 1 <= m <= n_runs:
+        m = _int_at_least("ensemble size", m, 1)
+        if m > n_runs:
             raise ValueError(f"ensemble size {m} outside 1..{n_runs} (the number of runs)")
         groups = [evaluate(ensemble_probs(run_probs[g * m:(g + 1) * m]), labels) for g in range(n_runs // m)]
         for name in METRICS:

@@ -28,11 +28,13 @@ both variants here use 1.0 throughout, as the text says every batch normalizatio
 
 from __future__ import annotations
 
-import math
+import numbers
 from dataclasses import dataclass
 
 import torch
 from torch import nn
+
+from integrators.api import _int_at_least, _positive_float
 
 # Layer codes: ("conv", c) 3x3 convolution, padding 1 | ("act",) Softplus | ("bn",) BatchNorm of the
 # current width | ("pool", p) 2x2 max-pooling, stride 2, padding p | ("flat",) | ("lin", n) Linear
@@ -100,6 +102,9 @@ class PaperCNN(nn.Module):
     def __init__(self, arch: Architecture, *, width: float = 1.0, in_shape: tuple[int, int, int] | None = None,
                  n_classes: int | None = None):
         super().__init__()
+        if not isinstance(arch, Architecture):
+            raise ValueError(f"arch must be an Architecture (see ARCHITECTURES), got {type(arch).__name__}")
+        width, in_shape, n_classes = _checked(width, in_shape, n_classes)
         self.arch, self.width = arch, float(width)
         c, h, w = in_shape or arch.in_shape
         self.in_shape = (c, h, w)
@@ -140,18 +145,29 @@ class PaperCNN(nn.Module):
         return self.last_layer(self.fc_layer(self.conv_layer(x)))
 
 
+def _checked(width, in_shape, n_classes):
+    """``width`` a positive finite number, ``in_shape`` None or three integers >= 1, ``n_classes``
+    None or an integer >= 2; else ``ValueError`` naming the argument."""
+    _positive_float("width", width)
+    if in_shape is not None:
+        if not isinstance(in_shape, tuple | list) or len(in_shape) != 3:
+            raise ValueError(f"in_shape must be (channels, height, width) of positive sizes, got {in_shape!r}")
+        for size in in_shape:
+            if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+                raise ValueError(f"in_shape must be (channels, height, width) of positive integers, got {in_shape!r}")
+        in_shape = tuple(int(v) for v in in_shape)
+    if n_classes is not None:
+        n_classes = _int_at_least("n_classes", n_classes, 2)
+    return width, in_shape, n_classes
+
+
 def build(name: str, *, width: float = 1.0, in_shape: tuple[int, int, int] | None = None,
           n_classes: int | None = None) -> PaperCNN:
     """The network ``name`` (a key of :data:`ARCHITECTURES`) at width multiplier ``width``, for
     inputs of ``in_shape`` (default: the paper's) and ``n_classes`` (default: the paper's)."""
-    if name not in ARCHITECTURES:
+    if not isinstance(name, str) or name not in ARCHITECTURES:
         raise ValueError(f"unknown network {name!r}; choose from {', '.join(ARCHITECTURES)}")
-    if not (isinstance(width, int | float) and math.isfinite(width) and width > 0):
-        raise ValueError(f"width must be a positive number, got {width!r}")
-    if in_shape is not None and (len(in_shape) != 3 or min(in_shape) < 1):
-        raise ValueError(f"in_shape must be (channels, height, width) of positive sizes, got {in_shape!r}")
-    if n_classes is not None and n_classes < 2:
-        raise ValueError(f"n_classes must be >= 2, got {n_classes!r}")
+    _checked(width, in_shape, n_classes)
     return PaperCNN(ARCHITECTURES[name], width=width, in_shape=in_shape, n_classes=n_classes)
 
 

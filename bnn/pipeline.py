@@ -30,6 +30,7 @@ A diverging sampler is recorded as diverged with its step, never averaged into t
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import KW_ONLY, asdict, dataclass, replace
 
@@ -39,6 +40,9 @@ import torch.nn.functional as F
 
 from bnn import data as bnn_data
 from bnn import models
+from integrators.api import _int_at_least, _positive_float
+
+TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this many rho (perturbed)
 
 
 @dataclass(frozen=True)
@@ -102,29 +106,50 @@ class RunConfig:
     data_path: str | None = None
 
     def __post_init__(self):
-        for name in ("width", "batch_size", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision",
-                     "n_eval_batches"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
-        for name in ("epochs_train", "epochs_swa", "epochs_burn", "epochs_sample", "augment_copies",
-                     "hessian_iters", "trace_chains", "trace_epochs"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-        if isinstance(self.chains, bool) or not isinstance(self.chains, int) or self.chains < 1:
-            raise ValueError(f"chains must be an integer >= 1, got {self.chains!r}")
-        if self.epochs_train + self.epochs_swa < 1:
-            raise ValueError("epochs_train + epochs_swa must be >= 1")
-        unknown = [s for s in self.samplers if s not in SAMPLERS]
-        if unknown:
-            raise ValueError(f"unknown sampler {unknown[0]!r}; choose from {', '.join(SAMPLERS)}")
+        # every field, before anything is loaded or trained (a bad value names itself in a ValueError)
+        for name in ("dataset", "network"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
         if self.network not in models.ARCHITECTURES:
             raise ValueError(f"unknown network {self.network!r}; choose from {', '.join(models.ARCHITECTURES)}")
         if self.dataset not in DATASETS:
             raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(DATASETS)}")
-        if any(not (isinstance(h, int | float) and h > 0) for h in self.h_panel):
-            raise ValueError(f"h_panel must hold positive step sizes, got {self.h_panel!r}")
+        for name in ("width", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision"):
+            _positive_float(name, getattr(self, name))
+        for name, low in (("batch_size", 1), ("n_eval_batches", 1), ("n_cycles", 1), ("hessian_batch", 1),
+                          ("chains", 1), ("epochs_train", 0), ("epochs_swa", 0), ("epochs_burn", 0),
+                          ("epochs_sample", 0), ("augment_copies", 0), ("hessian_iters", 0), ("trace_chains", 0),
+                          ("trace_epochs", 0)):
+            _int_at_least(name, getattr(self, name), low)
+        for name in ("n_train", "n_test"):  # None: the whole split
+            if getattr(self, name) is not None:
+                _int_at_least(name, getattr(self, name), 1)
+        if self.epochs_train + self.epochs_swa < 1:
+            raise ValueError("epochs_train + epochs_swa must be >= 1")
+        if not isinstance(self.samplers, tuple | list) or not all(isinstance(s, str) for s in self.samplers):
+            raise ValueError(f"samplers must be a tuple of sampler names, got {self.samplers!r}")
+        unknown = [s for s in self.samplers if s not in SAMPLERS]
+        if unknown:
+            raise ValueError(f"unknown sampler {unknown[0]!r}; choose from {', '.join(SAMPLERS)}")
+        if len(set(self.samplers)) != len(self.samplers):
+            raise ValueError(f"samplers must not repeat a sampler, got {self.samplers!r}")
+        if not isinstance(self.h_panel, tuple | list):
+            raise ValueError(f"h_panel must be a tuple of step sizes, got {self.h_panel!r}")
+        for h in self.h_panel:
+            if isinstance(h, bool) or not isinstance(h, numbers.Real) or not (math.isfinite(h) and h > 0):
+                raise ValueError(f"h_panel must hold positive finite step sizes, got {self.h_panel!r}")
+        if (self.samplers or self.h_panel) and self.epochs_sample < 1:
+            raise ValueError(f"epochs_sample must be >= 1 when samplers run (their predictive is the mean of "
+                             f"one sample per epoch), got {self.epochs_sample!r}")
+        if self.trace_chains and self.trace_epochs < 1:
+            raise ValueError(f"trace_epochs must be >= 1 when trace_chains > 0, got {self.trace_epochs!r}")
+        if self.trace_chains and not self.rho_max_factor > TRACE_START_CLIP:
+            # the trace chains start at N(0, rho^2) perturbations of x* clipped at 5 rho (perturbed),
+            # which must lie inside the open box |x - x*|_inf < rho_max_factor * rho
+            raise ValueError(f"rho_max_factor must be > {TRACE_START_CLIP:g} when trace_chains > 0 (the trace "
+                             f"chains start up to {TRACE_START_CLIP:g} rho from x*), got {self.rho_max_factor!r}")
+        if self.data_path is not None and not isinstance(self.data_path, str):
+            raise ValueError(f"data_path must be a string (a folder or file) or None, got {self.data_path!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -393,9 +418,18 @@ def _probs_json(p: np.ndarray | None):
 
 
 def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
-    """One independent run (see the module docstring); a JSON-serializable result."""
+    """One independent run (see the module docstring); a JSON-serializable result. ``seed`` is an
+    integer in ``[0, 2**63)``, ``device`` a torch device available here (``cpu``, ``cuda``,
+    ``cuda:1``); both are checked before the data are loaded."""
     from bnn.diagnostics import hessian_norm
+    from integrators.torch.chains import resolve_device
 
+    if not isinstance(cfg, RunConfig):
+        raise ValueError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
+    seed = _int_at_least("seed", seed, 0)
+    if seed >= 2**63:
+        raise ValueError(f"seed must be < 2**63, got {seed}")
+    device = resolve_device(device)
     torch.manual_seed(seed)
     d = load(cfg)
     data = tensors(d, cfg, device, seed)
@@ -467,7 +501,8 @@ def perturbed(net, rho: float, gen: torch.Generator):
     out = _copy(net, net.state_dict())
     with torch.no_grad():
         for p in out.parameters():
-            p.add_((rho * torch.randn(p.shape, generator=gen, device=p.device)).clamp_(-5 * rho, 5 * rho))
+            clip = TRACE_START_CLIP * rho
+            p.add_((rho * torch.randn(p.shape, generator=gen, device=p.device)).clamp_(-clip, clip))
     return out
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnn.pipeline import SAMPLERS, RunConfig
+from integrators.api import _int_at_least
 
 DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 LEVELS = ("tiny", "quick", "full")
@@ -80,13 +81,17 @@ EXPERIMENTS = {
 
 
 def experiments(level: str) -> tuple[Experiment, ...]:
-    if level not in EXPERIMENTS:
+    if not isinstance(level, str) or level not in EXPERIMENTS:
         raise ValueError(f"unknown BNN preset {level!r}; choose from {', '.join(LEVELS)}")
     return EXPERIMENTS[level]
 
 
 def run_config(level: str, dataset: str, run: int) -> RunConfig:
-    """The configuration of run ``run`` of ``dataset`` at ``level`` (extras on the first runs)."""
+    """The configuration of run ``run`` (an integer index) of ``dataset`` at ``level`` (extras on
+    the first runs)."""
+    run = _int_at_least("run", run, 0)
+    if not isinstance(dataset, str):
+        raise ValueError(f"dataset must be a string, got {dataset!r}")
     for exp in experiments(level):
         if exp.name == dataset:
             if not 0 <= run < exp.n_runs:

@@ -278,10 +278,15 @@ def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_s
         batch_size = target.n_data if batch_size is None else batch_size
     elif batch_size is None:
         raise ValueError(f"batch_size is required for plan {plan!r}")
-    batch_size = _int_at_least("batch_size", batch_size, 1)
-    if batch_size > target.n_data:
-        raise ValueError(f"batch_size={batch_size} is larger than the data ({target.n_data} terms)")
-    return h, gamma, n_chains, n_steps, burn_in, batch_size, seed
+    return h, gamma, n_chains, n_steps, burn_in, _batch_size(target, batch_size), seed
+
+
+def _batch_size(target, value) -> int:
+    """A batch size: an integer in ``[1, target.n_data]``."""
+    value = _int_at_least("batch_size", value, 1)
+    if value > target.n_data:
+        raise ValueError(f"batch_size={value} is larger than the data ({target.n_data} terms)")
+    return value
 
 
 def _threads_from_environment() -> int:

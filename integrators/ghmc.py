@@ -24,7 +24,16 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, _divergence_bound, _fmt, _initial_state, _int_at_least, _positive_float, _seed
+from integrators.api import (
+    BLOCK_SIZE,
+    _batch_size,
+    _divergence_bound,
+    _fmt,
+    _initial_state,
+    _int_at_least,
+    _positive_float,
+    _seed,
+)
 from integrators.bounce import make_box, reflect
 from integrators.kernel import (
     Divergence,
@@ -235,9 +244,7 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target, got {type(target).__name__}")
     h = _positive_float("h", h)
-    batch_size = _int_at_least("batch_size", batch_size, 1)
-    if batch_size > target.n_data:
-        raise ValueError(f"batch_size={batch_size} is larger than the data ({target.n_data} terms)")
+    batch_size = _batch_size(target, batch_size)
     n_sweeps = _int_at_least("n_sweeps", n_sweeps, 1)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (0.0 <= alpha < 1.0):
         raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")

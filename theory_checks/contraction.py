@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from integrators import sample
-from integrators.api import _int_at_least, _positive_float
+from integrators.api import _batch_size, _int_at_least, _positive_float
 from integrators.plans import n_batches
 from integrators.targets import GaussianTarget
 from theory_checks.orders import ladder
@@ -49,9 +49,7 @@ def contraction_check(target: GaussianTarget, h: float, gamma: float | None = No
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"contraction_check needs a GaussianTarget (its m and M), got {type(target).__name__}")
     h = _positive_float("h", h)
-    batch_size = _int_at_least("batch_size", batch_size, 1)
-    if batch_size > target.n_data:
-        raise ValueError(f"batch_size={batch_size} is larger than the data ({target.n_data} terms)")
+    batch_size = _batch_size(target, batch_size)
     epochs = ladder("epochs", epochs, integer=True)[::-1].astype(int)
     n_chains = _int_at_least("n_chains", n_chains, 1)
     eig = np.linalg.eigvalsh(target.precision)

@@ -50,6 +50,11 @@ def resolve_device(device) -> torch.device:
         raise ValueError(f"device must name a torch device (cpu, cuda, cuda:1), got {device!r}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r} asked for, but only {torch.cuda.device_count()} CUDA device(s) here")
+    mps = getattr(torch.backends, "mps", None)
+    if dev.type not in ("cpu", "cuda") and not (dev.type == "mps" and mps is not None and mps.is_available()):
+        raise ValueError(f"device must be cpu or an available cuda (or mps) device, got {device!r}")
     return dev
 
 
