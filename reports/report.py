@@ -63,9 +63,10 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
         body.append(f"<h2 id='{fid}'>{html.escape(mod.TITLE)}</h2>")
         pngs = [f for f in info["files"] if f.endswith(".png")]
         others = [f for f in info["files"] if not f.endswith(".png")]
-        for png in pngs:
-            md.append(f"![{mod.TITLE}]({fid}/{png})")
-            body.append(f"<figure><img src='{fid}/{png}' alt='{html.escape(mod.TITLE)}'>")
+        for png in pngs:  # a figure of several panels files: each image says which it is
+            alt = mod.TITLE if len(pngs) == 1 else f"{mod.TITLE}: {Path(png).stem.replace('_', ' ')}"
+            md.append(f"![{alt}]({fid}/{png})")
+            body.append(f"<figure><img src='{fid}/{png}' alt='{html.escape(alt)}'>")
         caption = f"Claim: {mod.CLAIM} Measured: {info['measured']}"
         md += ["", caption, ""]
         links = " · ".join(f"[{f}]({fid}/{f})" for f in others)
