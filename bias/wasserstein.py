@@ -38,13 +38,16 @@ class Normal:
     std: float
 
     def __post_init__(self):
-        for name, value, low in (("mean", self.mean, -math.inf), ("std", self.std, 0.0)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-                    low < value < math.inf):
+        for name, positive in (("mean", False), ("std", True)):
+            value = getattr(self, name)
+            try:  # numbers, numpy scalars, 0-d arrays and tensors; not booleans or strings
+                number = math.nan if isinstance(value, bool | str) else float(value)
+            except (TypeError, ValueError):
+                number = math.nan
+            if not math.isfinite(number) or (positive and number <= 0):
                 raise ValueError(f"Normal's {name} must be a finite real number"
-                                 f"{' > 0' if name == 'std' else ''}, got {value!r}")
-        object.__setattr__(self, "mean", float(self.mean))  # frozen: set through object
-        object.__setattr__(self, "std", float(self.std))
+                                 f"{' > 0' if positive else ''}, got {value!r}")
+            object.__setattr__(self, name, number)  # frozen: set through object
 
     def cdf(self, t):
         return scipy.special.ndtr((np.asarray(t, float) - self.mean) / self.std)
@@ -210,7 +213,8 @@ class StreamingW1:
         for name, value in (("lo", lo), ("hi", hi)):
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
                 raise ValueError(f"{name} must be a finite real number, got {value!r}")
-        if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
+        if (isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Real) or not math.isfinite(n_bins)
+                or n_bins != int(n_bins)):
             raise ValueError(f"n_bins must be an integer, got {n_bins!r}")
         if not (hi > lo) or n_bins < 1:
             raise ValueError(f"need lo < hi and n_bins >= 1, got lo={lo}, hi={hi}, n_bins={n_bins}")

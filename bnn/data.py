@@ -301,7 +301,7 @@ def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n
     """Random images of a given shape whose labels depend on them (the class whose fixed random
     template correlates most with the image): data of the right shape where real files are absent
     (the GPU benchmark). Not a data set to report accuracies on."""
-    if not isinstance(in_shape, tuple | list) or len(in_shape) != 3:
+    if not isinstance(in_shape, tuple | list | np.ndarray) or len(in_shape) != 3:
         raise ValueError(f"in_shape must be (channels, height, width), got {in_shape!r}")
     for size in in_shape:
         _int_at_least("in_shape", size, 1)

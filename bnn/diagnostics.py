@@ -114,6 +114,7 @@ def hessian_norm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, pr
                          f"{tuple(y.shape) if isinstance(y, torch.Tensor) else type(y).__name__}")
     if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
         raise ValueError(f"y must hold integer class indices, got dtype {y.dtype}")
+    y = y.long()  # the cross-entropy wants int64 class indices
     frozen = replace_all_batch_norm_modules_(copy.deepcopy(model)).train()
     n_classes = getattr(model, "n_classes", None)
     if not isinstance(n_classes, int):

@@ -150,7 +150,8 @@ def _checked(width, in_shape, n_classes):
     None or an integer >= 2; else ``ValueError`` naming the argument."""
     _positive_float("width", width)
     if in_shape is not None:
-        if not isinstance(in_shape, tuple | list) or len(in_shape) != 3:
+        if not isinstance(in_shape, tuple | list | torch.Size) and not hasattr(in_shape, "__array__") \
+                or len(in_shape) != 3:
             raise ValueError(f"in_shape must be (channels, height, width) of positive sizes, got {in_shape!r}")
         for size in in_shape:
             if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import time
 from dataclasses import KW_ONLY, asdict, dataclass, replace
 
@@ -106,7 +107,16 @@ class RunConfig:
     data_path: str | None = None
 
     def __post_init__(self):
-        # every field, before anything is loaded or trained (a bad value names itself in a ValueError)
+        # every field, before anything is loaded or trained (a bad value names itself in a ValueError);
+        # sequences and paths given as arrays or Path objects are stored as tuples and strings (JSON)
+        for name in ("samplers", "h_panel"):
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                value = value.tolist()
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))  # frozen: set through object
+        if isinstance(self.data_path, os.PathLike):
+            object.__setattr__(self, "data_path", os.fspath(self.data_path))
         for name in ("dataset", "network"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")

@@ -236,6 +236,8 @@ def _divergence_bound(target, value):
 
 def _initial_state(name, value, n_chains, dim, default):
     arr = default if value is None else _finite_array(name, value)
+    if arr.ndim == 0 and dim == 1:  # one number for a one-dimensional target
+        arr = arr.reshape(1)
     if arr.ndim == 1:
         if arr.shape != (dim,):
             raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")

@@ -18,6 +18,7 @@ chain's numbers depend on the seed and its index only.
 from __future__ import annotations
 
 import math
+import numbers
 from collections import namedtuple
 from dataclasses import dataclass
 
@@ -246,7 +247,7 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     h = _positive_float("h", h)
     batch_size = _batch_size(target, batch_size)
     n_sweeps = _int_at_least("n_sweeps", n_sweeps, 1)
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (0.0 <= alpha < 1.0):
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 <= alpha < 1.0):
         raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
     n_iter = _int_at_least("n_iter", n_iter, 1)
     burn_in = _int_at_least("burn_in", burn_in, 0)

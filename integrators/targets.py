@@ -210,7 +210,9 @@ class GaussianTarget(Target):
             prior_precision = prior_precision * np.eye(d)
         if prior_precision.shape != (d, d):
             raise ValueError(f"prior_precision must have shape {(d, d)}, got {prior_precision.shape}")
-        prior_mean = np.zeros(d) if prior_mean is None else _finite_array("prior_mean", prior_mean, 1)
+        prior_mean = np.zeros(d) if prior_mean is None else _finite_array("prior_mean", prior_mean)
+        if prior_mean.ndim == 0 and d == 1:
+            prior_mean = prior_mean.reshape(1)
         if prior_mean.shape != (d,):
             raise ValueError(f"prior_mean must have shape {(d,)}, got {prior_mean.shape}")
         total = prior_precision + precisions.sum(axis=0)
@@ -540,7 +542,9 @@ def force_data(target, control_variate=False, x_ref=None) -> tuple:
     (default: the L-BFGS minimizer of the potential) when ``control_variate`` is true; the
     per-datum gradients at ``x_ref`` are computed once here."""
     if control_variate:
-        x_ref = target.mode() if x_ref is None else _finite_array("x_ref", x_ref, 1)
+        x_ref = target.mode() if x_ref is None else _finite_array("x_ref", x_ref)
+        if x_ref.ndim == 0 and target.dim == 1:  # one number for a one-dimensional target
+            x_ref = x_ref.reshape(1)
         if x_ref.shape != (target.dim,):
             raise ValueError(f"x_ref must have shape {(target.dim,)}, got {x_ref.shape}")
         x_ref = np.ascontiguousarray(x_ref, dtype=float)

@@ -263,7 +263,7 @@ def test_module_sampler_checks_mapped_reference_points_and_explicit_noise():
     net, data, cfg, ModuleSampler = _tiny_linear_sampler()
     good = {"weight": torch.zeros(1, 1, dtype=torch.float64), "bias": torch.zeros(1, dtype=torch.float64)}
     for bad, words in (({**good, "typo": torch.zeros(1)}, r"names no parameter of the model: \['typo'\]"),
-                       ({**good, "weight": torch.zeros(1, dtype=torch.float64)}, "'weight' has shape")):
+                       ({**good, "weight": torch.zeros(1, 1, 1, dtype=torch.float64)}, "'weight' has shape")):
         loc_cfg = _tiny_linear_sampler(localization=Localization(rho=1.0, x_star=bad))[2]
         with pytest.raises(ValueError, match=words):
             ModuleSampler(net, loc_cfg)
@@ -277,3 +277,56 @@ def test_ensembles_take_numpy_integers_like_every_other_count():
 
     net, _, cfg, _ = _tiny_linear_sampler()
     assert EnsembleSampler(net, cfg, np.int64(2)).n_chains == 2
+
+
+# ------------------------------------------------------------------ valid input stays accepted
+def test_unusual_but_valid_arguments_are_accepted():
+    """A third probe looked for the opposite of the above: valid input the new checks refused
+    (0-d arrays, numpy and torch scalars, arrays for tuples, Path objects, half-precision
+    probabilities, boolean labels, state_dicts, float32 covariances)."""
+    import pathlib
+
+    import torch
+
+    from bias.metrics import accuracy, nll
+    from bias.wasserstein import Normal, StreamingW1
+    from bnn.data import synthetic
+    from bnn.pipeline import RunConfig
+    from theory_checks.oracle import affine_force
+    from theory_checks.scaling import gaussian_w2
+
+    assert Normal(np.array(0.5), torch.tensor(2.0)) == Normal(0.5, 2.0)
+    assert StreamingW1(Normal(0.0, 1.0), -5, 5, 1000.0).n_bins == 1000
+    samples = np.random.default_rng(0).standard_normal((4, 50)).astype(np.float32)
+    assert gaussian_w2(np.zeros(50), np.cov(samples.T), np.zeros(50), np.eye(50)) > 0
+    logits = torch.tensor([[2.0, -1.0, 0.3], [0.1, 0.2, 3.0]])
+    for half in (torch.bfloat16, torch.float16):
+        probs = torch.softmax(logits.to(half), 1).float().numpy()
+        assert np.isfinite(nll(probs, [0, 2]))
+    assert accuracy([[0.3, 0.7], [0.8, 0.2]], np.array([True, False])) == 1.0
+    cfg = RunConfig("digits", "fashion_mnist", h_panel=np.array([3e-4, 3e-3]), data_path=pathlib.Path("/tmp"))
+    assert cfg.h_panel == (3e-4, 3e-3) and cfg.data_path == "/tmp" and cfg.to_dict()["h_panel"] == (3e-4, 3e-3)
+    hess, _ = affine_force(ONE_D, np.array([0.0, 1.0]), 1.0)
+    np.testing.assert_allclose(hess, affine_force(ONE_D, [0, 1], 1.0)[0])
+    assert synthetic(np.array([1, 4, 4]), 3, n_train=4, n_test=2).x_train.shape == (4, 1, 4, 4)
+    res = sample(ONE_D, "ubu", "sms", **RUN, x0=0.5, control_variate=True, x_ref=-0.9)
+    assert not res.diverged
+
+
+def test_a_state_dict_is_a_reference_point_and_integer_labels_of_any_width_are_labels():
+    import torch
+
+    from bnn import diagnostics, models
+    from integrators.torch.module import Localization, ModuleSampler, SamplerConfig
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2)).double()
+    net[2].bias.requires_grad_(False)  # a frozen parameter: in the state_dict, not sampled
+    cfg = SamplerConfig(0.01, 1.0, 20, batch_size=5, localization=Localization(rho=0.5, x_star=net.state_dict()))
+    sampler = ModuleSampler(net, cfg)
+    assert torch.equal(sampler.x_star, sampler.x)
+    flat = {n: p.detach().reshape(-1) for n, p in net.named_parameters()}
+    ModuleSampler(net, SamplerConfig(0.01, 1.0, 20, batch_size=5, localization=Localization(rho=0.5, x_star=flat)))
+    cnn = models.build("chest_xray", width=1 / 128, in_shape=(1, 6, 6), n_classes=3)
+    x, y = torch.rand(6, 1, 6, 6), torch.randint(0, 3, (6,))
+    for labels in (y.int(), y.to(torch.uint8)):
+        assert diagnostics.hessian_norm(cnn, x, labels, n_iter=2).value > 0

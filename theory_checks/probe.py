@@ -51,6 +51,8 @@ def checked_batch(target, batch) -> np.ndarray:
         arr = np.asarray(batch)
     except (TypeError, ValueError):
         raise ValueError(f"batch must be a list of data indices, got {batch!r}") from None
+    if arr.ndim == 1 and arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        arr = arr.astype(np.int64)  # integer-valued floats are indices too
     if arr.ndim != 1 or arr.size == 0 or arr.dtype.kind not in "iu":
         raise ValueError(f"batch must be a non-empty list of integer data indices, got {batch!r}")
     if arr.min() < 0 or arr.max() >= target.n_data:

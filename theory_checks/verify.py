@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from integrators.api import _int_at_least
+from integrators.api import _int_at_least, _positive_float
 from integrators.plans import PLANS, kernel_code, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget
@@ -177,13 +177,11 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     if isinstance(plans, str):  # a lone name would be read letter by letter
         raise ValueError(f"plans must be a list of plans, got the string {plans!r} (write [{plans!r}])")
     plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
-    if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not (0 < gamma < math.inf):
-        raise ValueError(f"gamma must be positive and finite, got {gamma!r}")
+    gamma = _positive_float("gamma", gamma)
     target = default_target() if target is None else target
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"verify needs a GaussianTarget (the exact oracle), got {type(target).__name__}")
-    if not (isinstance(budget, (int, float)) and budget > 0):
-        raise ValueError(f"budget must be a positive number of seconds, got {budget!r}")
+    budget = _positive_float("budget", budget)
     batch_size = _int_at_least("batch_size", batch_size, 1)
     if batch_size > target.n_data:
         raise ValueError(f"batch_size must lie in [1, {target.n_data}], got {batch_size!r}")

@@ -212,6 +212,7 @@ class FlatParameters:
     gradients into ``grad``).  All must share one device and one dtype."""
 
     def __init__(self, model: torch.nn.Module):
+        self.state_names = set(model.state_dict())  # what a state_dict of the model may also hold
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         if not named:
             raise ValueError("the model has no trainable parameters")
@@ -247,13 +248,13 @@ class FlatParameters:
             missing = [n for n, _ in self.named if n not in value]
             if missing:
                 raise ValueError(f"the mapping lacks parameters {missing}")
-            unknown = sorted(set(value) - {n for n, _ in self.named})
-            if unknown:
+            unknown = sorted(set(value) - self.state_names - {n for n, _ in self.named})
+            if unknown:  # (buffers and frozen parameters of a state_dict are skipped)
                 raise ValueError(f"the mapping names no parameter of the model: {unknown}")
             for n, p in self.named:
-                if tuple(torch.as_tensor(value[n]).shape) != tuple(p.shape):
-                    raise ValueError(f"the mapping's {n!r} has shape {tuple(torch.as_tensor(value[n]).shape)}, "
-                                     f"the parameter {tuple(p.shape)}")
+                shape = tuple(torch.as_tensor(value[n]).shape)
+                if shape != tuple(p.shape) and shape != (p.numel(),):  # the parameter's shape, or flat
+                    raise ValueError(f"the mapping's {n!r} has shape {shape}, the parameter {tuple(p.shape)}")
             flat = torch.cat([torch.as_tensor(value[n]).reshape(-1) for n, _ in self.named])
         else:
             flat = torch.as_tensor(value).reshape(-1)
