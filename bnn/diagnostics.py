@@ -45,7 +45,8 @@ def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_
     ``a e_+ + b e_-`` and ``a e_+ - b e_-``, so ``r = lambda (a^2 - b^2)`` stands still at a value below
     ``lambda`` while ``u`` never settles; by Cauchy-Schwarz ``|r| <= |H u|`` (``|u| = 1``) with
     equality only for an eigenvector, and there ``|H u| = lambda > |r|``. Such an operator is
-    reported with ``converged=False``."""
+    reported with ``converged=False`` and the lower bound ``|H u|`` of the last step (which, for the
+    flip, is ``lambda`` itself)."""
     dim = _int_at_least("dim", dim, 1)
     n_iter = _int_at_least("n_iter", n_iter, 1)
     tol = _positive_float("tol", tol)
@@ -65,7 +66,8 @@ def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_
         if steady and norm - abs(rayleigh) <= tol * norm:
             return PowerIteration(abs(rayleigh), k, True)
         previous = rayleigh
-    return PowerIteration(abs(rayleigh), n_iter, False)
+    # not converged: |H u| >= |u^T H u| is the better lower bound of |H|_2 (it is |H|_2 for the flip)
+    return PowerIteration(max(abs(rayleigh), norm), n_iter, False)
 
 
 def potential_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, prior_precision: float = 1.0):
