@@ -48,7 +48,7 @@ def check_predictive(probs, labels) -> tuple[np.ndarray, np.ndarray]:
 
 def integer_labels(labels, where: str = "", error=ValueError) -> np.ndarray:
     """``labels`` flattened, or ``error`` if they are not class indices (integer-valued floats
-    pass; fractions, NaN, booleans and strings do not); ``where`` prefixes the message."""
+    and booleans (two classes) pass; fractions, NaN and strings do not); ``where`` prefixes the message."""
     labels = np.asarray(labels).reshape(-1)
     prefix = f"{where}: " if where else ""
     if labels.dtype.kind == "b":  # two classes as False / True
@@ -85,7 +85,7 @@ def ace(probs, labels, n_bins: int = 20) -> float:
     errors = []
     for k in range(probs.shape[1]):
         order = np.argsort(probs[:, k], kind="stable")
-        for chunk in np.array_split(order, n_bins):
+        for chunk in np.array_split(order, min(n_bins, order.size)):  # (more bins than points: empty)
             if chunk.size:
                 errors.append(abs(np.mean(labels[chunk] == k) - np.mean(probs[chunk, k])))
     return float(np.mean(errors))

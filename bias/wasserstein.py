@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from dataclasses import dataclass
 
 import numba as nb
@@ -26,6 +25,7 @@ import numpy as np
 import scipy.special
 import scipy.stats
 
+from integrators.api import _real_number, _whole_number
 from integrators.kernel import histogram_add as _histogram_add
 from integrators.memory import check_fits
 
@@ -38,16 +38,11 @@ class Normal:
     std: float
 
     def __post_init__(self):
-        for name, positive in (("mean", False), ("std", True)):
-            value = getattr(self, name)
-            try:  # numbers, numpy scalars, 0-d arrays and tensors; not booleans or strings
-                number = math.nan if isinstance(value, bool | str) else float(value)
-            except (TypeError, ValueError):
-                number = math.nan
-            if not math.isfinite(number) or (positive and number <= 0):
-                raise ValueError(f"Normal's {name} must be a finite real number"
-                                 f"{' > 0' if positive else ''}, got {value!r}")
-            object.__setattr__(self, name, number)  # frozen: set through object
+        object.__setattr__(self, "mean", _real_number("Normal's mean", self.mean))  # frozen: set through object
+        std = _real_number("Normal's std", self.std)
+        if std <= 0:
+            raise ValueError(f"Normal's std must be > 0, got {self.std!r}")
+        object.__setattr__(self, "std", std)
 
     def cdf(self, t):
         return scipy.special.ndtr((np.asarray(t, float) - self.mean) / self.std)
@@ -210,12 +205,8 @@ class StreamingW1:
     """
 
     def __init__(self, dist, lo: float, hi: float, n_bins: int = 200_000):
-        for name, value in (("lo", lo), ("hi", hi)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite real number, got {value!r}")
-        if (isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Real) or not math.isfinite(n_bins)
-                or n_bins != int(n_bins)):
-            raise ValueError(f"n_bins must be an integer, got {n_bins!r}")
+        lo, hi = _real_number("lo", lo), _real_number("hi", hi)
+        n_bins = _whole_number("n_bins", n_bins, 1)
         if not (hi > lo) or n_bins < 1:
             raise ValueError(f"need lo < hi and n_bins >= 1, got lo={lo}, hi={hi}, n_bins={n_bins}")
         if not callable(getattr(dist, "integrated_cdf", None)):

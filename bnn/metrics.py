@@ -26,9 +26,9 @@ METRICS = {"accuracy": accuracy, "nll": nll, "ace": ace, "rps": rps, "ece": ece,
 
 
 def evaluate(probs, labels) -> dict:
-    """Every metric of :data:`METRICS` for one predictive ``probs`` ``(n, K)`` (checked once by
-    :func:`bias.metrics.check_predictive`: probabilities whose rows sum to one, integer labels in
-    ``[0, K)``; a ``ValueError`` names what is wrong)."""
+    """Every metric of :data:`METRICS` for one predictive ``probs`` ``(n, K)``, checked by
+    :func:`bias.metrics.check_predictive` before the first metric runs (probabilities whose rows
+    sum to one, integer labels in ``[0, K)``; a ``ValueError`` names what is wrong)."""
     probs, labels = check_predictive(probs, labels)
     return {name: fn(probs, labels) for name, fn in METRICS.items()}
 

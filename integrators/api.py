@@ -221,6 +221,25 @@ def _int_at_least(name, value, low):
     return int(value)
 
 
+def _whole_number(name, value, low) -> int:
+    """A count that may arrive as a float with an integral value (``1000.0``), not a fraction or a bool."""
+    if not isinstance(value, bool) and isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        if math.isfinite(value) and value == int(value):
+            value = int(value)
+    return _int_at_least(name, value, low)
+
+
+def _real_number(name, value) -> float:
+    """A finite real number: Python and numpy numbers, 0-d arrays and tensors (not bools or strings)."""
+    try:
+        number = math.nan if isinstance(value, bool | str) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return number
+
+
 def _flag(name, value) -> bool:
     """A yes/no option: ``True`` or ``False`` only (a string such as "no" would read as true)."""
     if not isinstance(value, (bool, np.bool_)):
@@ -569,9 +588,7 @@ def _histogram_spec(histogram) -> tuple[float, float, int] | None:
         lo, hi, n_bins = float(histogram[0]), float(histogram[1]), histogram[2]
     except (TypeError, ValueError, IndexError, OverflowError):
         raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
-    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral):
-        raise ValueError(f"histogram's n_bins must be an integer, got {n_bins!r}")
-    n_bins = int(n_bins)
+    n_bins = _whole_number("histogram's n_bins", n_bins, 1)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
         raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, got {histogram!r}")
     return lo, hi, n_bins

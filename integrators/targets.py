@@ -185,6 +185,8 @@ class GaussianTarget(Target):
 
     def __init__(self, means, precisions, prior_precision=None, prior_mean=None):
         means = _finite_array("means", means)
+        if means.ndim == 0:  # one number: one one-dimensional data term
+            means = means.reshape(1)
         raw_means_1d = means.ndim == 1
         if raw_means_1d:
             means = means[:, None]
@@ -192,8 +194,8 @@ class GaussianTarget(Target):
             raise ValueError(f"means must have shape (n_data, d), got {means.shape}")
         n, d = means.shape
         precisions = _finite_array("precisions", precisions)
-        if precisions.ndim == 1 and d == 1:
-            precisions = precisions[:, None, None]
+        if precisions.ndim <= 1 and d == 1:
+            precisions = precisions.reshape(-1, 1, 1)
         if precisions.shape != (n, d, d):
             hint = (f" (means of shape {(n,)} is read as {n} one-dimensional data terms; for one term in d={n} "
                     f"pass means of shape {(1, n)})" if raw_means_1d and n > 1 else "")

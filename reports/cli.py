@@ -131,7 +131,7 @@ def cmd_run(args, figures) -> int:
     _check_preset(args.preset)
     if args.workers < 1:
         raise CliError(f"--workers must be >= 1, got {args.workers}")
-    if args.scheduler is None and args.workers > local_cores():
+    if not args.scheduler and args.workers > local_cores():
         # more local processes than cores only compete for them (and each compiles its kernels)
         print(f"note: --workers {args.workers} reduced to {local_cores()}, the cores of this machine "
               f"(a Dask --scheduler may take more)", file=sys.stderr)

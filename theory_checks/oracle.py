@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from integrators.api import _flag, _int_at_least, _positive_float
+from integrators.api import _batch_size, _flag, _positive_float
 from integrators.brownian import pair_covariance
 from integrators.plans import count_orders as plan_count_orders
 from integrators.plans import resolve_plan
@@ -245,9 +245,7 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
         if plan != "full":
             raise ValueError(f"batch_size is required for plan {plan!r}")
         batch_size = n_data
-    batch_size = _int_at_least("batch_size", batch_size, 1)
-    if batch_size > n_data:
-        raise ValueError(f"batch_size must lie in [1, {n_data}], got {batch_size}")
+    batch_size = _batch_size(target, batch_size)
     scale = plan_module.force_scale(n_data, batch_size)
     noise_cov = path_noise_covariance(d, h, gamma)
     cache: dict = {}

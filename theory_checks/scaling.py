@@ -29,8 +29,8 @@ def gaussian_w2(mean1, cov1, mean2, cov2) -> float:
         mean, cov = _finite_array(f"mean{name}", mean, 1), _finite_array(f"cov{name}", cov, 2)
         if cov.shape != (mean.size, mean.size) or not np.allclose(cov, cov.T):
             raise ValueError(f"cov{name} must be a symmetric {mean.size} x {mean.size} matrix, got shape {cov.shape}")
-        # (a covariance estimated in float32 has eigenvalues of about -1e-7 of its scale)
-        if np.linalg.eigvalsh(cov).min() < -1e-6 * max(1.0, float(np.abs(cov).max())):
+        # rounding leaves a singular covariance eigenvalues of about -d eps of its scale: allow 1e3 times that
+        if np.linalg.eigvalsh(cov).min() < -1e3 * cov.shape[0] * np.finfo(float).eps * float(np.abs(cov).max()):
             raise ValueError(f"cov{name} must be positive semi-definite (a covariance)")
         means.append(mean)
         covs.append(cov)

@@ -32,7 +32,7 @@ from integrators.api import (
 )
 from integrators.bounce import make_box
 from integrators.memory import check_fits
-from integrators.plans import force_scale
+from integrators.plans import force_scale, resolve_plan
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
@@ -191,14 +191,19 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
     if isinstance(compile, str) and compile not in torch.compiler.list_backends(exclude_tags=()):
         raise ValueError(f"compile={compile!r} is not a torch.compile backend; choose True, False or one of "
-                         f"{', '.join(torch.compiler.list_backends())}")
+                         f"{', '.join(torch.compiler.list_backends(exclude_tags=()))}")
     backend = ("inductor" if compile is True else compile) if compile else None
     histogram = _histogram_spec(histogram)
     d, n = target.dim, n_chains
-    # state, force, path and observers about 16 numbers per coordinate, a permutation for rr and sms
+    # state, force, path and observers about 16 numbers per coordinate; the plan's per-chain arrays
+    # (rr and sms: uniforms, a permutation and its batches over the data) and the force's per-datum
+    # terms of a batch (the whole data under full)
+    plan_name = resolve_plan(plan).NAME
+    plan_terms = 0 if plan_name in ("full", "iid") else 3 * target.n_data
+    batch_terms = (target.n_data if plan_name == "full" else batch_size) * d
     check_fits(f"n_chains={n} with d={d}, keep={keep}, full_moments={full_moments} and "
                f"{0 if histogram is None else histogram[2]} histogram bins on {dev}",
-               8.0 * (n * (16 * d + target.n_data + keep * d + (d * d if full_moments else 0))
+               8.0 * (n * (16 * d + plan_terms + batch_terms + keep * d + (d * d if full_moments else 0))
                       + (0 if histogram is None else histogram[2])),
                limit=torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None)
     box = make_box(d, box_center, box_half_width)

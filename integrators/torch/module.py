@@ -336,6 +336,7 @@ class ModuleSampler:
         try:
             loss = loss_fn(self.model, batch)
         except IndexError as exc:  # the plan draws indices below n_data: the data must be at least that long
+            # (on CPU; on CUDA an index beyond the data is a device-side assert torch cannot name)
             raise ValueError(f"loss_fn raised IndexError on batch indices up to {int(batch.max())}: is "
                              f"SamplerConfig.n_data={self.config.n_data} larger than the data? ({exc})") from exc
         if not isinstance(loss, torch.Tensor):
