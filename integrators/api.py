@@ -487,11 +487,13 @@ def _prepare(arguments: dict) -> _Prepared:
     threads = _int_at_least("threads", threads, 1)
     dim = target.dim
     hist_lo, hist_inv_width, n_bins = _histogram_layout(a.histogram)
-    # every per-chain array about twice (the initial layout and the threads' stacks), the counts once
+    # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the
+    # histogram's counts and a tile's batch and permutation buffers over the data (int32, two of them)
     per_chain = 6 * dim + (dim * dim if a.full_moments else 0) + n_test_functions + keep * dim + 4 * STATE_WORDS
+    per_thread = n_bins + min(n_chains, TILE_SIZE) * target.n_data
     check_fits(f"n_chains={n_chains} with d={dim}, keep={keep}, full_moments={a.full_moments}, "
                f"n_test_functions={n_test_functions} and {n_bins} histogram bins",
-               8.0 * (2 * n_chains * per_chain + n_bins))
+               8.0 * (2 * n_chains * per_chain + threads * per_thread))
     box = make_box(dim, a.box_center, a.box_half_width)
     x0 = _initial_state("x0", a.x0, n_chains, dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
