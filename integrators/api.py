@@ -493,7 +493,7 @@ def _prepare(arguments: dict) -> _Prepared:
     per_thread = n_bins + min(n_chains, TILE_SIZE) * target.n_data
     check_fits(f"n_chains={n_chains} with d={dim}, keep={keep}, full_moments={a.full_moments}, "
                f"n_test_functions={n_test_functions} and {n_bins} histogram bins",
-               8.0 * (2 * n_chains * per_chain + threads * per_thread))
+               8.0 * (2 * n_chains * per_chain + min(threads, math.ceil(n_chains / TILE_SIZE)) * per_thread))
     box = make_box(dim, a.box_center, a.box_half_width)
     x0 = _initial_state("x0", a.x0, n_chains, dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
