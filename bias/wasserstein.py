@@ -207,12 +207,12 @@ class StreamingW1:
     def __init__(self, dist, lo: float, hi: float, n_bins: int = 200_000):
         lo, hi = _real_number("lo", lo), _real_number("hi", hi)
         n_bins = _whole_number("n_bins", n_bins, 1)
-        if not (hi > lo) or n_bins < 1:
-            raise ValueError(f"need lo < hi and n_bins >= 1, got lo={lo}, hi={hi}, n_bins={n_bins}")
+        if not hi > lo:
+            raise ValueError(f"need lo < hi, got lo={lo}, hi={hi}")
         if not callable(getattr(dist, "integrated_cdf", None)):
             raise ValueError(f"dist must be a law with cdf and integrated_cdf (e.g. Normal), got {type(dist).__name__}")
         check_fits(f"n_bins={n_bins}", 8.0 * n_bins)
-        self.dist, self.lo, self.hi, self.n_bins = dist, float(lo), float(hi), int(n_bins)
+        self.dist, self.lo, self.hi, self.n_bins = dist, lo, hi, n_bins
         self.width = (self.hi - self.lo) / self.n_bins
         self.counts = np.zeros(self.n_bins)
         self.tails = np.zeros(4)

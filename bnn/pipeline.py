@@ -437,7 +437,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     if not isinstance(cfg, RunConfig):
         raise ValueError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
     seed = _int_at_least("seed", seed, 0)
-    if seed >= 2**63:
+    if seed >= 2**63:  # (not _seed's 2**64: the run adds offsets of a few thousand to it for its generators)
         raise ValueError(f"seed must be < 2**63, got {seed}")
     device = resolve_device(device)
     torch.manual_seed(seed)
