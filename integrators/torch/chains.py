@@ -156,6 +156,11 @@ def compiled_step(backend: str = "inductor"):
     """:func:`fused_step` and :func:`observe` through ``torch.compile`` (one wrapper per backend,
     reused by every call of :func:`sample`: graphs are cached by scheme, plan kind and shapes, not
     by ``h``)."""
+    # every (scheme, plan kind, force) is a graph of its own: Figure 1 alone needs more than
+    # dynamo's default of 8 per function, beyond which it would fall back to eager for good
+    config = torch._dynamo.config
+    limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    setattr(config, limit, max(getattr(config, limit), 64))
     return torch.compile(fused_step, backend=backend), torch.compile(observe, backend=backend)
 
 
