@@ -150,6 +150,49 @@ def law_error(moments, target: GaussianTarget) -> float:
                  + np.linalg.norm(moments.covariance - target.covariance))
 
 
+def exact_x_declared(scheme, plan) -> bool:
+    """Whether ``scheme x plan`` declares its law exact on Gaussian targets: the scheme's
+    ``EXACT_GAUSSIAN_X`` (e.g. BAOAB), with full gradients."""
+    return resolve_plan(plan).NAME == "full" and bool(getattr(resolve_scheme(scheme), "EXACT_GAUSSIAN_X", False))
+
+
+def target_scale(target: GaussianTarget) -> float:
+    """``|Sigma|_F + |mu|``: what an error of a law (or of one of its statistics) is relative to."""
+    return float(np.linalg.norm(target.covariance) + np.linalg.norm(target.mean))
+
+
+def is_exact_law(hs, errors, scale: float, fit_points: int = 4) -> bool:
+    """A weak-error ladder (``nan`` where unstable) of an exact law: every finite error below
+    ``EXACT_LEVEL`` relative to ``scale``, and the ``fit_points`` finest ``h`` stable."""
+    hs, errors = np.asarray(hs, dtype=float), np.asarray(errors, dtype=float)
+    finite = errors[np.isfinite(errors)]
+    finest = errors[np.argsort(hs)[:fit_points]]
+    return bool(finite.size and np.all(finite < EXACT_LEVEL * scale) and np.all(np.isfinite(finest)))
+
+
+def weak_order_verdict(hs, errors, expected: float | None, scale: float, *, exact_declared: bool = False,
+                       fit_points: int = 4) -> tuple[bool | None, str]:
+    """The one rule for a weak-order ladder: ``(passed, measured)``; :func:`verify` and the claims
+    table (:func:`theory_checks.claims.weak_order_rows`) both apply it, so they agree.
+
+    An exact law (:func:`is_exact_law`) has no slope to fit: it is reported ``"exact (error at
+    rounding level)"`` and passes.  Otherwise the least-squares slope on the ``fit_points`` finest
+    ``h`` passes within ``WEAK_TOL`` of ``expected``; a law declared exact (``exact_declared``: the
+    scheme's ``EXACT_GAUSSIAN_X`` with full gradients) that is not fails whatever its slope.
+    ``expected=None`` (no claim) gives ``passed=None``: measured, asserting nothing."""
+    if is_exact_law(hs, errors, scale, fit_points):
+        return (None if expected is None and not exact_declared else True), "exact (error at rounding level)"
+    slope = fit_slope(hs, errors, fit_points)
+    measured = _fmt_slopes(hs, errors, fit_points)
+    if exact_declared:
+        finite = np.asarray(errors, dtype=float)
+        finite = finite[np.isfinite(finite)]
+        worst = f"{np.max(finite) / scale:.2e}" if finite.size else "nan"
+        return False, f"{measured}; not exact (max error {worst} relative), declared exact"
+    passed = None if expected is None else bool(np.isfinite(slope) and abs(slope - expected) <= WEAK_TOL)
+    return passed, measured
+
+
 def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed"):
     errors = []
     for h in hs:
@@ -161,9 +204,9 @@ def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed"):
     return np.array(errors)
 
 
-def _fmt_slopes(hs, errors) -> str:
+def _fmt_slopes(hs, errors, fit_points: int = 4) -> str:
     local = ", ".join("nan" if not np.isfinite(s) else f"{s:.2f}" for s in local_slopes(hs, errors))
-    return f"slope {fit_slope(hs, errors):.3f} (local: {local})"
+    return f"slope {fit_slope(hs, errors, fit_points):.3f} (local: {local})"
 
 
 def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: float = 1.0,
@@ -188,7 +231,7 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     hs = ladder("hs", hs, minimum=4)
     strong_hs = ladder("strong_hs", strong_hs)
     n_chains = _int_at_least("n_chains", n_chains, 2)
-    scale = float(np.linalg.norm(target.covariance) + np.linalg.norm(target.mean))
+    scale = target_scale(target)
     checks = []
 
     probed = probe_step_map(module, target, list(range(target.n_data)), 1.0, float(hs[0]), gamma)
@@ -221,14 +264,9 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         claim = asserted(module, plan) and expected is not None
         errors = full_errors if plan.NAME == "full" else _ladder(target, module, plan, hs, gamma, batch_size)
         exp_txt = "-" if expected is None else f"{expected:g}" + ("" if claim else " (observed, not a claim)")
-        finite = errors[np.isfinite(errors)]
-        if finite.size and np.all(finite < EXACT_LEVEL * scale) and np.all(np.isfinite(errors[-4:])):
-            checks.append(Check(name, True if claim else None, exp_txt, "exact (error at rounding level)",
-                                list(hs), list(errors)))
-            continue
-        slope = fit_slope(hs, errors)
-        passed = bool(np.isfinite(slope) and abs(slope - expected) <= WEAK_TOL) if claim else None
-        checks.append(Check(name, passed, exp_txt, _fmt_slopes(hs, errors), list(hs), list(errors)))
+        passed, measured = weak_order_verdict(hs, errors, expected if claim else None, scale,
+                                              exact_declared=exact_x_declared(module, plan))
+        checks.append(Check(name, passed, exp_txt, measured, list(hs), list(errors)))
 
     def over_budget() -> bool:
         return time.time() - t0 > budget

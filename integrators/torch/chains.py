@@ -36,7 +36,7 @@ from integrators.plans import force_scale, resolve_plan
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
-from integrators.torch.schemes import TORCH_STEPS
+from integrators.torch.schemes import TORCH_STEPS, torch_step
 from integrators.torch.targets import torch_force
 
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
@@ -187,6 +187,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     """
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
         target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
+    module = torch_step(scheme)  # a scheme registered for the Numba backend only is refused by name
+    scheme = module.NAME
     keep = _int_at_least("keep", keep, 0)
     control_variate = _flag("control_variate", control_variate)
     full_moments = _flag("full_moments", full_moments)
@@ -216,7 +218,6 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
     v_given = None if v0 is None else _initial_state("v0", v0, n, d, None)
-    module = TORCH_STEPS[scheme]
     coef = tuple(float(c) for c in module.coefficients(h, gamma))
     factors = pair_factors(gamma, h)
     force_of = torch_force(target, dev, dt, control_variate, x_ref)

@@ -27,7 +27,7 @@ from integrators.torch.bounce import make_reflect
 from integrators.torch.module import FlatParameters, SamplerConfig, SamplerDiverged, prior_precisions, run_metadata
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import mix64_reference, pair_factors, pairs_from_normals
-from integrators.torch.schemes import TORCH_STEPS
+from integrators.torch.schemes import torch_step
 
 
 def chain_seed(seed: int, k: int) -> int:
@@ -57,7 +57,7 @@ class EnsembleSampler:
         self.config, self.n_chains = config, n_chains
         dev, dt = layout.device, layout.dtype
         self.device, self.dtype = dev, dt
-        self.module = TORCH_STEPS[config.scheme]
+        self.module = torch_step(config.scheme)
         p = len(layout)
         if x0 is None:
             self.x = layout.x.detach()[None].repeat(n_chains, 1)

@@ -45,11 +45,10 @@ import torch
 
 from integrators.api import _flag, _int_at_least, _positive_float, _seed
 from integrators.plans import PLAN_CODES, force_scale
-from integrators.schemes import SCHEMES
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import GeneratorNormals, pair_factors, pairs_from_normals
-from integrators.torch.schemes import TORCH_STEPS
+from integrators.torch.schemes import torch_step
 
 
 class SamplerDiverged(RuntimeError):
@@ -132,8 +131,7 @@ class SamplerConfig:
         _positive_float("h", self.h)
         _positive_float("gamma", self.gamma)
         _int_at_least("n_data", self.n_data, 1)
-        if self.scheme not in SCHEMES:
-            raise ValueError(f"unknown scheme {self.scheme!r}; choose from {sorted(SCHEMES)}")
+        torch_step(self.scheme)  # unknown, or registered for the Numba backend only: refused by name
         if self.plan not in PLAN_CODES:
             raise ValueError(f"unknown plan {self.plan!r}; choose from {sorted(PLAN_CODES)}")
         if self.batch_size is None and self.plan != "full":
@@ -299,7 +297,7 @@ class ModuleSampler:
         dev, dt = self.params.device, self.params.dtype
         if not dt.is_floating_point:
             raise ValueError(f"parameters must be floating point, got {dt}")
-        self.module = TORCH_STEPS[config.scheme]
+        self.module = torch_step(config.scheme)
         self.normals = GeneratorNormals(config.seed, dev, dt, generator)
         plan_gen = torch.Generator(device=dev)
         plan_gen.manual_seed(int(torch.randint(2**62, (1,), generator=self.normals.generator, device=dev)))

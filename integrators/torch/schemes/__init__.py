@@ -1,4 +1,4 @@
-"""The schemes on tensors, one file each, registered under the names of :data:`integrators.schemes.SCHEMES`.
+"""The schemes on tensors, one file each, under the names of the built-in schemes of :mod:`integrators.schemes`.
 
 Every module here holds only the tensor ``step`` of the Numba scheme module of the same name;
 :class:`TorchScheme` pairs it with that module, whose constants, declared orders and ``FSAL`` are
@@ -13,11 +13,17 @@ buffer ``(P,)`` in module mode, ``(K, P)`` for an ensemble); ``dW`` and ``J`` ha
 ``x`` (the caller binds the batch); ``reflect(x, v)`` applies the elastic bounce in place (or is
 ``None``); ``g`` is the cached force of first-same-as-last schemes, and the force the step computed
 is returned.
+
+A scheme registered from user code (:func:`integrators.register_scheme`) is a Numba step only: it
+runs on the Numba backend and in the oracle, and the torch backend refuses it by name
+(:func:`torch_step`), while importing this package never depends on what has been registered.
 """
 
+import pkgutil
 from dataclasses import dataclass
 from types import ModuleType
 
+import integrators.schemes as _numba_schemes
 from integrators.schemes import SCHEMES
 from integrators.torch.schemes import baoab, em, obabo, ubu
 
@@ -28,6 +34,10 @@ class TorchScheme:
 
     tensor: ModuleType    # the module of this package: ``step``
     declared: ModuleType  # the Numba scheme module: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
+
+    @property
+    def NAME(self) -> str:  # noqa: N802 (the scheme modules' constant)
+        return self.declared.NAME
 
     @property
     def step(self):
@@ -41,10 +51,37 @@ class TorchScheme:
         return self.declared.coefficients(h, gamma)
 
 
-TORCH_STEPS = {m.NAME: TorchScheme(m, SCHEMES[m.NAME]) for m in (em, baoab, ubu, obabo)}
+# each tensor step beside the Numba module it rewrites (its ``_numba``), not the registry's entry
+# of that name: what user code registers (or unregisters) cannot change what a torch step declares
+TORCH_STEPS = {m.NAME: TorchScheme(m, m._numba) for m in (em, baoab, ubu, obabo)}
 
-if set(TORCH_STEPS) != set(SCHEMES):  # one registry: a scheme added in Numba must get its tensor step
-    raise ImportError(f"integrators.torch.schemes covers {sorted(TORCH_STEPS)}, the Numba registry "
-                      f"{sorted(SCHEMES)}")
+# every scheme file of integrators/schemes must get its tensor step (a built-in scheme, not a
+# registered one: those are Numba-only and refused by name in torch_step)
+_BUILT_IN = {name for _, name, _ in pkgutil.iter_modules(_numba_schemes.__path__)}
+if _BUILT_IN != {s.declared.__name__.rsplit(".", 1)[-1] for s in TORCH_STEPS.values()}:
+    raise ImportError(f"integrators.torch.schemes covers {sorted(TORCH_STEPS)}, the scheme files of "
+                      f"integrators.schemes are {sorted(_BUILT_IN)}")
 
-__all__ = ["TORCH_STEPS", "TorchScheme"]
+
+def torch_step(scheme) -> TorchScheme:
+    """The tensor step of ``scheme`` (a name or a scheme object), or a ``ValueError`` naming it:
+    unknown, registered for the Numba backend only (no torch step), or a registration that
+    replaced a built-in name with another step."""
+    name = scheme if isinstance(scheme, str) else getattr(scheme, "NAME", None)
+    if not isinstance(name, str):
+        raise ValueError(f"scheme must be a scheme name or a scheme object, got {scheme!r}")
+    known = sorted(set(SCHEMES) | set(TORCH_STEPS))
+    if name not in TORCH_STEPS:
+        if name in SCHEMES or not isinstance(scheme, str):
+            raise ValueError(f"scheme {name!r} has no torch step (a scheme from user code runs on the Numba "
+                             f"backend only); the torch backend runs {', '.join(sorted(TORCH_STEPS))}")
+        raise ValueError(f"unknown scheme {name!r}; choose from {known}")
+    found = TORCH_STEPS[name]
+    given = scheme if not isinstance(scheme, str) else SCHEMES.get(name, found.declared)
+    if given is not found.declared:
+        raise ValueError(f"scheme {name!r} here is a step of its own, which has no torch step (the torch "
+                         f"backend's {name!r} is the built-in integrators.schemes.{name})")
+    return found
+
+
+__all__ = ["TORCH_STEPS", "TorchScheme", "torch_step"]
