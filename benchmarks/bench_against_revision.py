@@ -23,9 +23,21 @@ import tempfile
 import time
 from pathlib import Path
 
+# how `sms-langevin bench` runs this script: not at all, for the reason given (it needs a revision to compare with);
+# "smallest": its smallest run, which the tests make (see reports.cli.cmd_bench)
+BENCH_ARGS = {"cpu": "needs a git revision to compare with: python benchmarks/bench_against_revision.py REV",
+              "smallest": ["HEAD", "--repeats", "1", "--chains", "256", "--steps", "20"]}
+
 
 def export_before(rev: str, root: Path) -> None:
-    data = subprocess.run(["git", "archive", rev, "integrators"], check=True, capture_output=True).stdout
+    """Raises ValueError (one line) when ``rev``'s ``integrators`` cannot be exported."""
+    try:
+        data = subprocess.run(["git", "archive", rev, "integrators"], check=True, capture_output=True,
+                              cwd=Path(__file__).resolve().parents[1]).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        why = exc.stderr.decode(errors="replace").strip() if isinstance(exc, subprocess.CalledProcessError) else exc
+        raise ValueError(f"cannot export integrators/ at revision {rev!r} (git archive in "
+                         f"the project's folder): {why}") from None
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(root, filter="data")
     (root / "integrators").rename(root / "integrators_before")
@@ -50,10 +62,16 @@ def main(argv=None):
     parser.add_argument("rev", help="the git revision to compare with (e.g. main, a commit)")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--chains", type=int, default=20_000)
-    parser.add_argument("--steps", type=int, default=400)
+    parser.add_argument("--steps", type=int, default=400, help="steps per run (> 10: the histogram run's burn-in)")
     args = parser.parse_args(argv)
+    if args.repeats < 1 or args.chains < 1 or args.steps <= 10:
+        parser.error(f"--repeats and --chains must be >= 1 and --steps > 10, got {args.repeats}, {args.chains}, "
+                     f"{args.steps}")
     with tempfile.TemporaryDirectory() as tmp:
-        export_before(args.rev, Path(tmp))
+        try:
+            export_before(args.rev, Path(tmp))
+        except ValueError as exc:
+            parser.error(" ".join(str(exc).split()))
         sys.path.insert(0, tmp)
         import integrators_before
 

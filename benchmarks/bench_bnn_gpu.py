@@ -10,7 +10,8 @@ includes warm-up and is left out of the medians when there are several), and a M
 ``benchmarks/RESULTS.md`` (``--results PATH`` appends it there).
 
     PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py                # CUDA if present, < 2 min on an H100
-    PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --tiny         # CPU smoke test (small data, width 1/4)
+    PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --tiny         # CPU-sized run (small data, width 1/4)
+    PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --smoke        # the smallest run (a check that it runs)
     PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --chains 4     # also: 4 SMS-UBU chains at once vs one
 
 ``--chains K`` then times the sampling stage in the torch samplers' multi-chain mode
@@ -33,6 +34,13 @@ import torch  # noqa: E402
 
 from bnn import pipeline  # noqa: E402
 
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
+# BENCH_ARGS["cpu"][P] (small CPU-sized runs); skipped where torch is absent (see reports.cli.cmd_bench)
+BENCH_ARGS = {"requires": ["torch"],
+              "cpu": {"tiny": ["--smoke"], "quick": ["--tiny", "--epochs", "1"], "full": ["--tiny"]},
+              "cuda": {"tiny": ["--device", "cuda", "--tiny"], "quick": ["--device", "cuda"],
+                       "full": ["--device", "cuda", "--chains", "4"]}}
+
 
 def _median(xs):
     xs = xs[1:] if len(xs) > 2 else xs
@@ -42,11 +50,19 @@ def _median(xs):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tiny", action="store_true", help="small CPU check: 2,000 images, width 1/4")
+    ap.add_argument("--smoke", action="store_true",
+                    help="the smallest run (a check that it runs, not a measurement): 400 images, width 1/8, "
+                         "one epoch per stage unless --epochs")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
-    ap.add_argument("--epochs", type=int, default=3, help="Adam epochs and SMS-UBU epochs (default 3)")
+    ap.add_argument("--epochs", type=int, default=None,
+                    help="Adam epochs and SMS-UBU epochs (default 3; 1 with --smoke)")
     ap.add_argument("--results", default=None, help="append the Markdown row to this file")
     ap.add_argument("--chains", type=int, default=0, help="also time K SMS-UBU chains at once against one (K >= 2)")
     args = ap.parse_args(argv)
+    if args.tiny and args.smoke:
+        ap.error("--tiny and --smoke are two sizes: give one")
+    if args.epochs is None:
+        args.epochs = 1 if args.smoke else 3
     if args.epochs < 1:
         ap.error(f"--epochs must be >= 1, got {args.epochs}")
     if args.chains == 1 or args.chains < 0:
@@ -55,8 +71,9 @@ def main(argv=None) -> int:
     if device.startswith("cuda") and not torch.cuda.is_available():
         ap.error("--device cuda but torch sees no CUDA device")
     name = torch.cuda.get_device_name(0) if device.startswith("cuda") else f"CPU ({torch.get_num_threads()} threads)"
-    cfg = pipeline.RunConfig("synthetic_fashion", "fashion_mnist", width=0.25 if args.tiny else 1.0,
-                             n_train=2000 if args.tiny else None, n_test=500 if args.tiny else None,
+    size = "smoke" if args.smoke else "tiny" if args.tiny else None
+    width, n_train, n_test = {"smoke": (0.125, 400, 100), "tiny": (0.25, 2000, 500), None: (1.0, None, None)}[size]
+    cfg = pipeline.RunConfig("synthetic_fashion", "fashion_mnist", width=width, n_train=n_train, n_test=n_test,
                              epochs_train=args.epochs, epochs_swa=1, epochs_burn=args.epochs - 1, epochs_sample=1,
                              h=2.5e-4, samplers=("SMS-UBU",))
     t0 = time.perf_counter()
@@ -71,7 +88,7 @@ def main(argv=None) -> int:
     diverged = res["methods"]["SMS-UBU"]["diverged"]
     print(f"median Adam epoch {adam:.3f} s, median SMS-UBU epoch {sms:.3f} s: ratio {sms / adam:.2f} "
           f"(SMS-UBU {'diverged at step ' + str(diverged) if diverged else 'finite'}); whole run {total:.1f} s")
-    row = (f"| bench_bnn_gpu{' --tiny' if args.tiny else ''} | {name} | {res['n_parameters']:,} | {adam:.3f} | "
+    row = (f"| bench_bnn_gpu{' --' + size if size else ''} | {name} | {res['n_parameters']:,} | {adam:.3f} | "
            f"{sms:.3f} | {sms / adam:.2f} | {total:.1f} |")
     print("\n| run | device | parameters | Adam epoch (s) | SMS-UBU epoch (s) | ratio | whole run (s) |\n"
           "| --- | --- | --- | --- | --- | --- | --- |\n" + row)

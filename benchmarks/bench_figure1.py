@@ -36,6 +36,12 @@ from bias import figure1
 from integrators import GaussianTarget, sample, sample_together
 from integrators.api import TILE_SIZE
 
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P], "{out}" a folder for its files
+# (see reports.cli.cmd_bench)
+BENCH_ARGS = {"cpu": {"tiny": ["--preset", "tiny", "--kernel-steps", "1e5", "--out", "{out}"],
+                      "quick": ["--preset", "quick", "--kernel-steps", "2e6", "--out", "{out}"],
+                      "full": ["--preset", "full", "--out", "{out}"]}}
+
 
 def _thread_counts(text: str) -> list[int]:
     try:

@@ -33,6 +33,10 @@ from integrators import GaussianTarget, sample
 from integrators.api import TILE_SIZE
 from integrators.kernel import histogram_add
 
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.cli.cmd_bench)
+BENCH_ARGS = {"cpu": {"tiny": ["--steps", "200", "--kernel-steps", "2e5"],
+                      "quick": ["--steps", "1000", "--kernel-steps", "3e6"], "full": []}}
+
 
 @nb.njit(nogil=True, inline="always")
 def _old_add_value(value, lo, hi, inv_width, counts, tails):

@@ -30,6 +30,10 @@ from integrators.rng import lane_states
 
 H, GAMMA = 0.1, 1.0
 
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.cli.cmd_bench)
+BENCH_ARGS = {"cpu": {"tiny": ["--chains", "2000", "--steps", "40"], "quick": ["--chains", "20000", "--steps", "200"],
+                      "full": []}}
+
 
 def best_of(fn, repeats=3):
     times = []
@@ -130,8 +134,8 @@ def main(argv=None):
     # the kernel's own buffers (cache-line aligned) and a tile of stream states
     states = aligned_zeros((4, TILE_SIZE), np.uint64)
     states[...] = lane_states(0, 0, 0, TILE_SIZE)
-    work = make_work_buffers(TILE_SIZE, 1, 2, 1, 0)
-    path_work = (work.dW, work.J, work.z1, work.z2, work.raw)
+    buffers = make_work_buffers(TILE_SIZE, 1, 2, 1, 0)  # not `work`: that is the chain-step count above
+    path_work = (buffers.dW, buffers.J, buffers.z1, buffers.z2, buffers.raw)
     draw_path_normals(states, *path_work, 1)
     n_blocks = math.ceil(n / TILE_SIZE)
     t_d = best_of(lambda: [draw_path_normals(states, *path_work, steps) for _ in range(n_blocks)], repeats=5)

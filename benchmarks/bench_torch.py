@@ -12,6 +12,7 @@
 
     PYTHONPATH=. python3 benchmarks/bench_torch.py --device cuda      # < 2 minutes on one H100
     PYTHONPATH=. python3 benchmarks/bench_torch.py --device cpu --small
+    PYTHONPATH=. python3 benchmarks/bench_torch.py --device cpu --smoke     # every part, smallest sizes
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ from integrators.torch.schemes import ubu
 from integrators.torch.targets import torch_force
 
 FMNIST_PARAMETERS = 1_265_258  # the supplement's Table 1
+
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
+# BENCH_ARGS["cpu"][P]; skipped where torch is absent (see reports.cli.cmd_bench)
+BENCH_ARGS = {"requires": ["torch"],
+              "cpu": {"tiny": ["--device", "cpu", "--smoke"],
+                      "quick": ["--device", "cpu", "--small", "--no-compile", "--chains", "4096"],
+                      "full": ["--device", "cpu", "--small"]},
+              "cuda": {"tiny": ["--device", "cuda", "--smoke"], "quick": ["--device", "cuda", "--preset", "quick"],
+                       "full": ["--device", "cuda"]}}
 
 
 def fmnist_cnn(in_channels: int = 1, num_classes: int = 10, low_rank: int = 32) -> nn.Module:
@@ -80,14 +90,13 @@ def timed(fn, device, reps):
     return (time.perf_counter() - t0) / reps
 
 
-def bench_module(device, n_data, reps, rounds):
+def bench_module(device, n_data, reps, rounds, batch=200):
     torch.manual_seed(0)
     model = fmnist_cnn().to(device)
     n_params = sum(p.numel() for p in model.parameters())
     assert n_params == FMNIST_PARAMETERS, n_params
     X = torch.randn(n_data, 1, 28, 28, device=device)
     Y = torch.randint(0, 10, (n_data,), device=device)
-    batch = 200
 
     def loss_fn(net, idx):
         return F.cross_entropy(net(X[idx]), Y[idx], reduction="sum")
@@ -296,10 +305,13 @@ def bench_figure1(device, preset, chain_counts, whole):
               f"(diverged: {', '.join(diverged) or 'none'})")
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--small", action="store_true", help="a quick CPU-sized run")
+    parser.add_argument("--smoke", action="store_true",
+                        help="the smallest run through every part (a check that it runs, not a measurement): (a) "
+                             "batch 20, one round; (b) 1,024 chains x 5 steps, no torch.compile; (c) preset tiny")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--skip", default="", help="parts to skip, e.g. 'a' or 'ac'")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
@@ -308,7 +320,7 @@ def main():
                         help="(c): more chain counts per repeat to time, e.g. 2**19,2**20")
     parser.add_argument("--preset", default=None, help="(c): Figure 1 preset (default: full on cuda, tiny on cpu)")
     parser.add_argument("--whole-figure", action="store_true", help="(c): also time the whole figure at the preset")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -317,17 +329,19 @@ def main():
           + (f" ({torch.cuda.get_device_name(device)})" if cuda else f", {torch.get_num_threads()} threads"))
     t0 = time.perf_counter()
     if "a" not in args.skip:
-        if cuda:
+        if args.smoke:
+            bench_module(device, n_data=40, reps=1, rounds=1, batch=20)
+        elif cuda:
             bench_module(device, n_data=6000, reps=20, rounds=5)
         else:
             bench_module(device, n_data=1000, reps=1 if args.small else 5, rounds=3)
     if "b" not in args.skip:
-        n_chains = args.chains or (2**23 if cuda else (2**14 if args.small else 2**18))
-        steps = 50 if cuda else (20 if args.small else 50)
-        bench_chains(device, n_chains, steps, compile_too=not args.no_compile)
+        n_chains = args.chains or (2**10 if args.smoke else 2**23 if cuda else (2**14 if args.small else 2**18))
+        steps = 5 if args.smoke else 50 if cuda else (20 if args.small else 50)
+        bench_chains(device, n_chains, steps, compile_too=not (args.no_compile or args.smoke))
     if "c" not in args.skip:
         counts = [int(eval(c, {})) for c in args.figure_chains.split(",") if c]  # noqa: S307 (2**k from the command line)
-        bench_figure1(device, args.preset or ("full" if cuda else "tiny"), counts, args.whole_figure)
+        bench_figure1(device, args.preset or ("full" if cuda and not args.smoke else "tiny"), counts, args.whole_figure)
     print(f"total {time.perf_counter() - t0:.1f} s")
 
 
