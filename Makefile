@@ -41,7 +41,7 @@ clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
 
 demo-1d: $(VENV)/.installed
-	$(PY) -m integrators.demo --out out/demo
+	$(VENV)/bin/sms-langevin run demo --preset quick --out out/demo  # the report's demo figure alone
 
 reproduce-full: $(VENV)/.installed
 	$(VENV)/bin/sms-langevin run all --preset full --out out/full --resume

@@ -220,6 +220,14 @@ def write_ordering(path: Path, rows: list[Row]) -> None:
         writer.writerows(ordering(rows))
 
 
+def diverged_step_sizes(rows) -> dict[str, list[float]]:
+    """``{sampler: [step sizes where it diverged, largest first]}``, each sampler once."""
+    out: dict[str, list[float]] = {}
+    for r in sorted((r for r in rows if r.diverged), key=lambda r: -r.h):
+        out.setdefault(r.sampler, []).append(r.h)
+    return out
+
+
 def bias_at(rows: list[Row], h: float) -> dict:
     """``|bias|`` per sampler at step size ``h`` (diverged samplers left out)."""
     return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h) and not r.diverged}

@@ -1,25 +1,22 @@
 """Demo: SMS-UBU against SG-UBU on the paper's 1-D example, against the exact target.
 
-    python -m integrators.demo --out out/demo
+    sms-langevin run demo --preset quick --out out/demo      (make demo-1d)
 
-Writes ``demo.png`` (sample densities at the largest step next to the exact density, and the
-bias of the stationary variance against ``h`` on log-log axes), ``demo.csv`` (the numbers
-behind the plot) and ``metadata.json`` (seed, preset, versions, git commit).
+The figure ``demo`` of the reports (:mod:`reports.fig_demo`) runs :func:`run_unit` per sampler and
+step size and draws with :func:`write_outputs`: ``demo.png`` (sample densities at the largest step
+next to the exact density, and the bias of the stationary variance against ``h`` on log-log
+axes) and ``demo.csv`` (the numbers behind the plot, columns :data:`CSV_COLUMNS`).
 """
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 
 from integrators import GaussianTarget, sample
-from integrators.metadata import metadata, unwritable
 
 SAMPLERS = {"SMS-UBU": ("ubu", "sms"), "SG-UBU": ("ubu", "iid")}
 PRESETS = {"quick": {"n_chains": 4000, "time": 800.0}, "tiny": {"n_chains": 400, "time": 100.0},
@@ -27,6 +24,8 @@ PRESETS = {"quick": {"n_chains": 4000, "time": 800.0}, "tiny": {"n_chains": 400,
 
 
 HIST_BINS = 80
+CSV_COLUMNS = ("sampler", "scheme", "plan", "h", "mean", "mean_se", "variance", "variance_se", "variance_bias",
+               "mean_bias", "diverged_chains")
 
 
 def hist_edges(target) -> np.ndarray:
@@ -47,33 +46,18 @@ def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
     res = sample(target, scheme, plan, h=h, gamma=1.0, n_chains=cfg["n_chains"], n_steps=int(cfg["time"] / h),
                  burn_in=int(20.0 / h), batch_size=1, seed=seed,
                  histogram=(edges[0], edges[-1], HIST_BINS) if k == 2 else None)
-    row = {"sampler": name, "scheme": scheme, "plan": plan, "h": h,
-           "mean": res.mean[0], "mean_se": res.mean_se[0], "variance": res.variance[0],
-           "variance_se": res.variance_se[0], "variance_bias": res.variance[0] - exact_var,
-           "mean_bias": res.mean[0] - exact_mean, "diverged_chains": res.n_diverged}
+    row = dict(zip(CSV_COLUMNS, (name, scheme, plan, h, res.mean[0], res.mean_se[0], res.variance[0],
+                                 res.variance_se[0], res.variance[0] - exact_var, res.mean[0] - exact_mean,
+                                 res.n_diverged), strict=True))
     row = {key: (float(val) if isinstance(val, (float, np.floating)) else val) for key, val in row.items()}
     hist = res.histogram.tolist() if k == 2 else None
     return {"row": row, "hist": hist, "summary": res.summary()}
 
 
-def run(out: Path, seed: int = 0, preset: str = "quick") -> list[dict]:
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    out.mkdir(parents=True, exist_ok=True)
-    results = []
-    for name in SAMPLERS:
-        for k in range(2, 6):
-            results.append(run_unit(name, k, preset, seed))
-            print(f"  {name:8s} h=2^-{k}: {results[-1]['summary']}", flush=True)
-    write_outputs(out, results)
-    (out / "metadata.json").write_text(json.dumps(metadata(seed, preset), indent=2) + "\n")
-    return [r["row"] for r in results]
-
-
 def write_outputs(out: Path, results: list[dict]) -> None:
     rows = [r["row"] for r in results]
     with open(out / "demo.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)  # fixed: rows read back from JSON come key-sorted
         writer.writeheader()
         writer.writerows(rows)
     hists = {r["row"]["sampler"]: np.array(r["hist"]) for r in results if r["hist"] is not None}
@@ -113,25 +97,3 @@ def plot(path: Path, rows, hists):
     fig.savefig(path, dpi=120)
     fig.savefig(path.with_suffix(".pdf"))
     plt.close(fig)
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="SMS-UBU vs SG-UBU on the paper's 1-D example")
-    parser.add_argument("--out", default="out/demo", help="output folder (created if missing)")
-    parser.add_argument("--seed", type=int, default=0, help="run seed (>= 0)")
-    parser.add_argument("--preset", default="quick", choices=sorted(PRESETS), help="run size")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    problem = unwritable(out)
-    if problem:
-        parser.exit(2, f"error: cannot write to --out {out}: {problem}\n")
-    t0 = time.time()
-    print(f"SMS-UBU vs SG-UBU on the 1-D example (preset {args.preset}, seed {args.seed})")
-    run(out, args.seed, args.preset)
-    print(f"wrote {out / 'demo.png'}, {out / 'demo.csv'}, {out / 'metadata.json'} "
-          f"in {time.time() - t0:.1f} s")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -30,7 +30,21 @@ class CliError(Exception):
     """A user error: printed as one line, exit code 2."""
 
 
+class _ShowDefaults(argparse.HelpFormatter):
+    """``--help`` names every option's default (a flag's ``False`` and an absent ``None`` say nothing)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.option_strings and not any(action.default is v for v in (None, False, argparse.SUPPRESS)):
+            text += " (default: %(default)s)"
+        return text
+
+
 class Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _ShowDefaults)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, exit code 2
         raise CliError(message)
 
@@ -45,20 +59,21 @@ def build_parser() -> Parser:
     run.add_argument("--out", default="out/run", help="output folder (results, figures, report)")
     run.add_argument("--seed", type=int, default=0, help="run seed; unit seeds derive from it")
     run.add_argument("--resume", action="store_true", help="skip units already finished in --out")
-    run.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    run.add_argument("--workers", type=int, default=1, help="local worker processes")
     run.add_argument("--scheduler", default=None, help="address of a Dask scheduler to run units on")
     run.add_argument("--local-dask", action="store_true", help="start a local Dask cluster of --workers")
     run.add_argument("--backend", default="numba", choices=["numba", "torch"],
-                     help="kernel for the figures that offer a choice (figure1): numba (default) or torch")
+                     help="kernel for the figures that offer a choice (figure1)")
     run.add_argument("--device", default=None, help="torch device for --backend torch: cpu or cuda")
     rep = sub.add_parser("report", help="rebuild figures and the report from persisted results only")
     rep.add_argument("--out", default="out/run", help="the folder of a previous run")
     rep.add_argument("--preset", default=None, help="preset of that run (default: read from it)")
     cl = sub.add_parser("claims", help="the claims table alone")
-    cl.add_argument("--preset", default="quick", help="quick or full")
+    cl.add_argument("--preset", default="quick", help="tiny (= quick), quick or full")
     cl.add_argument("--out", default="out/claims", help="output folder")
     bench = sub.add_parser("bench", help="run the benchmarks (speed and memory ratios)")
-    bench.add_argument("--preset", default="quick", help="preset of the benchmarks that take one (tiny, quick or full)")
+    bench.add_argument("--preset", default="quick",
+                       help="size of every benchmark's run, as its BENCH_ARGS says: tiny, quick or full")
     bench.add_argument("--out", default=None,
                        help="folder for the outputs of benchmarks that write files (default: a temporary one)")
     bench.add_argument("--dir", default=None, help="folder of bench_*.py scripts (default: the project's benchmarks/)")
@@ -157,8 +172,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     skipped = 0
     for fid in ids:
         level = registry.module_preset(figures[fid], args.preset)
-        for unit in figures[fid].units(level):
-            unit = {**unit, **backend} if getattr(figures[fid], "BACKENDS", None) else unit
+        for unit in _units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
             wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset)
             if args.resume:
@@ -187,25 +201,38 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             progress.advance(f"{fid} {unit}")
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
-    run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids}
+    run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
     (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n")
-    build_outputs(out, figures, ids, args.preset, args.seed)
+    build_outputs(out, figures, ids, args.preset, args.seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
 
 
-def build_outputs(out: Path, figures, ids, preset, run_seed: int) -> None:
+def _units(mod, level: str, backend: dict) -> list[dict]:
+    """The units of a figure at ``level``; a figure that offers backends carries the run's
+    ``{"backend", "device"}`` in each unit (so its results live under keys of their own)."""
+    return [{**unit, **backend} if getattr(mod, "BACKENDS", None) else unit for unit in mod.units(level)]
+
+
+def _backend_flags(backend: dict) -> str:
+    return "".join(f" --{k} {v}" for k, v in backend.items())
+
+
+def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
     """Draw every figure of ``ids`` from the units persisted in ``out``, each checked to have been
-    computed with ``preset``, ``run_seed`` and the current code."""
+    computed with ``preset``, ``run_seed``, ``backend`` (``{}``: the Numba default) and the current
+    code."""
     from reports.report import write_report
+    backend = backend or {}
     store = Store(out)
     drawn = {}
     for fid in ids:
         mod = figures[fid]
         level = registry.module_preset(mod, preset)
         results, missing = [], []
-        rerun = f"sms-langevin run {fid} --resume --preset {preset} --seed {run_seed} --out {out}"
-        for unit in mod.units(level):
+        flags = _backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
+        rerun = f"sms-langevin run {fid} --resume --preset {preset} --seed {run_seed}{flags} --out {out}"
+        for unit in _units(mod, level, backend):
             wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset)
             try:
                 res = store.load(fid, unit, wanted)
@@ -224,6 +251,8 @@ def build_outputs(out: Path, figures, ids, preset, run_seed: int) -> None:
         figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),
                             "unit_seeds": "derived from run_seed and each unit (see units/)",
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
+        if getattr(mod, "BACKENDS", None):
+            figure_meta.update(backend or {"backend": "numba"})
         (out / "report" / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")
         info["files"] = list(info["files"]) + ["metadata.json"]
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},
@@ -235,8 +264,20 @@ def cmd_report(args, figures) -> int:
     out = _out_path(args.out)
     if args.preset is not None:
         _check_preset(args.preset)
-    if not (out / "units").is_dir():
+    if not out.is_dir() or not ((out / "units").is_dir() or (out / ".lock").exists()):
         raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
+    with _lock(out):  # first: a run still writing there is named in one line, whatever it has written yet
+        if not (out / "units").is_dir():
+            raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
+        preset, seed, ids, backend = _read_run(out, figures, args.preset)
+        build_outputs(out, figures, ids, preset, seed, backend)
+    print(f"report: {out / 'report' / 'index.html'}")
+    return 0
+
+
+def _read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str], dict]:
+    """Preset, seed, ids and backend of the run in ``out``, from ``run.json`` or, where that is
+    unreadable, from its unit files; ``preset`` (given) overrides the recorded one."""
     try:
         run_meta = json.loads((out / "run.json").read_text())
         if not isinstance(run_meta, dict):
@@ -251,18 +292,20 @@ def cmd_report(args, figures) -> int:
     ids = [i for i in ids if i in figures]
     if not ids:
         raise CliError(f"no figure of this registry has persisted units in {out}")
-    preset = args.preset or run_meta.get("preset", "quick")
+    preset = preset or run_meta.get("preset", "quick")
     try:
-        _check_preset(preset)  # args.preset passed above: a failure here is run.json's preset
+        _check_preset(preset)  # a given preset passed its check before: a failure here is run.json's
     except CliError as exc:
         raise CliError(f"{out / 'run.json'}: {exc}") from None
     seed = run_meta.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise CliError(f"{out / 'run.json'}: seed must be an integer >= 0, got {seed!r}")
-    with _lock(out):
-        build_outputs(out, figures, ids, preset, seed)
-    print(f"report: {out / 'report' / 'index.html'}")
-    return 0
+    backend = run_meta.get("backend") or {}
+    if not (isinstance(backend, dict) and set(backend) <= {"backend", "device"}
+            and all(isinstance(v, str) for v in backend.values())):
+        raise CliError(f"{out / 'run.json'}: backend must be {{}} or {{'backend': ..., 'device': ...}}, "
+                       f"got {backend!r}")
+    return preset, seed, ids, backend
 
 
 def _infer_run(out: Path, figures) -> dict:
@@ -282,23 +325,49 @@ def _infer_run(out: Path, figures) -> dict:
         meta.update({k: fprint[k] for k, name in (("preset", "preset"), ("run_seed", "seed")) if k in fprint})
         if "run_seed" in meta:
             meta["seed"] = meta.pop("run_seed")
+    meta["backend"] = _infer_backend(out, figures)
     return meta
+
+
+def _infer_backend(out: Path, figures) -> dict:
+    """The ``{"backend", "device"}`` of the units of a figure that offers backends (``{}``: Numba)."""
+    for fid, mod in figures.items():
+        if getattr(mod, "BACKENDS", None):
+            for path in sorted((out / "units" / fid).glob("*.json")):
+                try:
+                    unit = json.loads(path.read_text())["unit"]
+                    return {k: unit[k] for k in ("backend", "device") if k in unit}
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+    return {}
 
 
 def cmd_claims(args, figures) -> int:
     from theory_checks import claims
-    if args.preset not in claims.PRESETS:
-        raise CliError(f"unknown preset {args.preset!r}; choose from {', '.join(claims.PRESETS)}")
+    _check_preset(args.preset)
+    preset = registry.module_preset(claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = _out_path(args.out)
     _check_out(out)
-    return claims.main(["--preset", args.preset, "--out", str(out)])
+    return claims.main(["--preset", preset, "--out", str(out)])
 
 
 def cmd_bench(args, figures) -> int:
-    """Run every ``bench_*.py``; a script whose parser declares ``--preset`` / ``--out`` gets this
-    command's preset and a folder under ``--out`` (a temporary folder unless given).  Fails (exit 2)
-    when any benchmark fails."""
-    import re
+    """Run every ``bench_*.py`` as its module-level ``BENCH_ARGS`` says (read from the script's source as a
+    literal; the script is not imported here)::
+
+        BENCH_ARGS = {"cpu": {"tiny": [...], "quick": [...], "full": [...]},  # where torch sees no CUDA device
+                      "cuda": {...},          # optional: where it sees one (without it "cpu" serves everywhere)
+                      "requires": ["torch"],  # optional: modules it imports; skipped where one is absent
+                      "smallest": [...]}      # optional: its smallest run, made by the tests (default cpu, tiny)
+
+    An entry is the script's arguments at this command's ``--preset``, ``{out}`` standing for a folder for
+    its files under ``--out`` (a temporary folder unless given), or a string: why the script is skipped
+    there, printed as a one-line note (a string in place of a device's presets skips it at every preset).
+    A script without ``BENCH_ARGS`` gets ``--preset PRESET --out FOLDER``.  Fails (exit 2) when any
+    benchmark fails or its ``BENCH_ARGS`` is malformed."""
+    import ast
+    import importlib.util
+    import shlex
     import tempfile
     _check_preset(args.preset)
     root = Path(args.dir) if args.dir is not None else Path(__file__).resolve().parents[1] / "benchmarks"
@@ -310,20 +379,76 @@ def cmd_bench(args, figures) -> int:
     if args.out is not None:
         out = _out_path(args.out)
         _check_out(out)
-    failed = []
+    cuda = []  # [whether torch sees a CUDA device], asked once, only if a script has "cuda" arguments
+
+    def how(script: Path, folder: str):
+        """(where, the arguments or a reason to skip); ValueError if ``BENCH_ARGS`` is malformed."""
+        try:
+            tree = ast.parse(script.read_text(errors="replace"), str(script))
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise ValueError(f"unreadable: {exc}") from None
+        found = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == "BENCH_ARGS" for t in node.targets)]
+        if not found:
+            return "no BENCH_ARGS", ["--preset", args.preset, "--out", folder]
+        try:
+            spec = ast.literal_eval(found[-1])
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise ValueError("BENCH_ARGS must be a literal (no names or calls)") from None
+        if not isinstance(spec, dict) or "cpu" not in spec or any(
+                not isinstance(spec[k], dict | str) for k in ("cpu", "cuda") if k in spec):
+            raise ValueError('BENCH_ARGS must be a dict with a "cpu" entry, "cpu" and "cuda" dicts of presets or '
+                             'reasons to skip')
+        requires = spec.get("requires", [])
+        if not isinstance(requires, list) or not all(isinstance(m, str) for m in requires):
+            raise ValueError(f'BENCH_ARGS["requires"] must be a list of module names, got {requires!r}')
+
+        def absent(module):
+            try:
+                return importlib.util.find_spec(module) is None
+            except (ImportError, ValueError):
+                return True
+
+        missing = [m for m in requires if absent(m)]
+        if missing:
+            return "any", f"needs {', '.join(missing)}, not installed here"
+        if "cuda" in spec and not cuda:
+            try:
+                import torch
+                cuda.append(bool(torch.cuda.is_available()))
+            except ImportError:
+                cuda.append(False)
+        where = "cuda" if "cuda" in spec and cuda[0] else "cpu"
+        entry = spec[where] if isinstance(spec[where], str) else spec[where].get(args.preset)
+        if isinstance(entry, str):
+            return where if isinstance(spec[where], str) else f"{where}, {args.preset}", entry
+        if not isinstance(entry, list) or not all(isinstance(a, str) for a in entry):
+            raise ValueError(f"BENCH_ARGS[{where!r}][{args.preset!r}] must be a list of arguments or a reason to "
+                             f"skip, got {entry!r}")
+        return f"{where}, {args.preset}", [a.replace("{out}", folder) for a in entry]
+
+    failed, skipped = [], 0
     with tempfile.TemporaryDirectory(prefix="sms-langevin-bench-") as tmp:
         base = out if args.out is not None else Path(tmp)
         for script in scripts:
-            text = script.read_text(errors="replace")
-            extra = []
-            if re.search(r"add_argument\(\s*['\"]--preset['\"]", text):
-                extra += ["--preset", args.preset]
-            if re.search(r"add_argument\(\s*['\"]--out['\"]", text):
-                extra += ["--out", str(base / script.stem)]
-            print(f"== {script.name} {' '.join(extra)}".rstrip(), flush=True)
+            try:
+                where, extra = how(script, str(base / script.stem))
+            except ValueError as exc:
+                print(f"== {script.name}: {' '.join(str(exc).split())}", flush=True)
+                failed.append(f"{script.name} (BENCH_ARGS)")
+                continue
+            if isinstance(extra, str):
+                print(f"== {script.name} ({where}): skipped, {' '.join(extra.split())}", flush=True)
+                skipped += 1
+                continue
+            print(f"== {script.name} ({where}): {shlex.join(extra) or '(no arguments)'}", flush=True)
+            t0 = time.perf_counter()
             code = subprocess.run([sys.executable, str(script), *extra], check=False, env=os.environ.copy()).returncode
+            print(f"== {script.name}: exit {code} after {time.perf_counter() - t0:.1f} s", flush=True)
             if code != 0:
                 failed.append(f"{script.name} (exit {code})")
+    print(f"== {len(scripts) - skipped - len(failed)} benchmarks passed, {skipped} skipped, {len(failed)} failed",
+          flush=True)
     if failed:
         raise CliError(f"{len(failed)} of {len(scripts)} benchmarks failed: {', '.join(failed)}")
     return 0
@@ -357,6 +482,9 @@ def cmd_tour(args, figures) -> int:
 def main(argv=None) -> int:
     parser = build_parser()
     t0 = time.time()
+    if not (sys.argv[1:] if argv is None else argv):  # no command: what the commands are, not one line
+        parser.print_help(sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
         figures = registry.load()

@@ -48,7 +48,8 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
     h0 = max(r.h for r in rows)
     biases = logistic.bias_at(rows, h0)
     order = sorted(biases, key=biases.get)
-    diverged = sorted({f"{r.sampler} ({r.diverged})" for r in rows if r.diverged})
+    diverged = [f"{name} at h = {', '.join(f'{h:g}' for h in hs)}"
+                for name, hs in logistic.diverged_step_sizes(rows).items()]
     return {"files": ["logistic.png", "logistic.pdf", "logistic.csv", "logistic_ordering.csv"],
             "measured": (f"Data: {results[0][1]['data']}; gamma = 1, BAOAB at the paper's friction gamma/2. "
                          f"Samplers by mean |bias| at h = {h0:g} (smallest "

@@ -1,4 +1,5 @@
-"""The demo writes its PNG, CSV and metadata, and SMS-UBU beats SG-UBU on the variance bias."""
+"""The demo's units and its one writer: SMS-UBU beats SG-UBU on the variance bias, and the CSV's
+columns are fixed whatever order the rows come in (the report reads them back from JSON, key-sorted)."""
 
 import csv
 import json
@@ -8,23 +9,26 @@ import pytest
 from integrators import demo
 
 
-def test_demo_tiny_preset_writes_outputs(tmp_path):
-    rows = demo.run(tmp_path, seed=1, preset="tiny")
-    assert (tmp_path / "demo.png").stat().st_size > 10_000
-    with open(tmp_path / "demo.csv") as fh:
-        table = list(csv.DictReader(fh))
-    assert len(table) == len(rows) == 8
-    meta = json.loads((tmp_path / "metadata.json").read_text())
-    assert meta["seed"] == 1 and meta["preset"] == "tiny" and "git_commit" in meta
-    biggest = {r["sampler"]: abs(r["variance_bias"]) for r in rows if r["h"] == 0.25}
+@pytest.fixture(scope="module")
+def tiny_results():
+    return [demo.run_unit(name, k, "tiny", seed=1) for name in demo.SAMPLERS for k in range(2, 6)]
+
+
+def test_demo_tiny_units_favour_sms_over_sg(tiny_results):
+    biggest = {r["row"]["sampler"]: abs(r["row"]["variance_bias"]) for r in tiny_results if r["row"]["h"] == 0.25}
     assert biggest["SMS-UBU"] < biggest["SG-UBU"]
 
 
-def test_demo_rejects_bad_preset_and_unwritable_out(tmp_path):
+def test_demo_csv_columns_do_not_depend_on_the_rows_key_order(tmp_path, tiny_results):
+    as_stored = json.loads(json.dumps(tiny_results, sort_keys=True))  # what the report's store gives back
+    demo.write_outputs(tmp_path, as_stored)
+    with open(tmp_path / "demo.csv") as fh:
+        reader = csv.reader(fh)
+        assert tuple(next(reader)) == demo.CSV_COLUMNS
+        assert len(list(reader)) == 8
+    assert (tmp_path / "demo.png").stat().st_size > 10_000
+
+
+def test_demo_rejects_bad_preset():
     with pytest.raises(ValueError, match="preset"):
-        demo.run(tmp_path, preset="huge")
-    blocker = tmp_path / "file"
-    blocker.write_text("")
-    with pytest.raises(SystemExit) as exc:
-        demo.main(["--out", str(blocker / "sub")])
-    assert exc.value.code == 2
+        demo.run_unit("SMS-UBU", 2, preset="huge")

@@ -189,3 +189,15 @@ def test_ace_matches_a_direct_equal_count_binning():
         order = np.argsort(probs[:, k], kind="stable").reshape(20, 20)  # 20 bins of 20 points
         per_class.append(np.abs((labels[order] == k).mean(axis=1) - probs[order, k].mean(axis=1)).mean())
     assert ace(probs, labels) == pytest.approx(np.mean(per_class), rel=1e-12)
+
+
+def test_diverged_samplers_are_listed_once_with_their_step_sizes():
+    nan = float("nan")
+
+    def row(name, h, diverged):
+        return logistic.Row(name, "em", "iid", h, *([nan] * 9), 0.0, diverged=diverged)
+
+    rows = [row("SG-HMC", 1 / 16, "diverged at h=0.0625 (coarse step 3)"),
+            row("SG-HMC", 1 / 32, "diverged at h=0.0625 (coarse step 3), h=0.03125 (coarse step 9)"),
+            row("SMS-UBU", 1 / 16, "")]
+    assert logistic.diverged_step_sizes(rows) == {"SG-HMC": [1 / 16, 1 / 32]}

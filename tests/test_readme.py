@@ -1,11 +1,177 @@
-"""The README's usage example runs when pasted."""
+"""Every command and code block of the README runs in the suite.
 
+Each shell line of a ```bash block is looked up in :data:`COMMANDS`, which says what the suite runs
+for it: the command itself, the same command with small arguments where the documented one takes
+minutes (the substitution is written next to it, for a reader to see), or the test elsewhere in the
+suite that already runs it.  A README line missing from the table fails, and so does an entry whose
+README line is gone, so the two cannot drift apart.  Every ```python block is executed as written.
+"""
+
+from __future__ import annotations
+
+import ast
 import re
+import subprocess
+import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 
-def test_readme_usage_example_runs(capsys):
-    text = (Path(__file__).parents[1] / "README.md").read_text()
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+
+
+@dataclass(frozen=True)
+class Run:
+    """Run ``argv`` (``sms-langevin`` in this process, ``python`` with this interpreter, ``make -n``
+    for a Makefile target); ``{tmp}`` is a fresh folder, ``{scheduler}`` a local Dask scheduler."""
+
+    argv: tuple
+    why: str = ""        # why the arguments differ from the README's, if they do
+    expect: str = ""     # text the output must contain
+
+
+@dataclass(frozen=True)
+class CoveredBy:
+    """The command is run by this test (``file::function``), which exists."""
+
+    test: str
+    why: str
+
+
+SL = ".venv/bin/sms-langevin "
+COMMANDS = {
+    # set-up: the recipes are checked; what they run is below or is this suite itself
+    "make demo": Run(("make", "-n", "demo"), "installs and runs every figure (4 min): its recipe is checked, "
+                     "and `run` of the figures is exercised below", expect="sms-langevin run all --preset tiny"),
+    "make test": Run(("make", "-n", "test"), "this suite is what it runs", expect="pytest"),
+    # the reports command
+    SL + "list": Run(("sms-langevin", "list"), expect="figure1"),
+    SL + "run all --preset quick --out out/quick": Run(
+        ("sms-langevin", "run", "demo", "weak_orders", "--preset", "tiny", "--out", "{tmp}"),
+        "all -> demo and weak_orders, quick -> tiny (all at quick takes about 15 minutes)"),
+    SL + "run all --preset full --out out/full --resume": Run(
+        ("sms-langevin", "run", "weak_orders", "--preset", "full", "--out", "{tmp}", "--resume"),
+        "all -> weak_orders (exact, seconds at full)"),
+    SL + "run all --preset tiny --out out/dask --workers 2 --local-dask": Run(
+        ("sms-langevin", "run", "weak_orders", "--preset", "tiny", "--out", "{tmp}", "--workers", "2", "--local-dask"),
+        "all -> weak_orders"),
+    SL + "run all --preset tiny --out out/cluster --scheduler tcp://host:8786": Run(
+        ("sms-langevin", "run", "weak_orders", "--preset", "tiny", "--out", "{tmp}", "--scheduler", "{scheduler}"),
+        "all -> weak_orders; the scheduler is a local Dask cluster the test starts"),
+    SL + "run figure1 --backend torch --device cpu --preset tiny --out out/fig1-torch": Run(
+        ("sms-langevin", "run", "figure1", "--backend", "torch", "--device", "cpu", "--preset", "tiny",
+         "--out", "{tmp}"),
+        "figure1's tiny preset cut to h = 1/4, 1/8 and 2,000 samples per point (tiny: minutes on a CPU)"),
+    SL + "report --out out/tiny": Run(
+        ("sms-langevin", "report", "--out", "{previous}"), "the folder of the previous command's run"),
+    SL + "claims --preset full": CoveredBy(
+        "tests/test_theory_checks.py::test_quick_claims_table",
+        "the same table at quick; `claims --preset tiny` runs it through the command line below"),
+    SL + "bench --preset tiny --out out/bench": CoveredBy(
+        "tests/test_benchmarks.py::test_sms_langevin_bench_tiny_passes", "the same command"),
+    SL + "tour --out out/quick": CoveredBy(
+        "tests/test_tour.py::test_every_notebook_executes_top_to_bottom", "every notebook, executed"),
+    # BNN
+    SL + "run bnn --preset quick --workers 2 --out out/bnn-quick": Run(
+        ("sms-langevin", "run", "bnn", "--preset", "tiny", "--workers", "2", "--out", "{tmp}"),
+        "quick -> tiny (quick: about 9 minutes)"),
+    SL + "run bnn --preset full --out out/bnn-full --resume": Run(
+        ("sms-langevin", "run", "bnn", "--preset", "tiny", "--out", "{previous}", "--resume"),
+        "full -> tiny, resuming the previous command's run (full needs the paper's data sets and a GPU)",
+        expect="resuming: 2 units already done, 0 to run"),
+    ".venv/bin/python benchmarks/bench_bnn_gpu.py --device cuda": CoveredBy(
+        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments",
+        "its smallest arguments on the CPU (no GPU in the suite)"),
+    # the tour
+    "make tour": Run(("make", "-n", "tour"), "executing all five notebooks is the tour test's job",
+                     expect="sms-langevin tour"),
+    SL + "tour --out out/quick 02": CoveredBy(
+        "tests/test_reports.py::test_tour_command_writes_pages_linked_from_the_report", "the same command"),
+    ".venv/bin/jupytext --to notebook -o 01_splittings.ipynb docs/tour/01_splittings.py": Run(
+        ("python", "-m", "jupytext", "--to", "notebook", "-o", "{tmp}/01_splittings.ipynb",
+         "docs/tour/01_splittings.py"), "written into a temporary folder"),
+    # the claims table
+    ".venv/bin/python -m theory_checks.claims --preset quick --out out/claims": CoveredBy(
+        "tests/test_theory_checks.py::test_quick_claims_table", "the same table"),
+    ".venv/bin/python -m theory_checks.claims --preset full --out out/claims": CoveredBy(
+        "tests/test_theory_checks.py::test_quick_claims_table", "the same table at quick (full: a minute more)"),
+}
+
+
+def readme_shell_lines() -> list[str]:
+    """The commands of the README's ```bash blocks, comments and blank lines dropped."""
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", README.read_text(), flags=re.S):
+        for line in block.splitlines():
+            command = re.split(r"\s+#", line, maxsplit=1)[0].strip()
+            if command and not command.startswith("#"):
+                lines.append(" ".join(command.split()))
+    return lines
+
+
+def test_every_readme_command_has_an_entry_and_every_entry_a_command():
+    lines = readme_shell_lines()
+    assert len(lines) == len(set(lines)), "a README command appears twice"
+    assert set(lines) - set(COMMANDS) == set(), "README commands the suite does not run: add them to COMMANDS"
+    assert set(COMMANDS) - set(lines) == set(), "COMMANDS entries no longer in the README"
+
+
+@pytest.mark.parametrize("line", [k for k, v in COMMANDS.items() if isinstance(v, CoveredBy)])
+def test_covering_test_exists(line):
+    path, name = COMMANDS[line].test.split("::")
+    tree = ast.parse((ROOT / path).read_text())
+    assert name in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, COMMANDS[line].test
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, dashboard_address=None) as cluster:
+        yield cluster.scheduler_address
+
+
+@pytest.fixture
+def small_figure1(monkeypatch):
+    from bias import figure1
+    monkeypatch.setitem(figure1.PRESETS, "tiny", {**figure1.PRESETS["tiny"], "ks": (2, 3), "samples_per_unit": 2000})
+
+
+def _run(entry: Run, tmp: Path, previous: Path, capsys, request) -> str:
+    subst = {"{tmp}": str(tmp), "{previous}": str(previous)}
+    if "{scheduler}" in entry.argv:
+        subst["{scheduler}"] = request.getfixturevalue("scheduler")
+    argv = [subst.get(a, a).replace("{tmp}", str(tmp)) for a in entry.argv]
+    if argv[0] == "sms-langevin":
+        from reports.cli import main
+        code = main(argv[1:])
+        captured = capsys.readouterr()
+        assert code == 0, captured.err
+        return captured.out + captured.err
+    if argv[0] == "python":
+        argv[0] = sys.executable
+    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout + proc.stderr
+
+
+def test_readme_commands_run(tmp_path, capsys, request, small_figure1):
+    """Each runnable entry in README order; ``{previous}`` is the folder of the entry before it."""
+    previous = tmp_path
+    for i, line in enumerate(readme_shell_lines()):
+        entry = COMMANDS[line]
+        if isinstance(entry, CoveredBy):
+            continue
+        out = tmp_path / f"cmd{i}"
+        output = _run(entry, out, previous, capsys, request)
+        assert entry.expect in output, f"{line}: expected {entry.expect!r} in its output"
+        if "{tmp}" in " ".join(entry.argv):
+            previous = out
+
+
+def test_readme_python_blocks_run(capsys):
+    text = README.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
     assert blocks, "README has no python example"
     for code in blocks:

@@ -147,3 +147,12 @@ def test_verify_wants_distinct_step_sizes_and_says_when_they_are_unstable():
     report = verify("em", hs=[100, 50, 25, 12], plans=["full"], strong=False, monte_carlo=False)
     stationarity = next(c for c in report.checks if c.name == "stationarity")
     assert stationarity.passed is False and "unstable at h=12" in stationarity.measured
+
+
+def test_package_import_of_verify_is_the_function_not_its_module():
+    import theory_checks
+    import theory_checks.verify  # noqa: F401  (importing the submodule again must not rebind the name)
+    from theory_checks import verify as from_package
+    from theory_checks.verify import verify as from_module
+
+    assert callable(from_package) and from_package is from_module is theory_checks.verify

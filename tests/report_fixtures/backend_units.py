@@ -1,0 +1,32 @@
+"""A small registry module that offers backends, as Figure 1 does (``BACKENDS``): the command
+line adds ``{"backend", "device"}`` to its units, and every later step (``--resume``, ``report``,
+the suggested rerun) must find them under those keys.  Units take milliseconds."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+ID = "twin"
+TITLE = "A figure with two backends (test fixture)"
+CLAIM = "A tiny figure used by the tests of --backend."
+COST = {"quick": "~1 s", "full": "~1 s"}
+BACKENDS = ("numba", "torch")
+
+
+def units(preset: str) -> list[dict]:
+    return [{"k": k} for k in (1, 2, 3)]
+
+
+def run_unit(unit: dict, preset: str, seed: int) -> dict:
+    return {"k": unit["k"], "backend": unit.get("backend", "numba"), "device": unit.get("device"),
+            "value": (seed % 1000) / 1000.0}
+
+
+def draw(results: list, out_dir: Path, preset: str) -> dict:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / "twin.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=["k", "backend", "device", "value"])
+        writer.writeheader()
+        writer.writerows(res for _, res in results)
+    return {"files": ["twin.csv"], "measured": f"{len(results)} units"}

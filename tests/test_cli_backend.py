@@ -1,0 +1,120 @@
+"""The command line's torch route (``--backend torch --device cpu``) end to end: ``run``,
+``--resume``, ``report`` and the rerun command it suggests all keep the backend; and the smaller
+things a newcomer meets first (help with defaults, no command, ``claims --preset tiny``, ``report``
+against a folder that a run is still writing)."""
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from reports.store import FolderLock  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TWIN = "tests.report_fixtures.backend_units"
+
+
+def cli(args, modules=TWIN):
+    env = os.environ.copy()
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["SMS_LANGEVIN_REPORT_MODULES"] = modules
+    return subprocess.run([sys.executable, "-m", "reports", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_torch_backend_runs_resumes_and_reports(tmp_path):
+    out = tmp_path / "run"
+    torch_args = ["--backend", "torch", "--device", "cpu", "--preset", "tiny", "--out", str(out)]
+    proc = cli(["run", "twin", *torch_args])
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "report" / "twin" / "twin.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["backend"] for r in rows] == ["torch"] * 3 and {r["device"] for r in rows} == {"cpu"}
+    meta = json.loads((out / "report" / "twin" / "metadata.json").read_text())
+    assert meta["backend"] == "torch" and meta["device"] == "cpu"
+    assert json.loads((out / "run.json").read_text())["backend"] == {"backend": "torch", "device": "cpu"}
+
+    resumed = cli(["run", "twin", "--resume", *torch_args])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "3 units already done, 0 to run" in resumed.stderr
+
+    (out / "report" / "twin" / "twin.csv").unlink()
+    redrawn = cli(["report", "--out", str(out)])
+    assert redrawn.returncode == 0, redrawn.stderr
+    assert (out / "report" / "twin" / "twin.csv").exists()
+
+    (out / "run.json").unlink()  # lost: the backend is read back from the unit files
+    redrawn = cli(["report", "--out", str(out)])
+    assert redrawn.returncode == 0, redrawn.stderr
+
+
+def test_a_missing_torch_unit_suggests_a_rerun_that_keeps_the_backend(tmp_path):
+    out = tmp_path / "run"
+    assert cli(["run", "twin", "--backend", "torch", "--device", "cpu", "--out", str(out)]).returncode == 0
+    next((out / "units" / "twin").glob("*.json")).unlink()
+    proc = cli(["report", "--out", str(out)])
+    assert proc.returncode == 2
+    assert "1 of 3 units not computed" in proc.stderr and "--backend torch --device cpu" in proc.stderr
+    rerun = proc.stderr.split("run `sms-langevin ", 1)[1].split("`")[0].split()
+    assert cli(rerun).returncode == 0
+    assert cli(["report", "--out", str(out)]).returncode == 0
+
+
+def test_numba_and_torch_units_of_one_figure_do_not_mix(tmp_path):
+    out = tmp_path / "run"
+    assert cli(["run", "twin", "--out", str(out)]).returncode == 0
+    assert cli(["run", "twin", "--backend", "torch", "--device", "cpu", "--out", str(out)]).returncode == 0
+    assert len(list((out / "units" / "twin").glob("*.json"))) == 6
+    assert json.loads((out / "report" / "twin" / "metadata.json").read_text())["backend"] == "torch"
+
+
+def test_help_shows_the_defaults_a_copied_command_runs_with():
+    proc = cli(["run", "--help"])
+    assert proc.returncode == 0
+    text = " ".join(proc.stdout.split())
+    assert "(default: quick)" in text and "(default: out/run)" in text and "(default: 1)" in text
+
+
+def test_no_command_prints_the_commands():
+    proc = cli([])
+    assert proc.returncode == 2
+    for command in ("list", "run", "report", "claims", "bench", "tour"):
+        assert command in proc.stderr
+
+
+def test_claims_takes_every_preset_run_claims_takes(tmp_path, monkeypatch):
+    from reports import cli as cli_module
+    from theory_checks import claims
+
+    seen = []
+    monkeypatch.setattr(claims, "main", lambda argv: seen.append(argv) or 0)
+    assert cli_module.main(["claims", "--preset", "tiny", "--out", str(tmp_path)]) == 0
+    assert seen == [["--preset", "quick", "--out", str(tmp_path)]]
+    assert cli_module.main(["claims", "--preset", "huge", "--out", str(tmp_path)]) == 2
+
+
+@pytest.mark.parametrize("units_written", [False, True])
+def test_report_on_a_folder_a_run_is_writing_is_one_line(tmp_path, units_written):
+    out = tmp_path / "run"
+    out.mkdir()
+    if units_written:
+        (out / "units" / "twin").mkdir(parents=True)
+    with FolderLock(out):
+        proc = cli(["report", "--out", str(out)])
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "another sms-langevin process" in proc.stderr, proc.stderr
+
+
+def test_figure1_runs_its_own_tiny_level():
+    """``run figure1 --preset tiny`` runs Figure 1's tiny preset (it ran quick while the registry did
+    not know of it: minutes more on the torch route)."""
+    from reports import fig1_wasserstein, registry
+
+    assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"
+    assert len(fig1_wasserstein.units("tiny")) == 36
