@@ -96,6 +96,9 @@ def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
 
 @pytest.fixture(scope="module")
 def swa_point(one_thread):
+    """The SWA point and two perturbed starts of SMALL, converted to float64 (network and images)."""
+    import dataclasses
+
     import torch
 
     from bnn import models
@@ -105,14 +108,32 @@ def swa_point(one_thread):
     net = models.build(SMALL.network, width=SMALL.width, in_shape=data.in_shape, n_classes=data.n_classes)
     gen = torch.Generator().manual_seed(1)
     swa, _ = pipeline.train(net, data, SMALL, gen, {})
-    return data, swa, [pipeline.perturbed(swa, SMALL.rho, gen) for _ in range(2)]
+    starts = [pipeline.perturbed(swa, SMALL.rho, gen) for _ in range(2)]
+    data = dataclasses.replace(data, x=data.x.double(), x_test=data.x_test.double())
+    return data, swa.double(), [s.double() for s in starts]
+
+
+# Chains at once against single chains, in float64.  The two evaluate the same arithmetic in
+# different orders (a vmap'd, batched convolution against one network's), so they differ by
+# rounding only, amplified along the 6 steps (2 epochs of 3 batches), through BatchNorm and the
+# softmax.  That amplification was measured with this test in float32 (torch 2.13; oneDNN at
+# AVX-512, AVX2, SSE4.1): the probabilities apart by up to 9.7e-4 = 8.1e3 float32 epsilons
+# (2**-23; 1.4e-5 at AVX2, 1.8e-4 at SSE4.1), the trace by up to 2.8e-5 relative = 235 epsilons.
+# In float64 (epsilon 2**-52 = 2.2e-16) the same factors give 1.8e-12 and 5.2e-14; measured
+# at all three: 3.7e-15 and 3.4e-16 (float64 convolutions are not oneDNN's).  The tolerances
+# are 550 and 190 times the amplified rounding (room for other torches' orders) and far below
+# what a fault in the ensemble moves (measured by injecting it there only): the chains given
+# another seed 1.7e-2 (trace; 0.38 in the probabilities), two chains' batches swapped 3.3e-2,
+# h rounded to float32 7e-9 (trace).  In float32 the comparison would need 1e-3.
+ENSEMBLE_PROBS_ATOL = 1e-9
+ENSEMBLE_TRACE_RTOL = 1e-11
 
 
 @pytest.mark.parametrize("label", ["SMS-UBU", "SG-UBU (rr)"])
 def test_chains_at_once_follow_the_single_chain_trajectories(swa_point, label):
     """The multi-chain mode (one vmap over stacked parameters) gives chain k the noise, batches and
     evaluation subsets of the single chain seeded chain_seed(seed, k): the same trajectory, so the
-    same loss trace and predictive up to float32 rounding."""
+    same loss trace and predictive up to float64 rounding (the tolerances are derived above)."""
     from integrators.torch.ensemble import chain_seed
 
     data, swa, starts = swa_point
@@ -122,8 +143,8 @@ def test_chains_at_once_follow_the_single_chain_trajectories(swa_point, label):
         one = pipeline.run_chain(start, swa, spec, data, SMALL, h=1e-3, seed=chain_seed(5, k), epochs_burn=1,
                                  epochs_sample=1)
         assert ens.diverged is None and one.diverged is None
-        np.testing.assert_allclose(ens.trace, one.trace, rtol=1e-4)
-        np.testing.assert_allclose(ens.probs, one.probs, atol=1e-4)
+        np.testing.assert_allclose(ens.trace, one.trace, rtol=ENSEMBLE_TRACE_RTOL, atol=0)
+        np.testing.assert_allclose(ens.probs, one.probs, rtol=0, atol=ENSEMBLE_PROBS_ATOL)
     # and the two chains are not one chain twice
     assert not np.allclose(together[0].probs, together[1].probs, atol=1e-3)
 
