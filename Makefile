@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 OUT ?= out/tiny
 
-.PHONY: demo demo-1d reproduce-full test lint bench clean tour
+.PHONY: demo demo-1d reproduce-full test test-bounds lint bench clean tour
 
 # what the demo needs; the tests' extras (pytest, Dask, the notebook stack: ~45 s more) come on top
 $(VENV)/.installed: pyproject.toml
@@ -45,3 +45,16 @@ demo-1d: $(VENV)/.installed
 
 reproduce-full: $(VENV)/.installed
 	$(VENV)/bin/sms-langevin run all --preset full --out out/full --resume
+
+# the lowest releases pyproject.toml admits (the highest are what `make test` installs), with the
+# CPU torch: the kernel, oracle and torch tests in a venv of their own (about 5 minutes and the install)
+BOUNDS := numba==0.59.1 numpy==1.26.4 scipy==1.11.4 matplotlib==3.8.4 scikit-learn==1.4.2
+BOUNDS_TESTS := tests/test_schemes.py tests/test_brownian.py tests/test_rng.py tests/test_plans.py tests/test_api.py \
+	tests/test_torch_parity.py tests/test_torch_chains.py tests/test_torch_module.py tests/test_invariants.py \
+	tests/test_oracle.py tests/test_shared_path.py tests/test_reference_outputs.py
+test-bounds:
+	$(PYTHON) -m venv .venv-bounds
+	.venv-bounds/bin/pip install --quiet --upgrade pip
+	.venv-bounds/bin/pip install --quiet torch==2.13.0
+	.venv-bounds/bin/pip install --quiet -e ".[test,torch,data]" $(BOUNDS)
+	.venv-bounds/bin/python -m pytest -q -n 2 --dist loadfile $(BOUNDS_TESTS)

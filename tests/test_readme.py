@@ -63,7 +63,7 @@ COMMANDS = {
     SL + "run figure1 --backend torch --device cpu --preset tiny --out out/fig1-torch": Run(
         ("sms-langevin", "run", "figure1", "--backend", "torch", "--device", "cpu", "--preset", "tiny",
          "--out", "{tmp}"),
-        "figure1's tiny preset cut to h = 1/4, 1/8 and 2,000 samples per point (tiny: minutes on a CPU)"),
+        "figure1's tiny preset cut to h = 1/4, 1/8, 1,000 samples a point, burn-in 4 (tiny: minutes on a CPU)"),
     SL + "report --out out/tiny": Run(
         ("sms-langevin", "report", "--out", "{previous}"), "the folder of the previous command's run"),
     SL + "claims --preset full": CoveredBy(
@@ -84,6 +84,15 @@ COMMANDS = {
     ".venv/bin/python benchmarks/bench_bnn_gpu.py --device cuda": CoveredBy(
         "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments",
         "its smallest arguments on the CPU (no GPU in the suite)"),
+    # the benchmarks: tests/test_benchmarks.py runs every script with its smallest arguments
+    "make bench": CoveredBy("tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments",
+                            "bench_kernels.py, which make bench runs, with its smallest arguments"),
+    ".venv/bin/python benchmarks/bench_figure1.py --preset full --threads 2,16": CoveredBy(
+        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments", "preset tiny (full: minutes)"),
+    ".venv/bin/python benchmarks/bench_histogram.py": CoveredBy(
+        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments", "its smallest arguments"),
+    ".venv/bin/python benchmarks/bench_torch.py --device cpu --small": CoveredBy(
+        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments", "--smoke, smaller than --small"),
     # the tour
     "make tour": Run(("make", "-n", "tour"), "executing all five notebooks is the tour test's job",
                      expect="sms-langevin tour"),
@@ -133,9 +142,12 @@ def scheduler():
 
 
 @pytest.fixture
-def small_figure1(monkeypatch):
+def small_figure1(monkeypatch, one_torch_thread):
+    """Figure 1's tiny preset cut to two step sizes, 1,000 samples a point and a burn-in of 4 time
+    units (the eager torch step's fixed cost makes the full tiny preset minutes on a CPU)."""
     from bias import figure1
-    monkeypatch.setitem(figure1.PRESETS, "tiny", {**figure1.PRESETS["tiny"], "ks": (2, 3), "samples_per_unit": 2000})
+    monkeypatch.setitem(figure1.PRESETS, "tiny", {**figure1.PRESETS["tiny"], "ks": (2, 3), "samples_per_unit": 1000})
+    monkeypatch.setattr(figure1, "BURN_IN_TIME", 4.0)
 
 
 def _run(entry: Run, tmp: Path, previous: Path, capsys, request) -> str:
@@ -151,6 +163,7 @@ def _run(entry: Run, tmp: Path, previous: Path, capsys, request) -> str:
         return captured.out + captured.err
     if argv[0] == "python":
         argv[0] = sys.executable
+        tmp.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout + proc.stderr
