@@ -25,10 +25,19 @@ The sampler is :class:`integrators.torch.ModuleSampler` (issue 13's module mode)
 the ``h`` of the scheme as that module defines it (the supplement's tables list ``h``; the authors'
 released code ran UBU at half of it, see the design): presets say which they use.
 A diverging sampler is recorded as diverged with its step, never averaged into the predictive.
+A sampler that did not diverge but whose samples are no estimate of the posterior is flagged in
+its method's ``warnings`` and in the run's ``warnings`` (the summary): more than
+:data:`BOUNDARY_WARN` of its coordinates on the localization box's wall after sampling (a step too
+large for the posterior, held in the box by the bounces alone), or a test accuracy at chance level
+``1/K`` within :data:`CHANCE_SE` standard errors.  A configuration whose network and buffers cannot
+fit in memory is refused (``ValueError`` naming ``width``) before the network is built: by
+:class:`RunConfig` when the network alone exceeds this machine's memory, by :func:`run` when its
+buffers (:func:`run_bytes`) exceed the device's.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import os
@@ -42,8 +51,14 @@ import torch.nn.functional as F
 from bnn import data as bnn_data
 from bnn import models
 from integrators.api import _int_at_least, _positive_float
+from integrators.memory import check_fits, device_memory_bytes
 
 TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this many rho (perturbed)
+# Parameter-sized tensors a run keeps besides its samplers': the network and its gradient, Adam's
+# two moments, the SWA average and the SWA copy, the saved Adam state and x*.
+PIPELINE_BUFFERS = 8
+BOUNDARY_WARN = 0.01  # a healthy localized chain puts ~1e-6 of its coordinates on the box's wall, a broken one ~1/6
+CHANCE_SE = 2.0  # an accuracy within this many standard errors of 1/K is at chance level
 
 
 @dataclass(frozen=True)
@@ -160,9 +175,90 @@ class RunConfig:
                              f"chains start up to {TRACE_START_CLIP:g} rho from x*), got {self.rho_max_factor!r}")
         if self.data_path is not None and not isinstance(self.data_path, str):
             raise ValueError(f"data_path must be a string (a folder or file) or None, got {self.data_path!r}")
+        # the network is built in this machine's memory first: at least its smallest input's count
+        n_params = network_parameters(self.network, self.width, _smallest_input(self.network), 2)
+        check_fits(f"network={self.network!r} at width={self.width!r} ({_count_text(n_params, 'at least ')})",
+                   n_params * torch.get_default_dtype().itemsize)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def network_parameters(network: str, width: float, in_shape=None, n_classes=None) -> float:
+    """The parameter count of ``models.build(network, width=width, ...)``, built on the meta
+    device (nothing is allocated); ``inf`` when a layer is beyond the sizes torch can hold."""
+    return _network_parameters(network, float(width), None if in_shape is None else tuple(int(v) for v in in_shape),
+                               n_classes)
+
+
+@functools.lru_cache(maxsize=256)
+def _network_parameters(network, width, in_shape, n_classes) -> float:
+    try:
+        with torch.device("meta"):
+            net = models.build(network, width=width, in_shape=in_shape, n_classes=n_classes)
+    except (RuntimeError, OverflowError, TypeError):  # (torch's size overflows: a RuntimeError or a TypeError)
+        return math.inf
+    return float(models.n_parameters(net))
+
+
+@functools.cache
+def _smallest_input(network: str) -> tuple[int, int, int]:
+    """The smallest one-channel square input ``network`` accepts (its count there is a lower
+    bound over inputs)."""
+    for size in range(1, 1025):
+        try:
+            with torch.device("meta"):
+                models.build(network, width=1e-9, in_shape=(1, size, size), n_classes=2)
+        except ValueError:
+            continue
+        return (1, size, size)
+    return models.ARCHITECTURES[network].in_shape
+
+
+def _count_text(n_params: float, qualifier: str = "") -> str:
+    return "more parameters than torch can size" if math.isinf(n_params) else f"{qualifier}{n_params:.4g} parameters"
+
+
+def run_bytes(cfg: RunConfig, n_params: float) -> float:
+    """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters: :data:`PIPELINE_BUFFERS`
+    copies, one per trace chain's start, and :data:`integrators.torch.module.SAMPLER_BUFFERS` per
+    chain running at once (``chains``, or ``trace_chains`` when those run at once), in the default
+    dtype (the activations come on top)."""
+    from integrators.torch.module import SAMPLER_BUFFERS
+
+    at_once = max(cfg.chains, cfg.trace_chains) if cfg.chains > 1 else 1
+    return n_params * (PIPELINE_BUFFERS + cfg.trace_chains + SAMPLER_BUFFERS * at_once) \
+        * torch.get_default_dtype().itemsize
+
+
+def check_run_fits(cfg: RunConfig, n_params: float, device, what: str = "") -> None:
+    """Refuse (``ValueError`` naming ``width``) a run whose buffers exceed ``device``'s memory."""
+    check_fits(f"network={cfg.network!r} at width={cfg.width!r} ({_count_text(n_params, what)}) with "
+               f"chains={cfg.chains} and trace_chains={cfg.trace_chains} on {device}", run_bytes(cfg, n_params),
+               limit=device_memory_bytes(device))
+
+
+def sample_warnings(probs, labels, boundary: float | None) -> list[str]:
+    """Why a predictive that did not diverge is still no estimate: its chain(s) ended with more
+    than :data:`BOUNDARY_WARN` of the coordinates on the localization box's wall (``boundary``),
+    or its test accuracy is at chance level ``1/K`` (within :data:`CHANCE_SE` standard errors of
+    it, the standard error of a classifier at chance on these test images)."""
+    from integrators.torch.module import BOUNDARY_BAND
+
+    out = []
+    if boundary is not None and boundary > BOUNDARY_WARN:
+        out.append(f"{boundary:.1%} of the coordinates sit on the localization box's wall (within {BOUNDARY_BAND:.3g} "
+                   f"rho_max of it) after sampling: the step is too large for the posterior and the bounces hold "
+                   f"the parameters, so the samples are no estimate of it")
+    if probs is not None:
+        probs, labels = np.asarray(probs), np.asarray(labels)
+        k, n = probs.shape[1], len(labels)
+        acc, chance = float(np.mean(np.argmax(probs, axis=1) == labels)), 1.0 / probs.shape[1]
+        se = math.sqrt(chance * (1.0 - chance) / n)
+        if acc <= chance + CHANCE_SE * se:
+            out.append(f"test accuracy {acc:.3g} is at chance level 1/{k} = {chance:.3g} (not above it by "
+                       f"{CHANCE_SE:g} standard errors, {se:.2g} on {n} test images): the predictive is no estimate")
+    return out
 
 
 def _synthetic_fashion(n_train=60000, n_test=10000, seed=0):
@@ -314,6 +410,7 @@ class ChainResult:
     trace: list
     diverged: int | None
     epoch_seconds: list
+    boundary: float | None = None  # fraction of the coordinates on the localization box's wall at the end
 
 
 def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
@@ -370,7 +467,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
         return ChainResult(None, trace, exc.step, seconds)
     if not all(math.isfinite(t) for t in trace):
         return ChainResult(None, trace, len(trace) * m, seconds)
-    return ChainResult(acc / n_samples if n_samples else None, trace, None, seconds)
+    return ChainResult(acc / n_samples if n_samples else None, trace, None, seconds, sampler.boundary_fraction())
 
 
 def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
@@ -385,6 +482,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     step); ``epoch_seconds`` are those of the whole ensemble."""
     from integrators.torch import SamplerDiverged
     from integrators.torch.ensemble import EnsembleSampler, chain_seed
+    from integrators.torch.module import boundary_fraction
 
     if not starts:
         raise ValueError("run_chains needs at least one starting network")
@@ -418,9 +516,12 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
                 n_samples += 1
     except SamplerDiverged as exc:
         return [ChainResult(None, t, exc.step, seconds) for t in traces]
+    loc = sconf.localization
+    boundary = [None if loc is None else boundary_fraction(sampler.x[k], sampler.x_star, loc.half_width)
+                for k in range(n_chains)]
     return [ChainResult(None, t, len(t) * m, seconds) if not all(math.isfinite(v) for v in t)
-            else ChainResult(a / n_samples if n_samples else None, t, None, seconds)
-            for t, a in zip(traces, acc, strict=True)]
+            else ChainResult(a / n_samples if n_samples else None, t, None, seconds, b)
+            for t, a, b in zip(traces, acc, boundary, strict=True)]
 
 
 def _probs_json(p: np.ndarray | None):
@@ -440,9 +541,12 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     if seed >= 2**63:  # (not _seed's 2**64: the run adds offsets of a few thousand to it for its generators)
         raise ValueError(f"seed must be < 2**63, got {seed}")
     device = resolve_device(device)
+    check_run_fits(cfg, network_parameters(cfg.network, cfg.width, _smallest_input(cfg.network), 2), device,
+                   "at least ")  # before the data are loaded
     torch.manual_seed(seed)
     d = load(cfg)
     data = tensors(d, cfg, device, seed)
+    check_run_fits(cfg, network_parameters(cfg.network, cfg.width, data.in_shape, data.n_classes), device)
     gen = torch.Generator(device=device).manual_seed(seed + 3)
     net = models.build(cfg.network, width=cfg.width, in_shape=data.in_shape, n_classes=data.n_classes).to(device)
     hess_x = data.x[:cfg.hessian_batch]
@@ -459,7 +563,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
 
     out = {"config": cfg.to_dict(), "seed": seed, "data": d.source, "n_train": data.n,
            "n_parameters": models.n_parameters(net), "labels": np.asarray(data.y_test).tolist(), "methods": {},
-           "hessian": {}, "timings": {}}
+           "hessian": {}, "timings": {}, "warnings": []}
     timings: dict = {}
     if cfg.hessian_iters:
         out["hessian"]["random initialisation"] = hessian(net)
@@ -479,16 +583,17 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
             res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
                             epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
             out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
-                                   "sampler": label, "trace": res.trace}
+                                   "sampler": label, "trace": res.trace, "boundary_fraction": res.boundary}
             timings.setdefault(f"{label} epoch", []).extend(res.epoch_seconds)
             continue
         results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
                              epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
         diverged = [r.diverged for r in results if r.diverged is not None]
         probs = None if diverged else np.mean([r.probs for r in results], axis=0)
+        boundary = None if diverged or results[0].boundary is None else float(np.mean([r.boundary for r in results]))
         out["methods"][key] = {"probs": _probs_json(probs), "h": h, "diverged": min(diverged) if diverged else None,
                                "sampler": label, "trace": np.mean([r.trace for r in results], axis=0).tolist(),
-                               "chains": cfg.chains}
+                               "chains": cfg.chains, "boundary_fraction": boundary}
         timings.setdefault(f"{label} epoch ({cfg.chains} chains at once)", []).extend(results[0].epoch_seconds)
     if cfg.trace_chains:
         starts = [perturbed(swa_net, cfg.rho, gen) for _ in range(cfg.trace_chains)]
@@ -499,8 +604,17 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         else:
             results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h, seed=seed + 1000,
                                  epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
-        out["traces"] = [{"trace": res.trace, "diverged": res.diverged} for res in results]
+        out["traces"] = [{"trace": res.trace, "diverged": res.diverged, "boundary_fraction": res.boundary}
+                         for res in results]
+        on_box = [c for c, res in enumerate(results) if res.boundary is not None and res.boundary > BOUNDARY_WARN]
+        if on_box:
+            out["warnings"].append(f"trace chains {on_box}: more than {BOUNDARY_WARN:.0%} of the coordinates sit on "
+                                   f"the localization box's wall after sampling: the step is too large for the "
+                                   f"posterior")
         timings["trace epoch"] = [t for res in results[:1 if cfg.chains > 1 else None] for t in res.epoch_seconds]
+    for key, m in out["methods"].items():
+        m["warnings"] = sample_warnings(m["probs"], data.y_test, m.get("boundary_fraction"))
+        out["warnings"].extend(f"{key}: {w}" for w in m["warnings"])
     out["timings"] = {k: [round(s, 4) for s in v] for k, v in timings.items()}
     return out
 

@@ -21,6 +21,16 @@ def physical_memory_bytes() -> int | None:
         return None
 
 
+def device_memory_bytes(device) -> int | None:
+    """The memory of a torch ``device`` in bytes: a CUDA device's own (``total_memory``), else
+    this machine's physical memory (CPU tensors; torch is imported only for a CUDA device)."""
+    if getattr(device, "type", None) == "cuda" or str(device).startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.get_device_properties(device).total_memory)
+    return physical_memory_bytes()
+
+
 def check_fits(request: str, n_bytes: float, *, limit: float | None = None) -> None:
     """Raise a ``ValueError`` naming ``request`` (the arguments that sized the arrays, e.g.
     ``"n_chains=10**12 with d=3"``) when ``n_bytes`` exceed ``limit`` (default: the physical

@@ -12,7 +12,10 @@ so its trajectory does not depend on how many chains run beside it (and equals t
 The loss closure is the module mode's, ``loss_fn(net, idx)``; ``net`` is the network evaluated at
 the chain's parameters.  Batch normalization layers are switched to batch statistics only
 (``torch.func.replace_all_batch_norm_modules_`` on a copy of the model): the design's convention,
-and the only one ``vmap`` allows.
+and the only one ``vmap`` allows.  Dropout in training mode is refused by name: its masks would
+come from torch's global generator inside the ``vmap`` (for all chains at once), so chain ``k``
+would depend on its neighbours and on no seed of its own; call ``model.eval()`` on the dropout
+layers (or the model) first.
 """
 
 from __future__ import annotations
@@ -24,7 +27,16 @@ from torch.func import functional_call, grad_and_value, replace_all_batch_norm_m
 
 from integrators.api import _int_at_least
 from integrators.torch.bounce import make_reflect
-from integrators.torch.module import FlatParameters, SamplerConfig, SamplerDiverged, prior_precisions, run_metadata
+from integrators.torch.module import (
+    FlatParameters,
+    SamplerConfig,
+    SamplerDiverged,
+    boundary_fraction,
+    check_finite_input,
+    check_sampler_fits,
+    prior_precisions,
+    run_metadata,
+)
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import mix64_reference, pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
@@ -48,6 +60,15 @@ class EnsembleSampler:
         n_chains = _int_at_least("n_chains", n_chains, 1)
         if config.control_variate:
             raise ValueError("control_variate is not offered for ensembles; use ModuleSampler per chain")
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        dropout = [f"{name or 'the model'!r} ({type(m).__name__})" for name, m in model.named_modules()
+                   if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0]
+        if dropout:
+            raise ValueError(f"the model has dropout in training mode ({', '.join(dropout)}): its masks would be "
+                             f"drawn for all chains at once from torch's global generator, so no chain would "
+                             f"follow its own seed; put those layers in evaluation mode (.eval()) or sample each "
+                             f"chain with ModuleSampler")
         self.model = replace_all_batch_norm_modules_(copy.deepcopy(model))
         layout = FlatParameters(self.model)
         self.names = [n for n, _ in layout.named]
@@ -59,12 +80,17 @@ class EnsembleSampler:
         self.device, self.dtype = dev, dt
         self.module = torch_step(config.scheme)
         p = len(layout)
+        check_sampler_fits(f"an EnsembleSampler of n_chains={n_chains}", p, dt, dev, config, n_chains)
+        loc = config.localization
+        if x0 is None or (loc is not None and loc.x_star is None):  # the model's parameters are used
+            layout.check_finite()
         if x0 is None:
             self.x = layout.x.detach()[None].repeat(n_chains, 1)
         else:
             self.x = torch.as_tensor(x0).to(device=dev, dtype=dt).clone()
             if self.x.shape != (n_chains, p):
                 raise ValueError(f"x0 must have shape {(n_chains, p)}, got {tuple(self.x.shape)}")
+            check_finite_input("x0", self.x)
         self.generators, self._batches, vs = [], [], []
         for k in range(n_chains):
             gen = torch.Generator(device=dev)
@@ -76,9 +102,8 @@ class EnsembleSampler:
                                               plan_gen, dev))
             vs.append(torch.randn(p, generator=gen, device=dev, dtype=dt))
         self.v = torch.stack(vs)
-        self.prior = layout.per_coordinate(prior_precisions(layout.named, config.prior))
+        self.prior = layout.per_coordinate(prior_precisions(layout.named, config.prior, layout.frozen))
         self.curvature, self.shift, self.reflect, self.x_star = self.prior, None, None, None
-        loc = config.localization
         if loc is not None:
             self.x_star = layout.x.detach().clone() if loc.x_star is None else layout.flatten(loc.x_star)
             if not bool(((self.x - self.x_star).abs() < loc.half_width).all()):
@@ -93,6 +118,12 @@ class EnsembleSampler:
     def metadata(self) -> dict:
         """Run metadata: the configuration, the device, the dtype, the torch version, the chains."""
         return run_metadata(self.config, self.x, n_chains=self.n_chains)
+
+    def boundary_fraction(self) -> float | None:
+        """The fraction of all chains' coordinates sitting on the localization box's wall
+        (:func:`integrators.torch.module.boundary_fraction`; None without localization)."""
+        loc = self.config.localization
+        return None if loc is None else boundary_fraction(self.x, self.x_star, loc.half_width)
 
     def _params(self, flat):
         return {n: flat[o:o + s].view(shape)
@@ -110,7 +141,15 @@ class EnsembleSampler:
 
             return loss_fn(net, batch)
 
-        grads, losses = vmap(grad_and_value(single))(x, idx)
+        try:
+            grads, losses = vmap(grad_and_value(single))(x, idx)
+        except RuntimeError as exc:
+            if "random" not in str(exc):
+                raise
+            raise ValueError(f"the model or loss_fn draws random numbers (dropout in training mode?): under vmap "
+                             f"they would come from one global generator for all chains, so no chain would "
+                             f"follow its own seed; draw none, or sample each chain with ModuleSampler ({exc})"
+                             ) from exc
         self.last_loss = losses.detach()
         return grads
 

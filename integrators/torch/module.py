@@ -31,7 +31,9 @@ coefficients as the Numba kernel), the noise the path pair ``(dW, J)`` over each
 from a seeded ``torch.Generator`` on the parameters' device.  ``schedule=CyclicalSchedule(...)``
 gives the cyclical step size of Zhang et al. (2020) (cyclical SG-HMC is ``scheme="em"``,
 ``plan="iid"`` with it).  A non-finite parameter or force stops the sampler with
-:class:`SamplerDiverged` naming the step.
+:class:`SamplerDiverged` naming the step; a non-finite starting point (a parameter, ``v0``,
+``x_star``) is bad input, refused with a ``ValueError`` naming it before the first step, as is a
+request whose buffers cannot fit in the device's memory (:data:`SAMPLER_BUFFERS`).
 """
 
 from __future__ import annotations
@@ -43,12 +45,55 @@ from dataclasses import KW_ONLY, dataclass
 
 import torch
 
-from integrators.api import _flag, _int_at_least, _positive_float, _seed
+from integrators.api import MIN_STEP_OVER_FRICTION, _flag, _int_at_least, _positive_float, _seed
+from integrators.memory import check_fits, device_memory_bytes
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import GeneratorNormals, pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
+
+# Flat parameter-sized tensors a sampler holds at its peak, per chain: the state x, v, the force g
+# and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
+# four normals and the path pair (dW, J) drawn from them, and the bounce's temporaries.
+SAMPLER_BUFFERS = 20
+BOUNDARY_BAND = 1.0 / 6.0  # a coordinate within this fraction of rho_max of the box's wall "sits on the box"
+
+
+def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) -> float:
+    """Bytes ``n_chains`` chains of a sampler of ``n_params`` parameters hold at their peak:
+    :data:`SAMPLER_BUFFERS` flat tensors each, and each chain's plan (a permutation of the
+    ``n_data`` indices as int64; the batch for ``iid``)."""
+    itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
+    plan = config.effective_batch_size if config.plan == "iid" else config.n_data
+    return float(n_chains) * (float(n_params) * SAMPLER_BUFFERS * itemsize + 8.0 * plan)
+
+
+def check_sampler_fits(request: str, n_params: int, dtype, device, config, n_chains: int = 1) -> None:
+    """Refuse (``ValueError`` naming ``request``) a sampler whose buffers exceed the memory of
+    ``device`` (:func:`integrators.memory.check_fits`), before any of them is allocated."""
+    check_fits(f"{request} ({n_params} parameters of {str(dtype).replace('torch.', '')} on {device}, "
+               f"n_data={config.n_data}, plan {config.plan!r})",
+               sampler_bytes(n_params, dtype, config, n_chains), limit=device_memory_bytes(device))
+
+
+def boundary_fraction(x: torch.Tensor, x_star: torch.Tensor, half_width: float) -> float:
+    """The fraction of the coordinates of ``x`` (any shape ending in the parameters) within
+    :data:`BOUNDARY_BAND` ``* half_width`` of the wall of the box ``|x - x*|_inf < half_width``.
+    Under the localized posterior (``half_width = 6 rho``) a coordinate gets there with probability
+    below 1e-6 from the Gaussian term; a chain whose step is too large for the posterior scatters
+    over the box (or piles on its walls) and puts about a sixth or more of its coordinates there."""
+    y = (x - x_star).abs()
+    return float((y >= (1.0 - BOUNDARY_BAND) * half_width).double().mean())
+
+
+def check_finite_input(name: str, value: torch.Tensor) -> None:
+    """Refuse a non-finite starting value by name (bad input, not a divergence)."""
+    bad = ~torch.isfinite(value)
+    if bool(bad.any()):
+        first = tuple(int(i) for i in bad.nonzero()[0])  # (chain, coordinate) for an ensemble's x0
+        raise ValueError(f"{name} contains non-finite values ({int(bad.sum())} of {value.numel()}, the first "
+                         f"at index {first[0] if len(first) == 1 else first})")
 
 
 class SamplerDiverged(RuntimeError):
@@ -130,6 +175,10 @@ class SamplerConfig:
     def __post_init__(self):
         _positive_float("h", self.h)
         _positive_float("gamma", self.gamma)
+        if self.h / self.gamma < MIN_STEP_OVER_FRICTION:  # the Numba backend's refusal (integrators.api.validate)
+            raise ValueError(f"gamma={self.gamma!r} is too large for h={self.h!r}: positions would move by about "
+                             f"sqrt(2 h / gamma) = {math.sqrt(2 * self.h / self.gamma):.2g} per step (frozen "
+                             f"chains); need h / gamma >= {MIN_STEP_OVER_FRICTION:g}")
         _int_at_least("n_data", self.n_data, 1)
         torch_step(self.scheme)  # unknown, or registered for the Numba backend only: refused by name
         if self.plan not in PLAN_CODES:
@@ -159,13 +208,16 @@ class SamplerConfig:
         return force_scale(self.plan, self.n_data, self.effective_batch_size)
 
 
-def prior_precisions(named_params, prior) -> list[float]:
-    """Per-parameter prior precision from ``SamplerConfig.prior``."""
+def prior_precisions(named_params, prior, frozen=()) -> list[float]:
+    """Per-parameter prior precision from ``SamplerConfig.prior``.  A mapping may also name the
+    ``frozen`` parameters (``requires_grad=False``, as an ``x_star`` mapping may): they do not
+    move, so their precision is accepted and has no effect; a callable must return one number
+    per parameter."""
     if isinstance(prior, numbers.Real) and not isinstance(prior, bool):
         rule = weights_prior(float(prior))
     elif isinstance(prior, Mapping):
         names = {name for name, _ in named_params}
-        unknown = sorted(set(prior) - names)
+        unknown = sorted(set(prior) - names - set(frozen))
         if unknown:
             raise ValueError(f"prior names unknown parameters {unknown}; the model has {sorted(names)}")
         rule = lambda name, param: prior.get(name, 0.0)  # noqa: E731
@@ -175,7 +227,16 @@ def prior_precisions(named_params, prior) -> list[float]:
         raise ValueError(f"prior must be a number, a mapping or a callable, got {prior!r}")
     out = []
     for name, param in named_params:
-        prec = float(rule(name, param))
+        value = rule(name, param)
+        try:
+            if isinstance(value, str | bytes | bool) or getattr(value, "ndim", 0) != 0:
+                raise TypeError  # (a string or a flag would read as a number; an array is one per coordinate)
+            prec = float(value)
+        except (TypeError, ValueError, RuntimeError):
+            shape = getattr(value, "shape", None)
+            got = f"{type(value).__name__} of shape {tuple(shape)}" if shape is not None else repr(value)
+            raise ValueError(f"prior must give one precision per parameter: prior({name!r}, param) returned "
+                             f"{got}, not a number") from None
         if not (math.isfinite(prec) and prec >= 0):
             raise ValueError(f"prior precision of {name} must be finite and >= 0, got {prec}")
         out.append(prec)
@@ -210,8 +271,11 @@ class FlatParameters:
     gradients into ``grad``).  All must share one device and one dtype."""
 
     def __init__(self, model: torch.nn.Module):
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         self.state_names = set(model.state_dict())  # what a state_dict of the model may also hold
         named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
         if not named:
             raise ValueError("the model has no trainable parameters")
         devices = sorted({str(p.device) for _, p in named})
@@ -234,6 +298,13 @@ class FlatParameters:
 
     def __len__(self) -> int:
         return self.x.numel()
+
+    def check_finite(self, what: str = "the model's parameters") -> None:
+        """Refuse non-finite parameter values by the parameter's name (bad input: the sampler has
+        not stepped)."""
+        for (name, _), off, size in zip(self.named, self.offsets, self.sizes, strict=True):
+            if not bool(torch.isfinite(self.x[off:off + size]).all()):
+                raise ValueError(f"{what} must be finite: parameter {name!r} contains non-finite values")
 
     def per_coordinate(self, values) -> torch.Tensor:
         """A flat tensor holding ``values[j]`` on parameter ``j``'s coordinates."""
@@ -292,11 +363,13 @@ class ModuleSampler:
         if not isinstance(config, SamplerConfig):
             raise ValueError(f"config must be a SamplerConfig, got {type(config).__name__}")
         self.model, self.config = model, config
-        self.params = FlatParameters(model)
+        self.params = FlatParameters(model)  # (a model that is no nn.Module: refused naming model)
         self.x = self.params.x
         dev, dt = self.params.device, self.params.dtype
         if not dt.is_floating_point:
             raise ValueError(f"parameters must be floating point, got {dt}")
+        check_sampler_fits("a ModuleSampler", len(self.params), dt, dev, config)
+        self.params.check_finite()
         self.module = torch_step(config.scheme)
         self.normals = GeneratorNormals(config.seed, dev, dt, generator)
         plan_gen = torch.Generator(device=dev)
@@ -304,7 +377,8 @@ class ModuleSampler:
         self._batches: Iterator = iter(batches) if batches is not None else plan_batches(
             config.plan, config.n_data, config.effective_batch_size, plan_gen, dev)
         self._noise = iter(noise) if noise is not None else None
-        self.prior = self.params.per_coordinate(prior_precisions(self.params.named, config.prior))
+        self.prior = self.params.per_coordinate(prior_precisions(self.params.named, config.prior,
+                                                                 self.params.frozen))
         self.reflect = None
         self.x_star = None
         self.curvature, self.shift = self.prior, None  # G = scale grad + curvature * x - shift
@@ -323,6 +397,7 @@ class ModuleSampler:
             self.v = torch.as_tensor(v0).to(device=dev, dtype=dt).reshape(-1).clone()
             if self.v.numel() != len(self.params):
                 raise ValueError(f"v0 must have {len(self.params)} values, got {self.v.numel()}")
+            check_finite_input("v0", self.v)
         self.g = None
         self.k = 0
         self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
@@ -458,6 +533,13 @@ class ModuleSampler:
     def metadata(self) -> dict:
         """Run metadata: the configuration, the device, the dtype and the torch version."""
         return run_metadata(self.config, self.x, n_chains=1)
+
+    def boundary_fraction(self) -> float | None:
+        """The fraction of the parameters sitting on the localization box's wall
+        (:func:`boundary_fraction`; None without localization): large when the step is too large
+        for the posterior and the bounces, not the posterior, hold the parameters."""
+        loc = self.config.localization
+        return None if loc is None else boundary_fraction(self.x, self.x_star, loc.half_width)
 
     @property
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
