@@ -11,7 +11,11 @@
 
 Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
 labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
-:class:`bias.data.DataError` (a ``ValueError``) naming the file and the problem.
+:class:`bias.data.DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
+what it read to :func:`check_layout` against the declared data set's :class:`DataSpec` (the number of
+classes, the channels and the axis the format puts them on, the image size where the set fixes it):
+every split non-empty, one image shape across the splits, uint8 pixels, labels integers in
+``[0, K)``; a file that breaks it raises :class:`DataError` naming the file and the field.
 :data:`SHARED_XRAY` is the shared PneumoniaMNIST subset, read from where it lies, never copied.
 :func:`augment` is the chest X-ray augmentation of the supplement (rotations, shifts, crops,
 brightness), applied on the fly to a batch.
@@ -22,8 +26,11 @@ from __future__ import annotations
 import math
 import numbers
 import pickle
+import re
 import zipfile
-from dataclasses import dataclass
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,43 +73,157 @@ class ImageData:
                              f" (first {n_train} train, {n_test} test)" if n_train or n_test else ""))
 
 
-def _images(arr: np.ndarray) -> np.ndarray:
-    """uint8 ``(n, H, W)`` or ``(n, H, W, C)`` or ``(n, C, H, W)`` -> float32 ``(n, C, H, W)`` in [0, 1]."""
-    arr = np.asarray(arr)
-    if arr.ndim == 3:
-        arr = arr[:, None]
-    elif arr.ndim == 4 and arr.shape[-1] in (1, 3) and arr.shape[1] not in (1, 3):
-        arr = arr.transpose(0, 3, 1, 2)
-    return np.ascontiguousarray(arr, dtype=np.float32) / np.float32(255.0)
+@dataclass(frozen=True)
+class DataSpec:
+    """The layout a declared data set's files must have: ``n_classes`` (labels in ``[0, K)``),
+    ``channels`` on the axis the format puts them (``"last"``: ``(n, H, W, C)``, ``"first"``:
+    ``(n, C, H, W)``; a one-channel set may leave the axis out, ``(n, H, W)``), and ``image_size``
+    ``(H, W)`` where the set fixes it (None: any size, the same in every split)."""
+
+    name: str
+    n_classes: int
+    channels: int = 1
+    channel_axis: str = "last"
+    image_size: tuple[int, int] | None = None
 
 
-def _integer_labels(labels: np.ndarray, where: str) -> np.ndarray:
-    """``labels`` flattened, or :class:`DataError` if they are not integers (integer-valued floats pass)."""
-    return integer_labels(labels, where, DataError)
+@dataclass(frozen=True)
+class Field:
+    """One array as read (``value``), the ``file`` (or folder) it came from and the ``key`` naming it there."""
+
+    value: object
+    file: str
+    key: str
+
+    def __str__(self) -> str:
+        return f"{self.file} [{self.key}]"
 
 
-def _checked_labels(labels: np.ndarray, n_images: int, n_classes: int, where: str) -> np.ndarray:
-    labels = np.asarray(labels).reshape(-1)
+@dataclass(frozen=True)
+class Part:
+    """Images and their labels read together (a split, a CIFAR-10 batch): ``name`` for messages,
+    ``split`` the split they join (``"train"``, ``"test"``) or None (checked, then left out)."""
+
+    name: str
+    images: Field
+    labels: Field
+    split: str | None
+
+
+FASHION_MNIST = DataSpec("Fashion-MNIST", 10, 1, "last", (28, 28))
+CIFAR10 = DataSpec("CIFAR-10", 10, 3, "first", (32, 32))
+# MedMNIST v2's single-label 2D sets (ChestMNIST is multi-label, the 3D sets are volumes: not read here)
+MEDMNIST = {"pathmnist": DataSpec("PathMNIST", 9, 3), "dermamnist": DataSpec("DermaMNIST", 7, 3),
+            "octmnist": DataSpec("OCTMNIST", 4), "pneumoniamnist": DataSpec("PneumoniaMNIST", 2),
+            "retinamnist": DataSpec("RetinaMNIST", 5, 3), "breastmnist": DataSpec("BreastMNIST", 2),
+            "bloodmnist": DataSpec("BloodMNIST", 8, 3), "tissuemnist": DataSpec("TissueMNIST", 8),
+            "organamnist": DataSpec("OrganAMNIST", 11), "organcmnist": DataSpec("OrganCMNIST", 11),
+            "organsmnist": DataSpec("OrganSMNIST", 11)}
+MEDMNIST_DEFAULT = "pneumoniamnist"  # the set of a file whose name names none (the shared subset's)
+
+
+def _shape(images: np.ndarray) -> str:
+    """``"28x28"`` or ``"32x32 (3 channels)"`` for images ``(n, C, H, W)``."""
+    channels = f" ({images.shape[1]} channels)" if images.shape[1] > 1 else ""
+    return "x".join(str(v) for v in images.shape[2:]) + channels
+
+
+def _layout_images(spec: DataSpec, field: Field) -> np.ndarray:
+    """``field``'s images as uint8 ``(n, C, H, W)`` (a view), or :class:`DataError` naming it."""
+    images = field.value if isinstance(field.value, np.ndarray) else np.asarray(field.value)
+    if images.dtype != np.uint8:
+        raise DataError(f"{field}: images must be uint8 pixel values, got an array of {images.dtype}")
+    where = "last" if spec.channel_axis == "last" else "second"
+    wanted = ("(n, H, W) or (n, H, W, 1)" if spec.channel_axis == "last" else "(n, 1, H, W) or (n, H, W)") \
+        if spec.channels == 1 else ("(n, H, W, C)" if spec.channel_axis == "last" else "(n, C, H, W)")
+    if images.ndim == 3 and spec.channels == 1:
+        images = images[:, None]
+    elif images.ndim == 4:
+        c = images.shape[3] if spec.channel_axis == "last" else images.shape[1]
+        if c != spec.channels:
+            raise DataError(f"{field}: images of shape {images.shape} have {c} channels on the {where} axis; "
+                            f"{spec.name} images have {spec.channels}, {wanted}")
+        if spec.channel_axis == "last":
+            images = images.transpose(0, 3, 1, 2)
+    else:
+        raise DataError(f"{field}: images must be {wanted} with C = {spec.channels} for {spec.name}, "
+                        f"got shape {images.shape}")
+    if images.shape[2] < 1 or images.shape[3] < 1:
+        raise DataError(f"{field}: images of shape {images.shape} have no pixels")
+    if spec.image_size is not None and images.shape[2:] != tuple(spec.image_size):
+        raise DataError(f"{field}: images of {_shape(images)}; {spec.name} images are "
+                        f"{spec.image_size[0]}x{spec.image_size[1]}")
+    if images.shape[0] == 0:
+        raise DataError(f"{field}: no images (an empty split)")
+    return images
+
+
+def _layout_labels(spec: DataSpec, part: Part, n_images: int) -> np.ndarray:
+    """``part``'s labels as int64 ``(n,)``, or :class:`DataError` naming the field."""
+    field = part.labels
+    try:
+        labels = np.asarray(field.value)
+    except (ValueError, TypeError) as exc:
+        raise DataError(f"{field}: labels are not an array ({exc})") from None
+    if labels.ndim not in (1, 2) or labels.ndim == 2 and labels.shape[1] != 1:
+        raise DataError(f"{field}: labels must be (n,) or (n, 1) (one class per image), got shape {labels.shape}")
     if labels.shape[0] != n_images:
-        raise DataError(f"{where}: {n_images} images but {labels.shape[0]} labels")
-    labels = _integer_labels(labels, where)
-    if labels.size and (labels.min() < 0 or labels.max() >= n_classes):
-        raise DataError(f"{where}: labels outside 0..{n_classes - 1} (found {labels.min()}..{labels.max()})")
+        if part.images.file == field.file:
+            raise DataError(f"{field.file} [{part.name}]: {n_images} images but {labels.shape[0]} labels "
+                            f"({part.images.key}, {field.key})")
+        raise DataError(f"{field}: {labels.shape[0]} labels but {part.images} holds {n_images} images")
+    labels = integer_labels(labels, str(field), DataError)
+    k = spec.n_classes
+    if labels.min() < 0 or labels.max() >= k:
+        raise DataError(f"{field}: labels outside 0..{k - 1} ({spec.name} has {k} classes), found "
+                        f"{labels.min()}..{labels.max()}")
     return labels.astype(np.int64)
+
+
+def check_layout(spec: DataSpec, parts: Iterable[Part], splits: tuple[str, ...] = ("train", "test")
+                 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Check what a loader read against the declared data set ``spec`` and join it into ``splits``:
+    ``{split: (uint8 images (n, C, H, W), int64 labels (n,))}``. Every part is checked, those left
+    out of the splits included: uint8 images with ``spec``'s channels on its axis, at least one
+    image, one image shape in every part, as many labels as images, integers in ``[0, K)``. The
+    first violation raises :class:`DataError` naming the file and the field. No I/O: the one place
+    the loaders' layout rules live."""
+    joined = {s: ([], []) for s in splits}
+    first = None
+    for part in parts:
+        images = _layout_images(spec, part.images)
+        if first is None:
+            first = (part.images, images)
+        elif images.shape[1:] != first[1].shape[1:]:
+            raise DataError(f"{part.images}: images of {_shape(images)} but {first[0].key} holds images of "
+                            f"{_shape(first[1])} (in {first[0].file}); every split's images must have one shape")
+        labels = _layout_labels(spec, part, images.shape[0])
+        if part.split is not None:
+            joined[part.split][0].append(images)
+            joined[part.split][1].append(labels)
+    for split, (images, _) in joined.items():
+        if not images:
+            raise ValueError(f"check_layout: no part joins the {split!r} split")  # a loader's bug, not the file's
+    return {s: (np.concatenate(ims) if len(ims) > 1 else ims[0], np.concatenate(lbs) if len(lbs) > 1 else lbs[0])
+            for s, (ims, lbs) in joined.items()}
+
+
+def _scaled(images: np.ndarray) -> np.ndarray:
+    """uint8 ``(n, C, H, W)`` -> float32 in [0, 1]."""
+    return np.ascontiguousarray(images, dtype=np.float32) / np.float32(255.0)
 
 
 def load_fashion_mnist(folder: str | Path) -> ImageData:
     """Fashion-MNIST from its four IDX files in ``folder`` (gzip or not): 1 x 28 x 28, 10 classes."""
     folder = Path(folder)
-    arrays = {key: read_idx(_find(folder, stem)) for key, stem in FASHION_FILES.items()}
-    out = {}
-    for split in ("train", "test"):
-        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
-        where = folder / FASHION_FILES[f"{split}_images"]
-        if images.ndim != 3:
-            raise DataError(f"{where}: expected (n, 28, 28) images, got shape {images.shape}")
-        out[split] = (_images(images), _checked_labels(labels, images.shape[0], 10, str(where)))
-    return ImageData(*out["train"], *out["test"], 10, f"Fashion-MNIST IDX files in {folder}")
+    fields = {}
+    for key, stem in FASHION_FILES.items():
+        path = _find(folder, stem)
+        fields[key] = Field(read_idx(path), str(path), key)
+    out = check_layout(FASHION_MNIST, [Part(s, fields[f"{s}_images"], fields[f"{s}_labels"], s)
+                                       for s in ("train", "test")])
+    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+                     FASHION_MNIST.n_classes, f"Fashion-MNIST IDX files in {folder}")
 
 
 def _unpickle(path: Path) -> dict:
@@ -127,15 +248,15 @@ def _unpickle(path: Path) -> dict:
 def load_cifar10(folder: str | Path) -> ImageData:
     """CIFAR-10 from the python batches in ``folder`` (``cifar-10-batches-py``): 3 x 32 x 32, 10 classes."""
     folder = Path(folder)
-    out = {}
+    parts = []
     for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
-        xs, ys = [], []
         for name in names:
             batch = _unpickle(folder / name)
-            xs.append(batch["data"].reshape(-1, 3, 32, 32))
-            ys.append(_checked_labels(batch["labels"], len(batch["data"]), 10, str(folder / name)))
-        out[split] = (_images(np.concatenate(xs)), np.concatenate(ys))
-    return ImageData(*out["train"], *out["test"], 10, f"CIFAR-10 python batches in {folder}")
+            parts.append(Part(name, Field(batch["data"].reshape(-1, 3, 32, 32), str(folder / name), "data"),
+                              Field(batch["labels"], str(folder / name), "labels"), split))
+    out = check_layout(CIFAR10, parts)
+    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+                     CIFAR10.n_classes, f"CIFAR-10 python batches in {folder}")
 
 
 def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> np.ndarray:
@@ -210,14 +331,24 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     labels = np.array(labels, dtype=np.int64)
     partition = folder / "list_eval_partition.txt"
     if partition.exists():
-        part = dict(line.split()[:2] for line in partition.read_text().splitlines() if line.split())
+        part = {}
+        for lineno, line in enumerate(partition.read_text().splitlines(), start=1):
+            if line.split():
+                if len(line.split()) < 2:
+                    raise DataError(f"{partition}: line {lineno} is not '<file> <0, 1 or 2>'")
+                part[line.split()[0]] = line.split()[1]
         is_test = np.array([part.get(f) == "2" for f in files])
         train, test = np.flatnonzero(~is_test), np.flatnonzero(is_test)
+        split_by = partition
     else:
         train, test = _split(len(files), test_fraction, seed)
-    x = _images(images)
-    return ImageData(x[train], labels[train], x[test], labels[test], 2,
-                     f"Celeb-A blond vs brown hair in {folder} ({size}x{size})")
+        split_by = attr_path
+    spec = DataSpec("Celeb-A blond vs brown hair", 2, 3, "last", (size, size))
+    out = check_layout(spec, [Part(s, Field(images[idx], str(split_by), f"{s} split"),
+                                   Field(labels[idx], str(attr_path), f"{s} labels"), s)
+                              for s, idx in (("train", train), ("test", test))])
+    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+                     spec.n_classes, f"Celeb-A blond vs brown hair in {folder} ({size}x{size})")
 
 
 def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
@@ -225,7 +356,7 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     al.), grayscale, resized to ``size`` x ``size``; NORMAL is 0, PNEUMONIA 1."""
     size = _int_at_least("size", size, 1)
     folder = Path(folder)
-    out = {}
+    parts = []
     for split in ("train", "test"):
         xs, ys = [], []
         for label, cls in enumerate(XRAY_CLASSES):
@@ -235,47 +366,79 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
             paths = sorted(p for p in d.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
             xs += [_read_image(p, size, "L") for p in paths]
             ys += [label] * len(paths)
-        if not xs:
-            raise DataError(f"{folder / split}: no images ({', '.join(IMAGE_SUFFIXES)})")
-        out[split] = (_images(np.stack(xs)), np.array(ys, dtype=np.int64))
-    return ImageData(*out["train"], *out["test"], 2, f"chest X-ray folders in {folder} ({size}x{size})")
+        images = np.stack(xs) if xs else np.zeros((0, size, size), np.uint8)
+        where = str(folder / split)
+        parts.append(Part(split, Field(images, where, f"images ({', '.join(IMAGE_SUFFIXES)})"),
+                          Field(np.array(ys, dtype=np.int64), where, "labels"), split))
+    spec = DataSpec("chest X-ray", len(XRAY_CLASSES), 1, "last", (size, size))
+    out = check_layout(spec, parts)
+    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+                     spec.n_classes, f"chest X-ray folders in {folder} ({size}x{size})")
 
 
-def load_medmnist(path: str | Path = SHARED_XRAY, *, n_classes: int | None = None,
-                  include_val: bool = True) -> ImageData:
-    """A MedMNIST ``.npz`` (``train_images``, ``train_labels``, ``val_*``, ``test_*``; labels ``(n, 1)``);
-    with ``include_val`` the validation split joins the training set. Default: the shared
-    PneumoniaMNIST subset (:data:`SHARED_XRAY`). ``n_classes``: None (one more than the largest
-    label, at least 2) or an integer >= 2."""
-    if n_classes is not None:
-        _int_at_least("n_classes", n_classes, 2)
-    include_val = _flag("include_val", include_val)
-    path = Path(path)
+def medmnist_set(path: str | Path) -> str:
+    """The MedMNIST set a file's name declares (``pneumoniamnist.npz``, ``bloodmnist_64.npz``,
+    ``pneumoniamnist-subset.npz``: a key of :data:`MEDMNIST`), or :data:`MEDMNIST_DEFAULT` when the
+    name names none; :class:`DataError` for a MedMNIST set this loader cannot read."""
+    name = Path(path).name.lower()
+    for key in MEDMNIST:
+        if re.match(rf"{key}(?![a-z0-9])", name):
+            return key
+    other = re.match(r"(chestmnist|[a-z]+mnist3d)(?![a-z0-9])", name)
+    if other:
+        raise DataError(f"{path}: {other.group(1)} is not a single-label 2D MedMNIST set (this loader reads "
+                        f"{', '.join(MEDMNIST)}); pass dataset= if the name misleads")
+    return MEDMNIST_DEFAULT
+
+
+def _read_npz(path: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
+        npz = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
+    if not isinstance(npz, np.lib.npyio.NpzFile):
+        raise DataError(f"{path}: not an .npz archive (a single .npy array of shape {np.shape(npz)} renamed?)")
+    with npz:
+        try:
+            return {k: npz[k] for k in npz.files}
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError) as exc:
+            raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
+
+
+def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None, n_classes: int | None = None,
+                  include_val: bool = True) -> ImageData:
+    """A MedMNIST ``.npz`` (``train_images``, ``train_labels``, ``val_*``, ``test_*``; images uint8
+    ``(n, H, W)`` or ``(n, H, W, C)``, labels ``(n, 1)``); with ``include_val`` the validation split
+    joins the training set. Default: the shared PneumoniaMNIST subset (:data:`SHARED_XRAY`).
+    ``dataset``: the set the file holds, a key of :data:`MEDMNIST` (its classes and channels); None:
+    the set the file name declares (:func:`medmnist_set`), PneumoniaMNIST if it names none.
+    ``n_classes``: None (the set's) or an integer >= 2 (a relabelled file). The whole layout is
+    checked (:func:`check_layout`), the validation split included even when left out."""
+    if n_classes is not None:
+        _int_at_least("n_classes", n_classes, 2)
+    include_val = _flag("include_val", include_val)
+    if dataset is not None and (not isinstance(dataset, str) or dataset.lower() not in MEDMNIST):
+        raise ValueError(f"dataset must be None or one of {', '.join(MEDMNIST)}, got {dataset!r}")
+    path = Path(path)
+    arrays = _read_npz(path)
+    spec = MEDMNIST[dataset.lower() if dataset is not None else medmnist_set(path)]
+    if n_classes is not None:
+        spec = replace(spec, n_classes=n_classes)
     need = ["train_images", "train_labels", "test_images", "test_labels"]
     missing = [k for k in need if k not in arrays]
     if missing:
         raise DataError(f"{path}: missing arrays {', '.join(missing)} (has {', '.join(sorted(arrays)) or 'none'})")
-    splits = ["train", "val"] if include_val and "val_images" in arrays and "val_labels" in arrays else ["train"]
-    labels_all = np.concatenate([arrays[f"{s}_labels"].reshape(-1) for s in splits + ["test"]])
-    labels_all = _integer_labels(labels_all, str(path))
-    k = n_classes if n_classes is not None else (int(labels_all.max()) + 1 if labels_all.size else 2)
-    out = {}
-    for name, parts in (("train", splits), ("test", ["test"])):
-        ims = [arrays[f"{s}_images"] for s in parts]
-        if any(im.ndim not in (3, 4) or im.dtype != np.uint8 for im in ims):
-            raise DataError(f"{path}: images must be uint8 (n, H, W) or (n, H, W, C), got "
-                            f"{', '.join(f'{im.dtype} {im.shape}' for im in ims)}")
-        labels = np.concatenate([_checked_labels(arrays[f"{s}_labels"], len(arrays[f"{s}_images"]), k,
-                                                 f"{path} [{s}]") for s in parts])
-        out[name] = (_images(np.concatenate(ims)), labels)
-    return ImageData(*out["train"], *out["test"], max(k, 2), f"MedMNIST npz {path.name}")
+    if ("val_images" in arrays) != ("val_labels" in arrays):
+        have, lack = ("val_images", "val_labels") if "val_images" in arrays else ("val_labels", "val_images")
+        raise DataError(f"{path}: {have} without {lack} (a split needs both)")
+    splits = {"train": "train", "val": "train" if include_val else None, "test": "test"}
+    out = check_layout(spec, [Part(s, Field(arrays[f"{s}_images"], str(path), f"{s}_images"),
+                                   Field(arrays[f"{s}_labels"], str(path), f"{s}_labels"), split)
+                              for s, split in splits.items() if f"{s}_images" in arrays])
+    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+                     spec.n_classes, f"MedMNIST npz {path.name}")
 
 
 def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:

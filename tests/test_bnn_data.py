@@ -167,3 +167,82 @@ def test_augmentation_keeps_range_shape_and_is_seeded():
     still = data.augment(x, torch.Generator().manual_seed(0),
                          data.Augmentation(max_rotation=0, max_shift=0, min_crop=1, brightness=0))
     torch.testing.assert_close(still, x, atol=1e-5, rtol=0)
+
+
+# ------------------------------------------------------------- the layout check of every loader (DataError)
+
+def _write_fashion(folder, **change):
+    rng = np.random.default_rng(5)
+    arrays = {"train-images-idx3-ubyte": rng.integers(0, 256, (4, 28, 28), dtype=np.uint8),
+              "train-labels-idx1-ubyte": np.array([0, 1, 9, 3], np.uint8),
+              "t10k-images-idx3-ubyte": rng.integers(0, 256, (2, 28, 28), dtype=np.uint8),
+              "t10k-labels-idx1-ubyte": np.array([4, 5], np.uint8)}
+    folder.mkdir()
+    for name, arr in {**arrays, **change}.items():
+        raw = arr if isinstance(arr, bytes) else _idx(arr)
+        (folder / name).write_bytes(raw)
+    return folder
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"train-images-idx3-ubyte": np.zeros((0, 28, 28), np.uint8),
+      "train-labels-idx1-ubyte": np.zeros(0, np.uint8)}, r"train-images-idx3-ubyte \[train_images\]: no images"),
+    ({"t10k-images-idx3-ubyte": np.zeros((0, 28, 28), np.uint8),
+      "t10k-labels-idx1-ubyte": np.zeros(0, np.uint8)}, r"t10k-images-idx3-ubyte \[test_images\]: no images"),
+    ({"t10k-images-idx3-ubyte": np.zeros((2, 32, 32), np.uint8)}, r"t10k-images-idx3-ubyte \[test_images\].*28x28"),
+    ({"train-images-idx3-ubyte": np.zeros((4, 28, 28, 2), np.uint8)}, r"train-images-idx3-ubyte \[train_images\]"),
+    ({"train-labels-idx1-ubyte": np.array([0, 1, 10, 3], np.uint8)},
+     r"train-labels-idx1-ubyte \[train_labels\]: labels outside 0\.\.9"),
+    ({"t10k-labels-idx1-ubyte": np.array([4, 5, 6], np.uint8)}, r"t10k-labels-idx1-ubyte \[test_labels\]: 3 labels"),
+    ({"train-images-idx3-ubyte": struct.pack(">HBB", 0, 0x0B, 3) + struct.pack(">3I", 4, 28, 28)
+      + np.zeros((4, 28, 28), ">i2").tobytes()}, r"train-images-idx3-ubyte \[train_images\].*uint8"),
+])
+def test_fashion_mnist_layout_is_checked(tmp_path, change, message):
+    with pytest.raises(DataError, match=message):
+        data.load_fashion_mnist(_write_fashion(tmp_path / "f", **change))
+
+
+def test_cifar10_layout_is_checked(tmp_path):
+    rng = np.random.default_rng(6)
+    for name in data.CIFAR_TRAIN:
+        _cifar_batch(tmp_path / name, 2, rng)
+    _cifar_batch(tmp_path / data.CIFAR_TEST, 0, rng, labels=[])
+    with pytest.raises(DataError, match=r"test_batch \[data\]: no images"):
+        data.load_cifar10(tmp_path)
+    _cifar_batch(tmp_path / data.CIFAR_TEST, 2, rng, labels=[3, 10])
+    with pytest.raises(DataError, match=r"test_batch \[labels\]: labels outside 0\.\.9"):
+        data.load_cifar10(tmp_path)
+    _cifar_batch(tmp_path / "data_batch_4", 2, rng, labels=[1, 2, 3])
+    with pytest.raises(DataError, match=r"data_batch_4 \[data_batch_4\]: 2 images but 3 labels"):
+        data.load_cifar10(tmp_path)
+    _cifar_batch(tmp_path / "data_batch_4", 2, rng, labels=["cat", "dog"])
+    with pytest.raises(DataError, match=r"data_batch_4 \[labels\]: labels must be integers"):
+        data.load_cifar10(tmp_path)
+
+
+def test_celeba_empty_split_is_refused(tmp_path):
+    _write_celeba(tmp_path, [(1, 0), (0, 0)])  # one usable image: the random split leaves no test image
+    with pytest.raises(DataError, match=r"list_attr_celeba.txt \[test split\]: no images"):
+        data.load_celeba(tmp_path, size=8)
+    ok = tmp_path / "ok"
+    _write_celeba(ok, [(1, 0), (0, 1), (1, 0)])
+    (ok / "list_eval_partition.txt").write_text("000000.jpg 0\n000001.jpg 1\n000002.jpg 0\n")  # no test image
+    with pytest.raises(DataError, match=r"list_eval_partition.txt \[test split\]: no images"):
+        data.load_celeba(ok, size=8)
+    (ok / "list_eval_partition.txt").write_text("000000.jpg 0\n000001.jpg\n")
+    with pytest.raises(DataError, match=r"list_eval_partition.txt: line 2"):
+        data.load_celeba(ok, size=8)
+
+
+def test_chest_xray_empty_split_is_refused(tmp_path):
+    _write_xray(tmp_path)
+    for p in (tmp_path / "test").glob("*/*.jpeg"):
+        p.unlink()
+    with pytest.raises(DataError, match=r"test \[images.*\]: no images"):
+        data.load_chest_xray(tmp_path, size=8)
+
+
+def test_medmnist_names_a_set_it_cannot_read(tmp_path):
+    np.savez(tmp_path / "chestmnist.npz", train_images=np.zeros((2, 4, 4), np.uint8))
+    with pytest.raises(DataError, match="chestmnist.npz: chestmnist is not a single-label 2D MedMNIST set"):
+        data.load_medmnist(tmp_path / "chestmnist.npz")
