@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -23,7 +24,7 @@ from reports import registry
 from reports.executor import SchedulerError, check_scheduler, execute, local_cores
 from reports.progress import Progress
 from reports.runmeta import fingerprint
-from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed
+from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed, write_atomic
 
 
 class CliError(Exception):
@@ -202,7 +203,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
-    (out / "run.json").write_text(json.dumps(run_meta, indent=2) + "\n")
+    write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
@@ -221,7 +222,21 @@ def _backend_flags(backend: dict) -> str:
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
     """Draw every figure of ``ids`` from the units persisted in ``out``, each checked to have been
     computed with ``preset``, ``run_seed``, ``backend`` (``{}``: the Numba default) and the current
-    code."""
+    code.  The report is drawn into a staging folder and swapped in whole once written: a failure
+    part-way leaves the previous report (or none), never a half-written file."""
+    from reports.report import remove_stale_staging, staging_folder, swap_in
+    remove_stale_staging(out)
+    staging = staging_folder(out)
+    try:
+        _draw_into(staging, out, figures, ids, preset, run_seed, backend)
+        swap_in(staging, out / "report")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None) -> None:
+    """Draw the figures of ``ids`` and the index from the units in ``out`` into ``report_dir``."""
     from reports.report import write_report
     backend = backend or {}
     store = Store(out)
@@ -245,7 +260,7 @@ def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict 
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
-        info = mod.draw(results, out / "report" / fid, level)
+        info = mod.draw(results, report_dir / fid, level)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
         figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),
@@ -253,11 +268,11 @@ def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict 
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
         if getattr(mod, "BACKENDS", None):
             figure_meta.update(backend or {"backend": "numba"})
-        (out / "report" / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")
+        (report_dir / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")
         info["files"] = list(info["files"]) + ["metadata.json"]
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},
                       "wall": sum(m.get("wall_seconds", 0.0) for m in metas)}
-    write_report(out / "report", drawn, preset)
+    write_report(report_dir, drawn, preset)
 
 
 def cmd_report(args, figures) -> int:
@@ -479,12 +494,27 @@ def cmd_tour(args, figures) -> int:
     return 0
 
 
+def _what_to_rerun(args, fix: str = "") -> str:
+    """What a failed or interrupted command keeps and how to finish it: ``run`` resumes; ``report``
+    (whose report is replaced whole or not at all) and ``tour`` are rerun as they were."""
+    command = getattr(args, "command", None)
+    if command in ("report", "tour"):
+        preset = f" --preset {args.preset}" if getattr(args, "preset", None) else ""
+        names = "".join(f" {n}" for n in getattr(args, "notebooks", []) or [])
+        kept = "the previous report, if any, is left as it was; " if command == "report" else ""
+        return f"{kept}{fix}rerun `sms-langevin {command}{names}{preset} --out {args.out}`"
+    if command == "run":
+        return f"finished units are saved; {fix}rerun with --resume"
+    return f"{fix}rerun the command" if fix else "rerun the command"
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     t0 = time.time()
     if not (sys.argv[1:] if argv is None else argv):  # no command: what the commands are, not one line
         parser.print_help(sys.stderr)
         return 2
+    args = None
     try:
         args = parser.parse_args(argv)
         figures = registry.load()
@@ -494,13 +524,13 @@ def main(argv=None) -> int:
     except (CliError, Busy) as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:  # e.g. the output folder became unwritable mid-run
+    except OSError as exc:  # e.g. the output folder became unwritable (or full) mid-run
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"sms-langevin: error: {exc.strerror or exc}{where} (finished units are saved; fix this and "
-              f"rerun with --resume)", file=sys.stderr)
+        print(f"sms-langevin: error: {exc.strerror or exc}{where} ({_what_to_rerun(args, 'fix this and ')})",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("sms-langevin: interrupted; finished units are saved, rerun with --resume", file=sys.stderr)
+        print(f"sms-langevin: interrupted; {_what_to_rerun(args)}", file=sys.stderr)
         return 130
     if args.command == "run":
         print(f"done in {time.time() - t0:.0f} s", file=sys.stderr)

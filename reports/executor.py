@@ -3,13 +3,24 @@
 Results come back to the caller as each unit finishes, so the caller persists it at once.  A
 unit's seed is derived from the run seed and the unit (``store.unit_seed``), never from where or in
 which order it runs, so every executor gives identical results.
+
+Local worker processes die with the run that started them: they are started with ``spawn`` (a fresh
+interpreter, which inherits neither the output folder's lock nor the parent's threads), ask Linux to
+kill them when their parent dies (``PR_SET_PDEATHSIG``), and elsewhere (or should that signal be
+missed) a watchdog thread ends a worker whose parent is gone.  A killed run therefore leaves no
+worker computing, blocked, or holding ``<out>/.lock``; ``--resume`` recomputes what was lost.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
+import multiprocessing
 import os
+import signal
 import socket
+import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
@@ -52,6 +63,31 @@ def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int 
     return result, time.time() - t0
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_SECONDS)
+        if os.getppid() != parent:  # orphaned: re-parented to init or a subreaper
+            os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
+    """Initializer of every local worker process: die with the parent ``parent``."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still ends an orphan
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="sms-langevin-parent-watchdog",
+                     daemon=True).start()
+
+
 def local_cores() -> int:
     """The cores this process may run on (its affinity where the platform tells it)."""
     try:
@@ -73,7 +109,8 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
         return
     workers = min(workers, len(tasks))
     threads = max(1, cores // workers)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                             initializer=_worker_init, initargs=(os.getpid(),)) as pool:
         futures = {pool.submit(run_task, *task, threads): task for task in tasks}
         for fut in as_completed(futures):
             result, seconds = fut.result()

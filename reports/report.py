@@ -4,12 +4,19 @@ the claims table and the run metadata.
 
 The HTML carries a small script that, once the page has loaded, records on ``<body>`` how many
 images loaded (``data-images-ok`` / ``data-images-total``): the headless-browser test reads it.
+
+A report is replaced whole: it is drawn into a staging folder beside it (:func:`staging_folder`)
+and swapped in once every file is written (:func:`swap_in`), so a failure part-way (a full disk)
+leaves the previous report, or none, never a half-written file.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import os
+import secrets
+import shutil
 from pathlib import Path
 
 from integrators.metadata import LIBRARIES
@@ -32,6 +39,65 @@ td, th { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }
 figcaption { font-size: 0.9em; margin: 0.4em 0 1.6em; }
 pre { background: #f6f6f6; padding: 0.6em; font-size: 0.8em; }
 </style>"""
+
+
+STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
+OLD_PREFIX = ".report-old-"  # the previous report during a swap
+KEPT = ("tour",)  # parts of a report other commands write (`sms-langevin tour`): carried into the next one
+
+
+def remove_stale_staging(out: Path) -> int:
+    """Delete what a killed report build left in ``out``; a swap killed between its two renames
+    (no ``report`` folder, the previous one aside) gets its previous report back.  Returns how many
+    folders were removed.  Call it holding ``out``'s lock."""
+    report = out / "report"
+    olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.stat().st_mtime)
+    if olds and not report.exists():
+        os.rename(olds.pop(), report)
+    stale = list(out.glob(f"{STAGING_PREFIX}*")) + olds
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(stale)
+
+
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)  # no space needed, and the previous report's files stay untouched
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def staging_folder(out: Path) -> Path:
+    """A new empty folder beside ``out/report`` to draw the next report into, holding the parts of the
+    previous report that other commands wrote (:data:`KEPT`)."""
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        for name in KEPT:
+            if (out / "report" / name).is_dir():
+                shutil.copytree(out / "report" / name, staging / name, symlinks=True, copy_function=_link_or_copy)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def swap_in(staging: Path, report: Path) -> None:
+    """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then
+    deleted)."""
+    old = None
+    if report.exists():
+        old = report.with_name(f"{OLD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        os.rename(report, old)
+    try:
+        os.rename(staging, report)
+    except BaseException:
+        if old is not None:
+            os.rename(old, report)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 def _md_table_to_html(md: str) -> str:

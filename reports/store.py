@@ -9,6 +9,9 @@ fingerprint raises :class:`StaleUnit` when it differs.
 A run holds ``<out>/.lock`` (an advisory ``flock``, released by the OS even when the run is
 killed) for as long as it writes there; a second run into the same folder is refused
 (:class:`Busy`), so it can neither interleave units nor delete the first run's temporary files.
+The lock's descriptor is never handed to child processes (close-on-exec, and a forked child drops
+its copy at once), so a worker left behind by a killed run cannot keep the folder locked; where
+one still holds it, :class:`Busy` names the processes that do.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -54,6 +58,66 @@ class Busy(Exception):
     """Another run holds the output folder's lock."""
 
 
+_HELD_LOCKS: dict[int, tuple[int, int]] = {}  # descriptor -> (device, inode) of the folder locks held here
+
+
+def _drop_locks_in_child() -> None:
+    """In a forked child: let go of the parent's folder locks (an ``flock`` lasts while any descriptor
+    of its open file is open).  The descriptor is pointed at ``/dev/null``, not closed (so the child's
+    copy of the lock object closes a harmless descriptor), and never unlocked (that would release the
+    parent's lock)."""
+    for fd, file_id in list(_HELD_LOCKS.items()):
+        try:
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) != file_id:  # closed without __exit__, the number reused since
+                continue
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, fd, inheritable=False)
+            os.close(null)
+        except OSError:
+            pass
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_locks_in_child)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def lock_holders(path: Path) -> list[int]:
+    """The processes other than this one with ``path`` open (Linux, from ``/proc``; the processes of
+    other users are not visible there): who holds a folder lock.  Empty where that cannot be read."""
+    try:
+        target = os.stat(path)
+        procs = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
+    except OSError:
+        return []
+    holders = []
+    for pid in procs:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                st = os.stat(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (target.st_dev, target.st_ino):
+                holders.append(int(pid))
+                break
+    return sorted(holders)
+
+
 class FolderLock:
     """``with FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once."""
 
@@ -62,24 +126,60 @@ class FolderLock:
         self.fh = None
 
     def __enter__(self):
-        self.fh = open(self.path, "a+")
+        cloexec = getattr(os, "O_CLOEXEC", 0)  # not inherited across exec (spawned workers, subprocesses)
+        self.fh = open(self.path, "a+", opener=lambda path, flags: os.open(path, flags | cloexec, 0o666))
+        os.set_inheritable(self.fh.fileno(), False)
         try:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self.fh.seek(0)
             holder = self.fh.read().strip() or "unknown"
             self.fh.close()
-            raise Busy(f"another sms-langevin process (pid {holder}) is writing to {self.path.parent}; "
-                       f"wait for it to finish or use another --out") from None
+            raise Busy(self._busy_message(holder)) from None
+        st = os.fstat(self.fh.fileno())
+        _HELD_LOCKS[self.fh.fileno()] = (st.st_dev, st.st_ino)
         self.fh.seek(0)
         self.fh.truncate()
         self.fh.write(f"{os.getpid()}\n")
         self.fh.flush()
         return self
 
+    def _busy_message(self, holder: str) -> str:
+        folder = self.path.parent
+        if not (holder.isdigit() and not _alive(int(holder))):
+            return (f"another sms-langevin process (pid {holder}) is writing to {folder}; "
+                    f"wait for it to finish or use another --out")
+        pids = lock_holders(self.path) if sys.platform.startswith("linux") else []
+        if not pids:
+            return (f"another sms-langevin process is writing to {folder} (the run of pid {holder} that took "
+                    f"its lock is gone, but a process it left still holds {self.path}); end that process or "
+                    f"use another --out")
+        one = len(pids) == 1
+        names = ", ".join(str(p) for p in pids)
+        return (f"another sms-langevin process is writing to {folder}: the run of pid {holder} that took its "
+                f"lock is gone, but {'pid' if one else 'pids'} {names} still {'holds' if one else 'hold'} "
+                f"{self.path} (left over from it?); end {'it' if one else 'them'} "
+                f"(kill {' '.join(map(str, pids))}) and rerun, or use another --out")
+
     def __exit__(self, *exc):
+        _HELD_LOCKS.pop(self.fh.fileno(), None)
         fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
         self.fh.close()
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: a reader
+    (or a run killed mid-write, or a full disk) sees the old file or the whole new one."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 class Store:
@@ -95,12 +195,7 @@ class Store:
         key = unit_key(unit)
         payload = {"key": key, "unit": unit, "result": result, "meta": meta,
                    "checksum": _checksum(key, unit, result, meta)}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)  # atomic: a reader sees the old file or the whole new one
+        write_atomic(path, json.dumps(payload, sort_keys=True))
         return path
 
     def _payload(self, figure_id: str, unit: dict) -> dict | None:

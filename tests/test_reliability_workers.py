@@ -1,0 +1,161 @@
+"""A killed ``--workers N`` run leaves nothing behind: its worker processes die with it, the output
+folder's lock goes with them, and ``--resume`` finishes the run with the outputs of an uninterrupted
+one.  A lock still held after its run is gone names the processes that hold it."""
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = "tests.report_fixtures.fast_units"
+GONE_WITHIN = 10.0  # seconds: no process of a killed run may be left after this
+
+linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+
+
+def env(**extra):
+    e = os.environ.copy()
+    e["PYTHONPATH"] = str(ROOT) + os.pathsep + e.get("PYTHONPATH", "")
+    e["SMS_LANGEVIN_REPORT_MODULES"] = FAST
+    e.update(extra)
+    return e
+
+
+def cli(args, **extra):
+    return subprocess.run([sys.executable, "-m", "reports", *args], cwd=ROOT, env=env(**extra),
+                          capture_output=True, text=True, timeout=120)
+
+
+def unit_files(out):
+    return sorted(p for p in (Path(out) / "units").rglob("*.json") if not p.name.startswith("."))
+
+
+def session(sid: int) -> list[int]:
+    """Live (not zombie) processes of session ``sid``: a run started as a session leader and every
+    process it started."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # state, ppid, pgrp, session, ...
+        if int(fields[3]) == sid and fields[0] not in "ZX":
+            pids.append(int(entry))
+    return pids
+
+
+def results(out):
+    return {p.name: json.loads(p.read_text())["result"] for p in unit_files(out)}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("uninterrupted")
+    proc = cli(["run", "all", "--out", str(out)])
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@linux_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--workers 2 is reduced to 1 on one core")
+@pytest.mark.parametrize("sig,saved,workers", [(signal.SIGKILL, 0, 2), (signal.SIGTERM, 2, 1), (signal.SIGKILL, 4, 1)],
+                         ids=["SIGKILL-before-any-unit", "SIGTERM-after-2-units", "SIGKILL-after-4-units"])
+def test_killed_worker_run_leaves_no_process_and_resumes_identically(tmp_path, reference, sig, saved, workers):
+    """Killed at three points; resumed once on two workers again, else in one process (spawning
+    workers costs seconds here)."""
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "reports", "run", "all", "--workers", "2", "--out", str(out)],
+                            cwd=ROOT, env=env(FAST_UNITS_SLEEP="0.3"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        # "before any unit": once both workers are up (parent + 2 workers, + the resource tracker)
+        while time.time() < deadline and proc.poll() is None and (
+                len(unit_files(out)) < saved if saved else len(session(proc.pid)) < 3):
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        killed_at = time.time()
+        while session(proc.pid) and time.time() < killed_at + GONE_WITHIN:
+            time.sleep(0.1)
+        left = session(proc.pid)
+        assert not left, f"processes of the killed run still alive {GONE_WITHIN:g} s after: {left}"
+    finally:
+        for pid in session(proc.pid):  # never leave an orphan behind, whatever failed
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    done = len(unit_files(out))
+    assert done < 6, "the run should be killed mid-way"
+    resumed = cli(["run", "all", "--workers", str(workers), "--resume", "--out", str(out)])
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} units already done, {6 - done} to run" in resumed.stderr
+    assert not list((out / "units").rglob(".tmp-*"))
+    assert (out / "report/fast/fast.csv").read_bytes() == (reference / "report/fast/fast.csv").read_bytes()
+    assert results(out) == results(reference)
+
+
+@linux_only
+def test_a_lock_outliving_its_run_names_the_processes_holding_it(tmp_path):
+    """The pid written in the lock is a finished process; the lock is held by this one (as a worker
+    left over from a killed run would): the refusal names this process, not the dead run."""
+    out = tmp_path / "stale"
+    out.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    import fcntl
+    with open(out / ".lock", "w") as fh:
+        fh.write(f"{dead.pid}\n")
+        fh.flush()
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        proc = cli(["run", "all", "--resume", "--out", str(out)])
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sms-langevin: error:"), proc.stderr
+    assert f"pid {os.getpid()} still holds" in lines[0] and f"kill {os.getpid()}" in lines[0], lines[0]
+    assert f"run of pid {dead.pid} that took its lock is gone" in lines[0], lines[0]
+
+
+FORK_AND_DIE = """
+import os, sys, time
+from reports.store import FolderLock
+lock = FolderLock(sys.argv[1]).__enter__()
+child = os.fork()
+if child == 0:
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):  # let the caller's pipes close
+        os.dup2(null, fd)
+    time.sleep(30)
+    os._exit(0)
+print(child, flush=True)
+os._exit(0)  # gone without unlocking, as a killed run is
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_does_not_keep_the_folder_locked(tmp_path):
+    """A process forked by the lock's holder (a fork-started worker, say) outlives it: the lock is
+    free all the same."""
+    from reports.store import Busy, FolderLock
+    proc = subprocess.run([sys.executable, "-c", FORK_AND_DIE, str(tmp_path)], cwd=ROOT, env=env(),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    child = int(proc.stdout)
+    try:
+        with FolderLock(tmp_path) as lock:
+            assert not os.get_inheritable(lock.fh.fileno())
+    except Busy as exc:
+        pytest.fail(f"a forked child kept the lock: {exc}")
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(child, signal.SIGKILL)

@@ -1,0 +1,187 @@
+"""A report is replaced whole or not at all: a write that fails part-way (a full disk, injected here
+into every file the report writes in turn) leaves the previous report byte for byte, or none, never
+a half-written file, and the one-line error names the command to rerun."""
+
+import builtins
+import errno
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from reports import cli  # noqa: E402
+
+FAST = "tests.report_fixtures.fast_units"
+ROOM = 100  # bytes each failing file gets before the disk is full
+
+
+def snapshot(folder: Path) -> dict:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+class FullDisk:
+    """``open`` (and ``io.open``, which ``Path.write_text`` uses) whose ``fail_at``-th file opened for
+    writing under ``out`` (outside its units, run.json, lock and write probe) takes ``ROOM`` bytes,
+    then raises ENOSPC."""
+
+    def __init__(self, out: Path, fail_at: int):
+        self.out, self.fail_at, self.opened, self.failed = str(out), fail_at, 0, False
+        self.real = builtins.open
+
+    def __call__(self, file, mode="r", *args, **kwargs):
+        fh = self.real(file, mode, *args, **kwargs)
+        path = os.fspath(file) if isinstance(file, str | os.PathLike) else ""
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        inside = path.startswith(self.out + os.sep) and Path(path).name not in (".lock", ".write-test") and (
+            Path(path).relative_to(self.out).parts[0] not in ("units", "run.json"))
+        if not inside or not any(m in mode for m in "wax+"):
+            return fh
+        self.opened += 1
+        return _Filling(fh, self) if self.opened - 1 == self.fail_at else fh
+
+
+class _Filling:
+    def __init__(self, fh, disk):
+        self._fh, self._disk, self._room = fh, disk, ROOM
+
+    def write(self, data):
+        if len(data) <= self._room:
+            self._room -= len(data)
+            return self._fh.write(data)
+        self._fh.write(data[:self._room])
+        self._fh.flush()
+        self._room, self._disk.failed = 0, True
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), self._fh.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._fh.close()
+
+    def __iter__(self):
+        return iter(self._fh)
+
+    def __getattr__(self, name):
+        return getattr(self._fh, name)
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A run of the fast registry, in process, with a tour page written into its report (as
+    ``sms-langevin tour`` writes one)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path_factory.mktemp("atomic") / "run"
+    assert cli.main(["run", "all", "--out", str(out)]) == 0
+    tour = out / "report" / "tour"
+    tour.mkdir()
+    (tour / "index.html").write_text("<html>" + "a notebook, executed " * 20 + "</html>\n")  # > ROOM
+    assert cli.main(["report", "--out", str(out)]) == 0
+    mp.undo()
+    return out
+
+
+def fail_each_write(monkeypatch, capsys, out, argv, writes=7):
+    """Run ``argv`` once per file the report writes (``writes`` of them), that file failing part-way;
+    yield each run's stderr (the run failed with exit 2)."""
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    monkeypatch.setenv("FAST_UNITS_FAIL", "1")  # a report never runs a unit
+    capsys.readouterr()
+    for n in range(100):
+        disk = FullDisk(out, n)
+        with monkeypatch.context() as m:
+            m.setattr(builtins, "open", disk)
+            m.setattr(io, "open", disk)
+            code = cli.main(argv)
+        err = capsys.readouterr().err
+        if not disk.failed:
+            assert code == 0, err
+            assert n == writes, f"{n} files written, not {writes}: is the injection missing some?"
+            return
+        yield n, code, err
+    pytest.fail("the report never finished")
+
+
+@pytest.mark.parametrize("hard_links", [True, False], ids=["tour-linked", "tour-copied"])
+def test_a_report_failing_at_any_write_leaves_the_previous_report(tmp_path, finished_run, monkeypatch, capsys,
+                                                                  hard_links):
+    """Every write fails in turn; where the filesystem has no hard links the tour is copied into the
+    new report, and that copy fails in turn too."""
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    if not hard_links:
+        def no_link(*args, **kwargs):
+            raise OSError(errno.EPERM, "hard links not supported here")
+        monkeypatch.setattr(os, "link", no_link)
+        monkeypatch.setattr(shutil, "_USE_CP_SENDFILE", False)  # copies through write(), where the disk fills
+    before = snapshot(out / "report")
+    assert "tour/index.html" in before and "fast/fast.csv" in before
+    assert "href='tour/index.html'" in (out / "report" / "index.html").read_text()
+    argv = ["report", "--out", str(out)]
+    for n, code, err in fail_each_write(monkeypatch, capsys, out, argv, writes=7 if hard_links else 8):
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, f"write {n}: {err}"
+        assert "No space left on device" in lines[0] and f"rerun `sms-langevin report --out {out}`" in lines[0], \
+            lines[0]
+        assert "--resume" not in lines[0], lines[0]
+        assert snapshot(out / "report") == before, f"write {n} failing changed the previous report"
+        assert sorted(p.name for p in out.iterdir()) == [".lock", "report", "run.json", "units"], \
+            f"write {n} failing left temporary files"
+    # the report that finished is whole, and kept the tour
+    assert snapshot(out / "report")["fast/fast.csv"] == before["fast/fast.csv"]
+    assert (out / "report" / "tour" / "index.html").read_bytes() == before["tour/index.html"]
+    assert "href='tour/index.html'" in (out / "report" / "index.html").read_text()
+
+
+def test_a_first_report_failing_part_way_leaves_none(tmp_path, finished_run, monkeypatch, capsys):
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    shutil.rmtree(out / "report")
+    for n, code, err in fail_each_write(monkeypatch, capsys, out, ["report", "--out", str(out)]):
+        assert code == 2 and err.count("\n") == 1 and "sms-langevin report --out" in err, f"write {n}: {err}"
+        assert not (out / "report").exists(), f"write {n} failing left a partial report"
+        assert sorted(p.name for p in out.iterdir()) == [".lock", "run.json", "units"]
+    assert (out / "report" / "index.html").exists() and (out / "report" / "fast" / "metadata.json").exists()
+
+
+def test_run_failing_in_its_drawing_says_resume_and_keeps_the_report(tmp_path, finished_run, monkeypatch, capsys):
+    import shutil
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    before = snapshot(out / "report")
+    argv = ["run", "all", "--resume", "--out", str(out)]
+    for n, code, err in fail_each_write(monkeypatch, capsys, out, argv):
+        line = err.strip().splitlines()[-1]
+        assert code == 2 and "rerun with --resume" in line and "sms-langevin report" not in line, f"write {n}: {err}"
+        assert snapshot(out / "report") == before, f"write {n} failing changed the previous report"
+        if n == 2:
+            break
+
+
+def test_a_killed_report_build_is_cleaned_up_and_an_interrupted_swap_restored(tmp_path, finished_run,
+                                                                              monkeypatch):
+    import shutil
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "run"
+    shutil.copytree(finished_run, out)
+    before = snapshot(out / "report")
+    (out / ".report-tmp-123-dead").mkdir()
+    (out / ".report-tmp-123-dead" / "half.csv").write_text("k,pl")
+    os.rename(out / "report", out / ".report-old-123-dead")  # killed between the swap's two renames
+    from reports.report import remove_stale_staging
+    assert remove_stale_staging(out) == 1
+    assert snapshot(out / "report") == before
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "report", "run.json", "units"]
+    (out / ".report-tmp-456-dead").mkdir()
+    assert cli.main(["report", "--out", str(out)]) == 0
+    assert not list(out.glob(".report-*"))
