@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bias.coupled import coupled_run
-from integrators.api import _int_at_least
+from integrators.api import _int_at_least, _real_number, _seed
 from integrators.plans import n_batches
 
 
@@ -59,6 +59,14 @@ class TelescopingResult:
 
 
 MAX_LEVELS = 20
+SEEDS = 2**64  # seeds lie in [0, 2**64): a level's derived seed wraps around within them
+
+
+def level_seed(seed: int, level: int) -> int:
+    """The seed of level ``level``'s coupled pair: ``seed + 101 level``, wrapped into ``[0, 2**64)``
+    (so a seed near the top of the range derives seeds in range, and every other seed keeps
+    the levels it always had)."""
+    return (seed + 101 * level) % SEEDS
 
 
 def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3, gamma: float = 1.0,
@@ -77,6 +85,8 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
     if levels > MAX_LEVELS:  # each level doubles the steps: 2^levels times the first level's work
         raise ValueError(f"levels must be at most {MAX_LEVELS} (level l runs 2^l times level 0's steps), got {levels}")
     base_epochs = _int_at_least("base_epochs", base_epochs, 1)
+    seed = _seed(seed)  # the user's seed checked as such; each level's is derived from it below
+    burn_fraction = _real_number("burn_fraction", burn_fraction)
     if not 0 <= burn_fraction < 1:
         raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
     epoch = n_batches(target.n_data, batch_size or target.n_data)
@@ -85,7 +95,7 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
         h = h0 * 2.0**-level
         steps = int(base_epochs * 2**level * epoch)
         res = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=steps,
-                          burn_in=int(burn_fraction * steps), seed=seed + 101 * level, batch_size=batch_size,
+                          burn_in=int(burn_fraction * steps), seed=level_seed(seed, level), batch_size=batch_size,
                           coupling=coupling, test_functions=test_functions,
                           n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
                           n_chunks=n_chunks,

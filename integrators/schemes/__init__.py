@@ -14,6 +14,11 @@ shape ``(2, d, n)`` (the path pair over each half step, chains innermost), ``bat
 batch in ``batch[:n_batch, c]``).  Loops run over coordinates outside and chains inside,
 so the arithmetic vectorizes over chains.  A scheme never knows the plan, the target or the backend.
 
+``coefficients(h, gamma)`` returns a 1-D float64 array of finite numbers, the same length at every
+``(h, gamma)``, and ``step`` reads no element past its end; :func:`check_coefficients` checks the
+first where a :class:`Scheme` is built, and both where a scheme is registered or a scheme object is
+first used (:func:`resolve_scheme`: ``sample``, ``verify``, the oracle), once per scheme object.
+
 ``SCHEMES`` is the registry that the kernel, the oracle, the coupled chains, the claims table,
 the weak-orders figure and the tests read.  A scheme in user code (a module, or a :class:`Scheme`
 built from a Numba step) joins it with :func:`register_scheme`; nothing else changes.
@@ -22,6 +27,8 @@ built from a Numba step) joins it with :func:`register_scheme`; nothing else cha
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
 
 from integrators.registry import Registry
 from integrators.schemes import baoab, em, obabo, ubu
@@ -46,15 +53,100 @@ class Scheme:
     affine_ops: object = None
     rotation_ops: object = None
 
+    def __post_init__(self):
+        _CHECKED[id(self)] = (self, self.step, self.coefficients, check_coefficients(self), False)
 
-def _check_orders(scheme) -> None:
+
+# (h, gamma) at which a scheme's coefficients are checked: moderate steps and frictions
+REPRESENTATIVE_STEPS = ((0.1, 1.0), (0.01, 10.0), (0.25, 0.1))
+PAD = 8  # elements after a scheme's coefficients in the read check (NaN: they must not reach the state)
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    return f"{type(value).__name__} {value!r}"[:200]
+
+
+def check_coefficients(scheme) -> np.ndarray:
+    """``scheme.coefficients(h, gamma)`` at :data:`REPRESENTATIVE_STEPS`: a non-empty 1-D float64
+    numpy array of finite numbers, of one length at every ``(h, gamma)``; returns the first.
+    ``ValueError`` naming the scheme and its coefficients otherwise."""
+    name = getattr(scheme, "NAME", "?")
+    function = scheme.coefficients
+    if not callable(function):
+        raise ValueError(f"scheme {name!r}: coefficients must be a function coefficients(h, gamma) returning a "
+                         f"1-D float64 array, got {_describe(function)}")
+    first = None
+    for h, gamma in REPRESENTATIVE_STEPS:
+        call = f"scheme {name!r}: coefficients(h={h:g}, gamma={gamma:g})"
+        try:
+            coef = function(h, gamma)
+        except Exception as exc:
+            raise ValueError(f"{call} raised {type(exc).__name__}: {exc}") from exc
+        if not (isinstance(coef, np.ndarray) and coef.dtype == np.float64 and coef.ndim == 1 and coef.size):
+            raise ValueError(f"{call} must return a non-empty 1-D float64 array (np.array([...], dtype=float)), "
+                             f"got {_describe(coef)}")
+        if not np.all(np.isfinite(coef)):
+            raise ValueError(f"{call} returned non-finite coefficients {coef!r}")
+        if first is not None and coef.size != first.size:
+            raise ValueError(f"{call} returned {coef.size} coefficients, but {first.size} at "
+                             f"h={REPRESENTATIVE_STEPS[0][0]:g}, gamma={REPRESENTATIVE_STEPS[0][1]:g}: the step "
+                             f"reads one fixed layout")
+        first = coef if first is None else first
+    return first
+
+
+def check_step_reads(scheme, coef: np.ndarray) -> None:
+    """The scheme's ``step`` reads no coefficient past the end of ``coef`` (its coefficients at
+    :data:`REPRESENTATIVE_STEPS`' first point): one step of a small block on a Gaussian target, with
+    ``coef`` followed by :data:`PAD` ones and then by as many NaN; a state that is finite with the
+    ones and not with the NaN read past the end (the kernel would read whatever memory follows)."""
+    from integrators.bounce import make_box
+    from integrators.targets import GaussianTarget, force_data, lane_force_for
+
+    d, n = 2, 4
+    target = GaussianTarget(np.zeros((1, d)), np.eye(d)[None], prior_precision=0.5)
+    rng = np.random.default_rng(0)
+    state = [rng.normal(size=(n, d)) for _ in range(3)]
+    noise = [np.ascontiguousarray(rng.normal(size=(2, d, n))) for _ in range(2)]
+    finite = []
+    for pad in (1.0, np.nan):
+        x, v, g = (np.array(a, order="C") for a in state)
+        padded = np.concatenate([coef, np.full(PAD, pad)])
+        try:
+            scheme.step(x, v, g, padded, *noise, lane_force_for(target), np.zeros((1, n), dtype=np.int32), 1, 1.0,
+                        force_data(target), make_box(d))
+        except Exception as exc:
+            raise ValueError(f"scheme {scheme.NAME!r}: its step(x, v, g, coef, dW, J, force, batch, n_batch, scale, "
+                             f"tdata, box) failed on a test block with coefficients(0.1, 1.0) "
+                             f"({type(exc).__name__}: {str(exc)[:300]})") from exc
+        finite.append(bool(np.all(np.isfinite(x)) and np.all(np.isfinite(v))))
+    if finite == [True, False]:
+        raise ValueError(f"scheme {scheme.NAME!r}: its step reads past the end of the {coef.size} coefficients that "
+                         f"coefficients(h, gamma) returns (a NaN placed after them reaches the state); return every "
+                         f"coefficient the step reads")
+
+
+# id(scheme) -> (scheme, its step, its coefficients, their value, whether the step's reads were checked)
+_CHECKED: dict = {}
+_BUILT_IN = (em, baoab, ubu, obabo)  # their steps' reads are tested (tests/test_scheme_contract.py), not probed
+
+
+def _check_scheme(scheme) -> None:
     for attr in ("WEAK_ORDER", "STRONG_ORDER"):
         value = getattr(scheme, attr)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"scheme {scheme.NAME!r}: {attr} must be a positive number, got {value!r}")
+    seen = _CHECKED.get(id(scheme))
+    if seen is None or seen[0] is not scheme or seen[1] is not scheme.step or seen[2] is not scheme.coefficients:
+        seen = (scheme, scheme.step, scheme.coefficients, check_coefficients(scheme), False)
+    if not seen[4] and not any(scheme is module for module in _BUILT_IN):  # no compiling at import
+        check_step_reads(scheme, seen[3])
+    _CHECKED[id(scheme)] = (*seen[:4], True)
 
 
-SCHEMES = Registry("scheme", SCHEME_ATTRIBUTES, _check_orders, (em, baoab, ubu, obabo))
+SCHEMES = Registry("scheme", SCHEME_ATTRIBUTES, _check_scheme, _BUILT_IN)
 
 
 def register_scheme(scheme, *, replace: bool = False):

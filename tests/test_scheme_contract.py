@@ -1,0 +1,142 @@
+"""The contract a scheme's coefficients keep, checked where a scheme is built, registered or first
+used: ``coefficients(h, gamma)`` is a non-empty 1-D float64 array of finite numbers, of one length,
+and the step reads none past its end (a NaN placed after them must not reach the state).  A bad
+one is a ``ValueError`` naming the scheme and its coefficients, not a ``LinAlgError`` in the
+oracle, a Numba ``TypingError`` or a wrong answer.  The built-in schemes keep it unchanged.
+
+Also the arguments of the telescoping estimator: seeds derived per level stay in range,
+``burn_fraction`` is a number, and a scheme or plan that is neither a name nor an object is refused
+by name."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from integrators import SCHEMES, GaussianTarget, Scheme, register_scheme, sample
+from integrators.schemes import REPRESENTATIVE_STEPS, check_coefficients, check_step_reads, resolve_scheme
+from theory_checks.verify import verify
+
+UBU = SCHEMES["ubu"]
+ONE_D = GaussianTarget.one_d_example()
+
+
+def ubu_like(name, coefficients):
+    return Scheme(name, UBU.step, coefficients, WEAK_ORDER=2.0, STRONG_ORDER=2.0)
+
+
+def one_short(h, gamma):
+    return UBU.coefficients(h, gamma)[:-1]
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_the_built_in_schemes_keep_the_contract(name):
+    module = SCHEMES[name]
+    coef = check_coefficients(module)
+    assert coef.dtype == np.float64 and coef.ndim == 1 and np.all(np.isfinite(coef))
+    check_step_reads(module, coef)  # reads exactly its own coefficients
+    copy = Scheme(f"{name}_copy", module.step, module.coefficients, WEAK_ORDER=module.WEAK_ORDER,
+                  STRONG_ORDER=module.STRONG_ORDER, FSAL=module.FSAL)
+    assert resolve_scheme(copy) is copy and resolve_scheme(module) is module
+
+
+@pytest.mark.parametrize("coefficients, words", [
+    (lambda h, gamma: np.array([h, math.nan, 1.0, 1.0, 1.0]), "non-finite"),
+    (lambda h, gamma: None, "NoneType None"),
+    (lambda h, gamma: np.array(["0.1", "0.9", "0.1", "1.4", "1.4"]), "dtype <U3"),
+    (lambda h, gamma: [h, 0.9, 0.1, 1.4, 1.4], "list"),
+    (lambda h, gamma: np.array([[h, 0.9, 0.1, 1.4, 1.4]]), r"shape \(1, 5\)"),
+    (lambda h, gamma: np.array([], dtype=float), r"shape \(0,\)"),
+    (lambda h, gamma: np.arange(5), "dtype int64"),
+    (lambda h, gamma: UBU.coefficients(h, gamma)[: 5 if gamma < 5 else 4], "returned 4 coefficients, but 5"),
+    (lambda h, gamma: 1 / 0, "ZeroDivisionError"),
+    ("abc", "must be a function"),
+])
+def test_bad_coefficients_are_refused_where_the_scheme_is_built(coefficients, words):
+    with pytest.raises(ValueError, match=rf"scheme 'bad'.*coefficients.*{words}|scheme 'bad'.*{words}.*coefficients"):
+        ubu_like("bad", coefficients)
+
+
+def test_bad_coefficients_in_a_scheme_module_are_refused_where_it_is_used():
+    """A module-like object is not built through Scheme: sample, verify and register_scheme check it."""
+    bad = SimpleNamespace(NAME="bad_module", step=UBU.step, coefficients=lambda h, gamma: None,
+                          WEAK_ORDER=2.0, STRONG_ORDER=2.0, FSAL=False)
+    with pytest.raises(ValueError, match=r"scheme 'bad_module': coefficients.*NoneType"):
+        sample(ONE_D, bad, "full", h=0.1, n_chains=2, n_steps=3)
+    with pytest.raises(ValueError, match=r"scheme 'bad_module': coefficients"):
+        verify(bad, plans=["full"], strong=False, monte_carlo=False)
+    with pytest.raises(ValueError, match=r"scheme 'bad_module': coefficients"):
+        register_scheme(bad)
+    assert "bad_module" not in SCHEMES
+
+
+def test_a_step_that_reads_past_its_coefficients_is_refused_where_it_is_used():
+    """UBU's step reads five coefficients; given four, it read the memory after the array and
+    sample returned a wrong variance with no warning."""
+    short = ubu_like("ubu_one_short", one_short)  # building it compiles nothing
+    for use in (lambda: sample(ONE_D, short, "sms", h=0.1, n_chains=8, n_steps=200, batch_size=1),
+                lambda: verify(short, plans=["full"], strong=False, monte_carlo=False),
+                lambda: register_scheme(short)):
+        with pytest.raises(ValueError, match=r"scheme 'ubu_one_short': its step reads past the end of the 4 "
+                                             r"coefficients"):
+            use()
+    assert "ubu_one_short" not in SCHEMES
+    module = SimpleNamespace(NAME="ubu_module_short", step=UBU.step, coefficients=one_short, WEAK_ORDER=2.0,
+                             STRONG_ORDER=2.0, FSAL=False)
+    with pytest.raises(ValueError, match="reads past the end"):
+        sample(ONE_D, module, "full", h=0.1, n_chains=2, n_steps=3)
+
+
+def test_a_scheme_object_is_checked_once():
+    calls = []
+
+    def counted(h, gamma):
+        calls.append((h, gamma))
+        return UBU.coefficients(h, gamma)
+
+    scheme = ubu_like("ubu_counted", counted)
+    probe = REPRESENTATIVE_STEPS[-1]  # a point only the check asks for
+    assert calls.count(probe) == 1  # built: checked
+    for _ in range(3):
+        assert resolve_scheme(scheme) is scheme
+    assert calls.count(probe) == 1  # resolved again and again: not again
+    res = sample(ONE_D, scheme, "full", h=0.1, n_chains=4, n_steps=50)
+    assert np.all(np.isfinite(res.x)) and calls.count(probe) == 1
+
+
+# ------------------------------------------------------------------ the telescoping estimator's arguments
+def small_telescoping(**kwargs):
+    from bias.telescoping import telescoping_bias
+
+    options = dict(levels=1, base_epochs=4, n_chains=4, batch_size=1)
+    options.update(kwargs)
+    return telescoping_bias(ONE_D, options.pop("scheme", "ubu"), options.pop("plan", "sms"), 0.1, **options)
+
+
+def test_level_seeds_stay_in_range_and_keep_ordinary_seeds():
+    from bias.telescoping import level_seed
+
+    assert [level_seed(7, level) for level in range(4)] == [7, 108, 209, 310]
+    assert level_seed(2**64 - 50, 1) == 51 and level_seed(2**64 - 1, 0) == 2**64 - 1
+    top = small_telescoping(seed=2**64 - 50)  # level 1 used to fail with a seed the user never passed
+    assert np.all(np.isfinite(top.differences))
+    with pytest.raises(ValueError, match=r"seed must be < 2\*\*64, got 18446744073709551616"):
+        small_telescoping(seed=2**64)
+
+
+@pytest.mark.parametrize("value", ["0.1", None, True, 1.0, -0.1, math.nan])
+def test_burn_fraction_must_be_a_number_in_range(value):
+    with pytest.raises(ValueError, match=rf"burn_fraction must .*got {value!r}".replace("(", r"\(")):
+        small_telescoping(burn_fraction=value)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(scheme=["ubu"]), r"scheme.*\['ubu'\]"),
+    (dict(scheme={"ubu": 1}), r"scheme.*\{'ubu': 1\}"),
+    (dict(plan={}), r"plan.*\{\}"),
+    (dict(plan=["sms"]), r"plan.*\['sms'\]"),
+])
+def test_a_scheme_or_plan_that_is_neither_a_name_nor_an_object_is_refused_by_name(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        small_telescoping(**kwargs)
