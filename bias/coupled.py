@@ -304,7 +304,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
         other = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=n_coarse_steps,
-                            burn_in=burn_in, seed=seed + INDEPENDENT_SEED_OFFSET, batch_size=batch_size,
+                            burn_in=burn_in, seed=(seed + INDEPENDENT_SEED_OFFSET) % 2**64, batch_size=batch_size,
                             coupling="independent", test_functions=test_functions,
                             n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
                             n_chunks=n_chunks, x0=x0, control_variate=control_variate, x_ref=x_ref,
