@@ -5,18 +5,16 @@ gives (one rule: :func:`theory_checks.verify.weak_order_verdict`), for a scheme 
 (ABOBA with full gradients: exact x-marginal on Gaussians) and for ones with a first-order bias.
 Registrations go through the ``registered`` fixture, which removes them after each test."""
 
-import math
 import os
 import subprocess
 import sys
 from types import SimpleNamespace
 
-import numba as nb
 import numpy as np
 import pytest
+from user_schemes import ABOBA, ABOBA_BROKEN, aboba_coefficients, aboba_step  # noqa: F401
 
 from integrators import GaussianTarget, Scheme
-from integrators.bounce import reflect
 from integrators.schemes import SCHEMES
 from theory_checks.claims import FAILS, HOLDS, NOT_ASSERTED, weak_order_rows
 from theory_checks.verify import verify, weak_order_verdict
@@ -26,50 +24,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # below imports this module, registers its schemes, and only then imports the torch backend
 
 
-@nb.njit(nogil=True)
-def aboba_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """The README's ABOBA: A(h/2) B(h/2) O(h) B(h/2) A(h/2); J over the step = e^{-gamma h/2} J_1 + J_2."""
-    h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]
-    n, d = x.shape
-    for a in range(d):
-        for c in range(n):
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-    force(x, g, batch, n_batch, scale, tdata)
-    for a in range(d):
-        for c in range(n):
-            w = eta * (v[c, a] - 0.5 * h * g[c, a]) + noise * (eta_half * J[0, a, c] + J[1, a, c])
-            v[c, a] = w - 0.5 * h * g[c, a]
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-
-
-def aboba_coefficients(h, gamma):
-    return np.array([h, math.exp(-gamma * h), math.sqrt(2 * gamma), math.exp(-gamma * h / 2)])
-
-
-ABOBA = Scheme("aboba", aboba_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
-
-
-@nb.njit(nogil=True)
-def aboba_broken_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """The README's broken ABOBA: the O step forgets the first half step's J."""
-    h, eta, noise = coef[0], coef[1], coef[2]
-    n, d = x.shape
-    for a in range(d):
-        for c in range(n):
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-    force(x, g, batch, n_batch, scale, tdata)
-    for a in range(d):
-        for c in range(n):
-            w = eta * (v[c, a] - 0.5 * h * g[c, a]) + noise * J[1, a, c]
-            v[c, a] = w - 0.5 * h * g[c, a]
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-
-
-ABOBA_BROKEN = Scheme("aboba_broken", aboba_broken_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
 # Euler-Maruyama's step declaring second order: a first-order bias under every plan
 EM_AS_SECOND_ORDER = Scheme("em_as_second_order", SCHEMES["em"].step, SCHEMES["em"].coefficients,
                             WEAK_ORDER=2.0, STRONG_ORDER=1.0)

@@ -2,16 +2,14 @@
 planted bugs are caught by named checks, a user's three-line test works, and the strategies
 draw what they promise."""
 
-import math
 
-import numba as nb
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from planted_bugs import BAOAB_SQRT_ONE_MINUS_ETA, SMS_NOT_REVERSED, UBU_HALF_KICK, UBU_INDEPENDENT_J
+from user_schemes import ABOBA, aboba_coefficients, aboba_step
 
 from integrators import SCHEMES, Scheme
-from integrators.bounce import reflect
 from theory_checks.testing import assert_verified, frictions, gaussian_targets, partitions, step_sizes
 from theory_checks.verify import verify
 
@@ -81,30 +79,6 @@ def test_verify_rejects_bad_input():
 
 
 # ------------------------------------------------------------------ a user's scheme and test
-@nb.njit(nogil=True)
-def aboba_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """ABOBA: A(h/2) B(h/2) O(h) B(h/2) A(h/2), one force per step."""
-    h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]
-    n, d = x.shape
-    for a in range(d):
-        for c in range(n):
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-    force(x, g, batch, n_batch, scale, tdata)
-    for a in range(d):
-        for c in range(n):
-            kicked = v[c, a] - 0.5 * h * g[c, a]
-            kicked = eta * kicked + noise * (eta_half * J[0, a, c] + J[1, a, c])
-            v[c, a] = kicked - 0.5 * h * g[c, a]
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-
-
-def aboba_coefficients(h, gamma):
-    return np.array([h, math.exp(-gamma * h), math.sqrt(2.0 * gamma), math.exp(-0.5 * gamma * h)])
-
-
-ABOBA = Scheme("aboba", aboba_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
 
 
 def test_a_user_scheme_in_three_lines():
