@@ -169,17 +169,22 @@ def target_scale(target: GaussianTarget) -> float:
     return float(np.linalg.norm(target.covariance) + np.linalg.norm(target.mean))
 
 
-def is_exact_law(hs, errors, scale: float, fit_points: int = 4) -> bool:
+def is_exact_law(hs, errors, scale: float, fit_points: int = 4, levels=None) -> bool:
     """A weak-error ladder (``nan`` where unstable) of an exact law: every finite error below
-    ``EXACT_LEVEL`` relative to ``scale``, and the ``fit_points`` finest ``h`` stable."""
+    ``EXACT_LEVEL`` relative to ``scale`` (or, where the ladder's rounding ``levels`` are known,
+    below ``ROUNDING_MARGIN`` times its own level: at small friction the stationary law amplifies
+    rounding far beyond ``EXACT_LEVEL``), and the ``fit_points`` finest ``h`` stable."""
     hs, errors = np.asarray(hs, dtype=float), np.asarray(errors, dtype=float)
-    finite = errors[np.isfinite(errors)]
+    bound = np.full(errors.shape, EXACT_LEVEL * scale)
+    if levels is not None:
+        bound = np.maximum(bound, ROUNDING_MARGIN * np.nan_to_num(np.asarray(levels, dtype=float)))
+    ok = np.isfinite(errors)
     finest = errors[np.argsort(hs)[:fit_points]]
-    return bool(finite.size and np.all(finite < EXACT_LEVEL * scale) and np.all(np.isfinite(finest)))
+    return bool(ok.any() and np.all(errors[ok] < bound[ok]) and np.all(np.isfinite(finest)))
 
 
 def weak_order_verdict(hs, errors, expected: float | None, scale: float, *, exact_declared: bool = False,
-                       fit_points: int = 4) -> tuple[bool | None, str]:
+                       fit_points: int = 4, levels=None) -> tuple[bool | None, str]:
     """The one rule for a weak-order ladder: ``(passed, measured)``; :func:`verify` and the claims
     table (:func:`theory_checks.claims.weak_order_rows`) both apply it, so they agree.
 
@@ -188,7 +193,7 @@ def weak_order_verdict(hs, errors, expected: float | None, scale: float, *, exac
     ``h`` passes within ``WEAK_TOL`` of ``expected``; a law declared exact (``exact_declared``: the
     scheme's ``EXACT_GAUSSIAN_X`` with full gradients) that is not fails whatever its slope.
     ``expected=None`` (no claim) gives ``passed=None``: measured, asserting nothing."""
-    if is_exact_law(hs, errors, scale, fit_points):
+    if is_exact_law(hs, errors, scale, fit_points, levels):
         return (None if expected is None and not exact_declared else True), "exact (error at rounding level)"
     slope = fit_slope(hs, errors, fit_points)
     measured = _fmt_slopes(hs, errors, fit_points)
@@ -264,8 +269,8 @@ def _weak_check(hs, errors, levels, expected, scale, exact_declared, rate) -> tu
     ladders unstable at their finest steps go to the rule on the whole ladder."""
     hs, errors, levels = np.asarray(hs, float), np.asarray(errors, float), np.asarray(levels, float)
     finest = np.argsort(hs)[:FIT_POINTS]
-    if exact_declared or is_exact_law(hs, errors, scale, FIT_POINTS) or not np.all(np.isfinite(errors[finest])):
-        return (*weak_order_verdict(hs, errors, expected, scale, exact_declared=exact_declared), "")
+    if exact_declared or is_exact_law(hs, errors, scale, FIT_POINTS, levels) or not np.all(np.isfinite(errors[finest])):
+        return (*weak_order_verdict(hs, errors, expected, scale, exact_declared=exact_declared, levels=levels), "")
     above = np.isfinite(errors) & np.isfinite(levels) & (errors >= ROUNDING_MARGIN * levels)
     fit = np.argsort(np.where(above, hs, np.inf))[:FIT_POINTS]
     fit = fit[above[fit]]
