@@ -286,7 +286,8 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     """Celeb-A, blond (label 0) against brown hair (label 1), images center-cropped and resized to
     ``size``. ``folder`` holds ``list_attr_celeba.txt`` and ``img_align_celeba/`` (the images);
     images with both or neither attribute are left out. ``list_eval_partition.txt`` (0 train, 1 val,
-    2 test) gives the split when present (val joins train), else a seeded random split."""
+    2 test) gives the split when present (val joins train), else a seeded random split; ``max_images``
+keeps that many (with a partition: the first of each split, about ``test_fraction`` of them test)."""
     size = _int_at_least("size", size, 1)
     seed = _int_at_least("seed", seed, 0)
     if max_images is not None:
@@ -322,13 +323,8 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         raise DataError(f"{attr_path}: first line must be the number of images, got {lines[0]!r}") from None
     if declared != len(lines[2:]) - sum(1 for ln in lines[2:] if not ln.split()):
         raise DataError(f"{attr_path}: says {declared} images but lists {len(lines) - 2} (truncated?)")
-    if max_images:
-        files, labels = files[:max_images], labels[:max_images]
     if not files:
         raise DataError(f"{attr_path}: no image has exactly one of Blond_Hair and Brown_Hair")
-    image_dir = folder / "img_align_celeba"
-    images = np.stack([_read_image(image_dir / f, size, "RGB", center_crop=True) for f in files])
-    labels = np.array(labels, dtype=np.int64)
     partition = folder / "list_eval_partition.txt"
     if partition.exists():
         part = {}
@@ -338,11 +334,21 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
                     raise DataError(f"{partition}: line {lineno} is not '<file> <0, 1 or 2>'")
                 part[line.split()[0]] = line.split()[1]
         is_test = np.array([part.get(f) == "2" for f in files])
+        if max_images:  # per split: the official partition lists its test images last
+            n_test = min(int(is_test.sum()), max(1, round(max_images * test_fraction)))
+            keep = np.sort(np.concatenate([np.flatnonzero(~is_test)[:max_images - n_test],
+                                           np.flatnonzero(is_test)[:n_test]]))
+            files, labels, is_test = [files[i] for i in keep], [labels[i] for i in keep], is_test[keep]
         train, test = np.flatnonzero(~is_test), np.flatnonzero(is_test)
         split_by = partition
     else:
+        if max_images:
+            files, labels = files[:max_images], labels[:max_images]
         train, test = _split(len(files), test_fraction, seed)
         split_by = attr_path
+    image_dir = folder / "img_align_celeba"
+    images = np.stack([_read_image(image_dir / f, size, "RGB", center_crop=True) for f in files])
+    labels = np.array(labels, dtype=np.int64)
     spec = DataSpec("Celeb-A blond vs brown hair", 2, 3, "last", (size, size))
     out = check_layout(spec, [Part(s, Field(images[idx], str(split_by), f"{s} split"),
                                    Field(labels[idx], str(attr_path), f"{s} labels"), s)
@@ -423,9 +429,13 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None,
         raise ValueError(f"dataset must be None or one of {', '.join(MEDMNIST)}, got {dataset!r}")
     path = Path(path)
     arrays = _read_npz(path)
-    spec = MEDMNIST[dataset.lower() if dataset is not None else medmnist_set(path)]
+    key = dataset.lower() if dataset is not None else medmnist_set(path)
+    guessed = dataset is None and not re.match(rf"{key}(?![a-z0-9])", path.name.lower())
+    spec = MEDMNIST[key]
     if n_classes is not None:
         spec = replace(spec, n_classes=n_classes)
+        if guessed and np.ndim(arrays.get("train_images")) == 4:  # a relabelled file of another set: its channels
+            spec = replace(spec, name="a MedMNIST-format set", channels=int(np.shape(arrays["train_images"])[-1]))
     need = ["train_images", "train_labels", "test_images", "test_labels"]
     missing = [k for k in need if k not in arrays]
     if missing:
@@ -434,9 +444,15 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None,
         have, lack = ("val_images", "val_labels") if "val_images" in arrays else ("val_labels", "val_images")
         raise DataError(f"{path}: {have} without {lack} (a split needs both)")
     splits = {"train": "train", "val": "train" if include_val else None, "test": "test"}
-    out = check_layout(spec, [Part(s, Field(arrays[f"{s}_images"], str(path), f"{s}_images"),
-                                   Field(arrays[f"{s}_labels"], str(path), f"{s}_labels"), split)
-                              for s, split in splits.items() if f"{s}_images" in arrays])
+    try:
+        out = check_layout(spec, [Part(s, Field(arrays[f"{s}_images"], str(path), f"{s}_images"),
+                                       Field(arrays[f"{s}_labels"], str(path), f"{s}_labels"), split)
+                                  for s, split in splits.items() if f"{s}_images" in arrays])
+    except DataError as exc:
+        if not guessed:
+            raise
+        raise DataError(f"{exc} (the file name names no MedMNIST set, so it was read as {spec.name}; pass "
+                        f"dataset= for another set, or n_classes= for a relabelled file)") from None
     return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
                      spec.n_classes, f"MedMNIST npz {path.name}")
 

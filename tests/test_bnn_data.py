@@ -246,3 +246,23 @@ def test_medmnist_names_a_set_it_cannot_read(tmp_path):
     np.savez(tmp_path / "chestmnist.npz", train_images=np.zeros((2, 4, 4), np.uint8))
     with pytest.raises(DataError, match="chestmnist.npz: chestmnist is not a single-label 2D MedMNIST set"):
         data.load_medmnist(tmp_path / "chestmnist.npz")
+
+
+def test_celeba_max_images_keeps_test_images_of_the_official_partition(tmp_path):
+    """The official partition lists its test images last: max_images takes the first of each split
+    (it took the first files only, leaving no test image)."""
+    _write_celeba(tmp_path, [(1, 0), (0, 1), (1, 0), (0, 1), (1, 0), (0, 1)])
+    (tmp_path / "list_eval_partition.txt").write_text("".join(f"{i:06d}.jpg {0 if i < 4 else 2}\n" for i in range(6)))
+    d = data.load_celeba(tmp_path, size=8, max_images=3, test_fraction=0.3)
+    assert len(d.y_train) == 2 and len(d.y_test) == 1
+
+
+def test_medmnist_file_naming_no_set_says_how_it_was_read(tmp_path):
+    rng = np.random.default_rng(5)
+    arrays = {f"{s}_{k}": (rng.integers(0, 255, (n, 8, 8, 3), dtype=np.uint8) if k == "images"
+                          else rng.integers(0, 8, (n, 1)))
+              for s, n in (("train", 10), ("test", 4)) for k in ("images", "labels")}
+    np.savez(tmp_path / "data.npz", **arrays)
+    assert data.load_medmnist(tmp_path / "data.npz", n_classes=8).n_classes == 8  # a relabelled RGB file
+    with pytest.raises(DataError, match="names no MedMNIST set.*dataset="):
+        data.load_medmnist(tmp_path / "data.npz")
