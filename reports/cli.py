@@ -479,12 +479,13 @@ def cmd_tour(args, figures) -> int:
     except ValueError as exc:
         raise CliError(str(exc)) from None
     _check_out(out)  # creates the folder: only once the names have passed
-    try:
-        pages = build(out / "report" / "tour", args.notebooks,
-                      progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))
-    except NotebookFailed as exc:
-        print(f"sms-langevin: {exc}", file=sys.stderr)
-        return 1
+    with _lock(out):  # a run or report swapping OUT/report in meanwhile would drop what the tour writes
+        try:
+            pages = build(out / "report" / "tour", args.notebooks,
+                          progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))
+        except NotebookFailed as exc:
+            print(f"sms-langevin: {exc}", file=sys.stderr)
+            return 1
     if (out / "units").exists():
         try:
             cmd_report(argparse.Namespace(out=str(out), preset=None), figures)

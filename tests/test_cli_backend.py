@@ -118,3 +118,12 @@ def test_figure1_runs_its_own_tiny_level():
 
     assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"
     assert len(fig1_wasserstein.units("tiny")) == 36
+
+
+def test_tour_refuses_a_folder_a_run_is_writing(tmp_path):
+    """The tour writes into OUT/report, which a run or report replaces whole: it takes the lock."""
+    out = tmp_path / "run"
+    out.mkdir()
+    with FolderLock(out):
+        proc = cli(["tour", "--out", str(out), "02"])
+    assert proc.returncode == 2 and "another sms-langevin process" in proc.stderr, proc.stderr

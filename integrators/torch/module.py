@@ -57,6 +57,7 @@ from integrators.torch.schemes import torch_step
 # and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
 # four normals and the path pair (dW, J) drawn from them, and the bounce's temporaries.
 SAMPLER_BUFFERS = 20
+LOCALIZATION_BUFFERS = 7  # of those, held only with localization: its curvature, shift, x* and the bounce's
 BOUNDARY_BAND = 1.0 / 6.0  # a coordinate within this fraction of rho_max of the box's wall "sits on the box"
 
 
@@ -66,7 +67,8 @@ def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) 
     ``n_data`` indices as int64; the batch for ``iid``)."""
     itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
     plan = config.effective_batch_size if config.plan == "iid" else config.n_data
-    return float(n_chains) * (float(n_params) * SAMPLER_BUFFERS * itemsize + 8.0 * plan)
+    buffers = SAMPLER_BUFFERS - (0 if config.localization is not None else LOCALIZATION_BUFFERS)
+    return float(n_chains) * (float(n_params) * buffers * itemsize + 8.0 * plan)
 
 
 def check_sampler_fits(request: str, n_params: int, dtype, device, config, n_chains: int = 1) -> None:
