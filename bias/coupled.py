@@ -29,15 +29,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import (
-    BLOCK_SIZE,
-    _check_test_functions,
-    _divergence_bound,
-    _flag,
-    _initial_state,
-    _int_at_least,
-    validate,
-)
+from integrators.api import BLOCK_SIZE, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import (
@@ -69,6 +61,7 @@ from integrators.rng import (
 )
 from integrators.schemes import resolve_scheme
 from integrators.targets import force_data, lane_force_for
+from integrators.validation import boolean, divergence_bound_for, initial_state, int_at_least, test_functions_and_data
 
 COUPLINGS = ("shared", "independent")
 INDEPENDENT_SEED_OFFSET = 7919  # the uncoupled baseline's coarse chain runs on seed + this
@@ -256,19 +249,19 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
         target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed)
     if coupling not in COUPLINGS:
         raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
-    test_every = _int_at_least("test_every", test_every, 1)
+    test_every = int_at_least("test_every", test_every, 1)
     if test_every > n_coarse_steps - burn_in:
         raise ValueError(f"test_every must be at most n_coarse_steps - burn_in = {n_coarse_steps - burn_in}, "
                          f"got {test_every} (no step would be observed)")
-    divergence_bound = _divergence_bound(target, divergence_bound)
-    control_variate = _flag("control_variate", control_variate)
-    independent_paths = _flag("independent_paths", independent_paths)
-    n_chunks = _int_at_least("n_chunks", n_chunks, 1)
+    divergence_bound = divergence_bound_for(target, divergence_bound)
+    control_variate = boolean("control_variate", control_variate)
+    independent_paths = boolean("independent_paths", independent_paths)
+    n_chunks = int_at_least("n_chunks", n_chunks, 1)
     if test_functions is None:
         test_functions, n_test_functions = first_coordinates, 2
     else:
-        n_test_functions = _int_at_least("n_test_functions", n_test_functions, 1)
-        test_data = _check_test_functions(test_functions, n_test_functions, test_data)
+        n_test_functions = int_at_least("n_test_functions", n_test_functions, 1)
+        test_data = test_functions_and_data(test_functions, n_test_functions, test_data)
     check_fits(f"n_chains={n_chains} with d={target.dim}, n_chunks={n_chunks} and {n_test_functions} test functions",
                8.0 * n_chains * (2 * n_chunks * n_test_functions + 2 * target.dim + 1))
     module = resolve_scheme(scheme)
@@ -277,7 +270,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     tdata = force_data(target, control_variate, x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
     box = make_box(target.dim, box_center, box_half_width)
-    x_init = _initial_state("x0", x0, n_chains, target.dim, target.initial_point())
+    x_init = initial_state("x0", x0, n_chains, target.dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x_init - box[0]) >= box[1]):
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
     fine = np.zeros((n_chains, n_chunks, n_test_functions))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from integrators.api import _int_at_least
+from integrators.validation import int_at_least
 
 ROW_SUM_TOL = 1e-2  # |sum_k p_k - 1| per row: bfloat16 softmax outputs are off by up to ~2e-3
 
@@ -80,7 +80,7 @@ def ace(probs, labels, n_bins: int = 20) -> float:
     """Adaptive calibration error: for every class, ``n_bins`` bins of equal count over the sorted
     predicted probabilities of that class; mean of ``|frequency - mean probability|`` over bins
     and classes."""
-    n_bins = _int_at_least("n_bins", n_bins, 1)
+    n_bins = int_at_least("n_bins", n_bins, 1)
     probs, labels = check_predictive(probs, labels)
     errors = []
     for k in range(probs.shape[1]):
@@ -104,7 +104,7 @@ def rps(probs, labels) -> float:
 def ece(probs, labels, n_bins: int = 15) -> float:
     """Expected calibration error of the top label: ``n_bins`` bins of equal width over the
     confidence ``max_k p_k``; ``sum_b (n_b / n) |accuracy_b - mean confidence_b|``."""
-    n_bins = _int_at_least("n_bins", n_bins, 1)
+    n_bins = int_at_least("n_bins", n_bins, 1)
     probs, labels = check_predictive(probs, labels)
     conf = probs.max(axis=1)
     correct = np.argmax(probs, axis=1) == labels

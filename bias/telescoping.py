@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from bias.coupled import coupled_run
-from integrators.api import _int_at_least, _real_number, _seed
 from integrators.plans import n_batches
+from integrators.validation import int_at_least, real_number, seed_value
 
 
 @dataclass
@@ -81,12 +81,12 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
     are NaN) and is listed in ``diverged``."""
     if on_diverge not in ("raise", "skip"):
         raise ValueError(f"on_diverge must be 'raise' or 'skip', got {on_diverge!r}")
-    levels = _int_at_least("levels", levels, 0)
+    levels = int_at_least("levels", levels, 0)
     if levels > MAX_LEVELS:  # each level doubles the steps: 2^levels times the first level's work
         raise ValueError(f"levels must be at most {MAX_LEVELS} (level l runs 2^l times level 0's steps), got {levels}")
-    base_epochs = _int_at_least("base_epochs", base_epochs, 1)
-    seed = _seed(seed)  # the user's seed checked as such; each level's is derived from it below
-    burn_fraction = _real_number("burn_fraction", burn_fraction)
+    base_epochs = int_at_least("base_epochs", base_epochs, 1)
+    seed = seed_value(seed)  # the user's seed checked as such; each level's is derived from it below
+    burn_fraction = real_number("burn_fraction", burn_fraction)
     if not 0 <= burn_fraction < 1:
         raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
     epoch = n_batches(target.n_data, batch_size or target.n_data)

@@ -25,9 +25,9 @@ import numpy as np
 import scipy.special
 import scipy.stats
 
-from integrators.api import _real_number, _whole_number
 from integrators.kernel import histogram_add as _histogram_add
 from integrators.memory import check_fits
+from integrators.validation import real_number, whole_number
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,8 @@ class Normal:
     std: float
 
     def __post_init__(self):
-        object.__setattr__(self, "mean", _real_number("Normal's mean", self.mean))  # frozen: set through object
-        std = _real_number("Normal's std", self.std)
+        object.__setattr__(self, "mean", real_number("Normal's mean", self.mean))  # frozen: set through object
+        std = real_number("Normal's std", self.std)
         if std <= 0:
             raise ValueError(f"Normal's std must be > 0, got {self.std!r}")
         object.__setattr__(self, "std", std)
@@ -205,8 +205,8 @@ class StreamingW1:
     """
 
     def __init__(self, dist, lo: float, hi: float, n_bins: int = 200_000):
-        lo, hi = _real_number("lo", lo), _real_number("hi", hi)
-        n_bins = _whole_number("n_bins", n_bins, 1)
+        lo, hi = real_number("lo", lo), real_number("hi", hi)
+        n_bins = whole_number("n_bins", n_bins, 1)
         if not hi > lo:
             raise ValueError(f"need lo < hi, got lo={lo}, hi={hi}")
         if not callable(getattr(dist, "integrated_cdf", None)):

@@ -37,7 +37,7 @@ import numpy as np
 
 from bias.data import FASHION_FILES, DataError, _find, read_idx
 from bias.metrics import integer_labels
-from integrators.api import _flag, _int_at_least
+from integrators.validation import boolean, int_at_least
 
 SHARED_XRAY = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "pneumoniamnist-subset.npz"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -66,7 +66,7 @@ class ImageData:
         """The first ``n_train`` / ``n_test`` images of each split (all if None); each must be an
         integer from 1 to the number of images the split has."""
         for name, value, have in (("n_train", n_train, len(self.y_train)), ("n_test", n_test, len(self.y_test))):
-            if value is not None and _int_at_least(name, value, 1) > have:
+            if value is not None and int_at_least(name, value, 1) > have:
                 raise ValueError(f"{name} must be <= {have} (the images of {self.source}), got {value!r}")
         return ImageData(self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test],
                          self.y_test[:n_test], self.n_classes, self.source + (
@@ -288,10 +288,10 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     images with both or neither attribute are left out. ``list_eval_partition.txt`` (0 train, 1 val,
     2 test) gives the split when present (val joins train), else a seeded random split; ``max_images``
 keeps that many (with a partition: the first of each split, about ``test_fraction`` of them test)."""
-    size = _int_at_least("size", size, 1)
-    seed = _int_at_least("seed", seed, 0)
+    size = int_at_least("size", size, 1)
+    seed = int_at_least("seed", seed, 0)
     if max_images is not None:
-        max_images = _int_at_least("max_images", max_images, 1)
+        max_images = int_at_least("max_images", max_images, 1)
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
     folder = Path(folder)
@@ -360,7 +360,7 @@ keeps that many (with a partition: the first of each split, about ``test_fractio
 def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     """The chest X-ray folder layout ``folder/{train,test}/{NORMAL,PNEUMONIA}/*.jpeg`` (Kermany et
     al.), grayscale, resized to ``size`` x ``size``; NORMAL is 0, PNEUMONIA 1."""
-    size = _int_at_least("size", size, 1)
+    size = int_at_least("size", size, 1)
     folder = Path(folder)
     parts = []
     for split in ("train", "test"):
@@ -423,8 +423,8 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None,
     ``n_classes``: None (the set's) or an integer >= 2 (a relabelled file). The whole layout is
     checked (:func:`check_layout`), the validation split included even when left out."""
     if n_classes is not None:
-        _int_at_least("n_classes", n_classes, 2)
-    include_val = _flag("include_val", include_val)
+        int_at_least("n_classes", n_classes, 2)
+    include_val = boolean("include_val", include_val)
     if dataset is not None and (not isinstance(dataset, str) or dataset.lower() not in MEDMNIST):
         raise ValueError(f"dataset must be None or one of {', '.join(MEDMNIST)}, got {dataset!r}")
     path = Path(path)
@@ -463,8 +463,8 @@ def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:
     the number of images less one (a test set remains)."""
     from sklearn.datasets import load_digits
 
-    seed = _int_at_least("seed", seed, 0)
-    n_train = _int_at_least("n_train", n_train, 1)
+    seed = int_at_least("seed", seed, 0)
+    n_train = int_at_least("n_train", n_train, 1)
     data = load_digits()
     if n_train > len(data.target) - 1:
         raise ValueError(f"n_train must be <= {len(data.target) - 1} (digits has {len(data.target)} images and "
@@ -483,11 +483,11 @@ def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n
     if not isinstance(in_shape, tuple | list | np.ndarray) or len(in_shape) != 3:
         raise ValueError(f"in_shape must be (channels, height, width), got {in_shape!r}")
     for size in in_shape:
-        _int_at_least("in_shape", size, 1)
-    n_classes = _int_at_least("n_classes", n_classes, 2)
-    n_train = _int_at_least("n_train", n_train, 1)
-    n_test = _int_at_least("n_test", n_test, 1)
-    seed = _int_at_least("seed", seed, 0)
+        int_at_least("in_shape", size, 1)
+    n_classes = int_at_least("n_classes", n_classes, 2)
+    n_train = int_at_least("n_train", n_train, 1)
+    n_test = int_at_least("n_test", n_test, 1)
+    seed = int_at_least("seed", seed, 0)
     in_shape = tuple(int(v) for v in in_shape)
     rng = np.random.default_rng(seed)
     templates = rng.standard_normal((n_classes, int(np.prod(in_shape)))).astype(np.float32)

@@ -21,7 +21,7 @@ import torch
 from torch.func import functional_call, grad, jvp
 
 from bnn.models import prior_mask_names
-from integrators.api import _int_at_least, _positive_float
+from integrators.validation import int_at_least, positive_float
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,10 @@ def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_
     equality only for an eigenvector, and there ``|H u| = lambda > |r|``. Such an operator is
     reported with ``converged=False`` and the lower bound ``|H u|`` of the last step (which, for the
     flip, is ``lambda`` itself)."""
-    dim = _int_at_least("dim", dim, 1)
-    n_iter = _int_at_least("n_iter", n_iter, 1)
-    tol = _positive_float("tol", tol)
-    seed = _int_at_least("seed", seed, 0)
+    dim = int_at_least("dim", dim, 1)
+    n_iter = int_at_least("n_iter", n_iter, 1)
+    tol = positive_float("tol", tol)
+    seed = int_at_least("seed", seed, 0)
     gen = torch.Generator(device=device).manual_seed(seed)
     u = torch.randn(dim, generator=gen, dtype=dtype, device=device)
     u /= u.norm()
@@ -103,9 +103,9 @@ def hessian_norm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, pr
     if isinstance(prior_precision, bool) or not isinstance(prior_precision, numbers.Real) or not (
             math.isfinite(prior_precision) and prior_precision >= 0):
         raise ValueError(f"prior_precision must be a finite number >= 0, got {prior_precision!r}")
-    _int_at_least("n_iter", n_iter, 1)
-    _positive_float("tol", tol)
-    _int_at_least("seed", seed, 0)
+    int_at_least("n_iter", n_iter, 1)
+    positive_float("tol", tol)
+    int_at_least("seed", seed, 0)
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not isinstance(x, torch.Tensor) or x.ndim < 1 or x.shape[0] < 1:

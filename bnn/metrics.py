@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bias.metrics import accuracy, ace, brier, check_predictive, ece, nll, rps
-from integrators.api import _int_at_least
+from integrators.validation import int_at_least
 
 RHAT_NOT_MIXED = 1.01  # an R-hat of the training loss above this says the chains have not mixed
 METRICS = {"accuracy": accuracy, "nll": nll, "ace": ace, "rps": rps, "ece": ece, "brier": brier}
@@ -43,7 +43,7 @@ def ensemble_probs(run_probs) -> np.ndarray:
 
 def ensemble_sizes(n_runs: int) -> list[int]:
     """1, 2, 4, ... up to ``n_runs``."""
-    n_runs = _int_at_least("n_runs", n_runs, 1)
+    n_runs = int_at_least("n_runs", n_runs, 1)
     return [2**j for j in range(int(np.log2(n_runs)) + 1)]
 
 
@@ -67,7 +67,7 @@ def ensemble_scores(run_probs, labels, sizes=None) -> list[EnsembleScore]:
     sizes = ensemble_sizes(n_runs) if sizes is None else list(sizes)
     out = []
     for m in sizes:
-        m = _int_at_least("ensemble size", m, 1)
+        m = int_at_least("ensemble size", m, 1)
         if m > n_runs:
             raise ValueError(f"ensemble size {m} outside 1..{n_runs} (the number of runs)")
         groups = [evaluate(ensemble_probs(run_probs[g * m:(g + 1) * m]), labels) for g in range(n_runs // m)]

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from integrators.api import _int_at_least, _positive_float
+from integrators.validation import int_at_least, positive_float
 
 # Layer codes: ("conv", c) 3x3 convolution, padding 1 | ("act",) Softplus | ("bn",) BatchNorm of the
 # current width | ("pool", p) 2x2 max-pooling, stride 2, padding p | ("flat",) | ("lin", n) Linear
@@ -148,7 +148,7 @@ class PaperCNN(nn.Module):
 def _checked(width, in_shape, n_classes):
     """``width`` a positive finite number, ``in_shape`` None or three integers >= 1, ``n_classes``
     None or an integer >= 2; else ``ValueError`` naming the argument."""
-    _positive_float("width", width)
+    positive_float("width", width)
     if in_shape is not None:
         if not isinstance(in_shape, tuple | list | torch.Size) and not hasattr(in_shape, "__array__") \
                 or len(in_shape) != 3:
@@ -158,7 +158,7 @@ def _checked(width, in_shape, n_classes):
                 raise ValueError(f"in_shape must be (channels, height, width) of positive integers, got {in_shape!r}")
         in_shape = tuple(int(v) for v in in_shape)
     if n_classes is not None:
-        n_classes = _int_at_least("n_classes", n_classes, 2)
+        n_classes = int_at_least("n_classes", n_classes, 2)
     return width, in_shape, n_classes
 
 

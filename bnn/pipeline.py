@@ -50,8 +50,8 @@ import torch.nn.functional as F
 
 from bnn import data as bnn_data
 from bnn import models
-from integrators.api import _int_at_least, _positive_float
 from integrators.memory import check_fits, device_memory_bytes
+from integrators.validation import int_at_least, positive_float
 
 TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this many rho (perturbed)
 # Parameter-sized tensors a run keeps besides its samplers': the network and its gradient, Adam's
@@ -140,15 +140,15 @@ class RunConfig:
         if self.dataset not in DATASETS:
             raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(DATASETS)}")
         for name in ("width", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision"):
-            _positive_float(name, getattr(self, name))
+            positive_float(name, getattr(self, name))
         for name, low in (("batch_size", 1), ("n_eval_batches", 1), ("n_cycles", 1), ("hessian_batch", 1),
                           ("chains", 1), ("epochs_train", 0), ("epochs_swa", 0), ("epochs_burn", 0),
                           ("epochs_sample", 0), ("augment_copies", 0), ("hessian_iters", 0), ("trace_chains", 0),
                           ("trace_epochs", 0)):
-            _int_at_least(name, getattr(self, name), low)
+            int_at_least(name, getattr(self, name), low)
         for name in ("n_train", "n_test"):  # None: the whole split
             if getattr(self, name) is not None:
-                _int_at_least(name, getattr(self, name), 1)
+                int_at_least(name, getattr(self, name), 1)
         if self.epochs_train + self.epochs_swa < 1:
             raise ValueError("epochs_train + epochs_swa must be >= 1")
         if not isinstance(self.samplers, tuple | list) or not all(isinstance(s, str) for s in self.samplers):
@@ -537,8 +537,8 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
 
     if not isinstance(cfg, RunConfig):
         raise ValueError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
-    seed = _int_at_least("seed", seed, 0)
-    if seed >= 2**63:  # (not _seed's 2**64: the run adds offsets of a few thousand to it for its generators)
+    seed = int_at_least("seed", seed, 0)
+    if seed >= 2**63:  # (not seed_value's 2**64: the run adds offsets of a few thousand to it for its generators)
         raise ValueError(f"seed must be < 2**63, got {seed}")
     device = resolve_device(device)
     check_run_fits(cfg, network_parameters(cfg.network, cfg.width, _smallest_input(cfg.network), 2), device,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bnn.pipeline import SAMPLERS, RunConfig
-from integrators.api import _int_at_least
+from integrators.validation import int_at_least
 
 DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 LEVELS = ("tiny", "quick", "full")
@@ -89,7 +89,7 @@ def experiments(level: str) -> tuple[Experiment, ...]:
 def run_config(level: str, dataset: str, run: int) -> RunConfig:
     """The configuration of run ``run`` (an integer index) of ``dataset`` at ``level`` (extras on
     the first runs)."""
-    run = _int_at_least("run", run, 0)
+    run = int_at_least("run", run, 0)
     if not isinstance(dataset, str):
         raise ValueError(f"dataset must be a string, got {dataset!r}")
     for exp in experiments(level):

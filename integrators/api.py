@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,14 +55,28 @@ from integrators.rng import (  # noqa: F401  (stream kinds re-exported for older
     lane_states,
 )
 from integrators.schemes import resolve_scheme
-from integrators.targets import Target, _finite_array, force_data, lane_force_for
+from integrators.targets import Target, force_data, lane_force_for
+from integrators.validation import (  # noqa: F401  (MIN_STEP_OVER_FRICTION: the api's constants)
+    MIN_STEP_OVER_FRICTION,
+    batch_size_for,
+    boolean,
+    divergence_bound_for,
+    finite_array,
+    initial_state,
+    int_at_least,
+    positive_float,
+    real_number,
+    seed_value,
+    step_over_friction,
+    test_functions_and_data,
+    whole_number,
+)
 
 BLOCK_SIZE = 256  # chains per kernel call in the coupled h / h/2 runs
 MAX_PATH_REFINE = 2**20  # fine intervals per step: beyond this a run does nothing but draw its path
 TILE_SIZE = 256  # about this many chains advance together in the kernel (their arrays stay in L1)
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
 RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the first moments) says so
-MIN_STEP_OVER_FRICTION = 1e-12  # below this h / gamma positions move ~sqrt(2 h / gamma) per step: frozen
 THREADS_VARIABLE = "SMS_LANGEVIN_THREADS"
 
 
@@ -204,110 +217,26 @@ def _fmt(values) -> str:
     return "[" + ", ".join(f"{val:.4g}" for val in np.ravel(values)) + "]"
 
 
-def _positive_float(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be positive and finite, got {value!r}")
-    return value
-
-
-def _int_at_least(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer, got {value!r}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value!r}")
-    return int(value)
-
-
-def _whole_number(name, value, low) -> int:
-    """A count that may arrive as a float with an integral value (``1000.0``), not a fraction or a bool."""
-    if not isinstance(value, bool) and isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
-        if math.isfinite(value) and value == int(value):
-            value = int(value)
-    return _int_at_least(name, value, low)
-
-
-def _real_number(name, value) -> float:
-    """A finite real number: Python and numpy numbers, 0-d arrays and tensors (not bools or strings)."""
-    try:
-        number = math.nan if isinstance(value, bool | str) else float(value)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not math.isfinite(number):
-        raise ValueError(f"{name} must be a finite real number, got {value!r}")
-    return number
-
-
-def _flag(name, value) -> bool:
-    """A yes/no option: ``True`` or ``False`` only (a string such as "no" would read as true)."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
-def _divergence_bound(target, value):
-    """``value``, or by default the target's own scale (``target.divergence_bound()``): every
-    backend and the coupled chains call a chain diverged at the same place."""
-    return _positive_float("divergence_bound", target.divergence_bound() if value is None else value)
-
-
-def _initial_state(name, value, n_chains, dim, default):
-    arr = default if value is None else _finite_array(name, value)
-    if arr.ndim == 0 and dim == 1:  # one number for a one-dimensional target
-        arr = arr.reshape(1)
-    if arr.ndim == 1:
-        if arr.shape != (dim,):
-            raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
-        arr = np.broadcast_to(arr, (n_chains, dim))
-    if arr.shape != (n_chains, dim):
-        raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains non-finite values")
-    return np.array(arr, dtype=float, order="C")
-
-
-def _seed(value) -> int:
-    """A seed: an integer in ``[0, 2**64)`` (the streams take its 64 bits: a larger one would repeat
-    a smaller one's numbers)."""
-    value = _int_at_least("seed", value, 0)
-    if value >= 2**64:
-        raise ValueError(f"seed must be < 2**64, got {value}")
-    return value
-
-
 def validate(target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed):
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target (e.g. GaussianTarget), got {type(target).__name__}")
     resolve_scheme(scheme)  # a registered name or a scheme object (integrators.schemes)
     kernel_code(plan)  # a registered name or a plan object the kernel can run (integrators.plans)
     plan = resolve_plan(plan).NAME
-    h = _positive_float("h", h)
-    gamma = _positive_float("gamma", gamma)
-    if h / gamma < MIN_STEP_OVER_FRICTION:
-        raise ValueError(f"gamma={gamma!r} is too large for h={h!r}: positions would move by about "
-                         f"sqrt(2 h / gamma) = {math.sqrt(2 * h / gamma):.2g} per step (frozen chains); "
-                         f"need h / gamma >= {MIN_STEP_OVER_FRICTION:g}")
-    n_chains = _int_at_least("n_chains", n_chains, 1)
-    n_steps = _int_at_least("n_steps", n_steps, 1)
-    burn_in = _int_at_least("burn_in", burn_in, 0)
+    h = positive_float("h", h)
+    gamma = positive_float("gamma", gamma)
+    step_over_friction(h, gamma)
+    n_chains = int_at_least("n_chains", n_chains, 1)
+    n_steps = int_at_least("n_steps", n_steps, 1)
+    burn_in = int_at_least("burn_in", burn_in, 0)
     if burn_in >= n_steps:
         raise ValueError(f"burn_in must be smaller than n_steps={n_steps}, got {burn_in}")
-    seed = _seed(seed)
+    seed = seed_value(seed)
     if plan == "full":
         batch_size = target.n_data if batch_size is None else batch_size
     elif batch_size is None:
         raise ValueError(f"batch_size is required for plan {plan!r}")
-    return h, gamma, n_chains, n_steps, burn_in, _batch_size(target, batch_size), seed
-
-
-def _batch_size(target, value) -> int:
-    """A batch size: an integer in ``[1, target.n_data]``."""
-    value = _int_at_least("batch_size", value, 1)
-    if value > target.n_data:
-        raise ValueError(f"batch_size={value} is larger than the data ({target.n_data} terms)")
-    return value
+    return h, gamma, n_chains, n_steps, burn_in, batch_size_for(target, batch_size), seed
 
 
 def _threads_from_environment() -> int:
@@ -326,34 +255,6 @@ def _threads_from_environment() -> int:
 
 def _describe(test_data) -> str:
     return "(" + ", ".join(f"{a.dtype}[{a.ndim}d]" for a in test_data) + ("," if len(test_data) == 1 else "") + ")"
-
-
-def _check_test_functions(test_functions, n_test_functions, test_data) -> tuple:
-    """Check ``test_functions`` (a Numba function of three positional arguments) and ``test_data``
-    (a tuple of numpy arrays of numbers) before anything compiles; returns ``test_data`` as a tuple."""
-    import inspect
-
-    if n_test_functions and test_functions is None:
-        raise ValueError("n_test_functions > 0 needs test_functions")
-    if test_functions is None:
-        return tuple(test_data) if isinstance(test_data, tuple) else ()
-    if not n_test_functions:
-        raise ValueError("test_functions needs n_test_functions >= 1 (how many values it writes to out)")
-    if not hasattr(test_functions, "py_func"):
-        raise ValueError(f"test_functions must be a Numba function (decorate f(x, out, test_data) with "
-                         f"@numba.njit), got {type(test_functions).__name__}")
-    try:
-        inspect.signature(test_functions.py_func).bind(None, None, None)
-    except TypeError:
-        raise ValueError(f"test_functions must take three positional arguments f(x, out, test_data), got "
-                         f"{test_functions.py_func.__name__}{inspect.signature(test_functions.py_func)}") from None
-    if not isinstance(test_data, tuple):
-        raise ValueError(f"test_data must be a tuple of numpy arrays, got {type(test_data).__name__}")
-    for i, arr in enumerate(test_data):
-        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
-            raise ValueError(f"test_data[{i}] must be a numpy array of numbers, got {type(arr).__name__}"
-                             + (f" of dtype {arr.dtype}" if isinstance(arr, np.ndarray) else ""))
-    return test_data
 
 
 def _tiled(states: np.ndarray, n_tiles: int, tile: int) -> np.ndarray:
@@ -471,20 +372,20 @@ def _prepare(arguments: dict) -> _Prepared:
         target, scheme, plan, a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in, a.batch_size, a.seed)
     h, gamma, n_chains, n_steps, burn_in, batch_size, seed = (a.h, a.gamma, a.n_chains, a.n_steps, a.burn_in,
                                                               a.batch_size, a.seed)
-    keep = a.keep = _int_at_least("keep", a.keep, 0)
-    a.control_variate = _flag("control_variate", a.control_variate)
-    a.full_moments = _flag("full_moments", a.full_moments)
-    a.divergence_bound = _divergence_bound(target, a.divergence_bound)
-    path_refine = a.path_refine = _int_at_least("path_refine", a.path_refine, 1)
+    keep = a.keep = int_at_least("keep", a.keep, 0)
+    a.control_variate = boolean("control_variate", a.control_variate)
+    a.full_moments = boolean("full_moments", a.full_moments)
+    a.divergence_bound = divergence_bound_for(target, a.divergence_bound)
+    path_refine = a.path_refine = int_at_least("path_refine", a.path_refine, 1)
     if path_refine & (path_refine - 1) or path_refine > MAX_PATH_REFINE:
         raise ValueError(f"path_refine must be a power of two <= 2**{MAX_PATH_REFINE.bit_length() - 1}, "
                          f"got {path_refine}")
-    n_test_functions = a.n_test_functions = _int_at_least("n_test_functions", a.n_test_functions, 0)
-    test_data = a.test_data = _check_test_functions(a.test_functions, n_test_functions, a.test_data)
+    n_test_functions = a.n_test_functions = int_at_least("n_test_functions", a.n_test_functions, 0)
+    test_data = a.test_data = test_functions_and_data(a.test_functions, n_test_functions, a.test_data)
     threads = a.threads
     if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
         threads = _threads_from_environment()
-    threads = _int_at_least("threads", threads, 1)
+    threads = int_at_least("threads", threads, 1)
     dim = target.dim
     hist_lo, hist_inv_width, n_bins = _histogram_layout(a.histogram)
     # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the
@@ -495,10 +396,10 @@ def _prepare(arguments: dict) -> _Prepared:
                f"n_test_functions={n_test_functions} and {n_bins} histogram bins",
                8.0 * (2 * n_chains * per_chain + min(threads, math.ceil(n_chains / TILE_SIZE)) * per_thread))
     box = make_box(dim, a.box_center, a.box_half_width)
-    x0 = _initial_state("x0", a.x0, n_chains, dim, target.initial_point())
+    x0 = initial_state("x0", a.x0, n_chains, dim, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
-    v_given = None if a.v0 is None else _initial_state("v0", a.v0, n_chains, dim, None)
+    v_given = None if a.v0 is None else initial_state("v0", a.v0, n_chains, dim, None)
     tdata = force_data(target, a.control_variate, a.x_ref)
     module = a.module = resolve_scheme(scheme)
     plan_module = a.plan_module = resolve_plan(plan)
@@ -590,7 +491,7 @@ def _histogram_spec(histogram) -> tuple[float, float, int] | None:
         lo, hi, n_bins = float(histogram[0]), float(histogram[1]), histogram[2]
     except (TypeError, ValueError, IndexError, OverflowError):
         raise ValueError(f"histogram must be (lo, hi, n_bins), got {histogram!r}") from None
-    n_bins = _whole_number("histogram's n_bins", n_bins, 1)
+    n_bins = whole_number("histogram's n_bins", n_bins, 1)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo and n_bins >= 1):
         raise ValueError(f"histogram must be (lo, hi, n_bins) with lo < hi and n_bins >= 1, got {histogram!r}")
     return lo, hi, n_bins

@@ -13,7 +13,7 @@ import math
 import numba as nb
 import numpy as np
 
-from integrators.targets import _finite_array
+from integrators.validation import finite_array
 
 
 @nb.njit(cache=True, nogil=True)
@@ -53,8 +53,8 @@ def make_box(dim: int, center=None, half_width=None) -> tuple:
         return (np.zeros(dim), np.full(dim, np.inf), np.array([False]))
     if half_width is None:
         raise ValueError("box_center needs box_half_width (the box is |x - box_center|_inf < box_half_width)")
-    center = np.zeros(dim) if center is None else _finite_array("box_center", center)
-    half_width = _finite_array("box_half_width", half_width)
+    center = np.zeros(dim) if center is None else finite_array("box_center", center)
+    half_width = finite_array("box_half_width", half_width)
     if center.ndim == 0:
         center = np.full(dim, float(center))
     if half_width.ndim == 0:

@@ -25,16 +25,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import (
-    BLOCK_SIZE,
-    _batch_size,
-    _divergence_bound,
-    _fmt,
-    _initial_state,
-    _int_at_least,
-    _positive_float,
-    _seed,
-)
+from integrators.api import BLOCK_SIZE, _fmt
 from integrators.bounce import make_box, reflect
 from integrators.kernel import (
     Divergence,
@@ -65,6 +56,14 @@ from integrators.rng import (
     lane_uniforms,
 )
 from integrators.targets import Target, force_data, lane_force_for
+from integrators.validation import (
+    batch_size_for,
+    divergence_bound_for,
+    initial_state,
+    int_at_least,
+    positive_float,
+    seed_value,
+)
 
 LOW_ACCEPTANCE = 0.05  # below this rate GHMC chains hardly move: the warning says so
 
@@ -244,21 +243,21 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     ``target.divergence_bound()``).  Returns a :class:`GHMCResult`."""
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target, got {type(target).__name__}")
-    h = _positive_float("h", h)
-    batch_size = _batch_size(target, batch_size)
-    n_sweeps = _int_at_least("n_sweeps", n_sweeps, 1)
+    h = positive_float("h", h)
+    batch_size = batch_size_for(target, batch_size)
+    n_sweeps = int_at_least("n_sweeps", n_sweeps, 1)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 <= alpha < 1.0):
         raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
-    n_iter = _int_at_least("n_iter", n_iter, 1)
-    burn_in = _int_at_least("burn_in", burn_in, 0)
+    n_iter = int_at_least("n_iter", n_iter, 1)
+    burn_in = int_at_least("burn_in", burn_in, 0)
     if burn_in >= n_iter:
         raise ValueError(f"burn_in must be smaller than n_iter={n_iter}, got {burn_in}")
-    n_chains = _int_at_least("n_chains", n_chains, 2)
-    seed = _seed(seed)
-    divergence_bound = _divergence_bound(target, divergence_bound)
+    n_chains = int_at_least("n_chains", n_chains, 2)
+    seed = seed_value(seed)
+    divergence_bound = divergence_bound_for(target, divergence_bound)
     d = target.dim
     check_fits(f"n_chains={n_chains} with d={d}", 8.0 * n_chains * (7 * d + 4 * STATE_WORDS))
-    x = _initial_state("x0", x0, n_chains, d, target.initial_point())
+    x = initial_state("x0", x0, n_chains, d, target.initial_point())
     v = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), d)
     sum_x = np.zeros((n_chains, d))
     sum_xx = np.zeros((n_chains, d))

@@ -16,25 +16,11 @@ import numba as nb
 import numpy as np
 import scipy.optimize
 
+from integrators.validation import finite_array
+
 DIVERGENCE_SDS = 1e3  # a chain this many target standard deviations out has left the target
 LEGACY_DIVERGENCE_BOUND = 1e8  # for a target that knows no scale of its own
 MAX_DIM = 10**8  # a model with more weights than this is a mistake in its labels or sizes
-
-
-def _finite_array(name, value, ndim=None, dtype=float):
-    try:
-        complex_values = np.iscomplexobj(value)
-        arr = np.asarray(value, dtype=dtype if not complex_values else complex)
-    except (TypeError, ValueError, OverflowError):
-        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
-    if complex_values:  # numpy would drop the imaginary part with only a warning
-        raise ValueError(f"{name} must be real, got complex values")
-    arr = np.ascontiguousarray(arr) if arr.ndim else arr  # (ascontiguousarray makes a 0-d array 1-d)
-    if ndim is not None and arr.ndim != ndim:
-        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
-    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains non-finite values")
-    return arr
 
 
 class Target:
@@ -184,7 +170,7 @@ class GaussianTarget(Target):
     potential = staticmethod(_gauss_potential)
 
     def __init__(self, means, precisions, prior_precision=None, prior_mean=None):
-        means = _finite_array("means", means)
+        means = finite_array("means", means)
         if means.ndim == 0:  # one number: one one-dimensional data term
             means = means.reshape(1)
         raw_means_1d = means.ndim == 1
@@ -193,7 +179,7 @@ class GaussianTarget(Target):
         if means.ndim != 2 or means.shape[0] < 1:
             raise ValueError(f"means must have shape (n_data, d), got {means.shape}")
         n, d = means.shape
-        precisions = _finite_array("precisions", precisions)
+        precisions = finite_array("precisions", precisions)
         if precisions.ndim <= 1 and d == 1:
             precisions = precisions.reshape(-1, 1, 1)
         if precisions.shape != (n, d, d):
@@ -207,12 +193,12 @@ class GaussianTarget(Target):
                 raise ValueError("prior_mean needs prior_precision (without a prior precision there is no prior "
                                  "for it to center)")
             prior_precision = np.zeros((d, d))
-        prior_precision = _finite_array("prior_precision", prior_precision)
+        prior_precision = finite_array("prior_precision", prior_precision)
         if prior_precision.ndim == 0:
             prior_precision = prior_precision * np.eye(d)
         if prior_precision.shape != (d, d):
             raise ValueError(f"prior_precision must have shape {(d, d)}, got {prior_precision.shape}")
-        prior_mean = np.zeros(d) if prior_mean is None else _finite_array("prior_mean", prior_mean)
+        prior_mean = np.zeros(d) if prior_mean is None else finite_array("prior_mean", prior_mean)
         if prior_mean.ndim == 0 and d == 1:
             prior_mean = prior_mean.reshape(1)
         if prior_mean.shape != (d,):
@@ -298,7 +284,7 @@ def _logit_potential(x, arrays):
 
 
 def _features(features) -> np.ndarray:
-    feats = _finite_array("features", features, 2)
+    feats = finite_array("features", features, 2)
     if feats.shape[0] < 1 or feats.shape[1] < 1:
         raise ValueError(f"features must have at least one row (datum) and one column, got shape {feats.shape}")
     return feats
@@ -331,7 +317,7 @@ class LogisticTarget(Target):
 
     def __init__(self, features, labels, prior_precision=50.0):
         feats = _features(features)
-        labels = _finite_array("labels", labels, 1)
+        labels = finite_array("labels", labels, 1)
         if labels.shape[0] != feats.shape[0]:
             raise ValueError(
                 f"labels has {labels.shape[0]} entries but features has {feats.shape[0]} rows")
@@ -544,7 +530,7 @@ def force_data(target, control_variate=False, x_ref=None) -> tuple:
     (default: the L-BFGS minimizer of the potential) when ``control_variate`` is true; the
     per-datum gradients at ``x_ref`` are computed once here."""
     if control_variate:
-        x_ref = target.mode() if x_ref is None else _finite_array("x_ref", x_ref)
+        x_ref = target.mode() if x_ref is None else finite_array("x_ref", x_ref)
         if x_ref.ndim == 0 and target.dim == 1:  # one number for a one-dimensional target
             x_ref = x_ref.reshape(1)
         if x_ref.shape != (target.dim,):

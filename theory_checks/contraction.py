@@ -18,9 +18,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from integrators import sample
-from integrators.api import _batch_size, _int_at_least, _positive_float
 from integrators.plans import n_batches
 from integrators.targets import GaussianTarget
+from integrators.validation import batch_size_for, int_at_least, positive_float
 from theory_checks.orders import ladder
 
 
@@ -48,13 +48,13 @@ def contraction_check(target: GaussianTarget, h: float, gamma: float | None = No
     the module docstring).  ``gamma`` defaults to ``sqrt(8 M)``, the smallest allowed."""
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"contraction_check needs a GaussianTarget (its m and M), got {type(target).__name__}")
-    h = _positive_float("h", h)
-    batch_size = _batch_size(target, batch_size)
+    h = positive_float("h", h)
+    batch_size = batch_size_for(target, batch_size)
     epochs = ladder("epochs", epochs, integer=True)[::-1].astype(int)
-    n_chains = _int_at_least("n_chains", n_chains, 1)
+    n_chains = int_at_least("n_chains", n_chains, 1)
     eig = np.linalg.eigvalsh(target.precision)
     m, big_m = float(eig.min()), float(eig.max())
-    gamma = float(np.sqrt(8.0 * big_m)) if gamma is None else _positive_float("gamma", gamma)
+    gamma = float(np.sqrt(8.0 * big_m)) if gamma is None else positive_float("gamma", gamma)
     conditions = bool(h < 1.0 / (2.0 * gamma) and gamma >= np.sqrt(8.0 * big_m) * (1 - 1e-12))
     n_m = n_batches(target.n_data, batch_size)
     offset = np.ones(target.dim) / np.sqrt(target.dim)

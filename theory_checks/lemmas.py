@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from integrators.api import _int_at_least
+from integrators.validation import int_at_least
 
 
 @dataclass
@@ -34,8 +34,8 @@ class LemmaCheck:
 def variance_lemma_check(n_datasets: int = 20, n_mc: int = 4000, seed: int = 0) -> LemmaCheck:
     """Claim: the supplement's without-replacement lemma, constant 5/2.  Measured: Monte Carlo
     ratio of its two sides on ``n_datasets`` random data sets (see the module docstring)."""
-    n_datasets = _int_at_least("n_datasets", n_datasets, 1)
-    n_mc = _int_at_least("n_mc", n_mc, 2)  # a standard error needs two draws
+    n_datasets = int_at_least("n_datasets", n_datasets, 1)
+    n_mc = int_at_least("n_mc", n_mc, 2)  # a standard error needs two draws
     rng = np.random.default_rng(seed)
     ratios, ses = [], []
     for _ in range(n_datasets):

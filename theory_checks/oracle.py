@@ -33,12 +33,12 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from integrators.api import _batch_size, _flag, _positive_float
 from integrators.brownian import pair_covariance
 from integrators.plans import count_orders as plan_count_orders
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.targets import GaussianTarget, _finite_array, force_data, force_for
+from integrators.targets import GaussianTarget, force_data, force_for
+from integrators.validation import batch_size_for, boolean, finite_array, positive_float
 from theory_checks.probe import checked_batch, probe_step_map
 
 MAPS = ("declared", "probed")
@@ -238,14 +238,14 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
         raise ValueError(f"unknown maps {maps!r}; choose from {MAPS}")
     if at not in AT:
         raise ValueError(f"unknown at {at!r}; choose from {AT}")
-    h, gamma = _positive_float("h", h), _positive_float("gamma", gamma)
-    control_variate = _flag("control_variate", control_variate)
+    h, gamma = positive_float("h", h), positive_float("gamma", gamma)
+    control_variate = boolean("control_variate", control_variate)
     n_data, d = target.n_data, target.dim
     if batch_size is None:
         if plan != "full":
             raise ValueError(f"batch_size is required for plan {plan!r}")
         batch_size = n_data
-    batch_size = _batch_size(target, batch_size)
+    batch_size = batch_size_for(target, batch_size)
     scale = plan_module.force_scale(n_data, batch_size)
     noise_cov = path_noise_covariance(d, h, gamma)
     cache: dict = {}
@@ -295,10 +295,10 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
 # ------------------------------------------------------------ helpers kept for the full plan
 def affine_step_map(scheme, hess, h, gamma):
     """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``."""
-    hess = _finite_array("hess", hess, 2)
+    hess = finite_array("hess", hess, 2)
     if hess.shape[0] != hess.shape[1] or not np.allclose(hess, hess.T):
         raise ValueError(f"hess must be a symmetric square matrix, got shape {hess.shape}")
-    h, gamma = _positive_float("h", h), _positive_float("gamma", gamma)
+    h, gamma = positive_float("h", h), positive_float("gamma", gamma)
     a_mat, _, c_mat = step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
     return a_mat, c_mat @ path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
 

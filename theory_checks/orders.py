@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators import sample
-from integrators.api import _int_at_least
 from integrators.plans import n_batches, resolve_plan
 from integrators.targets import GaussianTarget, Target
+from integrators.validation import int_at_least
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
 
 
@@ -67,7 +67,7 @@ def fit_slope(hs, errors, fit_points: int = 4) -> float:
     errors = np.asarray(errors, dtype=float)
     if hs.ndim != 1 or hs.shape != errors.shape:
         raise ValueError(f"hs and errors must be lists of the same length, got shapes {hs.shape} and {errors.shape}")
-    fit_points = _int_at_least("fit_points", fit_points, 2)
+    fit_points = int_at_least("fit_points", fit_points, 2)
     order = np.argsort(hs)[:fit_points]
     ladder("the fitted step sizes", hs[order])
     if np.any(~np.isfinite(errors[order])) or np.any(errors[order] <= 0):
@@ -109,7 +109,7 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
         raise ValueError(f"statistic must be a name or a function f(moments, target), got {statistic!r}")
     stat = STATISTICS[statistic] if isinstance(statistic, str) else statistic
     hs = ladder("hs", hs)
-    _int_at_least("fit_points", fit_points, 2)
+    int_at_least("fit_points", fit_points, 2)
     errors, unstable = [], []
     for h in hs:
         try:
@@ -138,12 +138,12 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     ``fit_points`` finest) step sizes, with a percentile bootstrap interval over chains.
     """
     hs = ladder("hs", hs)
-    n_chains = _int_at_least("n_chains", n_chains, 2)
-    sweeps = _int_at_least("sweeps", sweeps, 1)
-    ref_levels = _int_at_least("ref_levels", ref_levels, 0)
-    n_boot = _int_at_least("n_boot", n_boot, 1)
+    n_chains = int_at_least("n_chains", n_chains, 2)
+    sweeps = int_at_least("sweeps", sweeps, 1)
+    ref_levels = int_at_least("ref_levels", ref_levels, 0)
+    n_boot = int_at_least("n_boot", n_boot, 1)
     if fit_points is not None:
-        _int_at_least("fit_points", fit_points, 2)
+        int_at_least("fit_points", fit_points, 2)
     h_ref = hs[-1] / 2**ref_levels
     ratios = hs / h_ref
     if not np.allclose(ratios, np.round(ratios)) or any(int(round(r)) & (int(round(r)) - 1) for r in ratios):
@@ -187,8 +187,8 @@ def anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
     """Gaussian data terms whose precisions do not commute: each is a random rotation of a
     spectrum that repeats ``pattern`` (so every block of ``len(pattern)`` dimensions is equally
     hard, and the sampler's law is not a product of one-dimensional problems)."""
-    d = _int_at_least("d", d, 1)
-    n_data = _int_at_least("n_data", n_data, 1)
+    d = int_at_least("d", d, 1)
+    n_data = int_at_least("n_data", n_data, 1)
     rng = np.random.default_rng([seed, d])
     spectrum = np.resize(np.asarray(pattern, dtype=float), d) / n_data
     precs, means = [], []

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from integrators.api import _positive_float
 from integrators.bounce import make_box
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, force_data, lane_force_for
+from integrators.validation import positive_float
 
 N_CHECK = 3  # chains with random inputs that check affinity
 
@@ -71,7 +71,7 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
     """The affine map of one compiled step of ``scheme`` with batch ``batch`` (see the module)."""
     module = resolve_scheme(scheme)
     batch = checked_batch(target, batch)
-    h, gamma, scale = _positive_float("h", h), _positive_float("gamma", gamma), _positive_float("scale", scale)
+    h, gamma, scale = positive_float("h", h), positive_float("gamma", gamma), positive_float("scale", scale)
     d = target.dim
     rows = _inputs(d, np.random.default_rng(seed))
     n = rows.shape[0]

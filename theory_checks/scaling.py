@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from integrators.targets import _finite_array
+from integrators.validation import finite_array
 from theory_checks.oracle import stationary_moments
 from theory_checks.orders import anisotropic_gaussian, ladder
 
@@ -26,7 +26,7 @@ def gaussian_w2(mean1, cov1, mean2, cov2) -> float:
     """W2 between N(mean1, cov1) and N(mean2, cov2) (Bures-Wasserstein formula)."""
     means, covs = [], []
     for name, mean, cov in (("1", mean1, cov1), ("2", mean2, cov2)):
-        mean, cov = _finite_array(f"mean{name}", mean, 1), _finite_array(f"cov{name}", cov, 2)
+        mean, cov = finite_array(f"mean{name}", mean, 1), finite_array(f"cov{name}", cov, 2)
         if cov.shape != (mean.size, mean.size) or not np.allclose(cov, cov.T):
             raise ValueError(f"cov{name} must be a symmetric {mean.size} x {mean.size} matrix, got shape {cov.shape}")
         # rounding leaves a singular covariance eigenvalues of about -d eps of its scale: allow 1e3 times that

@@ -38,10 +38,10 @@ from pathlib import Path
 
 import numpy as np
 
-from integrators.api import _int_at_least, _positive_float
 from integrators.plans import PLANS, kernel_code, n_batches, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget
+from integrators.validation import int_at_least, positive_float
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
 from theory_checks.oracle import UnstableStepError, stationary_moments
 from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
@@ -310,19 +310,19 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
     if not plan_modules:  # nothing would be checked, and the report would read OK
         raise ValueError(f"plans must name at least one plan (or be None for every registered plan), got {plans!r}")
-    gamma = _positive_float("gamma", gamma)
+    gamma = positive_float("gamma", gamma)
     target = default_target() if target is None else target
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"verify needs a GaussianTarget (the exact oracle), got {type(target).__name__}")
-    budget = _positive_float("budget", budget)
-    batch_size = _int_at_least("batch_size", batch_size, 1)
+    budget = positive_float("budget", budget)
+    batch_size = int_at_least("batch_size", batch_size, 1)
     if batch_size > target.n_data:
         raise ValueError(f"batch_size must lie in [1, {target.n_data}], got {batch_size!r}")
     rate = asymptotic_rate(target, gamma, batch_size)
     given_hs = hs
     hs = step_ladder(target, gamma, batch_size) if hs is None else ladder("hs", hs, minimum=FIT_POINTS)
     strong_hs = ladder("strong_hs", strong_hs)
-    n_chains = _int_at_least("n_chains", n_chains, 2)
+    n_chains = int_at_least("n_chains", n_chains, 2)
     scale = target_scale(target)
     checks = []
 

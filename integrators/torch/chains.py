@@ -21,15 +21,7 @@ import functools
 import numpy as np
 import torch
 
-from integrators.api import (
-    SampleResult,
-    _divergence_bound,
-    _flag,
-    _histogram_spec,
-    _initial_state,
-    _int_at_least,
-    validate,
-)
+from integrators.api import SampleResult, _histogram_spec, validate
 from integrators.bounce import make_box
 from integrators.memory import check_fits
 from integrators.plans import force_scale, resolve_plan
@@ -38,6 +30,7 @@ from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
 from integrators.torch.schemes import TORCH_STEPS, torch_step
 from integrators.torch.targets import torch_force
+from integrators.validation import boolean, divergence_bound_for, initial_state, int_at_least
 
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
@@ -189,10 +182,10 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
     module = torch_step(scheme)  # a scheme registered for the Numba backend only is refused by name
     scheme = module.NAME
-    keep = _int_at_least("keep", keep, 0)
-    control_variate = _flag("control_variate", control_variate)
-    full_moments = _flag("full_moments", full_moments)
-    divergence_bound = _divergence_bound(target, divergence_bound)  # the Numba backend's default too
+    keep = int_at_least("keep", keep, 0)
+    control_variate = boolean("control_variate", control_variate)
+    full_moments = boolean("full_moments", full_moments)
+    divergence_bound = divergence_bound_for(target, divergence_bound)  # the Numba backend's default too
     dev, dt = resolve_device(device), resolve_dtype(dtype)
     if not isinstance(compile, (bool, str)):
         raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
@@ -214,10 +207,10 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
                       + (0 if histogram is None else histogram[2])),
                limit=torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None)
     box = make_box(d, box_center, box_half_width)
-    x0 = _initial_state("x0", x0, n, d, target.initial_point())
+    x0 = initial_state("x0", x0, n, d, target.initial_point())
     if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
         raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
-    v_given = None if v0 is None else _initial_state("v0", v0, n, d, None)
+    v_given = None if v0 is None else initial_state("v0", v0, n, d, None)
     coef = tuple(float(c) for c in module.coefficients(h, gamma))
     factors = pair_factors(gamma, h)
     force_of = torch_force(target, dev, dt, control_variate, x_ref)

@@ -25,7 +25,6 @@ import copy
 import torch
 from torch.func import functional_call, grad_and_value, replace_all_batch_norm_modules_, vmap
 
-from integrators.api import _int_at_least
 from integrators.torch.bounce import make_reflect
 from integrators.torch.module import (
     FlatParameters,
@@ -40,6 +39,7 @@ from integrators.torch.module import (
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import mix64_reference, pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
+from integrators.validation import int_at_least
 
 
 def chain_seed(seed: int, k: int) -> int:
@@ -57,7 +57,7 @@ class EnsembleSampler:
     def __init__(self, model: torch.nn.Module, config: SamplerConfig, n_chains: int, *, x0=None):
         if not isinstance(config, SamplerConfig):
             raise ValueError(f"config must be a SamplerConfig, got {type(config).__name__}")
-        n_chains = _int_at_least("n_chains", n_chains, 1)
+        n_chains = int_at_least("n_chains", n_chains, 1)
         if config.control_variate:
             raise ValueError("control_variate is not offered for ensembles; use ModuleSampler per chain")
         if not isinstance(model, torch.nn.Module):

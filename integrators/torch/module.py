@@ -45,13 +45,13 @@ from dataclasses import KW_ONLY, dataclass
 
 import torch
 
-from integrators.api import MIN_STEP_OVER_FRICTION, _flag, _int_at_least, _positive_float, _seed
 from integrators.memory import check_fits, device_memory_bytes
 from integrators.plans import PLAN_CODES, force_scale
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import GeneratorNormals, pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
+from integrators.validation import boolean, int_at_least, positive_float, seed_value, step_over_friction
 
 # Flat parameter-sized tensors a sampler holds at its peak, per chain: the state x, v, the force g
 # and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
@@ -118,9 +118,9 @@ class Localization:
     x_star: object = None
 
     def __post_init__(self):
-        _positive_float("rho", self.rho)
+        positive_float("rho", self.rho)
         if self.rho_max is not None:
-            _positive_float("rho_max", self.rho_max)
+            positive_float("rho_max", self.rho_max)
 
     @property
     def half_width(self) -> float:
@@ -136,8 +136,8 @@ class CyclicalSchedule:
     n_cycles: int
 
     def __post_init__(self):
-        _int_at_least("n_steps", self.n_steps, 1)
-        _int_at_least("n_cycles", self.n_cycles, 1)
+        int_at_least("n_steps", self.n_steps, 1)
+        int_at_least("n_cycles", self.n_cycles, 1)
         if self.n_cycles > self.n_steps:
             raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
 
@@ -175,31 +175,28 @@ class SamplerConfig:
     check_every: int = 1
 
     def __post_init__(self):
-        _positive_float("h", self.h)
-        _positive_float("gamma", self.gamma)
-        if self.h / self.gamma < MIN_STEP_OVER_FRICTION:  # the Numba backend's refusal (integrators.api.validate)
-            raise ValueError(f"gamma={self.gamma!r} is too large for h={self.h!r}: positions would move by about "
-                             f"sqrt(2 h / gamma) = {math.sqrt(2 * self.h / self.gamma):.2g} per step (frozen "
-                             f"chains); need h / gamma >= {MIN_STEP_OVER_FRICTION:g}")
-        _int_at_least("n_data", self.n_data, 1)
+        positive_float("h", self.h)
+        positive_float("gamma", self.gamma)
+        step_over_friction(self.h, self.gamma)  # the rule every backend applies
+        int_at_least("n_data", self.n_data, 1)
         torch_step(self.scheme)  # unknown, or registered for the Numba backend only: refused by name
         if self.plan not in PLAN_CODES:
             raise ValueError(f"unknown plan {self.plan!r}; choose from {sorted(PLAN_CODES)}")
         if self.batch_size is None and self.plan != "full":
             raise ValueError(f"batch_size is required for plan {self.plan!r}")
         if self.batch_size is not None:
-            _int_at_least("batch_size", self.batch_size, 1)
+            int_at_least("batch_size", self.batch_size, 1)
             if self.batch_size > self.n_data:
                 raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
-        _flag("control_variate", self.control_variate)
+        boolean("control_variate", self.control_variate)
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
         if self.localization is not None and not isinstance(self.localization, Localization):
             raise ValueError(f"localization must be a Localization, got {type(self.localization).__name__}")
         if self.schedule is not None and not isinstance(self.schedule, CyclicalSchedule):
             raise ValueError(f"schedule must be a CyclicalSchedule, got {type(self.schedule).__name__}")
-        _seed(self.seed)
-        _int_at_least("check_every", self.check_every, 1)
+        seed_value(self.seed)
+        int_at_least("check_every", self.check_every, 1)
 
     @property
     def effective_batch_size(self) -> int:

@@ -1,0 +1,148 @@
+"""The validation layer: one checker per kind of argument, each returning the value in its
+canonical type or raising a ``ValueError`` that names the argument, the value and what is allowed.
+The entry points of every package check their input through these instead of private helpers of
+``integrators.api``.  Each returns what the algorithms behind it may trust."""
+
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+
+import numpy as np
+
+MIN_STEP_OVER_FRICTION = 1e-12  # below this h / gamma positions move ~sqrt(2 h / gamma) per step: frozen
+
+
+def finite_array(name, value, ndim=None, dtype=float):
+    """``value`` as a contiguous real array of ``dtype`` (``ndim`` dimensions if given), finite where
+    it is floating point; complex values and non-numbers are refused by name."""
+    try:
+        complex_values = np.iscomplexobj(value)
+        arr = np.asarray(value, dtype=dtype if not complex_values else complex)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
+    if complex_values:  # numpy would drop the imaginary part with only a warning
+        raise ValueError(f"{name} must be real, got complex values")
+    arr = np.ascontiguousarray(arr) if arr.ndim else arr  # (ascontiguousarray makes a 0-d array 1-d)
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimensions, got shape {arr.shape}")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def positive_float(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a real number, got {value!r}")
+    value = float(value)
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{name} must be positive and finite, got {value!r}")
+    return value
+
+
+def int_at_least(name, value, low):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value!r}")
+    return int(value)
+
+
+def whole_number(name, value, low) -> int:
+    """A count that may arrive as a float with an integral value (``1000.0``), not a fraction or a bool."""
+    if not isinstance(value, bool) and isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
+        if math.isfinite(value) and value == int(value):
+            value = int(value)
+    return int_at_least(name, value, low)
+
+
+def real_number(name, value) -> float:
+    """A finite real number: Python and numpy numbers, 0-d arrays and tensors (not bools or strings)."""
+    try:
+        number = math.nan if isinstance(value, bool | str) else float(value)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite real number, got {value!r}")
+    return number
+
+
+def boolean(name, value) -> bool:
+    """A yes/no option: ``True`` or ``False`` only (a string such as "no" would read as true)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def seed_value(value) -> int:
+    """A seed: an integer in ``[0, 2**64)`` (the streams take its 64 bits: a larger one would repeat
+    a smaller one's numbers)."""
+    value = int_at_least("seed", value, 0)
+    if value >= 2**64:
+        raise ValueError(f"seed must be < 2**64, got {value}")
+    return value
+
+
+def batch_size_for(target, value) -> int:
+    """A batch size: an integer in ``[1, target.n_data]``."""
+    value = int_at_least("batch_size", value, 1)
+    if value > target.n_data:
+        raise ValueError(f"batch_size={value} is larger than the data ({target.n_data} terms)")
+    return value
+
+
+def step_over_friction(h: float, gamma: float) -> None:
+    """Refuse ``h / gamma`` below :data:`MIN_STEP_OVER_FRICTION`: the chains' positions would move
+    by about ``sqrt(2 h / gamma)`` a step, i.e. not at all (every backend applies this one rule)."""
+    if h / gamma < MIN_STEP_OVER_FRICTION:
+        raise ValueError(f"gamma={gamma!r} is too large for h={h!r}: positions would move by about "
+                         f"sqrt(2 h / gamma) = {math.sqrt(2 * h / gamma):.2g} per step (frozen chains); "
+                         f"need h / gamma >= {MIN_STEP_OVER_FRICTION:g}")
+
+
+def divergence_bound_for(target, value):
+    """``value``, or by default the target's own scale (``target.divergence_bound()``): every
+    backend and the coupled chains call a chain diverged at the same place."""
+    return positive_float("divergence_bound", target.divergence_bound() if value is None else value)
+
+
+def initial_state(name, value, n_chains, dim, default):
+    arr = default if value is None else finite_array(name, value)
+    if arr.ndim == 0 and dim == 1:  # one number for a one-dimensional target
+        arr = arr.reshape(1)
+    if arr.ndim == 1:
+        if arr.shape != (dim,):
+            raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
+        arr = np.broadcast_to(arr, (n_chains, dim))
+    if arr.shape != (n_chains, dim):
+        raise ValueError(f"{name} must have shape {(dim,)} or {(n_chains, dim)}, got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return np.array(arr, dtype=float, order="C")
+
+
+def test_functions_and_data(test_functions, n_test_functions, test_data) -> tuple:
+    """Check ``test_functions`` (a Numba function of three positional arguments) and ``test_data``
+    (a tuple of numpy arrays of numbers) before anything compiles; returns ``test_data`` as a tuple."""
+    if n_test_functions and test_functions is None:
+        raise ValueError("n_test_functions > 0 needs test_functions")
+    if test_functions is None:
+        return tuple(test_data) if isinstance(test_data, tuple) else ()
+    if not n_test_functions:
+        raise ValueError("test_functions needs n_test_functions >= 1 (how many values it writes to out)")
+    if not hasattr(test_functions, "py_func"):
+        raise ValueError(f"test_functions must be a Numba function (decorate f(x, out, test_data) with "
+                         f"@numba.njit), got {type(test_functions).__name__}")
+    try:
+        inspect.signature(test_functions.py_func).bind(None, None, None)
+    except TypeError:
+        raise ValueError(f"test_functions must take three positional arguments f(x, out, test_data), got "
+                         f"{test_functions.py_func.__name__}{inspect.signature(test_functions.py_func)}") from None
+    if not isinstance(test_data, tuple):
+        raise ValueError(f"test_data must be a tuple of numpy arrays, got {type(test_data).__name__}")
+    for i, arr in enumerate(test_data):
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "biuf":
+            raise ValueError(f"test_data[{i}] must be a numpy array of numbers, got {type(arr).__name__}"
+                             + (f" of dtype {arr.dtype}" if isinstance(arr, np.ndarray) else ""))
+    return test_data
