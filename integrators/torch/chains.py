@@ -25,6 +25,7 @@ from integrators.api import SampleResult, _histogram_spec, validate
 from integrators.bounce import make_box
 from integrators.memory import check_fits
 from integrators.plans import force_scale, resolve_plan
+from integrators.rng import PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM  # one list of stream kinds, both backends
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
@@ -32,7 +33,6 @@ from integrators.torch.schemes import TORCH_STEPS, torch_step
 from integrators.torch.targets import torch_force
 from integrators.validation import boolean, divergence_bound_for, initial_state, int_at_least
 
-PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM = 0, 1, 2
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
 
