@@ -23,6 +23,7 @@ from pathlib import Path
 from reports import registry
 from reports.executor import SchedulerError, check_scheduler, execute, local_cores
 from reports.progress import Progress
+from reports.registry import absent_input
 from reports.runmeta import fingerprint
 from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed, write_atomic
 
@@ -178,7 +179,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset)
             if args.resume:
                 try:
-                    if store.load(fid, unit, wanted) is not None:
+                    stored = store.load(fid, unit, wanted)
+                    if stored is not None and absent_input(stored) is None:  # absent data: try again
                         skipped += 1
                         continue
                 except (CorruptUnit, StaleUnit) as exc:
@@ -191,6 +193,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     if args.resume:
         print(f"resuming: {skipped} units already done, {len(tasks)} to run", file=sys.stderr)
     from integrators.metadata import metadata
+    absent = []
     try:
         for (module, unit, preset, seed), result, seconds in execute(
                 tasks, args.workers, args.scheduler, args.local_dask):
@@ -200,12 +203,17 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
                          "fingerprint": prints[(fid, store.path(fid, unit))]})
             store.save(fid, unit, result, meta)
             progress.advance(f"{fid} {unit}")
+            if absent_input(result) is not None:
+                absent.append((fid, absent_input(result)))
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
     write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
+    if absent:  # drawn (the figure says what is absent), but not a success
+        raise CliError(f"{absent[0][0]}: {len(absent)} unit{'s' if len(absent) > 1 else ''} found no data "
+                       f"({absent[0][1]}); the report lists them as absent; add the files and rerun with --resume")
     return 0
 
 

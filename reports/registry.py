@@ -9,6 +9,9 @@ Each figure or table is one module in ``reports/`` with
     draw(results, out_dir, preset) -> {"files": [...], "measured": "..."}
     PRESETS (optional)         the presets it knows (default quick, full; ``tiny`` maps to quick)
 
+A unit whose input data is absent returns ``{"missing": why}``: it is persisted (the figure says
+what is absent), recomputed by ``--resume``, and the run ends with exit code 2 naming it.
+
 so adding a figure touches one file (and the list below).
 """
 
@@ -47,3 +50,8 @@ def load() -> dict:
                 raise RuntimeError(f"report module {name} lacks {attr}")
         out[mod.ID] = mod
     return out
+
+
+def absent_input(result) -> str | None:
+    """Why a unit's input data was absent (its result ``{"missing": why}``), else None."""
+    return str(result["missing"]) if isinstance(result, dict) and "missing" in result else None

@@ -127,3 +127,27 @@ def test_tour_refuses_a_folder_a_run_is_writing(tmp_path):
     with FolderLock(out):
         proc = cli(["tour", "--out", str(out), "02"])
     assert proc.returncode == 2 and "another sms-langevin process" in proc.stderr, proc.stderr
+
+
+def test_absent_data_is_not_a_success_and_resume_computes_it_once_there(tmp_path):
+    """Units that found no data are drawn as absent but end the run with exit 2 naming the file, and
+    ``--resume`` computes them once the file is there (it reused the absent results for good)."""
+    data = tmp_path / "data.txt"
+    env = os.environ.copy()
+    env.update(PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""), DATA_UNITS_FILE=str(data),
+               SMS_LANGEVIN_REPORT_MODULES="tests.report_fixtures.data_units")
+    out = str(tmp_path / "run")
+
+    def run(*extra):
+        return subprocess.run([sys.executable, "-m", "reports", "run", "withdata", "--out", out, *extra], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=120)
+
+    proc = run()
+    assert proc.returncode == 2, proc.stderr
+    error = [line for line in proc.stderr.splitlines() if "error" in line]
+    assert len(error) == 1 and str(data) in error[0] and "--resume" in error[0], proc.stderr
+    data.write_text("2.5")
+    proc = run("--resume")
+    assert proc.returncode == 0 and "0 units already done, 2 to run" in proc.stderr, proc.stderr
+    with open(tmp_path / "run" / "report" / "withdata" / "withdata.csv") as fh:
+        assert [float(r["value"]) for r in csv.DictReader(fh)] == [2.5, 5.0]
