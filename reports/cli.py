@@ -374,6 +374,24 @@ def cmd_claims(args, figures) -> int:
     return claims.main(["--preset", preset, "--out", str(out)])
 
 
+def read_bench_args(script: Path):
+    """A benchmark script's ``BENCH_ARGS``, read from its source as a literal (the script is not
+    imported); None where it declares none; ``ValueError`` where it is unreadable or not a literal."""
+    import ast
+    try:
+        tree = ast.parse(script.read_text(errors="replace"), str(script))
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ValueError(f"unreadable: {exc}") from None
+    found = [node.value for node in tree.body if isinstance(node, ast.Assign)
+             and any(isinstance(t, ast.Name) and t.id == "BENCH_ARGS" for t in node.targets)]
+    if not found:
+        return None
+    try:
+        return ast.literal_eval(found[-1])
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        raise ValueError("BENCH_ARGS must be a literal (no names or calls)") from None
+
+
 def cmd_bench(args, figures) -> int:
     """Run every ``bench_*.py`` as its module-level ``BENCH_ARGS`` says (read from the script's source as a
     literal; the script is not imported here)::
@@ -388,7 +406,6 @@ def cmd_bench(args, figures) -> int:
     there, printed as a one-line note (a string in place of a device's presets skips it at every preset).
     A script without ``BENCH_ARGS`` gets ``--preset PRESET --out FOLDER``.  Fails (exit 2) when any
     benchmark fails or its ``BENCH_ARGS`` is malformed."""
-    import ast
     import importlib.util
     import shlex
     import tempfile
@@ -406,18 +423,9 @@ def cmd_bench(args, figures) -> int:
 
     def how(script: Path, folder: str):
         """(where, the arguments or a reason to skip); ValueError if ``BENCH_ARGS`` is malformed."""
-        try:
-            tree = ast.parse(script.read_text(errors="replace"), str(script))
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise ValueError(f"unreadable: {exc}") from None
-        found = [node.value for node in tree.body if isinstance(node, ast.Assign)
-                 and any(isinstance(t, ast.Name) and t.id == "BENCH_ARGS" for t in node.targets)]
-        if not found:
+        spec = read_bench_args(script)
+        if spec is None:
             return "no BENCH_ARGS", ["--preset", args.preset, "--out", folder]
-        try:
-            spec = ast.literal_eval(found[-1])
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise ValueError("BENCH_ARGS must be a literal (no names or calls)") from None
         if not isinstance(spec, dict) or "cpu" not in spec or any(
                 not isinstance(spec[k], dict | str) for k in ("cpu", "cuda") if k in spec):
             raise ValueError('BENCH_ARGS must be a dict with a "cpu" entry, "cpu" and "cuda" dicts of presets or '

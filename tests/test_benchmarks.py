@@ -8,7 +8,6 @@ the smallest sizes; ``sms-langevin bench --preset tiny`` runs each once (a subpr
 per-script tests read their run from its output wherever that run had the script's smallest
 arguments (on a machine without a CUDA device), else run the script themselves."""
 
-import ast
 import re
 import subprocess
 import sys
@@ -16,20 +15,20 @@ from pathlib import Path
 
 import pytest
 
+from reports.cli import read_bench_args
+from reports.registry import PRESETS
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "benchmarks").glob("bench_*.py"))
-PRESETS = ("tiny", "quick", "full")
 RATIO = re.compile(r"ratio[^\n]*\n?[^\n]*?\d+\.\d+", re.IGNORECASE)  # a ratio, its number on that line or the next
 TIMEOUT = 1800  # a guard against a hung run, not a measurement
 
 
 def bench_args(script: Path) -> dict:
-    """The script's ``BENCH_ARGS``, read as ``sms-langevin bench`` reads it (a literal, not imported)."""
-    tree = ast.parse(script.read_text(), str(script))
-    values = [node.value for node in tree.body if isinstance(node, ast.Assign)
-              and any(isinstance(t, ast.Name) and t.id == "BENCH_ARGS" for t in node.targets)]
-    assert values, f"{script.name} declares no BENCH_ARGS (how `sms-langevin bench` runs it: see reports.cli)"
-    return ast.literal_eval(values[-1])
+    """The script's ``BENCH_ARGS``, read by the function ``sms-langevin bench`` reads it with."""
+    spec = read_bench_args(script)
+    assert spec is not None, f"{script.name} declares no BENCH_ARGS (how `sms-langevin bench` runs it: see reports.cli)"
+    return spec
 
 
 def smallest(script: Path, out: Path) -> list[str]:
