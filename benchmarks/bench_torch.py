@@ -30,7 +30,7 @@ from integrators import GaussianTarget
 from integrators.plans import force_scale
 from integrators.schemes import ubu as ubu_numba
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
-from integrators.torch.chains import _Observers, compiled_step, fused_step, observe
+from integrators.torch.chains import TensorObservers, compiled_step, fused_step, observe
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import (
     CounterNormals,
@@ -212,7 +212,7 @@ def bench_chains(device, n_chains, steps, compile_too):
             old_fn(x, v, start, plan.next())
             start.add_(4)
 
-        old_obs = _Observers(n_chains, 1, device, False, hist, 0, 1, 100.0)
+        old_obs = TensorObservers(n_chains, 1, device, False, hist, 0, 1, 100.0)
         k = [0]
 
         def old_sampler_step(record, old_fn=old_fn, start=start, x=x, v=v, plan=old_plan, obs=old_obs):
@@ -236,7 +236,7 @@ def bench_chains(device, n_chains, steps, compile_too):
                                       above.sum(), (above * (first - obs.hist_hi)).sum()])
 
         step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
-        obs = _Observers(n_chains, 1, device, False, hist, 0, 1, 100.0)
+        obs = TensorObservers(n_chains, 1, device, False, hist, 0, 1, 100.0)
         plan = ChainPlan("sms", 2, 1, CounterNormals(0, 1, chains, dt), n_chains, device, compile=backend)
         as_t = functools.partial(torch.tensor, device=device, dtype=dt)
         coef_t, factors_t, scale_t = as_t(coef), as_t(factors), as_t(scale)
@@ -244,7 +244,7 @@ def bench_chains(device, n_chains, steps, compile_too):
         g = torch.zeros_like(x)
 
         def new_step(record, step_fn=step_fn, plan=plan, x=x, v=v, g=g, counters=counters, obs=obs):
-            step_fn("ubu", force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters, obs)
+            step_fn(ubu.step, force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters, obs)
             if record:
                 observe_fn(x, obs)
 

@@ -6,10 +6,12 @@ from integrators.brownian import BrownianPath, coarsen, pair_cholesky, pair_cova
 from integrators.ghmc import sms_ghmc
 from integrators.plans import PLANS, Plan, batch_sequence, register_plan
 from integrators.schemes import SCHEMES, Scheme, register_scheme
+from integrators.spec import Box, ControlVariate, Numba, Observers, RunSpec, Torch
 from integrators.targets import GaussianTarget, LogisticTarget, MultinomialLogisticTarget
 
 __all__ = [
-    "BrownianPath", "GaussianTarget", "LogisticTarget", "MultinomialLogisticTarget", "PLANS", "Plan",
-    "SCHEMES", "SampleResult", "Scheme", "batch_sequence", "coarsen", "pair_cholesky", "pair_covariance",
-    "register_plan", "register_scheme", "sample", "sample_together", "sms_ghmc",
+    "Box", "BrownianPath", "ControlVariate", "GaussianTarget", "LogisticTarget", "MultinomialLogisticTarget",
+    "Numba", "Observers", "PLANS", "Plan", "RunSpec", "SCHEMES", "SampleResult", "Scheme", "Torch",
+    "batch_sequence", "coarsen", "pair_cholesky", "pair_covariance", "register_plan", "register_scheme", "sample",
+    "sample_together", "sms_ghmc",
 ]

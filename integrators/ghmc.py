@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, _fmt
 from integrators.bounce import make_box, reflect
 from integrators.kernel import (
+    BLOCK_SIZE,
     Divergence,
     Forces,
     PlanState,
@@ -45,6 +45,7 @@ from integrators.kernel import (
 )
 from integrators.memory import check_fits
 from integrators.plans import SMS, next_batches, resolve_plan
+from integrators.result import format_values
 from integrators.rng import (
     PATH_STREAM,
     PLAN_STREAM,
@@ -226,8 +227,9 @@ class GHMCResult:
     def summary(self) -> str:
         if not np.any(self.ok):
             return f"SMS-GHMC: DIVERGED (all chains; first at iteration {int(self.diverged_at.min())})"
-        msg = (f"SMS-GHMC: acceptance {self.acceptance_rate:.3g}, mean={_fmt(self.mean)} +/- {_fmt(self.mean_se)}, "
-               f"var={_fmt(self.variance)} +/- {_fmt(self.variance_se)}")
+        msg = (f"SMS-GHMC: acceptance {self.acceptance_rate:.3g}, "
+               f"mean={format_values(self.mean)} +/- {format_values(self.mean_se)}, "
+               f"var={format_values(self.variance)} +/- {format_values(self.variance_se)}")
         return msg + "".join(f"; WARNING: {w}" for w in self.warnings)
 
 

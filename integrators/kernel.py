@@ -41,6 +41,8 @@ from integrators.brownian import pair_cholesky
 from integrators.plans import batch_rule
 from integrators.rng import lane_normals
 
+BLOCK_SIZE = 256  # chains per kernel call of the coupled h / h/2 chains and SMS-GHMC
+
 # ----------------------------------------------------------------------- the named structures
 Path = namedtuple("Path", "gamma tau refine states")
 Path.__doc__ = """The Brownian path a block of chains draws: friction, the fine interval ``tau``,

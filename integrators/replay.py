@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from integrators.bounce import make_box
-from integrators.plans import PLAN_CODES, force_scale
+from integrators.plans import force_scale, resolve_plan
 from integrators.schemes import SCHEMES
 from integrators.targets import force_data, lane_force_for
 
@@ -43,8 +43,7 @@ def replay(target, scheme: str, plan: str, h: float, gamma: float, x0, v0, dW, J
     """
     if scheme not in SCHEMES:
         raise ValueError(f"unknown scheme {scheme!r}; choose from {sorted(SCHEMES)}")
-    if plan not in PLAN_CODES:
-        raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
+    plan = resolve_plan(plan).NAME  # a registered name or a plan object
     module = SCHEMES[scheme]
     x = np.array(x0, dtype=float, order="C")
     v = np.array(v0, dtype=float, order="C")

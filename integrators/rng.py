@@ -71,7 +71,7 @@ def chain_states(seed: int, kind: int, first: int, count: int) -> np.ndarray:
         raise ValueError(f"first and count must be >= 0, got {first} and {count}")
     key = np.random.SeedSequence(seed, spawn_key=(kind,)).generate_state(1, np.uint64)[0]
     words = np.empty((count, STATE_WORDS), dtype=np.uint64)
-    _splitmix64_fill(key, STATE_WORDS * first, words.reshape(-1))
+    splitmix64_fill(key, STATE_WORDS * first, words.reshape(-1))
     _no_zero_rows(words)
     return words
 
@@ -82,7 +82,7 @@ def lane_states(seed: int, kind: int, first: int, count: int) -> np.ndarray:
 
 
 @nb.njit(nogil=True, cache=True)
-def _splitmix64_fill(key, skip, out):
+def splitmix64_fill(key, skip, out):
     """Outputs ``skip .. skip + len(out) - 1`` of SplitMix64 started at ``key``."""
     z = key + np.uint64(skip) * np.uint64(0x9E3779B97F4A7C15)
     for i in range(out.shape[0]):

@@ -1,13 +1,25 @@
 """The validation layer: one checker per kind of argument, each returning the value in its
 canonical type or raising a ``ValueError`` that names the argument, the value and what is allowed.
 The entry points of every package check their input through these instead of private helpers of
-``integrators.api``.  Each returns what the algorithms behind it may trust."""
+``integrators.api``.  Each returns what the algorithms behind it may trust.
+
+Declared constraints (in the spirit of scikit-learn's parameter constraints) name what an argument
+may be, once, beside the thing that takes it::
+
+    CONSTRAINTS = {"h": POSITIVE, "n_chains": at_least(1), "seed": SEED, "divergence_bound": optional(POSITIVE)}
+    values = check_parameters(values, CONSTRAINTS)
+
+:class:`integrators.spec.RunSpec` and its option objects declare theirs so; :func:`check_parameters`
+applies them in order and returns the canonical values.
+"""
 
 from __future__ import annotations
 
 import inspect
 import math
 import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -146,3 +158,75 @@ def test_functions_and_data(test_functions, n_test_functions, test_data) -> tupl
             raise ValueError(f"test_data[{i}] must be a numpy array of numbers, got {type(arr).__name__}"
                              + (f" of dtype {arr.dtype}" if isinstance(arr, np.ndarray) else ""))
     return test_data
+
+
+def histogram_bins(value) -> tuple[float, float, int] | None:
+    """``histogram=(lo, hi, n_bins)`` checked and converted (``None``: no histogram)."""
+    if value is None:
+        return None
+    try:
+        if len(value) != 3 or isinstance(value, str):
+            raise ValueError
+        lo, hi, n_bins = float(value[0]), float(value[1]), value[2]
+    except (TypeError, ValueError, IndexError, OverflowError):
+        raise ValueError(f"histogram must be (lo, hi, n_bins), got {value!r}") from None
+    n_bins = whole_number("histogram's n_bins", n_bins, 1)
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise ValueError(f"histogram must be (lo, hi, n_bins) with finite lo < hi and n_bins >= 1, got {value!r}")
+    return lo, hi, n_bins
+
+
+def power_of_two(name, value, largest: int) -> int:
+    """An integer ``2**k`` in ``[1, largest]``."""
+    value = int_at_least(name, value, 1)
+    if value & (value - 1) or value > largest:
+        raise ValueError(f"{name} must be a power of two <= 2**{largest.bit_length() - 1}, got {value}")
+    return value
+
+
+# ------------------------------------------------------------------ declared constraints
+@dataclass(frozen=True)
+class Constraint:
+    """What an argument may be (``allowed``, for messages and documentation) and the checker that
+    returns its canonical value or raises a ``ValueError`` naming it: ``check(name, value)``."""
+
+    allowed: str
+    check: Callable
+
+    def __call__(self, name, value):
+        return self.check(name, value)
+
+
+POSITIVE = Constraint("a positive finite real number", positive_float)
+BOOLEAN = Constraint("True or False", boolean)
+SEED = Constraint("an integer in [0, 2**64)", lambda name, value: seed_value(value))
+HISTOGRAM = Constraint("None or (lo, hi, n_bins) with lo < hi", lambda name, value: histogram_bins(value))
+
+
+def at_least(low: int) -> Constraint:
+    """An integer (not a bool) ``>= low``."""
+    return Constraint(f"an integer >= {low}", lambda name, value: int_at_least(name, value, low))
+
+
+def optional(constraint: Constraint) -> Constraint:
+    """``None``, or what ``constraint`` allows."""
+    return Constraint(f"None or {constraint.allowed}",
+                      lambda name, value: None if value is None else constraint(name, value))
+
+
+def instance_of(kind: type, example: str) -> Constraint:
+    """An instance of ``kind`` (``example`` shows one in the message)."""
+    def check(name, value):
+        if not isinstance(value, kind):
+            raise ValueError(f"{name} must be {example}, got {type(value).__name__}: {value!r}")
+        return value
+    return Constraint(example, check)
+
+
+def check_parameters(values: Mapping, constraints: Mapping) -> dict:
+    """``values`` with every name of ``constraints`` checked and replaced by its canonical value
+    (in the order of ``constraints``: the first bad argument is the one named)."""
+    out = dict(values)
+    for name, constraint in constraints.items():
+        out[name] = constraint(name, values[name])
+    return out

@@ -41,7 +41,7 @@ def unit_seed(run_seed: int, figure_id: str, unit: dict) -> int:
     return int(hashlib.sha256(canon.encode()).hexdigest()[:8], 16)
 
 
-def _checksum(key, unit, result, meta) -> str:
+def checksum(key, unit, result, meta) -> str:
     canon = json.dumps([key, unit, result, meta], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
@@ -194,7 +194,7 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         key = unit_key(unit)
         payload = {"key": key, "unit": unit, "result": result, "meta": meta,
-                   "checksum": _checksum(key, unit, result, meta)}
+                   "checksum": checksum(key, unit, result, meta)}
         write_atomic(path, json.dumps(payload, sort_keys=True))
         return path
 
@@ -204,7 +204,7 @@ class Store:
             return None
         try:
             payload = json.loads(path.read_text())
-            ok = payload["checksum"] == _checksum(payload["key"], payload["unit"], payload["result"],
+            ok = payload["checksum"] == checksum(payload["key"], payload["unit"], payload["result"],
                                                   payload["meta"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None

@@ -77,13 +77,13 @@ def test_tiling_never_changes_results(monkeypatch, tile, lanes):
     """How chains are tiled in the kernel (padding lanes and tile widths that are no multiple of a
     vector included) changes no number: 257 chains with a box, FSAL BAOAB, iid batches, a histogram
     and thinned samples, against tiles of 256."""
-    import integrators.api as api
+    import integrators.chains as chains
 
     kw = dict(scheme="baoab", plan="iid", h=0.15, n_chains=257, n_steps=120, burn_in=20, batch_size=1,
               seed=5, keep=4, box_center=[-0.8], box_half_width=[1.5], x0=[-0.8], histogram=(-3.0, 2.0, 50))
     ref = sample(T1, **kw)
-    monkeypatch.setattr(api, "TILE_SIZE", tile)
-    monkeypatch.setattr(api, "TILE_LANES", lanes)
+    monkeypatch.setattr(chains, "TILE_SIZE", tile)
+    monkeypatch.setattr(chains, "TILE_LANES", lanes)
     other = sample(T1, **kw)
     for name in ("x", "v", "chain_mean", "chain_second_moment", "samples", "histogram", "histogram_tails"):
         np.testing.assert_array_equal(getattr(ref, name), getattr(other, name), err_msg=name)

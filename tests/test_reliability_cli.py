@@ -79,11 +79,11 @@ def test_report_refuses_units_of_another_preset_and_a_changed_meta(tmp_path, qui
 def test_a_changed_code_version_makes_units_stale(tmp_path, quick_run):
     out = tmp_path / "code"
     shutil.copytree(quick_run, out)
-    from reports.store import Store, _checksum
+    from reports.store import Store, checksum
     for path in unit_files(out):
         payload = json.loads(path.read_text())
         payload["meta"]["fingerprint"]["code_version"] = "0" * 16  # as if computed by other code
-        payload["checksum"] = _checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+        payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
         path.write_text(json.dumps(payload))
     assert Store(out).meta("fast", {"k": 2, "plan": "sms"})["fingerprint"]["code_version"] == "0" * 16
     one_line_error(cli(["report", "--out", str(out)]), "code_version")

@@ -117,8 +117,8 @@ def test_chain_states_depend_only_on_seed_kind_and_index():
 
 def test_splitmix64_reference_values():
     """Vigna's splitmix64.c from seed 1234567 (the stream seeding's generator)."""
-    from integrators.rng import _splitmix64_fill
+    from integrators.rng import splitmix64_fill
 
     out = np.empty(3, dtype=np.uint64)
-    _splitmix64_fill(np.uint64(1234567), 0, out)
+    splitmix64_fill(np.uint64(1234567), 0, out)
     assert [int(v) for v in out] == [6457827717110365317, 3203168211198807973, 9817491932198370423]

@@ -21,8 +21,8 @@ from integrators.plans import period  # noqa: E402
 from integrators.torch.chains import sample  # noqa: E402
 from integrators.torch.rng import (  # noqa: E402
     CounterNormals,
-    _mantissa_uniform,
     counters_per_normals,
+    mantissa_uniform,
     mix64,
     mix64_reference,
 )
@@ -80,8 +80,8 @@ def test_bit_cast_uniforms_are_the_open_interval_grid():
     for n_bits in (32, 52):
         k = torch.tensor([0, 1, 2**n_bits - 2, 2**n_bits - 1])
         expected = [(float(i) + 0.5) * 2.0**-n_bits for i in k.tolist()]
-        assert _mantissa_uniform(k, n_bits, torch.float64).tolist() == expected
-    u32 = _mantissa_uniform(torch.tensor([0, 2**32 - 1]), 32, torch.float32)
+        assert mantissa_uniform(k, n_bits, torch.float64).tolist() == expected
+    u32 = mantissa_uniform(torch.tensor([0, 2**32 - 1]), 32, torch.float32)
     assert u32.dtype == torch.float32 and u32.tolist() == [2.0**-24, 1 - 2.0**-24]
 
 

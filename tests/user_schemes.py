@@ -55,3 +55,23 @@ def aboba_broken_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata,
 
 
 ABOBA_BROKEN = Scheme("aboba_broken", aboba_broken_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
+
+
+def aboba_torch_step(x, v, g, coef, dW, J, force, reflect):
+    """ABOBA on tensors (the contract of integrators.torch.schemes), in the Numba step's order of operations."""
+    h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]
+    x.add_(0.5 * h * v)
+    if reflect is not None:
+        reflect(x, v)
+    g = force(x)
+    w = eta * (v - 0.5 * h * g) + noise * (eta_half * J[0] + J[1])
+    v.copy_(w - 0.5 * h * g)
+    x.add_(0.5 * h * v)
+    if reflect is not None:
+        reflect(x, v)
+    return g
+
+
+# ABOBA with its tensor step: it runs on both backends
+ABOBA_BOTH = Scheme("aboba_both", aboba_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0,
+                    TORCH_STEP=aboba_torch_step)

@@ -13,8 +13,12 @@ one epoch exactly the full gradient, uneven batches included.  A plan never know
 
 A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``) declaring
 ``NAME``, ``CODE`` (its rule in the kernel's :func:`next_batches`; ``None`` for a plan with a
-rule of its own, ``BATCH_RULE``: a Numba function with the signature of :func:`next_batches`,
-or for a plan that runs in the exact oracle only), ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
+rule of its own, or for a plan that runs in the exact oracle only), for a partition plan its
+batch rule ``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the
+partition used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition),
+which the Numba kernel, the torch plans, the coupled chains and the exact oracle all follow,
+or a ``BATCH_RULE`` of its own (a Numba function with the signature of :func:`next_batches`,
+Numba backend only), ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
 and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether
 those orders are proved or only observed), ``SOURCE`` (where that claim comes from), and
@@ -26,12 +30,14 @@ registry every caller reads; :func:`register_plan` adds a plan from user code (o
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
 
+from integrators.plans import full, iid, rr, sms  # the built-in plans (registered below)
 from integrators.plans.partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.registry import Registry
 from integrators.rng import PLAN_STREAM, lane_states, lane_uniforms
@@ -57,12 +63,28 @@ class Plan:
     THEOREM: bool = True
     count_orders: object = None
     BATCH_RULE: object = None
+    batch_index: object = None
+    SWEEPS: int = 1
 
 
 def _check_plan(plan) -> None:
     if plan.CODE not in (None, FULL, IID, RR, SMS):
         raise ValueError(f"plan {plan.NAME!r}: CODE must be one of the kernel's rules "
                          f"{(FULL, IID, RR, SMS)} or None, got {plan.CODE!r}")
+    rule = getattr(plan, "batch_index", None)
+    if rule is not None:
+        if not hasattr(rule, "py_func"):
+            raise ValueError(f"plan {plan.NAME!r}: batch_index must be a Numba function (decorate "
+                             f"batch_index(position, n_batches) with @numba.njit), got {type(rule).__name__}")
+        sweeps = getattr(plan, "SWEEPS", None)
+        if isinstance(sweeps, bool) or not isinstance(sweeps, int) or sweeps < 1:
+            raise ValueError(f"plan {plan.NAME!r}: SWEEPS must be an integer >= 1 (epochs per fresh "
+                             f"partition), got {sweeps!r}")
+        for m in (1, 2, 3, 5):  # a rule must pick a batch of the partition at every step of the period
+            picked = [rule.py_func(position, m) for position in range(sweeps * m)]
+            if any(isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < m for j in picked):
+                raise ValueError(f"plan {plan.NAME!r}: batch_index(position, {m}) must be an integer in "
+                                 f"[0, {m}) for every position < SWEEPS * {m}, got {picked}")
 
 
 def register_plan(plan, *, replace: bool = False):
@@ -82,11 +104,11 @@ def resolve_plan(plan):
 
 def kernel_code(plan) -> int:
     """The code the kernel passes to the plan's batch rule; a clear error for a plan the kernel
-    cannot run (neither a built-in ``CODE`` nor its own Numba ``BATCH_RULE``)."""
+    cannot run (neither a built-in ``CODE``, a ``batch_index`` nor its own Numba ``BATCH_RULE``)."""
     p = resolve_plan(plan)
-    if p.CODE is None and getattr(p, "BATCH_RULE", None) is None:
-        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither CODE nor BATCH_RULE): "
-                         f"it runs in the exact oracle only")
+    if p.CODE is None and getattr(p, "BATCH_RULE", None) is None and getattr(p, "batch_index", None) is None:
+        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither CODE, batch_index nor "
+                         f"BATCH_RULE): it runs in the exact oracle only")
     return -1 if p.CODE is None else p.CODE
 
 
@@ -158,21 +180,34 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
             for c in range(n):
                 out[j, c] = int(u[c] * n_data)
         return batch_size
-    m = (n_data + batch_size - 1) // batch_size
-    p = position[0]
-    if p == 0:
+    new_partitions(perm, position, states, source, u)
+    if plan_code == RR:  # each partition plan's own rule
+        return partition_batch(rr.batch_index, rr.SWEEPS, perm, position, batch_size, out)
+    return partition_batch(sms.batch_index, sms.SWEEPS, perm, position, batch_size, out)
+
+
+@nb.njit(nogil=True, inline="always")
+def new_partitions(perm, position, states, source, u):
+    """At the start of a period (``position[0] == 0``) shuffle each chain's permutation, or copy
+    ``source``'s when it is not empty (the coupled h / h/2 chains)."""
+    if position[0] == 0:
         if source.shape[0] > 0:
-            for i in range(n_data):
-                for c in range(n):
+            for i in range(perm.shape[0]):
+                for c in range(perm.shape[1]):
                     perm[i, c] = source[i, c]
         else:
             shuffle_lanes(perm, states, u)
-    if plan_code == RR:
-        j = p
-        position[0] = (p + 1) % m
-    else:  # SMS: forward then backward over the same partition
-        j = p if p < m else 2 * m - 1 - p
-        position[0] = (p + 1) % (2 * m)
+
+
+@nb.njit(nogil=True, inline="always")
+def partition_batch(batch_index, sweeps, perm, position, batch_size, out):
+    """Write the batch that ``batch_index(position, N_m)`` picks from the partitions ``perm`` into
+    ``out`` (every chain), advance the position over the period of ``sweeps`` epochs, return ``n_b``."""
+    n_data, n = perm.shape
+    m = (n_data + batch_size - 1) // batch_size
+    p = position[0]
+    j = batch_index(p, m)
+    position[0] = (p + 1) % (sweeps * m)
     start = j * batch_size
     stop = min(start + batch_size, n_data)
     for i in range(start, stop):
@@ -181,11 +216,63 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
     return stop - start
 
 
+@functools.cache
+def partition_rule(batch_index, sweeps: int):
+    """The Numba batch rule (the signature of :func:`next_batches`) of a partition plan declared
+    in user code by its ``batch_index`` and ``SWEEPS``."""
+
+    @nb.njit(nogil=True)
+    def rule(plan_code, perm, position, batch_size, states, out, source, u):
+        new_partitions(perm, position, states, source, u)
+        return partition_batch(batch_index, sweeps, perm, position, batch_size, out)
+
+    return rule
+
+
 def batch_rule(plan=None):
     """The Numba batch rule of a plan: its own ``BATCH_RULE`` (same signature as
-    :func:`next_batches`) or the built-in rules, :func:`next_batches`."""
-    rule = None if plan is None else getattr(resolve_plan(plan), "BATCH_RULE", None)
-    return next_batches if rule is None else rule
+    :func:`next_batches`), the rule made from its ``batch_index`` (:func:`partition_rule`), or
+    the built-in rules, :func:`next_batches`."""
+    if plan is None:
+        return next_batches
+    p = resolve_plan(plan)
+    if getattr(p, "BATCH_RULE", None) is not None:
+        return p.BATCH_RULE
+    if p.CODE is None and getattr(p, "batch_index", None) is not None:
+        return partition_rule(p.batch_index, p.SWEEPS)
+    return next_batches
+
+
+@dataclass(frozen=True)
+class PlanRule:
+    """How a plan's batches follow from its randomness, for backends other than the Numba kernel:
+    ``kind`` is ``"full"``, ``"iid"`` or ``"partition"`` (then ``batch_index(position, n_batches)``,
+    a Python function, and ``sweeps``, epochs per fresh partition)."""
+
+    kind: str
+    batch_index: object = None
+    sweeps: int = 1
+
+
+def plan_rule(plan) -> PlanRule:
+    """The :class:`PlanRule` of a plan, or a ``ValueError`` naming it when its batches come from a
+    Numba ``BATCH_RULE`` of its own (only the Numba kernel runs those) or from no rule at all."""
+    p = resolve_plan(plan)
+    own = getattr(p, "batch_index", None)
+    if own is not None and getattr(p, "BATCH_RULE", None) is None:
+        return PlanRule("partition", own.py_func, p.SWEEPS)
+    if getattr(p, "BATCH_RULE", None) is None:
+        if p.CODE == FULL:
+            return PlanRule("full")
+        if p.CODE == IID:
+            return PlanRule("iid")
+        if p.CODE in (RR, SMS):
+            built_in = rr if p.CODE == RR else sms
+            return PlanRule("partition", built_in.batch_index.py_func, built_in.SWEEPS)
+    raise ValueError(f"plan {p.NAME!r} has no batch rule this backend can run: it declares "
+                     + ("a Numba BATCH_RULE of its own (the Numba backend only); declare batch_index and SWEEPS "
+                        "instead to run it on every backend" if getattr(p, "BATCH_RULE", None) is not None
+                        else "neither CODE nor batch_index (it runs in the exact oracle only)"))
 
 
 def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: int = 0):
@@ -204,8 +291,6 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
         seq.append(out[:n, 0].copy())
     return seq
 
-
-from integrators.plans import full, iid, rr, sms  # noqa: E402  (the built-in plans, registered)
 
 PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, (full, iid, rr, sms))
 PLAN_CODES = {name: m.CODE for name, m in PLANS.items()}  # the built-ins' kernel rules

@@ -41,3 +41,12 @@ def ordered_partitions(n_data: int, batch_size: int):
                 yield (first,) + tail
 
     yield from rec(tuple(range(n_data)), 0)
+
+
+def partition_outcomes(n_data: int, batch_size: int, sweeps: int, batch_index) -> list:
+    """One period's batch sequences of a partition plan with their probabilities (for the exact
+    oracle): every ordered partition, equally likely, visited by the plan's rule
+    ``batch_index(position, n_batches)`` over ``sweeps * n_batches`` steps."""
+    orders = list(ordered_partitions(n_data, batch_size))
+    m = n_batches(n_data, batch_size)
+    return [(1.0 / len(orders), [order[batch_index(p, m)] for p in range(sweeps * m)]) for order in orders]

@@ -4,7 +4,9 @@ visited in order, force scaled by ``N_m = ceil(N_D / N_b)``.
     epoch e: shuffle, cut into w_1 ... w_{N_m}, use w_1, ..., w_{N_m}
 """
 
-from integrators.plans.partitions import count_partitions, n_batches, ordered_partitions
+import numba as nb
+
+from integrators.plans.partitions import count_partitions, n_batches, partition_outcomes
 
 NAME = "rr"
 CODE = 2
@@ -12,6 +14,13 @@ WEAK_ORDER = 2.0      # observed on the paper's 1-D example (Fig. 1); no theorem
 STRONG_ORDER = None   # measured only
 THEOREM = False  # its orders are observations (the paper, Fig. 1), not a theorem
 SOURCE = "paper, Fig. 1 (observed, no theorem)"
+SWEEPS = 1  # epochs per fresh partition
+
+
+@nb.njit(nogil=True, inline="always")
+def batch_index(position, n_batches):
+    """The batch of the partition used at step ``position`` of the period: ``w_1 ... w_{N_m}``."""
+    return position
 
 
 def force_scale(n_data: int, batch_size: int) -> float:
@@ -19,7 +28,7 @@ def force_scale(n_data: int, batch_size: int) -> float:
 
 
 def period(n_data: int, batch_size: int) -> int:
-    return n_batches(n_data, batch_size)
+    return SWEEPS * n_batches(n_data, batch_size)
 
 
 def count_orders(n_data: int, batch_size: int) -> int:
@@ -27,5 +36,4 @@ def count_orders(n_data: int, batch_size: int) -> int:
 
 
 def outcomes(n_data: int, batch_size: int) -> list:
-    orders = list(ordered_partitions(n_data, batch_size))
-    return [(1.0 / len(orders), list(order)) for order in orders]
+    return partition_outcomes(n_data, batch_size, SWEEPS, batch_index.py_func)

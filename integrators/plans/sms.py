@@ -7,7 +7,9 @@ The palindrome cancels the first-order error of the sweep: weak (and, for UBU, s
 (the paper's main theorem).
 """
 
-from integrators.plans.partitions import count_partitions, n_batches, ordered_partitions
+import numba as nb
+
+from integrators.plans.partitions import count_partitions, n_batches, partition_outcomes
 
 NAME = "sms"
 CODE = 3
@@ -15,6 +17,14 @@ WEAK_ORDER = 2.0
 STRONG_ORDER = 2.0
 THEOREM = True  # its orders are proved
 SOURCE = "paper, main theorem"
+SWEEPS = 2  # epochs per fresh partition: forward, then backward
+
+
+@nb.njit(nogil=True, inline="always")
+def batch_index(position, n_batches):
+    """The batch of the partition used at step ``position`` of the period:
+    ``w_1 ... w_{N_m}`` then ``w_{N_m} ... w_1``."""
+    return position if position < n_batches else 2 * n_batches - 1 - position
 
 
 def force_scale(n_data: int, batch_size: int) -> float:
@@ -22,7 +32,7 @@ def force_scale(n_data: int, batch_size: int) -> float:
 
 
 def period(n_data: int, batch_size: int) -> int:
-    return 2 * n_batches(n_data, batch_size)
+    return SWEEPS * n_batches(n_data, batch_size)
 
 
 def count_orders(n_data: int, batch_size: int) -> int:
@@ -30,5 +40,4 @@ def count_orders(n_data: int, batch_size: int) -> int:
 
 
 def outcomes(n_data: int, batch_size: int) -> list:
-    orders = list(ordered_partitions(n_data, batch_size))
-    return [(1.0 / len(orders), list(order) + list(order[::-1])) for order in orders]
+    return partition_outcomes(n_data, batch_size, SWEEPS, batch_index.py_func)

@@ -42,7 +42,9 @@ class Scheme:
 
     ``step`` is a Numba function with the signature above, ``coefficients(h, gamma)`` returns the
     float array it receives as ``coef``; ``affine_ops`` and ``rotation_ops`` are optional (the
-    oracle probes the compiled step when they are absent)."""
+    oracle probes the compiled step when they are absent); ``TORCH_STEP``, optional, is the same
+    update on tensors (the contract of :mod:`integrators.torch.schemes`), with which the scheme
+    runs on the torch backend too."""
 
     NAME: str
     step: object
@@ -52,6 +54,7 @@ class Scheme:
     FSAL: bool = False
     affine_ops: object = None
     rotation_ops: object = None
+    TORCH_STEP: object = None
 
     def __post_init__(self):
         _CHECKED[id(self)] = (self, self.step, self.coefficients, check_coefficients(self), False)

@@ -1,7 +1,9 @@
 """Chains mode: ``n_chains`` independent chains of an analytic target as a tensor dimension.
 
-:func:`sample` is the tensor twin of :func:`integrators.sample` (same arguments where they apply,
-same :class:`integrators.api.SampleResult`), on any device, in float32 or float64, with the
+:func:`run_spec` is the torch backend's adapter: it runs a :class:`integrators.spec.RunSpec` whose
+backend is :class:`integrators.spec.Torch` (what ``integrators.sample(..., backend=Torch(...))``
+builds) and returns the same :class:`integrators.result.SampleResult` as the Numba kernel, on any
+device, in float32 or float64, with the
 kernel's streaming observers: running first and second moments (and ``x x^T`` on request), a
 histogram of the first coordinate for :class:`bias.wasserstein.StreamingW1`, thinned samples, and
 divergence: a chain whose state leaves ``[-bound, bound]`` or is not finite has its step recorded,
@@ -9,9 +11,9 @@ is parked at the origin and drops out of every statistic (its final state is NaN
 
 Randomness is counter-based (:class:`integrators.torch.rng.CounterNormals`): chain ``c``'s path,
 batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
-For cross-backend tests ``noise=(dW, J)`` (the kernel's layout ``(n_steps, 2, d, n_chains)``) and
-``batches`` (the sequence :func:`integrators.replay.replay` takes) replace the draws.
-``compile=True`` runs the step through ``torch.compile``.
+For cross-backend tests :func:`sample` also takes ``noise=(dW, J)`` (the kernel's layout
+``(n_steps, 2, d, n_chains)``) and ``batches`` (the sequence :func:`integrators.replay.replay`
+takes) in place of the draws.  ``compile=True`` runs the step through ``torch.compile``.
 """
 
 from __future__ import annotations
@@ -21,17 +23,14 @@ import functools
 import numpy as np
 import torch
 
-from integrators.api import SampleResult, _histogram_spec, validate
-from integrators.bounce import make_box
-from integrators.memory import check_fits
-from integrators.plans import force_scale, resolve_plan
+from integrators.result import SampleResult
 from integrators.rng import PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM  # one list of stream kinds, both backends
+from integrators.spec import RunSpec, Torch
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
-from integrators.torch.schemes import TORCH_STEPS, torch_step
+from integrators.torch.schemes import torch_step
 from integrators.torch.targets import torch_force
-from integrators.validation import boolean, divergence_bound_for, initial_state, int_at_least
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 
@@ -51,6 +50,16 @@ def resolve_device(device) -> torch.device:
     return dev
 
 
+def resolve_compile(compile) -> bool | str:
+    """``compile``: ``True``, ``False`` or a ``torch.compile`` backend's name."""
+    if not isinstance(compile, (bool, str)):
+        raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
+    if isinstance(compile, str) and compile not in torch.compiler.list_backends(exclude_tags=()):
+        raise ValueError(f"compile={compile!r} is not a torch.compile backend; choose True, False or one of "
+                         f"{', '.join(torch.compiler.list_backends(exclude_tags=()))}")
+    return compile
+
+
 def resolve_dtype(dtype) -> torch.dtype:
     if isinstance(dtype, str):
         if dtype not in DTYPES:
@@ -61,7 +70,7 @@ def resolve_dtype(dtype) -> torch.dtype:
     return dtype
 
 
-class _Observers:
+class TensorObservers:
     """Running sums after burn-in, the first-coordinate histogram and divergence, on the device."""
 
     def __init__(self, n, d, dev, full_moments, histogram, keep, n_keep_stride, bound):
@@ -118,7 +127,7 @@ class _Observers:
             self.kept += 1
 
 
-def fused_step(scheme: str, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, obs):
+def fused_step(scheme_step, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, obs):
     """One step of every chain as one function of tensors (what ``torch.compile`` makes one graph
     of): the path normals at the stream's counter (:func:`integrators.torch.rng.normal_pairs`), the
     scheme with its force on ``batch``, and the divergence check at step ``counters[1]``.
@@ -131,7 +140,7 @@ def fused_step(scheme: str, force, reflect, x, v, g, batch, scale, coef, factors
     z0, z1, z2, z3 = zc[:d].T, zc[d:].T, zs[:d].T, zs[d:].T   # the rows of counter_normals(.., 4d, ..)
     dW = (l11 * z0, l11 * z2)
     J = (l21 * z0 + l22 * z1, l21 * z2 + l22 * z3)
-    g = TORCH_STEPS[scheme].step(x, v, g, coef, dW, J, lambda y: force(y, batch, scale), reflect)
+    g = scheme_step(x, v, g, coef, dW, J, lambda y: force(y, batch, scale), reflect)
     counters[0] += counters_per_normals(4 * d)
     counters[1] += 1
     obs.check(counters[1], x, v, g)
@@ -165,56 +174,35 @@ def _explicit_batches(batches, n, dev):
     return iter(out)
 
 
-def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_steps=1000, burn_in=0,
-           seed=0, batch_size=None, x0=None, v0=None, control_variate=False, x_ref=None,
-           box_center=None, box_half_width=None, keep=0, full_moments=False, divergence_bound=None,
-           histogram=None, *, device="cpu", dtype="float64", noise=None, batches=None,
-           compile: bool | str = False) -> SampleResult:
-    """Run ``n_chains`` chains of ``scheme x plan`` on ``target`` as tensors on ``device``.
+def sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
+           noise=None, batches=None, **options) -> SampleResult:
+    """``integrators.sample(target, scheme, plan, backend=Torch(device, dtype, compile), **options)``,
+    and for cross-backend tests ``noise=(dW, J)`` / ``batches`` in place of the draws (see the
+    module docstring).  ``options`` are :func:`integrators.sample`'s keywords; those the torch
+    backend does not run (``test_functions``, ``path_refine``, ``threads``) are refused by name."""
+    spec = RunSpec.from_options(target, scheme, plan, backend=Torch(device, dtype, compile), **options)
+    return run_spec(spec, noise=noise, batches=batches)
 
-    The arguments before ``device`` mean what they mean in :func:`integrators.sample`; ``dtype``
-    is ``"float64"`` or ``"float32"`` (the observers accumulate in float64).  The result's ``meta``
-    names the device and dtype.  Without ``noise`` every step is :func:`fused_step`; ``compile=True``
-    (or a ``torch.compile`` backend's name) runs it compiled, one graph per scheme and plan kind
-    reused across calls and step sizes.
-    """
-    h, gamma, n_chains, n_steps, burn_in, batch_size, seed = validate(
-        target, scheme, plan, h, gamma, n_chains, n_steps, burn_in, batch_size, seed)
-    module = torch_step(scheme)  # a scheme registered for the Numba backend only is refused by name
+
+def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
+    """Run a checked spec whose backend is :class:`integrators.spec.Torch`."""
+    target, wanted, backend_spec = spec.target, spec.observers, spec.backend
+    module = torch_step(spec.scheme)
     scheme = module.NAME
-    keep = int_at_least("keep", keep, 0)
-    control_variate = boolean("control_variate", control_variate)
-    full_moments = boolean("full_moments", full_moments)
-    divergence_bound = divergence_bound_for(target, divergence_bound)  # the Numba backend's default too
-    dev, dt = resolve_device(device), resolve_dtype(dtype)
-    if not isinstance(compile, (bool, str)):
-        raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
-    if isinstance(compile, str) and compile not in torch.compiler.list_backends(exclude_tags=()):
-        raise ValueError(f"compile={compile!r} is not a torch.compile backend; choose True, False or one of "
-                         f"{', '.join(torch.compiler.list_backends(exclude_tags=()))}")
+    n_chains, n_steps, burn_in, batch_size, seed = spec.n_chains, spec.n_steps, spec.burn_in, spec.batch_size, spec.seed
+    keep, full_moments, histogram = wanted.keep, wanted.full_moments, wanted.histogram
+    dev, dt = torch.device(backend_spec.device), DTYPES[backend_spec.dtype]
+    compile = backend_spec.compile
     backend = ("inductor" if compile is True else compile) if compile else None
-    histogram = _histogram_spec(histogram)
     d, n = target.dim, n_chains
-    # state, force, path and observers about 16 numbers per coordinate; the plan's per-chain arrays
-    # (rr and sms: uniforms, a permutation and its batches over the data) and the force's per-datum
-    # terms of a batch (the whole data under full)
-    plan_name = resolve_plan(plan).NAME
-    plan_terms = 0 if plan_name in ("full", "iid") else 3 * target.n_data
-    batch_terms = (target.n_data if plan_name == "full" else batch_size) * d
-    check_fits(f"n_chains={n} with d={d}, keep={keep}, full_moments={full_moments} and "
-               f"{0 if histogram is None else histogram[2]} histogram bins on {dev}",
-               8.0 * (n * (16 * d + plan_terms + batch_terms + keep * d + (d * d if full_moments else 0))
-                      + (0 if histogram is None else histogram[2])),
-               limit=torch.cuda.get_device_properties(dev).total_memory if dev.type == "cuda" else None)
-    box = make_box(d, box_center, box_half_width)
-    x0 = initial_state("x0", x0, n, d, target.initial_point())
-    if box[2][0] and np.any(np.abs(x0 - box[0]) >= box[1]):
-        raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
-    v_given = None if v0 is None else initial_state("v0", v0, n, d, None)
-    coef = tuple(float(c) for c in module.coefficients(h, gamma))
-    factors = pair_factors(gamma, h)
-    force_of = torch_force(target, dev, dt, control_variate, x_ref)
-    scale = force_scale(plan, target.n_data, batch_size)
+    box = spec.box_arrays()
+    x0, v_given = spec.x0, spec.v0
+    coef = tuple(float(c) for c in module.coefficients(spec.h, spec.gamma))
+    factors = pair_factors(spec.gamma, spec.h)
+    control_variate = spec.control_variate is not None
+    force_of = torch_force(target, dev, dt, control_variate, None if spec.control_variate is None
+                           else spec.control_variate.x_ref)
+    scale = spec.plan_module.force_scale(target.n_data, batch_size)
     reflect = None
     if box[2][0]:
         reflect = make_reflect(torch.as_tensor(box[0], device=dev, dtype=dt),
@@ -242,10 +230,10 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         next_batch = lambda: next(source)  # noqa: E731
     else:
         plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
-        next_batch = ChainPlan(plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
+        next_batch = ChainPlan(spec.plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
 
-    obs = _Observers(n, d, dev, full_moments, histogram, keep,
-                     max(1, (n_steps - burn_in) // keep) if keep else 1, divergence_bound)
+    obs = TensorObservers(n, d, dev, full_moments, histogram, keep,
+                     max(1, (n_steps - burn_in) // keep) if keep else 1, spec.divergence_bound)
     g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
     if noise is not None:  # the explicit path of the cross-backend tests, step by step
         for k in range(1, n_steps + 1):
@@ -262,7 +250,7 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
         counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
         for k in range(1, n_steps + 1):
-            g = step_fn(scheme, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
+            g = step_fn(module.step, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
                         counters, obs)
             if k > burn_in:
                 observe_fn(x, obs)
@@ -274,7 +262,8 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
     v_out[diverged_at >= 0] = np.nan
     n_stat = n_steps - burn_in
     return SampleResult(
-        scheme=scheme, plan=plan, h=h, gamma=gamma, n_steps=n_steps, burn_in=burn_in, seed=seed,
+        scheme=scheme, plan=spec.plan_module.NAME, h=spec.h, gamma=spec.gamma, n_steps=n_steps, burn_in=burn_in,
+        seed=seed,
         chain_mean=obs.sum_x.cpu().numpy() / n_stat, chain_second_moment=obs.sum_xx.cpu().numpy() / n_stat,
         chain_outer=obs.sum_outer.cpu().numpy() / n_stat if full_moments else None, chain_tests=None,
         samples=obs.samples.cpu().numpy() if keep else None, diverged_at=diverged_at, x=x_out, v=v_out,
@@ -282,6 +271,6 @@ def sample(target, scheme="ubu", plan="sms", h=0.1, gamma=1.0, n_chains=100, n_s
         histogram_tails=obs.tails.cpu().numpy() if histogram is not None else None,
         meta={"batch_size": batch_size, "n_chains": n, "control_variate": control_variate,
               "target": target.name, "backend": "torch", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
-              "torch": torch.__version__, "compiled": compile if isinstance(compile, str) else bool(compile),
+              "torch": torch.__version__, "compiled": compile,
               "rng_stream": STREAM_VERSION},
     )

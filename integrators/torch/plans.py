@@ -4,9 +4,10 @@ batches; the chains stand at the same step of the plan's period, so their batche
 ``ChainPlan.next()`` returns the batch indices of every chain, shape ``(n_chains, n_b)`` (``None``
 for the full gradient), contiguous (an even partition is stored batch-major, so every batch has
 the same strides and a compiled step takes them all with one graph).  Partitions cut a random
-permutation into ``N_m = ceil(N_D / N_b)`` batches (the last may be shorter); ``rr`` visits them
-in order every epoch, ``sms`` forward then backward over two epochs; ``iid`` draws ``N_b`` indices
-with replacement each step.
+permutation into ``N_m = ceil(N_D / N_b)`` batches (the last may be shorter), visited in the order
+of the plan's own rule (:func:`integrators.plans.plan_rule`: ``rr`` in order every epoch, ``sms``
+forward then backward over two epochs, a registered partition plan by its ``batch_index``);
+``iid`` draws ``N_b`` indices with replacement each step.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import functools
 
 import torch
 
-from integrators.plans import PLAN_CODES, SMALL_SHUFFLE, force_scale, n_batches, period  # noqa: F401  (re-exported)
+from integrators.plans import SMALL_SHUFFLE, n_batches, plan_rule
 from integrators.torch.rng import bits_to_uniform, words
 
 
@@ -27,11 +28,10 @@ class ChainPlan:
     is one compiled function of the stream's counter: the same numbers, a kernel or two instead of
     a few dozen small ones."""
 
-    def __init__(self, plan: str, n_data: int, batch_size: int, stream, n_chains: int, device, *,
+    def __init__(self, plan, n_data: int, batch_size: int, stream, n_chains: int, device, *,
                  compile: str | None = None):
-        if plan not in PLAN_CODES:
-            raise ValueError(f"unknown plan {plan!r}; choose from {sorted(PLAN_CODES)}")
-        self.plan, self.n_data, self.batch_size = plan, n_data, batch_size
+        self.rule = plan_rule(plan)  # a name or a plan object; refused by name without a rule to follow
+        self.n_data, self.batch_size = n_data, batch_size
         self.stream = stream if hasattr(stream, "keys") else None
         self.uniforms = stream.uniforms if self.stream is not None else stream
         self.compile = compile if self.stream is not None else None
@@ -57,21 +57,17 @@ class ChainPlan:
         return shuffle(self.n_data, u)
 
     def next(self):
-        if self.plan == "full":
+        if self.rule.kind == "full":
             return None
-        if self.plan == "iid":
+        if self.rule.kind == "iid":
             return self._draw(functools.partial(iid_batch, self.n_data), self.batch_size)
         p = self.position
         if p == 0:
             self.perm = self._draw(functools.partial(shuffle, self.n_data), self.n_data)
             if self.n_data % self.batch_size == 0:  # batch-major: every batch contiguous
                 self.blocks = self.perm.view(self.n_chains, self.m, self.batch_size).transpose(0, 1).contiguous()
-        if self.plan == "rr":
-            j = p
-            self.position = (p + 1) % self.m
-        else:
-            j = p if p < self.m else 2 * self.m - 1 - p
-            self.position = (p + 1) % (2 * self.m)
+        j = self.rule.batch_index(p, self.m)
+        self.position = (p + 1) % (self.rule.sweeps * self.m)
         if self.n_data % self.batch_size == 0:
             return self.blocks[j]
         start = j * self.batch_size
@@ -110,18 +106,18 @@ def compiled_draw(backend: str = "inductor"):
     return torch.compile(draw, backend=backend)
 
 
-def plan_batches(plan: str, n_data: int, batch_size: int, generator: torch.Generator, device):
+def plan_batches(plan, n_data: int, batch_size: int, generator: torch.Generator, device):
     """An endless iterator over one chain's batches (1-D index tensors; the full plan yields
     ``arange(N_D)``), drawing from ``generator`` (module mode: the data loader gets these)."""
+    rule = plan_rule(plan)
     m = n_batches(n_data, batch_size)
     while True:
-        if plan == "full":
+        if rule.kind == "full":
             yield torch.arange(n_data, device=device)
-        elif plan == "iid":
+        elif rule.kind == "iid":
             yield torch.randint(n_data, (batch_size,), generator=generator, device=device)
         else:
             perm = torch.randperm(n_data, generator=generator, device=device)
             parts = [perm[j * batch_size:min((j + 1) * batch_size, n_data)] for j in range(m)]
-            yield from parts
-            if plan == "sms":
-                yield from reversed(parts)
+            for position in range(rule.sweeps * m):
+                yield parts[rule.batch_index(position, m)]

@@ -92,7 +92,7 @@ _EXP64 = 0x3FF << 52  # the exponent bits of 1.0 in float64
 _EXP32 = 0x7F << 23   # ... in float32
 
 
-def _mantissa_uniform(bits: torch.Tensor, n_bits: int, dtype: torch.dtype) -> torch.Tensor:
+def mantissa_uniform(bits: torch.Tensor, n_bits: int, dtype: torch.dtype) -> torch.Tensor:
     """``(k + 1/2) 2^-n_bits`` for the non-negative int64 ``k < 2^n_bits`` (``n_bits`` <= 52 in
     float64, the top 23 of them in float32): ``k`` written into the mantissa of a float in ``[1, 2)``
     (a bit cast), then an exact subtraction (Sterbenz) of ``1 - 2^-(n_bits + 1)``."""
@@ -107,7 +107,7 @@ def _mantissa_uniform(bits: torch.Tensor, n_bits: int, dtype: torch.dtype) -> to
 def bits_to_uniform(z: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Uniforms in the open interval (0, 1) from 64-bit patterns: ``(k + 1/2) 2^-52`` with ``k``
     the top 52 bits (float64; the top 23 in float32)."""
-    return _mantissa_uniform(_srl(z, 12), 52, dtype)
+    return mantissa_uniform(_srl(z, 12), 52, dtype)
 
 
 def box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -186,7 +186,7 @@ def normal_pairs(keys: torch.Tensor, start: torch.Tensor, pairs: int, dtype: tor
     p = torch.arange(pairs, device=dev, dtype=torch.int64)
     w = angle_words[p // 2]
     angle = torch.where((p % 2 == 0)[:, None], w & 0xFFFFFFFF, _srl(w, 32))  # low half for even p, high for odd
-    return box_muller_turns(_mantissa_uniform(_srl(radius, 12), 52, dtype), _mantissa_uniform(angle, 32, dtype))
+    return box_muller_turns(mantissa_uniform(_srl(radius, 12), 52, dtype), mantissa_uniform(angle, 32, dtype))
 
 
 def counter_normals(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:

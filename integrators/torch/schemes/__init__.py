@@ -14,14 +14,15 @@ buffer ``(P,)`` in module mode, ``(K, P)`` for an ensemble); ``dW`` and ``J`` ha
 ``None``); ``g`` is the cached force of first-same-as-last schemes, and the force the step computed
 is returned.
 
-A scheme registered from user code (:func:`integrators.register_scheme`) is a Numba step only: it
-runs on the Numba backend and in the oracle, and the torch backend refuses it by name
-(:func:`torch_step`), while importing this package never depends on what has been registered.
+A scheme from user code (:func:`integrators.register_scheme`, or a scheme object) runs on the torch
+backend when it declares ``TORCH_STEP``, its update written to this contract; without it the
+torch backend refuses it by name (:func:`torch_step`).  Importing this package never depends on
+what has been registered.
 """
 
 import pkgutil
 from dataclasses import dataclass
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 
 import integrators.schemes as _numba_schemes
 from integrators.schemes import SCHEMES
@@ -32,8 +33,8 @@ from integrators.torch.schemes import baoab, em, obabo, ubu
 class TorchScheme:
     """A scheme's tensor step beside its Numba declarations (coefficients, orders, ``FSAL``)."""
 
-    tensor: ModuleType    # the module of this package: ``step``
-    declared: ModuleType  # the Numba scheme module: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
+    tensor: ModuleType    # the module of this package (or a user scheme's TORCH_STEP): ``step``
+    declared: ModuleType  # the Numba scheme module or object: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
 
     @property
     def NAME(self) -> str:  # noqa: N802 (the scheme modules' constant)
@@ -71,10 +72,18 @@ def torch_step(scheme) -> TorchScheme:
     if not isinstance(name, str):
         raise ValueError(f"scheme must be a scheme name or a scheme object, got {scheme!r}")
     known = sorted(set(SCHEMES) | set(TORCH_STEPS))
+    declared = scheme if not isinstance(scheme, str) else SCHEMES.get(name)
+    own_step = getattr(declared, "TORCH_STEP", None)
+    if own_step is not None and (name not in TORCH_STEPS or declared is not TORCH_STEPS[name].declared):
+        if not callable(own_step):
+            raise ValueError(f"scheme {name!r}: TORCH_STEP must be a function step(x, v, g, coef, dW, J, force, "
+                             f"reflect) -> g, got {type(own_step).__name__}")
+        return TorchScheme(SimpleNamespace(step=own_step), declared)
     if name not in TORCH_STEPS:
         if name in SCHEMES or not isinstance(scheme, str):
-            raise ValueError(f"scheme {name!r} has no torch step (a scheme from user code runs on the Numba "
-                             f"backend only); the torch backend runs {', '.join(sorted(TORCH_STEPS))}")
+            raise ValueError(f"scheme {name!r} has no torch step (declare TORCH_STEP, its update on tensors, to run "
+                             f"a scheme from user code on the torch backend); the torch backend runs "
+                             f"{', '.join(sorted(TORCH_STEPS))} and schemes that declare TORCH_STEP")
         raise ValueError(f"unknown scheme {name!r}; choose from {known}")
     found = TORCH_STEPS[name]
     given = scheme if not isinstance(scheme, str) else SCHEMES.get(name, found.declared)

@@ -1,0 +1,150 @@
+"""What a run observed: :class:`SampleResult`, the one result type of every backend's chains mode."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from integrators.diagnostics import rhat_from_moments
+
+RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the first moments) says so
+
+
+@dataclass
+class SampleResult:
+    """What a run observed.  Statistics pool the chains that did not diverge.
+
+    ``chain_mean`` / ``chain_second_moment``: per-chain time averages after burn-in (diagonal);
+    ``chain_outer``: per-chain averages of ``x x^T`` when ``full_moments`` was asked for;
+    ``chain_tests``: per-chain averages of the test functions; ``samples``: thinned samples
+    ``(n_chains, n_keep, d)``, NaN where a chain had no sample to give (``keep`` above the number
+    of post-burn-in steps, or after its divergence); ``diverged_at``: first step per chain at which
+    its state left the divergence bound or was not finite (-1: never); ``x``, ``v``: final states.
+    :attr:`rhat` compares the chains with each other; :attr:`warnings` lists what makes the pooled
+    numbers untrustworthy as estimates (and :meth:`summary` prints it).
+    """
+
+    scheme: str
+    plan: str
+    h: float
+    gamma: float
+    n_steps: int
+    burn_in: int
+    seed: int
+    chain_mean: np.ndarray
+    chain_second_moment: np.ndarray
+    chain_outer: np.ndarray | None
+    chain_tests: np.ndarray | None
+    samples: np.ndarray | None
+    diverged_at: np.ndarray
+    x: np.ndarray
+    v: np.ndarray
+    histogram: np.ndarray | None = None
+    histogram_tails: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> np.ndarray:
+        return self.diverged_at < 0
+
+    @property
+    def n_diverged(self) -> int:
+        return int(np.sum(~self.ok))
+
+    @property
+    def diverged(self) -> bool:
+        return self.n_diverged > 0
+
+    @property
+    def first_divergence_step(self) -> int | None:
+        steps = self.diverged_at[~self.ok]
+        return int(steps.min()) if steps.size else None
+
+    def _pooled(self, per_chain):
+        if not np.any(self.ok):
+            raise RuntimeError(
+                f"all {len(self.ok)} chains of {self.scheme} x {self.plan} at h={self.h} diverged "
+                f"(first at step {self.first_divergence_step}); no statistics to report")
+        return per_chain[self.ok]
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self._pooled(self.chain_mean).mean(axis=0)
+
+    @property
+    def second_moment(self) -> np.ndarray:
+        return self._pooled(self.chain_second_moment).mean(axis=0)
+
+    @property
+    def variance(self) -> np.ndarray:
+        return self.second_moment - self.mean**2
+
+    @property
+    def mean_se(self) -> np.ndarray:
+        """Standard error of :attr:`mean` from the spread of independent chains."""
+        m = self._pooled(self.chain_mean)
+        return m.std(axis=0, ddof=1) / math.sqrt(m.shape[0])
+
+    @property
+    def variance_se(self) -> np.ndarray:
+        """Standard error of :attr:`variance` (delta method over independent chains)."""
+        m1 = self._pooled(self.chain_mean)
+        m2 = self._pooled(self.chain_second_moment)
+        lin = m2 - 2.0 * self.mean * m1
+        return lin.std(axis=0, ddof=1) / math.sqrt(m1.shape[0])
+
+    @property
+    def test_means(self) -> np.ndarray:
+        return self._pooled(self.chain_tests).mean(axis=0)
+
+    @property
+    def test_se(self) -> np.ndarray:
+        t = self._pooled(self.chain_tests)
+        return t.std(axis=0, ddof=1) / math.sqrt(t.shape[0])
+
+    @property
+    def rhat(self) -> np.ndarray | None:
+        """Classic R-hat per coordinate over the chains that did not diverge, from their time
+        averages of ``x`` and ``x^2`` (:func:`integrators.diagnostics.rhat_from_moments`); about 1
+        when the chains agree within their own spread, large when they disagree far beyond their
+        standard errors (chains still on their way somewhere).  ``None`` with fewer than 2 chains
+        or 2 post-burn-in steps."""
+        n_stat = self.n_steps - self.burn_in
+        if int(np.sum(self.ok)) < 2 or n_stat < 2:
+            return None
+        return rhat_from_moments(self.chain_mean[self.ok], self.chain_second_moment[self.ok], n_stat)
+
+    @property
+    def warnings(self) -> list[str]:
+        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong)."""
+        out = []
+        if self.diverged:
+            out.append(f"{self.n_diverged} of {len(self.ok)} chains diverged (first at step "
+                       f"{self.first_divergence_step}); statistics pool the others")
+        rhat = self.rhat
+        if rhat is not None:
+            worst = float(np.nanmax(rhat)) if np.any(~np.isnan(rhat)) else math.nan
+            if math.isnan(worst):
+                out.append("the chains did not move (no spread within or between them): no estimate")
+            elif worst > RHAT_WARN:
+                out.append(f"chains disagree far beyond their standard errors (R-hat {worst:.3g} > "
+                           f"{RHAT_WARN}): not converged, the numbers are not an estimate")
+        return out
+
+    def summary(self) -> str:
+        if not np.any(self.ok):
+            return (f"{self.scheme} x {self.plan}, h={self.h:g}: DIVERGED "
+                    f"(all chains; first at step {self.first_divergence_step})")
+        msg = (f"{self.scheme} x {self.plan}, h={self.h:g}, gamma={self.gamma:g}: "
+               f"mean={format_values(self.mean)} +/- {format_values(self.mean_se)}, "
+               f"var={format_values(self.variance)} +/- {format_values(self.variance_se)}")
+        for warning in self.warnings:
+            msg += f"; WARNING: {warning}"
+        return msg
+
+
+def format_values(values) -> str:
+    """Numbers as ``[a, b, ...]`` with 4 significant digits (summaries)."""
+    return "[" + ", ".join(f"{val:.4g}" for val in np.ravel(values)) + "]"

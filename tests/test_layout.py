@@ -1,0 +1,60 @@
+"""The layout's rules that a reader of the tree relies on: no file imports another package's
+underscore names (a package's private helpers are its own), and ``integrators/api.py`` holds the
+public entry points only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("integrators", "bias", "theory_checks", "bnn", "reports", "tour")
+
+
+def python_files():
+    for folder in (*PACKAGES, "tests", "benchmarks"):
+        yield from sorted((ROOT / folder).rglob("*.py"))
+
+
+def private_imports(path: Path) -> list[str]:
+    """``from P... import _x`` and ``m._x`` for a module ``m`` of package ``P``, in a file outside ``P``."""
+    own = path.relative_to(ROOT).parts[0]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    aliases, found = {}, []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            package = node.module.split(".")[0]
+            if package in PACKAGES and package != own:
+                found += [f"from {node.module} import {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+                aliases.update({a.asname or a.name: package for a in node.names})
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                package = a.name.split(".")[0]
+                if package in PACKAGES and package != own:
+                    aliases[a.asname or package] = package
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and node.attr.startswith("_") and not node.attr.startswith("__")):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
+
+
+def test_the_check_finds_private_imports(tmp_path):
+    probe = ROOT / "tests" / "_layout_probe.py"
+    probe.write_text("from integrators.api import _fmt\nimport bias.data as d\nd._find\nfrom tests import _x\n")
+    try:
+        assert private_imports(probe) == ["from integrators.api import _fmt", "d._find"]
+    finally:
+        probe.unlink()
+
+
+def test_no_file_imports_another_packages_underscore_names():
+    offenders = {str(p.relative_to(ROOT)): found for p in python_files() if (found := private_imports(p))}
+    assert offenders == {}
+
+
+def test_api_holds_the_public_entry_points_only():
+    tree = ast.parse((ROOT / "integrators" / "api.py").read_text())
+    defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
+    assert defined == ["sample", "sample_together"]
