@@ -50,7 +50,10 @@ def read_idx(path: str | Path) -> np.ndarray:
     return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape)
 
 
-def _find(folder: Path, stem: str) -> Path:
+def find_idx_file(folder: str | Path, stem: str) -> Path:
+    """The IDX file ``stem`` in ``folder``, as it is or gzipped (``stem.gz``); :class:`DataError`
+    naming the file when neither exists.  Fashion-MNIST is distributed both ways."""
+    folder = Path(folder)
     for name in (stem, stem + ".gz"):
         if (folder / name).exists():
             return folder / name
@@ -60,7 +63,7 @@ def _find(folder: Path, stem: str) -> Path:
 def load_fashion_mnist(folder: str | Path):
     """``(x_train, y_train, x_test, y_test)`` with pixels scaled to [0, 1] and flattened."""
     folder = Path(folder)
-    arrays = {key: read_idx(_find(folder, stem)) for key, stem in FASHION_FILES.items()}
+    arrays = {key: read_idx(find_idx_file(folder, stem)) for key, stem in FASHION_FILES.items()}
     for split in ("train", "test"):
         images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"]
         if images.ndim != 3 or labels.ndim != 1 or images.shape[0] != labels.shape[0]:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bias.data import FASHION_FILES, DataError, _find, read_idx
+from bias.data import FASHION_FILES, DataError, find_idx_file, read_idx
 from bias.metrics import integer_labels
 from integrators.validation import boolean, int_at_least
 
@@ -218,7 +218,7 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
     folder = Path(folder)
     fields = {}
     for key, stem in FASHION_FILES.items():
-        path = _find(folder, stem)
+        path = find_idx_file(folder, stem)
         fields[key] = Field(read_idx(path), str(path), key)
     out = check_layout(FASHION_MNIST, [Part(s, fields[f"{s}_images"], fields[f"{s}_labels"], s)
                                        for s in ("train", "test")])

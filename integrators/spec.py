@@ -214,6 +214,51 @@ class Torch:
 BACKEND = instance_of((Numba, Torch), "a backend: Numba(threads) or Torch(device, dtype, compile)")
 
 
+# ------------------------------------------------------------------ module mode's options
+
+
+@dataclass(frozen=True)
+class Localization:
+    """Module mode and ensembles (:mod:`integrators.torch.module`): the localized posterior around
+    ``x_star`` (None: the model's parameters when the sampler is built; else a flat tensor in the
+    sampler's parameter order or a ``{name: tensor}`` mapping): the term ``|x - x*|^2 / (2 rho^2)``
+    and the box ``|x - x*|_inf < rho_max`` (default ``6 rho``, the paper's choice; the paper's
+    friction is ``gamma = 1 / rho``)."""
+
+    rho: float
+    rho_max: float | None = None
+    x_star: object = None
+
+    def __post_init__(self):
+        POSITIVE("rho", self.rho)
+        if self.rho_max is not None:
+            POSITIVE("rho_max", self.rho_max)
+
+    @property
+    def half_width(self) -> float:
+        return 6.0 * self.rho if self.rho_max is None else float(self.rho_max)
+
+
+@dataclass(frozen=True)
+class CyclicalSchedule:
+    """Module mode and ensembles: the cyclical step size of cSG-MCMC (Zhang et al., ICLR 2020):
+    ``h_k = h * (cos(pi * ((k - 1) mod C) / C) + 1) / 2`` with ``C = ceil(n_steps / n_cycles)``."""
+
+    n_steps: int
+    n_cycles: int
+
+    def __post_init__(self):
+        at_least(1)("n_steps", self.n_steps)
+        at_least(1)("n_cycles", self.n_cycles)
+        if self.n_cycles > self.n_steps:
+            raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
+
+    def factor(self, k: int) -> float:
+        length = math.ceil(self.n_steps / self.n_cycles)
+        return 0.5 * (math.cos(math.pi * ((k - 1) % length) / length) + 1.0)
+
+
+
 # ------------------------------------------------------------------ the spec
 @dataclass(frozen=True, eq=False)
 class RunSpec:

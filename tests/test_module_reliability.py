@@ -3,7 +3,8 @@ whose buffers cannot fit in memory, non-finite starting values, step and frictio
 underflows, a model that is no nn.Module, a prior callable that does not give one number, dropout
 inside an ensemble's vmap; a prior mapping may name frozen parameters (as x_star mappings may); a
 localized run whose samples sit on the box's wall or at chance accuracy is flagged, not reported
-as an estimate."""
+as an estimate; a divergence names the first non-finite step (integrators.divergence), however
+rarely the sampler checks."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ nn = torch.nn
 F = torch.nn.functional
 
 from bnn import pipeline  # noqa: E402
-from integrators.torch import Localization, ModuleSampler, SamplerConfig  # noqa: E402
+from integrators.divergence import NOT_DIVERGED  # noqa: E402
+from integrators.torch import Localization, ModuleSampler, SamplerConfig, SamplerDiverged  # noqa: E402
 from integrators.torch.ensemble import EnsembleSampler  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
@@ -106,6 +108,62 @@ def test_step_and_friction_refused_as_the_numba_backend_refuses_them(h, gamma):
     with pytest.raises(ValueError, match="gamma=.* is too large for h="):
         config(h=h, gamma=gamma)
     config(h=1e-12, gamma=1.0)  # the smallest ratio both accept
+
+
+# ------------------------------------------------------------------------------------- divergence
+
+def nan_at_call(bad_call):
+    """A loss whose ``bad_call``-th evaluation (1-based; a force evaluation each) is NaN."""
+    calls, loss = [], loss_fn()
+
+    def loss_with_nan(m, idx):
+        calls.append(1)
+        value = loss(m, idx)
+        return value * float("nan") if len(calls) == bad_call else value
+
+    return loss_with_nan
+
+
+@pytest.mark.parametrize("check_every", [1, 4])
+@pytest.mark.parametrize("scheme", ["ubu", "baoab"])
+@pytest.mark.parametrize("kind", ["module", "ensemble"])
+def test_divergence_names_the_true_one_based_step_however_rarely_checked(kind, scheme, check_every):
+    """The force's 3rd evaluation is NaN.  UBU evaluates it once inside each step, so step 3's
+    result is the first non-finite one; BAOAB (first-same-as-last) evaluates it once before step 1
+    and then at the end of each step, so step 2's.  The sampler notices at its next check (step
+    ``check_every`` or later) and names that first step, not the step of the check."""
+    true_step = 3 if scheme == "ubu" else 2
+    cfg = config(scheme=scheme, check_every=check_every)
+    sampler = ModuleSampler(mlp(), cfg) if kind == "module" else EnsembleSampler(mlp(), cfg, 2)
+    loss = nan_at_call(3)
+    with pytest.raises(SamplerDiverged, match=f"diverged at step {true_step}:") as err:
+        for _ in range(8):
+            sampler.step(loss)
+    assert err.value.step == true_step
+    assert sampler.k == max(true_step, check_every)  # noticed at the first check after it
+    if kind == "ensemble":  # under vmap the NaN reaches both chains at once
+        assert err.value.diverged_at == (true_step, true_step)
+    else:
+        assert err.value.diverged_at is None
+
+
+def test_an_ensemble_records_each_chain_and_stops_at_the_first_divergence():
+    """Chain 1 starts where the loss is NaN (an output beyond 1e6); chain 0 stays finite.  The
+    ensemble stops at its check (step 3) naming chain 1 and step 1, and records chain 0 as not
+    diverged (it was stopped)."""
+    X, Y = data()
+
+    def loss(m, idx):
+        out = m(X[idx])
+        return F.cross_entropy(out, Y[idx], reduction="sum") * torch.where(out.abs().amax() > 1e6, float("nan"), 1.0)
+
+    x0 = torch.nn.utils.parameters_to_vector(mlp().parameters()).detach().repeat(2, 1)
+    x0[1, -1] = 1e7  # the last layer's bias: a finite start (not bad input) whose loss is NaN
+    ens = EnsembleSampler(mlp(), config(scheme="ubu", check_every=3), 2, x0=x0)
+    with pytest.raises(SamplerDiverged, match="step 1: chain 1's state or force") as err:
+        for _ in range(5):
+            ens.step(loss)
+    assert err.value.diverged_at == (NOT_DIVERGED, 1) and ens.k == 3
 
 
 # -------------------------------------------------------------------------- model, prior, dropout

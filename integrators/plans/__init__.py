@@ -293,4 +293,3 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
 
 
 PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, (full, iid, rr, sms))
-PLAN_CODES = {name: m.CODE for name, m in PLANS.items()}  # the built-ins' kernel rules

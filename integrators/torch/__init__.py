@@ -9,16 +9,18 @@
   once through ``torch.func.functional_call`` and ``vmap``.
 
 Every scheme's update is in :mod:`integrators.torch.schemes` (the coefficients and constants come
-from the Numba scheme modules), the path pair's law from :mod:`integrators.brownian`.
+from the Numba scheme modules), the path pair's law from :mod:`integrators.brownian`; what a
+divergence is in each mode, and what it records or raises, in :mod:`integrators.divergence`
+(:class:`SamplerDiverged` is that module's, re-exported here).
 """
 
+from integrators.divergence import SamplerDiverged
 from integrators.torch.module import (
     CyclicalSchedule,
     FlatParameters,
     Localization,
     ModuleSampler,
     SamplerConfig,
-    SamplerDiverged,
     StepInfo,
     weights_prior,
 )

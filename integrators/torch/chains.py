@@ -123,7 +123,8 @@ class TensorObservers:
 
     def keep_sample(self, k, burn_in, x):
         if self.kept < self.keep and (k - burn_in) % self.stride == 0:
-            self.samples[:, self.kept] = x.to(torch.float64) * (self.diverged_at < 0)[:, None]
+            # a diverged chain has no sample to give: NaN, as on the Numba backend (integrators.divergence)
+            self.samples[:, self.kept] = torch.where((self.diverged_at < 0)[:, None], x.to(torch.float64), torch.nan)
             self.kept += 1
 
 

@@ -6,8 +6,12 @@ every chain comes from one vectorized call, ``vmap(grad(loss))`` over the rows a
 chain's own batch indices, and the scheme's update (:mod:`integrators.torch.schemes`, elementwise)
 runs on the whole ``(K, P)`` block.  Chain ``k`` draws its velocity, path and batches from its own
 ``torch.Generator`` seeded with :func:`chain_seed` ``(seed, k)``, in the order a
-:class:`~integrators.torch.module.ModuleSampler` with ``seed = chain_seed(seed, k)`` draws them,
-so its trajectory does not depend on how many chains run beside it (and equals that sampler's).
+:class:`~integrators.torch.module.ModuleSampler` with ``seed = chain_seed(seed, k)`` draws them
+(both take them from :func:`~integrators.torch.module.chain_streams`), so its trajectory does not
+depend on how many chains run beside it (and equals that sampler's).  The prior, the localization
+and its box are the module mode's (:func:`~integrators.torch.module.quadratic_terms`), and a
+divergence follows the policy of :mod:`integrators.divergence`: the first chain to diverge stops
+the ensemble, with every chain's first non-finite step recorded.
 
 The loss closure is the module mode's, ``loss_fn(net, idx)``; ``net`` is the network evaluated at
 the chain's parameters.  Batch normalization layers are switched to batch statistics only
@@ -25,26 +29,32 @@ import copy
 import torch
 from torch.func import functional_call, grad_and_value, replace_all_batch_norm_modules_, vmap
 
-from integrators.torch.bounce import make_reflect
+from integrators.divergence import NOT_DIVERGED, SamplerDiverged
+from integrators.seeds import derive
 from integrators.torch.module import (
     FlatParameters,
     SamplerConfig,
-    SamplerDiverged,
-    boundary_fraction,
+    chain_streams,
     check_finite_input,
     check_sampler_fits,
-    prior_precisions,
+    quadratic_terms,
+    record_divergence,
     run_metadata,
 )
-from integrators.torch.plans import plan_batches
-from integrators.torch.rng import mix64_reference, pair_factors, pairs_from_normals
+from integrators.torch.rng import pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
 from integrators.validation import int_at_least
 
+# the layers whose training-mode masks would come from torch's global generator under vmap
+DROPOUT_LAYERS = (torch.nn.Dropout, torch.nn.Dropout1d, torch.nn.Dropout2d, torch.nn.Dropout3d,
+                  torch.nn.AlphaDropout, torch.nn.FeatureAlphaDropout)
+
 
 def chain_seed(seed: int, k: int) -> int:
-    """The seed of chain ``k``'s generator: a function of ``(seed, k)`` only."""
-    return mix64_reference(mix64_reference(seed) + k) >> 1
+    """The seed of chain ``k``'s generator: :func:`integrators.seeds.derive` ``(seed, "chain", k)``
+    without its lowest bit, so that it lies in ``[0, 2**63)`` (a non-negative int64, which a
+    ``torch.Generator`` takes and a seed reduced modulo ``2**63`` keeps)."""
+    return derive(seed, "chain", k) >> 1
 
 
 class EnsembleSampler:
@@ -63,7 +73,7 @@ class EnsembleSampler:
         if not isinstance(model, torch.nn.Module):
             raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         dropout = [f"{name or 'the model'!r} ({type(m).__name__})" for name, m in model.named_modules()
-                   if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.training and m.p > 0]
+                   if isinstance(m, DROPOUT_LAYERS) and m.training and m.p > 0]
         if dropout:
             raise ValueError(f"the model has dropout in training mode ({', '.join(dropout)}): its masks would be "
                              f"drawn for all chains at once from torch's global generator, so no chain would "
@@ -80,7 +90,7 @@ class EnsembleSampler:
         self.device, self.dtype = dev, dt
         self.module = torch_step(config.scheme)
         p = len(layout)
-        check_sampler_fits(f"an EnsembleSampler of n_chains={n_chains}", p, dt, dev, config, n_chains)
+        check_sampler_fits(f"an EnsembleSampler of n_chains={n_chains}", layout, config, n_chains)
         loc = config.localization
         if x0 is None or (loc is not None and loc.x_star is None):  # the model's parameters are used
             layout.check_finite()
@@ -91,28 +101,15 @@ class EnsembleSampler:
             if self.x.shape != (n_chains, p):
                 raise ValueError(f"x0 must have shape {(n_chains, p)}, got {tuple(self.x.shape)}")
             check_finite_input("x0", self.x)
-        self.generators, self._batches, vs = [], [], []
-        for k in range(n_chains):
-            gen = torch.Generator(device=dev)
-            gen.manual_seed(chain_seed(config.seed, k))
-            plan_gen = torch.Generator(device=dev)
-            plan_gen.manual_seed(int(torch.randint(2**62, (1,), generator=gen, device=dev)))
-            self.generators.append(gen)
-            self._batches.append(plan_batches(config.plan, config.n_data, config.effective_batch_size,
-                                              plan_gen, dev))
-            vs.append(torch.randn(p, generator=gen, device=dev, dtype=dt))
-        self.v = torch.stack(vs)
-        self.prior = layout.per_coordinate(prior_precisions(layout.named, config.prior, layout.frozen))
-        self.curvature, self.shift, self.reflect, self.x_star = self.prior, None, None, None
-        if loc is not None:
-            self.x_star = layout.x.detach().clone() if loc.x_star is None else layout.flatten(loc.x_star)
-            if not bool(((self.x - self.x_star).abs() < loc.half_width).all()):
-                raise ValueError("a chain starts outside the box |x - x_star|_inf < rho_max")
-            self.reflect = make_reflect(self.x_star, torch.tensor(loc.half_width, device=dev, dtype=dt))
-            self.curvature = self.prior + 1.0 / loc.rho**2
-            self.shift = self.x_star / loc.rho**2
+        self.normals, self._batches = zip(*(chain_streams(config, layout, chain_seed(config.seed, k))
+                                            for k in range(n_chains)), strict=True)
+        self.v = torch.stack([normals.normals(p) for normals in self.normals])
+        self.terms = quadratic_terms(config, layout, self.x, outside="a chain starts")
+        self.prior, self.curvature, self.shift = self.terms.prior, self.terms.curvature, self.terms.shift
+        self.x_star, self.reflect = self.terms.x_star, self.terms.reflect
         self.g = None
         self.k = 0
+        self.diverged_at = torch.full((n_chains,), NOT_DIVERGED, device=dev, dtype=torch.int64)  # per chain
         self.last_loss = None  # every chain's batch loss at the last force evaluation
 
     def metadata(self) -> dict:
@@ -122,8 +119,7 @@ class EnsembleSampler:
     def boundary_fraction(self) -> float | None:
         """The fraction of all chains' coordinates sitting on the localization box's wall
         (:func:`integrators.torch.module.boundary_fraction`; None without localization)."""
-        loc = self.config.localization
-        return None if loc is None else boundary_fraction(self.x, self.x_star, loc.half_width)
+        return self.terms.boundary_fraction(self.x)
 
     def _params(self, flat):
         return {n: flat[o:o + s].view(shape)
@@ -154,10 +150,7 @@ class EnsembleSampler:
         return grads
 
     def force(self, loss_fn, x, idx) -> torch.Tensor:
-        g = torch.mul(x, self.curvature)
-        if self.shift is not None:
-            g.sub_(self.shift)
-        return g.add_(self.data_gradients(loss_fn, x, idx), alpha=self.config.scale)
+        return self.terms.linear(x).add_(self.data_gradients(loss_fn, x, idx), alpha=self.config.scale)
 
     def next_batches(self) -> torch.Tensor:
         """Every chain's next batch, shape ``(K, n_b)``."""
@@ -169,10 +162,9 @@ class EnsembleSampler:
         if self.module.FSAL and self.g is None:
             self.g = self.force(loss_fn, self.x, self.next_batches())
         k = self.k + 1
-        h = cfg.h if cfg.schedule is None else cfg.h * cfg.schedule.factor(k)
+        h = cfg.step_size(k)
         coef = tuple(float(c) for c in self.module.coefficients(h, cfg.gamma))
-        z = torch.stack([torch.randn((4, self.x.shape[1]), generator=gen, device=self.device, dtype=self.dtype)
-                         for gen in self.generators], dim=1)  # (4, K, P)
+        z = torch.stack([normals.normals((4, self.x.shape[1])) for normals in self.normals], dim=1)  # (4, K, P)
         dW, J = pairs_from_normals(z, pair_factors(cfg.gamma, h))
         idx = self.next_batches()
         g = self.g if self.g is not None else torch.zeros_like(self.x)
@@ -180,8 +172,17 @@ class EnsembleSampler:
             self.g = self.module.step(self.x, self.v, g, coef, dW, J,
                                       lambda y: self.force(loss_fn, y, idx), self.reflect)
         self.k = k
+        record_divergence(self.diverged_at, k, self.x, self.g)
         if k % cfg.check_every == 0:
-            bad = ~(torch.isfinite(self.x).all(1) & torch.isfinite(self.g).all(1))
-            if bool(bad.any()):
-                raise SamplerDiverged(k, f"chain {int(bad.nonzero()[0, 0])}'s state or force")
+            self.check_finite()
         return k
+
+    def check_finite(self) -> None:
+        """Raise :class:`~integrators.divergence.SamplerDiverged` if a chain has diverged: its
+        ``step`` the earliest chain's first non-finite step, its ``diverged_at`` every chain's
+        (one read from the device; see :mod:`integrators.divergence`)."""
+        at = self.diverged_at.tolist()
+        steps = [a for a in at if a != NOT_DIVERGED]
+        if steps:
+            first = min(steps)
+            raise SamplerDiverged(first, f"chain {at.index(first)}'s state or force", tuple(at))

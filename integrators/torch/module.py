@@ -30,10 +30,15 @@ The schemes are the tensor steps of :mod:`integrators.torch.schemes` (the same u
 coefficients as the Numba kernel), the noise the path pair ``(dW, J)`` over each half step drawn
 from a seeded ``torch.Generator`` on the parameters' device.  ``schedule=CyclicalSchedule(...)``
 gives the cyclical step size of Zhang et al. (2020) (cyclical SG-HMC is ``scheme="em"``,
-``plan="iid"`` with it).  A non-finite parameter or force stops the sampler with
-:class:`SamplerDiverged` naming the step; a non-finite starting point (a parameter, ``v0``,
-``x_star``) is bad input, refused with a ``ValueError`` naming it before the first step, as is a
-request whose buffers cannot fit in the device's memory (:data:`SAMPLER_BUFFERS`).
+``plan="iid"`` with it).  Divergence follows the one policy of :mod:`integrators.divergence`
+(:class:`SamplerDiverged` names the first step whose result was not finite); a request whose
+buffers cannot fit in the device's memory (:data:`SAMPLER_BUFFERS`) is refused with a
+``ValueError`` before anything is allocated.
+
+The set-up shared with the ensembles (:mod:`integrators.torch.ensemble`) is written here once:
+:func:`chain_streams` (a chain's generators, in the order both draw from them),
+:func:`quadratic_terms` (the prior, the localization and its box) and
+:meth:`SamplerConfig.step_size`.
 """
 
 from __future__ import annotations
@@ -45,13 +50,25 @@ from dataclasses import KW_ONLY, dataclass
 
 import torch
 
+from integrators.divergence import NOT_DIVERGED, SamplerDiverged
 from integrators.memory import check_fits, device_memory_bytes
-from integrators.plans import PLAN_CODES, force_scale
+from integrators.plans import force_scale, plan_rule
+from integrators.spec import CyclicalSchedule, Localization
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import GeneratorNormals, pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
-from integrators.validation import boolean, int_at_least, positive_float, seed_value, step_over_friction
+from integrators.validation import (
+    BOOLEAN,
+    POSITIVE,
+    SEED,
+    Constraint,
+    at_least,
+    check_parameters,
+    instance_of,
+    optional,
+    step_over_friction,
+)
 
 # Flat parameter-sized tensors a sampler holds at its peak, per chain: the state x, v, the force g
 # and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
@@ -71,12 +88,14 @@ def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) 
     return float(n_chains) * (float(n_params) * buffers * itemsize + 8.0 * plan)
 
 
-def check_sampler_fits(request: str, n_params: int, dtype, device, config, n_chains: int = 1) -> None:
-    """Refuse (``ValueError`` naming ``request``) a sampler whose buffers exceed the memory of
-    ``device`` (:func:`integrators.memory.check_fits`), before any of them is allocated."""
-    check_fits(f"{request} ({n_params} parameters of {str(dtype).replace('torch.', '')} on {device}, "
+def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1) -> None:
+    """Refuse (``ValueError`` naming ``request``) ``n_chains`` chains over ``params`` whose buffers
+    exceed the memory of their device (:func:`integrators.memory.check_fits`), before any of them
+    is allocated."""
+    n, dtype, device = len(params), params.dtype, params.device
+    check_fits(f"{request} ({n} parameters of {str(dtype).replace('torch.', '')} on {device}, "
                f"n_data={config.n_data}, plan {config.plan!r})",
-               sampler_bytes(n_params, dtype, config, n_chains), limit=device_memory_bytes(device))
+               sampler_bytes(n, dtype, config, n_chains), limit=device_memory_bytes(device))
 
 
 def boundary_fraction(x: torch.Tensor, x_star: torch.Tensor, half_width: float) -> float:
@@ -98,52 +117,13 @@ def check_finite_input(name: str, value: torch.Tensor) -> None:
                          f"at index {first[0] if len(first) == 1 else first})")
 
 
-class SamplerDiverged(RuntimeError):
-    """A parameter or the force became non-finite; ``step`` is the step at which it was seen."""
-
-    def __init__(self, step: int, what: str):
-        super().__init__(f"the sampler diverged at step {step}: {what} is not finite")
-        self.step = step
-
-
-@dataclass(frozen=True)
-class Localization:
-    """The localized posterior around ``x_star`` (None: the model's parameters when the sampler is
-    built; else a flat tensor in the sampler's parameter order or a ``{name: tensor}`` mapping):
-    the term ``|x - x*|^2 / (2 rho^2)`` and the box ``|x - x*|_inf < rho_max`` (default ``6 rho``,
-    the paper's choice; the paper's friction is ``gamma = 1 / rho``)."""
-
-    rho: float
-    rho_max: float | None = None
-    x_star: object = None
-
-    def __post_init__(self):
-        positive_float("rho", self.rho)
-        if self.rho_max is not None:
-            positive_float("rho_max", self.rho_max)
-
-    @property
-    def half_width(self) -> float:
-        return 6.0 * self.rho if self.rho_max is None else float(self.rho_max)
-
-
-@dataclass(frozen=True)
-class CyclicalSchedule:
-    """Cyclical step size of cSG-MCMC (Zhang et al., ICLR 2020):
-    ``h_k = h * (cos(pi * ((k - 1) mod C) / C) + 1) / 2`` with ``C = ceil(n_steps / n_cycles)``."""
-
-    n_steps: int
-    n_cycles: int
-
-    def __post_init__(self):
-        int_at_least("n_steps", self.n_steps, 1)
-        int_at_least("n_cycles", self.n_cycles, 1)
-        if self.n_cycles > self.n_steps:
-            raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
-
-    def factor(self, k: int) -> float:
-        length = math.ceil(self.n_steps / self.n_cycles)
-        return 0.5 * (math.cos(math.pi * ((k - 1) % length) / length) + 1.0)
+def record_divergence(diverged_at: torch.Tensor, k: int, x: torch.Tensor, g: torch.Tensor) -> None:
+    """Write step ``k`` into ``diverged_at`` (in place, per chain: ``x`` and ``g`` of shape
+    ``(..., P)``, ``diverged_at`` of shape ``(...)``) where the state or the force is not finite and
+    no step is recorded yet.  No value is read back to the host, so it runs every step and the
+    checks every ``check_every`` steps still name the first step (:mod:`integrators.divergence`)."""
+    bad = ~(torch.isfinite(x).all(-1) & torch.isfinite(g).all(-1))
+    diverged_at.copy_(torch.where(bad & (diverged_at == NOT_DIVERGED), k, diverged_at))
 
 
 def weights_prior(precision: float = 1.0) -> Callable[[str, torch.Tensor], float]:
@@ -174,33 +154,34 @@ class SamplerConfig:
     seed: int = 0
     check_every: int = 1
 
+    CONSTRAINTS = {
+        "h": POSITIVE, "gamma": POSITIVE, "n_data": at_least(1),
+        # unknown, or with no tensor step / batches from a Numba rule of its own: refused by name
+        "scheme": Constraint("a scheme with a tensor step", lambda name, value: torch_step(value)),
+        "plan": Constraint("a plan with a batch rule", lambda name, value: plan_rule(value)),
+        "batch_size": optional(at_least(1)), "control_variate": BOOLEAN,
+        "localization": optional(instance_of(Localization, "a Localization")),
+        "schedule": optional(instance_of(CyclicalSchedule, "a CyclicalSchedule")),
+        "seed": SEED, "check_every": at_least(1),
+    }
+
     def __post_init__(self):
-        positive_float("h", self.h)
-        positive_float("gamma", self.gamma)
+        check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
         step_over_friction(self.h, self.gamma)  # the rule every backend applies
-        int_at_least("n_data", self.n_data, 1)
-        torch_step(self.scheme)  # unknown, or registered for the Numba backend only: refused by name
-        if self.plan not in PLAN_CODES:
-            raise ValueError(f"unknown plan {self.plan!r}; choose from {sorted(PLAN_CODES)}")
-        if self.batch_size is None and self.plan != "full":
+        if self.batch_size is None and plan_rule(self.plan).kind != "full":
             raise ValueError(f"batch_size is required for plan {self.plan!r}")
-        if self.batch_size is not None:
-            int_at_least("batch_size", self.batch_size, 1)
-            if self.batch_size > self.n_data:
-                raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
-        boolean("control_variate", self.control_variate)
+        if self.batch_size is not None and self.batch_size > self.n_data:
+            raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
-        if self.localization is not None and not isinstance(self.localization, Localization):
-            raise ValueError(f"localization must be a Localization, got {type(self.localization).__name__}")
-        if self.schedule is not None and not isinstance(self.schedule, CyclicalSchedule):
-            raise ValueError(f"schedule must be a CyclicalSchedule, got {type(self.schedule).__name__}")
-        seed_value(self.seed)
-        int_at_least("check_every", self.check_every, 1)
 
     @property
     def effective_batch_size(self) -> int:
         return self.n_data if self.batch_size is None else self.batch_size
+
+    def step_size(self, k: int) -> float:
+        """The step size of step ``k`` (1-based): ``h``, times the schedule's factor if any."""
+        return self.h if self.schedule is None else self.h * self.schedule.factor(k)
 
     @property
     def scale(self) -> float:
@@ -285,6 +266,8 @@ class FlatParameters:
             raise ValueError(f"parameters of mixed dtypes {dtypes}; convert the model to one dtype")
         self.named = named
         self.device, self.dtype = named[0][1].device, named[0][1].dtype
+        if not self.dtype.is_floating_point:
+            raise ValueError(f"parameters must be floating point, got {self.dtype}")
         self.sizes = [p.numel() for _, p in named]
         self.offsets = [sum(self.sizes[:i]) for i in range(len(named))]
         total = sum(self.sizes)
@@ -348,6 +331,66 @@ class FlatParameters:
         return self.grad
 
 
+def chain_streams(config: SamplerConfig, params: FlatParameters, seed: int, generator=None):
+    """One chain's random sources: ``(normals, batches)``.  The path normals (and the starting
+    velocity, the first draw a sampler takes from them after this) come from a ``torch.Generator``
+    on the parameters' device seeded with ``seed`` (or ``generator``, already seeded); the plan's
+    batches from a second generator, seeded with the first generator's first draw."""
+    dev = params.device
+    normals = GeneratorNormals(seed, dev, params.dtype, generator)
+    plan_gen = torch.Generator(device=dev)
+    plan_gen.manual_seed(int(torch.randint(2**62, (1,), generator=normals.generator, device=dev)))
+    return normals, plan_batches(config.plan, config.n_data, config.effective_batch_size, plan_gen, dev)
+
+
+@dataclass(frozen=True)
+class QuadraticTerms:
+    """The terms of the force that do not come from the data, and the localization's box:
+
+        G(x) = scale * grad L(x; w) + curvature * x - shift                 (:meth:`linear`)
+
+    with ``curvature = prior + 1/rho^2`` and ``shift = x*/rho^2`` under localization (``prior``,
+    the prior precision per coordinate, and no shift without), ``reflect`` the elastic bounce off
+    the box ``|x - x*|_inf < half_width`` (None without localization).  Built by
+    :func:`quadratic_terms`; ``x`` may hold one chain ``(P,)`` or several ``(K, P)``."""
+
+    prior: torch.Tensor
+    curvature: torch.Tensor
+    shift: torch.Tensor | None = None
+    x_star: torch.Tensor | None = None
+    half_width: float | None = None
+    reflect: Callable | None = None
+
+    def linear(self, x: torch.Tensor) -> torch.Tensor:
+        """``curvature * x - shift`` (a new tensor, to which the data's force is added)."""
+        g = torch.mul(x, self.curvature)
+        if self.shift is not None:
+            g.sub_(self.shift)
+        return g
+
+    def boundary_fraction(self, x: torch.Tensor) -> float | None:
+        """:func:`boundary_fraction` of ``x`` in the box (None without localization)."""
+        return None if self.x_star is None else boundary_fraction(x, self.x_star, self.half_width)
+
+
+def quadratic_terms(config: SamplerConfig, params: FlatParameters, x: torch.Tensor, *,
+                    outside: str) -> QuadraticTerms:
+    """The prior of ``config`` on ``params`` and, with ``config.localization``, its ``x*`` (the
+    model's parameters when the sampler is built, or the given flat tensor or mapping, which must be
+    finite), precision ``1/rho^2`` and box of half width ``rho_max`` (default ``6 rho``).  The
+    starting point(s) ``x`` must lie inside the box (else ``ValueError``: ``outside`` says whose)."""
+    prior = params.per_coordinate(prior_precisions(params.named, config.prior, params.frozen))
+    loc = config.localization
+    if loc is None:
+        return QuadraticTerms(prior, prior)
+    x_star = params.x.detach().clone() if loc.x_star is None else params.flatten(loc.x_star)
+    half = loc.half_width
+    if not bool(((x - x_star).abs() < half).all()):
+        raise ValueError(f"{outside} outside the box |x - x_star|_inf < rho_max")
+    reflect = make_reflect(x_star, torch.tensor(half, device=params.device, dtype=params.dtype))
+    return QuadraticTerms(prior, prior + 1.0 / loc.rho**2, x_star / loc.rho**2, x_star, half, reflect)
+
+
 class ModuleSampler:
     """``scheme x plan`` on the posterior over ``model``'s parameters (see the module docstring).
 
@@ -365,31 +408,15 @@ class ModuleSampler:
         self.params = FlatParameters(model)  # (a model that is no nn.Module: refused naming model)
         self.x = self.params.x
         dev, dt = self.params.device, self.params.dtype
-        if not dt.is_floating_point:
-            raise ValueError(f"parameters must be floating point, got {dt}")
-        check_sampler_fits("a ModuleSampler", len(self.params), dt, dev, config)
+        check_sampler_fits("a ModuleSampler", self.params, config)
         self.params.check_finite()
         self.module = torch_step(config.scheme)
-        self.normals = GeneratorNormals(config.seed, dev, dt, generator)
-        plan_gen = torch.Generator(device=dev)
-        plan_gen.manual_seed(int(torch.randint(2**62, (1,), generator=self.normals.generator, device=dev)))
-        self._batches: Iterator = iter(batches) if batches is not None else plan_batches(
-            config.plan, config.n_data, config.effective_batch_size, plan_gen, dev)
+        self.normals, plan = chain_streams(config, self.params, config.seed, generator)
+        self._batches: Iterator = iter(batches) if batches is not None else plan
         self._noise = iter(noise) if noise is not None else None
-        self.prior = self.params.per_coordinate(prior_precisions(self.params.named, config.prior,
-                                                                 self.params.frozen))
-        self.reflect = None
-        self.x_star = None
-        self.curvature, self.shift = self.prior, None  # G = scale grad + curvature * x - shift
-        loc = config.localization
-        if loc is not None:
-            self.x_star = self.x.detach().clone() if loc.x_star is None else self.params.flatten(loc.x_star)
-            half = loc.half_width
-            if not bool(((self.x - self.x_star).abs() < half).all()):
-                raise ValueError("the parameters lie outside the box |x - x_star|_inf < rho_max")
-            self.reflect = make_reflect(self.x_star, torch.tensor(half, device=dev, dtype=dt))
-            self.curvature = self.prior + 1.0 / loc.rho**2
-            self.shift = self.x_star / loc.rho**2
+        self.terms = quadratic_terms(config, self.params, self.x, outside="the parameters lie")
+        self.prior, self.curvature, self.shift = self.terms.prior, self.terms.curvature, self.terms.shift
+        self.x_star, self.reflect = self.terms.x_star, self.terms.reflect
         if v0 is None:
             self.v = self.normals.normals(len(self.params))
         else:
@@ -399,6 +426,7 @@ class ModuleSampler:
             check_finite_input("v0", self.v)
         self.g = None
         self.k = 0
+        self.diverged_at = torch.full((), NOT_DIVERGED, device=dev, dtype=torch.int64)  # on the device
         self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
         self._last_batch = None
         self._last_loss = None
@@ -456,9 +484,7 @@ class ModuleSampler:
                     self.ref_full = self.full_reference_gradient(loss_fn)
                 data = data - self._reference_gradient(loss_fn, batch)
         with torch.no_grad():
-            g = torch.mul(self.x, self.curvature)
-            if self.shift is not None:
-                g.sub_(self.shift)
+            g = self.terms.linear(self.x)
             g.add_(data, alpha=scale)
             if self.ref_full is not None:
                 g.add_(self.ref_full)
@@ -496,8 +522,7 @@ class ModuleSampler:
         self._last_batch = batch
 
     def step_size(self, k: int) -> float:
-        sched = self.config.schedule
-        return self.config.h if sched is None else self.config.h * sched.factor(k)
+        return self.config.step_size(k)
 
     def step(self, loss_fn) -> StepInfo:
         """Advance one step; ``loss_fn(model, indices)`` returns the sum of the per-datum losses
@@ -517,17 +542,18 @@ class ModuleSampler:
         with torch.no_grad():
             self.g = self.module.step(self.x, self.v, g, coef, dW, J, force, self.reflect)
         self.k = k
+        record_divergence(self.diverged_at, k, self.x, self.g)
         if k % self.config.check_every == 0:
             self.check_finite()
         self._last_batch = batch
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
     def check_finite(self) -> None:
-        """Raise :class:`SamplerDiverged` if a parameter or the force is not finite (one read
-        from the device)."""
-        if bool(torch.isfinite(self.x).all() & torch.isfinite(self.g).all()):
-            return
-        raise SamplerDiverged(self.k, "a parameter" if not bool(torch.isfinite(self.x).all()) else "the force")
+        """Raise :class:`SamplerDiverged` naming the first step whose parameters or force were
+        not finite, if there was one (one read from the device; see :mod:`integrators.divergence`)."""
+        at = int(self.diverged_at)
+        if at != NOT_DIVERGED:
+            raise SamplerDiverged(at, "a parameter" if not bool(torch.isfinite(self.x).all()) else "the force")
 
     def metadata(self) -> dict:
         """Run metadata: the configuration, the device, the dtype and the torch version."""
@@ -537,8 +563,7 @@ class ModuleSampler:
         """The fraction of the parameters sitting on the localization box's wall
         (:func:`boundary_fraction`; None without localization): large when the step is too large
         for the posterior and the bounces, not the posterior, hold the parameters."""
-        loc = self.config.localization
-        return None if loc is None else boundary_fraction(self.x, self.x_star, loc.half_width)
+        return self.terms.boundary_fraction(self.x)
 
     @property
     def state(self) -> tuple[torch.Tensor, torch.Tensor]:
