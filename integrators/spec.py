@@ -30,7 +30,7 @@ import numpy as np
 
 from integrators.bounce import make_box
 from integrators.memory import check_fits, device_memory_bytes
-from integrators.plans import kernel_code, plan_rule, resolve_plan
+from integrators.plans import FULL, kernel_code, plan_rule, resolve_plan
 from integrators.rng import STATE_WORDS
 from integrators.schemes import resolve_scheme
 from integrators.seeds import derive
@@ -263,7 +263,8 @@ class CyclicalSchedule:
 @dataclass(frozen=True, eq=False)
 class RunSpec:
     """One run of ``n_chains`` independent chains of ``scheme x plan`` on ``target`` (see the
-    module docstring).  ``batch_size`` is required except for ``plan="full"`` (all the data);
+    module docstring).  ``batch_size`` is required except for ``plan="full"``, which uses all the
+    data (and records that as its batch size, whatever was given);
     ``x0`` / ``v0`` are the initial states (``(d,)`` for every chain or ``(n_chains, d)``;
     default: ``target.initial_point()`` and standard normal velocities); ``path_refine`` (a power
     of two) drives the run with the Brownian path of ``h / path_refine``; a chain is diverged at
@@ -311,20 +312,26 @@ class RunSpec:
             raise ValueError(f"burn_in must be smaller than n_steps={values['n_steps']}, got {values['burn_in']}")
         step_over_friction(values["h"], values["gamma"])
         batch_size = values["batch_size"]
-        if values["plan"].NAME == "full":
-            batch_size = target.n_data if batch_size is None else batch_size
+        if values["plan"].CODE == FULL:  # a batch size given for every plan of a loop is checked, then
+            batch_size_for(target, batch_size or 1)  # the spec records what runs: all the data
+            batch_size = target.n_data
         elif batch_size is None:
             raise ValueError(f"batch_size is required for plan {values['plan'].NAME!r}")
         values["batch_size"] = batch_size_for(target, batch_size)
         values["divergence_bound"] = divergence_bound_for(target, values["divergence_bound"])
         del values["scheme"], values["plan"]  # kept as given: a registered name, or the object itself
         x0, v0 = values.pop("x0"), values.pop("v0")
+        object.__setattr__(self, "_given_states", (x0, v0))  # for replace(): a default is made anew
         _frozen_set(self, **values)
         self.backend.refuse(self)
         self.check_memory()  # before any array of n_chains rows exists
         n, dim = self.n_chains, target.dim
         x0 = initial_state("x0", x0, n, dim, target.initial_point())
         v0 = None if v0 is None else initial_state("v0", v0, n, dim, None)
+        bound = self.divergence_bound
+        if np.any(np.abs(x0) > bound) or (v0 is not None and np.any(np.abs(v0) > bound)):
+            raise ValueError(f"x0 or v0 lies beyond divergence_bound={bound:g}: those chains would be diverged "
+                             f"at their first step")
         if self.box is not None:
             center, half_width, _ = self.box.arrays(dim)
             if np.any(np.abs(x0 - center) >= half_width):
@@ -355,18 +362,23 @@ class RunSpec:
     def check_memory(self) -> None:
         """Refuse a run whose arrays cannot fit in the backend's memory, naming what sized them."""
         obs = self.observers
+        try:
+            n_bytes = self.memory_bytes()
+        except OverflowError:  # counts beyond the float range: more than any memory
+            n_bytes = math.inf
         check_fits(f"n_chains={self.n_chains} with d={self.target.dim}, keep={obs.keep}, "
                    f"full_moments={obs.full_moments}, n_test_functions={obs.n_test_functions} and "
                    f"{obs.n_bins} histogram bins on the {self.backend.NAME} backend",
-                   self.memory_bytes(), limit=self.backend.memory_limit())
+                   n_bytes, limit=self.backend.memory_limit())
 
     def derive_seed(self, *labels) -> int:
         """A seed for a part of an experiment built on this run (:func:`integrators.seeds.derive`)."""
         return derive(self.seed, *labels)
 
     def replace(self, **changes) -> RunSpec:
-        """A copy with ``changes`` (checked anew)."""
-        return replace(self, **changes)
+        """A copy with ``changes`` (checked anew; initial states given as defaults are made anew)."""
+        x0, v0 = self._given_states
+        return replace(self, **{"x0": x0, "v0": v0, **changes})
 
     def run(self):
         """Run the spec on its backend: a :class:`integrators.result.SampleResult`."""

@@ -47,7 +47,10 @@ def finite_array(name, value, ndim=None, dtype=float):
 def positive_float(name, value):
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
-    value = float(value)
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond the float range
+        raise ValueError(f"{name} must be positive and finite, got an integer beyond the float range") from None
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{name} must be positive and finite, got {value!r}")
     return value
@@ -87,12 +90,12 @@ def boolean(name, value) -> bool:
     return bool(value)
 
 
-def seed_value(value) -> int:
+def seed_value(value, name: str = "seed") -> int:
     """A seed: an integer in ``[0, 2**64)`` (the streams take its 64 bits: a larger one would repeat
     a smaller one's numbers)."""
-    value = int_at_least("seed", value, 0)
+    value = int_at_least(name, value, 0)
     if value >= 2**64:
-        raise ValueError(f"seed must be < 2**64, got {value}")
+        raise ValueError(f"{name} must be < 2**64, got {value}")
     return value
 
 
@@ -160,19 +163,19 @@ def test_functions_and_data(test_functions, n_test_functions, test_data) -> tupl
     return test_data
 
 
-def histogram_bins(value) -> tuple[float, float, int] | None:
+def histogram_bins(value, name: str = "histogram") -> tuple[float, float, int] | None:
     """``histogram=(lo, hi, n_bins)`` checked and converted (``None``: no histogram)."""
     if value is None:
         return None
     try:
-        if len(value) != 3 or isinstance(value, str):
+        if len(value) != 3 or isinstance(value, str) or any(isinstance(part, str) for part in value):
             raise ValueError
         lo, hi, n_bins = float(value[0]), float(value[1]), value[2]
     except (TypeError, ValueError, IndexError, OverflowError):
-        raise ValueError(f"histogram must be (lo, hi, n_bins), got {value!r}") from None
-    n_bins = whole_number("histogram's n_bins", n_bins, 1)
+        raise ValueError(f"{name} must be (lo, hi, n_bins), got {value!r}") from None
+    n_bins = whole_number(f"{name}'s n_bins", n_bins, 1)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-        raise ValueError(f"histogram must be (lo, hi, n_bins) with finite lo < hi and n_bins >= 1, got {value!r}")
+        raise ValueError(f"{name} must be (lo, hi, n_bins) with finite lo < hi and n_bins >= 1, got {value!r}")
     return lo, hi, n_bins
 
 
@@ -199,8 +202,8 @@ class Constraint:
 
 POSITIVE = Constraint("a positive finite real number", positive_float)
 BOOLEAN = Constraint("True or False", boolean)
-SEED = Constraint("an integer in [0, 2**64)", lambda name, value: seed_value(value))
-HISTOGRAM = Constraint("None or (lo, hi, n_bins) with lo < hi", lambda name, value: histogram_bins(value))
+SEED = Constraint("an integer in [0, 2**64)", lambda name, value: seed_value(value, name))
+HISTOGRAM = Constraint("None or (lo, hi, n_bins) with lo < hi", lambda name, value: histogram_bins(value, name))
 
 
 def at_least(low: int) -> Constraint:

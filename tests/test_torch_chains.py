@@ -231,3 +231,15 @@ def test_plan_shuffles_are_uniform_permutations(n_data):
     first = torch.bincount(perm[:, 0], minlength=n_data).double() / n  # each datum first w.p. 1/N
     p = 1.0 / n_data
     assert torch.all((first - p).abs() < 5 * math.sqrt(p * (1 - p) / n))
+
+
+def test_samples_never_taken_are_nan_on_both_backends():
+    """``keep`` beyond the post-burn-in steps: the samples a chain never took are NaN on the torch
+    backend as on the Numba one (never zeros that would read as data)."""
+    from integrators import sample as numba_sample
+
+    target = GaussianTarget.one_d_example()
+    kw = dict(h=0.1, n_chains=3, n_steps=50, burn_in=5, keep=100, batch_size=1, seed=2)
+    for res in (sample(target, "ubu", "sms", **kw), numba_sample(target, "ubu", "sms", **kw)):
+        taken = ~np.isnan(res.samples[:, :, 0])
+        assert taken[:, :45].all() and not taken[:, 45:].any(), res.meta

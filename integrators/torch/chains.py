@@ -87,7 +87,8 @@ class TensorObservers:
             self.inv_width = n_bins / (hi - lo)
             self.hist = torch.zeros(n_bins, device=dev, dtype=f64)
             self.tails = torch.zeros(4, device=dev, dtype=f64)
-        self.samples = torch.zeros(n, keep, d, device=dev, dtype=f64) if keep else None
+        # NaN where a chain has no sample to give (keep beyond the post-burn-in steps), as on Numba
+        self.samples = torch.full((n, keep, d), torch.nan, device=dev, dtype=f64) if keep else None
         self.keep, self.stride, self.kept = keep, n_keep_stride, 0
 
     def check(self, k, x, v, g):

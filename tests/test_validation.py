@@ -1,0 +1,929 @@
+"""Input checks that compile nothing, as tables.
+
+* the declared constraints and checkers of :mod:`integrators.validation`: ``(constraint, bad value,
+  message)`` and what valid values become;
+* the run spec (:class:`integrators.spec.RunSpec`, its option objects and
+  :meth:`RunSpec.from_options`, i.e. ``sample``'s keywords) on the Numba and the torch backend:
+  ``(keywords, message)``, memory requests beyond the machine, and hypothesis properties;
+* the checks of the other entry points that size or run chains (``coupled_run``, ``sms_ghmc``,
+  ``telescoping_bias``);
+* the input checks of modules whose test files live elsewhere (bias.coupled, bias.wasserstein,
+  bias.metrics, integrators.targets, integrators.memory, integrators.metadata, the torch module
+  sampler, bnn, reports.fig_bnn), each in a section named after its module.
+
+Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` runs every
+table (and the end-to-end refusals of tests/test_input_checks.py) in a fresh interpreter and
+finds the kernel caches empty.  The few refusals that go through ``sample``, ``sample_together``
+and the torch chains' ``sample`` end to end are in tests/test_input_checks.py; the theory checks'
+in tests/test_theory_input_checks.py.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numba as nb
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from bias.coupled import CoupledResult, coupled_run
+from bias.telescoping import telescoping_bias
+from integrators import GaussianTarget, LogisticTarget, sms_ghmc
+from integrators.plans import Plan, next_batches
+from integrators.plans import sms as sms_plan
+from integrators.spec import MAX_PATH_REFINE, THREADS_VARIABLE, Box, ControlVariate, Numba, Observers, RunSpec, Torch
+from integrators.validation import (
+    BOOLEAN,
+    HISTOGRAM,
+    MIN_STEP_OVER_FRICTION,
+    POSITIVE,
+    SEED,
+    at_least,
+    batch_size_for,
+    check_parameters,
+    divergence_bound_for,
+    finite_array,
+    initial_state,
+    instance_of,
+    optional,
+    power_of_two,
+    real_number,
+    step_over_friction,
+    whole_number,
+)
+from integrators.validation import test_functions_and_data as functions_and_data  # (not a test)
+
+ONE_D = GaussianTarget.one_d_example()  # d = 1, two data
+RUN = dict(h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
+HUGE = 10**12
+MEMORY = "GiB of arrays, more than this machine's"
+BACKENDS = ("numba", "torch")
+
+
+@nb.njit
+def three_arguments(x, out, test_data):  # never called here: a Numba function is compiled on its first call
+    out[0] = x[0]
+
+
+@nb.njit
+def two_arguments(x, out):
+    out[0] = x[0]
+
+
+def plain_python(x, out, test_data):
+    out[0] = x[0]
+
+
+NO_RULE = Plan("no_rule", sms_plan.outcomes, sms_plan.force_scale, sms_plan.period)  # oracle only
+OWN_RULE = Plan("own_rule", sms_plan.outcomes, sms_plan.force_scale, sms_plan.period, BATCH_RULE=next_batches)
+
+
+# ================================================================== integrators.validation
+# (argument name, constraint, bad value, what the message says)
+CONSTRAINT_REFUSALS = [
+    pytest.param("h", POSITIVE, 0.0, "h must be positive and finite, got 0.0", id="positive-zero"),
+    pytest.param("h", POSITIVE, -1, "h must be positive and finite, got -1", id="positive-negative-int"),
+    pytest.param("h", POSITIVE, np.float64(-0.5), "h must be positive and finite", id="positive-numpy-negative"),
+    pytest.param("h", POSITIVE, math.nan, "h must be positive and finite, got nan", id="positive-nan"),
+    pytest.param("h", POSITIVE, math.inf, "h must be positive and finite, got inf", id="positive-inf"),
+    pytest.param("h", POSITIVE, -math.inf, "h must be positive and finite", id="positive-minus-inf"),
+    pytest.param("h", POSITIVE, True, "h must be a real number, got True", id="positive-bool"),
+    pytest.param("h", POSITIVE, "0.1", "h must be a real number, got '0.1'", id="positive-string"),
+    pytest.param("h", POSITIVE, None, "h must be a real number, got None", id="positive-none"),
+    pytest.param("h", POSITIVE, 1j, "h must be a real number", id="positive-complex"),
+    pytest.param("control_variate", BOOLEAN, "yes", "control_variate must be True or False", id="boolean-yes"),
+    pytest.param("full_moments", BOOLEAN, "no", "full_moments must be True or False", id="boolean-no"),
+    pytest.param("control_variate", BOOLEAN, 1, "control_variate must be True or False", id="boolean-one"),
+    pytest.param("control_variate", BOOLEAN, 0, "control_variate must be True or False", id="boolean-zero"),
+    pytest.param("control_variate", BOOLEAN, None, "control_variate must be True or False", id="boolean-none"),
+    pytest.param("seed", SEED, 2**64, r"seed must be < 2\*\*64", id="seed-2**64"),
+    pytest.param("seed", SEED, 2**64 + 5, r"seed must be < 2\*\*64", id="seed-beyond-64-bits"),
+    pytest.param("seed", SEED, -1, "seed must be >= 0, got -1", id="seed-negative"),
+    pytest.param("seed", SEED, 1.5, "seed must be an integer, got 1.5", id="seed-fraction"),
+    pytest.param("seed", SEED, True, "seed must be an integer, got True", id="seed-bool"),
+    pytest.param("seed", SEED, "7", "seed must be an integer", id="seed-string"),
+    pytest.param("histogram", HISTOGRAM, (3.0, -3.0, 10), "finite lo < hi", id="histogram-lo-above-hi"),
+    pytest.param("histogram", HISTOGRAM, (0.0, math.nan, 10), "finite lo < hi", id="histogram-nan"),
+    pytest.param("histogram", HISTOGRAM, (0.0, math.inf, 10), "finite lo < hi", id="histogram-inf"),
+    pytest.param("histogram", HISTOGRAM, (0.0, 1.0, 0), "histogram's n_bins must be >= 1", id="histogram-no-bins"),
+    pytest.param("histogram", HISTOGRAM, (0.0, 1.0, 2.5), "histogram's n_bins must be an integer",
+                 id="histogram-fractional-bins"),
+    pytest.param("histogram", HISTOGRAM, (0.0, 1.0, True), "histogram's n_bins must be an integer",
+                 id="histogram-bool-bins"),
+    pytest.param("histogram", HISTOGRAM, "abc", r"histogram must be \(lo, hi, n_bins\)", id="histogram-string"),
+    pytest.param("histogram", HISTOGRAM, (0.0, 1.0), r"histogram must be \(lo, hi, n_bins\)", id="histogram-pair"),
+    pytest.param("histogram", HISTOGRAM, 5, r"histogram must be \(lo, hi, n_bins\)", id="histogram-number"),
+    pytest.param("histogram", HISTOGRAM, ("a", 1.0, 10), r"histogram must be \(lo, hi, n_bins\)",
+                 id="histogram-word"),
+    pytest.param("n_chains", at_least(1), 0, "n_chains must be >= 1, got 0", id="at-least-1-zero"),
+    pytest.param("n_chains", at_least(1), -3, "n_chains must be >= 1, got -3", id="at-least-1-negative"),
+    pytest.param("n_chains", at_least(1), True, "n_chains must be an integer, got True", id="at-least-1-bool"),
+    pytest.param("n_chains", at_least(1), 2.0, "n_chains must be an integer, got 2.0", id="at-least-1-float"),
+    pytest.param("n_chains", at_least(1), "3", "n_chains must be an integer", id="at-least-1-string"),
+    pytest.param("n_chains", at_least(1), None, "n_chains must be an integer, got None", id="at-least-1-none"),
+    pytest.param("burn_in", at_least(0), -1, "burn_in must be >= 0, got -1", id="at-least-0-negative"),
+    pytest.param("divergence_bound", optional(POSITIVE), -1.0, "divergence_bound must be positive and finite",
+                 id="optional-positive-negative"),
+    pytest.param("divergence_bound", optional(POSITIVE), "far", "divergence_bound must be a real number",
+                 id="optional-positive-string"),
+    pytest.param("threads", optional(at_least(1)), 0, "threads must be >= 1", id="optional-at-least-1-zero"),
+    pytest.param("target", RunSpec.CONSTRAINTS["target"], "gauss",
+                 r"target must be a Target \(e.g. GaussianTarget\), got str", id="instance-of-target"),
+    pytest.param("backend", RunSpec.CONSTRAINTS["backend"], "torch",
+                 r"backend must be a backend: Numba\(threads\) or Torch", id="instance-of-backend"),
+    pytest.param("observers", RunSpec.CONSTRAINTS["observers"], {"keep": 3}, "observers must be Observers",
+                 id="instance-of-observers"),
+    pytest.param("box", RunSpec.CONSTRAINTS["box"], 1.0, r"box must be None or Box\(half_width, center\)",
+                 id="optional-instance-of-box"),
+    pytest.param("path_refine", RunSpec.CONSTRAINTS["path_refine"], 3, r"path_refine must be a power of two <= 2\*\*20",
+                 id="path-refine-three"),
+    pytest.param("path_refine", RunSpec.CONSTRAINTS["path_refine"], 2**21, r"power of two <= 2\*\*20, got 2097152",
+                 id="path-refine-2**21"),
+    pytest.param("path_refine", RunSpec.CONSTRAINTS["path_refine"], 0, "path_refine must be >= 1",
+                 id="path-refine-zero"),
+    pytest.param("path_refine", RunSpec.CONSTRAINTS["path_refine"], 2.0, "path_refine must be an integer",
+                 id="path-refine-float"),
+    pytest.param("scheme", RunSpec.CONSTRAINTS["scheme"], "nope", "unknown scheme 'nope'", id="scheme-unknown"),
+    pytest.param("scheme", RunSpec.CONSTRAINTS["scheme"], object(), "a scheme must declare NAME",
+                 id="scheme-object-without-attributes"),
+    pytest.param("plan", RunSpec.CONSTRAINTS["plan"], "nope", "unknown plan 'nope'", id="plan-unknown"),
+]
+
+
+def refuse_constraint(name, constraint, value):
+    constraint(name, value)
+
+
+@pytest.mark.parametrize("name, constraint, value, words", CONSTRAINT_REFUSALS)
+def test_constraints_refuse_by_name(name, constraint, value, words):
+    with pytest.raises(ValueError, match=words):
+        refuse_constraint(name, constraint, value)
+
+
+# the checkers that are not constraints of one argument: (call, what the message says)
+CHECKER_REFUSALS = [
+    pytest.param(lambda: finite_array("x0", "a"), "x0 must be an array of numbers, got str", id="finite-array-word"),
+    pytest.param(lambda: finite_array("x0", [1j]), "x0 must be real, got complex values", id="finite-array-complex"),
+    pytest.param(lambda: finite_array("x0", [np.nan]), "x0 contains non-finite values", id="finite-array-nan"),
+    pytest.param(lambda: finite_array("x0", [1.0], ndim=2), r"x0 must have 2 dimensions, got shape \(1,\)",
+                 id="finite-array-dimensions"),
+    pytest.param(lambda: whole_number("n_bins", 2.5, 1), "n_bins must be an integer, got 2.5", id="whole-fraction"),
+    pytest.param(lambda: whole_number("n_bins", math.inf, 1), "n_bins must be an integer", id="whole-inf"),
+    pytest.param(lambda: whole_number("n_bins", 0.0, 1), "n_bins must be >= 1, got 0", id="whole-zero"),
+    pytest.param(lambda: real_number("hi", math.inf), "hi must be a finite real number, got inf", id="real-inf"),
+    pytest.param(lambda: real_number("hi", "1"), "hi must be a finite real number", id="real-string"),
+    pytest.param(lambda: real_number("hi", True), "hi must be a finite real number, got True", id="real-bool"),
+    pytest.param(lambda: batch_size_for(ONE_D, 3), r"batch_size=3 is larger than the data \(2 terms\)",
+                 id="batch-size-beyond-data"),
+    pytest.param(lambda: batch_size_for(ONE_D, 0), "batch_size must be >= 1, got 0", id="batch-size-zero"),
+    pytest.param(lambda: batch_size_for(ONE_D, 1.5), "batch_size must be an integer", id="batch-size-fraction"),
+    pytest.param(lambda: step_over_friction(1e-14, 1.0), "gamma=1.0 is too large for h=1e-14", id="frozen-chains"),
+    pytest.param(lambda: divergence_bound_for(ONE_D, 0.0), "divergence_bound must be positive and finite",
+                 id="divergence-bound-zero"),
+    pytest.param(lambda: initial_state("x0", [1.0, 2.0], 4, 1, None), r"x0 must have shape \(1,\) or \(4, 1\)",
+                 id="initial-state-shape"),
+    pytest.param(lambda: initial_state("v0", np.full((4, 1), np.inf), 4, 1, None), "v0 contains non-finite",
+                 id="initial-state-inf"),
+    pytest.param(lambda: power_of_two("path_refine", 6, 2**20), r"path_refine must be a power of two <= 2\*\*20",
+                 id="power-of-two-six"),
+    pytest.param(lambda: functions_and_data(None, 2, ()), "n_test_functions > 0 needs test_functions",
+                 id="test-functions-missing"),
+    pytest.param(lambda: functions_and_data(three_arguments, 0, ()), "test_functions needs n_test_functions >= 1",
+                 id="test-functions-uncounted"),
+    pytest.param(lambda: functions_and_data(plain_python, 1, ()), "test_functions must be a Numba function",
+                 id="test-functions-plain-python"),
+    pytest.param(lambda: functions_and_data(two_arguments, 1, ()), "must take three positional arguments",
+                 id="test-functions-two-arguments"),
+    pytest.param(lambda: functions_and_data(three_arguments, 1, [np.zeros(2)]),
+                 "test_data must be a tuple of numpy arrays, got list", id="test-data-list"),
+    pytest.param(lambda: functions_and_data(three_arguments, 1, (np.array(["a"]),)),
+                 r"test_data\[0\] must be a numpy array of numbers, got ndarray of dtype <U1", id="test-data-strings"),
+    pytest.param(lambda: functions_and_data(three_arguments, 1, ([1.0],)),
+                 r"test_data\[0\] must be a numpy array of numbers, got list", id="test-data-not-array"),
+    pytest.param(lambda: check_parameters({"h": 0.1, "gamma": 0.0}, {"h": POSITIVE, "gamma": POSITIVE}),
+                 "gamma must be positive", id="check-parameters-names-the-bad-one"),
+]
+
+
+def call(function):
+    function()
+
+
+@pytest.mark.parametrize("function, words", CHECKER_REFUSALS)
+def test_checkers_refuse_by_name(function, words):
+    with pytest.raises(ValueError, match=words):
+        call(function)
+
+
+@pytest.mark.parametrize("constraint, value, canonical", [
+    pytest.param(POSITIVE, 3, 3.0, id="positive-int-to-float"),
+    pytest.param(POSITIVE, np.float32(0.5), 0.5, id="positive-numpy-float32"),
+    pytest.param(BOOLEAN, np.bool_(True), True, id="boolean-numpy"),
+    pytest.param(SEED, np.int64(7), 7, id="seed-numpy-int"),
+    pytest.param(SEED, np.uint64(2**64 - 1), 2**64 - 1, id="seed-largest"),
+    pytest.param(at_least(1), np.int64(3), 3, id="at-least-numpy-int"),
+    pytest.param(HISTOGRAM, (-3, 3, 10.0), (-3.0, 3.0, 10), id="histogram-integral-float-bins"),
+    pytest.param(HISTOGRAM, np.array([-3.0, 3.0, 10.0]), (-3.0, 3.0, 10), id="histogram-array"),
+    pytest.param(HISTOGRAM, None, None, id="histogram-none"),
+    pytest.param(optional(POSITIVE), None, None, id="optional-none"),
+    pytest.param(RunSpec.CONSTRAINTS["path_refine"], MAX_PATH_REFINE, MAX_PATH_REFINE, id="path-refine-largest"),
+])
+def test_constraints_return_canonical_values(constraint, value, canonical):
+    out = constraint("arg", value)
+    assert out == canonical and type(out) is type(canonical)
+    if isinstance(out, tuple):
+        assert [type(v) for v in out] == [float, float, int]
+
+
+def test_whole_numbers_may_arrive_as_integral_floats():
+    assert whole_number("n_bins", 1000.0, 1) == 1000 and type(whole_number("n_bins", 1000.0, 1)) is int
+
+
+def test_check_parameters_names_the_first_bad_argument_in_declared_order():
+    constraints = {"h": POSITIVE, "n_chains": at_least(1)}
+    with pytest.raises(ValueError, match="^h must"):
+        check_parameters({"n_chains": 0, "h": -1.0}, constraints)
+    assert check_parameters({"h": 1, "n_chains": np.int64(2), "extra": "kept"}, constraints) == {
+        "h": 1.0, "n_chains": 2, "extra": "kept"}
+    assert instance_of(int, "an int")("k", 3) == 3
+
+
+# ================================================================== integrators.spec
+def backend_named(name):
+    return Torch() if name == "torch" else None
+
+
+def spec_from(kwargs, backend):
+    """``RunSpec.from_options`` (what ``sample`` and the torch chains' ``sample`` call) on the
+    1-D example with :data:`RUN` and ``kwargs``; ``backend``: "numba" or "torch"."""
+    options = {**RUN, **kwargs}
+    target, scheme, plan = options.pop("target", ONE_D), options.pop("scheme", "ubu"), options.pop("plan", "sms")
+    if backend == "torch":
+        options["backend"] = Torch()
+    return RunSpec.from_options(target, scheme, plan, **options)
+
+
+def on(backends, cases):
+    return [pytest.param(kwargs, backend, words, id=f"{name}-{backend}")
+            for name, kwargs, words in cases for backend in backends]
+
+
+# (id, sample()'s keywords, what the message says), on both backends unless listed apart
+SPEC_REFUSALS = on(BACKENDS, [
+    # yes/no options
+    ("control_variate-string", {"control_variate": "yes"}, "control_variate must be True or False"),
+    ("control_variate-one", {"control_variate": 1}, "control_variate must be True or False"),
+    ("full_moments-string", {"full_moments": "no"}, "full_moments must be True or False"),
+    # numbers and counts
+    ("h-zero", {"h": 0.0}, "h must be positive and finite"),
+    ("h-nan", {"h": math.nan}, "h must be positive and finite"),
+    ("h-string", {"h": "0.1"}, "h must be a real number"),
+    ("gamma-negative", {"gamma": -1.0}, "gamma must be positive and finite"),
+    ("gamma-freezes-the-chains", {"gamma": 1e20}, r"gamma=1e\+20 is too large for h=0.1"),
+    ("n_chains-zero", {"n_chains": 0}, "n_chains must be >= 1"),
+    ("n_chains-float", {"n_chains": 4.0}, "n_chains must be an integer"),
+    ("n_chains-bool", {"n_chains": True}, "n_chains must be an integer"),
+    ("n_steps-zero", {"n_steps": 0}, "n_steps must be >= 1"),
+    ("burn_in-negative", {"burn_in": -1}, "burn_in must be >= 0"),
+    ("burn_in-every-step", {"burn_in": 50}, "burn_in must be smaller than n_steps=50, got 50"),
+    ("seed-2**64", {"seed": 2**64}, r"seed must be < 2\*\*64"),
+    ("seed-negative", {"seed": -1}, "seed must be >= 0"),
+    ("batch_size-missing", {"batch_size": None}, "batch_size is required for plan 'sms'"),
+    ("batch_size-beyond-data", {"batch_size": 3}, r"batch_size=3 is larger than the data \(2 terms\)"),
+    ("batch_size-beyond-data-full", {"plan": "full", "batch_size": 3}, "batch_size=3 is larger than the data"),
+    ("batch_size-zero", {"batch_size": 0}, "batch_size must be >= 1"),
+    ("x0-beyond-the-divergence-bound", {"x0": [5.0], "divergence_bound": 2.0}, "x0 or v0 lies beyond divergence"),
+    ("v0-beyond-the-divergence-bound", {"v0": [5.0], "divergence_bound": 2.0}, "x0 or v0 lies beyond divergence"),
+    ("histogram-string-bounds", {"histogram": ("0", "1", 3)}, r"histogram must be \(lo, hi, n_bins\)"),
+    ("batch_size-fraction", {"batch_size": 1.5}, "batch_size must be an integer"),
+    ("divergence_bound-zero", {"divergence_bound": 0.0}, "divergence_bound must be positive and finite"),
+    ("divergence_bound-string", {"divergence_bound": "far"}, "divergence_bound must be a real number"),
+    ("path_refine-2**21", {"path_refine": 2**21}, r"path_refine must be a power of two <= 2\*\*20"),
+    ("path_refine-three", {"path_refine": 3}, r"path_refine must be a power of two <= 2\*\*20"),
+    # what runs
+    ("target-string", {"target": "gauss"}, "target must be a Target"),
+    ("scheme-unknown", {"scheme": "nope"}, "unknown scheme 'nope'"),
+    ("scheme-object-without-attributes", {"scheme": object()}, "a scheme must declare NAME"),
+    ("plan-unknown", {"plan": "nope"}, "unknown plan 'nope'"),
+    ("plan-without-batch-rule", {"plan": NO_RULE}, "plan 'no_rule' declares no kernel batch rule"),
+    # options that would be ignored or misread
+    ("x_ref-without-control-variate", {"x_ref": [0.0]}, "x_ref is given but control_variate is false"),
+    ("box_center-without-half-width", {"box_center": 0.0}, "box_center needs box_half_width"),
+    ("x0-word", {"x0": "a"}, "x0 must be an array of numbers"),
+    ("x0-complex", {"x0": [1j]}, "x0 must be real"),
+    ("box_half_width-word", {"box_center": 0.0, "box_half_width": "wide"},
+     "box_half_width must be an array of numbers"),
+    ("box_half_width-zero", {"box_half_width": 0.0}, "box_half_width must be positive and finite"),
+    ("x0-outside-the-box", {"box_half_width": 1.0, "x0": [2.0]}, "x0 lies outside the box"),
+    # initial states and the control variate's reference point
+    ("x0-shape", {"x0": [1.0, 2.0]}, r"x0 must have shape \(1,\) or \(4, 1\), got \(2,\)"),
+    ("x0-rows", {"x0": np.zeros((3, 1))}, r"x0 must have shape \(1,\) or \(4, 1\), got \(3, 1\)"),
+    ("x0-nan", {"x0": [np.nan]}, "x0 contains non-finite values"),
+    ("v0-inf", {"v0": np.full((4, 1), np.inf)}, "v0 contains non-finite values"),
+    ("v0-complex", {"v0": [1j]}, "v0 must be real"),
+    ("x_ref-shape", {"control_variate": True, "x_ref": [0.0, 1.0]}, r"x_ref must have shape \(1,\)"),
+    ("x_ref-word", {"control_variate": True, "x_ref": "a"}, "x_ref must be an array of numbers"),
+    # observers
+    ("keep-negative", {"keep": -1}, "keep must be >= 0"),
+    ("n_test_functions-negative", {"n_test_functions": -1}, "n_test_functions must be >= 0"),
+    ("n_test_functions-without-functions", {"n_test_functions": 2}, "n_test_functions > 0 needs test_functions"),
+    ("test_functions-uncounted", {"test_functions": three_arguments}, "test_functions needs n_test_functions >= 1"),
+    ("test_functions-plain-python", {"test_functions": plain_python, "n_test_functions": 1},
+     "test_functions must be a Numba function"),
+    ("test_functions-two-arguments", {"test_functions": two_arguments, "n_test_functions": 1},
+     "test_functions must take three positional arguments"),
+    ("test_data-list", {"test_functions": three_arguments, "n_test_functions": 1, "test_data": [np.zeros(2)]},
+     "test_data must be a tuple of numpy arrays"),
+    ("test_data-strings", {"test_functions": three_arguments, "n_test_functions": 1, "test_data": (np.array(["a"]),)},
+     r"test_data\[0\] must be a numpy array of numbers"),
+    ("histogram-lo-above-hi", {"histogram": (3.0, -3.0, 10)}, "finite lo < hi"),
+    ("histogram-no-bins", {"histogram": (-3.0, 3.0, 0)}, "histogram's n_bins must be >= 1"),
+    ("histogram-fractional-bins", {"histogram": (-3.0, 3.0, 2.5)}, "histogram's n_bins must be an integer"),
+    ("histogram-word", {"histogram": "wide"}, r"histogram must be \(lo, hi, n_bins\)"),
+    # sizes beyond the machine: a ValueError naming the request before anything is allocated (it
+    # was a MemoryError naming nothing, after seconds of allocation)
+    ("n_chains-beyond-memory", {"n_chains": HUGE}, f"n_chains={HUGE} with d=1.*{MEMORY}"),
+    ("histogram-beyond-memory", {"histogram": (-3.0, 3.0, HUGE)}, f"{HUGE} histogram bins.*{MEMORY}"),
+    ("keep-beyond-memory", {"keep": HUGE}, f"keep={HUGE}.*{MEMORY}"),
+]) + on(("numba",), [
+    ("threads-zero", {"threads": 0}, "threads must be >= 1"),
+    ("threads-bool", {"threads": True}, "threads must be an integer"),
+]) + on(("torch",), [  # what the tensor backend does not run is refused by name, never ignored
+    ("path_refine-on-torch", {"path_refine": 2}, "path_refine=2 is offered by the Numba backend only"),
+    ("test_functions-on-torch", {"test_functions": three_arguments, "n_test_functions": 1},
+     "test_functions is a Numba function: the torch backend cannot run it"),
+    ("threads-on-torch", {"threads": 2}, "threads=2 belongs to the Numba backend"),
+    ("plan-with-its-own-numba-rule", {"plan": OWN_RULE}, "plan 'own_rule' has no batch rule this backend can run"),
+])
+
+
+@pytest.mark.parametrize("kwargs, backend, words", SPEC_REFUSALS)
+def test_sample_keywords_are_refused_by_name(kwargs, backend, words):
+    with pytest.raises(ValueError, match=words):
+        spec_from(kwargs, backend)
+
+
+def spec_direct(kwargs):
+    return RunSpec(**{"target": ONE_D, **RUN, **kwargs})
+
+
+# RunSpec built directly, with its option objects: (keywords, what the message says)
+RUNSPEC_REFUSALS = [
+    pytest.param({"observers": {"keep": 3}}, "observers must be Observers", id="observers-dict"),
+    pytest.param({"control_variate": True}, r"control_variate must be None or ControlVariate\(x_ref\)",
+                 id="control_variate-bool"),
+    pytest.param({"box": 1.0}, r"box must be None or Box\(half_width, center\)", id="box-number"),
+    pytest.param({"backend": "torch"}, "backend must be a backend", id="backend-name"),
+    pytest.param({"box": Box("wide")}, "box_half_width must be an array of numbers", id="box-word"),
+    pytest.param({"box": Box(1.0, center=[0.0, 0.0])}, r"box_center must have shape \(1,\)", id="box-center-shape"),
+    pytest.param({"control_variate": ControlVariate([np.nan])}, "x_ref contains non-finite values", id="x_ref-nan"),
+    pytest.param({"plan": "rr", "batch_size": None}, "batch_size is required for plan 'rr'", id="rr-without-batch"),
+    pytest.param({"n_steps": 10.0}, "n_steps must be an integer, got 10.0", id="n_steps-float"),
+]
+
+
+@pytest.mark.parametrize("kwargs, words", RUNSPEC_REFUSALS)
+def test_a_spec_refuses_its_fields_by_name(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        spec_direct(kwargs)
+
+
+def make_option(factory, kwargs):
+    return factory(**kwargs)
+
+
+# the option objects check themselves when made: (class, keywords, what the message says)
+OPTION_REFUSALS = [
+    pytest.param(Observers, {"keep": True}, "keep must be an integer", id="observers-keep-bool"),
+    pytest.param(Observers, {"full_moments": 1}, "full_moments must be True or False", id="observers-full-moments"),
+    pytest.param(Observers, {"histogram": (0.0, 1.0)}, r"histogram must be \(lo, hi, n_bins\)",
+                 id="observers-histogram-pair"),
+    pytest.param(Numba, {"threads": 0}, "threads must be >= 1", id="numba-threads-zero"),
+    pytest.param(Numba, {"threads": 1.5}, "threads must be an integer", id="numba-threads-fraction"),
+    pytest.param(Torch, {"dtype": "float16"}, r"dtype must be one of \['float32', 'float64'\]", id="torch-float16"),
+    pytest.param(Torch, {"dtype": None}, "dtype must be torch.float64 or torch.float32", id="torch-dtype-none"),
+    pytest.param(Torch, {"compile": "maybe"}, "compile='maybe' is not a torch.compile backend",
+                 id="torch-compile-word"),
+    pytest.param(Torch, {"compile": 1}, "compile must be True, False or a torch.compile backend's name",
+                 id="torch-compile-number"),
+    pytest.param(Torch, {"device": "nonsense"}, "device must name a torch device", id="torch-device-word"),
+    pytest.param(Torch, {"device": "meta"}, "device must be cpu or an available cuda", id="torch-device-meta"),
+    pytest.param(Torch, {"device": "cuda:7"}, "device 'cuda:7' asked for, but", id="torch-device-absent-cuda"),
+]
+
+
+@pytest.mark.parametrize("factory, kwargs, words", OPTION_REFUSALS)
+def test_option_objects_refuse_by_name(factory, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        make_option(factory, kwargs)
+
+
+def test_a_bad_thread_count_in_the_environment_is_refused_by_name(monkeypatch):
+    monkeypatch.setenv(THREADS_VARIABLE, "many")
+    with pytest.raises(ValueError, match=f"environment variable {THREADS_VARIABLE} must be a positive integer"):
+        spec_from({}, "numba")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unusual_but_valid_keywords_give_canonical_fields(backend):
+    """Integral float histogram bins in both backends, a scalar x0 and x_ref for a one-dimensional
+    target, numpy scalars for numbers, and plan full without a batch size (the run of each:
+    tests/test_input_checks.py)."""
+    spec = spec_from({"histogram": (-3, 3, 10.0), "x0": 0.5, "control_variate": True, "x_ref": -0.9,
+                      "n_chains": np.int64(4), "seed": np.uint64(3), "h": np.float32(0.25),
+                      "full_moments": np.bool_(True)}, backend)
+    assert spec.observers.histogram == (-3.0, 3.0, 10) and type(spec.observers.n_bins) is int
+    assert spec.x0.shape == (4, 1) and np.all(spec.x0 == 0.5) and spec.control_variate.x_ref == -0.9
+    assert (spec.n_chains, spec.seed, spec.h, spec.observers.full_moments) == (4, 3, 0.25, True)
+    assert [type(v) for v in (spec.n_chains, spec.seed, spec.h, spec.observers.full_moments)] == [int, int, float, bool]
+    assert spec_from({"plan": "full", "batch_size": None}, backend).batch_size == ONE_D.n_data
+    assert spec_from({"plan": "full", "batch_size": 1}, backend).batch_size == ONE_D.n_data  # what runs
+    assert spec.divergence_bound == ONE_D.divergence_bound()
+
+
+def test_the_numba_backend_takes_the_largest_refinement_and_a_plan_with_its_own_rule():
+    assert spec_from({"path_refine": MAX_PATH_REFINE}, "numba").path_refine == MAX_PATH_REFINE
+    assert spec_from({"plan": OWN_RULE}, "numba").plan is OWN_RULE
+
+
+def test_a_replaced_spec_is_checked_anew():
+    spec = spec_from({}, "numba")
+    assert spec.replace(h=0.2).h == 0.2 and spec.replace(h=0.2).x0.shape == (4, 1)
+    assert spec.replace(n_chains=8).x0.shape == (8, 1)  # a default initial state is made anew
+    with pytest.raises(ValueError, match="n_chains must be >= 1"):
+        spec.replace(n_chains=0)
+    given = spec_from({"x0": np.zeros((4, 1))}, "numba")
+    with pytest.raises(ValueError, match=r"x0 must have shape \(1,\) or \(8, 1\)"):
+        given.replace(n_chains=8)  # a given one is kept, and checked against the new size
+
+
+def test_constraints_name_the_argument_they_check():
+    with pytest.raises(ValueError, match="^start_seed must be >= 0"):
+        SEED("start_seed", -1)
+    with pytest.raises(ValueError, match=r"^bins must be \(lo, hi, n_bins\)"):
+        HISTOGRAM("bins", (1, 2))
+
+
+def test_torch_iid_memory_estimate_has_no_per_datum_permutation(monkeypatch):
+    """1,000 chains x 200,000 data: a permutation each would need 4.8 GB (rr), none under iid.
+    With a 1 GiB limit the rr run is refused by name, iid fits."""
+    monkeypatch.setattr(Torch, "memory_limit", lambda self: 2.0**30)
+    big = LogisticTarget(np.ones((200_000, 1)), np.zeros(200_000))
+    request = {"target": big, "n_chains": 1000, "n_steps": 1, "burn_in": 0}
+    with pytest.raises(ValueError, match=f"n_chains=1000 with d=1.*on the torch backend.*{MEMORY}"):
+        spec_from({**request, "plan": "rr"}, "torch")
+    assert spec_from({**request, "plan": "iid"}, "torch").memory_bytes() < 2.0**20
+
+
+# ------------------------------------------------------------------ properties of the spec
+NOT_POSITIVE_OR_NOT_FINITE = st.one_of(st.floats(max_value=0.0, allow_nan=False),
+                                       st.sampled_from([math.nan, math.inf, -math.inf]))
+
+
+@given(h=NOT_POSITIVE_OR_NOT_FINITE)
+def test_any_non_positive_or_non_finite_step_is_refused_naming_h(h):
+    with pytest.raises(ValueError, match="^h must be positive and finite"):
+        RunSpec(ONE_D, **{**RUN, "h": h})
+
+
+@given(gamma=NOT_POSITIVE_OR_NOT_FINITE)
+def test_any_non_positive_or_non_finite_friction_is_refused_naming_gamma(gamma):
+    with pytest.raises(ValueError, match="^gamma must be positive and finite"):
+        RunSpec(ONE_D, **{**RUN, "gamma": gamma})
+
+
+@given(h=st.floats(1e-6, 1.0), ratio=st.floats(1e-300, MIN_STEP_OVER_FRICTION, exclude_max=True))
+def test_any_friction_that_freezes_the_chains_is_refused_naming_gamma(h, ratio):
+    gamma = h / ratio
+    assume(h / gamma < MIN_STEP_OVER_FRICTION)  # (h / (h / ratio) may round up to the bound)
+    with pytest.raises(ValueError, match="^gamma=.* is too large for h="):
+        RunSpec(ONE_D, **{**RUN, "h": h, "gamma": gamma})
+
+
+@given(n_chains=st.integers(1, 10**5))
+def test_any_integer_number_of_chains_is_accepted(n_chains):
+    spec = RunSpec(ONE_D, **{**RUN, "n_chains": n_chains})
+    assert spec.n_chains == n_chains and spec.x0.shape == (n_chains, 1)
+
+
+@given(n_chains=st.integers(10**11, 10**300), backend=st.sampled_from(BACKENDS))
+def test_any_number_of_chains_beyond_the_memory_is_refused_naming_it(n_chains, backend):
+    with pytest.raises(ValueError, match=f"^n_chains={n_chains} with d=1.*{MEMORY}"):
+        spec_from({"n_chains": n_chains}, backend)
+
+
+@given(seed=st.integers(0, 2**64 - 1))
+def test_any_64_bit_seed_is_accepted(seed):
+    assert RunSpec(ONE_D, **{**RUN, "seed": seed}).seed == seed
+
+
+@given(seed=st.one_of(st.integers(max_value=-1), st.integers(min_value=2**64)))
+def test_any_seed_outside_64_bits_is_refused_naming_seed(seed):
+    with pytest.raises(ValueError, match="^seed must be"):
+        RunSpec(ONE_D, **{**RUN, "seed": seed})
+
+
+@given(n_steps=st.integers(1, 10**6), extra=st.integers(0, 10**6))
+def test_any_burn_in_of_every_step_is_refused_naming_burn_in(n_steps, extra):
+    with pytest.raises(ValueError, match=f"^burn_in must be smaller than n_steps={n_steps}"):
+        RunSpec(ONE_D, **{**RUN, "n_steps": n_steps, "burn_in": n_steps + extra})
+
+
+@given(k=st.integers(0, 20))
+def test_any_power_of_two_refinement_up_to_2_to_the_20_is_accepted(k):
+    assert RunSpec(ONE_D, **{**RUN, "path_refine": 2**k}).path_refine == 2**k
+
+
+@given(value=st.integers(1, 2**70).filter(lambda v: v & (v - 1) or v > MAX_PATH_REFINE))
+def test_any_other_refinement_is_refused_naming_path_refine(value):
+    with pytest.raises(ValueError, match="^path_refine must be a power of two"):
+        RunSpec(ONE_D, **{**RUN, "path_refine": value})
+
+
+@given(value=st.one_of(st.integers(), st.floats(), st.text(max_size=5), st.none()))
+def test_any_non_boolean_yes_no_option_is_refused_naming_it(value):
+    with pytest.raises(ValueError, match="^full_moments must be True or False"):
+        Observers(full_moments=value)
+    with pytest.raises(ValueError, match="^control_variate must be True or False"):
+        spec_from({"control_variate": value}, "numba")
+
+
+# ------------------------------------------------------------------ integers beyond the float range
+@pytest.mark.parametrize("kwargs", [
+    pytest.param({"h": 10**400}, id="h"), pytest.param({"n_chains": 10**400}, id="n_chains"),
+    pytest.param({"keep": 10**400}, id="keep"), pytest.param({"histogram": (0.0, 1.0, 10**400)}, id="histogram-bins"),
+])
+def test_integers_beyond_float_range_are_refused_by_name(kwargs):
+    with pytest.raises(ValueError, match=list(kwargs)[0]):
+        spec_from(kwargs, "numba")
+
+
+# ================================================================== other entry points
+COUPLED = dict(target=ONE_D, scheme="ubu", plan="sms", h=0.1, n_chains=4, n_coarse_steps=50, burn_in=5,
+               batch_size=1)
+GHMC = dict(target=ONE_D, h=0.1, batch_size=1, n_iter=20, n_chains=4)
+LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h0=0.1, levels=1, base_epochs=2)
+
+
+def call_entry(entry, kwargs):
+    entry(**kwargs)
+
+
+# (entry point, its keywords, what the message says): each refuses before compiling
+ENTRY_POINT_REFUSALS = [
+    pytest.param(coupled_run, {**COUPLED, "control_variate": "yes"}, "control_variate must be True or False",
+                 id="coupled-control_variate-string"),
+    pytest.param(coupled_run, {**COUPLED, "control_variate": 1}, "control_variate must be True or False",
+                 id="coupled-control_variate-one"),
+    pytest.param(coupled_run, {**COUPLED, "independent_paths": "no"}, "independent_paths must be True or False",
+                 id="coupled-independent_paths-string"),
+    pytest.param(coupled_run, {**COUPLED, "seed": 2**64 + 5}, r"seed must be < 2\*\*64", id="coupled-seed"),
+    pytest.param(coupled_run, {**COUPLED, "x0": [np.nan]}, "x0 contains non-finite", id="coupled-x0-nan"),
+    pytest.param(coupled_run, {**COUPLED, "x0": [1.0, 2.0]}, "x0 must have shape", id="coupled-x0-shape"),
+    pytest.param(coupled_run, {**COUPLED, "test_every": 1000}, "test_every must be at most",
+                 id="coupled-test_every-beyond-the-run"),
+    pytest.param(coupled_run, {**COUPLED, "coupling": "tight"}, "unknown coupling 'tight'", id="coupled-coupling"),
+    pytest.param(coupled_run, {**COUPLED, "test_functions": three_arguments, "n_test_functions": 0},
+                 "n_test_functions must be >= 1", id="coupled-n_test_functions-zero"),
+    pytest.param(coupled_run, {**COUPLED, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="coupled-n_chains-memory"),
+    pytest.param(coupled_run, {**COUPLED, "n_chunks": HUGE}, f"n_chunks={HUGE}.*GiB", id="coupled-n_chunks-memory"),
+    pytest.param(sms_ghmc, {**GHMC, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="ghmc-n_chains-memory"),
+    pytest.param(sms_ghmc, {**GHMC, "n_chains": 1}, "n_chains must be >= 2", id="ghmc-one-chain"),
+    pytest.param(sms_ghmc, {**GHMC, "alpha": 1.0}, r"alpha must be a number in \[0, 1\)", id="ghmc-alpha-one"),
+    pytest.param(sms_ghmc, {**GHMC, "h": -0.1}, "h must be positive and finite", id="ghmc-h-negative"),
+    pytest.param(sms_ghmc, {**GHMC, "batch_size": 3}, "batch_size=3 is larger than the data", id="ghmc-batch"),
+    pytest.param(sms_ghmc, {**GHMC, "burn_in": 20}, "burn_in must be smaller than n_iter=20", id="ghmc-burn-in"),
+    pytest.param(sms_ghmc, {**GHMC, "target": "gauss"}, "target must be a Target, got str", id="ghmc-target"),
+    pytest.param(telescoping_bias, {**LADDER, "levels": True}, "levels must be an integer", id="ladder-levels-bool"),
+    pytest.param(telescoping_bias, {**LADDER, "levels": 1.5}, "levels must be an integer",
+                 id="ladder-levels-fraction"),
+    pytest.param(telescoping_bias, {**LADDER, "levels": 100}, "levels must be at most 20", id="ladder-levels-100"),
+    pytest.param(telescoping_bias, {**LADDER, "base_epochs": 2.5}, "base_epochs must be an integer",
+                 id="ladder-base_epochs-fraction"),
+    pytest.param(telescoping_bias, {**LADDER, "burn_fraction": 1.0}, r"burn_fraction must lie in \[0, 1\)",
+                 id="ladder-burn_fraction-one"),
+    pytest.param(telescoping_bias, {**LADDER, "on_diverge": "ignore"}, "on_diverge must be 'raise' or 'skip'",
+                 id="ladder-on_diverge"),
+]
+
+
+@pytest.mark.parametrize("entry, kwargs, words", ENTRY_POINT_REFUSALS)
+def test_coupled_ghmc_and_telescoping_entry_points_refuse_by_name(entry, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        call_entry(entry, kwargs)
+
+
+# ------------------------------------------------------------------ no kernel compiles
+REFUSAL_TABLES = {  # every table of refusals: its runner and its cases (each case's last value: the words)
+    "constraints": (refuse_constraint, CONSTRAINT_REFUSALS),
+    "checkers": (call, CHECKER_REFUSALS),
+    "sample keywords": (spec_from, SPEC_REFUSALS),
+    "spec fields": (spec_direct, RUNSPEC_REFUSALS),
+    "option objects": (make_option, OPTION_REFUSALS),
+    "other entry points": (call_entry, ENTRY_POINT_REFUSALS),
+}
+
+
+def unrefused(runner, cases) -> list[str]:
+    """The ids of ``cases`` that ``runner`` does not refuse with a ValueError matching their words."""
+    wrong = []
+    for case in cases:
+        *values, words = case.values
+        try:
+            runner(*values)
+        except ValueError as exc:
+            if not re.search(words, str(exc)):
+                wrong.append(f"{case.id}: {exc}")
+        else:
+            wrong.append(f"{case.id}: accepted")
+    return wrong
+
+
+NO_KERNEL_SCRIPT = """
+import json, sys
+sys.path.insert(0, {tests!r})
+import bias.coupled
+import integrators.kernel as kernel
+import test_input_checks
+import test_validation
+from integrators import GaussianTarget
+from integrators.plans import resolve_plan
+from integrators.schemes import resolve_scheme
+from integrators.targets import lane_force_for
+
+tables = dict(test_validation.REFUSAL_TABLES)
+tables["end to end"] = (test_input_checks.refuse_end_to_end, test_input_checks.END_TO_END_REFUSALS)
+wrong = [w for runner, cases in tables.values() for w in test_validation.unrefused(runner, cases)]
+found = {{"cases": sum(len(cases) for _, cases in tables.values()), "wrong": wrong,
+         "kernels": len(kernel._KERNELS), "kernel groups": len(kernel._GROUP_KERNELS),
+         "compiled coupled kernels": sum(len(k.overloads) for k in bias.coupled._KERNELS.values())}}
+# the caches watched are those a run fills: looking a kernel up (which compiles nothing yet) adds to them
+kernel.kernel_for(resolve_scheme("ubu"), lane_force_for(GaussianTarget.one_d_example()), resolve_plan("sms"))
+found["kernels after a lookup"] = len(kernel._KERNELS)
+print(json.dumps(found))
+"""
+
+
+def test_the_refusal_tables_compile_no_kernel():
+    """Every refusal table of this file and the end-to-end refusals of tests/test_input_checks.py,
+    run in a fresh interpreter (a test process may hold kernels of other tests), leave the Numba
+    kernel caches empty: no kernel was compiled, nor even looked up."""
+    import json
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    done = subprocess.run([sys.executable, "-c", NO_KERNEL_SCRIPT.format(tests=tests)], capture_output=True,
+                          text=True, cwd=os.path.dirname(tests), check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    expected = sum(len(cases) for _, cases in REFUSAL_TABLES.values())
+    assert found["wrong"] == [] and found["cases"] > expected
+    assert (found["kernels"], found["kernel groups"], found["compiled coupled kernels"]) == (0, 0, 0)
+    assert found["kernels after a lookup"] == 1
+
+
+# ================================================================== bias.coupled
+def test_a_coupled_result_whose_pairs_all_diverged_has_no_estimate():
+    values = np.full((2, 4, 2), np.nan)
+    res = CoupledResult(0.5, values, values, np.array([3, 7]))
+    for what in (lambda r: r.difference, lambda r: r.difference_se, lambda r: r.mean()):
+        with pytest.raises(RuntimeError, match="every coupled pair diverged at h=0.5 .first at coarse step 3"):
+            what(res)
+
+
+# ================================================================== bias.wasserstein
+@pytest.mark.parametrize("mean, std", [(0.0, 0.0), (0.0, -1.0), (np.nan, 1.0), ("a", 1.0), (0.0, True)])
+def test_normal_laws_check_their_parameters(mean, std):
+    from bias.wasserstein import Normal
+
+    with pytest.raises(ValueError, match="Normal's (mean|std) must be"):
+        Normal(mean, std)
+
+
+@pytest.mark.parametrize("lo, hi, n_bins, words", [
+    (0.0, 1.0, True, "n_bins must be an integer"),
+    (0.0, 1.0, 2.5, "n_bins must be an integer"),
+    (0.0, np.inf, 10, "hi must be a finite real number"),
+    (-1.0, 1.0, HUGE, f"n_bins={HUGE}.*GiB"),
+])
+def test_streaming_histograms_check_their_range_and_bins(lo, hi, n_bins, words):
+    from bias.wasserstein import Normal, StreamingW1
+
+    with pytest.raises(ValueError, match=words):
+        StreamingW1(Normal(0.0, 1.0), lo, hi, n_bins)
+
+
+def test_a_streaming_histogram_needs_a_law():
+    from bias.wasserstein import StreamingW1
+
+    with pytest.raises(ValueError, match="dist must be a law"):
+        StreamingW1("normal", 0.0, 1.0, 10)
+
+
+def test_laws_and_histograms_take_0d_arrays_tensors_and_integral_floats():
+    import torch
+
+    from bias.wasserstein import Normal, StreamingW1
+
+    assert Normal(np.array(0.5), torch.tensor(2.0)) == Normal(0.5, 2.0)
+    assert StreamingW1(Normal(0.0, 1.0), -5, 5, 1000.0).n_bins == 1000
+    assert StreamingW1(Normal(0.0, 1.0), np.array(-1.0), torch.tensor(1.0), 10).hi == 1.0
+
+
+# ================================================================== bias.metrics
+PROBS = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
+
+
+def test_ace_takes_more_bins_than_points():
+    from bias.metrics import ace
+
+    assert ace(PROBS, [0, 1, 1], n_bins=3) == ace(PROBS, [0, 1, 1], n_bins=10**12)
+
+
+@pytest.mark.parametrize("half", ["bfloat16", "float16"])
+def test_nll_takes_half_precision_probabilities(half):
+    import torch
+
+    from bias.metrics import nll
+
+    logits = torch.tensor([[2.0, -1.0, 0.3], [0.1, 0.2, 3.0]])
+    probs = torch.softmax(logits.to(getattr(torch, half)), 1).float().numpy()
+    assert np.isfinite(nll(probs, [0, 2]))
+
+
+def test_accuracy_takes_boolean_labels():
+    from bias.metrics import accuracy
+
+    assert accuracy([[0.3, 0.7], [0.8, 0.2]], np.array([True, False])) == 1.0
+
+
+# ================================================================== integrators.targets
+@pytest.mark.parametrize("kwargs, words", [
+    ({"means": [[1j]], "precisions": [1.0]}, "means must be real"),
+    ({"means": [[1.0]], "precisions": [1.0], "prior_mean": [2.0]}, "prior_mean needs prior_precision"),
+    ({"means": [1.0, 2.0, 3.0], "precisions": np.eye(3)}, r"for one term in d=3 pass means of shape \(1, 3\)"),
+])
+def test_gaussian_targets_refuse_complex_data_and_a_prior_mean_without_precision(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        GaussianTarget(**kwargs)
+
+
+def test_a_one_term_one_dimensional_gaussian_takes_scalars():
+    assert GaussianTarget(0.0, 1.0).dim == 1 and GaussianTarget([0.0], 1.0).n_data == 1
+
+
+# ================================================================== integrators.memory
+def test_check_fits_compares_with_the_limit_it_is_given():
+    from integrators.memory import check_fits, physical_memory_bytes
+
+    check_fits("n=1", 1.0, limit=1.0)
+    with pytest.raises(ValueError, match="n=2 needs about"):
+        check_fits("n=2", 2.0, limit=1.0)
+    assert physical_memory_bytes() is None or physical_memory_bytes() > 2**28
+
+
+# ================================================================== integrators.metadata
+def test_every_output_records_the_versions_of_the_libraries_it_ran_on():
+    import sklearn
+    import torch
+
+    from integrators.metadata import LIBRARIES, metadata
+    meta = metadata(0, "tiny")
+    assert all(meta[name] != "absent" for name in LIBRARIES)  # the test environment has them all
+    assert meta["torch"] == torch.__version__ and meta["scikit-learn"] == sklearn.__version__
+
+
+# ================================================================== integrators.torch.module / ensemble
+def _tiny_linear_sampler(**config):
+    import torch
+
+    from integrators.torch.module import ModuleSampler, SamplerConfig
+
+    data = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+    net = torch.nn.Linear(1, 1).double()
+    cfg = SamplerConfig(**{"h": 0.01, "gamma": 1.0, "n_data": 6, "batch_size": 2, "seed": 3, **config})
+    return net, data, cfg, ModuleSampler
+
+
+@pytest.mark.parametrize("config, words", [
+    ({"seed": 2**64}, r"seed must be < 2\*\*64"),
+    ({"control_variate": "yes"}, "control_variate must be True or False"),
+])
+def test_sampler_configs_refuse_by_name(config, words):
+    from integrators.torch.module import SamplerConfig
+
+    with pytest.raises(ValueError, match=words):
+        SamplerConfig(**{"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2, **config})
+
+
+def test_module_sampler_says_when_n_data_exceeds_the_data():
+    import torch
+
+    from integrators.torch.module import ModuleSampler, SamplerConfig
+
+    data = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
+    net = torch.nn.Linear(1, 1).double()
+
+    def loss_fn(model, idx):
+        return ((model(data[idx][:, None]) - 1.0) ** 2).sum()
+
+    sampler = ModuleSampler(net, SamplerConfig(h=0.01, gamma=1.0, n_data=60, batch_size=20, seed=3))
+    with pytest.raises(ValueError, match="is SamplerConfig.n_data=60 larger than the data"):
+        for _ in range(3):
+            sampler.step(loss_fn)
+
+
+@pytest.mark.parametrize("loss, words", [
+    pytest.param(lambda model, data, idx: model(data[idx][:, None]) ** 2, r"one-element tensor .* shape \(2, 1\)",
+                 id="a-tensor-of-losses"),
+    pytest.param(lambda model, data, idx: 1.0, "got float", id="a-float"),
+    pytest.param(lambda model, data, idx: (model(data[idx][:, None]) ** 2).sum().detach(),
+                 "does not depend on the parameters", id="detached"),
+])
+def test_module_sampler_names_a_loss_that_is_not_a_scalar_of_the_parameters(loss, words):
+    net, data, cfg, ModuleSampler = _tiny_linear_sampler()
+    sampler = ModuleSampler(net, cfg)
+    with pytest.raises(ValueError, match=words):
+        sampler.step(lambda model, idx: loss(model, data, idx))
+
+
+def test_module_sampler_checks_mapped_reference_points_and_explicit_noise():
+    import torch
+
+    from integrators.torch.module import Localization
+
+    net, data, cfg, ModuleSampler = _tiny_linear_sampler()
+    good = {"weight": torch.zeros(1, 1, dtype=torch.float64), "bias": torch.zeros(1, dtype=torch.float64)}
+    for bad, words in (({**good, "typo": torch.zeros(1)}, r"names no parameter of the model: \['typo'\]"),
+                       ({**good, "weight": torch.zeros(1, 1, 1, dtype=torch.float64)}, "'weight' has shape")):
+        loc_cfg = _tiny_linear_sampler(localization=Localization(rho=1.0, x_star=bad))[2]
+        with pytest.raises(ValueError, match=words):
+            ModuleSampler(net, loc_cfg)
+    sampler = ModuleSampler(net, cfg, noise=[(torch.zeros(3), torch.zeros(3))])
+    with pytest.raises(ValueError, match=r"dW and J must each have shape \(2, 2\)"):
+        sampler.step(lambda model, idx: (model(data[idx][:, None]) ** 2).sum())
+
+
+def test_a_state_dict_is_a_reference_point():
+    import torch
+
+    from integrators.torch.module import Localization, ModuleSampler, SamplerConfig
+
+    net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2)).double()
+    net[2].bias.requires_grad_(False)  # a frozen parameter: in the state_dict, not sampled
+    cfg = SamplerConfig(0.01, 1.0, 20, batch_size=5, localization=Localization(rho=0.5, x_star=net.state_dict()))
+    sampler = ModuleSampler(net, cfg)
+    assert torch.equal(sampler.x_star, sampler.x)
+    flat = {n: p.detach().reshape(-1) for n, p in net.named_parameters()}
+    ModuleSampler(net, SamplerConfig(0.01, 1.0, 20, batch_size=5, localization=Localization(rho=0.5, x_star=flat)))
+
+
+def test_ensembles_take_numpy_integers_like_every_other_count():
+    from integrators.torch.ensemble import EnsembleSampler
+
+    net, _, cfg, _ = _tiny_linear_sampler()
+    assert EnsembleSampler(net, cfg, np.int64(2)).n_chains == 2
+
+
+# ================================================================== bnn
+def test_hessian_norm_takes_integer_labels_of_any_width():
+    import torch
+
+    from bnn import diagnostics, models
+
+    cnn = models.build("chest_xray", width=1 / 128, in_shape=(1, 6, 6), n_classes=3)
+    x, y = torch.rand(6, 1, 6, 6), torch.randint(0, 3, (6,))
+    for labels in (y.int(), y.to(torch.uint8)):
+        assert diagnostics.hessian_norm(cnn, x, labels, n_iter=2).value > 0
+
+
+def test_run_configs_take_arrays_for_tuples_and_paths_for_strings():
+    import pathlib
+
+    from bnn.pipeline import RunConfig
+
+    cfg = RunConfig("digits", "fashion_mnist", h_panel=np.array([3e-4, 3e-3]), data_path=pathlib.Path("/tmp"))
+    assert cfg.h_panel == (3e-4, 3e-3) and cfg.data_path == "/tmp" and cfg.to_dict()["h_panel"] == (3e-4, 3e-3)
+
+
+def test_synthetic_data_takes_a_numpy_shape():
+    from bnn.data import synthetic
+
+    assert synthetic(np.array([1, 4, 4]), 3, n_train=4, n_test=2).x_train.shape == (4, 1, 4, 4)
+
+
+# ================================================================== reports.fig_bnn
+def test_bnn_summary_quotes_both_r_hats_and_says_when_chains_have_not_mixed():
+    from reports.fig_bnn import _rhat_summary
+
+    unmixed = _rhat_summary([{"rhat": 0.872, "rank_split_rhat": 1.64, "draws": 4}])
+    assert "0.872" in unmixed and "rank-normalised split 1.640" in unmixed and "not mixed" in unmixed
+    assert "4 draws per chain" in unmixed and "1 SWA point:" in unmixed
+    mixed = _rhat_summary([{"rhat": 1.001, "rank_split_rhat": 1.004, "draws": 40},
+                           {"rhat": 1.002, "rank_split_rhat": 1.005, "draws": 40}])
+    assert "1.001..1.002" in mixed and "1.004..1.005" in mixed and "not mixed" not in mixed
