@@ -10,6 +10,10 @@ before the registries (commit 39a1440) and after: bit-identical on one machine (
 report).  ``tests/test_reference_outputs.py`` imports the tolerances from here; its reference
 (``tests/data/reference_before_registries.npz``) holds a subset of these arrays, written before
 issue 11 redefined Figure 1's noise floor (its ``fig1_*`` arrays differ there, the tests skip it).
+When the seeds came to be derived by ``integrators.seeds.derive``, the arrays they moved
+(``fig1_ubu_sms_2``, ``fig1_baoab_iid_3`` but their noise floor, ``coupled_t2_indep_coarse``) were
+rewritten with this script's calls (and ``coupled_t2_indep_coarse`` again when its double division by
+the chunk length was fixed); the law check is in ``benchmarks/RESULTS.md``.
 """
 import argparse
 import dataclasses

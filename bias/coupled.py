@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.api import BLOCK_SIZE, validate
 from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import (
+    BLOCK_SIZE,
     Divergence,
     Forces,
     Observers,
@@ -60,11 +60,13 @@ from integrators.rng import (
     lane_states,
 )
 from integrators.schemes import resolve_scheme
+from integrators.seeds import derive
+from integrators.spec import RunSpec
 from integrators.targets import force_data, lane_force_for
 from integrators.validation import boolean, divergence_bound_for, initial_state, int_at_least, test_functions_and_data
 
 COUPLINGS = ("shared", "independent")
-INDEPENDENT_SEED_OFFSET = 7919  # the uncoupled baseline's coarse chain runs on seed + this
+INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled baseline's coarse chain's seed's labels
 
 
 @nb.njit(nogil=True)
@@ -245,8 +247,10 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     a coordinate of either chain is non-finite or exceeds it (default ``target.divergence_bound()``,
     as in ``sample``).
     """
-    h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = validate(
-        target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed)
+    run = RunSpec(target, scheme, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=n_coarse_steps, burn_in=burn_in,
+                  seed=seed, batch_size=batch_size)  # the arguments sample() also takes, checked alike
+    h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = (
+        run.h, run.gamma, run.n_chains, run.n_steps, run.burn_in, run.batch_size, run.seed)
     if coupling not in COUPLINGS:
         raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
     test_every = int_at_least("test_every", test_every, 1)
@@ -294,19 +298,23 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
                no_observers(n, d, test_functions, test_data, fine[lo:hi]),
                no_observers(n, d, test_functions, test_data, coarse[lo:hi]),
                Divergence(divergence_bound, diverged_at[lo:hi]), work_f, work_c)
+    n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
+    per_chunk = max(1, n_stat // n_chunks)
+    counts = np.full(n_chunks, per_chunk, dtype=float)
+    counts[-1] = n_stat - per_chunk * (n_chunks - 1)
+    fine, coarse = fine / counts[None, :, None], coarse / counts[None, :, None]  # chunk sums -> chunk averages
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
         other = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=n_coarse_steps,
-                            burn_in=burn_in, seed=(seed + INDEPENDENT_SEED_OFFSET) % 2**64, batch_size=batch_size,
+                            burn_in=burn_in, seed=derive(seed, *INDEPENDENT_SEED_LABELS), batch_size=batch_size,
                             coupling="independent", test_functions=test_functions,
                             n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
                             n_chunks=n_chunks, x0=x0, control_variate=control_variate, x_ref=x_ref,
                             box_center=box_center, box_half_width=box_half_width,
                             divergence_bound=divergence_bound)
-        coarse = other.coarse
-        diverged_at = np.maximum(diverged_at, other.diverged_at)
-    n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
-    per_chunk = max(1, n_stat // n_chunks)
-    counts = np.full(n_chunks, per_chunk, dtype=float)
-    counts[-1] = n_stat - per_chunk * (n_chunks - 1)
-    return CoupledResult(h, fine / counts[None, :, None], coarse / counts[None, :, None], diverged_at)
+        coarse = other.coarse  # chunk averages already
+        # a pair diverged at the earlier of its two runs' divergence steps (-1: neither diverged)
+        both = (diverged_at >= 0) & (other.diverged_at >= 0)
+        diverged_at = np.where(both, np.minimum(diverged_at, other.diverged_at),
+                               np.maximum(diverged_at, other.diverged_at))
+    return CoupledResult(h, fine, coarse, diverged_at)

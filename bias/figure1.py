@@ -25,9 +25,10 @@ for ``N`` exact draws of the target on the same histogram (:func:`noise_floor`, 
 
 Cost: the kernel's chain-steps (about 7.3e9 at ``full``) and nothing else of that order.  The
 three plans of a scheme at one ``h`` and their shared control are one group of runs (one W1
-evaluation).  Every run of a repeat at one ``h`` has the same seed, hence the same Brownian path
-(and initial state), so a repeat's runs go in one call of :func:`integrators.sample_together`: the
-path, most of a step's cost on this example, is drawn once for the four (a scheme's three plans
+evaluation).  Every run of a repeat at one ``h`` has the same seed (repeat ``r`` at ``h = 2^-k``:
+``integrators.seeds.derive(seed, "figure1", k, r)``), hence the same Brownian path (and initial
+state), so a repeat's runs go in one call of :func:`integrators.sample_together`: the path, most
+of a step's cost on this example, is drawn once for the four (a scheme's three plans
 and its control; the three schemes together would share it among twelve, but their twelve
 histograms then miss the caches enough to make the figure slower), and each run's numbers are
 those of its own ``sample()`` call.  All calls go to one pool of ``threads`` workers
@@ -65,6 +66,7 @@ import numpy as np
 
 from bias.wasserstein import Normal, StreamingW1, expected_binned_w1, w1_with_control
 from integrators import GaussianTarget, sample, sample_together
+from integrators.seeds import derive
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 SAMPLERS = [(s, p) for s in ("ubu", "baoab", "em") for p in ("sms", "iid", "rr")]
@@ -107,7 +109,7 @@ def target_law(target: GaussianTarget) -> Normal:
 
 def _repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
     # shared by all nine samplers at one h (common random numbers) and by their controls
-    return [seed * 1000 + 17 * k + r for r in range(reps)]
+    return [derive(seed, "figure1", k, r) for r in range(reps)]
 
 
 def histogram_layout(law: Normal) -> tuple[float, float, int]:

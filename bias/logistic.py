@@ -32,6 +32,7 @@ from bias.data import embedded_digits, load_fashion_mnist
 from bias.metrics import all_metrics
 from bias.telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget
+from integrators.seeds import derive
 from integrators.targets import softmax_probabilities
 
 SAMPLERS = [("em", "iid"), ("baoab", "iid"), ("baoab", "sms"), ("ubu", "iid"), ("ubu", "sms")]
@@ -115,7 +116,8 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
                            x0=mode, control_variate=True, x_ref=mode, on_diverge="skip")
     # per test point, the probability of its true class: entries 1 + i K + y_i
     true_cols = 1 + np.arange(len(y_test)) * k_classes + y_test
-    boot = res.bootstrap_biases(lambda b: float(np.mean(np.abs(b[true_cols]))), seed=seed)
+    boot = res.bootstrap_biases(lambda b: float(np.mean(np.abs(b[true_cols]))),
+                                seed=derive(seed, "logistic", "bootstrap"))
     mean_se = np.std(boot, axis=0, ddof=1)
     rows = []
     nan = float("nan")

@@ -17,6 +17,7 @@ import numpy as np
 
 from bias.coupled import coupled_run
 from integrators.plans import n_batches
+from integrators.seeds import derive
 from integrators.validation import int_at_least, real_number, seed_value
 
 
@@ -59,14 +60,14 @@ class TelescopingResult:
 
 
 MAX_LEVELS = 20
-SEEDS = 2**64  # seeds lie in [0, 2**64): a level's derived seed wraps around within them
+SEEDS = 2**64  # seeds lie in [0, 2**64), the user's and every level's
 
 
 def level_seed(seed: int, level: int) -> int:
-    """The seed of level ``level``'s coupled pair: ``seed + 101 level``, wrapped into ``[0, 2**64)``
-    (so a seed near the top of the range derives seeds in range, and every other seed keeps
-    the levels it always had)."""
-    return (seed + 101 * level) % SEEDS
+    """The seed of level ``level``'s coupled pair: ``derive(seed, "telescoping", level)``
+    (:func:`integrators.seeds.derive`), in ``[0, 2**64)``: the levels' streams are independent of
+    each other and of every other part's."""
+    return derive(seed, "telescoping", level)
 
 
 def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3, gamma: float = 1.0,

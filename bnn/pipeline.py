@@ -51,7 +51,8 @@ import torch.nn.functional as F
 from bnn import data as bnn_data
 from bnn import models
 from integrators.memory import check_fits, device_memory_bytes
-from integrators.validation import int_at_least, positive_float
+from integrators.seeds import derive
+from integrators.validation import int_at_least, positive_float, seed_value
 
 TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this many rho (perturbed)
 # Parameter-sized tensors a run keeps besides its samplers': the network and its gradient, Adam's
@@ -309,7 +310,7 @@ def tensors(d: bnn_data.ImageData, cfg: RunConfig, device, seed: int) -> Tensors
     x = torch.from_numpy(d.x_train).to(device)
     y = torch.from_numpy(d.y_train).to(device)
     if cfg.augment_copies:
-        gen = torch.Generator(device=device).manual_seed(seed + 1)
+        gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "augmentation"))
         x = torch.cat([x] + [bnn_data.augment(x, gen) for _ in range(cfg.augment_copies)])
         y = y.repeat(cfg.augment_copies + 1)
     return Tensors(x, y, torch.from_numpy(d.x_test).to(device), d.y_test, d.n_classes, d.in_shape)
@@ -424,7 +425,7 @@ def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig
     return SamplerConfig(h=h, gamma=1.0 / cfg.rho, n_data=data.n, scheme=spec.scheme, plan=spec.plan,
                          batch_size=min(cfg.batch_size, data.n), prior=cfg.prior_precision, localization=loc,
                          schedule=CyclicalSchedule(n_steps, min(cfg.n_cycles, n_steps)) if spec.cyclical else None,
-                         seed=seed % (2**63), check_every=batches_per_epoch(cfg, data.n))
+                         seed=seed, check_every=batches_per_epoch(cfg, data.n))
 
 
 def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig) -> float:
@@ -445,15 +446,19 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
     sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m)
     sampler = ModuleSampler(net, sconf)
     loss_fn = sum_loss(data)
-    gen = torch.Generator(device=data.x.device).manual_seed(seed + 7)
+    gen = torch.Generator(device=data.x.device).manual_seed(derive(seed, "bnn", "evaluation"))
     trace, seconds, acc, n_samples = [], [], None, 0
+    first_bad = None  # the first step whose batch loss was not finite (the step the chain diverged at)
     try:
         for e in range(epochs_burn + epochs_sample):
             t0 = time.perf_counter()
             total = 0.0
             for _ in range(m):
                 info = sampler.step(loss_fn)
-                total += float(info.loss)
+                loss = float(info.loss)
+                if first_bad is None and not math.isfinite(loss):
+                    first_bad = info.step
+                total += loss
             sampler.check_finite()
             if data.x.is_cuda:
                 torch.cuda.synchronize()
@@ -463,10 +468,10 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
                 p = predict(net, data, cfg, gen, timings=timings)
                 acc = p if acc is None else acc + p
                 n_samples += 1
-    except SamplerDiverged as exc:
-        return ChainResult(None, trace, exc.step, seconds)
-    if not all(math.isfinite(t) for t in trace):
-        return ChainResult(None, trace, len(trace) * m, seconds)
+    except SamplerDiverged as exc:  # (seen at an epoch's end: a non-finite loss may have come first)
+        return ChainResult(None, trace, exc.step if first_bad is None else min(first_bad, exc.step), seconds)
+    if first_bad is not None:  # a non-finite loss the sampler did not raise on: diverged at that step
+        return ChainResult(None, trace, first_bad, seconds)
     return ChainResult(acc / n_samples if n_samples else None, trace, None, seconds, sampler.boundary_fraction())
 
 
@@ -479,7 +484,8 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     draws its velocity, path, batches and evaluation subsets as
     ``run_chain(starts[k], ..., seed=chain_seed(seed, k))`` does, so it follows the same
     trajectory up to rounding. A divergence stops every chain (each is reported diverged at that
-    step); ``epoch_seconds`` are those of the whole ensemble."""
+    step, or at its first non-finite loss where that came earlier); ``epoch_seconds`` are those of
+    the whole ensemble."""
     from integrators.torch import SamplerDiverged
     from integrators.torch.ensemble import EnsembleSampler, chain_seed
     from integrators.torch.module import boundary_fraction
@@ -493,15 +499,22 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     sampler = EnsembleSampler(starts[0], sconf, n_chains, x0=x0)
     view = _copy(starts[0], starts[0].state_dict())  # a network to evaluate each chain's parameters in
     loss_fn = sum_loss(data)
-    gens = [torch.Generator(device=data.x.device).manual_seed(chain_seed(sconf.seed, k) + 7) for k in range(n_chains)]
+    # chain k's evaluation subsets: those of run_chain(..., seed=chain_seed(seed, k))
+    gens = [torch.Generator(device=data.x.device).manual_seed(derive(chain_seed(sconf.seed, k), "bnn", "evaluation"))
+            for k in range(n_chains)]
     traces, seconds, acc, n_samples = [[] for _ in range(n_chains)], [], [None] * n_chains, 0
+    first_bad = [None] * n_chains  # per chain, the first step whose batch loss was not finite
     try:
         for e in range(epochs_burn + epochs_sample):
             t0 = time.perf_counter()
             total = torch.zeros(n_chains, dtype=torch.float64)
             for _ in range(m):
-                sampler.step(loss_fn)
-                total += sampler.last_loss.double().cpu()
+                step = sampler.step(loss_fn)
+                losses = sampler.last_loss.double().cpu()
+                for k in (~torch.isfinite(losses)).nonzero().flatten().tolist():
+                    if first_bad[k] is None:
+                        first_bad[k] = step
+                total += losses
             if data.x.is_cuda:
                 torch.cuda.synchronize()
             seconds.append(time.perf_counter() - t0)
@@ -515,13 +528,15 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
                     acc[k] = p if acc[k] is None else acc[k] + p
                 n_samples += 1
     except SamplerDiverged as exc:
-        return [ChainResult(None, t, exc.step, seconds) for t in traces]
+        return [ChainResult(None, t, exc.step if bad is None else min(bad, exc.step), seconds)
+                for t, bad in zip(traces, first_bad, strict=True)]
     loc = sconf.localization
     boundary = [None if loc is None else boundary_fraction(sampler.x[k], sampler.x_star, loc.half_width)
                 for k in range(n_chains)]
-    return [ChainResult(None, t, len(t) * m, seconds) if not all(math.isfinite(v) for v in t)
+    # a chain whose loss became non-finite without the sampler raising diverged at that step
+    return [ChainResult(None, t, bad, seconds) if bad is not None
             else ChainResult(a / n_samples if n_samples else None, t, None, seconds, b)
-            for t, a, b in zip(traces, acc, boundary, strict=True)]
+            for t, a, b, bad in zip(traces, acc, boundary, first_bad, strict=True)]
 
 
 def _probs_json(p: np.ndarray | None):
@@ -530,24 +545,24 @@ def _probs_json(p: np.ndarray | None):
 
 def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     """One independent run (see the module docstring); a JSON-serializable result. ``seed`` is an
-    integer in ``[0, 2**63)``, ``device`` a torch device available here (``cpu``, ``cuda``,
-    ``cuda:1``); both are checked before the data are loaded."""
+    integer in ``[0, 2**64)`` (every generator of the run is seeded with
+    ``integrators.seeds.derive(seed, "bnn", <part>)``), ``device`` a torch device available here
+    (``cpu``, ``cuda``, ``cuda:1``); both are checked before the data are loaded."""
     from bnn.diagnostics import hessian_norm
     from integrators.torch.chains import resolve_device
 
     if not isinstance(cfg, RunConfig):
         raise ValueError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
-    seed = int_at_least("seed", seed, 0)
-    if seed >= 2**63:  # (not seed_value's 2**64: the run adds offsets of a few thousand to it for its generators)
-        raise ValueError(f"seed must be < 2**63, got {seed}")
+    seed = seed_value(seed)
     device = resolve_device(device)
     check_run_fits(cfg, network_parameters(cfg.network, cfg.width, _smallest_input(cfg.network), 2), device,
                    "at least ")  # before the data are loaded
-    torch.manual_seed(seed)
+    torch.manual_seed(derive(seed, "bnn", "initialisation"))  # the network's initial weights
     d = load(cfg)
     data = tensors(d, cfg, device, seed)
     check_run_fits(cfg, network_parameters(cfg.network, cfg.width, data.in_shape, data.n_classes), device)
-    gen = torch.Generator(device=device).manual_seed(seed + 3)
+    # the training batches, Adam's and SWA's evaluation subsets and the perturbed starting points
+    gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "training"))
     net = models.build(cfg.network, width=cfg.width, in_shape=data.in_shape, n_classes=data.n_classes).to(device)
     hess_x = data.x[:cfg.hessian_batch]
     hess_y = data.y[:cfg.hessian_batch]
@@ -557,7 +572,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         scale = data.n / len(hess_x)
         t0 = time.perf_counter()
         res = hessian_norm(model, hess_x, hess_y, prior_precision=cfg.prior_precision / scale,
-                           n_iter=cfg.hessian_iters, tol=1e-4, seed=seed)
+                           n_iter=cfg.hessian_iters, tol=1e-4, seed=derive(seed, "bnn", "hessian"))
         timings.setdefault("hessian", []).append(time.perf_counter() - t0)
         return {"value": res.value * scale, "iterations": res.iterations, "converged": res.converged}
 
@@ -580,13 +595,15 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     for k, (label, h) in enumerate(chains):
         key = label if h == cfg.h else f"{label} h={h:g}"
         if cfg.chains == 1:
-            res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
+            res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h,
+                            seed=derive(seed, "bnn", "sampler", label, k),
                             epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
             out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
                                    "sampler": label, "trace": res.trace, "boundary_fraction": res.boundary}
             timings.setdefault(f"{label} epoch", []).extend(res.epoch_seconds)
             continue
-        results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=h, seed=seed + 100 + k,
+        results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=h,
+                             seed=derive(seed, "bnn", "sampler", label, k),
                              epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
         diverged = [r.diverged for r in results if r.diverged is not None]
         probs = None if diverged else np.mean([r.probs for r in results], axis=0)
@@ -598,11 +615,13 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     if cfg.trace_chains:
         starts = [perturbed(swa_net, cfg.rho, gen) for _ in range(cfg.trace_chains)]
         if cfg.chains == 1:
-            results = [run_chain(start, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h, seed=seed + 1000 + c,
+            results = [run_chain(start, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h,
+                                 seed=derive(seed, "bnn", "trace", c),
                                  epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
                        for c, start in enumerate(starts)]
         else:
-            results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h, seed=seed + 1000,
+            results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h,
+                                 seed=derive(seed, "bnn", "trace"),
                                  epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
         out["traces"] = [{"trace": res.trace, "diverged": res.diverged, "boundary_fraction": res.boundary}
                          for res in results]

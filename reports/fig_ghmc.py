@@ -24,7 +24,7 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    return ghmc_logistic.run_unit(unit, preset, seed % (2**31))
+    return ghmc_logistic.run_unit(unit, preset, seed)  # the unit's seed (store.unit_seed), unreduced
 
 
 def draw(results: list, out_dir: Path, preset: str) -> dict:

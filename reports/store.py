@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from integrators.seeds import derive
 from reports.runmeta import differences
 
 
@@ -36,9 +37,9 @@ def unit_key(unit: dict) -> str:
 
 
 def unit_seed(run_seed: int, figure_id: str, unit: dict) -> int:
-    """Per-unit seed derived from the run seed and the unit alone (not from where or when it runs)."""
-    canon = json.dumps([run_seed, figure_id, unit], sort_keys=True)
-    return int(hashlib.sha256(canon.encode()).hexdigest()[:8], 16)
+    """Per-unit seed derived from the run seed and the unit alone (not from where or when it runs):
+    :func:`integrators.seeds.derive` labelled by the figure and the unit's canonical JSON."""
+    return derive(run_seed, "reports", figure_id, json.dumps(unit, sort_keys=True))
 
 
 def checksum(key, unit, result, meta) -> str:

@@ -130,7 +130,7 @@ def no_loading(monkeypatch):
 
 @pytest.mark.parametrize("kwargs,name", [
     ({"device": "tpu"}, "device"), ({"device": 3}, "device"), ({"device": "meta"}, "device"),
-    ({"seed": -1}, "seed"), ({"seed": 0.5}, "seed"), ({"seed": True}, "seed"), ({"seed": 2**63}, "seed"),
+    ({"seed": -1}, "seed"), ({"seed": 0.5}, "seed"), ({"seed": True}, "seed"), ({"seed": 2**64}, "seed"),
     ({"cfg": {"dataset": "digits"}}, "cfg"),
 ])
 def test_run_checks_its_arguments_before_loading_data(no_loading, kwargs, name):

@@ -30,6 +30,18 @@ def test_each_chain_of_a_coupled_pair_has_its_own_law(scheme, plan, coupling):
     assert abs(res.difference[1] - exact_diff) < 4 * res.difference_se[1]
 
 
+def test_the_uncoupled_baselines_coarse_chain_has_its_own_law():
+    """With ``independent_paths`` the coarse chain runs on another seed's path: chunk averages of
+    the same law as the coupled pair's (once divided by the chunk length, not twice)."""
+    h = 0.125
+    res = coupled_run(T1, "ubu", "sms", h, n_chains=48, n_coarse_steps=12_000, burn_in=400, batch_size=1, seed=3,
+                      independent_paths=True)
+    for which, step in (("fine", h / 2), ("coarse", h)):
+        exact = stationary_moments(T1, "ubu", "sms", step, 1.0, batch_size=1)
+        want = np.array([exact.mean[0], exact.second_moment[0, 0]])
+        assert np.all(np.abs(res.mean(which) - want) < 4 * res.se(which)), (which, res.mean(which), want)
+
+
 def test_coupling_reduces_the_level_variance_at_least_tenfold(capsys):
     out = variance_reduction(T1, "ubu", "sms", 0.125, batch_size=1, n_chains=32, n_coarse_steps=4000,
                              burn_in=400)

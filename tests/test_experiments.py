@@ -41,7 +41,8 @@ def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     second = [("ubu", "sms"), ("ubu", "rr"), ("baoab", "sms"), ("baoab", "rr")]
     assert all(slopes[key] > 1.5 for key in second), slopes
     assert all(slopes[key] < 1.4 for key in slopes if key not in second and np.isfinite(slopes[key])), slopes
-    # the numbers are those recorded before Figure 1 was made fast (commit 39a1440): speed only
+    # the numbers recorded with the repeats' seeds from integrators.seeds.derive (benchmarks/RESULTS.md,
+    # "Seed derivation"); Figure 1's speed work (since commit 39a1440) left them unchanged
     with open(Path(__file__).parent / "data" / "figure1_tiny_seed0.csv") as fh:
         recorded = {(r["scheme"], r["plan"], float(r["h"])): r for r in csv.DictReader(fh)}
     for q in points:

@@ -114,11 +114,13 @@ def small_telescoping(**kwargs):
     return telescoping_bias(ONE_D, options.pop("scheme", "ubu"), options.pop("plan", "sms"), 0.1, **options)
 
 
-def test_level_seeds_stay_in_range_and_keep_ordinary_seeds():
+def test_level_seeds_stay_in_range_and_come_from_derive():
     from bias.telescoping import level_seed
+    from integrators.seeds import derive
 
-    assert [level_seed(7, level) for level in range(4)] == [7, 108, 209, 310]
-    assert level_seed(2**64 - 50, 1) == 51 and level_seed(2**64 - 1, 0) == 2**64 - 1
+    levels = [level_seed(7, level) for level in range(4)]
+    assert levels == [derive(7, "telescoping", level) for level in range(4)] and len(set(levels)) == 4
+    assert all(0 <= level_seed(s, level) < 2**64 for s in (2**64 - 50, 2**64 - 1) for level in (0, 1))
     top = small_telescoping(seed=2**64 - 50)  # level 1 used to fail with a seed the user never passed
     assert np.all(np.isfinite(top.differences))
     with pytest.raises(ValueError, match=r"seed must be < 2\*\*64, got 18446744073709551616"):

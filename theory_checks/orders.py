@@ -19,6 +19,7 @@ import numpy as np
 
 from integrators import sample
 from integrators.plans import n_batches, resolve_plan
+from integrators.seeds import derive
 from integrators.targets import GaussianTarget, Target
 from integrators.validation import int_at_least
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
@@ -154,7 +155,7 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     steps_per_sweep = 2 * n_batches(target.n_data, batch_size or target.n_data)
     horizon = sweeps * steps_per_sweep * hs[0]
     x0 = target.initial_point() if x0 is None else np.asarray(x0, dtype=float)
-    v0 = np.random.default_rng([seed, 7]).standard_normal((n_chains, target.dim))
+    v0 = np.random.default_rng(derive(seed, "strong_order", "velocity")).standard_normal((n_chains, target.dim))
     common = dict(gamma=gamma, n_chains=n_chains, seed=seed, x0=x0, v0=v0)
     ref = sample(target, "ubu", "full", h=h_ref, n_steps=int(round(horizon / h_ref)), **common)
     if ref.diverged:
@@ -173,7 +174,7 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     errors = np.sqrt(sq.mean(axis=1))
     k = fit_points or len(hs)
     slope = fit_slope(hs, errors, k)
-    rng = np.random.default_rng([seed, 11])
+    rng = np.random.default_rng(derive(seed, "strong_order", "bootstrap"))
     boots = []
     for _ in range(n_boot):
         idx = rng.integers(0, n_chains, n_chains)
