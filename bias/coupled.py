@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.bounce import make_box
 from integrators.brownian import pair_cholesky
 from integrators.kernel import (
     BLOCK_SIZE,
@@ -63,7 +62,7 @@ from integrators.schemes import resolve_scheme
 from integrators.seeds import derive
 from integrators.spec import RunSpec
 from integrators.targets import force_data, lane_force_for
-from integrators.validation import boolean, divergence_bound_for, initial_state, int_at_least, test_functions_and_data
+from integrators.validation import boolean, int_at_least, test_functions_and_data
 
 COUPLINGS = ("shared", "independent")
 INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled baseline's coarse chain's seed's labels
@@ -247,8 +246,12 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     a coordinate of either chain is non-finite or exceeds it (default ``target.divergence_bound()``,
     as in ``sample``).
     """
-    run = RunSpec(target, scheme, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=n_coarse_steps, burn_in=burn_in,
-                  seed=seed, batch_size=batch_size)  # the arguments sample() also takes, checked alike
+    control_variate = boolean("control_variate", control_variate)
+    # the arguments sample() also takes, checked alike by the spec of the coarse chains (nothing compiles)
+    run = RunSpec.from_options(target, scheme, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=n_coarse_steps,
+                               burn_in=burn_in, seed=seed, batch_size=batch_size, x0=x0,
+                               control_variate=control_variate, x_ref=x_ref, box_center=box_center,
+                               box_half_width=box_half_width, divergence_bound=divergence_bound)
     h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = (
         run.h, run.gamma, run.n_chains, run.n_steps, run.burn_in, run.batch_size, run.seed)
     if coupling not in COUPLINGS:
@@ -257,8 +260,6 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     if test_every > n_coarse_steps - burn_in:
         raise ValueError(f"test_every must be at most n_coarse_steps - burn_in = {n_coarse_steps - burn_in}, "
                          f"got {test_every} (no step would be observed)")
-    divergence_bound = divergence_bound_for(target, divergence_bound)
-    control_variate = boolean("control_variate", control_variate)
     independent_paths = boolean("independent_paths", independent_paths)
     n_chunks = int_at_least("n_chunks", n_chunks, 1)
     if test_functions is None:
@@ -273,10 +274,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     kernel = coupled_kernel_for(module, lane_force_for(target), plan_module)
     tdata = force_data(target, control_variate, x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
-    box = make_box(target.dim, box_center, box_half_width)
-    x_init = initial_state("x0", x0, n_chains, target.dim, target.initial_point())
-    if box[2][0] and np.any(np.abs(x_init - box[0]) >= box[1]):
-        raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
+    box, x_init, divergence_bound = run.box_arrays(), run.x0, run.divergence_bound
     fine = np.zeros((n_chains, n_chunks, n_test_functions))
     coarse = np.zeros_like(fine)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)

@@ -199,6 +199,11 @@ class _Control:
 _CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
 
 
+def clear_control_cache() -> None:
+    """Forget the cached controls (the next point recomputes its control)."""
+    _CONTROLS.clear()
+
+
 def _control_runs(target, scheme, h, g, chains, burn, per_chain, seeds,
                   backend=("numba", None)) -> tuple[tuple, list[_Run], Normal | None]:
     """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""

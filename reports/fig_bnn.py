@@ -72,7 +72,7 @@ def _range(values) -> str:
     return f"{min(values):.3f}" if min(values) == max(values) else f"{min(values):.3f}..{max(values):.3f}"
 
 
-def _rhat_summary(rows) -> str:
+def rhat_summary(rows) -> str:
     """Both R-hats of the training loss (classic and rank-normalised split), and what they say: a
     value above 1.01 means the chains have not mixed (below 1 is noise of few draws, not a pass)."""
     n = len(rows)
@@ -146,7 +146,7 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         files += ["bnn_traces.csv", "bnn_rhat.csv", "bnn_traces.png", "bnn_traces.pdf"]
         good = [r for r in rhats if r["rhat"] != ""]
         if good:
-            measured.append(_rhat_summary(good))
+            measured.append(rhat_summary(good))
     if hess:
         figures.write_csv(out_dir / "bnn_hessian.csv", hess)
         figures.plot_hessian(out_dir / "bnn_hessian.png", hess)

@@ -72,7 +72,7 @@ def test_figure1_paper_friction_runs_baoab_at_half_friction():
 def test_figure1_numbers_do_not_depend_on_the_thread_count():
     # the runs of a group are scheduled on a pool: one worker or several give the same numbers
     one = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=1)
-    figure1._CONTROLS.clear()  # the shared control is recomputed too
+    figure1.clear_control_cache()  # the shared control is recomputed too
     three = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=3)
     strip = [{k: v for k, v in asdict(q).items() if k != "seconds"} for q in one + three]
     assert repr(strip[:2]) == repr(strip[2:])

@@ -919,11 +919,11 @@ def test_synthetic_data_takes_a_numpy_shape():
 
 # ================================================================== reports.fig_bnn
 def test_bnn_summary_quotes_both_r_hats_and_says_when_chains_have_not_mixed():
-    from reports.fig_bnn import _rhat_summary
+    from reports.fig_bnn import rhat_summary
 
-    unmixed = _rhat_summary([{"rhat": 0.872, "rank_split_rhat": 1.64, "draws": 4}])
+    unmixed = rhat_summary([{"rhat": 0.872, "rank_split_rhat": 1.64, "draws": 4}])
     assert "0.872" in unmixed and "rank-normalised split 1.640" in unmixed and "not mixed" in unmixed
     assert "4 draws per chain" in unmixed and "1 SWA point:" in unmixed
-    mixed = _rhat_summary([{"rhat": 1.001, "rank_split_rhat": 1.004, "draws": 40},
+    mixed = rhat_summary([{"rhat": 1.001, "rank_split_rhat": 1.004, "draws": 40},
                            {"rhat": 1.002, "rank_split_rhat": 1.005, "draws": 40}])
     assert "1.001..1.002" in mixed and "1.004..1.005" in mixed and "not mixed" not in mixed
