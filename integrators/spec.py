@@ -140,7 +140,10 @@ class Numba:
         return value
 
     def refuse(self, spec: RunSpec) -> None:
-        """Nothing here is refused: the kernel runs every option."""
+        """The kernel runs every option; a scheme written only in torch is refused by name."""
+        if spec.scheme_module.step is None:
+            raise ValueError(f"scheme {spec.scheme_module.NAME!r} is written only in torch (step=None, TORCH_STEP): "
+                             f"the Numba backend cannot run it; pass backend=Torch()")
 
     def memory_bytes(self, spec: RunSpec) -> float:
         # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the

@@ -220,10 +220,12 @@ def _solve_random_affine(outcomes):
 
 def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: float = 1.0,
                        batch_size: int | None = None, control_variate=False, x_ref=None, *,
-                       maps: str | None = None, at: str = "average") -> OracleMoments:
+                       maps: str | None = None, at: str = "average", backend: str | None = None) -> OracleMoments:
     """Exact stationary moments of ``scheme x plan`` on a Gaussian target, time-averaged over
     the plan's period.  ``maps``: ``"declared"`` (the scheme's ``affine_ops``), ``"probed"``
-    (its compiled step), default declared when the scheme has ``affine_ops``.  ``at``:
+    (its step, probed on ``backend``: ``"numba"``, or ``"torch"`` for its tensor step; default
+    Numba, torch for a scheme with no Numba step), default declared when the scheme has
+    ``affine_ops``.  ``at``:
     ``"average"`` over the steps of the plan's period, or ``"period_end"`` (the law at the ends
     of periods, where the palindrome of ``sms`` closes).  Raises
     :class:`UnstableStepError` when there is no stationary law."""
@@ -254,7 +256,8 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
         key = tuple(batch)
         if key not in cache:
             if maps == "probed":
-                probed = probe_step_map(module, target, key, scale, h, gamma, control_variate, x_ref)
+                probed = probe_step_map(module, target, key, scale, h, gamma, control_variate, x_ref,
+                                        backend=backend)
                 a_mat, a_vec, c_mat = probed.A, probed.a, probed.C
             else:
                 hess, b = affine_force(target, key, scale, control_variate, x_ref)

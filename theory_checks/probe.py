@@ -13,7 +13,10 @@ zero gives ``a_w``, chain ``1 + j`` with unit input ``j`` gives column ``j`` of 
 (a scheme that draws its own random numbers, or is not linear in its inputs, is caught here).
 This needs nothing from the scheme but its step and coefficients, so the exact oracle serves a
 scheme written in user code as well as the built-in ones, whose declared ``affine_ops`` remain an
-independent check of the probing.
+independent check of the probing.  ``backend="torch"`` probes the scheme's tensor step instead
+(:func:`integrators.torch.schemes.torch_step`: a built-in's, or a user scheme's ``TORCH_STEP``)
+on float64 CPU tensors, with the path data injected the same way: a scheme written only in torch
+reaches the same oracle.
 """
 
 from __future__ import annotations
@@ -66,10 +69,24 @@ def _inputs(d: int, rng) -> np.ndarray:
     return np.vstack([np.zeros(n_in), np.eye(n_in), rng.normal(size=(N_CHECK, n_in))])
 
 
+BACKENDS = ("numba", "torch")
+
+
+def probe_backend(scheme, backend: str | None) -> str:
+    """``backend`` checked, or by default ``"numba"`` (``"torch"`` for a scheme with no Numba step)."""
+    if backend is None:
+        return "torch" if getattr(resolve_scheme(scheme), "step", None) is None else "numba"
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    return backend
+
+
 def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float, gamma: float,
-                   control_variate: bool = False, x_ref=None, seed: int = 0) -> ProbedMap:
-    """The affine map of one compiled step of ``scheme`` with batch ``batch`` (see the module)."""
+                   control_variate: bool = False, x_ref=None, seed: int = 0, *,
+                   backend: str | None = None) -> ProbedMap:
+    """The affine map of one step of ``scheme`` with batch ``batch``, on ``backend`` (see the module)."""
     module = resolve_scheme(scheme)
+    backend = probe_backend(module, backend)
     batch = checked_batch(target, batch)
     h, gamma, scale = positive_float("h", h), positive_float("gamma", gamma), positive_float("scale", scale)
     d = target.dim
@@ -81,11 +98,14 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
     xi = rows[:, 3 * d:].reshape(n, 4, d)          # slots: dW_1, J_1, dW_2, J_2
     dW = np.ascontiguousarray(xi[:, 0::2, :].transpose(1, 2, 0))   # (2, d, n)
     J = np.ascontiguousarray(xi[:, 1::2, :].transpose(1, 2, 0))
-    batches = np.ascontiguousarray(np.repeat(batch[:, None], n, axis=1))
-    module.step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
-                lane_force_for(target), batches, len(batch), float(scale),
-                force_data(target, control_variate, x_ref), make_box(d))
-    out = np.hstack([x, v, g])                      # (n, 3d)
+    if backend == "torch":
+        out = _torch_step_outputs(module, target, batch, scale, h, gamma, control_variate, x_ref, x, v, g, dW, J)
+    else:
+        batches = np.ascontiguousarray(np.repeat(batch[:, None], n, axis=1))
+        module.step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
+                    lane_force_for(target), batches, len(batch), float(scale),
+                    force_data(target, control_variate, x_ref), make_box(d))
+        out = np.hstack([x, v, g])                  # (n, 3d)
     a = out[0]
     cols = (out[1:1 + 7 * d] - a).T                # (3d, 7d)
     A, C = cols[:, :3 * d], cols[:, 3 * d:]
@@ -95,3 +115,22 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
     size = max(1.0, float(np.max(np.abs(out))))
     residual = float(np.max(np.abs(predicted - got))) / size if np.all(np.isfinite(got)) else float("inf")
     return ProbedMap(A, a, C, residual)
+
+
+def _torch_step_outputs(module, target, batch, scale, h, gamma, control_variate, x_ref, x, v, g, dW, J):
+    """``(x', v', g')`` of the scheme's tensor step on the probe's block (float64, CPU)."""
+    import torch
+
+    from integrators.torch.schemes import torch_step
+    from integrators.torch.targets import torch_force
+
+    step = torch_step(module)
+    f64 = torch.float64
+    xt, vt, gt = (torch.tensor(a, dtype=f64) for a in (x, v, g))
+    dWt = torch.tensor(np.ascontiguousarray(dW.transpose(0, 2, 1)), dtype=f64)  # (2, n, d): the tensor layout
+    Jt = torch.tensor(np.ascontiguousarray(J.transpose(0, 2, 1)), dtype=f64)
+    force = torch_force(target, "cpu", f64, control_variate, x_ref)
+    idx = torch.as_tensor(batch, dtype=torch.int64)[None, :].expand(xt.shape[0], -1)
+    coef = tuple(float(c) for c in step.coefficients(h, gamma))
+    g_new = step.step(xt, vt, gt, coef, dWt, Jt, lambda y: force(y, idx, float(scale)), None)
+    return np.hstack([xt.numpy(), vt.numpy(), g_new.detach().numpy()])

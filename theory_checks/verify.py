@@ -45,7 +45,7 @@ from integrators.validation import int_at_least, positive_float
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
 from theory_checks.oracle import UnstableStepError, stationary_moments
 from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
-from theory_checks.probe import probe_step_map
+from theory_checks.probe import probe_backend, probe_step_map
 
 WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
 STRONG_SLACK = 0.25     # a strong slope down to the declared order minus this holds (error <= C h^q)
@@ -244,14 +244,14 @@ def rounding_level(moments, period: int, scale: float) -> float:
     return float(np.finfo(float).eps) * scale / max(1.0 - per_step, float(np.finfo(float).eps))
 
 
-def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed"):
+def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed", backend=None):
     """Errors of the law along ``hs`` (``nan`` where unstable) and their rounding levels."""
     period = resolve_plan(plan).period(target.n_data, batch_size or target.n_data)
     scale = target_scale(target)
     errors, levels = [], []
     for h in hs:
         try:
-            moments = stationary_moments(target, module, plan, h, gamma, batch_size, maps=maps)
+            moments = stationary_moments(target, module, plan, h, gamma, batch_size, maps=maps, backend=backend)
         except UnstableStepError:
             errors.append(float("nan"))
             levels.append(float("nan"))
@@ -298,13 +298,18 @@ def _fmt_slopes(hs, errors, fit_points: int = 4) -> str:
 
 def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: float = 1.0,
            batch_size: int = 1, hs=None, strong_hs=STRONG_HS, budget: float = 60.0,
-           strong: bool = True, monte_carlo: bool = True, n_chains: int = 256, seed: int = 0) -> VerifyReport:
+           strong: bool = True, monte_carlo: bool = True, n_chains: int = 256, seed: int = 0,
+           backend: str | None = None) -> VerifyReport:
     """Check ``scheme`` against what it declares, with every plan (default: the registry);
     see the module docstring.  ``hs``: the weak-order ladder, by default :func:`step_ladder` for
     this friction and target.  ``budget`` (seconds) bounds the run: the exact checks come
-    first, then the Monte Carlo ones while time remains."""
+    first, then the Monte Carlo ones while time remains.  ``backend``: ``"numba"`` checks the
+    scheme's Numba step, ``"torch"`` its tensor step (probed and run on the torch backend; the
+    strong order, measured on the Numba kernel, is then skipped); default Numba, torch for a scheme
+    written only in torch (``step=None``, ``TORCH_STEP`` given)."""
     t0 = time.time()
     module = resolve_scheme(scheme)
+    backend = probe_backend(module, backend)
     if isinstance(plans, str):  # a lone name would be read letter by letter
         raise ValueError(f"plans must be a list of plans, got the string {plans!r} (write [{plans!r}])")
     plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
@@ -326,14 +331,14 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     scale = target_scale(target)
     checks = []
 
-    probed = probe_step_map(module, target, list(range(target.n_data)), 1.0, float(hs[0]), gamma)
+    probed = probe_step_map(module, target, list(range(target.n_data)), 1.0, float(hs[0]), gamma, backend=backend)
     checks.append(Check("probe_affine", probed.affine_residual < 1e-10, "affine in (x, v, g, dW, J)",
                         f"residual {probed.affine_residual:.1e}"))
     if getattr(module, "affine_ops", None) is not None:  # at the regime's edge on the default ladder
         h0 = float(ASYMPTOTIC / rate if given_hs is None else hs[len(hs) // 2])
         try:
             a = stationary_moments(target, module, "full", h0, gamma, maps="declared")
-            b = stationary_moments(target, module, "full", h0, gamma, maps="probed")
+            b = stationary_moments(target, module, "full", h0, gamma, maps="probed", backend=backend)
             gap = float(np.max(np.abs(a.second_moment - b.second_moment)) + np.max(np.abs(a.mean - b.mean)))
             # both laws carry the rounding of their maps, amplified by 1 / (1 - rho) at large friction
             tol = max(1e-9 * max(1.0, scale), 100 * rounding_level(b, 1, scale))
@@ -344,7 +349,7 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     else:
         checks.append(Check("declared_map", None, "-", "-", skipped="no affine_ops declared"))
 
-    full_errors, full_levels = _ladder(target, module, "full", hs, gamma, None)
+    full_errors, full_levels = _ladder(target, module, "full", hs, gamma, None, backend=backend)
     finest = float(full_errors[-1]) / scale
     checks.append(Check("stationarity", bool(np.isfinite(finest) and finest < STATIONARY_TOL),
                         f"error at h={hs[-1]:g} < {STATIONARY_TOL:g} (relative)",
@@ -357,7 +362,7 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         expected = expected_weak_order(module, plan)
         claim = asserted(module, plan) and expected is not None
         errors, levels = (full_errors, full_levels) if plan.NAME == "full" else \
-            _ladder(target, module, plan, hs, gamma, batch_size)
+            _ladder(target, module, plan, hs, gamma, batch_size, backend=backend)
         exp_txt = "-" if expected is None else f"{expected:g}" + ("" if claim else " (observed, not a claim)")
         passed, measured, why = _weak_check(hs, errors, levels, expected if claim else None, scale,
                                             exact_x_declared(module, plan), rate)
@@ -370,7 +375,9 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         name = f"strong_order[{plan.NAME}]"
         expected = expected_strong_order(module, plan)
         claim = asserted(module, plan) and expected is not None
-        reason = _kernel_reason(plan) or ("" if strong else "strong=False") or ("over budget" if over_budget() else "")
+        reason = (_kernel_reason(plan) or ("the torch step: the strong order is measured on the Numba kernel"
+                                           if backend == "torch" else "")
+                  or ("" if strong else "strong=False") or ("over budget" if over_budget() else ""))
         if reason:
             checks.append(Check(name, None, "-" if expected is None else f"{expected:g}", "-", skipped=reason))
             continue
@@ -388,8 +395,10 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         if reason:
             checks.append(Check(name, None, "MC within z s.e. of the oracle", "-", skipped=reason))
             continue
-        checks.append(_monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules)))
-    return VerifyReport(module.NAME, f"{target.name} (d={target.dim}, {target.n_data} data terms)", checks,
+        checks.append(_monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules),
+                                   backend))
+    label = module.NAME + (" (torch step)" if backend == "torch" else "")
+    return VerifyReport(label, f"{target.name} (d={target.dim}, {target.n_data} data terms)", checks,
                         time.time() - t0)
 
 
@@ -401,18 +410,19 @@ def _kernel_reason(plan) -> str:
     return ""
 
 
-def _monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, n_plans) -> Check:
-    """Kernel moments at a moderate step against the exact oracle (probed step)."""
+def _monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, n_plans, backend="numba") -> Check:
+    """Monte Carlo moments at a moderate step against the exact oracle (probed step), on the
+    Numba kernel or the torch backend."""
     from scipy.stats import norm
 
-    from integrators import sample
+    from integrators import Torch, sample
 
     name = f"monte_carlo[{plan.NAME}]"
     bs = None if plan.NAME == "full" else batch_size
     big = float(np.linalg.eigvalsh(target.precision).max())
     h = 0.25 / math.sqrt(big * (1 if plan.NAME == "full" else target.n_data))
     try:
-        exact = stationary_moments(target, module, plan, h, gamma, bs, maps="probed")
+        exact = stationary_moments(target, module, plan, h, gamma, bs, maps="probed", backend=backend)
     except UnstableStepError as exc:
         return Check(name, None, "MC within z s.e. of the oracle", "-", skipped=str(exc))
     per = plan.period(target.n_data, bs or target.n_data)
@@ -420,8 +430,12 @@ def _monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, n_plan
     relax = 5.0 * max(1.0 / gamma, gamma / small) / h
     burn = per * int(relax / per + 1)
     steps = burn + per * int(2000 / per + 1)
-    res = sample(target, module, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=steps, burn_in=burn,
-                 batch_size=bs, seed=seed, full_moments=True, x0=target.mean)
+    on = {"backend": Torch()} if backend == "torch" else {}
+    try:
+        res = sample(target, module, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=steps, burn_in=burn,
+                     batch_size=bs, seed=seed, full_moments=True, x0=target.mean, **on)
+    except ValueError as exc:  # a plan this backend cannot run, by name
+        return Check(name, None, "MC within z s.e. of the oracle", "-", skipped=str(exc))
     d = target.dim
     iu = np.triu_indices(d)
     n_cmp = n_plans * (d + len(iu[0]))

@@ -44,7 +44,9 @@ class Scheme:
     float array it receives as ``coef``; ``affine_ops`` and ``rotation_ops`` are optional (the
     oracle probes the compiled step when they are absent); ``TORCH_STEP``, optional, is the same
     update on tensors (the contract of :mod:`integrators.torch.schemes`), with which the scheme
-    runs on the torch backend too."""
+    runs on the torch backend too.  A scheme written only in torch gives ``step=None`` and its
+    ``TORCH_STEP``: the torch backend runs it, the oracle and ``verify`` probe its tensor step,
+    and the Numba backend refuses it by name."""
 
     NAME: str
     step: object
@@ -141,10 +143,14 @@ def _check_scheme(scheme) -> None:
         value = getattr(scheme, attr)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"scheme {scheme.NAME!r}: {attr} must be a positive number, got {value!r}")
+    if scheme.step is None and not callable(getattr(scheme, "TORCH_STEP", None)):
+        raise ValueError(f"scheme {scheme.NAME!r}: step is None, so it needs a TORCH_STEP (a scheme written only "
+                         f"in torch); give a Numba step, a TORCH_STEP or both")
     seen = _CHECKED.get(id(scheme))
     if seen is None or seen[0] is not scheme or seen[1] is not scheme.step or seen[2] is not scheme.coefficients:
         seen = (scheme, scheme.step, scheme.coefficients, check_coefficients(scheme), False)
-    if not seen[4] and not any(scheme is module for module in _BUILT_IN):  # no compiling at import
+    numba_step = scheme.step is not None
+    if not seen[4] and numba_step and not any(scheme is module for module in _BUILT_IN):  # no compiling at import
         check_step_reads(scheme, seen[3])
     _CHECKED[id(scheme)] = (*seen[:4], True)
 
