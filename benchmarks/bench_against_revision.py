@@ -117,9 +117,10 @@ def seeded_outputs(integrators, bias) -> dict:
                 out[f"coupled_{'independent' if independent else 'shared'}.{name}"] = np.asarray(getattr(res, name))
     put("ghmc", integrators.sms_ghmc(t2, 0.1, 1, n_iter=200, n_chains=12, seed=2),
         ("x", "chain_mean", "chain_second_moment", "chain_acceptance", "diverged_at"))
-    for scheme, plan, k in (("ubu", "sms", 0), ("baoab", "rr", 1), ("em", "iid", 2)):
+    for scheme, plan, k in (("ubu", "sms", 3), ("baoab", "rr", 4), ("em", "iid", 5)):  # h = 1/8, 1/16, 1/32
         point = figure1.run_point(scheme, plan, k, "tiny", seed=0)
-        out[f"figure1_{scheme}_{plan}_{k}"] = np.array([point.w1, point.mc_error, point.w1_plain])
+        out[f"figure1_{scheme}_{plan}_{k}"] = np.array([point.w1, point.mc_error, point.w1_plain,
+                                                        point.first_divergence_step])
     return out
 
 
