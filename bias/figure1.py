@@ -79,7 +79,7 @@ BURN_IN_TIME = 30.0  # in units of time; the 1-D example relaxes in a few units 
 # histogram resolution: half a bin width.  The figure needs the plotted estimate's binning bound
 # (1.5 bin widths) well below the smallest W1 it plots (second-order samplers at h = 1/32, about
 # 4.4e-4: the bound is 0.14 of it) and the plain statistic's (half a bin) below its noise floor
-# at the largest N (3.6e-5 at full); finer bins slow the kernel's histogram (291,043 bins today).
+# at the largest N (3.6e-5 at full); finer bins slow the kernel's histogram (291,043 bins at this bound).
 W1_BOUND = 2e-5
 DIVERGENCE_BOUND = 100.0  # about 200 target standard deviations: no stable chain gets there
 

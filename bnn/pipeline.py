@@ -21,7 +21,7 @@ Evaluation (the design's convention): one forward pass in training mode over ``n
 batches of training images as one batch (BatchNorm with ``momentum = 1`` then holds their
 statistics), then evaluation mode on the test set.
 
-The sampler is :class:`integrators.torch.ModuleSampler` (issue 13's module mode); a step size is
+The sampler is :class:`integrators.torch.ModuleSampler` (the torch backend's module mode); a step size is
 the ``h`` of the scheme as that module defines it (the supplement's tables list ``h``; the authors'
 released code ran UBU at half of it, see the design): presets say which they use.
 A diverging sampler is recorded as diverged with its step, never averaged into the predictive.

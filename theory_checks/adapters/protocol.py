@@ -177,10 +177,12 @@ class AdapterProblem:
         means, precisions, prior_precision, prior_mean = self.target.arrays
         idx = np.asarray(batch, dtype=np.int64).reshape(x.shape[0], -1)
         d0 = x - prior_mean
-        value = 0.5 * np.einsum("ca,ab,cb->c", d0, prior_precision, d0)
-        diff = x[:, None, :] - means[idx]
-        value = value + 0.5 * self.scale * np.einsum("cja,cjab,cjb->c", diff, precisions[idx], diff)
-        return -value
+        value = 0.5 * np.sum(d0 * (d0 @ prior_precision), axis=1)
+        terms = np.empty((x.shape[0], means.shape[0]))  # f_i(x_c) for every term, then each chain's batch
+        for i in range(means.shape[0]):
+            diff = x - means[i]
+            terms[:, i] = 0.5 * np.sum(diff * (diff @ precisions[i]), axis=1)
+        return -(value + self.scale * np.take_along_axis(terms, idx, axis=1).sum(axis=1))
 
 
 _FORCE_DATA: dict = {}
