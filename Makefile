@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install --quiet -e ".[test,torch,data]"
+	$(PIP) install --quiet -e ".[test,torch,data,adapters]"
 	touch $@
 
 demo: $(VENV)/.installed

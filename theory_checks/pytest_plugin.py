@@ -5,8 +5,10 @@ Fixtures:
 
 * ``verify_scheme``: :func:`theory_checks.testing.assert_verified`, so a test reads
   ``def test_mine(verify_scheme): verify_scheme(MY_SCHEME)``;
-* ``registered``: registers schemes and plans for the duration of one test
-  (``registered(scheme, plan, ...)``) and removes them afterwards.
+* ``verify_adapter``: the same function for another library's sampler behind an adapter
+  (:mod:`theory_checks.adapters`): ``def test_mine(verify_adapter): verify_adapter(MyAdapter())``;
+* ``registered``: registers schemes, plans and adapters for the duration of one test
+  (``registered(scheme, plan, adapter, ...)``) and removes them afterwards.
 """
 
 from __future__ import annotations
@@ -15,11 +17,16 @@ import pytest
 
 from integrators.plans import PLAN_ATTRIBUTES, register_plan, unregister_plan
 from integrators.schemes import register_scheme, unregister_scheme
-from theory_checks.testing import assert_verified
+from theory_checks.testing import assert_verified, is_adapter
 
 
 @pytest.fixture
 def verify_scheme():
+    return assert_verified
+
+
+@pytest.fixture
+def verify_adapter():
     return assert_verified
 
 
@@ -29,11 +36,18 @@ def registered():
 
     def register(*items):
         for item in items:
-            is_plan = all(hasattr(item, a) for a in PLAN_ATTRIBUTES)
-            (register_plan if is_plan else register_scheme)(item)
-            added.append((is_plan, item.NAME))
+            if all(hasattr(item, a) for a in PLAN_ATTRIBUTES):
+                register_plan(item)
+                added.append((unregister_plan, item.NAME))
+            elif is_adapter(item):
+                from theory_checks.adapters import ADAPTERS
+                ADAPTERS.register(item)
+                added.append((ADAPTERS.unregister, item.NAME))
+            else:
+                register_scheme(item)
+                added.append((unregister_scheme, item.NAME))
         return items[0] if len(items) == 1 else items
 
     yield register
-    for is_plan, name in reversed(added):
-        (unregister_plan if is_plan else unregister_scheme)(name)
+    for unregister, name in reversed(added):
+        unregister(name)

@@ -1,14 +1,16 @@
 """Test helpers for anyone's scheme: hypothesis strategies and a one-call assertion.
 
-A user's whole test of a scheme (see the README's worked example):
+A user's whole test of a scheme (see the README's worked example), or of another library's
+sampler behind an adapter (:mod:`theory_checks.adapters`), is three lines:
 
     from theory_checks.testing import assert_verified
 
     def test_my_scheme():
-        assert_verified(MY_SCHEME)
+        assert_verified(MY_SCHEME)          # or assert_verified(MyAdapter()), or "posteriors.sgld"
 
-:func:`assert_verified` runs :func:`theory_checks.verify.verify` within a time budget and fails
-with the report's table when a check fails.  The strategies draw what a property test of a
+:func:`assert_verified` runs :func:`theory_checks.verify.verify` (a scheme) or
+:func:`theory_checks.adapters.measure_adapter` (an adapter) within a time budget and fails with
+the report's table when a check fails.  The strategies draw what a property test of a
 sampler needs: step sizes and frictions (log-uniform), Gaussian targets whose data terms do not
 commute (random rotations of random spectra, with a prior), and partitions ``(n_data,
 batch_size)`` including uneven last batches.
@@ -27,12 +29,35 @@ from theory_checks.verify import VerifyReport, verify
 DEFAULT_BUDGET = 40.0  # seconds: the exact checks take a few, Monte Carlo ones fill the rest
 
 
+ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapter declares (a scheme has step too)
+
+
+def is_adapter(obj) -> bool:
+    """Whether ``obj`` is meant as an adapter: a registered adapter's name, or an object with any
+    of :data:`ADAPTER_MARKS` (it is then checked in full, and refused by the name of what it lacks)."""
+    if isinstance(obj, str):
+        from theory_checks.adapters import ADAPTERS
+        return obj in ADAPTERS
+    return any(hasattr(obj, mark) for mark in ADAPTER_MARKS)
+
+
 def assert_verified(scheme, *, budget: float = DEFAULT_BUDGET, **options) -> VerifyReport:
-    """Run :func:`verify` and raise ``AssertionError`` (with the table) if any check fails;
-    return the report otherwise."""
-    report = verify(scheme, budget=budget, **options)
+    """Run :func:`verify` on a scheme, or :func:`theory_checks.adapters.measure_adapter` on an
+    adapter (``budget`` seconds split evenly over its plans; ``options`` such as ``plans``,
+    ``target``, ``level``, ``n_chains``, ``seed`` pass through), and raise ``AssertionError``
+    (with the table) if any check fails; return the report otherwise."""
+    if is_adapter(scheme):
+        from integrators.plans import PLANS
+        from theory_checks.adapters import measure_adapter
+        plans = options.get("plans")
+        per_plan = budget / max(len(PLANS) if plans is None or isinstance(plans, str) else len(plans), 1)
+        report = measure_adapter(scheme, budget=per_plan, **options)
+        kind = "sampler"
+    else:
+        report = verify(scheme, budget=budget, **options)
+        kind = "scheme"
     if not report.ok:
-        raise AssertionError(f"scheme {report.scheme!r} fails {', '.join(report.failed)}:\n{report.table()}")
+        raise AssertionError(f"{kind} {report.scheme!r} fails {', '.join(report.failed)}:\n{report.table()}")
     return report
 
 

@@ -42,8 +42,15 @@ order for full gradients that the library's documentation or the paper it cites 
 source, or ``None``) with ``RULE_SOURCE`` (the rule and why), ``EXACT_GAUSSIAN_X`` (its
 position law is exact on Gaussian targets with full gradients at every stable ``h``, e.g. BAOAB),
 ``CHAINS`` (above).  Optional: ``STEPS_PER_CALL`` (integration steps of size ``h`` one ``step``
-makes with its batch; default 1) and ``MIXING_FACTOR`` (how many times longer than the
-underlying Langevin dynamics the sampler takes to forget its start; default 1).
+makes with its batch; default 1), ``MIXING_FACTOR`` (how many times longer than the
+underlying Langevin dynamics the sampler takes to forget its start; default 1) and
+``EQUIVALENT_SCHEME`` (a registered toolkit scheme whose step this rule is, step for step, so
+that the exact oracle referees the library's chains; default ``None``), and a method
+``relaxation_time(h, gamma, langevin_time)``: the time this sampler's chains take to forget their
+start at step size ``h``, given ``langevin_time(friction)``, the relaxation time of the Langevin
+dynamics on the target at any friction (default ``langevin_time(gamma)``; a sampler that refreshes
+its momentum every few steps mixes like a more heavily damped one, a thermostat adds its own
+time scale, :func:`thermostat_time`).
 """
 
 from __future__ import annotations
@@ -125,6 +132,12 @@ def check_adapter(adapter) -> None:
             raise ValueError(f"adapter {name!r}: {attr} must be a number >= 1, got {value!r}")
     if not float(getattr(adapter, "STEPS_PER_CALL", 1)).is_integer():
         raise ValueError(f"adapter {name!r}: STEPS_PER_CALL must be an integer, got {adapter.STEPS_PER_CALL!r}")
+    scheme = getattr(adapter, "EQUIVALENT_SCHEME", None)
+    if scheme is not None:
+        from integrators.schemes import SCHEMES
+        if scheme not in SCHEMES:
+            raise ValueError(f"adapter {name!r}: EQUIVALENT_SCHEME must name a registered scheme "
+                             f"({', '.join(sorted(SCHEMES))}) or be None, got {scheme!r}")
     for attr in ("CLAIM_SOURCE", "RULE_SOURCE"):
         if not isinstance(getattr(adapter, attr), str):
             raise ValueError(f"adapter {name!r}: {attr} must be a string (where the claim comes from)")
@@ -198,6 +211,15 @@ def _force_data(target) -> tuple:
             _FORCE_DATA.pop(next(iter(_FORCE_DATA)))
         hit = _FORCE_DATA[key] = (target, force_data(target))
     return hit[1]
+
+
+def thermostat_time(alpha: float) -> float:
+    """The relaxation time of the Nose-Hoover-Langevin thermostat of SGNHT (noise level ``alpha``,
+    ``dxi = (|m|^2 / d - 1) dt``): linearised about ``xi = alpha``, ``K = |m|^2 / d = 1``,
+    ``K' = -2 (alpha dK + dxi)`` and ``dxi' = dK``, so its slowest rate is the root
+    ``alpha - sqrt(alpha^2 - 2)`` of ``s^2 + 2 alpha s + 2`` (``alpha`` when ``alpha^2 < 2``),
+    whatever the dimension: at large ``alpha`` the thermostat is slower than the positions."""
+    return 1.0 / (alpha - math.sqrt(max(alpha * alpha - 2.0, 0.0)))
 
 
 def missing_library(library: str, package: str) -> ImportError:

@@ -1,0 +1,20 @@
+"""Other libraries' samplers behind one protocol, measured by the toolkit.
+
+* :mod:`~theory_checks.adapters.protocol`: what an adapter declares and does
+  (:class:`SamplerAdapter`, :func:`check_adapter`, :class:`AdapterProblem`);
+* :mod:`~theory_checks.adapters.posteriors_adapter`: posteriors' sgld, sghmc, baoa, sgnht;
+* :mod:`~theory_checks.adapters.blackjax_adapter`: BlackJAX's sgld, sghmc, sgnht;
+* :mod:`~theory_checks.adapters.measure`: :func:`measure_adapter` (bias of the stationary law
+  against an exact Gaussian target, its order and its limit, over every plan) and
+  :data:`ADAPTERS`, the registry;
+* :mod:`~theory_checks.adapters.planted`: a planted bug the measurement must catch.
+
+The libraries are imported only when an adapter builds a sampler: this package imports without
+them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement in a test.
+"""
+
+from theory_checks.adapters.measure import ADAPTERS, LEVELS, AdapterReport, measure_adapter, resolve_adapter
+from theory_checks.adapters.protocol import AdapterProblem, SamplerAdapter, check_adapter
+
+__all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
+           "measure_adapter", "resolve_adapter"]
