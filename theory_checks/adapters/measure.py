@@ -16,8 +16,9 @@ For an adapter (:mod:`theory_checks.adapters.protocol`), a :class:`GaussianTarge
    whatever the autocorrelation within a chain.
 2. **Budget.**  A pilot times steps at two chain counts (per-step cost ``c0 + c1 n``); the chain
    count is then what the time ``budget`` (per plan) buys for the ladder's steps, between the
-   level's minimum and :data:`MAX_CHAINS`.  Levels (:data:`LEVELS`) set the budget and the
-   ladder's length.
+   level's minimum and :data:`MAX_CHAINS`; after each step size the measured cost rescales the
+   chains of the finer ones, where the pilot's extrapolation was off.  Levels (:data:`LEVELS`) set
+   the budget and the ladder's length.
 3. **Ladder.**  ``h = H_START * edge * 2^-k``, ``k = 0 .. n_h - 1``, with ``edge`` the end of the
    asymptotic regime of :func:`theory_checks.verify.asymptotic_rate` (kinetic rules; for
    overdamped rules ``h lambda_max`` small): with full gradients first-order samplers there have
@@ -271,7 +272,7 @@ class PlanMeasurement:
 
     plan: str
     hs: np.ndarray
-    n_chains: int
+    n_chains: list                   # chains per h (the budget may cut them for the finer h)
     calls: list                      # (burn-in, window) steps per h
     samples: list
     bias: np.ndarray                 # (n_h, K), nan where unstable
@@ -360,7 +361,7 @@ def _chains_for(budget_left: float, total_calls: int, cost) -> tuple[int, bool]:
 
 def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_size: int, hs, level: Level,
                  budget: float, n_chains: int | None, seed: int) -> PlanMeasurement:
-    """Run one plan's ladder (see the module docstring, steps 1-3) and estimate its bias vectors."""
+    """Run one plan's ladder (see the module docstring, steps 1-4) and estimate its bias vectors."""
     t0 = time.time()
     plan = resolve_plan(plan)
     bs = target.n_data if plan.NAME == "full" else batch_size
@@ -373,7 +374,7 @@ def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_s
         tau = relaxation_time(adapter, target, float(h), gamma)
         calls.append((_calls(BURN_IN * tau, h, per_call, period), _calls(WINDOW * tau, h, per_call, period)))
     total = sum(b + w for b, w in calls)
-    over = False
+    over, fixed = False, n_chains is not None
     if n_chains is None:
         pilot = [level.min_chains, max(16 * level.min_chains, 4096)]
         times = [_time_steps(adapter, problem, plan, bs, float(hs[0]), gamma, n, whitening,
@@ -383,13 +384,24 @@ def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_s
         n_chains, over = _chains_for(budget - (time.time() - t0), total, (c0, c1))
         if n_chains < level.min_chains:
             n_chains, over = level.min_chains, True
-    samples, drifts = [], []
+    samples, drifts, chains = [], [], []
     for j, (h, (burn, window)) in enumerate(zip(hs, calls, strict=True)):
         split = period * (window // period // 2)  # the window's halves, in whole periods
+        started = time.time()
         run = _run(adapter, problem, plan, bs, float(h), gamma, n_chains, burn, window, split, whitening,
                    derive(seed, "adapters", adapter.NAME, plan.NAME, j))
         samples.append(None if run is None else run[0])
         drifts.append(None if run is None else run[1])
+        chains.append(n_chains)
+        if fixed or j + 1 == len(hs):
+            continue
+        # the pilot's cost model extrapolates: where this step size cost more than the model said,
+        # cut the chains of the finer ones to what the whole ladder at this cost fits in the budget
+        # (each step size keeps its share; never below the minimum)
+        per_step = (time.time() - started) / (burn + window)
+        if per_step * total > 1.2 * budget:
+            n_chains = max(level.min_chains, int(n_chains * budget / (per_step * total)))
+            over = over or n_chains == level.min_chains
     exact, weights = whitening.exact(), whitening.weights()
     k = exact.shape[0]
     bias = np.full((len(hs), k), np.nan)
@@ -405,7 +417,7 @@ def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_s
     for j, dy in enumerate(drifts):
         if dy is not None and dy.shape[0] > 1:
             drift_z[j] = dy.mean(axis=0) / np.maximum(dy.std(axis=0, ddof=1) / math.sqrt(dy.shape[0]), 1e-300)
-    return PlanMeasurement(plan.NAME, np.asarray(hs, dtype=float), n_chains, calls, samples, bias, se, errors,
+    return PlanMeasurement(plan.NAME, np.asarray(hs, dtype=float), chains, calls, samples, bias, se, errors,
                            noise, time.time() - t0, over_budget=over or time.time() - t0 > 1.5 * budget,
                            drift_z=drift_z)
 
@@ -576,6 +588,11 @@ def _oracle_check(adapter, m: PlanMeasurement, target, gamma, batch_size, whiten
 
 
 # ----------------------------------------------------------------------------- the report
+def _span(counts) -> str:
+    lo, hi = min(counts), max(counts)
+    return f"{lo}" if lo == hi else f"{hi}-{lo}"
+
+
 @dataclass
 class AdapterReport(VerifyReport):
     """What :func:`measure_adapter` found: the checks (as :class:`VerifyReport`: ``ok``,
@@ -586,7 +603,7 @@ class AdapterReport(VerifyReport):
     measurements: dict = field(default_factory=dict)
 
     def table(self) -> str:
-        runs = ", ".join(f"{p}: {m.n_chains} chains" + (" (over budget)" if m.over_budget else "")
+        runs = ", ".join(f"{p}: {_span(m.n_chains)} chains" + (" (over budget)" if m.over_budget else "")
                          for p, m in self.measurements.items())
         lines = [f"measure_adapter({self.scheme!r}) on {self.target}, gamma={self.gamma:.3g}, level {self.level!r}: "
                  f"{'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)} ({self.seconds:.0f} s; {runs})",
