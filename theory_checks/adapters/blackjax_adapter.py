@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from integrators.validation import int_at_least, positive_float
-from theory_checks.adapters.protocol import AdapterProblem, missing_library, thermostat_time
+from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
 
 VERSION = "1.7.1"  # the release these adapters' rules were read from and measured with
 
@@ -216,7 +216,7 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         return (self.STEPS_PER_CALL,)
 
 
-class BlackJAXSGNHT(_BlackJAXAdapter):
+class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
     """``blackjax.sgnht`` (blackjax/sgmcmc/sgnht.py, ``diffusions.sgnht``):
 
         x'  = x + step_size m
@@ -235,18 +235,10 @@ class BlackJAXSGNHT(_BlackJAXAdapter):
 
     NAME = "blackjax.sgnht"
     SAMPLER = "sgnht"
-    DYNAMICS = "kinetic"
     WEAK_ORDER = 1.0
     CLAIM_SOURCE = ("BlackJAX 1.7.1 sgmcmc/diffusions.py: 'Euler solver for the diffusion equation of the SGNHT "
                     "algorithm' (a named scheme: weak order 1)")
-    RULE_ORDER = 1.0
     RULE_SOURCE = "Euler step of the Nose-Hoover-Langevin SDE: weak order 1"
-    CHAINS = "vmapped"
-    MIXING_FACTOR = 2.0
-
-    def relaxation_time(self, h: float, gamma: float, langevin_time) -> float:
-        """The slower of the positions and the thermostat (:func:`thermostat_time`)."""
-        return max(langevin_time(gamma), thermostat_time(gamma))
 
     def _position(self, inner):
         return inner.position

@@ -25,7 +25,7 @@ import warnings
 import numpy as np
 
 from integrators.validation import positive_float
-from theory_checks.adapters.protocol import AdapterProblem, missing_library, thermostat_time
+from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
 
 VERSION = "0.1.3"  # the release these adapters' rules were read from and measured with
 
@@ -226,7 +226,7 @@ class PosteriorsBAOA(PosteriorsAdapter):
         return posteriors.sgmcmc.baoa.build(log_posterior, lr=h, alpha=gamma, sigma=1.0, temperature=1.0)
 
 
-class PosteriorsSGNHT(PosteriorsAdapter):
+class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
     """``posteriors.sgmcmc.sgnht`` (posteriors/sgmcmc/sgnht.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -248,18 +248,10 @@ class PosteriorsSGNHT(PosteriorsAdapter):
 
     NAME = "posteriors.sgnht"
     SAMPLER = "sgnht"
-    DYNAMICS = "kinetic"
     WEAK_ORDER = None
     CLAIM_SOURCE = ("posteriors 0.1.3 sgnht docstring: the rule of Ding et al. (2014), whose paper states no "
                     "discretisation order; no order claimed")
-    RULE_ORDER = 1.0
     RULE_SOURCE = "explicit Euler for the Nose-Hoover-Langevin SDE: weak order 1"
-    CHAINS = "vmapped"
-    MIXING_FACTOR = 2.0
-
-    def relaxation_time(self, h: float, gamma: float, langevin_time) -> float:
-        """The slower of the positions and the thermostat (:func:`thermostat_time`)."""
-        return max(langevin_time(gamma), thermostat_time(gamma))
 
     def make_transform(self, posteriors, log_posterior, h, gamma):
         return posteriors.sgmcmc.sgnht.build(log_posterior, lr=h, alpha=gamma, beta=0.0, sigma=1.0, temperature=1.0)

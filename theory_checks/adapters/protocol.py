@@ -222,6 +222,20 @@ def thermostat_time(alpha: float) -> float:
     return 1.0 / (alpha - math.sqrt(max(alpha * alpha - 2.0, 0.0)))
 
 
+class ThermostatAdapter:
+    """What both libraries' SGNHT adapters share: one thermostat for every coordinate, so chains are
+    mapped over (``vmapped``), and mixing as slow as the slower of the positions and the thermostat."""
+
+    DYNAMICS = "kinetic"
+    RULE_ORDER = 1.0
+    CHAINS = "vmapped"
+    MIXING_FACTOR = 2.0
+
+    def relaxation_time(self, h: float, gamma: float, langevin_time) -> float:
+        """The slower of the positions and the thermostat (:func:`thermostat_time`)."""
+        return max(langevin_time(gamma), thermostat_time(gamma))
+
+
 def missing_library(library: str, package: str) -> ImportError:
     """The error an adapter raises when its library is not installed."""
     return ImportError(f"the {library} adapters need {package}, which is not installed: "
