@@ -94,8 +94,8 @@ def seeded_outputs(integrators, bias) -> dict:
             if value is not None:
                 out[f"{key}.{name}"] = np.asarray(value)
 
-    for scheme in ("em", "baoab", "ubu", "obabo"):
-        for plan in ("full", "iid", "rr", "sms"):
+    for scheme in integrators.SCHEMES:  # each version's own registries (the built-ins in both)
+        for plan in integrators.PLANS:
             put(f"sample_{scheme}_{plan}", integrators.sample(
                 t2, scheme, plan, h=0.15, n_chains=37, n_steps=300, burn_in=50, seed=11,
                 batch_size=None if plan == "full" else 2, control_variate=plan != "full", keep=5, full_moments=True),
