@@ -21,7 +21,7 @@ import importlib
 import os
 
 DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
-                   "reports.fig_ghmc", "reports.fig_bnn", "reports.tab_claims")
+                   "reports.fig_ghmc", "reports.fig_conformance", "reports.fig_bnn", "reports.tab_claims")
 PRESETS = ("tiny", "quick", "full")
 MODULE_PRESETS = ("quick", "full")  # what a module handles unless it declares PRESETS
 

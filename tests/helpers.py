@@ -1,9 +1,11 @@
 """Plain-numpy references shared by the tests: single steps of every scheme (and, re-exported,
-the oracle's affine step maps and exact stationary covariances)."""
+the oracle's affine step maps and exact stationary covariances), and a toy adapter in numpy."""
 
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from theory_checks.oracle import affine_step_map, stationary_covariance  # noqa: F401
 
@@ -72,3 +74,31 @@ def family_z(n_comparisons: int, alpha: float = 1e-5) -> float:
     from scipy.stats import norm
 
     return float(norm.isf(alpha / (2 * n_comparisons)))
+
+
+class ToyULA:
+    """A toy adapter in numpy: the unadjusted Langevin algorithm (weak order 1), stacked chains."""
+
+    NAME = "toy.ula"
+    LIBRARY = "toy"
+    SAMPLER = "ula"
+    DYNAMICS = "overdamped"
+    WEAK_ORDER = 1.0
+    CLAIM_SOURCE = "this test"
+    RULE_ORDER = 1.0
+    RULE_SOURCE = "x' = x + h grad log p + sqrt(2h) xi"
+    EXACT_GAUSSIAN_X = False
+    CHAINS = "stacked"
+
+    def build(self, problem, h, gamma):
+        return problem, h
+
+    def init(self, sampler, x0, seed):
+        return np.array(x0, dtype=float), np.random.default_rng(seed)
+
+    def step(self, sampler, state, batch):
+        (problem, h), (x, rng) = sampler, state
+        return x + h * problem.grad_log_density(x, batch) + np.sqrt(2 * h) * rng.standard_normal(x.shape), rng
+
+    def positions(self, sampler, state):
+        return state[0]

@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import ToyULA
 
 from integrators.plans import batch_sequence, n_batches
 from integrators.targets import GaussianTarget
@@ -20,34 +21,6 @@ HAVE_POSTERIORS = importlib.util.find_spec("posteriors") is not None
 HAVE_BLACKJAX = importlib.util.find_spec("blackjax") is not None
 needs_posteriors = pytest.mark.skipif(not HAVE_POSTERIORS, reason="posteriors is not installed (extra 'adapters')")
 LIBRARY_AVAILABLE = {"posteriors": HAVE_POSTERIORS, "blackjax": HAVE_BLACKJAX}
-
-
-class ToyULA:
-    """A toy adapter in numpy: the unadjusted Langevin algorithm (weak order 1), stacked chains."""
-
-    NAME = "toy.ula"
-    LIBRARY = "toy"
-    SAMPLER = "ula"
-    DYNAMICS = "overdamped"
-    WEAK_ORDER = 1.0
-    CLAIM_SOURCE = "this test"
-    RULE_ORDER = 1.0
-    RULE_SOURCE = "x' = x + h grad log p + sqrt(2h) xi"
-    EXACT_GAUSSIAN_X = False
-    CHAINS = "stacked"
-
-    def build(self, problem, h, gamma):
-        return problem, h
-
-    def init(self, sampler, x0, seed):
-        return np.array(x0, dtype=float), np.random.default_rng(seed)
-
-    def step(self, sampler, state, batch):
-        (problem, h), (x, rng) = sampler, state
-        return x + h * problem.grad_log_density(x, batch) + np.sqrt(2 * h) * rng.standard_normal(x.shape), rng
-
-    def positions(self, sampler, state):
-        return state[0]
 
 
 class NoPositions(ToyULA):
@@ -251,7 +224,8 @@ def test_blackjax_sghmc_whose_momentum_is_refreshed_every_call_misses_the_target
 
 
 def test_chain_count_comes_from_the_budget_and_the_report_writes_its_table_csv_and_plot(tmp_path):
-    from theory_checks.adapters.measure import LEVELS, conformance_table
+    from theory_checks.adapters.conformance import conformance_table
+    from theory_checks.adapters.measure import LEVELS
     report = measure_adapter(ToyULA(), plans=["full", "sms"], level="tiny", budget=1.0, seed=0)
     assert all(min(m.n_chains) >= LEVELS["tiny"].min_chains for m in report.measurements.values())
     assert "limit[sms]" in report.table() and "toy.ula" in conformance_table([report])

@@ -601,6 +601,7 @@ class AdapterReport(VerifyReport):
     level: str = ""
     gamma: float = float("nan")
     measurements: dict = field(default_factory=dict)
+    adapter: object = None           # what was measured (its declarations: RULE_ORDER, ...)
 
     def table(self) -> str:
         runs = ", ".join(f"{p}: {_span(m.n_chains)} chains" + (" (over budget)" if m.over_budget else "")
@@ -700,7 +701,8 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
             checks.append(_oracle_check(adapter, m, target, gamma, batch_size, whitening, names))
     checks.append(_documented_check(adapter, measurements.get("full"), checks))
     return AdapterReport(adapter.NAME, f"{target.name} (d={target.dim}, {target.n_data} data terms)", checks,
-                         time.time() - t0, level=level.name, gamma=gamma, measurements=measurements)
+                         time.time() - t0, level=level.name, gamma=gamma, measurements=measurements,
+                         adapter=adapter)
 
 
 def _documented_check(adapter, full: PlanMeasurement | None, checks: list) -> Check:
@@ -719,32 +721,3 @@ def _documented_check(adapter, full: PlanMeasurement | None, checks: list) -> Ch
         why = ""
         measured += f"; no order documented ({adapter.CLAIM_SOURCE})"
     return Check(name, passed, expected, measured, skipped=why)
-
-
-def conformance(adapters=None, *, targets=None, plans=None, level="quick", seed: int = 0) -> list[AdapterReport]:
-    """Every adapter (default: the registry) on every target (default: the 2-D default target and
-    the paper's 1-D example) with every plan: one :class:`AdapterReport` each."""
-    adapters = list(ADAPTERS) if adapters is None else adapters
-    targets = [default_target(), GaussianTarget.one_d_example()] if targets is None else targets
-    return [measure_adapter(a, target=t, plans=plans, level=level, seed=seed) for a in adapters for t in targets]
-
-
-def conformance_table(reports) -> str:
-    """One row per adapter x target, one column per plan: the limit verdict and the slope with its
-    interval against the expected order (markdown)."""
-    plans = list(dict.fromkeys(p for r in reports for p in r.measurements))
-    lines = ["| sampler | target | " + " | ".join(plans) + " | documented |",
-             "|---|---|" + "---|" * (len(plans) + 1)]
-    for r in reports:
-        cells = []
-        for p in plans:
-            try:
-                limit, order = r.check(f"limit[{p}]"), r.check(f"weak_order[{p}]")
-            except KeyError:
-                cells.append("-")
-                continue
-            cells.append(f"limit {limit.verdict}; {order.measured.split(';')[0]} vs {order.expected}: {order.verdict}")
-        doc = r.check("documented_order[full]")
-        lines.append(f"| {r.scheme} | {r.target.split(' (')[0]} d={r.target.split('d=')[1].split(',')[0]} | "
-                     + " | ".join(cells) + f" | {doc.verdict} |")
-    return "\n".join(lines)

@@ -236,7 +236,11 @@ class ThermostatAdapter:
         return max(langevin_time(gamma), thermostat_time(gamma))
 
 
-def missing_library(library: str, package: str) -> ImportError:
+class LibraryMissing(ImportError):
+    """An adapter's library is not installed (the conformance report skips that sampler and says so)."""
+
+
+def missing_library(library: str, package: str) -> LibraryMissing:
     """The error an adapter raises when its library is not installed."""
-    return ImportError(f"the {library} adapters need {package}, which is not installed: "
-                       f"pip install 'sms-langevin[adapters]' (or pip install {package})")
+    return LibraryMissing(f"the {library} adapters need {package}, which is not installed: "
+                          f"pip install 'sms-langevin[adapters]' (or pip install {package})")

@@ -1,0 +1,155 @@
+"""Other libraries' samplers under the toolkit's measurement: every adapted sampler (posteriors,
+BlackJAX, and a planted bug as positive control) x every plan, its stationary bias against the
+exact Gaussian target over a ladder of step sizes, beside the toolkit's UBU and BAOAB (exact
+oracle). The computation is :mod:`theory_checks.adapters.conformance`; one unit is one sampler on
+one target (or the toolkit's exact lines of one target). A sampler whose library is not installed
+is skipped and named (``pip install -e '.[adapters]'``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reports.tables import write_rows
+
+ID = "conformance"
+TITLE = "Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB"
+CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE): SGLD, SGHMC (Euler) and SGNHT "
+         "are first-order rules, so order 1 under every plan (the symmetric sweep removes the minibatch error's "
+         "leading term, not the rule's own); posteriors' baoa has BAOAB's positions: exact on Gaussian targets "
+         "with full gradients, order 1 under iid, 2 under sms; BlackJAX's sghmc refreshes its momentum every "
+         "call and has no weak order (its law tends to temperature L/(L-1)); the planted copy with noise x1.05 "
+         "fails its limit check at every plan.")
+PRESETS = ("tiny", "quick", "full")
+LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.measure.LEVELS
+TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
+TINY_SAMPLERS = ("posteriors.sghmc", "blackjax.sgld", "planted.sghmc_noise_x1.05")
+EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
+COST = {"tiny": "~30 s with posteriors and BlackJAX installed (3 samplers, 2 s a plan); seconds without them",
+        "quick": "~4 min with --workers 2 (8 samplers on the 2-D target, 12 s a plan: benchmarks/RESULTS.md)",
+        "full": "~35 min with --workers 2 (both targets, 60 s a plan, 4 step sizes)"}
+
+
+def units(preset: str) -> list[dict]:
+    from theory_checks.adapters.conformance import conformance_adapters
+
+    names = TINY_SAMPLERS if preset == "tiny" else tuple(conformance_adapters())
+    return ([{"sampler": "toolkit", "target": t} for t in TARGETS[preset]]
+            + [{"sampler": name, "target": t} for t in TARGETS[preset] for name in names])
+
+
+def run_unit(unit: dict, preset: str, seed: int) -> dict:
+    from theory_checks.adapters import conformance
+    from theory_checks.adapters.protocol import LibraryMissing
+
+    if unit["sampler"] == "toolkit":
+        return conformance.toolkit_record(unit["target"])
+    adapter = conformance.conformance_adapters()[unit["sampler"]]
+    try:
+        report = conformance.measure_adapter(adapter, target=conformance.resolve_target(unit["target"]),
+                                             level=LEVEL[preset], seed=seed)
+    except LibraryMissing as exc:
+        return {"sampler": unit["sampler"], "target": unit["target"], "skipped": str(exc)}
+    return conformance.record(report, target=unit["target"])
+
+
+def rows(records: list[dict]) -> list[dict]:
+    """One row per sampler x target x plan: expectation, measured slope and interval, verdicts."""
+    from theory_checks.adapters.conformance import check_of, order_class, sms_effect
+
+    out = []
+    for r in records:
+        for plan, m in r["plans"].items():
+            lo, hi = m["ci"]
+            out.append({"sampler": r["sampler"], "library": r["library"], "target": r["target"], "plan": plan,
+                        "rule_order": r["rule_order"], "expected_order": m["expected"],
+                        "expected_is_theorem": m["asserted"], "slope": m["slope"], "ci_low": lo, "ci_high": hi,
+                        "fitted_step_sizes": len(m["fit"]), "limit_b0_max": m["b0_max"],
+                        "limit": (check_of(r, f"limit[{plan}]") or {}).get("verdict", ""),
+                        "weak_order": (check_of(r, f"weak_order[{plan}]") or {}).get("verdict", ""),
+                        "oracle": (check_of(r, f"oracle[{plan}]") or {}).get("verdict", ""),
+                        "measured_order": order_class(r, plan), "sms_against_iid": sms_effect(r),
+                        "chains_min": min(m["n_chains"]), "chains_max": max(m["n_chains"]),
+                        "gamma": r["gamma"], "level": r["level"], "rule_source": r["rule_source"]})
+    return out
+
+
+def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
+    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines."""
+    out = [{"sampler": r["sampler"], "source": "measured", "target": r["target"], "plan": plan, "h": h,
+            "bias_whitened": e, "noise": n}
+           for r in records for plan, m in r["plans"].items()
+           for h, e, n in zip(m["hs"], m["errors"], m["noise"], strict=True)]
+    out += [{"sampler": f"toolkit.{scheme}", "source": "exact oracle", "target": t["target"], "plan": plan, "h": h,
+             "bias_whitened": e, "noise": 0.0}
+            for t in toolkit for scheme, by_plan in t["ladders"].items() for plan, lad in by_plan.items()
+            for h, e in zip(lad["hs"], lad["errors"], strict=True)]
+    return out
+
+
+def plot(path: Path, records: list[dict], toolkit: list[dict], skipped: list[dict]) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    targets = list(dict.fromkeys([t["target"] for t in toolkit] + [r["target"] for r in records]))
+    plans = list(dict.fromkeys(p for t in toolkit for by_plan in t["ladders"].values() for p in by_plan))
+    fig, axes = plt.subplots(len(targets), len(plans), figsize=(3.6 * len(plans), 3.4 * len(targets) + 0.8),
+                             sharey="row", squeeze=False)
+    colors = plt.get_cmap("tab10").colors
+    samplers = list(dict.fromkeys(r["sampler"] for r in records))
+    for row, target in zip(axes, targets, strict=True):
+        for ax, plan in zip(row, plans, strict=True):
+            for t in (t for t in toolkit if t["target"] == target):
+                for scheme, lad in ((s, by_plan[plan]) for s, by_plan in t["ladders"].items()):
+                    pts = [(h, e) for h, e in zip(lad["hs"], lad["errors"], strict=True) if e is not None]
+                    color = "k" if scheme == "ubu" else "0.6"
+                    if pts and max(e for _, e in pts) < EXACT:
+                        ax.plot([], [], "-", color=color, lw=2, label=f"toolkit {scheme.upper()}: exact law")
+                    elif pts:
+                        ax.plot(*zip(*pts, strict=True), "-", color=color, lw=2,
+                                label=f"toolkit {scheme.upper()} (exact oracle)")
+            for r in (r for r in records if r["target"] == target and plan in r["plans"]):
+                m = r["plans"][plan]
+                pts = [(h, e) for h, e in zip(m["hs"], m["errors"], strict=True) if e]
+                color = colors[samplers.index(r["sampler"]) % len(colors)]
+                planted = r["library"] == "planted"
+                if pts:
+                    slope = "" if m["slope"] is None else f" ({m['slope']:.2f})"
+                    ax.plot(*zip(*pts, strict=True), "--" if planted else "-", marker="o", ms=4, color=color,
+                            label=r["sampler"] + slope)
+            ax.set(xscale="log", yscale="log", title=f"{target} target, plan {plan}", xlabel="h")
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.legend(fontsize=5.5, title="sampler (slope)", title_fontsize=6)
+        row[0].set_ylabel("|stationary bias| (whitened)")
+    note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
+            + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \
+        "Points below the Monte Carlo noise are not drawn."
+    fig.text(0.01, 0.005, note, fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=110)
+    fig.savefig(path.with_suffix(".pdf"))
+    plt.close(fig)
+
+
+def draw(results: list, out_dir: Path, preset: str) -> dict:
+    from theory_checks.adapters.conformance import order_class, sms_effect
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    toolkit = [res for _, res in results if res["sampler"] == "toolkit"]
+    skipped = [res for _, res in results if "skipped" in res]
+    records = [res for _, res in results if res["sampler"] != "toolkit" and "skipped" not in res]
+    write_rows(out_dir / "conformance.csv", rows(records))
+    write_rows(out_dir / "conformance_points.csv", points(records, toolkit))
+    plot(out_dir / "conformance.png", records, toolkit, skipped)
+    verdicts = []
+    for r in records:
+        orders = ", ".join(f"{p} {order_class(r, p)}" for p in r["plans"])
+        verdicts.append(f"{r['sampler']} on {r['target']}: {orders}; the symmetric sweep {sms_effect(r)}"
+                        + ("" if r["ok"] else f" (FAILED: {', '.join(r['failed'])})"))
+    measured = "; ".join(verdicts) + "." if verdicts else "No sampler measured."
+    if skipped:
+        measured += (" Skipped, library not installed: " + ", ".join(sorted({s["sampler"] for s in skipped}))
+                     + f" ({skipped[0]['skipped']}).")
+    return {"files": ["conformance.png", "conformance.pdf", "conformance.csv", "conformance_points.csv"],
+            "measured": measured}

@@ -1,0 +1,95 @@
+"""The conformance report (:mod:`reports.fig_conformance`, :mod:`theory_checks.adapters.conformance`):
+the toolkit's exact lines have the orders the design declares, the measured order is read as the
+interval allows, a sampler whose library is absent is skipped by name, and a measured toy sampler
+goes through the report's unit, persisted form and drawing."""
+
+import json
+
+import numpy as np
+import pytest
+from helpers import ToyULA
+
+from reports import fig_conformance
+from theory_checks.adapters import conformance
+from theory_checks.adapters.measure import SLOPE_TOL, critical_friction
+from theory_checks.adapters.protocol import missing_library
+from theory_checks.verify import default_target
+
+
+def slope(ladder) -> float:
+    hs, errors = np.array(ladder["hs"]), np.array(ladder["errors"], dtype=float)
+    return float(np.polyfit(np.log(hs[:4]), np.log(errors[:4]), 1)[0])  # the four finest step sizes
+
+
+def test_toolkit_lines_have_the_declared_orders_on_the_default_target():
+    target = default_target()
+    lines = conformance.toolkit_ladders(target, gamma=critical_friction(target), hs=0.1 * 2.0 ** -np.arange(6))
+    assert abs(slope(lines["ubu"]["full"]) - 2) < 0.1
+    assert abs(slope(lines["ubu"]["sms"]) - 2) < 0.1
+    assert abs(slope(lines["ubu"]["iid"]) - 1) < 0.1
+    assert abs(slope(lines["baoab"]["sms"]) - 2) < 0.1
+    assert max(lines["baoab"]["full"]["errors"]) < fig_conformance.EXACT  # BAOAB's x-law is exact
+
+
+def plan_record(lo, hi, slope_value=1.0):
+    return {"hs": [0.1, 0.05, 0.025], "errors": [0.1, 0.05, 0.025], "noise": [0.001] * 3, "n_chains": [100] * 3,
+            "slope": slope_value, "ci": [lo, hi], "fit": [0, 1, 2], "b0_max": 0.0, "expected": 1.0,
+            "asserted": True}
+
+
+def record_with(plans, *, limit_failed=(), exact=False):
+    checks = [{"name": f"limit[{p}]", "passed": p not in limit_failed, "expected": "", "measured": "",
+               "verdict": ""} for p in plans]
+    checks.append({"name": "weak_order[full]", "passed": True, "expected": "", "measured": "", "verdict": ""})
+    return {"plans": plans, "checks": checks, "exact_gaussian_x": exact}
+
+
+@pytest.mark.parametrize("lo, hi, expected", [
+    (0.9, 1.2, "1"), (1.8, 2.1, "2"), (1.1, 1.9, "inconclusive"), (-0.5, 1.5, "inconclusive"),
+    (1.0 + 2 * SLOPE_TOL, 1.6 + 2 * SLOPE_TOL, "2"), (0.0, 2.0 - SLOPE_TOL - 0.01, "inconclusive")])
+def test_order_class_reads_the_interval(lo, hi, expected):
+    assert conformance.order_class(record_with({"sms": plan_record(lo, hi)}), "sms") == expected
+
+
+def test_order_class_names_a_missing_limit_an_exact_law_and_no_slope():
+    rec = record_with({"full": plan_record(0.9, 1.1), "iid": plan_record(0.9, 1.1), "sms": plan_record(None, None,
+                                                                                                         None)},
+                      limit_failed=("iid",), exact=True)
+    assert [conformance.order_class(rec, p) for p in ("full", "iid", "sms", "rr")] == \
+        ["exact", "no limit", "below noise", "not measured"]
+    assert conformance.sms_effect(rec).startswith("undecided")
+    rec = record_with({"iid": plan_record(0.9, 1.2), "sms": plan_record(1.8, 2.2)})
+    assert conformance.sms_effect(rec) == "changes its order from 1 to 2"
+
+
+class Absent(ToyULA):
+    NAME = "toy.absent"
+    LIBRARY = "absent"
+
+    def build(self, problem, h, gamma):
+        raise missing_library("Absent", "absent==1.0")
+
+
+def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp_path, monkeypatch):
+    monkeypatch.setattr(conformance, "conformance_adapters", lambda: {"toy.ula": ToyULA(), "toy.absent": Absent()})
+    monkeypatch.setitem(fig_conformance.LEVEL, "tiny", conformance.measure_adapter.__globals__["LEVELS"]["tiny"])
+    units = [{"sampler": "toolkit", "target": "default"}, {"sampler": "toy.ula", "target": "default"},
+             {"sampler": "toy.absent", "target": "default"}]
+    results = [(u, json.loads(json.dumps(fig_conformance.run_unit(u, "tiny", 3)))) for u in units]  # persisted form
+    assert "absent==1.0" in results[2][1]["skipped"]
+    drawn = fig_conformance.draw(results, tmp_path, "tiny")
+    assert all((tmp_path / f).stat().st_size > 0 for f in drawn["files"])
+    assert "toy.absent" in drawn["measured"] and "toy.ula on default" in drawn["measured"]
+    rows = (tmp_path / "conformance.csv").read_text().splitlines()
+    assert len(rows) == 1 + 4 and rows[1].startswith("toy.ula,toy,default,full")
+    points = (tmp_path / "conformance_points.csv").read_text()
+    assert "toolkit.ubu,exact oracle,default,sms" in points and "toy.ula,measured,default,iid" in points
+
+
+def test_every_preset_lists_toolkit_lines_and_known_samplers():
+    names = set(conformance.conformance_adapters())
+    for preset in fig_conformance.PRESETS:
+        units = fig_conformance.units(preset)
+        assert {u["sampler"] for u in units} - {"toolkit"} <= names
+        assert {u["target"] for u in units if u["sampler"] == "toolkit"} == set(fig_conformance.TARGETS[preset])
+    assert "planted.sghmc_noise_x1.05" in fig_conformance.TINY_SAMPLERS
