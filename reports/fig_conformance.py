@@ -25,7 +25,7 @@ TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one
 TINY_SAMPLERS = ("posteriors.sghmc", "blackjax.sgld", "planted.sghmc_noise_x1.05")
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
 COST = {"tiny": "~30 s with posteriors and BlackJAX installed (3 samplers, 2 s a plan); seconds without them",
-        "quick": "~4 min with --workers 2 (8 samplers on the 2-D target, 12 s a plan: benchmarks/RESULTS.md)",
+        "quick": "~6 min with --workers 2 (8 samplers on the 2-D target, 20 s a plan: benchmarks/RESULTS.md)",
         "full": "~35 min with --workers 2 (both targets, 60 s a plan, 4 step sizes)"}
 
 

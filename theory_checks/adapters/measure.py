@@ -125,7 +125,7 @@ class Level:
 
 LEVELS = {level.name: level for level in (
     Level("tiny", 2.0, 3, 32, 100),
-    Level("quick", 12.0, 3, 256, 200),
+    Level("quick", 20.0, 3, 256, 200),
     Level("standard", 60.0, 4, 512, 300),
     Level("thorough", 300.0, 5, 1024, 400),
 )}
