@@ -40,7 +40,7 @@ BENCH_ARGS = {"cpu": {"tiny": ["--steps", "200", "--kernel-steps", "2e5"],
 
 @nb.njit(nogil=True, inline="always")
 def _old_add_value(value, lo, hi, inv_width, counts, tails):
-    # the observer's per-value add before issue 11's second pass, kept verbatim for comparison
+    # the baseline: a per-value add (no second pass), the form the observer is measured against
     if value < lo:
         tails[0] += 1.0
         tails[1] += lo - value

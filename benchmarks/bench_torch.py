@@ -34,16 +34,29 @@ from integrators.torch.chains import TensorObservers, compiled_step, fused_step,
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import (
     CounterNormals,
+    box_muller,
     counter_normals,
-    counter_normals_v1,
     counters_per_normals,
     pair_factors,
     pairs_from_normals,
+    words,
 )
 from integrators.torch.schemes import ubu
 from integrators.torch.targets import torch_force
 
 FMNIST_PARAMETERS = 1_265_258  # the supplement's Table 1
+
+
+def counter_normals_v1(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
+    """The sampler's previous stream (version 1), the baseline of part (b): one word per uniform,
+    converted through an integer-to-float conversion of its top 53 (float64) or 24 (float32) bits."""
+    half = (m + 1) // 2
+    ctr = start + torch.arange(2 * half, device=keys.device, dtype=torch.int64)
+    bits = 53 if dtype == torch.float64 else 24
+    top = (words(keys, ctr) >> (64 - bits)) & ((1 << bits) - 1)  # logical shift of the int64 bit patterns
+    u = (top.to(dtype) + 0.5) * (2.0**-bits)
+    z1, z2 = box_muller(u[:half], u[half:])
+    return torch.cat([z1, z2])[:m]
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
 # BENCH_ARGS["cpu"][P]; skipped where torch is absent (see reports.cli.cmd_bench)

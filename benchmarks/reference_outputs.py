@@ -5,15 +5,10 @@ rounding tolerances below (what holds across machines; bit for bit only on one m
 
     PYTHONPATH=. python benchmarks/reference_outputs.py OUT.npz [--full] [--compare REF.npz]
 
-``--full`` runs every point of Figure 1's tiny preset (a few minutes), else three.  Recorded
-before the registries (commit 39a1440) and after: bit-identical on one machine (see the issue's
-report).  ``tests/test_reference_outputs.py`` imports the tolerances from here; its reference
-(``tests/data/reference_before_registries.npz``) holds a subset of these arrays, written before
-issue 11 redefined Figure 1's noise floor (its ``fig1_*`` arrays differ there, the tests skip it).
-When the seeds came to be derived by ``integrators.seeds.derive``, the arrays they moved
-(``fig1_ubu_sms_2``, ``fig1_baoab_iid_3`` but their noise floor, ``coupled_t2_indep_coarse``) were
-rewritten with this script's calls (and ``coupled_t2_indep_coarse`` again when its double division by
-the chunk length was fixed); the law check is in ``benchmarks/RESULTS.md``.
+``--full`` runs every point of Figure 1's tiny preset (a few minutes), else three.
+``tests/test_reference_outputs.py`` imports the tolerances from here; its reference
+(``tests/data/reference_outputs.npz``) holds a subset of these arrays.  Which arrays moved on
+purpose, and why, is recorded in ``benchmarks/RESULTS.md`` and the commit log.
 """
 import argparse
 import dataclasses
@@ -85,7 +80,7 @@ def chain_steps(key: str) -> int:
 # (mc_error).  One sample moved by one bin moves W1 by up to bin width / N = 2.5e-10, within the
 # bound: this checks the arithmetic of the W1 numbers, the chains' integers are checked exactly above.
 # (The noise floor, a sum of the same kind of cell integrals on the same grid without samples, is
-# given the same tolerance here; the tests leave it out, issue 11 redefined it.)
+# given the same tolerance.)
 C_W1 = 24
 
 

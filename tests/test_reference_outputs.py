@@ -1,10 +1,8 @@
-"""The built-in samplers give the numbers of the code before the registries and the verification
-harness (commit 39a1440): seeded ``sample`` runs of every scheme x plan (control variate,
-thinning, full moments, histograms), divergence, bounce with a refined path, the coupled h / h/2
-chains and points of Figure 1's tiny preset.  The reference arrays were written by that commit's
-code with the same calls, on another machine (``tests/data/reference_before_registries.npz``);
-the whole set (every scheme, coupling and Figure 1 point) is compared by
-``benchmarks/reference_outputs.py``.
+"""The built-in samplers give pinned numbers: seeded ``sample`` runs of every scheme x plan
+(control variate, thinning, full moments, histograms), divergence, bounce with a refined path, the
+coupled h / h/2 chains and points of Figure 1's tiny preset, against arrays written with the same
+calls on another machine (``tests/data/reference_outputs.npz``); the whole set (every scheme,
+coupling and Figure 1 point) is compared by ``benchmarks/reference_outputs.py``.
 
 Pinned numbers from another CPU: compared within tolerances derived from the arithmetic
 (integers exactly, chain states within 32 unit roundoffs per step times the steps, Figure 1's W1
@@ -24,7 +22,7 @@ from bias import figure1
 from bias.coupled import coupled_run
 from integrators import GaussianTarget, sample
 
-REFERENCE = np.load(Path(__file__).parent / "data" / "reference_before_registries.npz")
+REFERENCE = np.load(Path(__file__).parent / "data" / "reference_outputs.npz")
 SAMPLE_FIELDS = ("chain_mean", "chain_second_moment", "chain_outer", "samples", "x", "v", "diverged_at",
                  "histogram", "histogram_tails")
 _spec = importlib.util.spec_from_file_location(
@@ -94,7 +92,5 @@ def test_figure1_tiny_points_match_the_reference():
         d = dataclasses.asdict(figure1.run_point(s, p, k, "tiny", seed=0))
         fields = [f for f in ("w1", "mc_error", "noise_floor", "w1_plain", "mc_plain", "control_noise") if f in d]
         got = np.array([d[f] for f in fields], dtype=float)
-        # the noise floor was redefined since (issue 11: its exact expectation); the rest is unchanged
-        keep = [i for i, f in enumerate(fields) if f != "noise_floor"]
         key = f"fig1_{s}_{p}_{k}"
-        reference_outputs.assert_matches(key, got[keep], REFERENCE[key][keep])
+        reference_outputs.assert_matches(key, got, REFERENCE[key])

@@ -1,4 +1,4 @@
-"""Issue 10, the library side: missing samples are NaN, divergence is judged on the target's own
+"""The library side of reliability: missing samples are NaN, divergence is judged on the target's own
 scale, disagreeing chains are flagged, and bad input is a ValueError naming it (never a Numba
 TypingError, a numpy error or a silent change)."""
 

@@ -1,4 +1,4 @@
-"""Issue 10, the command line: units are reused only when their fingerprint matches, two runs into
+"""The command line: units are reused only when their fingerprint matches, two runs into
 one folder cannot corrupt each other, and every user error is one line with exit code 2 (through
 the real entry point as a subprocess, and a hypothesis fuzz of the parser's own options)."""
 

@@ -30,8 +30,7 @@ Philox2x32-10 spends ten 32x32->64 products per 64-bit word, SplitMix64 two 64x6
 32-bit multiply-adds each on a GPU, a few vector instructions on a CPU), and a 32-bit hash of a
 32-bit input makes every chain's stream a shifted copy of one cycle of 2^32 words.  What was
 slow was the number of words per normal (one per uniform) and the integer-to-float conversions;
-``benchmarks/bench_torch.py`` measures the previous stream (:func:`counter_normals_v1`) beside this
-one.
+``benchmarks/bench_torch.py`` measures the previous stream (version 1, kept there) beside this one.
 
 The pair over an interval of length ``tau`` is ``dW = L11 z1``, ``J = L21 z1 + L22 z2`` with the
 Cholesky factor of :func:`integrators.brownian.pair_cholesky` (the series form where ``gamma tau``
@@ -87,7 +86,7 @@ def chain_keys(seed: int, stream: int, chains: torch.Tensor) -> torch.Tensor:
     return mix64(chains.to(torch.int64) * GOLDEN + _signed(base))
 
 
-STREAM_VERSION = 2  # 1: one word per uniform, integer-to-float conversion (counter_normals_v1)
+STREAM_VERSION = 2  # 1: one word per uniform, integer-to-float conversion (benchmarks/bench_torch.py)
 _EXP64 = 0x3FF << 52  # the exponent bits of 1.0 in float64
 _EXP32 = 0x7F << 23   # ... in float32
 
@@ -194,17 +193,6 @@ def counter_normals(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torc
     ``keys`` (shape ``(n,)``): rows ``0 .. ceil(m/2)`` the pairs' cos parts, then their sin parts."""
     zc, zs = normal_pairs(keys, start, (m + 1) // 2, dtype)
     return torch.cat([zc, zs])[:m]
-
-
-def counter_normals_v1(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
-    """Stream version 1 (kept for the benchmark's before/after): one word per uniform, converted
-    through an integer-to-float conversion of its top 53 (float64) or 24 (float32) bits."""
-    half = (m + 1) // 2
-    ctr = start + torch.arange(2 * half, device=keys.device, dtype=torch.int64)
-    bits = 53 if dtype == torch.float64 else 24
-    u = (_srl(words(keys, ctr), 64 - bits).to(dtype) + 0.5) * (2.0**-bits)
-    z1, z2 = box_muller(u[:half], u[half:])
-    return torch.cat([z1, z2])[:m]
 
 
 class CounterNormals:
