@@ -34,7 +34,7 @@ from dataclasses import asdict
 
 from bias import figure1
 from integrators import GaussianTarget, sample, sample_together
-from integrators.spec import TILE_SIZE
+from integrators.backends import TILE_SIZE
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P], "{out}" a folder for its files
 # (see reports.cli.cmd_bench)

@@ -30,8 +30,8 @@ import numpy as np
 
 from bias import figure1
 from integrators import GaussianTarget, sample
+from integrators.backends import TILE_SIZE
 from integrators.kernel import histogram_add
-from integrators.spec import TILE_SIZE
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.cli.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--steps", "200", "--kernel-steps", "2e5"],

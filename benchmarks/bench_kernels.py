@@ -23,10 +23,10 @@ import numba as nb
 import numpy as np
 
 from integrators import GaussianTarget, sample
+from integrators.backends import TILE_SIZE
 from integrators.brownian import pair_cholesky
 from integrators.kernel import aligned_zeros, draw_step_path, make_work_buffers
 from integrators.rng import lane_states
-from integrators.spec import TILE_SIZE
 
 H, GAMMA = 0.1, 1.0
 

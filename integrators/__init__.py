@@ -2,11 +2,13 @@
 (full, iid, rr, sms), driven by one exactly coarsenable Brownian path, in Numba."""
 
 from integrators.api import SampleResult, sample, sample_together
+from integrators.backends import Numba, Torch
 from integrators.brownian import BrownianPath, coarsen, pair_cholesky, pair_covariance
 from integrators.ghmc import sms_ghmc
+from integrators.options import Box, ControlVariate, Observers
 from integrators.plans import PLANS, Plan, batch_sequence, register_plan
 from integrators.schemes import SCHEMES, Scheme, register_scheme
-from integrators.spec import Box, ControlVariate, Numba, Observers, RunSpec, Torch
+from integrators.spec import RunSpec
 from integrators.targets import GaussianTarget, LogisticTarget, MultinomialLogisticTarget
 
 __all__ = [

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import inspect
 
+from integrators.backends import Numba
 from integrators.result import SampleResult
-from integrators.spec import Numba, RunSpec
+from integrators.spec import RunSpec
 
 
 def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, n_steps=1000,
@@ -42,8 +43,8 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     ``histogram=(lo, hi, n_bins)`` streams a histogram of the first coordinate after burn-in
     (``SampleResult.histogram``, ``histogram_tails``) for :class:`bias.wasserstein.StreamingW1`,
     ``threads`` worker threads of the Numba backend (default: ``SMS_LANGEVIN_THREADS`` or all
-    cores), ``backend``: :class:`integrators.spec.Numba` (the default) or
-    :class:`integrators.spec.Torch` ``(device, dtype, compile)``, ``divergence_bound``:
+    cores), ``backend``: :class:`integrators.backends.Numba` (the default) or
+    :class:`integrators.backends.Torch` ``(device, dtype, compile)``, ``divergence_bound``:
     a chain is reported diverged at the first step where a coordinate of x or v is non-finite or
     exceeds it in absolute value (default: ``target.divergence_bound()``, a scale taken from the
     target: its centre plus 1000 of its standard deviations, and at least 1000 for the unit-variance

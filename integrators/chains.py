@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numba as nb
 import numpy as np
 
+from integrators.backends import TILE_SIZE
 from integrators.kernel import (
     Divergence,
     Forces,
@@ -36,7 +37,7 @@ from integrators.kernel import (
 from integrators.plans import kernel_code
 from integrators.result import SampleResult
 from integrators.rng import PATH_STREAM, PLAN_STREAM, STATE_WORDS, VELOCITY_STREAM, lane_normal_matrix, lane_states
-from integrators.spec import TILE_SIZE, RunSpec
+from integrators.spec import RunSpec
 from integrators.targets import force_data, lane_force_for
 
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line

@@ -23,21 +23,20 @@ torch), which returns the same :class:`integrators.result.SampleResult`.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
+from integrators.backends import BACKEND, Numba, Torch
 from integrators.bounce import make_box
-from integrators.memory import check_fits, device_memory_bytes
-from integrators.plans import FULL, kernel_code, plan_rule, resolve_plan
-from integrators.rng import STATE_WORDS
+from integrators.memory import check_fits
+from integrators.options import Box, ControlVariate, Observers, set_fields
+from integrators.plans import FULL, kernel_code, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.seeds import derive
 from integrators.targets import Target
 from integrators.validation import (
     BOOLEAN,
-    HISTOGRAM,
     POSITIVE,
     SEED,
     Constraint,
@@ -51,215 +50,9 @@ from integrators.validation import (
     optional,
     power_of_two,
     step_over_friction,
-    test_functions_and_data,
 )
 
 MAX_PATH_REFINE = 2**20  # fine intervals per step: beyond this a run does nothing but draw its path
-TILE_SIZE = 256  # about this many chains advance together in the Numba kernel (their arrays stay in L1)
-THREADS_VARIABLE = "SMS_LANGEVIN_THREADS"
-TORCH_DTYPES = ("float64", "float32")
-
-
-def _frozen_set(obj, **values) -> None:
-    for name, value in values.items():
-        object.__setattr__(obj, name, value)
-
-
-# ------------------------------------------------------------------ option objects
-@dataclass(frozen=True, eq=False)
-class Observers:
-    """What a run records besides the per-chain first and second moments: ``keep`` thinned
-    samples per chain, ``full_moments`` (``x x^T``), ``n_test_functions`` values of
-    ``test_functions`` (a Numba function ``f(x, out, test_data)``; Numba backend), and
-    ``histogram=(lo, hi, n_bins)`` of the first coordinate after burn-in."""
-
-    keep: int = 0
-    full_moments: bool = False
-    test_functions: object = None
-    n_test_functions: int = 0
-    test_data: tuple = ()
-    histogram: tuple | None = None
-
-    CONSTRAINTS = {"keep": at_least(0), "full_moments": BOOLEAN, "n_test_functions": at_least(0),
-                   "histogram": HISTOGRAM}
-
-    def __post_init__(self):
-        values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
-        values["test_data"] = test_functions_and_data(self.test_functions, values["n_test_functions"],
-                                                      self.test_data)
-        _frozen_set(self, **values)
-
-    @property
-    def n_bins(self) -> int:
-        return 0 if self.histogram is None else self.histogram[2]
-
-
-@dataclass(frozen=True, eq=False)
-class Box:
-    """The elastic bounce: positions stay in ``|x - center|_inf < half_width`` (``center``
-    default the origin; either may be one number for every coordinate)."""
-
-    half_width: object
-    center: object = None
-
-    def arrays(self, dim: int) -> tuple:
-        """The ``(center, half_width, active)`` tuple the kernels take, checked for ``dim``."""
-        return make_box(dim, self.center, self.half_width)
-
-
-@dataclass(frozen=True, eq=False)
-class ControlVariate:
-    """The force's control variate at ``x_ref`` (the paper's SG1; default: the L-BFGS mode)."""
-
-    x_ref: object = None
-
-
-@dataclass(frozen=True)
-class Numba:
-    """The Numba kernel (:mod:`integrators.chains`) on ``threads`` worker threads (default:
-    ``SMS_LANGEVIN_THREADS`` or every core)."""
-
-    threads: int | None = None
-    NAME = "numba"
-
-    def __post_init__(self):
-        _frozen_set(self, threads=optional(at_least(1))("threads", self.threads))
-
-    def resolved_threads(self) -> int:
-        if self.threads is not None:
-            return self.threads
-        text = os.environ.get(THREADS_VARIABLE, "").strip()  # set by an executor running units side by side
-        if not text:
-            return os.cpu_count() or 1
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise ValueError(f"environment variable {THREADS_VARIABLE} must be a positive integer, got {text!r}")
-        return value
-
-    def refuse(self, spec: RunSpec) -> None:
-        """The kernel runs every option; a scheme written only in torch is refused by name."""
-        if spec.scheme_module.step is None:
-            raise ValueError(f"scheme {spec.scheme_module.NAME!r} is written only in torch (step=None, TORCH_STEP): "
-                             f"the Numba backend cannot run it; pass backend=Torch()")
-
-    def memory_bytes(self, spec: RunSpec) -> float:
-        # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the
-        # histogram's counts and a tile's batch and permutation buffers over the data (int32, two of them)
-        obs, dim = spec.observers, spec.target.dim
-        per_chain = (6 * dim + (dim * dim if obs.full_moments else 0) + obs.n_test_functions + obs.keep * dim
-                     + 4 * STATE_WORDS)
-        per_thread = obs.n_bins + min(spec.n_chains, TILE_SIZE) * spec.target.n_data
-        n_threads = min(self.resolved_threads(), math.ceil(spec.n_chains / TILE_SIZE))
-        return 8.0 * (2 * spec.n_chains * per_chain + n_threads * per_thread)
-
-    def memory_limit(self) -> float | None:
-        return None  # the machine's physical memory
-
-    def run(self, specs: list[RunSpec]) -> list:
-        from integrators.chains import run_specs
-
-        return run_specs(specs)
-
-
-@dataclass(frozen=True)
-class Torch:
-    """The tensor backend (:mod:`integrators.torch.chains`) on ``device`` in ``dtype``
-    (``"float64"`` or ``"float32"``; observers accumulate in float64); ``compile=True`` (or a
-    ``torch.compile`` backend's name) runs each step compiled."""
-
-    device: str = "cpu"
-    dtype: str = "float64"
-    compile: bool | str = False
-    NAME = "torch"
-
-    def __post_init__(self):
-        from integrators.torch.chains import resolve_compile, resolve_device, resolve_dtype
-
-        _frozen_set(self, device=str(resolve_device(self.device)),
-                    dtype=str(resolve_dtype(self.dtype)).replace("torch.", ""),
-                    compile=resolve_compile(self.compile))
-
-    def refuse(self, spec: RunSpec) -> None:
-        """Refuse, by name, what the tensor backend does not run."""
-        from integrators.torch.schemes import torch_step
-
-        torch_step(spec.scheme)  # a scheme without a tensor step, by name
-        plan_rule(spec.plan)  # a plan whose batches come from a Numba rule of its own, by name
-        if spec.observers.test_functions is not None:
-            raise ValueError("test_functions is a Numba function: the torch backend cannot run it "
-                             "(use the Numba backend, or keep=... and compute the test functions on the samples)")
-        if spec.path_refine != 1:
-            raise ValueError(f"path_refine={spec.path_refine} is offered by the Numba backend only")
-
-    def memory_bytes(self, spec: RunSpec) -> float:
-        # state, force, path and observers about 16 numbers per coordinate; the plan's per-chain arrays
-        # (partition plans: uniforms, a permutation and its batches over the data) and the force's
-        # per-datum terms of a batch (the whole data under full)
-        obs, dim, n_data = spec.observers, spec.target.dim, spec.target.n_data
-        kind = plan_rule(spec.plan).kind
-        plan_terms = 3 * n_data if kind == "partition" else 0
-        batch_terms = (n_data if kind == "full" else spec.batch_size) * dim
-        per_chain = 16 * dim + plan_terms + batch_terms + obs.keep * dim + (dim * dim if obs.full_moments else 0)
-        return 8.0 * (spec.n_chains * per_chain + obs.n_bins)
-
-    def memory_limit(self) -> float | None:
-        return device_memory_bytes(self.device)
-
-    def run(self, specs: list[RunSpec]) -> list:
-        from integrators.torch.chains import run_spec
-
-        return [run_spec(spec) for spec in specs]
-
-
-BACKEND = instance_of((Numba, Torch), "a backend: Numba(threads) or Torch(device, dtype, compile)")
-
-
-# ------------------------------------------------------------------ module mode's options
-
-
-@dataclass(frozen=True)
-class Localization:
-    """Module mode and ensembles (:mod:`integrators.torch.module`): the localized posterior around
-    ``x_star`` (None: the model's parameters when the sampler is built; else a flat tensor in the
-    sampler's parameter order or a ``{name: tensor}`` mapping): the term ``|x - x*|^2 / (2 rho^2)``
-    and the box ``|x - x*|_inf < rho_max`` (default ``6 rho``, the paper's choice; the paper's
-    friction is ``gamma = 1 / rho``)."""
-
-    rho: float
-    rho_max: float | None = None
-    x_star: object = None
-
-    def __post_init__(self):
-        POSITIVE("rho", self.rho)
-        if self.rho_max is not None:
-            POSITIVE("rho_max", self.rho_max)
-
-    @property
-    def half_width(self) -> float:
-        return 6.0 * self.rho if self.rho_max is None else float(self.rho_max)
-
-
-@dataclass(frozen=True)
-class CyclicalSchedule:
-    """Module mode and ensembles: the cyclical step size of cSG-MCMC (Zhang et al., ICLR 2020):
-    ``h_k = h * (cos(pi * ((k - 1) mod C) / C) + 1) / 2`` with ``C = ceil(n_steps / n_cycles)``."""
-
-    n_steps: int
-    n_cycles: int
-
-    def __post_init__(self):
-        at_least(1)("n_steps", self.n_steps)
-        at_least(1)("n_cycles", self.n_cycles)
-        if self.n_cycles > self.n_steps:
-            raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
-
-    def factor(self, k: int) -> float:
-        length = math.ceil(self.n_steps / self.n_cycles)
-        return 0.5 * (math.cos(math.pi * ((k - 1) % length) / length) + 1.0)
-
 
 
 # ------------------------------------------------------------------ the spec
@@ -325,7 +118,7 @@ class RunSpec:
         del values["scheme"], values["plan"]  # kept as given: a registered name, or the object itself
         x0, v0 = values.pop("x0"), values.pop("v0")
         object.__setattr__(self, "_given_states", (x0, v0))  # for replace(): a default is made anew
-        _frozen_set(self, **values)
+        set_fields(self, **values)
         self.backend.refuse(self)
         self.check_memory()  # before any array of n_chains rows exists
         n, dim = self.n_chains, target.dim
@@ -343,7 +136,7 @@ class RunSpec:
             x_ref = finite_array("x_ref", self.control_variate.x_ref)
             if x_ref.ndim > 1 or x_ref.reshape(-1).shape != (dim,):
                 raise ValueError(f"x_ref must have shape {(dim,)}, got {x_ref.shape}")
-        _frozen_set(self, x0=x0, v0=v0)
+        set_fields(self, x0=x0, v0=v0)
 
     # ---------------------------------------------------------------- derived
     @property

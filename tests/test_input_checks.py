@@ -13,7 +13,7 @@ import pytest
 
 from bias.telescoping import telescoping_bias
 from integrators import GaussianTarget, sample, sample_together
-from integrators.spec import Torch
+from integrators.backends import Torch
 from integrators.torch import chains
 
 ONE_D = GaussianTarget.one_d_example()

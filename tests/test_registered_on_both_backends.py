@@ -25,7 +25,7 @@ torch = pytest.importorskip("torch")
 
 from test_torch_parity import assert_relative, gaussian_3d, trajectories  # noqa: E402
 
-from integrators.spec import Torch  # noqa: E402
+from integrators.backends import Torch  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample
+from integrators.backends import THREADS_VARIABLE
 from integrators.result import RHAT_WARN
-from integrators.spec import THREADS_VARIABLE
 from integrators.targets import DIVERGENCE_SDS
 
 T1 = GaussianTarget.one_d_example()

@@ -35,9 +35,11 @@ from hypothesis import strategies as st
 from bias.coupled import CoupledResult, coupled_run
 from bias.telescoping import telescoping_bias
 from integrators import GaussianTarget, LogisticTarget, sms_ghmc
+from integrators.backends import THREADS_VARIABLE, Numba, Torch
+from integrators.options import Box, ControlVariate, Observers
 from integrators.plans import Plan, next_batches
 from integrators.plans import sms as sms_plan
-from integrators.spec import MAX_PATH_REFINE, THREADS_VARIABLE, Box, ControlVariate, Numba, Observers, RunSpec, Torch
+from integrators.spec import MAX_PATH_REFINE, RunSpec
 from integrators.validation import (
     BOOLEAN,
     HISTOGRAM,

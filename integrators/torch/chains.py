@@ -1,7 +1,7 @@
 """Chains mode: ``n_chains`` independent chains of an analytic target as a tensor dimension.
 
 :func:`run_spec` is the torch backend's adapter: it runs a :class:`integrators.spec.RunSpec` whose
-backend is :class:`integrators.spec.Torch` (what ``integrators.sample(..., backend=Torch(...))``
+backend is :class:`integrators.backends.Torch` (what ``integrators.sample(..., backend=Torch(...))``
 builds) and returns the same :class:`integrators.result.SampleResult` as the Numba kernel, on any
 device, in float32 or float64, with the
 kernel's streaming observers: running first and second moments (and ``x x^T`` on request), a
@@ -23,9 +23,10 @@ import functools
 import numpy as np
 import torch
 
+from integrators.backends import Torch
 from integrators.result import SampleResult
 from integrators.rng import PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM  # one list of stream kinds, both backends
-from integrators.spec import RunSpec, Torch
+from integrators.spec import RunSpec
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
@@ -187,7 +188,7 @@ def sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", c
 
 
 def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
-    """Run a checked spec whose backend is :class:`integrators.spec.Torch`."""
+    """Run a checked spec whose backend is :class:`integrators.backends.Torch`."""
     target, wanted, backend_spec = spec.target, spec.observers, spec.backend
     module = torch_step(spec.scheme)
     scheme = module.NAME

@@ -52,8 +52,8 @@ import torch
 
 from integrators.divergence import NOT_DIVERGED, SamplerDiverged
 from integrators.memory import check_fits, device_memory_bytes
+from integrators.options import CyclicalSchedule, Localization
 from integrators.plans import force_scale, plan_rule
-from integrators.spec import CyclicalSchedule, Localization
 from integrators.torch.bounce import make_reflect
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import GeneratorNormals, pair_factors, pairs_from_normals

@@ -1,0 +1,127 @@
+"""The backends a run spec runs on: the Numba kernel (:class:`Numba`) and the tensor backend
+(:class:`Torch`).  Each estimates a spec's memory, names its limit, refuses by name what it cannot
+run, and hands checked specs to its adapter (:mod:`integrators.chains`,
+:mod:`integrators.torch.chains`)."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from integrators.memory import device_memory_bytes
+from integrators.options import set_fields
+from integrators.plans import plan_rule
+from integrators.rng import STATE_WORDS
+from integrators.validation import at_least, instance_of, optional
+
+if TYPE_CHECKING:
+    from integrators.spec import RunSpec
+
+TILE_SIZE = 256  # about this many chains advance together in the Numba kernel (their arrays stay in L1)
+THREADS_VARIABLE = "SMS_LANGEVIN_THREADS"
+TORCH_DTYPES = ("float64", "float32")
+
+
+@dataclass(frozen=True)
+class Numba:
+    """The Numba kernel (:mod:`integrators.chains`) on ``threads`` worker threads (default:
+    ``SMS_LANGEVIN_THREADS`` or every core)."""
+
+    threads: int | None = None
+    NAME = "numba"
+
+    def __post_init__(self):
+        set_fields(self, threads=optional(at_least(1))("threads", self.threads))
+
+    def resolved_threads(self) -> int:
+        if self.threads is not None:
+            return self.threads
+        text = os.environ.get(THREADS_VARIABLE, "").strip()  # set by an executor running units side by side
+        if not text:
+            return os.cpu_count() or 1
+        try:
+            value = int(text)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ValueError(f"environment variable {THREADS_VARIABLE} must be a positive integer, got {text!r}")
+        return value
+
+    def refuse(self, spec: RunSpec) -> None:
+        """The kernel runs every option; a scheme written only in torch is refused by name."""
+        if spec.scheme_module.step is None:
+            raise ValueError(f"scheme {spec.scheme_module.NAME!r} is written only in torch (step=None, TORCH_STEP): "
+                             f"the Numba backend cannot run it; pass backend=Torch()")
+
+    def memory_bytes(self, spec: RunSpec) -> float:
+        # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the
+        # histogram's counts and a tile's batch and permutation buffers over the data (int32, two of them)
+        obs, dim = spec.observers, spec.target.dim
+        per_chain = (6 * dim + (dim * dim if obs.full_moments else 0) + obs.n_test_functions + obs.keep * dim
+                     + 4 * STATE_WORDS)
+        per_thread = obs.n_bins + min(spec.n_chains, TILE_SIZE) * spec.target.n_data
+        n_threads = min(self.resolved_threads(), math.ceil(spec.n_chains / TILE_SIZE))
+        return 8.0 * (2 * spec.n_chains * per_chain + n_threads * per_thread)
+
+    def memory_limit(self) -> float | None:
+        return None  # the machine's physical memory
+
+    def run(self, specs: list[RunSpec]) -> list:
+        from integrators.chains import run_specs
+
+        return run_specs(specs)
+
+
+@dataclass(frozen=True)
+class Torch:
+    """The tensor backend (:mod:`integrators.torch.chains`) on ``device`` in ``dtype``
+    (``"float64"`` or ``"float32"``; observers accumulate in float64); ``compile=True`` (or a
+    ``torch.compile`` backend's name) runs each step compiled."""
+
+    device: str = "cpu"
+    dtype: str = "float64"
+    compile: bool | str = False
+    NAME = "torch"
+
+    def __post_init__(self):
+        from integrators.torch.chains import resolve_compile, resolve_device, resolve_dtype
+
+        set_fields(self, device=str(resolve_device(self.device)),
+                    dtype=str(resolve_dtype(self.dtype)).replace("torch.", ""),
+                    compile=resolve_compile(self.compile))
+
+    def refuse(self, spec: RunSpec) -> None:
+        """Refuse, by name, what the tensor backend does not run."""
+        from integrators.torch.schemes import torch_step
+
+        torch_step(spec.scheme)  # a scheme without a tensor step, by name
+        plan_rule(spec.plan)  # a plan whose batches come from a Numba rule of its own, by name
+        if spec.observers.test_functions is not None:
+            raise ValueError("test_functions is a Numba function: the torch backend cannot run it "
+                             "(use the Numba backend, or keep=... and compute the test functions on the samples)")
+        if spec.path_refine != 1:
+            raise ValueError(f"path_refine={spec.path_refine} is offered by the Numba backend only")
+
+    def memory_bytes(self, spec: RunSpec) -> float:
+        # state, force, path and observers about 16 numbers per coordinate; the plan's per-chain arrays
+        # (partition plans: uniforms, a permutation and its batches over the data) and the force's
+        # per-datum terms of a batch (the whole data under full)
+        obs, dim, n_data = spec.observers, spec.target.dim, spec.target.n_data
+        kind = plan_rule(spec.plan).kind
+        plan_terms = 3 * n_data if kind == "partition" else 0
+        batch_terms = (n_data if kind == "full" else spec.batch_size) * dim
+        per_chain = 16 * dim + plan_terms + batch_terms + obs.keep * dim + (dim * dim if obs.full_moments else 0)
+        return 8.0 * (spec.n_chains * per_chain + obs.n_bins)
+
+    def memory_limit(self) -> float | None:
+        return device_memory_bytes(self.device)
+
+    def run(self, specs: list[RunSpec]) -> list:
+        from integrators.torch.chains import run_spec
+
+        return [run_spec(spec) for spec in specs]
+
+
+BACKEND = instance_of((Numba, Torch), "a backend: Numba(threads) or Torch(device, dtype, compile)")

@@ -1,0 +1,18 @@
+"""Targets: potentials ``f(x) = f_0(x) + sum_i f_i(x)`` with per-datum gradients usable from Numba.
+
+Every target exposes ``arrays`` (a tuple of numpy arrays) and three Numba functions taking it:
+``prior_grad_add(x, arrays, out)`` adds grad f_0(x); ``datum_grad_add(x, i, coef, arrays, out)``
+adds ``coef * grad f_i(x)``; ``potential(x, arrays)`` returns f(x).  The minibatch force
+``G(x, w) = grad f_0(x) + scale * sum_{i in w} grad f_i(x)`` (with an optional control variate
+at a reference point ``xh``) is assembled from them by :func:`make_force`; a target never knows
+which plan or scheme drives it.
+"""
+
+from integrators.targets.base import DIVERGENCE_SDS, LEGACY_DIVERGENCE_BOUND, MAX_DIM, Target
+from integrators.targets.force import force_data, force_for, lane_force_for, make_force, make_lane_force
+from integrators.targets.gaussian import GaussianTarget
+from integrators.targets.logistic import LogisticTarget, MultinomialLogisticTarget, softmax_probabilities
+
+__all__ = ["DIVERGENCE_SDS", "LEGACY_DIVERGENCE_BOUND", "MAX_DIM", "GaussianTarget", "LogisticTarget",
+           "MultinomialLogisticTarget", "Target", "force_data", "force_for", "lane_force_for", "make_force",
+           "make_lane_force", "softmax_probabilities"]
