@@ -13,7 +13,9 @@ from helpers import ToyULA
 from integrators.plans import batch_sequence, n_batches
 from integrators.targets import GaussianTarget
 from theory_checks.adapters import ADAPTERS, AdapterProblem, check_adapter, measure_adapter
-from theory_checks.adapters.measure import PlanBatches, expected_order, resolve_adapter
+from theory_checks.adapters.analysis import expected_order
+from theory_checks.adapters.measure import resolve_adapter
+from theory_checks.adapters.runs import PlanBatches
 from theory_checks.testing import assert_verified
 from theory_checks.verify import default_target
 
@@ -225,7 +227,7 @@ def test_blackjax_sghmc_whose_momentum_is_refreshed_every_call_misses_the_target
 
 def test_chain_count_comes_from_the_budget_and_the_report_writes_its_table_csv_and_plot(tmp_path):
     from theory_checks.adapters.conformance import conformance_table
-    from theory_checks.adapters.measure import LEVELS
+    from theory_checks.adapters.runs import LEVELS
     report = measure_adapter(ToyULA(), plans=["full", "sms"], level="tiny", budget=1.0, seed=0)
     assert all(min(m.n_chains) >= LEVELS["tiny"].min_chains for m in report.measurements.values())
     assert "limit[sms]" in report.table() and "toy.ula" in conformance_table([report])

@@ -11,8 +11,9 @@ from helpers import ToyULA
 
 from reports import fig_conformance
 from theory_checks.adapters import conformance
-from theory_checks.adapters.measure import SLOPE_TOL, critical_friction
+from theory_checks.adapters.analysis import SLOPE_TOL
 from theory_checks.adapters.protocol import missing_library
+from theory_checks.adapters.runs import LEVELS, critical_friction
 from theory_checks.verify import default_target
 
 
@@ -72,7 +73,7 @@ class Absent(ToyULA):
 
 def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp_path, monkeypatch):
     monkeypatch.setattr(conformance, "conformance_adapters", lambda: {"toy.ula": ToyULA(), "toy.absent": Absent()})
-    monkeypatch.setitem(fig_conformance.LEVEL, "tiny", conformance.measure_adapter.__globals__["LEVELS"]["tiny"])
+    monkeypatch.setitem(fig_conformance.LEVEL, "tiny", LEVELS["tiny"])
     units = [{"sampler": "toolkit", "target": "default"}, {"sampler": "toy.ula", "target": "default"},
              {"sampler": "toy.absent", "target": "default"}]
     results = [(u, json.loads(json.dumps(fig_conformance.run_unit(u, "tiny", 3)))) for u in units]  # persisted form

@@ -4,6 +4,7 @@ estimation, dimension scaling, contraction, the variance lemma and the claims ta
 ``from theory_checks import verify`` gives the function :func:`theory_checks.verify.verify` (not its
 module), so ``verify(MyScheme)`` works after either import."""
 
-from theory_checks.verify import VerifyReport, verify  # binds the name to the function, over the submodule
+from theory_checks.checks import VerifyReport
+from theory_checks.verify import verify  # binds the name to the function, over the submodule
 
 __all__ = ["VerifyReport", "verify"]

@@ -24,7 +24,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from integrators.targets import GaussianTarget
-from theory_checks.verify import VerifyReport, verify
+from theory_checks.checks import VerifyReport
+from theory_checks.verify import verify
 
 DEFAULT_BUDGET = 40.0  # seconds: the exact checks take a few, Monte Carlo ones fill the rest
 

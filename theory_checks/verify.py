@@ -30,11 +30,8 @@ is a :class:`VerifyReport`: a table, a plot, a verdict per check, and ``ok``.
 
 from __future__ import annotations
 
-import csv
 import math
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -42,6 +39,7 @@ from integrators.plans import PLANS, kernel_code, n_batches, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget
 from integrators.validation import int_at_least, positive_float
+from theory_checks.checks import Check, VerifyReport
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
 from theory_checks.oracle import UnstableStepError, stationary_moments
 from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
@@ -57,93 +55,6 @@ LADDER_STEPS = (-4, 12)  # step_ladder: h = ASYMPTOTIC / rate * 2^(-k/2), k from
 FIT_POINTS = 4
 STRONG_HS = tuple(2.0 ** -np.arange(3, 8))
 MC_ALPHA = 1e-5         # family-wise level of the Monte Carlo comparison
-
-
-@dataclass
-class Check:
-    """One named check: ``passed`` is ``True``/``False``, or ``None`` when it asserts nothing
-    (measured only, or skipped: ``skipped`` says why)."""
-
-    name: str
-    passed: bool | None
-    expected: str
-    measured: str
-    hs: list = field(default_factory=list)
-    errors: list = field(default_factory=list)
-    skipped: str = ""
-
-    @property
-    def verdict(self) -> str:
-        if self.skipped:
-            return f"skipped ({self.skipped})"
-        return {True: "pass", False: "FAIL", None: "measured (no claim)"}[self.passed]
-
-
-@dataclass
-class VerifyReport:
-    """What :func:`verify` found: ``checks`` in order, ``ok`` when none failed."""
-
-    scheme: str
-    target: str
-    checks: list
-    seconds: float
-
-    @property
-    def ok(self) -> bool:
-        return all(c.passed is not False for c in self.checks)
-
-    @property
-    def failed(self) -> list[str]:
-        return [c.name for c in self.checks if c.passed is False]
-
-    def check(self, name: str) -> Check:
-        for c in self.checks:
-            if c.name == name:
-                return c
-        raise KeyError(f"no check named {name!r}; checks: {[c.name for c in self.checks]}")
-
-    def table(self) -> str:
-        lines = [f"verify({self.scheme!r}) on {self.target}: {'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)}"
-                 f" ({self.seconds:.0f} s)", "", "| check | expected | measured | verdict |", "|---|---|---|---|"]
-        lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.table()
-
-    def write_csv(self, path) -> Path:
-        """The checks with their ladders, one row per check."""
-        path = Path(path)
-        with open(path, "w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow(["check", "expected", "measured", "verdict", "hs", "errors"])
-            for c in self.checks:
-                writer.writerow([c.name, c.expected, c.measured, c.verdict, " ".join(f"{h:.6g}" for h in c.hs),
-                                 " ".join(f"{e:.6g}" for e in c.errors)])
-        return path
-
-    def plot(self, path) -> Path:
-        """Weak and strong error ladders against h, one line per plan (PNG)."""
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        path = Path(path)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-        for ax, kind in zip(axes, ("weak_order", "strong_order"), strict=True):
-            for c in self.checks:
-                if not c.name.startswith(kind) or not c.hs:
-                    continue
-                pts = [(h, e) for h, e in zip(c.hs, c.errors, strict=True) if np.isfinite(e) and e > 0]
-                if pts:
-                    ax.plot(*zip(*pts, strict=True), marker="o", label=f"{c.name}: {c.measured} ({c.verdict})")
-            ax.set(xscale="log", yscale="log", xlabel="h", title=f"{self.scheme}: {kind.replace('_', ' ')}")
-            if ax.lines:
-                ax.legend(fontsize=6)
-        fig.tight_layout()
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        return path
 
 
 def default_target() -> GaussianTarget:

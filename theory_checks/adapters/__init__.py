@@ -13,8 +13,9 @@ The libraries are imported only when an adapter builds a sampler: this package i
 them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement in a test.
 """
 
-from theory_checks.adapters.measure import ADAPTERS, LEVELS, AdapterReport, measure_adapter, resolve_adapter
+from theory_checks.adapters.measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
 from theory_checks.adapters.protocol import AdapterProblem, SamplerAdapter, check_adapter
+from theory_checks.adapters.runs import LEVELS
 
 __all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
            "measure_adapter", "resolve_adapter"]

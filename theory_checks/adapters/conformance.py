@@ -25,17 +25,9 @@ import numpy as np
 
 from integrators.plans import PLANS
 from integrators.targets import GaussianTarget
-from theory_checks.adapters.measure import (
-    ADAPTERS,
-    SLOPE_CI_MAX,
-    SLOPE_TOL,
-    AdapterReport,
-    Whitening,
-    critical_friction,
-    default_ladder,
-    expected_order,
-    measure_adapter,
-)
+from theory_checks.adapters.analysis import SLOPE_CI_MAX, SLOPE_TOL, expected_order
+from theory_checks.adapters.measure import ADAPTERS, AdapterReport, measure_adapter
+from theory_checks.adapters.runs import Whitening, critical_friction, default_ladder
 from theory_checks.verify import default_target
 
 TARGETS = {

@@ -1,0 +1,189 @@
+"""What a measurement's ladders say: the slope of the bias with its bootstrap interval, the
+bias extrapolated to ``h -> 0``, and the named checks (stationarity, limit, order, exactness,
+agreement with the exact oracle) with their family-wise levels."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from integrators.plans import resolve_plan
+from integrators.seeds import derive
+from theory_checks.adapters.runs import PlanMeasurement, debiased_error
+from theory_checks.checks import Check
+from theory_checks.verify import MC_ALPHA
+
+FIT_MARGIN = 3.0      # a step size enters the slope fit when its error is this many noise levels up
+FIT_POINTS = 3        # the slope is fitted on (at most) this many of the finest such step sizes
+SLOPE_TOL = 0.3       # |slope - p| allowed beyond the interval: the ladder is only near the asymptotic regime
+SLOPE_CI_MAX = 1.5    # a wider 95% interval of the slope decides nothing
+LIMIT_TOL = 0.03      # a limit error (whitened) this small is not flagged: O(h^(p+1)) remnants of a 3-point fit
+QUADRATIC_FROM = 4    # with this many stable step sizes the limit fit includes the h^(p+1) term
+LIMIT_BOUND = 0.06    # a passing limit check shows every whitened limit error below this
+LIMIT_ALPHA = 1e-4    # family-wise level of the limit and exactness checks (per check)
+ORACLE_ALPHA = MC_ALPHA  # family-wise level of the comparison with the exact oracle (as verify's)
+
+
+def fit_order(m: PlanMeasurement, exact: np.ndarray, weights: np.ndarray, n_boot: int, seed: int) -> None:
+    """The slope of ``log error`` on ``log h`` over the step sizes whose error stands
+    :data:`FIT_MARGIN` noise levels up, with a percentile bootstrap interval (chains resampled
+    independently at each ``h``).  Sets ``m.slope``, ``m.ci``, ``m.fit`` (nan, no points: no slope)."""
+    above = [j for j in range(len(m.hs)) if np.isfinite(m.errors[j]) and m.errors[j] >= FIT_MARGIN * m.noise[j]]
+    fit = sorted(above, key=lambda j: m.hs[j])[:FIT_POINTS]
+    m.fit = sorted(fit)
+    if len(fit) < 2:
+        return
+    fit = m.fit
+    logh = np.log(m.hs[fit])
+    m.slope = float(np.polyfit(logh, np.log(m.errors[fit]), 1)[0])
+    rng = np.random.default_rng(derive(seed, "adapters", "bootstrap", m.plan))
+    slopes = []
+    for _ in range(n_boot):
+        errs = []
+        for j in fit:
+            y = m.samples[j]
+            errs.append(debiased_error(y[rng.integers(0, y.shape[0], y.shape[0])], exact, weights)[0])
+        errs = np.array(errs)
+        slopes.append(float(np.polyfit(logh, np.log(errs), 1)[0]) if np.all(errs > 0) else np.nan)
+    slopes = np.array(slopes)
+    if np.mean(np.isfinite(slopes)) < 0.9:  # resamples whose error fell to the noise: no interval
+        m.ci = (-math.inf, math.inf)
+        return
+    m.ci = (float(np.nanpercentile(slopes, 2.5)), float(np.nanpercentile(slopes, 97.5)))
+
+
+def fit_limit(m: PlanMeasurement, p: float) -> None:
+    """Each component's weighted least-squares fit ``b(h) = b0 + a h^p`` over the stable step
+    sizes, ``+ c h^(p+1)`` when there are :data:`QUADRATIC_FROM` of them (the next term of the
+    expansion then leaves no ``O(h^(p+1))`` remnant in ``b0``): ``m.intercept`` (``b0``) and
+    ``m.intercept_se``."""
+    ok = m.stable
+    if ok.sum() < 2:
+        return
+    hs, bias, se = m.hs[ok], m.bias[ok], m.se[ok]
+    powers = [0.0, p] + ([p + 1.0] if ok.sum() >= QUADRATIC_FROM else [])
+    design = np.stack([hs**q for q in powers], axis=1)
+    b0, sd = [], []
+    for k in range(bias.shape[1]):
+        w = 1.0 / np.maximum(se[:, k], 1e-300) ** 2
+        cov = np.linalg.inv(design.T @ (w[:, None] * design))
+        b0.append(float((cov @ design.T @ (w * bias[:, k]))[0]))
+        sd.append(math.sqrt(cov[0, 0]))
+    m.intercept, m.intercept_se = np.array(b0), np.array(sd)
+
+
+def family_z(alpha: float, count: int) -> float:
+    """Two-sided Bonferroni critical value for ``count`` comparisons at family-wise level ``alpha``."""
+    from scipy.stats import norm
+    return float(norm.isf(alpha / (2 * max(count, 1))))
+
+
+def slope_verdict(m: PlanMeasurement, expected: float | None) -> tuple[bool | None, str, str]:
+    """``(passed, measured, skipped)`` of a measured slope against ``expected``: fails when the
+    whole 95% interval lies more than :data:`SLOPE_TOL` from it; no verdict without a claim, without
+    two step sizes above noise, or with an interval wider than :data:`SLOPE_CI_MAX`."""
+    if not np.isfinite(m.slope):
+        above = len(m.fit)
+        return None, f"bias above noise at {above} of {len(m.hs)} step sizes", \
+            "no slope: the bias stands above Monte Carlo noise at fewer than 2 step sizes (a larger level or hs)"
+    lo, hi = m.ci
+    measured = f"slope {m.slope:.2f} (95% CI [{lo:.2f}, {hi:.2f}], {len(m.fit)} h)"
+    if expected is None:
+        return None, measured, ""
+    if hi < expected - SLOPE_TOL or lo > expected + SLOPE_TOL:
+        return False, measured, ""
+    if hi - lo > SLOPE_CI_MAX:
+        return None, measured, f"inconclusive: the interval is wider than {SLOPE_CI_MAX:g} (a larger level)"
+    return True, measured, ""
+
+
+def expected_order(adapter, plan) -> tuple[float | None, bool]:
+    """``(p, asserted)``: the smaller of the rule's order and the plan's cap; asserted when the
+    plan's orders are a theorem (``THEOREM``; ``rr``'s are observations)."""
+    plan = resolve_plan(plan)
+    if adapter.RULE_ORDER is None or plan.WEAK_ORDER is None:
+        return None, False
+    return float(min(adapter.RULE_ORDER, plan.WEAK_ORDER)), bool(getattr(plan, "THEOREM", True))
+
+
+def stationary_check(m: PlanMeasurement, names: list[str]) -> Check:
+    """The halves of every chain's window agree within their family-wise interval at every ``h``."""
+    name = f"stationary[{m.plan}]"
+    expected = "window halves agree (chains at their stationary law)"
+    ok = np.isfinite(m.drift_z).all(axis=1)
+    if not ok.any():
+        return Check(name, None, expected, "-", skipped="no stable step size")
+    zs = np.abs(m.drift_z[ok])
+    crit = family_z(LIMIT_ALPHA, zs.size)
+    j, k = np.unravel_index(int(np.argmax(zs)), zs.shape)
+    h = m.hs[ok][j]
+    measured = f"max |second - first half| / s.e. = {zs[j, k]:.2f} ({names[k]} at h={h:.3g}; critical {crit:.2f})"
+    if zs.max() >= crit:
+        measured += "; still moving: the burn-in is too short for how slowly this sampler mixes"
+    return Check(name, bool(zs.max() < crit), expected, measured)
+
+
+def limit_check(m: PlanMeasurement, p: float, names: list[str]) -> Check:
+    name = f"limit[{m.plan}]"
+    expected = f"|bias| -> 0 as h -> 0 (|b0| <= {LIMIT_TOL:g}, whitened)"
+    if m.intercept is None:
+        return Check(name, None, expected, "-", skipped="fewer than 2 stable step sizes")
+    z = family_z(LIMIT_ALPHA, len(m.intercept))
+    low = np.abs(m.intercept) - z * m.intercept_se
+    high = np.abs(m.intercept) + z * m.intercept_se
+    k = int(np.argmax(np.abs(m.intercept) / np.maximum(m.intercept_se, 1e-300)))
+    worst = int(np.argmax(low))
+    model = f"b0 + a h^{p:g}" + (f" + c h^{p + 1:g}" if m.stable.sum() >= QUADRATIC_FROM else "")
+    measured = (f"b0 = {m.intercept[worst]:+.3f} +- {z * m.intercept_se[worst]:.3f} ({names[worst]}; "
+                f"fit {model}); largest z {m.intercept[k] / m.intercept_se[k]:+.1f} ({names[k]})")
+    if np.max(low) > LIMIT_TOL:
+        return Check(name, False, expected, measured, list(m.hs), list(m.errors))
+    if np.max(high) <= LIMIT_BOUND:
+        return Check(name, True, expected, measured, list(m.hs), list(m.errors))
+    return Check(name, None, expected, measured, list(m.hs), list(m.errors),
+                 skipped=f"inconclusive: the limit error is only bounded by {np.max(high):.3f} > {LIMIT_BOUND:g} "
+                         f"(more chains: a larger level)")
+
+
+def exact_check(m: PlanMeasurement, names: list[str]) -> Check:
+    """Every component's bias within its family-wise interval at every step size."""
+    name = f"weak_order[{m.plan}]"
+    ok = m.stable
+    if not ok.any():
+        return Check(name, False, "exact law (declared)", "unstable at every h", list(m.hs), list(m.errors))
+    zs = np.abs(m.bias[ok] / m.se[ok])
+    crit = family_z(LIMIT_ALPHA, zs.size)
+    j, k = np.unravel_index(int(np.argmax(zs)), zs.shape)
+    measured = (f"max |bias| / s.e. = {zs[j, k]:.2f} ({names[k]} at h={m.hs[ok][j]:.3g}; critical {crit:.2f}); "
+                f"|bias| <= {np.nanmax(np.abs(m.bias) + crit * m.se):.3f}")
+    return Check(name, bool(zs.max() < crit and ok.all()), "exact law (declared)", measured, list(m.hs),
+                 list(m.errors))
+
+
+def oracle_check(adapter, m: PlanMeasurement, target, gamma, batch_size, whitening, names) -> Check:
+    """The Monte Carlo bias against the exact law of the adapter's ``EQUIVALENT_SCHEME x plan``."""
+    from theory_checks.oracle import UnstableStepError, stationary_moments
+
+    scheme = adapter.EQUIVALENT_SCHEME
+    name = f"oracle[{m.plan}]"
+    expected = f"bias = exact law of {scheme} x {m.plan}"
+    zs, where = [], []
+    for j, h in enumerate(m.hs):
+        if m.samples[j] is None:
+            continue
+        try:
+            law = stationary_moments(target, scheme, m.plan, float(h), gamma,
+                                     None if m.plan == "full" else batch_size)
+        except UnstableStepError:
+            continue
+        exact_bias = whitening.of_moments(law.mean, law.second_moment) - whitening.exact()
+        zs.append(np.abs(m.bias[j] - exact_bias) / m.se[j])
+        where.append(h)
+    if not zs:
+        return Check(name, None, expected, "-", skipped="no stable step size")
+    zs = np.array(zs)
+    crit = family_z(ORACLE_ALPHA, zs.size)
+    j, k = np.unravel_index(int(np.argmax(zs)), zs.shape)
+    return Check(name, bool(zs.max() < crit), expected,
+                 f"max |MC - oracle| / s.e. = {zs[j, k]:.2f} ({names[k]} at h={where[j]:.3g}; critical {crit:.2f})")

@@ -1,0 +1,98 @@
+"""What a verification reports: named checks (:class:`Check`) and the report that holds them
+(:class:`VerifyReport`: its verdict, a markdown table, a CSV and a plot of the error ladders).
+:func:`theory_checks.verify.verify` and the adapters' measurement return these."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+
+@dataclass
+class Check:
+    """One named check: ``passed`` is ``True``/``False``, or ``None`` when it asserts nothing
+    (measured only, or skipped: ``skipped`` says why)."""
+
+    name: str
+    passed: bool | None
+    expected: str
+    measured: str
+    hs: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    skipped: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.skipped:
+            return f"skipped ({self.skipped})"
+        return {True: "pass", False: "FAIL", None: "measured (no claim)"}[self.passed]
+
+
+@dataclass
+class VerifyReport:
+    """What :func:`verify` found: ``checks`` in order, ``ok`` when none failed."""
+
+    scheme: str
+    target: str
+    checks: list
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(c.passed is not False for c in self.checks)
+
+    @property
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if c.passed is False]
+
+    def check(self, name: str) -> Check:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(f"no check named {name!r}; checks: {[c.name for c in self.checks]}")
+
+    def table(self) -> str:
+        lines = [f"verify({self.scheme!r}) on {self.target}: {'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)}"
+                 f" ({self.seconds:.0f} s)", "", "| check | expected | measured | verdict |", "|---|---|---|---|"]
+        lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def write_csv(self, path) -> Path:
+        """The checks with their ladders, one row per check."""
+        path = Path(path)
+        with open(path, "w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow(["check", "expected", "measured", "verdict", "hs", "errors"])
+            for c in self.checks:
+                writer.writerow([c.name, c.expected, c.measured, c.verdict, " ".join(f"{h:.6g}" for h in c.hs),
+                                 " ".join(f"{e:.6g}" for e in c.errors)])
+        return path
+
+    def plot(self, path) -> Path:
+        """Weak and strong error ladders against h, one line per plan (PNG)."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        path = Path(path)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for ax, kind in zip(axes, ("weak_order", "strong_order"), strict=True):
+            for c in self.checks:
+                if not c.name.startswith(kind) or not c.hs:
+                    continue
+                pts = [(h, e) for h, e in zip(c.hs, c.errors, strict=True) if np.isfinite(e) and e > 0]
+                if pts:
+                    ax.plot(*zip(*pts, strict=True), marker="o", label=f"{c.name}: {c.measured} ({c.verdict})")
+            ax.set(xscale="log", yscale="log", xlabel="h", title=f"{self.scheme}: {kind.replace('_', ' ')}")
+            if ax.lines:
+                ax.legend(fontsize=6)
+        fig.tight_layout()
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        return path
