@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 OUT ?= out/tiny
 
-.PHONY: demo demo-1d reproduce-full test test-bounds lint bench clean tour
+.PHONY: demo demo-1d reproduce-full test test-fast test-bounds lint bench clean tour
 
 # what the demo needs; the tests' extras (pytest, Dask, the notebook stack: ~45 s more) come on top
 $(VENV)/.installed: pyproject.toml
@@ -26,6 +26,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadfile tests  # two workers: one per core
+
+# the quick tier: every test not marked slow (pyproject.toml's markers), under a minute on 2 cores
+test-fast: $(VENV)/.installed-test
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests
 
 lint: $(VENV)/.installed-test
 	$(PY) -m ruff check .

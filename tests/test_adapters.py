@@ -19,6 +19,8 @@ from theory_checks.adapters.runs import PlanBatches
 from theory_checks.testing import assert_verified
 from theory_checks.verify import default_target
 
+pytestmark = pytest.mark.slow
+
 HAVE_POSTERIORS = importlib.util.find_spec("posteriors") is not None
 HAVE_BLACKJAX = importlib.util.find_spec("blackjax") is not None
 needs_posteriors = pytest.mark.skipif(not HAVE_POSTERIORS, reason="posteriors is not installed (extra 'adapters')")

@@ -42,6 +42,7 @@ def test_bad_targets():
         sample("not a target")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plan", ["full", "sms", "iid"])
 def test_em_diverges_at_quarter_step_and_is_reported(plan):
     res = sample(T1, "em", plan, h=0.25, n_chains=8, n_steps=20_000, batch_size=1, seed=0)
@@ -53,6 +54,7 @@ def test_em_diverges_at_quarter_step_and_is_reported(plan):
         _ = res.mean
 
 
+@pytest.mark.slow
 def test_same_seed_same_output_and_threads_do_not_matter():
     kw = dict(scheme="ubu", plan="sms", h=0.2, n_chains=600, n_steps=300, batch_size=1, keep=5)
     a = sample(T1, seed=3, threads=1, **kw)
@@ -64,6 +66,7 @@ def test_same_seed_same_output_and_threads_do_not_matter():
     assert not np.array_equal(a.x, c.x)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme,plan", [("ubu", "sms"), ("baoab", "iid"), ("em", "rr")])
 def test_adding_chains_does_not_change_existing_chains(scheme, plan):
     small = sample(T1, scheme, plan, h=0.1, n_chains=3, n_steps=200, batch_size=1, seed=9)
@@ -72,6 +75,7 @@ def test_adding_chains_does_not_change_existing_chains(scheme, plan):
     np.testing.assert_array_equal(small.chain_mean, large.chain_mean[:3])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tile,lanes", [(1, 1), (7, 1), (7, 8), (64, 8), (1000, 8), (100, 3)])
 def test_tiling_never_changes_results(monkeypatch, tile, lanes):
     """How chains are tiled in the kernel (padding lanes and tile widths that are no multiple of a
@@ -91,6 +95,7 @@ def test_tiling_never_changes_results(monkeypatch, tile, lanes):
     assert ref.histogram.sum() + ref.histogram_tails[0] + ref.histogram_tails[2] == 257 * 100
 
 
+@pytest.mark.slow
 @given(seed=st.integers(0, 2**20), bound=st.floats(1.5, 4.0), h=st.floats(0.05, 0.4))
 def test_histogram_counts_every_kept_state_of_every_live_chain_once(seed, bound, h):
     """The streamed histogram is the histogram of the states a run keeps at every step after
@@ -112,6 +117,7 @@ def test_histogram_counts_every_kept_state_of_every_live_chain_once(seed, bound,
                                                      np.sum(above - hi)], rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_histogram_counts_the_same_in_float64_where_int32_could_overflow(monkeypatch):
     """A run that could pass int32 in a bin counts in float64 (``COUNT_DTYPE_LIMIT``): the same
     histogram, tails and statistics as the int32 counts of a smaller run would give."""
@@ -129,6 +135,7 @@ def test_histogram_counts_the_same_in_float64_where_int32_could_overflow(monkeyp
     assert wide.histogram.dtype == ref.histogram.dtype == np.float64
 
 
+@pytest.mark.slow
 def test_path_refine_drives_the_same_brownian_path():
     """Runs at h and 2h on the path of a fine reference run converge to it at UBU's strong
     order 2 (error ratio near 4), and a run on another seed's path does not."""
@@ -144,6 +151,7 @@ def test_path_refine_drives_the_same_brownian_path():
     assert np.sqrt(np.mean((other.x - fine.x) ** 2)) > 100 * errs[1]
 
 
+@pytest.mark.slow
 def test_logistic_and_control_variate_run():
     rng = np.random.default_rng(0)
     feats = rng.normal(size=(60, 3))
@@ -167,6 +175,7 @@ def test_aligned_zeros_start_on_a_cache_line(shape, dtype):
     assert a.ctypes.data % ALIGN_BYTES == 0 and not a.any()
 
 
+@pytest.mark.slow
 def test_threads_meeting_a_new_kernel_signature_agree_with_one_thread():
     """Two threads whose first call needs a new compilation (a new test function on an already
     compiled kernel) compile it once between them and give one thread's numbers."""

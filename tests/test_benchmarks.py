@@ -18,6 +18,8 @@ import pytest
 from reports.cli import read_bench_args
 from reports.registry import PRESETS
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "benchmarks").glob("bench_*.py"))
 RATIO = re.compile(r"ratio[^\n]*\n?[^\n]*?\d+\.\d+", re.IGNORECASE)  # a ratio, its number on that line or the next

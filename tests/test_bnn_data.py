@@ -12,6 +12,8 @@ from PIL import Image
 from bnn import data
 from bnn.data import DataError
 
+pytestmark = pytest.mark.torch
+
 
 def _idx(arr: np.ndarray) -> bytes:
     return struct.pack(">HBB", 0, 0x08, arr.ndim) + struct.pack(f">{arr.ndim}I", *arr.shape) + arr.tobytes()

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from bnn import data
 from bnn.data import DataError
 
+pytestmark = pytest.mark.torch
+
 SPLITS = ("train", "val", "test")
 # (name the file carries, dataset= passed, classes, channels): the set is declared by the file name,
 # by the argument, or (a name that says nothing) is the loader's default, PneumoniaMNIST
@@ -133,6 +135,7 @@ def broken_files(draw, defect):
     return name, dataset, arrays, key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("defect", DEFECTS)
 @given(draws=st.data(), include_val=st.booleans())
 def test_malformed_files_raise_a_data_error_naming_the_file_and_the_field(tmp_path_factory, defect, draws,

@@ -8,6 +8,8 @@ import torch
 
 from bnn import diagnostics, models
 
+pytestmark = pytest.mark.torch
+
 
 def _explicit_hessian(model, x, y):
     """Reverse-over-reverse (double backward), an AD mode independent of the forward-over-reverse
@@ -26,6 +28,7 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_power_iteration_matches_the_explicit_hessian_of_a_tiny_cnn():
     # the paper's chest X-ray network at width 1/128 (126 parameters): conv, Softplus, pools, BatchNorm
     torch.manual_seed(0)
@@ -51,6 +54,7 @@ def test_power_iteration_on_a_known_operator():
     assert res.value == pytest.approx(5.0, rel=1e-10)
 
 
+@pytest.mark.slow
 def test_hessian_norm_leaves_the_model_untouched():
     net = models.build("chest_xray", width=1 / 128, in_shape=(1, 6, 6), n_classes=3)
     before = {k: v.clone() for k, v in net.state_dict().items()}
@@ -58,6 +62,7 @@ def test_hessian_norm_leaves_the_model_untouched():
     assert all(torch.equal(before[k], v) for k, v in net.state_dict().items())
 
 
+@pytest.mark.slow
 def test_trace_rhat_agrees_with_arviz():
     az = pytest.importorskip("arviz")
     rng = np.random.default_rng(5)

@@ -11,6 +11,8 @@ import torch
 from bias import metrics as bias_metrics
 from bnn import data, diagnostics, metrics, models, pipeline, presets
 
+pytestmark = pytest.mark.torch
+
 # ---------------------------------------------------------------------------------------------- metrics
 
 METRIC_FUNCTIONS = [metrics.evaluate, bias_metrics.accuracy, bias_metrics.nll, bias_metrics.ace, bias_metrics.rps,

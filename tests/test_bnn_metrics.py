@@ -7,6 +7,8 @@ from hypothesis import strategies as st
 
 from bnn import metrics
 
+pytestmark = pytest.mark.torch
+
 
 def test_hand_computed_two_points():
     probs = np.array([[0.8, 0.2], [0.4, 0.6]])

@@ -5,6 +5,8 @@ import torch
 
 from bnn import models
 
+pytestmark = pytest.mark.torch
+
 
 @pytest.mark.parametrize("name", ["fashion_mnist", "celeba", "chest_xray"])
 def test_parameter_counts_match_the_paper(name):

@@ -39,6 +39,7 @@ def test_reflection_lands_in_box_and_flips_once_per_crossing(d, seed, widths):
         assert vr[a] == vv
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_scheme_stays_in_box(scheme):
     """A box much narrower than the target, large steps: positions overshoot by several widths."""
@@ -49,6 +50,7 @@ def test_every_scheme_stays_in_box(scheme):
     assert np.all(np.abs(res.samples + 0.9) <= 0.05 + 1e-12)
 
 
+@pytest.mark.slow
 def test_ghmc_acceptance_tends_to_one():
     rates = [sms_ghmc(T1, h, batch_size=1, n_sweeps=2, n_iter=400, n_chains=8, seed=1).acceptance_rate
              for h in (0.4, 0.1, 0.02, 0.005)]
@@ -56,6 +58,7 @@ def test_ghmc_acceptance_tends_to_one():
     assert rates[-1] > 0.99
 
 
+@pytest.mark.slow
 def test_ghmc_matches_target_moments():
     res = sms_ghmc(T1, 0.1, batch_size=1, n_sweeps=3, alpha=0.5, n_iter=4000, burn_in=400,
                    n_chains=64, seed=2)
@@ -64,6 +67,7 @@ def test_ghmc_matches_target_moments():
     assert 0.5 < res.acceptance_rate < 1.0
 
 
+@pytest.mark.slow
 def test_ghmc_that_accepts_nothing_says_so_instead_of_reporting_its_start():
     """At h = 1e6 every proposal is rejected: the chains stay at x0, and mean 0 with standard
     error 0 used to be reported as an estimate without a word."""
@@ -86,6 +90,7 @@ def test_ghmc_bad_input():
         sms_ghmc(T1, 0.1, 1, 2)  # options are keyword-only
 
 
+@pytest.mark.slow
 def test_ghmc_chains_depend_on_their_index_only_and_divergence_is_reported():
     """SMS-GHMC runs on the stepping core: chain c's numbers depend on the seed and c only (its
     own streams), and a chain beyond the divergence bound is reported at its step, parked and
@@ -108,6 +113,7 @@ def finite_difference_grad(target, x, eps=1e-6):
     return out
 
 
+@pytest.mark.slow
 def test_gradients_match_finite_differences():
     rng = np.random.default_rng(0)
     feats = rng.normal(size=(20, 4))

@@ -16,6 +16,8 @@ pytest.importorskip("torch")
 
 from reports.store import FolderLock  # noqa: E402
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 ROOT = Path(__file__).resolve().parents[1]
 TWIN = "tests.report_fixtures.backend_units"
 

@@ -16,6 +16,8 @@ from theory_checks.adapters.protocol import missing_library
 from theory_checks.adapters.runs import LEVELS, critical_friction
 from theory_checks.verify import default_target
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 
 def slope(ladder) -> float:
     hs, errors = np.array(ladder["hs"]), np.array(ladder["errors"], dtype=float)

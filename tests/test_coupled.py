@@ -17,6 +17,7 @@ T1 = GaussianTarget.one_d_example()
     ("ubu", "sms", "shared"), ("baoab", "iid", "shared"), ("em", "rr", "independent"),
     ("obabo", "sms", "independent"), ("ubu", "full", "shared"), ("baoab", "rr", "shared"),
 ])
+@pytest.mark.slow
 def test_each_chain_of_a_coupled_pair_has_its_own_law(scheme, plan, coupling):
     h = 0.125
     res = coupled_run(T1, scheme, plan, h, n_chains=48, n_coarse_steps=12_000, burn_in=400, batch_size=1,
@@ -30,6 +31,7 @@ def test_each_chain_of_a_coupled_pair_has_its_own_law(scheme, plan, coupling):
     assert abs(res.difference[1] - exact_diff) < 4 * res.difference_se[1]
 
 
+@pytest.mark.slow
 def test_the_uncoupled_baselines_coarse_chain_has_its_own_law():
     """With ``independent_paths`` the coarse chain runs on another seed's path: chunk averages of
     the same law as the coupled pair's (once divided by the chunk length, not twice)."""
@@ -42,6 +44,7 @@ def test_the_uncoupled_baselines_coarse_chain_has_its_own_law():
         assert np.all(np.abs(res.mean(which) - want) < 4 * res.se(which)), (which, res.mean(which), want)
 
 
+@pytest.mark.slow
 def test_coupling_reduces_the_level_variance_at_least_tenfold(capsys):
     out = variance_reduction(T1, "ubu", "sms", 0.125, batch_size=1, n_chains=32, n_coarse_steps=4000,
                              burn_in=400)
@@ -53,12 +56,14 @@ def test_coupling_reduces_the_level_variance_at_least_tenfold(capsys):
     assert np.all(out["reduction_vs_independent_chains"] >= 10)
 
 
+@pytest.mark.slow
 def test_shared_batches_help_under_iid():
     out = variance_reduction(T1, "baoab", "iid", 0.125, batch_size=1, n_chains=32, n_coarse_steps=4000,
                              burn_in=400)
     assert out["shared_vs_independent_batches"][1] > 1.2
 
 
+@pytest.mark.slow
 def test_telescoping_sum_matches_the_oracle():
     res = telescoping_bias(T1, "ubu", "sms", 0.25, levels=3, batch_size=1, base_epochs=400, n_chains=32)
     hs = [0.25 * 2.0**-k for k in range(5)]
@@ -152,6 +157,7 @@ def _same_coupled(a, b):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f), err_msg=f, strict=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["ubu"])
 def test_a_plan_with_its_own_batch_rule_runs_in_the_coupled_chains(rule_plans, scheme):
     """A plan defined in this test with its own Numba ``BATCH_RULE`` drives both chains of the
@@ -170,6 +176,7 @@ def test_a_plan_with_its_own_batch_rule_runs_in_the_coupled_chains(rule_plans, s
                       coupled_run(target, scheme, "sms", 0.2, batch_size=2, coupling=coupling, **kw))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme,plan", [("ubu", "sms"), ("baoab", "iid")])
 def test_the_fine_chain_of_a_pair_is_samples_chain_at_half_the_step(scheme, plan):
     """One stepping core: the fine chains are ``sample``'s chains at ``h / 2`` with the same seed

@@ -23,6 +23,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[1]
 PINNED = ["tests/test_reference_outputs.py",
           "tests/test_bnn_pipeline.py::test_chains_at_once_follow_the_single_chain_trajectories"]

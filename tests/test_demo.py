@@ -8,6 +8,8 @@ import pytest
 
 from integrators import demo
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 
 @pytest.fixture(scope="module")
 def tiny_results():

@@ -50,6 +50,7 @@ def test_rank_normalized_rhat_matches_hand_computation():
     assert rank_normalized_split_rhat(draws) == pytest.approx(max(bulk, tail), rel=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["gelman_rubin_rhat", "split_rhat", "rank_normalized_split_rhat"])
 def test_rhat_agrees_with_arviz(name):
     az = pytest.importorskip("arviz")

@@ -16,6 +16,8 @@ from bias.metrics import accuracy, ace, all_metrics, nll, rps
 from bias.wasserstein import expected_binned_w1
 from integrators import GaussianTarget
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 
 def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     points = figure1.run(tmp_path, "tiny")

@@ -48,6 +48,7 @@ def ghmc_table(ghmc_h, ubu_h, stuck_h=()):
     return table
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", ["tiny", "full"])
 def test_ghmc_panels_label_every_step_size(tmp_path, drawn, preset):
     cfg = ghmc_logistic.PRESETS[preset]
@@ -62,6 +63,7 @@ def test_ghmc_panels_label_every_step_size(tmp_path, drawn, preset):
     assert (tmp_path / "ghmc.png").exists() and (tmp_path / "ghmc.pdf").exists()
 
 
+@pytest.mark.slow
 def test_ghmc_single_step_size(tmp_path, drawn):
     ghmc_logistic.plot(tmp_path / "ghmc.png", ghmc_table((0.01,), (2.0**-6,)))
     a, b, c = drawn[0].axes
@@ -85,6 +87,7 @@ def traces():
             for c in range(2) for e in range(8)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [1, 3])
 def test_rhat_panel_ticks_are_the_points(tmp_path, drawn, n):
     figures.plot_traces(tmp_path / "traces.png", traces(), rhat_rows(n, blank=1))

@@ -2,10 +2,13 @@
 statistics are finite, or is reported as diverged; never an exception from Numba internals."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample
+
+pytestmark = pytest.mark.slow
 
 
 def make_target(kind, rng, d, n):

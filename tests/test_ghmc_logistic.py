@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from bias import ghmc_logistic
 from reports import fig_ghmc, registry
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 
 @settings(max_examples=30, deadline=None)
 @given(c=st.integers(2, 9), n=st.integers(1, 12), seed=st.integers(0, 2**31))

@@ -59,6 +59,7 @@ def test_entry_points_refuse_bad_input_by_name(entry, kwargs, words):
         refuse_end_to_end(entry, kwargs)
 
 
+@pytest.mark.slow
 def test_unusual_but_valid_options_run_end_to_end():
     """Options the checks once refused, run (their canonical values: tests/test_validation.py):
     integral float histogram bins on both backends, a path refinement of 8 (2**62 was accepted and
@@ -70,6 +71,7 @@ def test_unusual_but_valid_options_run_end_to_end():
     assert not res.diverged
 
 
+@pytest.mark.slow
 def test_every_entry_point_reports_the_divergence_the_target_bound_defines():
     """EM at h = 1 on the 1-D example leaves the target's scale within a few steps: sample, the
     torch backend and the coupled chains (hence the telescoping sum) all report it (the coupled

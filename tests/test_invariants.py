@@ -15,6 +15,7 @@ from integrators import GaussianTarget, sample
 @settings(max_examples=6)
 @given(prec=st.floats(0.2, 20.0), gamma=st.floats(0.2, 5.0), frac=st.floats(0.1, 0.9),
        seed=st.integers(0, 1000))
+@pytest.mark.slow
 def test_baoab_x_variance_is_exact_for_any_stable_h(prec, gamma, frac, seed):
     target = GaussianTarget(means=[[0.5]], precisions=[[[prec]]])
     h = frac * 2.0 / math.sqrt(prec)  # BAOAB is stable for h^2 M < 4
@@ -27,6 +28,7 @@ def test_baoab_x_variance_is_exact_for_any_stable_h(prec, gamma, frac, seed):
     assert abs(res.mean[0] - 0.5) < 4 * res.mean_se[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["ubu", "em", "obabo"])
 @pytest.mark.parametrize("h", [0.1, 0.3])
 def test_stationary_covariance_matches_lyapunov(scheme, h):

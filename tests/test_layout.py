@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("integrators", "bias", "theory_checks", "bnn", "reports", "tour")
 
@@ -49,6 +51,7 @@ def test_the_check_finds_private_imports(tmp_path):
         probe.unlink()
 
 
+@pytest.mark.slow
 def test_no_file_imports_another_packages_underscore_names():
     offenders = {str(p.relative_to(ROOT)): found for p in python_files() if (found := private_imports(p))}
     assert offenders == {}

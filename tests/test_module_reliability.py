@@ -20,7 +20,7 @@ from integrators.divergence import NOT_DIVERGED  # noqa: E402
 from integrators.torch import Localization, ModuleSampler, SamplerConfig, SamplerDiverged  # noqa: E402
 from integrators.torch.ensemble import EnsembleSampler  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py
 
 N_PARAMS = 3 * 4 + 4 + 4 * 2 + 2
 
@@ -124,6 +124,7 @@ def nan_at_call(bad_call):
     return loss_with_nan
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("check_every", [1, 4])
 @pytest.mark.parametrize("scheme", ["ubu", "baoab"])
 @pytest.mark.parametrize("kind", ["module", "ensemble"])

@@ -39,6 +39,7 @@ def random_target(rng, d, n):
 @settings(max_examples=8)
 @given(d=st.integers(1, 4), n=st.integers(2, 3), frac=st.floats(0.1, 0.6), gamma=st.floats(0.5, 3.0),
        seed=st.integers(0, 10_000), bs=st.integers(1, 2))
+@pytest.mark.slow
 def test_oracle_matches_monte_carlo_within_4_se(scheme, plan, d, n, frac, gamma, seed, bs):
     rng = np.random.default_rng(seed)
     target = random_target(rng, d, n)

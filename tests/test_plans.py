@@ -14,6 +14,7 @@ from integrators.targets import GaussianTarget, force_data, force_for
 sizes = st.integers(1, 23).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n)))
 
 
+@pytest.mark.slow
 @given(sizes=sizes, seed=st.integers(0, 10_000), periods=st.integers(1, 3))
 def test_sms_is_palindromic_partition_used_twice(sizes, seed, periods):
     n_data, bs = sizes
@@ -28,6 +29,7 @@ def test_sms_is_palindromic_partition_used_twice(sizes, seed, periods):
         assert all(len(b) == bs for b in forward[:-1]) and 1 <= len(forward[-1]) <= bs
 
 
+@pytest.mark.slow
 @given(sizes=sizes, seed=st.integers(0, 10_000))
 def test_rr_uses_every_datum_once_per_epoch(sizes, seed):
     n_data, bs = sizes
@@ -37,6 +39,7 @@ def test_rr_uses_every_datum_once_per_epoch(sizes, seed):
         np.testing.assert_array_equal(np.sort(np.concatenate(seq[e * m:(e + 1) * m])), np.arange(n_data))
 
 
+@pytest.mark.slow
 def test_partitions_are_fresh_each_period():
     seq = batch_sequence("sms", 20, 5, 16, seed=1)
     assert not all(np.array_equal(a, b) for a, b in zip(seq[:8], seq[8:], strict=True))

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 

@@ -49,6 +49,7 @@ def test_pinned_reference_point_is_the_targets_mode():
     np.testing.assert_allclose(two_d_target().mean, reference_outputs.T2_X_REF, rtol=0, atol=1e-8)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["baoab", "ubu"])  # all four: benchmarks/reference_outputs.py
 def test_sample_matches_the_reference(scheme):
     target = two_d_target()
@@ -61,6 +62,7 @@ def test_sample_matches_the_reference(scheme):
             same(f"sample_{scheme}_{plan}_t2_{f}", getattr(res, f))
 
 
+@pytest.mark.slow
 def test_divergence_and_bounce_match_the_reference():
     res = sample(GaussianTarget.one_d_example(), scheme="em", plan="sms", h=0.25, n_chains=8, n_steps=3000,
                  batch_size=1, seed=0, divergence_bound=1e8)  # the bound the reference was recorded with
@@ -71,6 +73,7 @@ def test_divergence_and_bounce_match_the_reference():
     same("box_ubu_mean", res.chain_mean)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["ubu"])
 def test_coupled_chains_match_the_reference(scheme):
     for plan in ("full", "iid", "rr", "sms"):

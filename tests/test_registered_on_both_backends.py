@@ -27,7 +27,7 @@ from test_torch_parity import assert_relative, gaussian_3d, trajectories  # noqa
 
 from integrators.backends import Torch  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]
 
 
 @nb.njit(inline="always")
@@ -57,6 +57,7 @@ def follows_the_rule(sequence, n_data, batch_size):
     return True
 
 
+@pytest.mark.slow
 def test_both_backends_draw_the_declared_batch_order(registered):
     from integrators.torch.plans import ChainPlan
     from integrators.torch.rng import CounterNormals
@@ -80,6 +81,7 @@ def test_both_backends_draw_the_declared_batch_order(registered):
     check()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plan", ["backward_forward", "sms"])
 def test_a_registered_scheme_and_plan_give_the_same_trajectory_on_both_backends(registered, plan):
     registered(ABOBA_BOTH, BACKWARD_FORWARD)
@@ -89,6 +91,7 @@ def test_a_registered_scheme_and_plan_give_the_same_trajectory_on_both_backends(
         assert_relative(vs[-1:], res.v[None])
 
 
+@pytest.mark.slow
 def test_a_registered_scheme_and_plan_run_end_to_end_on_both_backends(registered):
     """With their own draws (different streams per backend): the same target law within standard errors."""
     registered(ABOBA_BOTH, BACKWARD_FORWARD)

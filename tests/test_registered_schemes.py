@@ -49,6 +49,7 @@ def weak_verdicts_of_both(scheme):
     return out
 
 
+@pytest.mark.slow
 def test_importing_the_torch_backend_after_registering_a_scheme_works():
     """In a fresh interpreter: register the README's ABOBA (and a second user scheme), then
     import ``integrators.torch``; the torch backend lists only its own steps and refuses ABOBA."""
@@ -123,6 +124,7 @@ def test_an_exact_law_holds_in_the_claims_table_as_in_verify(registered):
     assert both["sms"][:2] == (True, True) and both["rr"][:2] == (None, None)  # rr: observed, no claim
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", [EM_AS_SECOND_ORDER, ABOBA_BROKEN, UBU_DECLARED_EXACT], ids=lambda s: s.NAME)
 def test_a_biased_scheme_fails_in_the_claims_table_as_in_verify(registered, scheme):
     """EM's step declaring second order (a first-order bias), the README's broken ABOBA (its O

@@ -46,6 +46,7 @@ def random_batch(rng, n_data, n_b):
 @settings(max_examples=15)
 @given(d=st.integers(1, 3), n=st.integers(2, 7), bs=st.integers(1, 3), h=st.floats(1e-3, 0.6),
        gamma=st.floats(0.05, 10.0), seed=st.integers(0, 2**31), chains=st.integers(1, 4), cv=st.booleans())
+@pytest.mark.slow
 def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma, seed, chains, cv):
     """On a Gaussian target with a prior, random batches (the plan's last, uneven batch
     included), control variate or not, random path noise ``xi = (dW1, J1, dW2, J2)``, each
@@ -104,6 +105,7 @@ def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma
 @settings(max_examples=10)
 @given(d=st.integers(1, 3), n=st.integers(2, 5), h=st.floats(1e-3, 0.6), gamma=st.floats(0.05, 10.0),
        seed=st.integers(0, 2**31), cv=st.booleans())
+@pytest.mark.slow
 def test_probed_affine_map_equals_the_declared_one(scheme, d, n, h, gamma, seed, cv):
     """The map read off the compiled step by probing, with the cached force of batch ``w_prev``
     substituted, equals the declared map conjugated by the rotation, to 1e-13."""
@@ -156,6 +158,7 @@ def test_probed_affine_map_equals_the_declared_one(scheme, d, n, h, gamma, seed,
             assert np.abs(noise[:, cols] - c_mat[:, cols]).max() <= TOL * size
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plan", sorted(PLANS))
 @pytest.mark.parametrize("scheme", DECLARED)
 def test_oracle_from_probed_maps_equals_oracle_from_declared_maps(scheme, plan):
@@ -215,6 +218,7 @@ def throwaway():
     unregister_plan("sms_copy")
 
 
+@pytest.mark.slow
 def test_a_scheme_and_plan_registered_in_a_test_appear_in_the_claims_table_and_the_figure(throwaway, tmp_path):
     from reports import fig_weak_orders
     from theory_checks.claims import weak_order_rows

@@ -18,6 +18,7 @@ from integrators.targets import DIVERGENCE_SDS
 T1 = GaussianTarget.one_d_example()
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(keep=st.integers(41, 200), scheme=st.sampled_from(sorted(SCHEMES)))
 def test_samples_never_taken_are_nan_not_zero(keep, scheme):
@@ -27,6 +28,7 @@ def test_samples_never_taken_are_nan_not_zero(keep, scheme):
     assert np.all(np.isnan(res.samples[:, 40:])), "entries past the run must be NaN, never 0.0"
 
 
+@pytest.mark.slow
 def test_samples_of_a_diverged_chain_stop_at_its_divergence():
     res = sample(T1, "em", "full", h=0.25, n_chains=3, n_steps=4000, keep=4000, seed=0)
     assert res.n_diverged == 3
@@ -34,6 +36,7 @@ def test_samples_of_a_diverged_chain_stop_at_its_divergence():
         assert np.all(np.isfinite(res.samples[c, : step - 1])) and np.all(np.isnan(res.samples[c, step - 1:]))
 
 
+@pytest.mark.slow
 def test_default_divergence_bound_is_the_targets_scale():
     centre, sd = abs(T1.mean[0]), math.sqrt(T1.covariance[0, 0])
     assert T1.divergence_bound() == pytest.approx(centre + DIVERGENCE_SDS * max(sd, 1.0))
@@ -47,6 +50,7 @@ def test_default_divergence_bound_is_the_targets_scale():
     assert np.linalg.norm(mode) <= radius and sd == 0.5  # the mode lies within the bound's centre radius
 
 
+@pytest.mark.slow
 def test_chains_on_their_way_out_are_reported_diverged():
     """The issue's repro: EM x iid at h = 0.21 printed mean 1039, var 6.5e11 as an estimate."""
     res = sample(T1, "em", "iid", batch_size=1, h=0.21, n_chains=400, n_steps=3000, seed=5)
@@ -58,6 +62,7 @@ def test_chains_on_their_way_out_are_reported_diverged():
     assert not ok.diverged and ok.warnings == [] and "WARNING" not in ok.summary()
 
 
+@pytest.mark.slow
 def test_chains_that_disagree_beyond_their_errors_are_flagged():
     x0 = np.linspace(-30, 30, 40)[:, None]  # chains far apart that have no time to meet
     res = sample(T1, "ubu", "full", h=0.001, n_chains=40, n_steps=100, x0=x0, seed=2)
@@ -89,6 +94,7 @@ def _bad_body(x, out, test_data):
     out[0] = test_data[0][0].nonexistent
 
 
+@pytest.mark.slow
 def test_test_functions_with_the_documented_signature_work():
     res = sample(T1, "ubu", "full", h=0.1, n_chains=20, n_steps=400, burn_in=40, seed=0,
                  test_functions=_two_moments, n_test_functions=2)
@@ -103,6 +109,7 @@ def test_test_functions_with_the_documented_signature_work():
     ({"test_functions": _two_moments, "n_test_functions": 0}, "n_test_functions"),
     ({"test_functions": _bad_body, "n_test_functions": 1, "test_data": (np.zeros(2),)}, "could not be compiled"),
 ])
+@pytest.mark.slow
 def test_bad_test_functions_raise_value_error(kwargs, match):
     with pytest.raises(ValueError, match=match):
         sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10, **kwargs)

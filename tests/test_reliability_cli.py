@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 ROOT = Path(__file__).resolve().parents[1]
 FAST = "tests.report_fixtures.fast_units"
 OTHER = "tests.report_fixtures.other_units"

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 ROOT = Path(__file__).resolve().parents[1]
 FAST = "tests.report_fixtures.fast_units"
 GONE_WITHIN = 10.0  # seconds: no process of a killed run may be left after this

@@ -17,6 +17,8 @@ if str(ROOT) not in sys.path:
 
 from reports import cli  # noqa: E402
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 FAST = "tests.report_fixtures.fast_units"
 ROOM = 100  # bytes each failing file gets before the disk is full
 

@@ -6,6 +6,7 @@ import math
 import mpmath
 import numba as nb
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
@@ -41,6 +42,7 @@ def test_ziggurat_layers_have_equal_area():
     assert abs(float(base) - ZIGGURAT_V) < 1e-11 * ZIGGURAT_V
 
 
+@pytest.mark.slow
 @settings(max_examples=15, deadline=None)
 @given(n_lanes=st.integers(1, 300), seed=st.integers(0, 2**32 - 1))
 def test_block_draws_equal_one_stream_per_lane(n_lanes, seed):
@@ -55,6 +57,7 @@ def test_block_draws_equal_one_stream_per_lane(n_lanes, seed):
         np.testing.assert_array_equal(lanes[c], one)
 
 
+@pytest.mark.slow
 def test_block_draws_cover_the_slow_paths():
     """Enough draws that the wedge and the tail (|z| > r) both occur, still lane-for-lane equal."""
     rows = chain_states(7, 0, 0, 256)
@@ -66,6 +69,7 @@ def test_block_draws_cover_the_slow_paths():
         np.testing.assert_array_equal(lanes[c], one)
 
 
+@pytest.mark.slow
 def test_normal_law_within_standard_errors():
     """4e6 normals: mean, variance and kurtosis, and the probabilities of |z| beyond 1, 2, 3, r
     and 4, each within 4 standard errors of the exact values; Kolmogorov-Smirnov on 1e6."""
@@ -92,6 +96,7 @@ def _lane_uniform_draws(states, n_draws):
     return out
 
 
+@pytest.mark.slow
 def test_uniforms_lane_by_lane_and_uniform():
     rows = chain_states(5, 1, 0, 9)
     lanes = _lane_uniform_draws(rows.T.copy(), 1000)

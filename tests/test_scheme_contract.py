@@ -30,6 +30,7 @@ def one_short(h, gamma):
     return UBU.coefficients(h, gamma)[:-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(SCHEMES))
 def test_the_built_in_schemes_keep_the_contract(name):
     module = SCHEMES[name]
@@ -71,6 +72,7 @@ def test_bad_coefficients_in_a_scheme_module_are_refused_where_it_is_used():
     assert "bad_module" not in SCHEMES
 
 
+@pytest.mark.slow
 def test_a_step_that_reads_past_its_coefficients_is_refused_where_it_is_used():
     """UBU's step reads five coefficients; given four, it read the memory after the array and
     sample returned a wrong variance with no warning."""
@@ -88,6 +90,7 @@ def test_a_step_that_reads_past_its_coefficients_is_refused_where_it_is_used():
         sample(ONE_D, module, "full", h=0.1, n_chains=2, n_steps=3)
 
 
+@pytest.mark.slow
 def test_a_scheme_object_is_checked_once():
     calls = []
 
@@ -114,6 +117,7 @@ def small_telescoping(**kwargs):
     return telescoping_bias(ONE_D, options.pop("scheme", "ubu"), options.pop("plan", "sms"), 0.1, **options)
 
 
+@pytest.mark.slow
 def test_level_seeds_stay_in_range_and_come_from_derive():
     from bias.telescoping import level_seed
     from integrators.seeds import derive

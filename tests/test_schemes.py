@@ -23,6 +23,7 @@ def random_target(rng, d, n):
 @given(d=st.integers(1, 4), n=st.integers(1, 12), h=st.floats(1e-3, 0.5), gamma=st.floats(0.05, 20.0),
        seed=st.integers(0, 2**31), scale=st.sampled_from([1.0, 2.0, 3.5]), chains=st.integers(1, 5),
        cv=st.booleans())
+@pytest.mark.slow
 def test_numba_step_matches_numpy_reference(scheme, d, n, h, gamma, seed, scale, chains, cv):
     """A block of chains, each with its own state, noise and batch: every chain's step equals the
     reference step (so chains never leak into each other)."""
@@ -45,6 +46,7 @@ def test_numba_step_matches_numpy_reference(scheme, d, n, h, gamma, seed, scale,
             np.testing.assert_allclose(got, ref, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_lane_force_of_a_generic_target_matches_the_chain_force():
     """Targets without a vectorized gradient get the chain-by-chain lane force (logistic here)."""
     rng = np.random.default_rng(1)

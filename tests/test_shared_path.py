@@ -44,12 +44,14 @@ def assert_same_as_alone(target, pairs, batch_size, options):
 @given(seed=st.integers(0, 2**31), h=st.floats(0.02, 0.5), gamma=st.floats(0.3, 3.0),
        n_chains=st.integers(1, 600), threads=st.sampled_from([1, 2]), keep=st.integers(0, 3),
        refine=st.sampled_from([1, 2]))
+@pytest.mark.slow
 def test_one_scheme_over_every_plan_equals_each_run_alone(seed, h, gamma, n_chains, threads, keep, refine):
     options = dict(h=h, gamma=gamma, n_chains=n_chains, n_steps=40, burn_in=7, seed=seed, threads=threads,
                    keep=keep, path_refine=refine, histogram=(-4.0, 4.0, 97), divergence_bound=50.0)
     assert_same_as_alone(T1, [("ubu", p) for p in ("sms", "iid", "rr", "full")], 1, options)
 
 
+@pytest.mark.slow
 @settings(max_examples=3, deadline=None)
 @given(seed=st.integers(0, 2**31), h=st.floats(0.05, 0.4), batch_size=st.integers(1, 3))
 def test_two_schemes_together_on_a_three_d_target(seed, h, batch_size):
@@ -61,6 +63,7 @@ def test_two_schemes_together_on_a_three_d_target(seed, h, batch_size):
     assert_same_as_alone(three_d_target(), pairs, batch_size, options)
 
 
+@pytest.mark.slow
 def test_each_sampler_keeps_its_own_divergence_record():
     """A tight divergence bound (3.2: velocities have unit variance): some chains of each sampler
     leave it, at steps of their own."""

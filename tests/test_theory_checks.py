@@ -30,6 +30,7 @@ def test_weak_order_reports_unstable_steps():
 
 @pytest.mark.parametrize("scheme,plan,order", [("ubu", "full", 2.0), ("ubu", "sms", 2.0),
                                                ("em", "full", 1.0), ("baoab", "full", 1.0)])
+@pytest.mark.slow
 def test_strong_orders_on_the_1d_example(scheme, plan, order):
     fit = strong_order(T1, scheme, plan, 2.0 ** -np.arange(3, 8), batch_size=1, n_chains=400, sweeps=4)
     assert fit.slope == pytest.approx(order, abs=0.25)
@@ -56,6 +57,7 @@ def test_gaussian_w2_closed_forms():
     assert gaussian_w2(np.zeros(2), cov, np.zeros(2), cov) == pytest.approx(0.0, abs=1e-7)
 
 
+@pytest.mark.slow
 def test_dimension_scaling_of_full_ubu_is_sqrt_d():
     """Exact UBU's bias is a sum over equally hard blocks: W2 grows exactly like sqrt(d)."""
     res = dimension_scaling("ubu", "full", dims=(4, 8, 16), h=0.05)
@@ -79,6 +81,7 @@ def test_variance_lemma_ratio_below_five_halves():
     assert res.holds and res.max_ratio > 0
 
 
+@pytest.mark.slow
 def test_quick_claims_table(tmp_path):
     rows = claims_table("quick", tmp_path)
     by_claim = {r["claim"]: r for r in rows}
@@ -97,6 +100,7 @@ def test_quick_claims_table(tmp_path):
         claims_table("huge")
 
 
+@pytest.mark.slow
 def test_strong_order_lists_diverged_step_sizes_instead_of_reporting_nan_silently():
     fit = strong_order(T1, "em", "full", [4.0, 2.0, 1.0 / 64, 1.0 / 128], n_chains=8, n_boot=5)
     assert fit.unstable == [4.0, 2.0]

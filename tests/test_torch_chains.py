@@ -28,7 +28,7 @@ from integrators.torch.rng import (  # noqa: E402
 )
 from theory_checks.oracle import stationary_moments  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py
 
 
 def small_target() -> GaussianTarget:
@@ -37,6 +37,7 @@ def small_target() -> GaussianTarget:
     return GaussianTarget(means, precs, prior_precision=0.2 * np.eye(2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("plan", PLANS)
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_torch_stationary_moments_match_the_oracle(scheme, plan):
@@ -158,6 +159,7 @@ def test_fused_step_draws_the_documented_stream():
     assert path.counter == steps * counters_per_normals(4 * d)
 
 
+@pytest.mark.slow
 def test_compiled_step_equals_eager_and_is_not_recompiled_for_a_new_step_size():
     from torch._dynamo.utils import counters
 
@@ -233,6 +235,7 @@ def test_plan_shuffles_are_uniform_permutations(n_data):
     assert torch.all((first - p).abs() < 5 * math.sqrt(p * (1 - p) / n))
 
 
+@pytest.mark.slow
 def test_samples_never_taken_are_nan_on_both_backends():
     """``keep`` beyond the post-burn-in steps: the samples a chain never took are NaN on the torch
     backend as on the Numba one (never zeros that would read as data)."""

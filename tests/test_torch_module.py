@@ -28,7 +28,7 @@ from integrators.torch import (  # noqa: E402
 from integrators.torch.chains import sample as torch_sample  # noqa: E402
 from integrators.torch.ensemble import EnsembleSampler, chain_seed  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py
 
 N_DATA, N_FEAT, N_CLASS = 9, 2, 3
 
@@ -54,6 +54,7 @@ def mlp(seed=0):
     return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 @settings(max_examples=2)
 @given(h=st.floats(0.01, 0.2), gamma=st.floats(0.5, 2.0), bs=st.integers(1, N_DATA), seed=st.integers(0, 999))
@@ -188,6 +189,7 @@ def test_cyclical_schedule_restarts_each_cycle():
     assert hs[0] == 0.1 and hs[25] == 0.1 and all(b < a for a, b in zip(hs[:25], hs[1:25], strict=False))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", ["ubu", "baoab"])
 def test_ensemble_chain_equals_single_chain_sampler_and_ignores_its_neighbours(scheme):
     X, Y = classification(2)

@@ -20,7 +20,7 @@ from integrators.brownian import draw_pairs  # noqa: E402
 from integrators.replay import replay  # noqa: E402
 from integrators.torch.chains import sample as torch_sample  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")  # tests/conftest.py
+pytestmark = [pytest.mark.slow, pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py
 
 N_STEPS = 1000
 N_CHAINS = 2

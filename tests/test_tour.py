@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from tour import EXERCISES, check, notebooks, question
 from tour.exercises import Computed, Hashed
 
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
 ROOT = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = ("integrators", "theory_checks", "bias", "reports", "tour")
 

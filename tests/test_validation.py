@@ -420,6 +420,7 @@ OPTION_REFUSALS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factory, kwargs, words", OPTION_REFUSALS)
 def test_option_objects_refuse_by_name(factory, kwargs, words):
     with pytest.raises(ValueError, match=words):
@@ -472,6 +473,7 @@ def test_constraints_name_the_argument_they_check():
         HISTOGRAM("bins", (1, 2))
 
 
+@pytest.mark.slow
 def test_torch_iid_memory_estimate_has_no_per_datum_permutation(monkeypatch):
     """1,000 chains x 200,000 data: a permutation each would need 4.8 GB (rr), none under iid.
     With a 1 GiB limit the rr run is refused by name, iid fits."""
@@ -672,6 +674,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.slow
 def test_the_refusal_tables_compile_no_kernel():
     """Every refusal table of this file and the end-to-end refusals of tests/test_input_checks.py,
     run in a fresh interpreter (a test process may hold kernels of other tests), leave the Numba
@@ -893,6 +896,7 @@ def test_ensembles_take_numpy_integers_like_every_other_count():
 
 
 # ================================================================== bnn
+@pytest.mark.slow
 def test_hessian_norm_takes_integer_labels_of_any_width():
     import torch
 

@@ -17,6 +17,7 @@ STRONG_HS = tuple(2.0 ** -np.arange(3, 7))
 QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
     report = verify(scheme, budget=120, **QUICK)
@@ -28,6 +29,7 @@ def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
     assert report.check("strong_order[sms]").passed and report.check("monte_carlo[sms]").passed
 
 
+@pytest.mark.slow
 def test_ubu_whose_j_is_independent_of_dw_fails_the_strong_order():
     """J from the other half step has J's law but not its correlation with dW: the stationary
     law stays second order (the weak checks pass), the pathwise error does not."""
@@ -36,6 +38,7 @@ def test_ubu_whose_j_is_independent_of_dw_fails_the_strong_order():
     assert report.check("strong_order[full]").passed is False, report.table()
 
 
+@pytest.mark.slow
 def test_baoab_with_sqrt_one_minus_eta_noise_fails_stationarity():
     report = verify(BAOAB_SQRT_ONE_MINUS_ETA, plans=["full"], strong=False, monte_carlo=False)
     assert report.check("stationarity").passed is False, report.table()
@@ -43,12 +46,14 @@ def test_baoab_with_sqrt_one_minus_eta_noise_fails_stationarity():
     assert not report.ok and "stationarity" in report.failed
 
 
+@pytest.mark.slow
 def test_ubu_whose_kick_uses_half_h_fails_stationarity():
     report = verify(UBU_HALF_KICK, plans=["full", "sms"], strong=False, monte_carlo=False)
     assert report.check("stationarity").passed is False, report.table()
     assert report.check("weak_order[sms]").passed is False
 
 
+@pytest.mark.slow
 def test_sms_whose_backward_sweep_is_not_reversed_fails_the_strong_order():
     """Declared second order like sms; the time-averaged stationary law is still second order
     (weak check passes), the pathwise error at sweep ends is not (strong check fails)."""
@@ -81,10 +86,12 @@ def test_verify_rejects_bad_input():
 # ------------------------------------------------------------------ a user's scheme and test
 
 
+@pytest.mark.slow
 def test_a_user_scheme_in_three_lines():
     assert_verified(ABOBA)
 
 
+@pytest.mark.slow
 def test_a_user_scheme_with_a_wrong_declared_order_fails(verify_scheme):
     wrong = Scheme("aboba_claims_1", aboba_step, aboba_coefficients, WEAK_ORDER=1.0, STRONG_ORDER=1.0)
     with pytest.raises(AssertionError, match=r"weak_order\[full\]"):

@@ -21,6 +21,7 @@ def weak_checks(report):
     return [c for c in report.checks if c.name.startswith("weak_order[")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gamma", GAMMAS)
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_builtin_scheme_passes_verify_at_every_friction(scheme, gamma):
@@ -34,6 +35,7 @@ def test_every_builtin_scheme_passes_verify_at_every_friction(scheme, gamma):
             assert not check.skipped, report.table()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gamma", GAMMAS)
 def test_a_wrong_declared_order_is_caught_at_every_friction(gamma):
     report = verify(EM_AS_SECOND_ORDER, plans=["full", "sms"], gamma=gamma, **EXACT)
@@ -42,6 +44,7 @@ def test_a_wrong_declared_order_is_caught_at_every_friction(gamma):
     assert report.check("weak_order[full]").measured.startswith("slope 1.0"), report.table()
 
 
+@pytest.mark.slow
 def test_the_reported_failures_at_large_friction_now_pass():
     """The issue's two cases: BAOAB x sms at gamma = 100 (slope 1.84 on the fixed ladder) and
     UBU x full at gamma = 1000 (slope 1.64)."""

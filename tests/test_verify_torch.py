@@ -21,7 +21,7 @@ from integrators.torch.schemes import baoab as torch_baoab  # noqa: E402
 from theory_checks.probe import probe_step_map  # noqa: E402
 from theory_checks.verify import default_target, verify  # noqa: E402
 
-pytestmark = pytest.mark.usefixtures("one_torch_thread")
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]
 MAP_TOL = 1e-13  # relative to the map's largest entry: the two steps round alike, up to libm's exp
 
 
@@ -48,6 +48,7 @@ def test_the_tensor_steps_have_the_maps_of_their_numba_twins(scheme, h, gamma, b
         assert np.max(np.abs(a - b)) <= MAP_TOL * max(1.0, float(np.max(np.abs(a))))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_the_built_in_tensor_steps_pass_verify(scheme):
     report = verify(scheme, backend="torch", strong=False, monte_carlo=False)
@@ -56,6 +57,7 @@ def test_the_built_in_tensor_steps_pass_verify(scheme):
     assert report.check("strong_order[full]").skipped.startswith("the torch step")
 
 
+@pytest.mark.slow
 def test_the_torch_path_runs_its_monte_carlo_check_on_the_torch_backend():
     report = verify("ubu", backend="torch", plans=["sms"], strong=False, n_chains=64)
     check = report.check("monte_carlo[sms]")

@@ -38,6 +38,7 @@ def test_equal_sizes_sorted_formula(n, seed, p):
     assert wasserstein_samples(x, y, p) == pytest.approx(want, rel=1e-12)
 
 
+@pytest.mark.slow
 @given(n=st.integers(1, 400), seed=st.integers(0, 2**31), mu=st.floats(-3, 3), sd=st.floats(0.1, 5))
 def test_exact_quantile_form_matches_closed_form_and_scipy(n, seed, mu, sd):
     rng = np.random.default_rng(seed)
@@ -55,6 +56,7 @@ def test_w2_to_distribution_known_value():
     assert wasserstein_to_distribution(x, GenericNormal(1.0, 1.0), p=2) == pytest.approx(1.0, abs=1e-3)
 
 
+@pytest.mark.slow
 def test_streaming_w1_matches_exact_on_1e7_samples_within_bound():
     law = Normal(-0.88, 0.485)
     rng = np.random.default_rng(0)
@@ -194,6 +196,7 @@ def test_control_variate_rejects_mismatched_histograms():
     (2_000, 120, 3.5, EXACT_BELOW),
     (2_000, 120, 3.5, 20),       # the normal limit on most segments
 ])
+@pytest.mark.slow
 def test_noise_floor_matches_simulated_floors_within_their_standard_error(n, n_bins, half_range, exact_below):
     # the exact expectation of the binned plain statistic for n exact draws against the mean of
     # many simulated ones; coarse bins make the binning part of the floor visible
@@ -223,6 +226,7 @@ def test_noise_floor_binning_part_is_resolved_by_the_simulation():
 @settings(max_examples=12, deadline=None)
 @given(log_n=st.floats(3.0, 5.3), n_bins=st.integers(20, 3_000), half_range=st.floats(2.0, 12.0),
        std=st.floats(0.2, 3.0))
+@pytest.mark.slow
 def test_noise_floor_normal_limit_agrees_with_the_exact_binomial_sum(log_n, n_bins, half_range, std):
     # where the normal limit replaces the binomial (n p (1 - p) >= exact_below) it changes the
     # floor by a relative amount of order 1 / exact_below
@@ -234,6 +238,7 @@ def test_noise_floor_normal_limit_agrees_with_the_exact_binomial_sum(log_n, n_bi
     assert limit == pytest.approx(exact, rel=2e-3)
 
 
+@pytest.mark.slow
 def test_noise_floor_of_one_draw_is_the_closed_form_and_decays_like_one_over_sqrt_n():
     law = Normal(1.0, 2.0)
     lo, hi = law.mean - 12 * law.std, law.mean + 12 * law.std
