@@ -6,9 +6,9 @@ run, one thread (CPU seconds of this thread, so that other load on the machine m
 
   (a) ns per add of the observer as it was: a per-chain loop that skips parked chains and calls a
       per-value add written ``if value < lo ... elif value >= hi ... else counts[i] += 1``;
-  (b) ns per add of :func:`integrators.kernel.histogram_add`, the kernel's loop now (in-range test
+  (b) ns per add of :func:`integrators.observers.histogram_add`, the kernel's loop now (in-range test
       first, one tight loop per step over the tile), with float64 counts and with int32 counts
-      (what ``sample()`` uses wherever no bin can overflow: :func:`integrators.kernel.histogram_counts`);
+      (what ``sample()`` uses wherever no bin can overflow: :func:`integrators.observers.histogram_counts`);
   (c) the kernel's chain-steps per second at the figure's finest step size (2,048 chains, tiles
       of ``TILE_SIZE``), without the histogram and with it, one (scheme, plan) per scheme.
 
@@ -31,7 +31,7 @@ import numpy as np
 from bias import figure1
 from integrators import GaussianTarget, sample
 from integrators.backends import TILE_SIZE
-from integrators.kernel import histogram_add
+from integrators.observers import histogram_add
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.cli.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--steps", "200", "--kernel-steps", "2e5"],

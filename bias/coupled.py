@@ -34,7 +34,6 @@ from integrators.kernel import (
     BLOCK_SIZE,
     Divergence,
     Forces,
-    Observers,
     Path,
     PlanState,
     Schedule,
@@ -43,12 +42,11 @@ from integrators.kernel import (
     draw_step_path,
     make_work_buffers,
     mark_diverged,
-    no_observers,
-    observe_chains,
     park_diverged,
     reset_plan,
 )
 from integrators.memory import check_fits
+from integrators.observers import Observers, no_observers, observe_chains
 from integrators.plans import IID, batch_rule, kernel_code, resolve_plan
 from integrators.rng import (
     COARSE_PLAN_STREAM,

@@ -25,8 +25,8 @@ import numpy as np
 import scipy.special
 import scipy.stats
 
-from integrators.kernel import histogram_add as _histogram_add
 from integrators.memory import check_fits
+from integrators.observers import histogram_add as _histogram_add
 from integrators.validation import real_number, whole_number
 
 
@@ -138,7 +138,7 @@ def _w1_to_cdf(points, weights, dist, f_pts=None, g_pts=None) -> float:
 def histogram_add(values, lo, inv_width, counts, tails):
     """Add samples to a fixed histogram; ``tails = (n_below, excess_below, n_above, excess_above)``
     records samples outside ``[lo, lo + n_bins / inv_width)`` exactly (the kernel's own loop,
-    :func:`integrators.kernel.histogram_add`, with every sample live)."""
+    :func:`integrators.observers.histogram_add`, with every sample live)."""
     _histogram_add(values, lo, inv_width, counts, tails, np.full(values.shape[0], -1, dtype=np.int64))
 
 

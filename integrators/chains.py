@@ -21,19 +21,17 @@ from integrators.backends import TILE_SIZE
 from integrators.kernel import (
     Divergence,
     Forces,
-    Observers,
     Path,
     PlanState,
     Samplers,
     Schedule,
     aligned_zeros,
-    histogram_counts,
     kernel_for_kinds,
     make_work_buffers,
-    no_test_functions,
     path_chunk,
     sampler_kind,
 )
+from integrators.observers import Observers, histogram_counts, no_test_functions
 from integrators.plans import kernel_code
 from integrators.result import SampleResult
 from integrators.rng import PATH_STREAM, PLAN_STREAM, STATE_WORDS, VELOCITY_STREAM, lane_normal_matrix, lane_states

@@ -32,18 +32,16 @@ from integrators.kernel import (
     Forces,
     PlanState,
     Schedule,
-    add_moments,
     all_in_bounds,
     count_diverged,
     make_work_buffers,
     mark_diverged,
     nan_diverged,
-    no_observers,
-    observe_chains,
     park_diverged,
     reset_plan,
 )
 from integrators.memory import check_fits
+from integrators.observers import add_moments, no_observers, observe_chains
 from integrators.plans import SMS, next_batches, resolve_plan
 from integrators.result import format_values
 from integrators.rng import (

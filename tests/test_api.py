@@ -121,14 +121,14 @@ def test_histogram_counts_every_kept_state_of_every_live_chain_once(seed, bound,
 def test_histogram_counts_the_same_in_float64_where_int32_could_overflow(monkeypatch):
     """A run that could pass int32 in a bin counts in float64 (``COUNT_DTYPE_LIMIT``): the same
     histogram, tails and statistics as the int32 counts of a smaller run would give."""
-    import integrators.kernel as kernel
+    import integrators.observers as observers
 
     kw = dict(scheme="baoab", plan="iid", h=0.15, n_chains=40, n_steps=80, burn_in=20, batch_size=1,
               seed=3, x0=[-0.8], histogram=(-3.0, 2.0, 50))
-    assert kernel.histogram_counts(50, 40 * 60).dtype == np.int32
+    assert observers.histogram_counts(50, 40 * 60).dtype == np.int32
     ref = sample(T1, **kw)
-    monkeypatch.setattr(kernel, "COUNT_DTYPE_LIMIT", 40 * 60 - 1)
-    assert kernel.histogram_counts(50, 40 * 60).dtype == np.float64
+    monkeypatch.setattr(observers, "COUNT_DTYPE_LIMIT", 40 * 60 - 1)
+    assert observers.histogram_counts(50, 40 * 60).dtype == np.float64
     wide = sample(T1, **kw)
     for name in ("x", "chain_mean", "histogram", "histogram_tails"):
         np.testing.assert_array_equal(getattr(ref, name), getattr(wide, name), err_msg=name)

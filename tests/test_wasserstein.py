@@ -16,7 +16,7 @@ from bias.wasserstein import (
     wasserstein_samples,
     wasserstein_to_distribution,
 )
-from integrators.kernel import histogram_add as kernel_histogram_add
+from integrators.observers import histogram_add as kernel_histogram_add
 
 
 class GenericNormal(Normal):
