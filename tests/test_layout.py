@@ -1,10 +1,11 @@
 """The layout's rules that a reader of the tree relies on: no file imports another package's
 underscore names (a package's private helpers are its own), and ``integrators/api.py`` holds the
-public entry points only."""
+public entry points only, and the README's map of the code ("What is here") matches the tree."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -61,3 +62,25 @@ def test_api_holds_the_public_entry_points_only():
     tree = ast.parse((ROOT / "integrators" / "api.py").read_text())
     defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     assert defined == ["sample", "sample_together"]
+
+
+def readme_map() -> dict[str, str]:
+    """``{package folder: its row}`` of the README's "What is here" table."""
+    text = (ROOT / "README.md").read_text().split("## What is here", 1)[1].split("\n## ", 1)[0]
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].startswith("`") and cells[0].endswith("/`"):
+            rows[cells[0].strip("`").rstrip("/")] = cells[1]
+    return rows
+
+
+def test_the_readmes_map_names_every_package_and_only_files_that_exist():
+    rows = readme_map()
+    assert set(PACKAGES) <= set(rows), f"packages without a row: {sorted(set(PACKAGES) - set(rows))}"
+    missing = []
+    for folder, row in rows.items():
+        for name in {n for n in re.findall(r"`([\w/]+\.py|[\w]+/)`", row)}:
+            if not any((ROOT / folder).rglob(name.rstrip("/"))):
+                missing.append(f"{folder}/: {name}")
+    assert not missing, f"the README's map names what the tree lacks: {missing}"
