@@ -50,3 +50,24 @@ def partition_outcomes(n_data: int, batch_size: int, sweeps: int, batch_index) -
     orders = list(ordered_partitions(n_data, batch_size))
     m = n_batches(n_data, batch_size)
     return [(1.0 / len(orders), [order[batch_index(p, m)] for p in range(sweeps * m)]) for order in orders]
+
+
+def partition_plan_functions(sweeps: int, batch_index):
+    """``(force_scale, period, count_orders, outcomes)`` of a partition plan that visits a fresh
+    partition over ``sweeps`` epochs in the order of its rule ``batch_index`` (a Numba function):
+    the force scaled by ``N_m``, a period of ``sweeps * N_m`` steps, every ordered partition one
+    equally likely outcome of a period."""
+
+    def force_scale(n_data: int, batch_size: int) -> float:
+        return float(n_batches(n_data, batch_size))
+
+    def period(n_data: int, batch_size: int) -> int:
+        return sweeps * n_batches(n_data, batch_size)
+
+    def count_orders(n_data: int, batch_size: int) -> int:
+        return count_partitions(n_data, batch_size)
+
+    def outcomes(n_data: int, batch_size: int) -> list:
+        return partition_outcomes(n_data, batch_size, sweeps, batch_index.py_func)
+
+    return force_scale, period, count_orders, outcomes

@@ -6,7 +6,7 @@ visited in order, force scaled by ``N_m = ceil(N_D / N_b)``.
 
 import numba as nb
 
-from integrators.plans.partitions import count_partitions, n_batches, partition_outcomes
+from integrators.plans.partitions import partition_plan_functions
 
 NAME = "rr"
 CODE = 2
@@ -23,17 +23,4 @@ def batch_index(position, n_batches):
     return position
 
 
-def force_scale(n_data: int, batch_size: int) -> float:
-    return float(n_batches(n_data, batch_size))
-
-
-def period(n_data: int, batch_size: int) -> int:
-    return SWEEPS * n_batches(n_data, batch_size)
-
-
-def count_orders(n_data: int, batch_size: int) -> int:
-    return count_partitions(n_data, batch_size)
-
-
-def outcomes(n_data: int, batch_size: int) -> list:
-    return partition_outcomes(n_data, batch_size, SWEEPS, batch_index.py_func)
+force_scale, period, count_orders, outcomes = partition_plan_functions(SWEEPS, batch_index)

@@ -9,7 +9,7 @@ The palindrome cancels the first-order error of the sweep: weak (and, for UBU, s
 
 import numba as nb
 
-from integrators.plans.partitions import count_partitions, n_batches, partition_outcomes
+from integrators.plans.partitions import partition_plan_functions
 
 NAME = "sms"
 CODE = 3
@@ -27,17 +27,4 @@ def batch_index(position, n_batches):
     return position if position < n_batches else 2 * n_batches - 1 - position
 
 
-def force_scale(n_data: int, batch_size: int) -> float:
-    return float(n_batches(n_data, batch_size))
-
-
-def period(n_data: int, batch_size: int) -> int:
-    return SWEEPS * n_batches(n_data, batch_size)
-
-
-def count_orders(n_data: int, batch_size: int) -> int:
-    return count_partitions(n_data, batch_size)
-
-
-def outcomes(n_data: int, batch_size: int) -> list:
-    return partition_outcomes(n_data, batch_size, SWEEPS, batch_index.py_func)
+force_scale, period, count_orders, outcomes = partition_plan_functions(SWEEPS, batch_index)
