@@ -292,7 +292,7 @@ def bench_figure1(device, preset, chain_counts, whole):
     for each chain count per repeat asked for (the first call also compiles); then, with
     ``whole``, the whole figure at the preset (its graphs already compiled by the points)."""
     from bias import figure1
-    from integrators.torch import figure1 as torch_figure1
+    from bias import figure1_torch as torch_figure1
 
     default = torch_figure1.CHAINS_PER_REPEAT[device.type][preset]
     first = "first call" + (" (compiles)" if torch_figure1.figure1_sampler(str(device)).compile else "")

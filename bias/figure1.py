@@ -42,7 +42,7 @@ A sampler that diverges is marked diverged at that ``h`` (with the first diverge
 plotted as a number.
 
 Backends: the Numba kernel (default) or ``backend="torch"`` on ``device`` (``cpu`` or ``cuda``),
-:mod:`integrators.torch.figure1` (the same schemes and plans on tensors; its chain count per
+:mod:`bias.figure1_torch` (the same schemes and plans on tensors; its chain count per
 repeat is its own, so that a GPU has enough chains to fill it; its runs go one at a time).
 
 Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
@@ -152,7 +152,7 @@ def sampler_for(backend: str, device=None):
         if device not in (None, "cpu"):
             raise ValueError(f"the numba backend runs on the CPU; device={device!r} needs backend='torch'")
         return sample
-    from integrators.torch.figure1 import figure1_sampler
+    from bias.figure1_torch import figure1_sampler
     return figure1_sampler(device)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from integrators import demo
+from bias import demo
 
 ID = "demo"
 TITLE = "SMS-UBU against SG-UBU on the 1-D example, against the exact target"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from integrators import demo
+from bias import demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 

@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
+from replay import replay  # noqa: E402
+
 from integrators import PLANS, SCHEMES, GaussianTarget, MultinomialLogisticTarget, batch_sequence  # noqa: E402
 from integrators.brownian import draw_pairs  # noqa: E402
-from integrators.replay import replay  # noqa: E402
 from integrators.torch.chains import sample as torch_sample  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py

@@ -12,7 +12,7 @@ is parked at the origin and drops out of every statistic (its final state is NaN
 Randomness is counter-based (:class:`integrators.torch.rng.CounterNormals`): chain ``c``'s path,
 batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
 For cross-backend tests :func:`sample` also takes ``noise=(dW, J)`` (the kernel's layout
-``(n_steps, 2, d, n_chains)``) and ``batches`` (the sequence :func:`integrators.replay.replay`
+``(n_steps, 2, d, n_chains)``) and ``batches`` (the sequence ``replay`` of ``tests/replay.py``
 takes) in place of the draws.  ``compile=True`` runs the step through ``torch.compile``.
 """
 
