@@ -1,0 +1,103 @@
+"""Figure 1's files: the CSV of its points, the run's metadata and the figure."""
+
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from bias.figure1_setup import PRESETS, SAMPLERS, Point, histogram_layout, target_law
+from integrators import GaussianTarget
+
+
+def write_csv(path: Path, points: list[Point], slopes: dict, *, with_seconds: bool = True) -> None:
+    """The figure's numbers, one row per point (``with_seconds=False`` leaves out the wall time,
+    so that runs on different executors give byte-identical files)."""
+    fields = [f for f in asdict(points[0]) if with_seconds or f != "seconds"] + ["local_slope_finest"]
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        for q in points:
+            row = {f: v for f, v in asdict(q).items() if f in fields}
+            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
+            writer.writerow(row)
+
+
+def resolution_metadata() -> dict:
+    """The histogram every W1 is read from, and the binning bounds that follow from it."""
+    law = target_law(GaussianTarget.one_d_example())
+    lo, hi, n_bins = histogram_layout(law)
+    width = (hi - lo) / n_bins
+    return {"lo": lo, "hi": hi, "n_bins": n_bins, "bin_width": width,
+            "binning_bound_plain": 0.5 * width, "binning_bound_control_variate": 1.5 * width,
+            "noise_floor": "exact expectation of the plain statistic for N exact draws, binning "
+                           "included (bias.wasserstein.expected_binned_w1)"}
+
+
+def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seconds: float,
+                   baoab_paper_friction: bool = False, backend: dict | None = None) -> None:
+    from integrators.metadata import metadata
+    meta = metadata(seed, preset)
+    o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
+              else "exp(-gamma h) (standard)")
+    meta.update({"seconds": round(seconds, 1), "gamma": 1.0, "baoab_o_step": o_step,
+                 "estimator": sorted({q.estimator for q in points if not q.diverged}),
+                 "samples_per_point": "samples_per_unit * 2^k",
+                 "samples_per_unit": PRESETS[preset]["samples_per_unit"],
+                 "histogram": resolution_metadata(), **(backend or {"backend": "numba"})})
+    ok = [q for q in points if not q.diverged]
+    if ok:  # the bounds the figure needs: against the smallest plotted W1 and the smallest floor
+        res = meta["histogram"]
+        res["control_variate_bound_over_smallest_w1"] = res["binning_bound_control_variate"] / min(q.w1 for q in ok)
+        res["plain_bound_over_smallest_noise_floor"] = res["binning_bound_plain"] / min(q.noise_floor for q in ok)
+    path.write_text(json.dumps(meta, indent=2) + "\n")
+
+
+def plot(path: Path, points: list[Point], slopes: dict) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9.5, 5.2))
+    colors = {"ubu": "tab:blue", "baoab": "tab:orange", "em": "tab:green"}
+    styles = {"sms": "-", "iid": ":", "rr": "--"}
+    markers = {"sms": "o", "iid": "s", "rr": "^"}
+    names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}
+    for s, p in SAMPLERS:
+        pts = sorted((q for q in points if q.scheme == s and q.plan == p), key=lambda q: q.h)
+        ok = [q for q in pts if not q.diverged]
+        label = f"{names[p]}-{s.upper()} (slope {slopes[(s, p)]:.2f})"
+        if ok:
+            ax.errorbar([q.h for q in ok], [q.w1 for q in ok], yerr=[2 * q.mc_error for q in ok],
+                        color=colors[s], ls=styles[p], marker=markers[p], capsize=2, label=label)
+            plain = [q for q in ok if q.estimator != "plain" and np.isfinite(q.w1_plain)]
+            ax.plot([q.h for q in plain], [q.w1_plain for q in plain], ls="none", marker=markers[p],
+                    mfc="none", color=colors[s], alpha=0.35, ms=5)
+    # diverged samplers: a cross near the top at their h, one row each, with the first bad step
+    top = ax.get_ylim()[1] if any(not q.diverged for q in points) else 1.0
+    rows: dict = {}
+    for q in points:
+        if q.diverged:
+            row = rows[q.h] = rows.get(q.h, -1) + 1
+            y = top * 0.72**row
+            ax.plot([q.h], [y], marker="x", color=colors[q.scheme], ms=8, ls="none")
+            ax.annotate(f"{names[q.plan]}-{q.scheme.upper()} diverged (step {q.first_divergence_step})",
+                        (q.h, y), fontsize=6.5, color=colors[q.scheme], textcoords="offset points",
+                        xytext=(-6, -2), ha="right", va="center")
+    floors = sorted((q.h, q.noise_floor) for q in points if q.scheme == "ubu" and q.plan == "sms")
+    ax.plot([f[0] for f in floors], [f[1] for f in floors], "k-.", lw=0.8, label="noise floor (exact draws)")
+    if any(q.estimator != "plain" for q in points):
+        ax.plot([], [], ls="none", marker="o", mfc="none", color="gray", alpha=0.5,
+                label="plain empirical W1 (no control)")
+    ax.set(xscale="log", yscale="log", xlabel="step size h", ylabel="W1 bias to the exact target (bars: 2 MC errors)",
+           title="1-D example (Figure 1): Wasserstein bias, gamma = 1\n"
+                 "lines: control-variate estimate (full-gradient chain on the same path)")
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: covers no line
+    fig.tight_layout()
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
+    plt.close(fig)

@@ -1,0 +1,229 @@
+"""Figure 1's runs: the ``sample()`` calls of each point and of the full-gradient control it shares
+with the other plans of its scheme and step size (kept in a small cache), scheduled on a thread
+pool so that every core stays busy, and the W1 numbers read off their histograms."""
+
+from __future__ import annotations
+
+import math
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass
+
+import numpy as np
+
+from bias.figure1_setup import (
+    DIVERGENCE_BOUND,
+    PRESETS,
+    SAMPLERS,
+    Point,
+    histogram_layout,
+    noise_floor,
+    point_config,
+    repeat_seeds,
+    sampler_for,
+    target_law,
+)
+from bias.wasserstein import Normal, StreamingW1, w1_with_control
+from integrators import GaussianTarget, sample_together
+from theory_checks.oracle import UnstableStepError, stationary_full
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control."""
+
+    scheme: str
+    plan: str
+    h: float
+    gamma: float
+    chains: int
+    burn: int
+    per_chain: int
+    seed: int
+    backend: tuple = ("numba", None)  # (backend, device)
+
+
+def run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
+    """Runs that differ only in their (scheme, plan), streamed into histograms on one Brownian
+    path; per run ``(histogram, first divergent step or -1)``.  The Numba backend advances them
+    together (:func:`integrators.sample_together`: the path is drawn once per step for all, and
+    each run's numbers are those of its own ``sample()`` call); the tensor backend runs them one
+    at a time.  Also returns the call's seconds."""
+    started = time.perf_counter()
+    lo, hi, n_bins = histogram_layout(law)
+    first = runs[0]
+    options = dict(h=first.h, gamma=first.gamma, n_chains=first.chains, n_steps=first.burn + first.per_chain,
+                   burn_in=first.burn, seed=first.seed, x0=[law.mean], histogram=(lo, hi, n_bins),
+                   divergence_bound=DIVERGENCE_BOUND)
+    if first.backend[0] == "numba":
+        results = sample_together(target, [(r.scheme, r.plan) for r in runs], batch_size=1, threads=threads,
+                                  **options)
+    else:
+        results = [sampler_for(*r.backend)(target, r.scheme, r.plan, batch_size=None if r.plan == "full" else 1,
+                                           **options) for r in runs]
+    out = []
+    for res in results:
+        hist = StreamingW1(law, lo, hi, n_bins)
+        if res.diverged:
+            out.append((hist, int(res.first_divergence_step)))
+        else:
+            hist.merge(res.histogram, res.histogram_tails)
+            out.append((hist, -1))
+    return out, time.perf_counter() - started
+
+
+@dataclass
+class Control:
+    """The full-gradient control of one scheme at one h: its repeats' histograms, pooled, its
+    exact law and its own W1 to that law (shared by the three plans)."""
+
+    hists: list
+    pooled: StreamingW1
+    exact: Normal
+    noise: float
+
+
+CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
+
+
+def clear_control_cache() -> None:
+    """Forget the cached controls (the next point recomputes its control)."""
+    CONTROLS.clear()
+
+
+def control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds,
+                  backend=("numba", None)) -> tuple[tuple, list[Run], Normal | None]:
+    """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""
+    key = (scheme, h, g, chains, burn, per_chain, tuple(seeds), backend)
+    if key in CONTROLS:
+        return key, [], None
+    try:
+        _, cov = stationary_full(scheme, target, h, g)
+    except UnstableStepError:
+        return key, [], None
+    exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
+    return key, [Run(scheme, "full", h, g, chains, burn, per_chain, sd, backend) for sd in seeds], exact
+
+
+def store_control(key, runs, exact, done, law) -> Control | None:
+    """The control of ``runs`` (None where one of them diverged), cached under ``key``."""
+    value = None
+    if runs and not any(done[r][1] >= 0 for r in runs):
+        hists = [done[r][0] for r in runs]
+        pooled = StreamingW1(law, *histogram_layout(law))
+        for hist in hists:
+            pooled.merge(hist.counts, hist.tails)
+        own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
+        own.merge(pooled.counts, pooled.tails)
+        value = Control(hists, pooled, exact, own.value())
+    CONTROLS.pop(key, None)
+    while len(CONTROLS) >= 3:
+        CONTROLS.pop(next(iter(CONTROLS)))
+    CONTROLS[key] = value
+    return value
+
+
+def mean_error(values: list[float]) -> float:
+    return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
+
+
+@dataclass
+class Group:
+    """The points of one scheme at one step size: their runs, and the control they share."""
+
+    scheme: str
+    plans: tuple
+    k: int
+    n_samples: int
+    law: Normal
+    sampler_runs: dict
+    control_key: tuple | None
+    control_runs: list
+    control_law: Normal | None
+    cached_control: object = None  # the control taken from CONTROLS when the group was made
+
+    @classmethod
+    def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
+             backend=("numba", None)):
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        for plan in plans:
+            if (scheme, plan) not in SAMPLERS:
+                raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")
+        target = GaussianTarget.one_d_example()
+        h, reps, chains, per_chain, burn = point_config(k, preset, backend)
+        g = gamma / 2 if (scheme == "baoab" and baoab_paper_friction) else gamma
+        seeds = repeat_seeds(seed, k, reps)
+        runs = {plan: [Run(scheme, plan, h, g, chains, burn, per_chain, sd, backend) for sd in seeds]
+                for plan in plans}
+        key, control_runs, exact = (control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
+                                    if control_variate else (None, [], None))
+        # (held by the group: other groups finishing in between may evict it from the bounded cache)
+        cached = CONTROLS.get(key) if key is not None and not control_runs else None
+        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact,
+                   cached)
+
+    def runs(self) -> list[Run]:
+        return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
+
+    def submit(self, pool, threads_per_call: int) -> dict:
+        """Queue the runs on ``pool``: runs that differ only in their (scheme, plan) share their
+        Brownian path (the same seed, step, friction and chains), so a repeat's three plans and
+        their control go together in one call (:func:`run_histograms`, ``threads_per_call``
+        threads).  Returns ``{run: (future, index of the run in its call, runs in the call)}``."""
+        target = GaussianTarget.one_d_example()
+        calls: dict = {}
+        for r in self.runs():
+            calls.setdefault((r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed, r.backend), []).append(r)
+        out = {}
+        for joint in calls.values():
+            future = pool.submit(run_histograms, target, self.law, tuple(joint), threads_per_call)
+            out.update({r: (future, i, len(joint)) for i, r in enumerate(joint)})
+        return out
+
+    def finish(self, futures: dict) -> list[Point]:
+        """Wait for the runs and compute the W1 numbers of every point."""
+        done = {r: f.result()[0][i] for r, (f, i, _) in futures.items()}
+        # the kernel seconds of this group's runs: an equal share of each call they were in
+        seconds = sum(f.result()[1] / size for f, _, size in futures.values()) / len(self.plans)
+        controls = self.cached_control
+        if self.control_key is not None and self.control_runs:
+            controls = store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
+        floor = noise_floor(self.law, self.n_samples)
+        return [point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
+                       self.n_samples, floor, self.law, seconds) for plan in self.plans]
+
+
+def point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
+    """The W1 numbers of one point from its repeats' histograms (and the control's)."""
+    diverged_at = [at for _, at in repeats if at >= 0]
+    if diverged_at:
+        lo, hi, n_bins = histogram_layout(law)
+        return Point(scheme, plan, h, n_samples, float("nan"), float("nan"), floor, 0.5 * (hi - lo) / n_bins,
+                     True, int(min(diverged_at)), seconds)
+    pooled = StreamingW1(law, *histogram_layout(law))
+    for hist, _ in repeats:
+        pooled.merge(hist.counts, hist.tails)
+    w1_plain = pooled.value()
+    mc_plain = mean_error([hist.value() for hist, _ in repeats])
+    if controls is None:
+        return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor, pooled.bound,
+                     False, -1, seconds, "plain", w1_plain, mc_plain)
+    w1, bound = w1_with_control(pooled, controls.pooled, controls.exact)
+    mc = mean_error([w1_with_control(hist, c, controls.exact)[0]
+                      for (hist, _), c in zip(repeats, controls.hists, strict=True)])
+    return Point(scheme, plan, h, n_samples, w1, mc, floor, bound, False, -1, seconds,
+                 "control_variate", w1_plain, mc_plain, controls.noise)
+
+
+def completion_order(queued: dict):
+    """The keys of ``queued`` (``{key: {run: (future, index, size)}}``) in the order their last
+    future completes."""
+    pending = {key: {f for f, _, _ in runs.values()} for key, runs in queued.items()}
+    while pending:
+        running = {f for futures in pending.values() for f in futures if not f.done()}
+        if running:  # (waiting on a set that holds a done future would return at once: a busy loop)
+            wait(running, return_when=FIRST_COMPLETED)
+        for key in [key for key, futures in pending.items() if all(f.done() for f in futures)]:
+            del pending[key]
+            yield key
