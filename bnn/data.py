@@ -72,6 +72,36 @@ class ImageData:
                          self.y_test[:n_test], self.n_classes, self.source + (
                              f" (first {n_train} train, {n_test} test)" if n_train or n_test else ""))
 
+    def stratified(self, test_fraction: float, *, seed: int = 0) -> ImageData:
+        """Both splits pooled and split again with the class ratio of the pool in each: class ``c``
+        with ``n_c`` pooled images puts ``round(test_fraction * n_c)`` of them (a random choice,
+        ``numpy.random.default_rng(seed)``) in the test split and the rest in the training split,
+        so the two splits' class ratios differ by the rounding of one image per class at most.
+        Both splits come in a random order (their first images, :meth:`subset`, are a random
+        choice). ``test_fraction`` is in ``(0, 1)``; every class must keep an image in each split."""
+        if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) \
+                or not 0 < test_fraction < 1:
+            raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
+        seed = int_at_least("seed", seed, 0)
+        x = np.concatenate([self.x_train, self.x_test])
+        y = np.concatenate([self.y_train, self.y_test])
+        rng = np.random.default_rng(seed)
+        test = []
+        for c in range(self.n_classes):
+            idx = np.flatnonzero(y == c)
+            k = int(round(test_fraction * len(idx)))
+            if len(idx) and not 0 < k < len(idx):
+                raise ValueError(f"test_fraction={test_fraction!r} leaves class {c} ({len(idx)} images) with no "
+                                 f"image in one split")
+            test.append(rng.permutation(idx)[:k])
+        is_test = np.zeros(len(y), dtype=bool)
+        is_test[np.concatenate(test)] = True
+        train_idx = rng.permutation(np.flatnonzero(~is_test))
+        test_idx = rng.permutation(np.flatnonzero(is_test))
+        return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], self.n_classes,
+                         f"{self.source}, pooled and split stratified ({len(test_idx)} test images, "
+                         f"{test_fraction:g} of each class)")
+
 
 @dataclass(frozen=True)
 class DataSpec:

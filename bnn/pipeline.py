@@ -17,6 +17,12 @@ For one seed:
    then ``epochs_sample`` epochs each ending with one sample; the run's predictive is the mean of
    the samples' predictive probabilities.
 
+With ``curve_every``, Adam's network and the SWA average are also scored on the test set along
+training (the run's ``curve``), from a generator of their own so the networks trained are those
+of the same run without it. ``step_convention`` and ``control_variate`` select the authors'
+notebook variants (UBU step ``h / 2``, the control variate at ``x*``); the sampler
+``SMS-UBU (notebook)`` runs with both, beside the paper's ``SMS-UBU``.
+
 Evaluation (the design's convention): one forward pass in training mode over ``n_eval_batches``
 batches of training images as one batch (BatchNorm with ``momentum = 1`` then holds their
 statistics), then evaluation mode on the test set.
@@ -49,6 +55,7 @@ import torch
 import torch.nn.functional as F
 
 from bnn import data as bnn_data
+from bnn import metrics as bnn_metrics
 from bnn import models
 from integrators.memory import check_fits, device_memory_bytes
 from integrators.seeds import derive
@@ -60,6 +67,8 @@ TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this
 PIPELINE_BUFFERS = 8
 BOUNDARY_WARN = 0.01  # a healthy localized chain puts ~1e-6 of its coordinates on the box's wall, a broken one ~1/6
 CHANCE_SE = 2.0  # an accuracy within this many standard errors of 1/K is at chance level
+# how the h of a run maps to the step of a UBU sampler: the paper's text (h) or the authors' notebooks (h / 2)
+STEP_CONVENTIONS = {"paper": 1.0, "notebook": 0.5}
 
 
 @dataclass(frozen=True)
@@ -71,10 +80,12 @@ class SamplerSpec:
     plan: str
     localized: bool
     cyclical: bool = False
+    notebook: bool = False  # the authors' notebooks: UBU step h/2 for the h given, control variate at x*
 
 
 SAMPLERS = {s.label: s for s in (
     SamplerSpec("SMS-UBU", "ubu", "sms", True),
+    SamplerSpec("SMS-UBU (notebook)", "ubu", "sms", True, notebook=True),
     SamplerSpec("SG-UBU", "ubu", "iid", True),
     SamplerSpec("SG-UBU (rr)", "ubu", "rr", True),
     SamplerSpec("SG-HMC", "em", "iid", False),
@@ -85,6 +96,20 @@ SAMPLERS = {s.label: s for s in (
 @dataclass(frozen=True)
 class RunConfig:
     """Everything that defines one run (a preset fixes all but the seed).
+
+    ``stratified_test``: None (the data set's own splits), or a fraction in ``(0, 1)``: both splits
+    pooled and split again by class (:meth:`bnn.data.ImageData.stratified`, seed 0: one split for
+    every run), the class ratio equal in train and test up to one image per class.
+    ``step_convention``: ``"paper"`` (a UBU sampler steps by ``h``, the paper's text) or
+    ``"notebook"`` (by ``h / 2``, as the authors' released notebooks ran the tables' ``h``);
+    the EM samplers step by ``h`` under both. ``control_variate``: the localized samplers' force
+    with the control variate at ``x*`` (the design's SG1 form; the notebooks' BNN force). The
+    sampler ``SMS-UBU (notebook)`` runs with both notebook variants whatever these two say, so a
+    run can hold the paper's SMS-UBU and the notebooks' side by side; every sampler's entry records
+    the step, convention and control variate it ran with.
+    ``curve_every``: 0, or evaluate Adam's network on the test set after its first epoch, every
+    ``curve_every`` epochs and after its last, and the SWA average likewise over the SWA epochs
+    (the run's ``curve``: test NLL, accuracy, ACE, RPS against the optimizer's steps).
 
     ``chains``: chains per sampler from the SWA point. 1 runs one chain per sampler with
     :class:`integrators.torch.ModuleSampler`; ``k > 1`` runs ``k`` chains of each sampler at once
@@ -121,6 +146,10 @@ class RunConfig:
     trace_epochs: int = 0
     chains: int = 1
     data_path: str | None = None
+    stratified_test: float | None = None
+    step_convention: str = "paper"
+    control_variate: bool = False
+    curve_every: int = 0
 
     def __post_init__(self):
         # every field, before anything is loaded or trained (a bad value names itself in a ValueError);
@@ -133,6 +162,15 @@ class RunConfig:
                 object.__setattr__(self, name, tuple(value))  # frozen: set through object
         if isinstance(self.data_path, os.PathLike):
             object.__setattr__(self, "data_path", os.fspath(self.data_path))
+        if not isinstance(self.step_convention, str) or self.step_convention not in STEP_CONVENTIONS:
+            raise ValueError(f"step_convention must be one of {', '.join(map(repr, STEP_CONVENTIONS))}, got "
+                             f"{self.step_convention!r}")
+        if not isinstance(self.control_variate, bool):
+            raise ValueError(f"control_variate must be True or False, got {self.control_variate!r}")
+        if self.stratified_test is not None and (
+                isinstance(self.stratified_test, bool) or not isinstance(self.stratified_test, numbers.Real)
+                or not 0 < self.stratified_test < 1):
+            raise ValueError(f"stratified_test must be None or a fraction in (0, 1), got {self.stratified_test!r}")
         for name in ("dataset", "network"):
             if not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
@@ -145,7 +183,7 @@ class RunConfig:
         for name, low in (("batch_size", 1), ("n_eval_batches", 1), ("n_cycles", 1), ("hessian_batch", 1),
                           ("chains", 1), ("epochs_train", 0), ("epochs_swa", 0), ("epochs_burn", 0),
                           ("epochs_sample", 0), ("augment_copies", 0), ("hessian_iters", 0), ("trace_chains", 0),
-                          ("trace_epochs", 0)):
+                          ("trace_epochs", 0), ("curve_every", 0)):
             int_at_least(name, getattr(self, name), low)
         for name in ("n_train", "n_test"):  # None: the whole split
             if getattr(self, name) is not None:
@@ -164,6 +202,9 @@ class RunConfig:
         for h in self.h_panel:
             if isinstance(h, bool) or not isinstance(h, numbers.Real) or not (math.isfinite(h) and h > 0):
                 raise ValueError(f"h_panel must hold positive finite step sizes, got {self.h_panel!r}")
+        if self.chains > 1 and (self.control_variate or any(SAMPLERS[s].notebook for s in self.samplers)):
+            raise ValueError(f"control_variate (and the sampler SMS-UBU (notebook), which uses it) runs one chain "
+                             f"per sampler: chains must be 1, got chains={self.chains!r}")
         if (self.samplers or self.h_panel) and self.epochs_sample < 1:
             raise ValueError(f"epochs_sample must be >= 1 when samplers run (their predictive is the mean of "
                              f"one sample per epoch), got {self.epochs_sample!r}")
@@ -285,6 +326,8 @@ def _need_path(cfg):
 
 def load(cfg: RunConfig) -> bnn_data.ImageData:
     d = DATASETS[cfg.dataset](cfg)
+    if cfg.stratified_test is not None:
+        d = d.stratified(cfg.stratified_test, seed=0)
     if cfg.n_train or cfg.n_test:
         d = d.subset(cfg.n_train, cfg.n_test)
     return d
@@ -349,9 +392,11 @@ def batches_per_epoch(cfg: RunConfig, n: int) -> int:
     return math.ceil(n / cfg.batch_size)
 
 
-def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dict):
+def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dict, *, on_epoch=None):
     """Adam with polynomial decay (power 1), then SWA at a constant rate; returns the SWA network
-    (a copy) and the per-epoch average training loss."""
+    (a copy) and the per-epoch average training loss. ``on_epoch(stage, epoch, model)``, if given,
+    is called after each epoch (``stage`` ``"Adam"`` or ``"SWA"``, ``epoch`` counted from 1 within
+    the stage, ``model`` the network or, during SWA, the average so far); it must not change them."""
     from torch.optim.swa_utils import AveragedModel
 
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr_adam)
@@ -380,14 +425,18 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
         timings.setdefault(stage, []).append(time.perf_counter() - t0)
         losses.append(total / data.n)
 
-    for _ in range(cfg.epochs_train):
+    for e in range(cfg.epochs_train):
         epoch("adam")
+        if on_epoch is not None:
+            on_epoch("Adam", e + 1, net)
     adam_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
     for group in opt.param_groups:
         group["lr"] = cfg.lr_swa
-    for _ in range(cfg.epochs_swa):
+    for e in range(cfg.epochs_swa):
         epoch("swa")
         swa.update_parameters(net)
+        if on_epoch is not None:
+            on_epoch("SWA", e + 1, swa.module)
     swa_net = swa.module if cfg.epochs_swa else net
     swa_net = _copy(net, {n: p for n, p in swa_net.state_dict().items()})
     net.load_state_dict(adam_state)
@@ -414,8 +463,17 @@ class ChainResult:
     boundary: float | None = None  # fraction of the coordinates on the localization box's wall at the end
 
 
+def sampler_settings(spec: SamplerSpec, cfg: RunConfig, h: float) -> dict:
+    """What sampler ``spec`` runs with at the run's step size ``h``: ``step`` (the scheme's step),
+    ``step_convention`` and ``control_variate`` (see :class:`RunConfig`)."""
+    convention = "notebook" if spec.notebook else cfg.step_convention
+    step = h * STEP_CONVENTIONS[convention] if spec.scheme == "ubu" else h
+    return {"step": step, "step_convention": convention,
+            "control_variate": spec.localized and (spec.notebook or cfg.control_variate)}
+
+
 def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
-                    n_steps: int):
+                    n_steps: int, control_variate: bool = False):
     from integrators.torch import CyclicalSchedule, Localization, SamplerConfig
 
     loc = None
@@ -425,7 +483,14 @@ def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig
     return SamplerConfig(h=h, gamma=1.0 / cfg.rho, n_data=data.n, scheme=spec.scheme, plan=spec.plan,
                          batch_size=min(cfg.batch_size, data.n), prior=cfg.prior_precision, localization=loc,
                          schedule=CyclicalSchedule(n_steps, min(cfg.n_cycles, n_steps)) if spec.cyclical else None,
-                         seed=seed, check_every=batches_per_epoch(cfg, data.n))
+                         seed=seed, check_every=batches_per_epoch(cfg, data.n), control_variate=control_variate)
+
+
+def module_sampler(net, sconf):
+    """:class:`integrators.torch.ModuleSampler` for ``sconf``."""
+    from integrators.torch import ModuleSampler
+
+    return ModuleSampler(net, sconf)
 
 
 def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig) -> float:
@@ -436,15 +501,18 @@ def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig) 
 
 def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
               epochs_burn: int, epochs_sample: int, evaluate: bool = True,
-              timings: dict | None = None) -> ChainResult:
-    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s)."""
-    from integrators.torch import ModuleSampler, SamplerDiverged
+              timings: dict | None = None, control_variate: bool = False) -> ChainResult:
+    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s) with
+    step ``h`` (the scheme's step), the force's control variate at ``x_star_net``'s weights if
+    ``control_variate``."""
+    from integrators.torch import SamplerDiverged
 
     net = _copy(start_net, start_net.state_dict())
     net.train()
     m = batches_per_epoch(cfg, data.n)
-    sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m)
-    sampler = ModuleSampler(net, sconf)
+    sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m,
+                            control_variate=control_variate)
+    sampler = module_sampler(net, sconf)
     loss_fn = sum_loss(data)
     gen = torch.Generator(device=data.x.device).manual_seed(derive(seed, "bnn", "evaluation"))
     trace, seconds, acc, n_samples = [], [], None, 0
@@ -582,8 +650,26 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     timings: dict = {}
     if cfg.hessian_iters:
         out["hessian"]["random initialisation"] = hessian(net)
-    swa_net, train_losses = train(net, data, cfg, gen, timings)
+    curve = []
+    if cfg.curve_every:
+        curve_gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "curve"))
+        m_train = batches_per_epoch(cfg, data.n)
+
+        def on_epoch(stage, e, model):
+            last = cfg.epochs_train if stage == "Adam" else cfg.epochs_swa
+            if e == 1 or e % cfg.curve_every == 0 or e == last:
+                scores = bnn_metrics.evaluate(predict(model, data, cfg, curve_gen, timings=timings), data.y_test)
+                steps = (e if stage == "Adam" else cfg.epochs_train + e) * m_train
+                curve.append({"stage": stage, "epoch": e, "step": steps,
+                              **{k: scores[k] for k in ("accuracy", "nll", "ace", "rps")}})
+    else:
+        on_epoch = None
+    swa_net, train_losses = train(net, data, cfg, gen, timings, on_epoch=on_epoch)
     out["train_losses"] = train_losses
+    if curve:
+        for point in curve:  # the training loss of the same epoch
+            point["train_loss"] = train_losses[point["step"] // batches_per_epoch(cfg, data.n) - 1]
+        out["curve"] = curve
     for name, model in (("Adam", net), ("SWA", swa_net)):
         out["methods"][name] = {"probs": _probs_json(predict(model, data, cfg, gen, timings=timings)), "h": None,
                                 "diverged": None}
@@ -594,15 +680,18 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     chains = [(label, cfg.h) for label in cfg.samplers] + [("SMS-UBU", h) for h in cfg.h_panel if h != cfg.h]
     for k, (label, h) in enumerate(chains):
         key = label if h == cfg.h else f"{label} h={h:g}"
+        settings = sampler_settings(SAMPLERS[label], cfg, h)
         if cfg.chains == 1:
-            res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=h,
+            res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=settings["step"],
                             seed=derive(seed, "bnn", "sampler", label, k),
-                            epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
+                            epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings,
+                            control_variate=settings["control_variate"])
             out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
-                                   "sampler": label, "trace": res.trace, "boundary_fraction": res.boundary}
+                                   "sampler": label, "trace": res.trace, "boundary_fraction": res.boundary,
+                                   **settings}
             timings.setdefault(f"{label} epoch", []).extend(res.epoch_seconds)
             continue
-        results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=h,
+        results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=settings["step"],
                              seed=derive(seed, "bnn", "sampler", label, k),
                              epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
         diverged = [r.diverged for r in results if r.diverged is not None]
@@ -610,17 +699,20 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         boundary = None if diverged or results[0].boundary is None else float(np.mean([r.boundary for r in results]))
         out["methods"][key] = {"probs": _probs_json(probs), "h": h, "diverged": min(diverged) if diverged else None,
                                "sampler": label, "trace": np.mean([r.trace for r in results], axis=0).tolist(),
-                               "chains": cfg.chains, "boundary_fraction": boundary}
+                               "chains": cfg.chains, "boundary_fraction": boundary, **settings}
         timings.setdefault(f"{label} epoch ({cfg.chains} chains at once)", []).extend(results[0].epoch_seconds)
     if cfg.trace_chains:
         starts = [perturbed(swa_net, cfg.rho, gen) for _ in range(cfg.trace_chains)]
+        settings = sampler_settings(SAMPLERS["SMS-UBU"], cfg, cfg.h)
+        out["trace_settings"] = {"sampler": "SMS-UBU", "h": cfg.h, **settings}
         if cfg.chains == 1:
-            results = [run_chain(start, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h,
+            results = [run_chain(start, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=settings["step"],
                                  seed=derive(seed, "bnn", "trace", c),
-                                 epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
+                                 epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False,
+                                 control_variate=settings["control_variate"])
                        for c, start in enumerate(starts)]
         else:
-            results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=cfg.h,
+            results = run_chains(starts, swa_net, SAMPLERS["SMS-UBU"], data, cfg, h=settings["step"],
                                  seed=derive(seed, "bnn", "trace"),
                                  epochs_burn=cfg.trace_epochs, epochs_sample=0, evaluate=False)
         out["traces"] = [{"trace": res.trace, "diverged": res.diverged, "boundary_fraction": res.boundary}

@@ -57,7 +57,8 @@ def build_parser() -> Parser:
     sub.add_parser("list", help="list every figure and table with what it shows and its cost")
     run = sub.add_parser("run", help="compute figures and tables (persisting every unit) and the report")
     run.add_argument("ids", nargs="+", help="figure/table ids (see `list`), or `all`")
-    run.add_argument("--preset", default="quick", help="tiny (make demo), quick (minutes) or full (paper scale)")
+    run.add_argument("--preset", default="quick", help="tiny (make demo), quick (minutes) or full (paper scale); "
+                     "a figure's own levels (bnn: regime, regime-tiny) for that figure alone")
     run.add_argument("--out", default="out/run", help="output folder (results, figures, report)")
     run.add_argument("--seed", type=int, default=0, help="run seed; unit seeds derive from it")
     run.add_argument("--resume", action="store_true", help="skip units already finished in --out")
@@ -85,9 +86,22 @@ def build_parser() -> Parser:
     return parser
 
 
-def _check_preset(preset):
-    if preset not in registry.PRESETS:
-        raise CliError(f"unknown preset {preset!r}; choose from {', '.join(registry.PRESETS)}")
+def _check_preset(preset, figures=None, ids=None):
+    """A preset every module runs (``registry.PRESETS``), or one that each of the selected figures
+    ``ids`` (None: some figure of ``figures``) declares in its own ``PRESETS`` (a module-specific
+    level such as bnn's ``regime``)."""
+    if preset in registry.PRESETS:
+        return
+    own = {fid: getattr(mod, "PRESETS", ()) for fid, mod in (figures or {}).items()}
+    holders = [fid for fid, presets in own.items() if preset in presets]
+    if holders and (ids is None or all(fid in holders for fid in ids)):
+        return
+    if holders:
+        lack = [fid for fid in ids if fid not in holders]
+        raise CliError(f"preset {preset!r} is a level of {', '.join(holders)} only; {', '.join(lack)} has no such "
+                       f"level (run `sms-langevin run {' '.join(holders)} --preset {preset}`, or choose from "
+                       f"{', '.join(registry.PRESETS)})")
+    raise CliError(f"unknown preset {preset!r}; choose from {', '.join(registry.PRESETS)}")
 
 
 def _out_path(text: str) -> Path:
@@ -145,7 +159,7 @@ def _backend_options(args, ids, figures) -> dict:
 
 
 def cmd_run(args, figures) -> int:
-    _check_preset(args.preset)
+    _check_preset(args.preset, figures)
     if args.workers < 1:
         raise CliError(f"--workers must be >= 1, got {args.workers}")
     if not args.scheduler and args.workers > local_cores():
@@ -156,6 +170,7 @@ def cmd_run(args, figures) -> int:
     if args.seed < 0:
         raise CliError(f"--seed must be >= 0, got {args.seed}")
     ids = _select(args.ids, figures)
+    _check_preset(args.preset, figures, ids)
     backend = _backend_options(args, ids, figures)
     if args.scheduler is not None:
         problem = check_scheduler(args.scheduler)
@@ -286,7 +301,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
 def cmd_report(args, figures) -> int:
     out = _out_path(args.out)
     if args.preset is not None:
-        _check_preset(args.preset)
+        _check_preset(args.preset, figures)
     if not out.is_dir() or not ((out / "units").is_dir() or (out / ".lock").exists()):
         raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
     with _lock(out):  # first: a run still writing there is named in one line, whatever it has written yet
@@ -317,7 +332,7 @@ def _read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[st
         raise CliError(f"no figure of this registry has persisted units in {out}")
     preset = preset or run_meta.get("preset", "quick")
     try:
-        _check_preset(preset)  # a given preset passed its check before: a failure here is run.json's
+        _check_preset(preset, figures, ids)  # a given preset passed its check before: a failure here is run.json's
     except CliError as exc:
         raise CliError(f"{out / 'run.json'}: {exc}") from None
     seed = run_meta.get("seed", 0)

@@ -12,6 +12,8 @@ import numpy as np
 from bnn import figures, presets
 from bnn.metrics import RHAT_NOT_MIXED
 
+RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
+
 ID = "bnn"
 TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)"
 CLAIM = ("Ensembles of SMS-UBU samples around independent SWA points are better calibrated (lower NLL, ACE, "
@@ -19,7 +21,10 @@ CLAIM = ("Ensembles of SMS-UBU samples around independent SWA points are better 
          "Figs. 3-6 and the CIFAR-10 table).")
 COST = {"tiny": "~20 s (embedded digits, width 1/4, 2 runs)",
         "quick": "~9 min on 2 idle cores with --workers 2 (chest X-ray subset, width 1/4, 12 runs; SMS-UBU, Adam, SWA)",
-        "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)"}
+        "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)",
+        "regime": "~30 min on 2 idle cores with --workers 2 (stratified X-ray subset and digits, 8 runs each, the "
+                  "paper's optimizer steps; Adam, SWA, SMS-UBU, SMS-UBU (notebook), SG-UBU, SG-HMC)",
+        "regime-tiny": "~25 s (the regime's code path on 300 images, 2 runs per data set)"}
 PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
 
 
@@ -88,6 +93,61 @@ def rhat_summary(rows) -> str:
     return text
 
 
+def _regime(dataset: str, runs: list, rows: list, rhats: list, out_dir: Path, md: Path):
+    """The claim in the regime of the paper for one data set: the overconfidence of the baselines
+    along training (figure), the paper-style table and the paired verdicts of every sampler of the
+    runs against Adam and SWA (appended to ``md``), and the measured sentences."""
+    summary = figures.curve_summary(figures.curve_rows(dataset, runs))
+    figures.plot_curve(out_dir / f"bnn_overconfidence_{dataset}.png", summary, dataset)
+    samplers = [s for s in runs[0]["config"]["samplers"] if s in runs[0]["methods"]]
+    verdicts = figures.paired_verdicts(dataset, runs, samplers)
+    text = []
+    over = figures.overconfidence(summary, dataset)
+    if over is not None:
+        text.append(f"{dataset}: Adam's mean test NLL is lowest at step {over['best_step']} ({over['best_nll']:.4f}, "
+                    f"accuracy {over['best_accuracy']:.4f}) and {over['adam_nll']:.4f} at its last step "
+                    f"{over['adam_step']} (accuracy {over['adam_accuracy']:.4f}, training loss "
+                    f"{over['adam_train_loss']:.3g})" + (f", SWA {over['swa_nll']:.4f} (accuracy "
+                                                          f"{over['swa_accuracy']:.4f})" if "swa_nll" in over else "")
+                    + (f": overconfident (the NLL {over['rise']:.4f} above its lowest, {over['rise_se']:.4f} s.e., "
+                       f"while the accuracy stays)" if over["overconfident"] else
+                       f": not overconfident (the NLL {over['rise']:.4f} above its lowest, {over['rise_se']:.4f} s.e.)")
+                    + f", over {over['runs']} runs")
+    mine = [r for r in rhats if r["dataset"] == dataset and r["rhat"] != ""]
+    if mine:
+        rank = [r["rank_split_rhat"] for r in mine]
+        text.append(f"{dataset}: R-hat of the SMS-UBU training-loss traces ({mine[0]['chains']} chains, "
+                    f"{mine[0]['draws']} draws after {mine[0]['burn_in_epochs']} burn-in epochs, {len(mine)} SWA "
+                    f"points): Gelman-Rubin {_range([r['rhat'] for r in mine])}, rank-normalised split {_range(rank)} "
+                    f"({'below' if max(rank) < RHAT_MIXED_BAR else 'not all below'} {RHAT_MIXED_BAR})")
+    for method in samplers:
+        sizes = sorted({v["size"] for v in verdicts if v["method"] == method and v["se"] != ""})
+        holds = figures.claim_holds(verdicts, dataset, method)
+        parts = []
+        for v in verdicts:
+            if v["method"] == method and v["size"] == 1 and v["metric"] in ("nll", "ace"):
+                parts.append(f"{v['metric']} {v['method_mean']:.4f} vs {v['reference']} {v['reference_mean']:.4f} "
+                             f"({v['verdict']})")
+        per_size = []
+        for metric in ("nll", "ace"):
+            for ref in figures.REFERENCE:
+                vs = [v["verdict"] for v in verdicts if v["method"] == method and v["metric"] == metric
+                      and v["reference"] == ref and v["size"] in sizes]
+                per_size.append(f"{metric} vs {ref} {'/'.join(vs)}")
+        text.append(f"{dataset}: {method} against Adam and SWA (lower NLL and ACE at sizes "
+                    f"{'/'.join(map(str, sizes))}: {', '.join(per_size)}): claim {holds}; single runs "
+                    + "; ".join(parts))
+    settings = _settings(runs)
+    c = runs[0]["config"]
+    extra = [f"Test set: {len(runs[0]['labels'])} images, class counts "
+             f"{np.bincount(runs[0]['labels']).tolist()}; training set {runs[0]['n_train']} images.",
+             f"Variants: step convention {c.get('step_convention', 'paper')!r}, control variate "
+             f"{c.get('control_variate', False)} for the samplers of the run; SMS-UBU (notebook) with step h/2 "
+             f"and the control variate at x*."] + text
+    figures.write_regime_markdown(md, dataset, rows, verdicts, ["Adam", "SWA", *samplers], settings, extra)
+    return figures.curve_rows(dataset, runs), verdicts, text
+
+
 def draw(results: list, out_dir: Path, preset: str) -> dict:
     out_dir.mkdir(parents=True, exist_ok=True)
     by_data: dict = {}
@@ -99,7 +159,10 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
             by_data.setdefault(unit["dataset"], []).append(res)
     files, measured = [], []
     ens, steps, traces, rhats, hess = [], [], [], [], []
+    curves, paired = [], []
     settings = []
+    regime_md = out_dir / "bnn_regime.md"
+    regime_md.unlink(missing_ok=True)
     for dataset, runs in by_data.items():
         if dataset == "cifar10":
             rows = figures.cifar10_rows(runs)
@@ -112,10 +175,16 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         figures.plot_ensembles(out_dir / f"bnn_ensembles_{dataset}.png", rows, dataset)
         files += [f"bnn_ensembles_{dataset}.png", f"bnn_ensembles_{dataset}.pdf"]
         steps += figures.step_size_rows(dataset, runs)
-        t, r = figures.trace_rows(dataset, runs)
+        t, run_rhats = figures.trace_rows(dataset, runs)
         traces += t
-        rhats += r
+        rhats += run_rhats
         hess += figures.hessian_rows(dataset, runs)
+        if any(r.get("curve") for r in runs):
+            c, v, text = _regime(dataset, runs, rows, run_rhats, out_dir, regime_md)
+            curves += c
+            paired += v
+            measured += text
+            files += [f"bnn_overconfidence_{dataset}.png", f"bnn_overconfidence_{dataset}.pdf"]
         # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
         sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
         for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
@@ -125,6 +194,10 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         div = sorted({r["method"] for r in rows if r["diverged_runs"]})
         if div:
             measured.append(f"{dataset}: diverged runs for {', '.join(div)}")
+    if curves:
+        figures.write_csv(out_dir / "bnn_curve.csv", curves)
+        figures.write_csv(out_dir / "bnn_verdicts.csv", paired)
+        files += ["bnn_curve.csv", "bnn_verdicts.csv", "bnn_regime.md"]
     if ens:
         figures.write_csv(out_dir / "bnn_ensembles.csv", ens)
         figures.write_ensemble_markdown(out_dir / "bnn_ensembles.md", ens, " | ".join(settings))

@@ -7,6 +7,8 @@ import pytest
 
 from bnn import pipeline, presets
 
+pytestmark = pytest.mark.torch
+
 SMALL = pipeline.RunConfig("digits", "fashion_mnist", width=0.125, n_train=300, n_test=120, batch_size=100,
                            epochs_train=1, epochs_swa=1, epochs_burn=0, epochs_sample=2, h=1e-3,
                            samplers=("SMS-UBU", "SG-HMC"), n_eval_batches=1)
@@ -27,6 +29,7 @@ def two_runs(one_thread):
     return [pipeline.run(SMALL, seed) for seed in (0, 1)]
 
 
+@pytest.mark.slow
 def test_run_gives_predictives_for_every_method(two_runs):
     res = two_runs[0]
     assert list(res["methods"]) == ["Adam", "SWA", "SMS-UBU", "SG-HMC"]
@@ -45,6 +48,7 @@ def test_diverging_sampler_is_reported_with_its_step():
     assert m["probs"] is None and isinstance(m["diverged"], int) and m["diverged"] >= 1
 
 
+@pytest.mark.slow
 def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
     from reports import fig_bnn
 
@@ -75,7 +79,7 @@ def test_run_config_validates(change, match):
 
 
 def test_presets_cover_every_level_and_the_paper_tables():
-    assert presets.LEVELS == ("tiny", "quick", "full")
+    assert presets.LEVELS == ("tiny", "quick", "full", "regime", "regime-tiny")
     for level in presets.LEVELS:
         for exp in presets.experiments(level):
             assert presets.run_config(level, exp.name, 0).dataset == exp.config.dataset
@@ -129,6 +133,7 @@ ENSEMBLE_PROBS_ATOL = 1e-9
 ENSEMBLE_TRACE_RTOL = 1e-11
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", ["SMS-UBU", "SG-UBU (rr)"])
 def test_chains_at_once_follow_the_single_chain_trajectories(swa_point, label):
     """The multi-chain mode (one vmap over stacked parameters) gives chain k the noise, batches and
@@ -161,6 +166,7 @@ def test_run_with_several_chains_per_sampler_averages_them(one_thread):
     assert "SMS-UBU epoch (2 chains at once)" in res["timings"]
 
 
+@pytest.mark.slow
 def test_verdicts_use_only_ensemble_sizes_with_a_standard_deviation(tmp_path):
     """Four runs give ensembles of 1, 2 and 4; one group of 4 has no standard deviation, so the
     measured verdicts speak of sizes 1 and 2 only."""

@@ -210,3 +210,29 @@ def test_ensemble_chain_equals_single_chain_sampler_and_ignores_its_neighbours(s
     np.testing.assert_allclose(runs[3][1].numpy(), single.x.numpy(), rtol=1e-12, atol=1e-12)
     meta = single.metadata()
     assert meta["device"] == "cpu" and meta["dtype"] == "float64" and meta["scheme"] == scheme
+
+
+def test_control_variate_force_equals_the_plain_force_on_the_whole_data():
+    """With one batch holding every datum, the control-variate force
+    P x + (x - x*)/rho^2 + sum_i grad f_i(x*) + (grad L(x) - grad L(x*)) is the plain force
+    P x + (x - x*)/rho^2 + grad L(x), away from x* too (the batch term must not vanish)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(40, 3, dtype=torch.float64), torch.randint(0, 2, (40,))
+    net = torch.nn.Linear(3, 2).double()
+    x_star = torch.nn.utils.parameters_to_vector(net.parameters()).detach().clone()
+    shift = 0.3 * torch.randn(x_star.shape, dtype=torch.float64)
+
+    def force(cv):
+        model = torch.nn.Linear(3, 2).double()
+        model.load_state_dict(net.state_dict())
+        sampler = ModuleSampler(model, SamplerConfig(
+            h=1e-3, gamma=1.0, n_data=40, batch_size=40, plan="sms", prior=1.0, control_variate=cv,
+            localization=Localization(rho=10.0, rho_max=60.0, x_star=x_star)))
+        with torch.no_grad():
+            sampler.x.add_(shift)
+        return sampler.force(lambda m, idx: F.cross_entropy(m(x[idx]), y[idx], reduction="sum"), torch.arange(40))
+
+    plain, cv = force(False), force(True)
+    assert plain.abs().max() > 1.0
+    # float64 sums of 40 terms of order 1: rounding near 1e-14; a vanished batch term differs by O(1)
+    torch.testing.assert_close(cv, plain, rtol=0.0, atol=1e-11)

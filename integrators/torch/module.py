@@ -480,6 +480,7 @@ class ModuleSampler:
         with torch.enable_grad():
             data = self._data_gradient(loss_fn, batch)
             if self.config.control_variate:
+                data = data.clone()  # (the reference gradients below are computed into the same flat buffer)
                 if self.ref_full is None:
                     self.ref_full = self.full_reference_gradient(loss_fn)
                 data = data - self._reference_gradient(loss_fn, batch)
