@@ -263,10 +263,10 @@ def _count_text(n_params: float, qualifier: str = "") -> str:
 
 def run_bytes(cfg: RunConfig, n_params: float) -> float:
     """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters: :data:`PIPELINE_BUFFERS`
-    copies, one per trace chain's start, and :data:`integrators.torch.module.SAMPLER_BUFFERS` per
+    copies, one per trace chain's start, and :data:`integrators.torch.config.SAMPLER_BUFFERS` per
     chain running at once (``chains``, or ``trace_chains`` when those run at once), in the default
     dtype (the activations come on top)."""
-    from integrators.torch.module import SAMPLER_BUFFERS
+    from integrators.torch.config import SAMPLER_BUFFERS
 
     at_once = max(cfg.chains, cfg.trace_chains) if cfg.chains > 1 else 1
     return n_params * (PIPELINE_BUFFERS + cfg.trace_chains + SAMPLER_BUFFERS * at_once) \
@@ -285,7 +285,7 @@ def sample_warnings(probs, labels, boundary: float | None) -> list[str]:
     than :data:`BOUNDARY_WARN` of the coordinates on the localization box's wall (``boundary``),
     or its test accuracy is at chance level ``1/K`` (within :data:`CHANCE_SE` standard errors of
     it, the standard error of a classifier at chance on these test images)."""
-    from integrators.torch.module import BOUNDARY_BAND
+    from integrators.torch.posterior_terms import BOUNDARY_BAND
 
     out = []
     if boundary is not None and boundary > BOUNDARY_WARN:
@@ -556,7 +556,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     the whole ensemble."""
     from integrators.torch import SamplerDiverged
     from integrators.torch.ensemble import EnsembleSampler, chain_seed
-    from integrators.torch.module import boundary_fraction
+    from integrators.torch.posterior_terms import boundary_fraction
 
     if not starts:
         raise ValueError("run_chains needs at least one starting network")

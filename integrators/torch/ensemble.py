@@ -1,15 +1,15 @@
 """Several independent chains of one network at once: ``torch.func.functional_call`` + ``vmap``.
 
 The ``K`` chains' parameters are the rows of one ``(K, P)`` tensor (each row laid out as
-:class:`integrators.torch.module.FlatParameters` lays out the model's parameters); the force of
+:class:`integrators.torch.flat.FlatParameters` lays out the model's parameters); the force of
 every chain comes from one vectorized call, ``vmap(grad(loss))`` over the rows and over each
 chain's own batch indices, and the scheme's update (:mod:`integrators.torch.schemes`, elementwise)
 runs on the whole ``(K, P)`` block.  Chain ``k`` draws its velocity, path and batches from its own
 ``torch.Generator`` seeded with :func:`chain_seed` ``(seed, k)``, in the order a
 :class:`~integrators.torch.module.ModuleSampler` with ``seed = chain_seed(seed, k)`` draws them
-(both take them from :func:`~integrators.torch.module.chain_streams`), so its trajectory does not
+(both take them from :func:`~integrators.torch.posterior_terms.chain_streams`), so its trajectory does not
 depend on how many chains run beside it (and equals that sampler's).  The prior, the localization
-and its box are the module mode's (:func:`~integrators.torch.module.quadratic_terms`), and a
+and its box are the module mode's (:func:`~integrators.torch.posterior_terms.quadratic_terms`), and a
 divergence follows the policy of :mod:`integrators.divergence`: the first chain to diverge stops
 the ensemble, with every chain's first non-finite step recorded.
 
@@ -31,16 +31,9 @@ from torch.func import functional_call, grad_and_value, replace_all_batch_norm_m
 
 from integrators.divergence import NOT_DIVERGED, SamplerDiverged
 from integrators.seeds import derive
-from integrators.torch.module import (
-    FlatParameters,
-    SamplerConfig,
-    chain_streams,
-    check_finite_input,
-    check_sampler_fits,
-    quadratic_terms,
-    record_divergence,
-    run_metadata,
-)
+from integrators.torch.config import SamplerConfig, check_sampler_fits, run_metadata
+from integrators.torch.flat import FlatParameters
+from integrators.torch.posterior_terms import chain_streams, check_finite_input, quadratic_terms, record_divergence
 from integrators.torch.rng import pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
 from integrators.validation import int_at_least
@@ -118,7 +111,7 @@ class EnsembleSampler:
 
     def boundary_fraction(self) -> float | None:
         """The fraction of all chains' coordinates sitting on the localization box's wall
-        (:func:`integrators.torch.module.boundary_fraction`; None without localization)."""
+        (:func:`integrators.torch.posterior_terms.boundary_fraction`; None without localization)."""
         return self.terms.boundary_fraction(self.x)
 
     def _params(self, flat):

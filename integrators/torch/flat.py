@@ -1,0 +1,94 @@
+"""The trainable parameters of an ``nn.Module`` as views into one flat buffer (and their gradients
+into one flat gradient buffer): the layout module mode's scheme updates with whole-buffer tensor
+operations."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+
+class FlatParameters:
+    """The trainable parameters of ``model`` as views into one flat buffer ``x`` (and their
+    gradients into ``grad``).  All must share one device and one dtype."""
+
+    def __init__(self, model: torch.nn.Module):
+        if not isinstance(model, torch.nn.Module):
+            raise ValueError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+        self.state_names = set(model.state_dict())  # what a state_dict of the model may also hold
+        named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self.frozen = [n for n, p in model.named_parameters() if not p.requires_grad]
+        if not named:
+            raise ValueError("the model has no trainable parameters")
+        devices = sorted({str(p.device) for _, p in named})
+        if len(devices) > 1:
+            raise ValueError(f"parameters on mixed devices {devices}; move the model to one device")
+        dtypes = sorted({str(p.dtype) for _, p in named})
+        if len(dtypes) > 1:
+            raise ValueError(f"parameters of mixed dtypes {dtypes}; convert the model to one dtype")
+        self.named = named
+        self.device, self.dtype = named[0][1].device, named[0][1].dtype
+        if not self.dtype.is_floating_point:
+            raise ValueError(f"parameters must be floating point, got {self.dtype}")
+        self.sizes = [p.numel() for _, p in named]
+        self.offsets = [sum(self.sizes[:i]) for i in range(len(named))]
+        total = sum(self.sizes)
+        with torch.no_grad():
+            self.x = torch.cat([p.detach().reshape(-1) for _, p in named])
+        self.grad = torch.zeros(total, device=self.device, dtype=self.dtype)
+        for (_, p), off, size in zip(named, self.offsets, self.sizes, strict=True):
+            p.data = self.x[off:off + size].view_as(p)
+            p.grad = self.grad[off:off + size].view_as(p)
+
+    def __len__(self) -> int:
+        return self.x.numel()
+
+    def check_finite(self, what: str = "the model's parameters") -> None:
+        """Refuse non-finite parameter values by the parameter's name (bad input: the sampler has
+        not stepped)."""
+        for (name, _), off, size in zip(self.named, self.offsets, self.sizes, strict=True):
+            if not bool(torch.isfinite(self.x[off:off + size]).all()):
+                raise ValueError(f"{what} must be finite: parameter {name!r} contains non-finite values")
+
+    def per_coordinate(self, values) -> torch.Tensor:
+        """A flat tensor holding ``values[j]`` on parameter ``j``'s coordinates."""
+        return torch.cat([torch.full((s,), float(val), device=self.device, dtype=self.dtype)
+                          for s, val in zip(self.sizes, values, strict=True)])
+
+    def flatten(self, value) -> torch.Tensor:
+        """A flat tensor from a flat tensor or a ``{name: tensor}`` mapping (all parameters)."""
+        if isinstance(value, Mapping):
+            missing = [n for n, _ in self.named if n not in value]
+            if missing:
+                raise ValueError(f"the mapping lacks parameters {missing}")
+            unknown = sorted(set(value) - self.state_names - {n for n, _ in self.named})
+            if unknown:  # (buffers and frozen parameters of a state_dict are skipped)
+                raise ValueError(f"the mapping names no parameter of the model: {unknown}")
+            for n, p in self.named:
+                shape = tuple(torch.as_tensor(value[n]).shape)
+                if shape != tuple(p.shape) and shape != (p.numel(),):  # the parameter's shape, or flat
+                    raise ValueError(f"the mapping's {n!r} has shape {shape}, the parameter {tuple(p.shape)}")
+            flat = torch.cat([torch.as_tensor(value[n]).reshape(-1) for n, _ in self.named])
+        else:
+            flat = torch.as_tensor(value).reshape(-1)
+        if flat.numel() != len(self):
+            raise ValueError(f"expected {len(self)} parameter values, got {flat.numel()}")
+        flat = flat.to(device=self.device, dtype=self.dtype)
+        if not torch.isfinite(flat).all():
+            raise ValueError("x_star contains non-finite values")
+        return flat
+
+    def gradient(self, loss: torch.Tensor) -> torch.Tensor:
+        """``grad`` of ``loss`` in the flat gradient buffer (backward accumulates into its views)."""
+        self.grad.zero_()
+        loss.backward()
+        for (_, p), off, size in zip(self.named, self.offsets, self.sizes, strict=True):
+            if p.grad is None or p.grad.data_ptr() != self.grad[off:].data_ptr():
+                # autograd replaced the view (or a user cleared it): copy and re-attach
+                if p.grad is not None:
+                    self.grad[off:off + size].copy_(p.grad.reshape(-1))
+                else:
+                    self.grad[off:off + size].zero_()
+                p.grad = self.grad[off:off + size].view_as(p)
+        return self.grad
