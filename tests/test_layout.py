@@ -1,6 +1,7 @@
 """The layout's rules that a reader of the tree relies on: no file imports another package's
 underscore names (a package's private helpers are its own), and ``integrators/api.py`` holds the
-public entry points only, and the README's map of the code ("What is here") matches the tree."""
+public entry points only, no package imports one that sits above it (:data:`LAYERS`), and the
+README's map of the code ("What is here") matches the tree."""
 
 from __future__ import annotations
 
@@ -84,3 +85,21 @@ def test_the_readmes_map_names_every_package_and_only_files_that_exist():
             if not any((ROOT / folder).rglob(name.rstrip("/"))):
                 missing.append(f"{folder}/: {name}")
     assert not missing, f"the README's map names what the tree lacks: {missing}"
+
+
+LAYERS = ("integrators", "theory_checks", "bias", "bnn", "tour", "reports")  # each imports only those before it
+
+
+def test_no_package_imports_one_that_sits_above_it():
+    assert set(LAYERS) == set(PACKAGES)
+    upward = []
+    for package in LAYERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else \
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                for name in names:
+                    other = name.split(".")[0]
+                    if other in LAYERS and LAYERS.index(other) > LAYERS.index(package):
+                        upward.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert not upward, upward

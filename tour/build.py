@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tour.notebooks import NOTEBOOK_DIR, notebooks
+from tour.page_style import CHECK_SCRIPT, STYLE
 
 ROOT = NOTEBOOK_DIR.parents[1]
 CELL_TIMEOUT = 600  # seconds per cell: the notebooks need far less; a hung cell fails the build
@@ -72,7 +73,6 @@ def write_page(nb, path: Path) -> None:
     """The executed notebook as one self-contained HTML page (figures embedded as data URIs)."""
     from nbconvert import HTMLExporter
 
-    from reports.report import CHECK_SCRIPT
     body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
     body = body.replace("</body>", f"{CHECK_SCRIPT}\n</body>", 1)
     path.write_text(body, encoding="utf-8")
@@ -88,7 +88,6 @@ def write_index(path: Path, pages: list[Page], report_link: str | None) -> None:
         f"<li><a href='{html.escape(p.html)}'>{html.escape(p.title)}</a><br><small>{html.escape(p.promise)}"
         f"</small></li>" for p in pages)
     back = f"<p><a href='{html.escape(report_link)}'>Back to the report</a></p>" if report_link else ""
-    from reports.report import CHECK_SCRIPT, STYLE
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin: a guided tour</title>"
             f"{STYLE}</head><body>\n<h1>A guided tour of stochastic-gradient kinetic Langevin</h1>\n{back}\n"
             "<p>Each notebook runs in a minute or two on a laptop CPU and ends with exercises; "
