@@ -37,7 +37,7 @@ from integrators import GaussianTarget, sample, sample_together
 from integrators.backends import TILE_SIZE
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P], "{out}" a folder for its files
-# (see reports.cli.cmd_bench)
+# (see reports.bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--preset", "tiny", "--kernel-steps", "1e5", "--out", "{out}"],
                       "quick": ["--preset", "quick", "--kernel-steps", "2e6", "--out", "{out}"],
                       "full": ["--preset", "full", "--out", "{out}"]}}

@@ -33,7 +33,7 @@ from integrators import GaussianTarget, sample
 from integrators.backends import TILE_SIZE
 from integrators.observers import histogram_add
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.cli.cmd_bench)
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--steps", "200", "--kernel-steps", "2e5"],
                       "quick": ["--steps", "1000", "--kernel-steps", "3e6"], "full": []}}
 

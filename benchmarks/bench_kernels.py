@@ -30,7 +30,7 @@ from integrators.rng import lane_states
 
 H, GAMMA = 0.1, 1.0
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.cli.cmd_bench)
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--chains", "2000", "--steps", "40"], "quick": ["--chains", "20000", "--steps", "200"],
                       "full": []}}
 

@@ -59,7 +59,7 @@ def counter_normals_v1(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: t
     return torch.cat([z1, z2])[:m]
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
-# BENCH_ARGS["cpu"][P]; skipped where torch is absent (see reports.cli.cmd_bench)
+# BENCH_ARGS["cpu"][P]; skipped where torch is absent (see reports.bench_command.cmd_bench)
 BENCH_ARGS = {"requires": ["torch"],
               "cpu": {"tiny": ["--device", "cpu", "--smoke"],
                       "quick": ["--device", "cpu", "--small", "--no-compile", "--chains", "4096"],

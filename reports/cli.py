@@ -13,23 +13,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 from reports import registry
+from reports.bench_command import cmd_bench
+from reports.cli_common import CliError, check_out, check_preset, out_path
 from reports.executor import SchedulerError, check_scheduler, execute, local_cores
 from reports.progress import Progress
 from reports.registry import absent_input
 from reports.runmeta import fingerprint
 from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed, write_atomic
-
-
-class CliError(Exception):
-    """A user error: printed as one line, exit code 2."""
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -86,37 +82,6 @@ def build_parser() -> Parser:
     return parser
 
 
-def _check_preset(preset, figures=None, ids=None):
-    """A preset every module runs (``registry.PRESETS``), or one that each of the selected figures
-    ``ids`` (None: some figure of ``figures``) declares in its own ``PRESETS`` (a module-specific
-    level such as bnn's ``regime``)."""
-    if preset in registry.PRESETS:
-        return
-    own = {fid: getattr(mod, "PRESETS", ()) for fid, mod in (figures or {}).items()}
-    holders = [fid for fid, presets in own.items() if preset in presets]
-    if holders and (ids is None or all(fid in holders for fid in ids)):
-        return
-    if holders:
-        lack = [fid for fid in ids if fid not in holders]
-        raise CliError(f"preset {preset!r} is a level of {', '.join(holders)} only; {', '.join(lack)} has no such "
-                       f"level (run `sms-langevin run {' '.join(holders)} --preset {preset}`, or choose from "
-                       f"{', '.join(registry.PRESETS)})")
-    raise CliError(f"unknown preset {preset!r}; choose from {', '.join(registry.PRESETS)}")
-
-
-def _out_path(text: str) -> Path:
-    if not text.strip():
-        raise CliError("--out must name a folder, got an empty string")
-    return Path(text)
-
-
-def _check_out(out: Path) -> None:
-    from integrators.metadata import unwritable
-    problem = unwritable(out)
-    if problem:
-        raise CliError(f"cannot write to --out {out}: {problem}")
-
-
 def _lock(out: Path) -> FolderLock:
     return FolderLock(out)
 
@@ -159,7 +124,7 @@ def _backend_options(args, ids, figures) -> dict:
 
 
 def cmd_run(args, figures) -> int:
-    _check_preset(args.preset, figures)
+    check_preset(args.preset, figures)
     if args.workers < 1:
         raise CliError(f"--workers must be >= 1, got {args.workers}")
     if not args.scheduler and args.workers > local_cores():
@@ -170,14 +135,14 @@ def cmd_run(args, figures) -> int:
     if args.seed < 0:
         raise CliError(f"--seed must be >= 0, got {args.seed}")
     ids = _select(args.ids, figures)
-    _check_preset(args.preset, figures, ids)
+    check_preset(args.preset, figures, ids)
     backend = _backend_options(args, ids, figures)
     if args.scheduler is not None:
         problem = check_scheduler(args.scheduler)
         if problem:
             raise CliError(f"--scheduler {args.scheduler}: {problem}")
-    out = _out_path(args.out)
-    _check_out(out)  # creates the folder: only once every argument has passed its checks
+    out = out_path(args.out)
+    check_out(out)  # creates the folder: only once every argument has passed its checks
     with _lock(out):
         return _run_locked(args, figures, ids, out, backend)
 
@@ -299,9 +264,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
 
 
 def cmd_report(args, figures) -> int:
-    out = _out_path(args.out)
+    out = out_path(args.out)
     if args.preset is not None:
-        _check_preset(args.preset, figures)
+        check_preset(args.preset, figures)
     if not out.is_dir() or not ((out / "units").is_dir() or (out / ".lock").exists()):
         raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
     with _lock(out):  # first: a run still writing there is named in one line, whatever it has written yet
@@ -332,7 +297,7 @@ def _read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[st
         raise CliError(f"no figure of this registry has persisted units in {out}")
     preset = preset or run_meta.get("preset", "quick")
     try:
-        _check_preset(preset, figures, ids)  # a given preset passed its check before: a failure here is run.json's
+        check_preset(preset, figures, ids)  # a given preset passed its check before: a failure here is run.json's
     except CliError as exc:
         raise CliError(f"{out / 'run.json'}: {exc}") from None
     seed = run_meta.get("seed", 0)
@@ -382,134 +347,23 @@ def _infer_backend(out: Path, figures) -> dict:
 
 def cmd_claims(args, figures) -> int:
     from theory_checks import claims
-    _check_preset(args.preset)
+    check_preset(args.preset)
     preset = registry.module_preset(claims, args.preset)  # tiny runs the quick table, as `run claims` does
-    out = _out_path(args.out)
-    _check_out(out)
+    out = out_path(args.out)
+    check_out(out)
     return claims.main(["--preset", preset, "--out", str(out)])
-
-
-def read_bench_args(script: Path):
-    """A benchmark script's ``BENCH_ARGS``, read from its source as a literal (the script is not
-    imported); None where it declares none; ``ValueError`` where it is unreadable or not a literal."""
-    import ast
-    try:
-        tree = ast.parse(script.read_text(errors="replace"), str(script))
-    except (OSError, SyntaxError, ValueError) as exc:
-        raise ValueError(f"unreadable: {exc}") from None
-    found = [node.value for node in tree.body if isinstance(node, ast.Assign)
-             and any(isinstance(t, ast.Name) and t.id == "BENCH_ARGS" for t in node.targets)]
-    if not found:
-        return None
-    try:
-        return ast.literal_eval(found[-1])
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        raise ValueError("BENCH_ARGS must be a literal (no names or calls)") from None
-
-
-def cmd_bench(args, figures) -> int:
-    """Run every ``bench_*.py`` as its module-level ``BENCH_ARGS`` says (read from the script's source as a
-    literal; the script is not imported here)::
-
-        BENCH_ARGS = {"cpu": {"tiny": [...], "quick": [...], "full": [...]},  # where torch sees no CUDA device
-                      "cuda": {...},          # optional: where it sees one (without it "cpu" serves everywhere)
-                      "requires": ["torch"],  # optional: modules it imports; skipped where one is absent
-                      "smallest": [...]}      # optional: its smallest run, made by the tests (default cpu, tiny)
-
-    An entry is the script's arguments at this command's ``--preset``, ``{out}`` standing for a folder for
-    its files under ``--out`` (a temporary folder unless given), or a string: why the script is skipped
-    there, printed as a one-line note (a string in place of a device's presets skips it at every preset).
-    A script without ``BENCH_ARGS`` gets ``--preset PRESET --out FOLDER``.  Fails (exit 2) when any
-    benchmark fails or its ``BENCH_ARGS`` is malformed."""
-    import importlib.util
-    import shlex
-    import tempfile
-    _check_preset(args.preset)
-    root = Path(args.dir) if args.dir is not None else Path(__file__).resolve().parents[1] / "benchmarks"
-    if not root.is_dir():
-        raise CliError(f"--dir {root}: not a folder")
-    scripts = sorted(root.glob("bench_*.py"))
-    if not scripts:
-        raise CliError(f"no benchmarks (bench_*.py) found in {root}")
-    if args.out is not None:
-        out = _out_path(args.out)
-        _check_out(out)
-    cuda = []  # [whether torch sees a CUDA device], asked once, only if a script has "cuda" arguments
-
-    def how(script: Path, folder: str):
-        """(where, the arguments or a reason to skip); ValueError if ``BENCH_ARGS`` is malformed."""
-        spec = read_bench_args(script)
-        if spec is None:
-            return "no BENCH_ARGS", ["--preset", args.preset, "--out", folder]
-        if not isinstance(spec, dict) or "cpu" not in spec or any(
-                not isinstance(spec[k], dict | str) for k in ("cpu", "cuda") if k in spec):
-            raise ValueError('BENCH_ARGS must be a dict with a "cpu" entry, "cpu" and "cuda" dicts of presets or '
-                             'reasons to skip')
-        requires = spec.get("requires", [])
-        if not isinstance(requires, list) or not all(isinstance(m, str) for m in requires):
-            raise ValueError(f'BENCH_ARGS["requires"] must be a list of module names, got {requires!r}')
-
-        def absent(module):
-            try:
-                return importlib.util.find_spec(module) is None
-            except (ImportError, ValueError):
-                return True
-
-        missing = [m for m in requires if absent(m)]
-        if missing:
-            return "any", f"needs {', '.join(missing)}, not installed here"
-        if "cuda" in spec and not cuda:
-            try:
-                import torch
-                cuda.append(bool(torch.cuda.is_available()))
-            except ImportError:
-                cuda.append(False)
-        where = "cuda" if "cuda" in spec and cuda[0] else "cpu"
-        entry = spec[where] if isinstance(spec[where], str) else spec[where].get(args.preset)
-        if isinstance(entry, str):
-            return where if isinstance(spec[where], str) else f"{where}, {args.preset}", entry
-        if not isinstance(entry, list) or not all(isinstance(a, str) for a in entry):
-            raise ValueError(f"BENCH_ARGS[{where!r}][{args.preset!r}] must be a list of arguments or a reason to "
-                             f"skip, got {entry!r}")
-        return f"{where}, {args.preset}", [a.replace("{out}", folder) for a in entry]
-
-    failed, skipped = [], 0
-    with tempfile.TemporaryDirectory(prefix="sms-langevin-bench-") as tmp:
-        base = out if args.out is not None else Path(tmp)
-        for script in scripts:
-            try:
-                where, extra = how(script, str(base / script.stem))
-            except ValueError as exc:
-                print(f"== {script.name}: {' '.join(str(exc).split())}", flush=True)
-                failed.append(f"{script.name} (BENCH_ARGS)")
-                continue
-            if isinstance(extra, str):
-                print(f"== {script.name} ({where}): skipped, {' '.join(extra.split())}", flush=True)
-                skipped += 1
-                continue
-            print(f"== {script.name} ({where}): {shlex.join(extra) or '(no arguments)'}", flush=True)
-            t0 = time.perf_counter()
-            code = subprocess.run([sys.executable, str(script), *extra], check=False, env=os.environ.copy()).returncode
-            print(f"== {script.name}: exit {code} after {time.perf_counter() - t0:.1f} s", flush=True)
-            if code != 0:
-                failed.append(f"{script.name} (exit {code})")
-    print(f"== {len(scripts) - skipped - len(failed)} benchmarks passed, {skipped} skipped, {len(failed)} failed",
-          flush=True)
-    if failed:
-        raise CliError(f"{len(failed)} of {len(scripts)} benchmarks failed: {', '.join(failed)}")
-    return 0
 
 
 def cmd_tour(args, figures) -> int:
     """Execute the tour into ``OUT/report/tour``; a report already in ``OUT`` is rebuilt to link it."""
     from tour.build import NotebookFailed, build
     from tour.notebooks import notebooks
-    out = _out_path(args.out)
+    out = out_path(args.out)
     try:
         notebooks(args.notebooks)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    _check_out(out)  # creates the folder: only once the names have passed
+    check_out(out)  # creates the folder: only once the names have passed
     with _lock(out):  # a run or report swapping OUT/report in meanwhile would drop what the tour writes
         try:
             pages = build(out / "report" / "tour", args.notebooks,

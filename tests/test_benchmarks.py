@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.cli import read_bench_args
+from reports.bench_command import read_bench_args
 from reports.registry import PRESETS
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
