@@ -65,7 +65,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from bnn.pipeline import SAMPLERS, RunConfig
+from bnn.config import SAMPLERS, RunConfig
 from integrators.validation import int_at_least
 
 DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

@@ -1,0 +1,240 @@
+"""The BNN experiment's configuration: the samplers of the comparison (:data:`SAMPLERS`), one
+run's settings (:class:`RunConfig`, checked when made) and the networks' parameter counts."""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import os
+from dataclasses import KW_ONLY, asdict, dataclass, replace
+
+import numpy as np
+import torch
+
+from bnn import data as bnn_data
+from bnn import models
+from integrators.memory import check_fits
+from integrators.validation import int_at_least, positive_float
+
+TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this many rho (perturbed)
+
+
+# how the h of a run maps to the step of a UBU sampler: the paper's text (h) or the authors' notebooks (h / 2)
+STEP_CONVENTIONS = {"paper": 1.0, "notebook": 0.5}
+
+
+def _synthetic_fashion(n_train=60000, n_test=10000, seed=0):
+    return bnn_data.synthetic((1, 28, 28), 10, n_train=n_train, n_test=n_test, seed=seed)
+
+
+DATASETS = {
+    "digits": lambda cfg: bnn_data.embedded_digits(),
+    "xray_subset": lambda cfg: bnn_data.load_medmnist(cfg.data_path or bnn_data.SHARED_XRAY),
+    "fashion_mnist": lambda cfg: bnn_data.load_fashion_mnist(_need_path(cfg)),
+    "cifar10": lambda cfg: bnn_data.load_cifar10(_need_path(cfg)),
+    "celeba": lambda cfg: bnn_data.load_celeba(_need_path(cfg)),
+    "chest_xray": lambda cfg: bnn_data.load_chest_xray(_need_path(cfg)),
+    "synthetic_fashion": lambda cfg: _synthetic_fashion(cfg.n_train or 60000, cfg.n_test or 10000),
+}
+
+
+def _need_path(cfg):
+    if not cfg.data_path:
+        raise ValueError(f"dataset {cfg.dataset!r} is read from local files: give data_path (no downloads)")
+    return cfg.data_path
+
+
+@dataclass(frozen=True)
+class SamplerSpec:
+    """A sampler of the comparison: scheme x plan, localized or not, cyclical step size or not."""
+
+    label: str
+    scheme: str
+    plan: str
+    localized: bool
+    cyclical: bool = False
+    notebook: bool = False  # the authors' notebooks: UBU step h/2 for the h given, control variate at x*
+
+
+SAMPLERS = {s.label: s for s in (
+    SamplerSpec("SMS-UBU", "ubu", "sms", True),
+    SamplerSpec("SMS-UBU (notebook)", "ubu", "sms", True, notebook=True),
+    SamplerSpec("SG-UBU", "ubu", "iid", True),
+    SamplerSpec("SG-UBU (rr)", "ubu", "rr", True),
+    SamplerSpec("SG-HMC", "em", "iid", False),
+    SamplerSpec("cyclical SG-HMC", "em", "iid", False, cyclical=True),
+)}
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that defines one run (a preset fixes all but the seed).
+
+    ``stratified_test``: None (the data set's own splits), or a fraction in ``(0, 1)``: both splits
+    pooled and split again by class (:meth:`bnn.data.ImageData.stratified`, seed 0: one split for
+    every run), the class ratio equal in train and test up to one image per class.
+    ``step_convention``: ``"paper"`` (a UBU sampler steps by ``h``, the paper's text) or
+    ``"notebook"`` (by ``h / 2``, as the authors' released notebooks ran the tables' ``h``);
+    the EM samplers step by ``h`` under both. ``control_variate``: the localized samplers' force
+    with the control variate at ``x*`` (the design's SG1 form; the notebooks' BNN force). The
+    sampler ``SMS-UBU (notebook)`` runs with both notebook variants whatever these two say, so a
+    run can hold the paper's SMS-UBU and the notebooks' side by side; every sampler's entry records
+    the step, convention and control variate it ran with.
+    ``curve_every``: 0, or evaluate Adam's network on the test set after its first epoch, every
+    ``curve_every`` epochs and after its last, and the SWA average likewise over the SWA epochs
+    (the run's ``curve``: test NLL, accuracy, ACE, RPS against the optimizer's steps).
+
+    ``chains``: chains per sampler from the SWA point. 1 runs one chain per sampler with
+    :class:`integrators.torch.ModuleSampler`; ``k > 1`` runs ``k`` chains of each sampler at once
+    with the torch samplers' multi-chain mode (:func:`run_chains`, several chains per device), the
+    sampler's predictive then being the mean over chains and samples, and the ``trace_chains``
+    chains also run at once.
+    """
+
+    dataset: str
+    network: str
+    _: KW_ONLY
+    width: float = 1.0
+    n_train: int | None = None
+    n_test: int | None = None
+    augment_copies: int = 0
+    batch_size: int = 200
+    lr_adam: float = 1e-2
+    lr_swa: float = 1e-3
+    epochs_train: int = 15
+    epochs_swa: int = 5
+    h: float = 2.5e-4
+    rho: float = 50**-0.5
+    rho_max_factor: float = 6.0
+    epochs_burn: int = 10
+    epochs_sample: int = 30
+    samplers: tuple[str, ...] = ("SMS-UBU",)
+    h_panel: tuple[float, ...] = ()
+    n_cycles: int = 4
+    prior_precision: float = 1.0
+    n_eval_batches: int = 20
+    hessian_iters: int = 0
+    hessian_batch: int = 200
+    trace_chains: int = 0
+    trace_epochs: int = 0
+    chains: int = 1
+    data_path: str | None = None
+    stratified_test: float | None = None
+    step_convention: str = "paper"
+    control_variate: bool = False
+    curve_every: int = 0
+
+    def __post_init__(self):
+        # every field, before anything is loaded or trained (a bad value names itself in a ValueError);
+        # sequences and paths given as arrays or Path objects are stored as tuples and strings (JSON)
+        for name in ("samplers", "h_panel"):
+            value = getattr(self, name)
+            if isinstance(value, np.ndarray):
+                value = value.tolist()
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))  # frozen: set through object
+        if isinstance(self.data_path, os.PathLike):
+            object.__setattr__(self, "data_path", os.fspath(self.data_path))
+        if not isinstance(self.step_convention, str) or self.step_convention not in STEP_CONVENTIONS:
+            raise ValueError(f"step_convention must be one of {', '.join(map(repr, STEP_CONVENTIONS))}, got "
+                             f"{self.step_convention!r}")
+        if not isinstance(self.control_variate, bool):
+            raise ValueError(f"control_variate must be True or False, got {self.control_variate!r}")
+        if self.stratified_test is not None and (
+                isinstance(self.stratified_test, bool) or not isinstance(self.stratified_test, numbers.Real)
+                or not 0 < self.stratified_test < 1):
+            raise ValueError(f"stratified_test must be None or a fraction in (0, 1), got {self.stratified_test!r}")
+        for name in ("dataset", "network"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
+        if self.network not in models.ARCHITECTURES:
+            raise ValueError(f"unknown network {self.network!r}; choose from {', '.join(models.ARCHITECTURES)}")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(DATASETS)}")
+        for name in ("width", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision"):
+            positive_float(name, getattr(self, name))
+        for name, low in (("batch_size", 1), ("n_eval_batches", 1), ("n_cycles", 1), ("hessian_batch", 1),
+                          ("chains", 1), ("epochs_train", 0), ("epochs_swa", 0), ("epochs_burn", 0),
+                          ("epochs_sample", 0), ("augment_copies", 0), ("hessian_iters", 0), ("trace_chains", 0),
+                          ("trace_epochs", 0), ("curve_every", 0)):
+            int_at_least(name, getattr(self, name), low)
+        for name in ("n_train", "n_test"):  # None: the whole split
+            if getattr(self, name) is not None:
+                int_at_least(name, getattr(self, name), 1)
+        if self.epochs_train + self.epochs_swa < 1:
+            raise ValueError("epochs_train + epochs_swa must be >= 1")
+        if not isinstance(self.samplers, tuple | list) or not all(isinstance(s, str) for s in self.samplers):
+            raise ValueError(f"samplers must be a tuple of sampler names, got {self.samplers!r}")
+        unknown = [s for s in self.samplers if s not in SAMPLERS]
+        if unknown:
+            raise ValueError(f"unknown sampler {unknown[0]!r}; choose from {', '.join(SAMPLERS)}")
+        if len(set(self.samplers)) != len(self.samplers):
+            raise ValueError(f"samplers must not repeat a sampler, got {self.samplers!r}")
+        if not isinstance(self.h_panel, tuple | list):
+            raise ValueError(f"h_panel must be a tuple of step sizes, got {self.h_panel!r}")
+        for h in self.h_panel:
+            if isinstance(h, bool) or not isinstance(h, numbers.Real) or not (math.isfinite(h) and h > 0):
+                raise ValueError(f"h_panel must hold positive finite step sizes, got {self.h_panel!r}")
+        if self.chains > 1 and (self.control_variate or any(SAMPLERS[s].notebook for s in self.samplers)):
+            raise ValueError(f"control_variate (and the sampler SMS-UBU (notebook), which uses it) runs one chain "
+                             f"per sampler: chains must be 1, got chains={self.chains!r}")
+        if (self.samplers or self.h_panel) and self.epochs_sample < 1:
+            raise ValueError(f"epochs_sample must be >= 1 when samplers run (their predictive is the mean of "
+                             f"one sample per epoch), got {self.epochs_sample!r}")
+        if self.trace_chains and self.trace_epochs < 1:
+            raise ValueError(f"trace_epochs must be >= 1 when trace_chains > 0, got {self.trace_epochs!r}")
+        if self.trace_chains and not self.rho_max_factor > TRACE_START_CLIP:
+            # the trace chains start at N(0, rho^2) perturbations of x* clipped at 5 rho (perturbed),
+            # which must lie inside the open box |x - x*|_inf < rho_max_factor * rho
+            raise ValueError(f"rho_max_factor must be > {TRACE_START_CLIP:g} when trace_chains > 0 (the trace "
+                             f"chains start up to {TRACE_START_CLIP:g} rho from x*), got {self.rho_max_factor!r}")
+        if self.data_path is not None and not isinstance(self.data_path, str):
+            raise ValueError(f"data_path must be a string (a folder or file) or None, got {self.data_path!r}")
+        # the network is built in this machine's memory first: at least its smallest input's count
+        n_params = network_parameters(self.network, self.width, smallest_input(self.network), 2)
+        check_fits(f"network={self.network!r} at width={self.width!r} ({count_text(n_params, 'at least ')})",
+                   n_params * torch.get_default_dtype().itemsize)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def network_parameters(network: str, width: float, in_shape=None, n_classes=None) -> float:
+    """The parameter count of ``models.build(network, width=width, ...)``, built on the meta
+    device (nothing is allocated); ``inf`` when a layer is beyond the sizes torch can hold."""
+    return _network_parameters(network, float(width), None if in_shape is None else tuple(int(v) for v in in_shape),
+                               n_classes)
+
+
+@functools.lru_cache(maxsize=256)
+def _network_parameters(network, width, in_shape, n_classes) -> float:
+    try:
+        with torch.device("meta"):
+            net = models.build(network, width=width, in_shape=in_shape, n_classes=n_classes)
+    except (RuntimeError, OverflowError, TypeError):  # (torch's size overflows: a RuntimeError or a TypeError)
+        return math.inf
+    return float(models.n_parameters(net))
+
+
+@functools.cache
+def smallest_input(network: str) -> tuple[int, int, int]:
+    """The smallest one-channel square input ``network`` accepts (its count there is a lower
+    bound over inputs)."""
+    for size in range(1, 1025):
+        try:
+            with torch.device("meta"):
+                models.build(network, width=1e-9, in_shape=(1, size, size), n_classes=2)
+        except ValueError:
+            continue
+        return (1, size, size)
+    return models.ARCHITECTURES[network].in_shape
+
+
+def count_text(n_params: float, qualifier: str = "") -> str:
+    return "more parameters than torch can size" if math.isinf(n_params) else f"{qualifier}{n_params:.4g} parameters"
+
+
+def with_overrides(cfg: RunConfig, **changes) -> RunConfig:
+    """``cfg`` with some fields replaced (validated again)."""
+    return replace(cfg, **changes)

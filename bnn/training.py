@@ -1,0 +1,145 @@
+"""Data and optimizer of one BNN run: the data sets a configuration names (:data:`DATASETS`, read
+from local files or embedded), the tensors on the device, the potential's terms, the predictive, and
+Adam followed by SWA (:func:`train`)."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from bnn import data as bnn_data
+from bnn import models
+from bnn.config import DATASETS, RunConfig
+from integrators.seeds import derive
+
+
+def load(cfg: RunConfig) -> bnn_data.ImageData:
+    d = DATASETS[cfg.dataset](cfg)
+    if cfg.stratified_test is not None:
+        d = d.stratified(cfg.stratified_test, seed=0)
+    if cfg.n_train or cfg.n_test:
+        d = d.subset(cfg.n_train, cfg.n_test)
+    return d
+
+
+@dataclass
+class Tensors:
+    """The run's data on its device (the training set possibly extended by fixed augmented copies)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    x_test: torch.Tensor
+    y_test: np.ndarray
+    n_classes: int
+    in_shape: tuple
+
+    @property
+    def n(self) -> int:
+        return self.x.shape[0]
+
+
+def tensors(d: bnn_data.ImageData, cfg: RunConfig, device, seed: int) -> Tensors:
+    x = torch.from_numpy(d.x_train).to(device)
+    y = torch.from_numpy(d.y_train).to(device)
+    if cfg.augment_copies:
+        gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "augmentation"))
+        x = torch.cat([x] + [bnn_data.augment(x, gen) for _ in range(cfg.augment_copies)])
+        y = y.repeat(cfg.augment_copies + 1)
+    return Tensors(x, y, torch.from_numpy(d.x_test).to(device), d.y_test, d.n_classes, d.in_shape)
+
+
+def sum_loss(data: Tensors):
+    """``loss_fn(net, idx)``: summed cross-entropy over the training images ``idx`` (BatchNorm on them)."""
+    return lambda net, idx: F.cross_entropy(net(data.x[idx]), data.y[idx], reduction="sum")
+
+
+def prior_term(net, precision: float) -> torch.Tensor:
+    names = set(models.prior_mask_names(net))
+    return 0.5 * precision * sum((p**2).sum() for n, p in net.named_parameters() if n in names)
+
+
+@torch.no_grad()
+def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: int = 1000,
+            timings: dict | None = None) -> np.ndarray:
+    """Test-set predictive probabilities: BatchNorm statistics from one training-mode pass over
+    ``n_eval_batches * batch_size`` random training images, then evaluation mode."""
+    t0 = time.perf_counter()
+    n_eval = min(data.n, cfg.n_eval_batches * cfg.batch_size)
+    idx = torch.randperm(data.n, generator=gen, device=data.x.device)[:n_eval]
+    net.train()
+    net(data.x[idx])
+    net.eval()
+    probs = torch.cat([torch.softmax(net(data.x_test[i:i + chunk]), dim=1) for i in range(0, len(data.x_test),
+                                                                                          chunk)])
+    net.train()
+    if timings is not None:
+        timings.setdefault("predict", []).append(time.perf_counter() - t0)
+    return probs.double().cpu().numpy()
+
+
+def batches_per_epoch(cfg: RunConfig, n: int) -> int:
+    return math.ceil(n / cfg.batch_size)
+
+
+def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dict, *, on_epoch=None):
+    """Adam with polynomial decay (power 1), then SWA at a constant rate; returns the SWA network
+    (a copy) and the per-epoch average training loss. ``on_epoch(stage, epoch, model)``, if given,
+    is called after each epoch (``stage`` ``"Adam"`` or ``"SWA"``, ``epoch`` counted from 1 within
+    the stage, ``model`` the network or, during SWA, the average so far); it must not change them."""
+    from torch.optim.swa_utils import AveragedModel
+
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.lr_adam)
+    m = batches_per_epoch(cfg, data.n)
+    sched = torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=max(1, cfg.epochs_train * m), power=1.0)
+    swa = AveragedModel(net, use_buffers=False)
+    losses = []
+    net.train()
+
+    def epoch(stage):
+        t0 = time.perf_counter()
+        perm = torch.randperm(data.n, generator=gen, device=data.x.device)
+        total = 0.0
+        for j in range(m):
+            idx = perm[j * cfg.batch_size:(j + 1) * cfg.batch_size]
+            opt.zero_grad(set_to_none=True)
+            ce = F.cross_entropy(net(data.x[idx]), data.y[idx])
+            loss = ce + prior_term(net, cfg.prior_precision) / data.n
+            loss.backward()
+            opt.step()
+            if stage == "adam":
+                sched.step()
+            total += float(ce.detach()) * len(idx)
+        if data.x.is_cuda:
+            torch.cuda.synchronize()
+        timings.setdefault(stage, []).append(time.perf_counter() - t0)
+        losses.append(total / data.n)
+
+    for e in range(cfg.epochs_train):
+        epoch("adam")
+        if on_epoch is not None:
+            on_epoch("Adam", e + 1, net)
+    adam_state = {k: v.detach().clone() for k, v in net.state_dict().items()}
+    for group in opt.param_groups:
+        group["lr"] = cfg.lr_swa
+    for e in range(cfg.epochs_swa):
+        epoch("swa")
+        swa.update_parameters(net)
+        if on_epoch is not None:
+            on_epoch("SWA", e + 1, swa.module)
+    swa_net = swa.module if cfg.epochs_swa else net
+    swa_net = copy_state(net, {n: p for n, p in swa_net.state_dict().items()})
+    net.load_state_dict(adam_state)
+    return swa_net, losses
+
+
+def copy_state(net, state):
+    import copy
+
+    out = copy.deepcopy(net)
+    out.load_state_dict(state)
+    return out
