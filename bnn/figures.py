@@ -64,7 +64,7 @@ def write_csv(path: Path, rows: list[dict]) -> None:
         w.writerows(rows)
 
 
-def _fmt(mean, std) -> str:
+def format_mean_std(mean, std) -> str:
     return f"{mean:.4f}" + (f" ± {std:.4f}" if std != "" else "")
 
 
@@ -80,7 +80,7 @@ def write_ensemble_markdown(path: Path, rows: list[dict], settings: str) -> None
             if all(c is None for c in cells):
                 continue
             lines.append(f"| {dataset} | {method} | {size} | " + " | ".join(
-                _fmt(c["mean"], c["std"]) if c else "" for c in cells) + " |")
+                format_mean_std(c["mean"], c["std"]) if c else "" for c in cells) + " |")
     diverged = [r for r in rows if r["size"] == "" or (r["diverged_runs"] and r["size"] == 1 and r["metric"] == "nll")]
     for r in diverged:
         lines.append(f"\n{r['method']} ({r['dataset']}): diverged in {r['diverged_runs']} run(s)")
@@ -282,175 +282,3 @@ def cifar10_rows(runs: list) -> list[dict]:
                          "std": float(np.std(v, ddof=1)) if len(v) > 1 else "", "runs": len(v),
                          "diverged_runs": len(diverged), "paper_mean": paper[0], "paper_std": paper[1]})
     return rows
-
-
-# ------------------------------------------------------------------ the regime of the paper's claim
-CURVE_METRICS = ("nll", "accuracy", "ace", "rps")
-LOWER_IS_BETTER = {"accuracy": False, "nll": True, "ace": True, "rps": True, "ece": True, "brier": True}
-
-
-def curve_rows(dataset: str, runs: list) -> list[dict]:
-    """The test metrics of Adam's network and of the SWA average against the optimizer's steps,
-    one row per run and evaluation point (the runs' ``curve``)."""
-    return [{"dataset": dataset, "seed": r["seed"], **point} for r in runs for point in r.get("curve") or []]
-
-
-def curve_summary(rows: list[dict]) -> list[dict]:
-    """Mean and standard deviation over runs of each metric at each (stage, step)."""
-    out = []
-    for key in dict.fromkeys((r["dataset"], r["stage"], r["epoch"], r["step"]) for r in rows):
-        pts = [r for r in rows if (r["dataset"], r["stage"], r["epoch"], r["step"]) == key]
-        row = {"dataset": key[0], "stage": key[1], "epoch": key[2], "step": key[3], "runs": len(pts)}
-        for metric in (*CURVE_METRICS, "train_loss"):
-            v = np.array([p[metric] for p in pts], dtype=float)
-            row[metric] = float(v.mean())
-            row[f"{metric}_std"] = float(v.std(ddof=1)) if len(v) > 1 else ""
-        out.append(row)
-    return out
-
-
-def overconfidence(summary: list[dict], dataset: str) -> dict | None:
-    """Where the mean test NLL of Adam's network is lowest along training, and its value, the
-    accuracy there and at the end of Adam and of SWA (None without a curve). ``overconfident``:
-    the NLL at Adam's last step exceeds that lowest value by more than two standard errors (its
-    standard deviation over runs / sqrt(runs)) while the accuracy there is at most 0.01 below the
-    accuracy at the lowest point: the NLL rising while the accuracy stays."""
-    adam = [r for r in summary if r["dataset"] == dataset and r["stage"] == "Adam"]
-    swa = [r for r in summary if r["dataset"] == dataset and r["stage"] == "SWA"]
-    if not adam:
-        return None
-    best = min(adam, key=lambda r: r["nll"])
-    out = {"best_step": best["step"], "best_epoch": best["epoch"], "best_nll": best["nll"],
-           "best_accuracy": best["accuracy"], "adam_step": adam[-1]["step"], "runs": adam[-1]["runs"],
-           "adam_nll": adam[-1]["nll"], "adam_nll_std": adam[-1]["nll_std"], "adam_accuracy": adam[-1]["accuracy"],
-           "adam_train_loss": adam[-1]["train_loss"]}
-    std = adam[-1]["nll_std"] if adam[-1]["nll_std"] != "" else 0.0
-    out["rise"] = adam[-1]["nll"] - best["nll"]
-    out["rise_se"] = std / math.sqrt(adam[-1]["runs"])
-    out["overconfident"] = bool(out["rise"] > 2 * out["rise_se"] and adam[-1]["accuracy"] >= best["accuracy"] - 0.01)
-    if swa:
-        out.update({"swa_step": swa[-1]["step"], "swa_nll": swa[-1]["nll"], "swa_accuracy": swa[-1]["accuracy"]})
-    return out
-
-
-def plot_curve(path: Path, summary: list[dict], dataset: str) -> None:
-    """Test NLL, accuracy and ACE of Adam and SWA against the optimizer's steps (mean ± s.d.
-    over runs), and the training loss: the overconfident regime is the NLL rising while the
-    accuracy stays."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = ("nll", "accuracy", "ace", "train_loss")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2))
-    for ax, metric in zip(axes, panels, strict=True):
-        for stage, color in (("Adam", "C0"), ("SWA", "C1")):
-            pts = [r for r in summary if r["dataset"] == dataset and r["stage"] == stage]
-            if not pts:
-                continue
-            ax.errorbar([p["step"] for p in pts], [p[metric] for p in pts],
-                        yerr=[p[f"{metric}_std"] or 0.0 for p in pts], marker="o", ms=3, capsize=2, color=color,
-                        label=stage)
-        ax.set_xlabel("optimizer steps")
-        ax.set_title("training loss" if metric == "train_loss" else f"test {metric}")
-        if metric == "train_loss":
-            ax.set_yscale("log")
-    axes[0].legend(fontsize=7)
-    runs = max((r["runs"] for r in summary if r["dataset"] == dataset), default=0)
-    fig.suptitle(f"{dataset}: Adam (power-1 decay) then SWA, test metrics along training (mean ± s.d. over "
-                 f"{runs} runs)", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
-
-
-def paired_verdicts(dataset: str, runs: list, methods, references=REFERENCE, sizes=(1, 2, 4),
-                    metrics_=("accuracy", "nll", "ace", "rps")) -> list[dict]:
-    """Each method against each reference, per ensemble size and metric, on the runs where both
-    have a predictive (paired by run: the method's samples start from that run's SWA point).
-    The runs are split into disjoint groups of ``size`` in run order; ``diff`` is the mean over
-    groups of (method - reference), ``se`` the standard deviation of the differences over
-    ``sqrt(groups)``. ``verdict``: ``better`` / ``worse`` when the difference is beyond 2 ``se``
-    in the metric's good / bad direction, ``equal`` within 2 ``se``, ``no s.e.`` with one group."""
-    labels = np.array(runs[0]["labels"])
-    rows = []
-    for method in methods:
-        for ref in references:
-            both = [r for r in runs if r["methods"].get(method, {}).get("probs") is not None
-                    and r["methods"].get(ref, {}).get("probs") is not None]
-            for size in sizes:
-                groups = len(both) // size
-                if groups < 1:
-                    continue
-                scores = {name: [metrics.evaluate(metrics.ensemble_probs(
-                    [both[g * size + i]["methods"][name]["probs"] for i in range(size)]), labels)
-                    for g in range(groups)] for name in (method, ref)}
-                for metric in metrics_:
-                    a = np.array([s[metric] for s in scores[method]])
-                    b = np.array([s[metric] for s in scores[ref]])
-                    d = a - b
-                    se = float(d.std(ddof=1) / np.sqrt(groups)) if groups > 1 else math.nan
-                    diff = float(d.mean())
-                    if math.isnan(se):
-                        verdict = "no s.e."
-                    elif abs(diff) <= 2 * se:
-                        verdict = "equal"
-                    else:
-                        verdict = "better" if (diff < 0) == LOWER_IS_BETTER[metric] else "worse"
-                    rows.append({"dataset": dataset, "method": method, "reference": ref, "size": size,
-                                 "metric": metric, "method_mean": float(a.mean()), "reference_mean": float(b.mean()),
-                                 "diff": diff, "se": "" if math.isnan(se) else se, "groups": groups,
-                                 "runs": len(both), "verdict": verdict})
-    return rows
-
-
-def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU") -> str:
-    """The paper's claim for ``method`` on ``dataset`` from :func:`paired_verdicts`'s rows: lower
-    NLL and ACE than both Adam and SWA at every ensemble size with a standard error."""
-    mine = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] in ("nll", "ace")
-            and r["verdict"] != "no s.e."]
-    if not mine:
-        return "not measured"
-    better = sum(r["verdict"] == "better" for r in mine)
-    worse = sum(r["verdict"] == "worse" for r in mine)
-    if better == len(mine):
-        return "holds"
-    if worse == len(mine):
-        return "reversed"
-    return "does not hold" if better == 0 else "holds in part"
-
-
-def write_regime_markdown(path: Path, dataset: str, table_rows: list[dict], verdicts: list[dict], methods,
-                          settings: str, extra: list[str]) -> None:
-    """The paper-style table (mean ± s.d. over disjoint groups, single runs and ensembles) of the
-    ``methods`` and the paired verdicts against Adam and SWA."""
-    keyed = {(r["method"], r["size"], r["metric"]): r for r in table_rows if r["dataset"] == dataset}
-    sizes = sorted({r["size"] for r in table_rows if r["dataset"] == dataset and r["size"] != ""})
-    cols = ("accuracy", "nll", "ace", "rps")
-    lines = [f"## {dataset}", "", f"Settings: {settings}", "", *extra, "",
-             "| method | size | " + " | ".join(cols) + " | runs |", "| --- | --- | " + " | ".join("---" for _ in cols)
-             + " | --- |"]
-    for method in methods:
-        for size in sizes:
-            cells = [keyed.get((method, size, m)) for m in cols]
-            if all(c is None for c in cells):
-                continue
-            runs = next(c for c in cells if c is not None)
-            lines.append(f"| {method} | {size} | " + " | ".join(_fmt(c["mean"], c["std"]) if c else "" for c in cells)
-                         + f" | {runs['runs']} (+{runs['diverged_runs']} diverged) |")
-    lines += ["", "Paired differences (method - reference) over disjoint groups of runs, verdict at 2 s.e.:", "",
-              "| method | vs | size | " + " | ".join(cols) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
-    vk = {(r["method"], r["reference"], r["size"], r["metric"]): r for r in verdicts if r["dataset"] == dataset}
-    for method, ref, size in dict.fromkeys((r["method"], r["reference"], r["size"]) for r in verdicts
-                                           if r["dataset"] == dataset):
-        cells = []
-        for m in cols:
-            v = vk.get((method, ref, size, m))
-            cells.append("" if v is None else f"{v['diff']:+.4f}" + (f" ± {v['se']:.4f}" if v["se"] != "" else "")
-                         + f" {v['verdict']}")
-        lines.append(f"| {method} | {ref} | {size} | " + " | ".join(cells) + " |")
-    with open(path, "a") as fh:
-        fh.write("\n".join(lines) + "\n\n")

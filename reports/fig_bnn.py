@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bnn import figures, presets
+from bnn import curves, figures, presets, verdicts
 from bnn.metrics import RHAT_NOT_MIXED
 
 RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
@@ -97,12 +97,12 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list, out_dir: Path, md
     """The claim in the regime of the paper for one data set: the overconfidence of the baselines
     along training (figure), the paper-style table and the paired verdicts of every sampler of the
     runs against Adam and SWA (appended to ``md``), and the measured sentences."""
-    summary = figures.curve_summary(figures.curve_rows(dataset, runs))
-    figures.plot_curve(out_dir / f"bnn_overconfidence_{dataset}.png", summary, dataset)
+    summary = curves.curve_summary(curves.curve_rows(dataset, runs))
+    curves.plot_curve(out_dir / f"bnn_overconfidence_{dataset}.png", summary, dataset)
     samplers = [s for s in runs[0]["config"]["samplers"] if s in runs[0]["methods"]]
-    verdicts = figures.paired_verdicts(dataset, runs, samplers)
+    paired = verdicts.paired_verdicts(dataset, runs, samplers)
     text = []
-    over = figures.overconfidence(summary, dataset)
+    over = curves.overconfidence(summary, dataset)
     if over is not None:
         text.append(f"{dataset}: Adam's mean test NLL is lowest at step {over['best_step']} ({over['best_nll']:.4f}, "
                     f"accuracy {over['best_accuracy']:.4f}) and {over['adam_nll']:.4f} at its last step "
@@ -121,17 +121,17 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list, out_dir: Path, md
                     f"points): Gelman-Rubin {_range([r['rhat'] for r in mine])}, rank-normalised split {_range(rank)} "
                     f"({'below' if max(rank) < RHAT_MIXED_BAR else 'not all below'} {RHAT_MIXED_BAR})")
     for method in samplers:
-        sizes = sorted({v["size"] for v in verdicts if v["method"] == method and v["se"] != ""})
-        holds = figures.claim_holds(verdicts, dataset, method)
+        sizes = sorted({v["size"] for v in paired if v["method"] == method and v["se"] != ""})
+        holds = verdicts.claim_holds(paired, dataset, method)
         parts = []
-        for v in verdicts:
+        for v in paired:
             if v["method"] == method and v["size"] == 1 and v["metric"] in ("nll", "ace"):
                 parts.append(f"{v['metric']} {v['method_mean']:.4f} vs {v['reference']} {v['reference_mean']:.4f} "
                              f"({v['verdict']})")
         per_size = []
         for metric in ("nll", "ace"):
             for ref in figures.REFERENCE:
-                vs = [v["verdict"] for v in verdicts if v["method"] == method and v["metric"] == metric
+                vs = [v["verdict"] for v in paired if v["method"] == method and v["metric"] == metric
                       and v["reference"] == ref and v["size"] in sizes]
                 per_size.append(f"{metric} vs {ref} {'/'.join(vs)}")
         text.append(f"{dataset}: {method} against Adam and SWA (lower NLL and ACE at sizes "
@@ -144,8 +144,8 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list, out_dir: Path, md
              f"Variants: step convention {c.get('step_convention', 'paper')!r}, control variate "
              f"{c.get('control_variate', False)} for the samplers of the run; SMS-UBU (notebook) with step h/2 "
              f"and the control variate at x*."] + text
-    figures.write_regime_markdown(md, dataset, rows, verdicts, ["Adam", "SWA", *samplers], settings, extra)
-    return figures.curve_rows(dataset, runs), verdicts, text
+    verdicts.write_regime_markdown(md, dataset, rows, paired, ["Adam", "SWA", *samplers], settings, extra)
+    return curves.curve_rows(dataset, runs), paired, text
 
 
 def draw(results: list, out_dir: Path, preset: str) -> dict:
@@ -159,7 +159,7 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
             by_data.setdefault(unit["dataset"], []).append(res)
     files, measured = [], []
     ens, steps, traces, rhats, hess = [], [], [], [], []
-    curves, paired = [], []
+    curve_table, paired_table = [], []
     settings = []
     regime_md = out_dir / "bnn_regime.md"
     regime_md.unlink(missing_ok=True)
@@ -181,22 +181,22 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         hess += figures.hessian_rows(dataset, runs)
         if any(r.get("curve") for r in runs):
             c, v, text = _regime(dataset, runs, rows, run_rhats, out_dir, regime_md)
-            curves += c
-            paired += v
+            curve_table += c
+            paired_table += v
             measured += text
             files += [f"bnn_overconfidence_{dataset}.png", f"bnn_overconfidence_{dataset}.pdf"]
         # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
         sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
         for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
-            verdicts = [v for v in (_verdict(rows, dataset, size, m) for m in ("nll", "ace")) if v]
-            if verdicts:
-                measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(verdicts))
+            claims = [v for v in (_verdict(rows, dataset, size, m) for m in ("nll", "ace")) if v]
+            if claims:
+                measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(claims))
         div = sorted({r["method"] for r in rows if r["diverged_runs"]})
         if div:
             measured.append(f"{dataset}: diverged runs for {', '.join(div)}")
-    if curves:
-        figures.write_csv(out_dir / "bnn_curve.csv", curves)
-        figures.write_csv(out_dir / "bnn_verdicts.csv", paired)
+    if curve_table:
+        figures.write_csv(out_dir / "bnn_curve.csv", curve_table)
+        figures.write_csv(out_dir / "bnn_verdicts.csv", paired_table)
         files += ["bnn_curve.csv", "bnn_verdicts.csv", "bnn_regime.md"]
     if ens:
         figures.write_csv(out_dir / "bnn_ensembles.csv", ens)

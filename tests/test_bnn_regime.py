@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bnn import data, figures, pipeline, presets
+from bnn import curves, data, pipeline, presets, verdicts
 
 pytestmark = pytest.mark.torch
 
@@ -161,35 +161,35 @@ def _fake_runs(n, shift):
 
 
 def test_paired_verdicts_name_better_equal_and_worse():
-    better = figures.paired_verdicts("d", _fake_runs(8, 0.1), ["B"], references=("A",))
+    better = verdicts.paired_verdicts("d", _fake_runs(8, 0.1), ["B"], references=("A",))
     by = {(r["size"], r["metric"]): r for r in better}
     assert {s for s, _ in by} == {1, 2, 4}
     assert by[(1, "nll")]["verdict"] == "better" and by[(1, "nll")]["diff"] < 0 and by[(1, "nll")]["groups"] == 8
     assert by[(4, "rps")]["verdict"] == "better" and by[(4, "rps")]["groups"] == 2
-    worse = {(r["size"], r["metric"]): r for r in figures.paired_verdicts("d", _fake_runs(8, -0.1), ["B"], ("A",))}
+    worse = {(r["size"], r["metric"]): r for r in verdicts.paired_verdicts("d", _fake_runs(8, -0.1), ["B"], ("A",))}
     assert worse[(1, "nll")]["verdict"] == "worse"
-    same = figures.paired_verdicts("d", _fake_runs(8, 0.0), ["B"], ("A",))
+    same = verdicts.paired_verdicts("d", _fake_runs(8, 0.0), ["B"], ("A",))
     assert {r["verdict"] for r in same} == {"equal"}
-    assert figures.claim_holds(better + [{**r, "method": "B", "metric": "ace", "verdict": "better"} for r in better],
+    assert verdicts.claim_holds(better + [{**r, "method": "B", "metric": "ace", "verdict": "better"} for r in better],
                                "d", "B") == "holds"
-    assert figures.claim_holds(same, "d", "B") == "does not hold"
+    assert verdicts.claim_holds(same, "d", "B") == "does not hold"
 
 
 def test_overconfidence_finds_the_lowest_nll_along_training():
     rows = [{"dataset": "d", "seed": s, "stage": "Adam", "epoch": e, "step": 10 * e, "nll": nll + 0.01 * s,
              "accuracy": 0.9, "ace": 0.1, "rps": 0.1, "train_loss": 1.0 / e}
             for s in range(2) for e, nll in ((1, 0.5), (2, 0.3), (3, 0.4), (4, 0.6))]
-    summary = figures.curve_summary(rows)
+    summary = curves.curve_summary(rows)
     assert [r["runs"] for r in summary] == [2] * 4
-    over = figures.overconfidence(summary, "d")
+    over = curves.overconfidence(summary, "d")
     assert over["best_step"] == 20 and over["adam_step"] == 40
     assert over["best_nll"] == pytest.approx(0.305) and over["adam_nll"] == pytest.approx(0.605)
     assert over["overconfident"] and over["rise"] == pytest.approx(0.3) and over["runs"] == 2
     # a last point within two standard errors of the lowest, or an accuracy fallen with it, is not overconfidence
     flat = [{**r, "nll": 0.3 + 0.2 * r["seed"]} if r["epoch"] == 4 else r for r in rows]
-    assert not figures.overconfidence(figures.curve_summary(flat), "d")["overconfident"]
+    assert not curves.overconfidence(curves.curve_summary(flat), "d")["overconfident"]
     fallen = [{**r, "accuracy": 0.5} if r["epoch"] == 4 else r for r in rows]
-    assert not figures.overconfidence(figures.curve_summary(fallen), "d")["overconfident"]
+    assert not curves.overconfidence(curves.curve_summary(fallen), "d")["overconfident"]
 
 
 def test_regime_levels_hold_every_sampler_the_panel_and_the_traces():
