@@ -1,45 +1,33 @@
-"""Image data sets for the networks, read from local files in their standard public formats.
-
-| loader | format | paper |
-| --- | --- | --- |
-| :func:`load_fashion_mnist` | the four IDX files (``train-images-idx3-ubyte`` ..., ``.gz`` or not) | Fashion-MNIST |
-| :func:`load_cifar10` | the python batches (``data_batch_1..5``, ``test_batch``, pickled dicts) | CIFAR-10 |
-| :func:`load_celeba` | ``img_align_celeba/*.jpg`` + ``list_attr_celeba.txt``: blond vs brown hair, 64 x 64 | Celeb-A |
-| :func:`load_chest_xray` | ``{train,test}/{NORMAL,PNEUMONIA}/*`` images, grayscale 180 x 180 | chest X-ray |
-| :func:`load_medmnist` | MedMNIST ``.npz`` (``train_images``, ``train_labels``, ...) | PneumoniaMNIST |
-| :func:`embedded_digits` | scikit-learn's digits, shipped inside the package (the default) | - |
-
-Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
-labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
-:class:`bias.data.DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
-what it read to :func:`check_layout` against the declared data set's :class:`DataSpec` (the number of
-classes, the channels and the axis the format puts them on, the image size where the set fixes it):
-every split non-empty, one image shape across the splits, uint8 pixels, labels integers in
-``[0, K)``; a file that breaks it raises :class:`DataError` naming the file and the field.
-:data:`SHARED_XRAY` is the shared PneumoniaMNIST subset, read from where it lies, never copied.
-:func:`augment` is the chest X-ray augmentation of the supplement (rotations, shifts, crops,
-brightness), applied on the fly to a batch.
-"""
+"""The loaders: each data set read from its standard public format in a local folder (or shipped
+inside a package), checked by :func:`bnn.data.layout.check_layout`."""
 
 from __future__ import annotations
 
-import math
 import numbers
 import pickle
 import re
 import zipfile
 import zlib
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from bias.data import FASHION_FILES, DataError, find_idx_file, read_idx
-from bias.metrics import integer_labels
+from bnn.data.layout import (
+    FASHION_MNIST,
+    MEDMNIST,
+    MEDMNIST_DEFAULT,
+    DataSpec,
+    Field,
+    ImageData,
+    Part,
+    check_layout,
+    scaled_pixels,
+)
 from integrators.validation import boolean, int_at_least
 
-SHARED_XRAY = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "pneumoniamnist-subset.npz"
+SHARED_XRAY = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "pneumoniamnist-subset.npz"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
 CELEBA_ATTRS = "list_attr_celeba.txt"
@@ -47,200 +35,7 @@ XRAY_CLASSES = ("NORMAL", "PNEUMONIA")
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
 
-@dataclass(frozen=True)
-class ImageData:
-    """Train and test images ``(n, C, H, W)`` float32 in [0, 1], labels int64, and a description."""
-
-    x_train: np.ndarray
-    y_train: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    n_classes: int
-    source: str
-
-    @property
-    def in_shape(self) -> tuple[int, int, int]:
-        return tuple(int(s) for s in self.x_train.shape[1:])
-
-    def subset(self, n_train: int | None = None, n_test: int | None = None) -> ImageData:
-        """The first ``n_train`` / ``n_test`` images of each split (all if None); each must be an
-        integer from 1 to the number of images the split has."""
-        for name, value, have in (("n_train", n_train, len(self.y_train)), ("n_test", n_test, len(self.y_test))):
-            if value is not None and int_at_least(name, value, 1) > have:
-                raise ValueError(f"{name} must be <= {have} (the images of {self.source}), got {value!r}")
-        return ImageData(self.x_train[:n_train], self.y_train[:n_train], self.x_test[:n_test],
-                         self.y_test[:n_test], self.n_classes, self.source + (
-                             f" (first {n_train} train, {n_test} test)" if n_train or n_test else ""))
-
-    def stratified(self, test_fraction: float, *, seed: int = 0) -> ImageData:
-        """Both splits pooled and split again with the class ratio of the pool in each: class ``c``
-        with ``n_c`` pooled images puts ``round(test_fraction * n_c)`` of them (a random choice,
-        ``numpy.random.default_rng(seed)``) in the test split and the rest in the training split,
-        so the two splits' class ratios differ by the rounding of one image per class at most.
-        Both splits come in a random order (their first images, :meth:`subset`, are a random
-        choice). ``test_fraction`` is in ``(0, 1)``; every class must keep an image in each split."""
-        if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) \
-                or not 0 < test_fraction < 1:
-            raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
-        seed = int_at_least("seed", seed, 0)
-        x = np.concatenate([self.x_train, self.x_test])
-        y = np.concatenate([self.y_train, self.y_test])
-        rng = np.random.default_rng(seed)
-        test = []
-        for c in range(self.n_classes):
-            idx = np.flatnonzero(y == c)
-            k = int(round(test_fraction * len(idx)))
-            if len(idx) and not 0 < k < len(idx):
-                raise ValueError(f"test_fraction={test_fraction!r} leaves class {c} ({len(idx)} images) with no "
-                                 f"image in one split")
-            test.append(rng.permutation(idx)[:k])
-        is_test = np.zeros(len(y), dtype=bool)
-        is_test[np.concatenate(test)] = True
-        train_idx = rng.permutation(np.flatnonzero(~is_test))
-        test_idx = rng.permutation(np.flatnonzero(is_test))
-        return ImageData(x[train_idx], y[train_idx], x[test_idx], y[test_idx], self.n_classes,
-                         f"{self.source}, pooled and split stratified ({len(test_idx)} test images, "
-                         f"{test_fraction:g} of each class)")
-
-
-@dataclass(frozen=True)
-class DataSpec:
-    """The layout a declared data set's files must have: ``n_classes`` (labels in ``[0, K)``),
-    ``channels`` on the axis the format puts them (``"last"``: ``(n, H, W, C)``, ``"first"``:
-    ``(n, C, H, W)``; a one-channel set may leave the axis out, ``(n, H, W)``), and ``image_size``
-    ``(H, W)`` where the set fixes it (None: any size, the same in every split)."""
-
-    name: str
-    n_classes: int
-    channels: int = 1
-    channel_axis: str = "last"
-    image_size: tuple[int, int] | None = None
-
-
-@dataclass(frozen=True)
-class Field:
-    """One array as read (``value``), the ``file`` (or folder) it came from and the ``key`` naming it there."""
-
-    value: object
-    file: str
-    key: str
-
-    def __str__(self) -> str:
-        return f"{self.file} [{self.key}]"
-
-
-@dataclass(frozen=True)
-class Part:
-    """Images and their labels read together (a split, a CIFAR-10 batch): ``name`` for messages,
-    ``split`` the split they join (``"train"``, ``"test"``) or None (checked, then left out)."""
-
-    name: str
-    images: Field
-    labels: Field
-    split: str | None
-
-
-FASHION_MNIST = DataSpec("Fashion-MNIST", 10, 1, "last", (28, 28))
 CIFAR10 = DataSpec("CIFAR-10", 10, 3, "first", (32, 32))
-# MedMNIST v2's single-label 2D sets (ChestMNIST is multi-label, the 3D sets are volumes: not read here)
-MEDMNIST = {"pathmnist": DataSpec("PathMNIST", 9, 3), "dermamnist": DataSpec("DermaMNIST", 7, 3),
-            "octmnist": DataSpec("OCTMNIST", 4), "pneumoniamnist": DataSpec("PneumoniaMNIST", 2),
-            "retinamnist": DataSpec("RetinaMNIST", 5, 3), "breastmnist": DataSpec("BreastMNIST", 2),
-            "bloodmnist": DataSpec("BloodMNIST", 8, 3), "tissuemnist": DataSpec("TissueMNIST", 8),
-            "organamnist": DataSpec("OrganAMNIST", 11), "organcmnist": DataSpec("OrganCMNIST", 11),
-            "organsmnist": DataSpec("OrganSMNIST", 11)}
-MEDMNIST_DEFAULT = "pneumoniamnist"  # the set of a file whose name names none (the shared subset's)
-
-
-def _shape(images: np.ndarray) -> str:
-    """``"28x28"`` or ``"32x32 (3 channels)"`` for images ``(n, C, H, W)``."""
-    channels = f" ({images.shape[1]} channels)" if images.shape[1] > 1 else ""
-    return "x".join(str(v) for v in images.shape[2:]) + channels
-
-
-def _layout_images(spec: DataSpec, field: Field) -> np.ndarray:
-    """``field``'s images as uint8 ``(n, C, H, W)`` (a view), or :class:`DataError` naming it."""
-    images = field.value if isinstance(field.value, np.ndarray) else np.asarray(field.value)
-    if images.dtype != np.uint8:
-        raise DataError(f"{field}: images must be uint8 pixel values, got an array of {images.dtype}")
-    where = "last" if spec.channel_axis == "last" else "second"
-    wanted = ("(n, H, W) or (n, H, W, 1)" if spec.channel_axis == "last" else "(n, 1, H, W) or (n, H, W)") \
-        if spec.channels == 1 else ("(n, H, W, C)" if spec.channel_axis == "last" else "(n, C, H, W)")
-    if images.ndim == 3 and spec.channels == 1:
-        images = images[:, None]
-    elif images.ndim == 4:
-        c = images.shape[3] if spec.channel_axis == "last" else images.shape[1]
-        if c != spec.channels:
-            raise DataError(f"{field}: images of shape {images.shape} have {c} channels on the {where} axis; "
-                            f"{spec.name} images have {spec.channels}, {wanted}")
-        if spec.channel_axis == "last":
-            images = images.transpose(0, 3, 1, 2)
-    else:
-        raise DataError(f"{field}: images must be {wanted} with C = {spec.channels} for {spec.name}, "
-                        f"got shape {images.shape}")
-    if images.shape[2] < 1 or images.shape[3] < 1:
-        raise DataError(f"{field}: images of shape {images.shape} have no pixels")
-    if spec.image_size is not None and images.shape[2:] != tuple(spec.image_size):
-        raise DataError(f"{field}: images of {_shape(images)}; {spec.name} images are "
-                        f"{spec.image_size[0]}x{spec.image_size[1]}")
-    if images.shape[0] == 0:
-        raise DataError(f"{field}: no images (an empty split)")
-    return images
-
-
-def _layout_labels(spec: DataSpec, part: Part, n_images: int) -> np.ndarray:
-    """``part``'s labels as int64 ``(n,)``, or :class:`DataError` naming the field."""
-    field = part.labels
-    try:
-        labels = np.asarray(field.value)
-    except (ValueError, TypeError) as exc:
-        raise DataError(f"{field}: labels are not an array ({exc})") from None
-    if labels.ndim not in (1, 2) or labels.ndim == 2 and labels.shape[1] != 1:
-        raise DataError(f"{field}: labels must be (n,) or (n, 1) (one class per image), got shape {labels.shape}")
-    if labels.shape[0] != n_images:
-        if part.images.file == field.file:
-            raise DataError(f"{field.file} [{part.name}]: {n_images} images but {labels.shape[0]} labels "
-                            f"({part.images.key}, {field.key})")
-        raise DataError(f"{field}: {labels.shape[0]} labels but {part.images} holds {n_images} images")
-    labels = integer_labels(labels, str(field), DataError)
-    k = spec.n_classes
-    if labels.min() < 0 or labels.max() >= k:
-        raise DataError(f"{field}: labels outside 0..{k - 1} ({spec.name} has {k} classes), found "
-                        f"{labels.min()}..{labels.max()}")
-    return labels.astype(np.int64)
-
-
-def check_layout(spec: DataSpec, parts: Iterable[Part], splits: tuple[str, ...] = ("train", "test")
-                 ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Check what a loader read against the declared data set ``spec`` and join it into ``splits``:
-    ``{split: (uint8 images (n, C, H, W), int64 labels (n,))}``. Every part is checked, those left
-    out of the splits included: uint8 images with ``spec``'s channels on its axis, at least one
-    image, one image shape in every part, as many labels as images, integers in ``[0, K)``. The
-    first violation raises :class:`DataError` naming the file and the field. No I/O: the one place
-    the loaders' layout rules live."""
-    joined = {s: ([], []) for s in splits}
-    first = None
-    for part in parts:
-        images = _layout_images(spec, part.images)
-        if first is None:
-            first = (part.images, images)
-        elif images.shape[1:] != first[1].shape[1:]:
-            raise DataError(f"{part.images}: images of {_shape(images)} but {first[0].key} holds images of "
-                            f"{_shape(first[1])} (in {first[0].file}); every split's images must have one shape")
-        labels = _layout_labels(spec, part, images.shape[0])
-        if part.split is not None:
-            joined[part.split][0].append(images)
-            joined[part.split][1].append(labels)
-    for split, (images, _) in joined.items():
-        if not images:
-            raise ValueError(f"check_layout: no part joins the {split!r} split")  # a loader's bug, not the file's
-    return {s: (np.concatenate(ims) if len(ims) > 1 else ims[0], np.concatenate(lbs) if len(lbs) > 1 else lbs[0])
-            for s, (ims, lbs) in joined.items()}
-
-
-def _scaled(images: np.ndarray) -> np.ndarray:
-    """uint8 ``(n, C, H, W)`` -> float32 in [0, 1]."""
-    return np.ascontiguousarray(images, dtype=np.float32) / np.float32(255.0)
 
 
 def load_fashion_mnist(folder: str | Path) -> ImageData:
@@ -252,7 +47,7 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
         fields[key] = Field(read_idx(path), str(path), key)
     out = check_layout(FASHION_MNIST, [Part(s, fields[f"{s}_images"], fields[f"{s}_labels"], s)
                                        for s in ("train", "test")])
-    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+    return ImageData(scaled_pixels(out["train"][0]), out["train"][1], scaled_pixels(out["test"][0]), out["test"][1],
                      FASHION_MNIST.n_classes, f"Fashion-MNIST IDX files in {folder}")
 
 
@@ -285,7 +80,7 @@ def load_cifar10(folder: str | Path) -> ImageData:
             parts.append(Part(name, Field(batch["data"].reshape(-1, 3, 32, 32), str(folder / name), "data"),
                               Field(batch["labels"], str(folder / name), "labels"), split))
     out = check_layout(CIFAR10, parts)
-    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+    return ImageData(scaled_pixels(out["train"][0]), out["train"][1], scaled_pixels(out["test"][0]), out["test"][1],
                      CIFAR10.n_classes, f"CIFAR-10 python batches in {folder}")
 
 
@@ -383,7 +178,7 @@ keeps that many (with a partition: the first of each split, about ``test_fractio
     out = check_layout(spec, [Part(s, Field(images[idx], str(split_by), f"{s} split"),
                                    Field(labels[idx], str(attr_path), f"{s} labels"), s)
                               for s, idx in (("train", train), ("test", test))])
-    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+    return ImageData(scaled_pixels(out["train"][0]), out["train"][1], scaled_pixels(out["test"][0]), out["test"][1],
                      spec.n_classes, f"Celeb-A blond vs brown hair in {folder} ({size}x{size})")
 
 
@@ -408,7 +203,7 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
                           Field(np.array(ys, dtype=np.int64), where, "labels"), split))
     spec = DataSpec("chest X-ray", len(XRAY_CLASSES), 1, "last", (size, size))
     out = check_layout(spec, parts)
-    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+    return ImageData(scaled_pixels(out["train"][0]), out["train"][1], scaled_pixels(out["test"][0]), out["test"][1],
                      spec.n_classes, f"chest X-ray folders in {folder} ({size}x{size})")
 
 
@@ -483,7 +278,7 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None,
             raise
         raise DataError(f"{exc} (the file name names no MedMNIST set, so it was read as {spec.name}; pass "
                         f"dataset= for another set, or n_classes= for a relabelled file)") from None
-    return ImageData(_scaled(out["train"][0]), out["train"][1], _scaled(out["test"][0]), out["test"][1],
+    return ImageData(scaled_pixels(out["train"][0]), out["train"][1], scaled_pixels(out["test"][0]), out["test"][1],
                      spec.n_classes, f"MedMNIST npz {path.name}")
 
 
@@ -529,53 +324,3 @@ def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n
 
 LOADERS = {"fashion_mnist": load_fashion_mnist, "cifar10": load_cifar10, "celeba": load_celeba,
            "chest_xray": load_chest_xray, "medmnist": load_medmnist, "digits": embedded_digits, "synthetic": synthetic}
-
-
-@dataclass(frozen=True)
-class Augmentation:
-    """Random rotations (degrees), shifts (fraction of the side), crops (kept fraction of the side)
-    and brightness factors, each drawn uniformly per image; the supplement's chest X-ray setting."""
-
-    max_rotation: float = 10.0
-    max_shift: float = 0.1
-    min_crop: float = 0.9
-    brightness: float = 0.2
-
-    def __post_init__(self):
-        for name, ok, wanted in (("max_rotation", lambda v: v >= 0, "a finite number >= 0"),
-                                 ("max_shift", lambda v: v >= 0, "a finite number >= 0"),
-                                 ("min_crop", lambda v: 0 < v <= 1, "a number in (0, 1]"),
-                                 ("brightness", lambda v: 0 <= v <= 1, "a number in [0, 1]")):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (math.isfinite(value)
-                                                                                       and ok(value)):
-                raise ValueError(f"{name} must be {wanted}, got {value!r}")
-
-
-def augment(images, generator, aug: Augmentation = Augmentation()):
-    """Apply :class:`Augmentation` to a torch batch ``(n, C, H, W)`` with one affine resampling
-    (rotation, shift and crop-and-resize composed) and a brightness factor, clipped to [0, 1]."""
-    import torch
-    import torch.nn.functional as F
-
-    if not isinstance(images, torch.Tensor) or images.ndim != 4:
-        raise ValueError(f"images must be a torch tensor (n, C, H, W), got "
-                         f"{tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__}")
-    if not images.is_floating_point():
-        raise ValueError(f"images must be a floating-point tensor with values in [0, 1], got dtype {images.dtype}")
-    if not isinstance(generator, torch.Generator):
-        raise ValueError(f"generator must be a torch.Generator, got {type(generator).__name__}")
-    if not isinstance(aug, Augmentation):
-        raise ValueError(f"aug must be an Augmentation, got {type(aug).__name__}")
-    n = images.shape[0]
-    kw = {"generator": generator, "device": images.device, "dtype": images.dtype}
-    u = lambda: 2 * torch.rand(n, **kw) - 1  # noqa: E731
-    angle = u() * math.radians(aug.max_rotation)
-    scale = aug.min_crop + (1 - aug.min_crop) * torch.rand(n, **kw)
-    shift_x, shift_y = u() * 2 * aug.max_shift, u() * 2 * aug.max_shift
-    cos, sin = torch.cos(angle) * scale, torch.sin(angle) * scale
-    theta = torch.stack([torch.stack([cos, -sin, shift_x], 1), torch.stack([sin, cos, shift_y], 1)], 1)
-    grid = F.affine_grid(theta, list(images.shape), align_corners=False)
-    out = F.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
-    factor = 1 + aug.brightness * u()
-    return (out * factor.view(n, 1, 1, 1)).clamp_(0.0, 1.0)

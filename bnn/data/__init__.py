@@ -1,0 +1,48 @@
+"""Image data sets for the networks, read from local files in their standard public formats.
+
+| loader | format | paper |
+| --- | --- | --- |
+| :func:`load_fashion_mnist` | the four IDX files (``train-images-idx3-ubyte`` ..., ``.gz`` or not) | Fashion-MNIST |
+| :func:`load_cifar10` | the python batches (``data_batch_1..5``, ``test_batch``, pickled dicts) | CIFAR-10 |
+| :func:`load_celeba` | ``img_align_celeba/*.jpg`` + ``list_attr_celeba.txt``: blond vs brown hair, 64 x 64 | Celeb-A |
+| :func:`load_chest_xray` | ``{train,test}/{NORMAL,PNEUMONIA}/*`` images, grayscale 180 x 180 | chest X-ray |
+| :func:`load_medmnist` | MedMNIST ``.npz`` (``train_images``, ``train_labels``, ...) | PneumoniaMNIST |
+| :func:`embedded_digits` | scikit-learn's digits, shipped inside the package (the default) | - |
+
+Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
+labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
+:class:`bias.data.DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
+what it read to :func:`check_layout` against the declared data set's :class:`DataSpec` (the number of
+classes, the channels and the axis the format puts them on, the image size where the set fixes it):
+every split non-empty, one image shape across the splits, uint8 pixels, labels integers in
+``[0, K)``; a file that breaks it raises :class:`DataError` naming the file and the field.
+:data:`SHARED_XRAY` is the shared PneumoniaMNIST subset, read from where it lies, never copied.
+:func:`augment` is the chest X-ray augmentation of the supplement (rotations, shifts, crops,
+brightness), applied on the fly to a batch.
+"""
+
+from bias.data import DataError
+from bnn.data.augment import Augmentation, augment
+from bnn.data.layout import FASHION_MNIST, MEDMNIST, MEDMNIST_DEFAULT, DataSpec, Field, ImageData, Part, check_layout
+from bnn.data.loaders import (
+    CELEBA_ATTRS,
+    CIFAR_TEST,
+    CIFAR_TRAIN,
+    IMAGE_SUFFIXES,
+    LOADERS,
+    SHARED_XRAY,
+    XRAY_CLASSES,
+    embedded_digits,
+    load_celeba,
+    load_chest_xray,
+    load_cifar10,
+    load_fashion_mnist,
+    load_medmnist,
+    medmnist_set,
+    synthetic,
+)
+
+__all__ = ["CELEBA_ATTRS", "CIFAR_TEST", "CIFAR_TRAIN", "FASHION_MNIST", "IMAGE_SUFFIXES", "LOADERS", "MEDMNIST",
+           "MEDMNIST_DEFAULT", "SHARED_XRAY", "XRAY_CLASSES", "Augmentation", "DataError", "DataSpec", "Field",
+           "ImageData", "Part", "augment", "check_layout", "embedded_digits", "load_celeba", "load_chest_xray",
+           "load_cifar10", "load_fashion_mnist", "load_medmnist", "medmnist_set", "synthetic"]
