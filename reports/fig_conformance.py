@@ -22,17 +22,27 @@ CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE):
 PRESETS = ("tiny", "quick", "full")
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
-TINY_SAMPLERS = ("posteriors.sghmc", "blackjax.sgld", "planted.sghmc_noise_x1.05")
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
 COST = {"tiny": "~30 s with posteriors and BlackJAX installed (3 samplers, 2 s a plan); seconds without them",
         "quick": "~6 min with --workers 2 (8 samplers on the 2-D target, 20 s a plan: benchmarks/RESULTS.md)",
         "full": "~35 min with --workers 2 (both targets, 60 s a plan, 4 step sizes)"}
 
 
+def tiny_samplers() -> tuple[str, ...]:
+    """The ``tiny`` level's samplers: the first registered adapter of each library, and the positive
+    controls (every sampler of the registry at the other levels)."""
+    from theory_checks.adapters.conformance import conformance_adapters
+
+    first = {}
+    for name, adapter in conformance_adapters().items():
+        first.setdefault(adapter.LIBRARY, name)
+    return tuple(first.values())
+
+
 def units(preset: str) -> list[dict]:
     from theory_checks.adapters.conformance import conformance_adapters
 
-    names = TINY_SAMPLERS if preset == "tiny" else tuple(conformance_adapters())
+    names = tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
     return ([{"sampler": "toolkit", "target": t} for t in TARGETS[preset]]
             + [{"sampler": name, "target": t} for t in TARGETS[preset] for name in names])
 

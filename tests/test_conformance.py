@@ -95,4 +95,6 @@ def test_every_preset_lists_toolkit_lines_and_known_samplers():
         units = fig_conformance.units(preset)
         assert {u["sampler"] for u in units} - {"toolkit"} <= names
         assert {u["target"] for u in units if u["sampler"] == "toolkit"} == set(fig_conformance.TARGETS[preset])
-    assert "planted.sghmc_noise_x1.05" in fig_conformance.TINY_SAMPLERS
+    tiny = fig_conformance.tiny_samplers()
+    assert {conformance.conformance_adapters()[n].LIBRARY for n in tiny} == {"posteriors", "blackjax", "planted"}
+    assert len(tiny) == 3
