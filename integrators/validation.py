@@ -233,3 +233,20 @@ def check_parameters(values: Mapping, constraints: Mapping) -> dict:
     for name, constraint in constraints.items():
         out[name] = constraint(name, values[name])
     return out
+
+
+def one_of(choices) -> Constraint:
+    """One of ``choices`` (a mapping's keys or a sequence), named in the message."""
+    names = tuple(choices)
+
+    def check(name, value):
+        if value not in names:
+            raise ValueError(f"unknown {name} {value!r}; choose from {', '.join(map(str, names))}")
+        return value
+    return Constraint(f"one of {', '.join(map(str, names))}", check)
+
+
+def preset_settings(presets: Mapping, preset) -> dict:
+    """The settings of ``preset`` in an experiment's ``presets`` table; a ``ValueError`` naming the
+    known presets otherwise (every experiment reads its presets through this one check)."""
+    return presets[one_of(presets)("preset", preset)]
