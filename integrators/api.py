@@ -3,7 +3,7 @@ burn-in, seed and observers; get a :class:`integrators.result.SampleResult`.
 
     >>> from integrators import GaussianTarget, sample
     >>> res = sample(GaussianTarget.one_d_example(), scheme="ubu", plan="sms", h=0.1,
-    ...              n_chains=100, n_steps=2000, burn_in=200, seed=1)
+    ...              n_chains=100, n_steps=2000, burn_in=200, batch_size=1, seed=1)
     >>> res.mean.shape
     (1,)
 
@@ -29,40 +29,145 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
            x_ref=None, box_center=None, box_half_width=None, keep=0, full_moments=False,
            test_functions=None, n_test_functions=0, test_data=(), path_refine=1, threads=None,
            divergence_bound=None, histogram=None, backend=None) -> SampleResult:
-    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target`` (every option
-    keyword-only; ``scheme`` and ``plan`` are registered names or scheme / plan objects).
+    """Run ``n_chains`` independent chains of ``scheme x plan`` on ``target``.
 
-    Parameters: ``h`` step size, ``gamma`` friction, ``burn_in`` steps excluded from statistics,
-    ``batch_size`` (required except for ``plan="full"``), ``x0`` / ``v0`` initial states (default:
-    ``target.initial_point()`` and standard normal velocities), ``control_variate`` (at ``x_ref``,
-    default the L-BFGS mode), ``box_center`` / ``box_half_width`` for the elastic bounce,
-    ``keep`` thinned samples per chain, ``full_moments`` to track ``x x^T``,
-    ``test_functions`` a Numba function (``@numba.njit``) ``f(x, out, test_data)`` filling
-    ``n_test_functions`` values (``test_data``: a tuple of numpy arrays passed through),
-    ``path_refine`` (a power of two) to drive the run with the Brownian path of ``h / path_refine``,
-    ``histogram=(lo, hi, n_bins)`` streams a histogram of the first coordinate after burn-in
-    (``SampleResult.histogram``, ``histogram_tails``) for :class:`bias.wasserstein.StreamingW1`,
-    ``threads`` worker threads of the Numba backend (default: ``SMS_LANGEVIN_THREADS`` or all
-    cores), ``backend``: :class:`integrators.backends.Numba` (the default) or
-    :class:`integrators.backends.Torch` ``(device, dtype, compile)``, ``divergence_bound``:
-    a chain is reported diverged at the first step where a coordinate of x or v is non-finite or
-    exceeds it in absolute value (default: ``target.divergence_bound()``, a scale taken from the
-    target: its centre plus 1000 of its standard deviations, and at least 1000 for the unit-variance
-    velocities).
+    The keywords become a :class:`integrators.spec.RunSpec` (:meth:`RunSpec.from_options`), which
+    checks every argument before anything compiles and runs on its backend: the Numba kernel by
+    default, torch with ``backend=Torch(device, dtype, compile)``.  Every chain has its own path,
+    batch and initial-velocity streams (:mod:`integrators.rng`), so the same seed gives identical
+    output, and adding chains, or running them in other tiles or threads, never changes existing
+    ones.  Every option after ``plan`` is keyword-only.
+
+    Parameters
+    ----------
+    target : Target
+        The potential ``f = f_0 + sum_i f_i``, e.g. :class:`integrators.GaussianTarget`.
+    scheme : str or module or Scheme, default "ubu"
+        A registered scheme's name (``"em"``, ``"baoab"``, ``"ubu"``, ``"obabo"``, or one added
+        with :func:`register_scheme`) or a scheme object.
+    plan : str or module or Plan, default "sms"
+        A registered plan's name (``"full"``, ``"iid"``, ``"rr"``, ``"sms"``, or one added with
+        :func:`register_plan`) or a plan object.
+    h : float, default 0.1
+        Step size, positive.
+    gamma : float, default 1.0
+        Friction, positive, with ``h / gamma >= 1e-12``.
+    n_chains : int, default 100
+        Independent chains, at least 1.
+    n_steps : int, default 1000
+        Steps per chain, at least 1.
+    burn_in : int, default 0
+        Steps excluded from the statistics, smaller than ``n_steps``.
+    seed : int, default 0
+        An integer in ``[0, 2**64)``.
+    batch_size : int or None, default None
+        Batch size ``N_b`` in ``[1, n_data]``; required except for ``plan="full"``, which always
+        uses all the data.
+    x0 : array_like or None, default None
+        Initial positions, shape ``(d,)`` for every chain or ``(n_chains, d)`` (default:
+        ``target.initial_point()``).
+    v0 : array_like or None, default None
+        Initial velocities, same shapes (default: standard normal, from each chain's stream).
+    control_variate : bool, default False
+        Use the control-variate force (the paper's SG1) at ``x_ref``.
+    x_ref : array_like or None, default None
+        The control variate's reference point, shape ``(d,)`` (default: the L-BFGS mode);
+        needs ``control_variate=True``.
+    box_center : float or array_like or None, default None
+        Centre of the elastic-bounce box (default: the origin); needs ``box_half_width``.
+    box_half_width : float or array_like or None, default None
+        Half width of the box ``|x - box_center|_inf < box_half_width`` (``None``: no box);
+        ``x0`` must lie inside it.
+    keep : int, default 0
+        Thinned samples kept per chain (``SampleResult.samples``).
+    full_moments : bool, default False
+        Also average ``x x^T`` per chain (``SampleResult.chain_outer``).
+    test_functions : numba function or None, default None
+        A Numba function (``@numba.njit``) ``f(x, out, test_data)`` writing
+        ``n_test_functions`` values into ``out``, averaged per chain (Numba backend only).
+    n_test_functions : int, default 0
+        How many values ``test_functions`` writes; required (``>= 1``) with it.
+    test_data : tuple of numpy.ndarray, default ()
+        Arrays of numbers passed through to ``test_functions``.
+    path_refine : int, default 1
+        A power of two: drive the run with the Brownian path of ``h / path_refine``, coarsened
+        exactly to ``h`` (Numba backend only).
+    threads : int or None, default None
+        Worker threads of the Numba backend (default: ``SMS_LANGEVIN_THREADS`` or all cores);
+        leave it out when giving ``backend``.
+    divergence_bound : float or None, default None
+        A chain is reported diverged at the first step where a coordinate of ``x`` or ``v`` is
+        non-finite or exceeds it in absolute value (default: ``target.divergence_bound()``, a
+        scale taken from the target: its centre plus 1000 of its standard deviations, and at
+        least 1000 for the unit-variance velocities).
+    histogram : tuple (lo, hi, n_bins) or None, default None
+        Stream a histogram of the first coordinate after burn-in (``SampleResult.histogram``,
+        ``histogram_tails``), e.g. for :class:`bias.wasserstein.StreamingW1`.
+    backend : Numba or Torch or None, default None
+        :class:`integrators.backends.Numba` (``None``: ``Numba(threads)``) or
+        :class:`integrators.backends.Torch` ``(device, dtype, compile)``.
+
+    Returns
+    -------
+    SampleResult
+        Per-chain moments and what the observers recorded; statistics pool the chains that did
+        not diverge.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, for any value outside what it allows (see
+        :class:`integrators.spec.RunSpec`), an option the backend cannot run, or a run whose
+        arrays would not fit in memory.
+
+    See Also
+    --------
+    sample_together : several samplers on one Brownian path.
+    RunSpec : the same run as one checked object.
+
+    Examples
+    --------
+    >>> from integrators import GaussianTarget, sample
+    >>> res = sample(GaussianTarget.one_d_example(), scheme="ubu", plan="sms", h=0.1,
+    ...              n_chains=100, n_steps=2000, burn_in=200, batch_size=1, seed=1)
+    >>> res.mean.shape
+    (1,)
     """
     return RunSpec.from_options(**locals()).run()
 
 
 def sample_together(target, samplers, *, batch_size=None, **options) -> list[SampleResult]:
-    """Run several samplers ``[(scheme, plan), ...]`` on one Brownian path: the same chains,
-    seed, ``h``, ``gamma`` and every other keyword option of :func:`sample`, which they share.
+    """Run several samplers on one Brownian path, sharing every other option of :func:`sample`.
 
     Result ``i`` equals ``sample(target, scheme_i, plan_i, batch_size=..., **options)`` bit for
-    bit (``batch_size`` applies to the minibatch plans; ``plan="full"`` always uses all the
-    data): a chain's path depends only on the seed and its index, so every sampler of the same
+    bit: a chain's path depends only on the seed and its index, so every sampler of the same
     seed sees the same path, and here it is drawn once per step for all of them instead of once
     per sampler (on the 1-D example, drawing the path is most of a step's cost).  Each sampler
-    keeps its own batch stream, state, observers and divergence record."""
+    keeps its own batch stream, state, observers and divergence record.
+
+    Parameters
+    ----------
+    target : Target
+        The potential.
+    samplers : list of (scheme, plan)
+        The samplers, each a pair of a scheme and a plan (names or objects).
+    batch_size : int or None, default None
+        Batch size of the minibatch plans (``plan="full"`` always uses all the data).
+    **options : object
+        Any keyword option of :func:`sample` (``h``, ``gamma``, ``n_chains``, ``n_steps``,
+        ``seed``, observers, ...), shared by every sampler.
+
+    Returns
+    -------
+    list of SampleResult
+        One result per sampler, in order.
+
+    Raises
+    ------
+    ValueError
+        If an option is not one of :func:`sample`'s, ``samplers`` is not a non-empty list of
+        pairs, the backend is not Numba, or a sampler's spec fails its checks.
+    """
     allowed = {name for name, par in inspect.signature(sample).parameters.items()
                if par.kind is inspect.Parameter.KEYWORD_ONLY and name != "batch_size"}
     unknown = sorted(set(options) - allowed)

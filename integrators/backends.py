@@ -26,8 +26,28 @@ TORCH_DTYPES = ("float64", "float32")
 
 @dataclass(frozen=True)
 class Numba:
-    """The Numba kernel (:mod:`integrators.chains`) on ``threads`` worker threads (default:
-    ``SMS_LANGEVIN_THREADS`` or every core)."""
+    """The Numba kernel (:mod:`integrators.chains`), the default backend of a run spec.
+
+    It runs every option of :func:`integrators.sample`; chains advance in tiles of about 256 (their
+    arrays stay in the L1 cache) spread over worker threads, and every chain has its own random
+    streams, so results do not depend on the number of threads.
+
+    Parameters
+    ----------
+    threads : int or None, default None
+        Worker threads, at least 1 (``None``: the environment variable ``SMS_LANGEVIN_THREADS``
+        if set, else every core).
+
+    Attributes
+    ----------
+    NAME : str
+        ``"numba"``, the backend's name in messages and metadata.
+
+    Raises
+    ------
+    ValueError
+        If ``threads`` is neither ``None`` nor an integer ``>= 1``.
+    """
 
     threads: int | None = None
     NAME = "numba"
@@ -36,6 +56,19 @@ class Numba:
         set_fields(self, threads=optional(at_least(1))("threads", self.threads))
 
     def resolved_threads(self) -> int:
+        """The number of worker threads a run uses.
+
+        Returns
+        -------
+        int
+            ``threads`` if given, else ``SMS_LANGEVIN_THREADS`` (set by an executor running units
+            side by side), else the number of cores.
+
+        Raises
+        ------
+        ValueError
+            If ``SMS_LANGEVIN_THREADS`` is set to anything but a positive integer.
+        """
         if self.threads is not None:
             return self.threads
         text = os.environ.get(THREADS_VARIABLE, "").strip()  # set by an executor running units side by side
@@ -50,12 +83,39 @@ class Numba:
         return value
 
     def refuse(self, spec: RunSpec) -> None:
-        """The kernel runs every option; a scheme written only in torch is refused by name."""
+        """Refuse, by name, what the kernel cannot run: a scheme written only in torch.
+
+        The kernel runs every other option.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run, checked field by field.
+
+        Raises
+        ------
+        ValueError
+            If the scheme has no Numba ``step`` (``step=None`` with a ``TORCH_STEP``).
+        """
         if spec.scheme_module.step is None:
             raise ValueError(f"scheme {spec.scheme_module.NAME!r} is written only in torch (step=None, TORCH_STEP): "
                              f"the Numba backend cannot run it; pass backend=Torch()")
 
     def memory_bytes(self, spec: RunSpec) -> float:
+        """About how many bytes of arrays ``spec`` holds on the kernel.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run.
+
+        Returns
+        -------
+        float
+            Every per-chain array counted about twice (the initial layout and the threads'
+            stacks), plus per thread the histogram's counts and a tile's batch and permutation
+            buffers over the data.
+        """
         # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the
         # histogram's counts and a tile's batch and permutation buffers over the data (int32, two of them)
         obs, dim = spec.observers, spec.target.dim
@@ -66,9 +126,31 @@ class Numba:
         return 8.0 * (2 * spec.n_chains * per_chain + n_threads * per_thread)
 
     def memory_limit(self) -> float | None:
+        """The memory a run may fill.
+
+        Returns
+        -------
+        None
+            The machine's physical memory applies (:func:`integrators.memory.check_fits`).
+        """
         return None  # the machine's physical memory
 
     def run(self, specs: list[RunSpec]) -> list:
+        """Run checked specs on the kernel (:func:`integrators.chains.run_specs`).
+
+        Specs that share a seed and differ only in scheme and plan share one Brownian path, drawn
+        once per step for all of them (:func:`integrators.sample_together`).
+
+        Parameters
+        ----------
+        specs : list of RunSpec
+            The runs.
+
+        Returns
+        -------
+        list of SampleResult
+            One result per spec, in order.
+        """
         from integrators.chains import run_specs
 
         return run_specs(specs)
@@ -76,9 +158,29 @@ class Numba:
 
 @dataclass(frozen=True)
 class Torch:
-    """The tensor backend (:mod:`integrators.torch.chains`) on ``device`` in ``dtype``
-    (``"float64"`` or ``"float32"``; observers accumulate in float64); ``compile=True`` (or a
-    ``torch.compile`` backend's name) runs each step compiled."""
+    """The tensor backend (:mod:`integrators.torch.chains`): the chains as a tensor dimension.
+
+    Parameters
+    ----------
+    device : str, default "cpu"
+        A torch device (``"cpu"``, ``"cuda"``, ``"cuda:1"``), checked to exist here.
+    dtype : str, default "float64"
+        ``"float64"`` or ``"float32"`` (a ``torch.dtype`` is accepted); observers accumulate in
+        float64 either way.
+    compile : bool or str, default False
+        ``True`` (or a ``torch.compile`` backend's name) runs each step compiled.
+
+    Attributes
+    ----------
+    NAME : str
+        ``"torch"``, the backend's name in messages and metadata.
+
+    Raises
+    ------
+    ValueError
+        If the device is unknown or not available, the dtype is neither float64 nor float32, or
+        ``compile`` is neither a bool nor a ``torch.compile`` backend's name.
+    """
 
     device: str = "cpu"
     dtype: str = "float64"
@@ -93,7 +195,19 @@ class Torch:
                     compile=resolve_compile(self.compile))
 
     def refuse(self, spec: RunSpec) -> None:
-        """Refuse, by name, what the tensor backend does not run."""
+        """Refuse, by name, what the tensor backend does not run.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run, checked field by field.
+
+        Raises
+        ------
+        ValueError
+            If the scheme has no tensor step, the plan's batches come from a Numba rule of its
+            own, ``test_functions`` are given (a Numba function), or ``path_refine != 1``.
+        """
         from integrators.torch.schemes import torch_step
 
         torch_step(spec.scheme)  # a scheme without a tensor step, by name
@@ -105,6 +219,20 @@ class Torch:
             raise ValueError(f"path_refine={spec.path_refine} is offered by the Numba backend only")
 
     def memory_bytes(self, spec: RunSpec) -> float:
+        """About how many bytes of tensors ``spec`` holds on its device.
+
+        Parameters
+        ----------
+        spec : RunSpec
+            The run.
+
+        Returns
+        -------
+        float
+            State, force, path and observers (about 16 numbers per coordinate), the plan's
+            per-chain arrays (for partition plans: uniforms, a permutation and its batches over
+            the data) and the force's per-datum terms of a batch (the whole data under ``full``).
+        """
         # state, force, path and observers about 16 numbers per coordinate; the plan's per-chain arrays
         # (partition plans: uniforms, a permutation and its batches over the data) and the force's
         # per-datum terms of a batch (the whole data under full)
@@ -116,9 +244,29 @@ class Torch:
         return 8.0 * (spec.n_chains * per_chain + obs.n_bins)
 
     def memory_limit(self) -> float | None:
+        """The memory of the device a run may fill.
+
+        Returns
+        -------
+        float or None
+            A CUDA device's own memory, else the machine's physical memory (``None`` where the
+            platform does not say).
+        """
         return device_memory_bytes(self.device)
 
     def run(self, specs: list[RunSpec]) -> list:
+        """Run checked specs one after another (:func:`integrators.torch.chains.run_spec`).
+
+        Parameters
+        ----------
+        specs : list of RunSpec
+            The runs.
+
+        Returns
+        -------
+        list of SampleResult
+            One result per spec, in order.
+        """
         from integrators.torch.chains import run_spec
 
         return [run_spec(spec) for spec in specs]

@@ -55,7 +55,31 @@ def _phi(x):
 
 @nb.njit(cache=True)
 def pair_cholesky(gamma, tau):
-    """Lower Cholesky factor (L11, L21, L22) of the covariance of (dW, J) over ``tau``."""
+    """Lower Cholesky factor of the covariance of the path pair ``(dW, J)`` over ``tau``.
+
+    The pair is drawn as ``dW = L11 z1``, ``J = L21 z1 + L22 z2`` with independent standard normal
+    ``z1``, ``z2``.  ``L22`` is a difference of nearly equal numbers when ``gamma tau`` is small, so
+    below ``gamma tau = 0.5`` it is computed from a power series with exact (rational) coefficients;
+    ``L21`` uses ``expm1``.  Both are accurate to rounding for every ``gamma tau > 0``.
+
+    Parameters
+    ----------
+    gamma : float
+        Friction, positive.
+    tau : float
+        Length of the interval, positive.
+
+    Returns
+    -------
+    L11, L21, L22 : float
+        ``L11 = sqrt(tau)``, ``L21 = sqrt(tau) (1 - e^{-gamma tau}) / (gamma tau)`` and
+        ``L22 = sqrt(tau) sqrt(phi(gamma tau))`` with
+        ``phi(x) = (1 - e^{-2x}) / (2x) - ((1 - e^{-x}) / x)^2``.
+
+    Notes
+    -----
+    A Numba function (``@numba.njit``): callable from Python and from other Numba code.
+    """
     x = gamma * tau
     sqrt_tau = math.sqrt(tau)
     l11 = sqrt_tau
@@ -65,17 +89,58 @@ def pair_cholesky(gamma, tau):
 
 
 def pair_covariance(gamma: float, tau: float) -> np.ndarray:
-    """Exact 2x2 covariance of (dW, J) over an interval of length ``tau``."""
+    """Exact covariance of the path pair ``(dW, J)`` over an interval of length ``tau``.
+
+    ``dW = int dW_s`` and ``J = int exp(-gamma (t_end - s)) dW_s`` are jointly Gaussian with
+    ``Var dW = tau``, ``Cov(dW, J) = (1 - e^{-gamma tau}) / gamma`` and
+    ``Var J = (1 - e^{-2 gamma tau}) / (2 gamma)`` (computed with ``expm1``).
+
+    Parameters
+    ----------
+    gamma : float
+        Friction, positive.
+    tau : float
+        Length of the interval, positive.
+
+    Returns
+    -------
+    numpy.ndarray
+        The 2x2 covariance matrix of ``(dW, J)``.
+    """
     cov_wj = -math.expm1(-gamma * tau) / gamma
     var_j = -math.expm1(-2.0 * gamma * tau) / (2.0 * gamma)
     return np.array([[tau, cov_wj], [cov_wj, var_j]])
 
 
 def coarsen(dW: np.ndarray, J: np.ndarray, gamma: float, tau: float, levels: int = 1):
-    """Compose consecutive intervals exactly.
+    """Compose consecutive intervals of the path pair exactly into coarser ones.
 
-    ``dW`` and ``J`` have the interval index on axis -1 (length divisible by ``2**levels``),
-    each interval of length ``tau``.  Returns the pair on intervals of length ``tau * 2**levels``.
+    Two consecutive intervals of length ``tau`` compose into one of length ``2 tau`` by
+    ``dW = dW1 + dW2`` and ``J = e^{-gamma tau} J1 + J2``; this is applied ``levels`` times, so a
+    path drawn at the finest level is read exactly at any coarser one and the coarse pair has
+    exactly its own law.
+
+    Parameters
+    ----------
+    dW, J : array_like
+        The pair on intervals of length ``tau``, the interval index on the last axis (its length
+        divisible by ``2**levels``).
+    gamma : float
+        Friction.
+    tau : float
+        Length of each given interval.
+    levels : int, default 1
+        How many times to halve the number of intervals.
+
+    Returns
+    -------
+    dW, J : numpy.ndarray
+        The pair on intervals of length ``tau * 2**levels``, interval index on the last axis.
+
+    Raises
+    ------
+    ValueError
+        If ``levels`` is negative, or a number of intervals to be halved is odd.
     """
     if levels < 0:
         raise ValueError(f"levels must be >= 0, got {levels}")
@@ -106,9 +171,35 @@ def draw_pairs(rng: np.random.Generator, gamma: float, tau: float, shape) -> tup
 class BrownianPath:
     """A seeded Brownian path at a fine resolution, readable exactly at any coarser one.
 
-    ``n_intervals`` fine intervals of length ``tau`` for an array of coordinates ``shape``
-    (e.g. ``(n_chains, d)``).  ``pairs(level)`` returns ``(dW, J)`` on intervals of length
-    ``tau * 2**level`` with the interval index on the last axis.
+    The path is drawn once as the pairs ``(dW, J)`` of ``n_intervals`` fine intervals of length
+    ``tau`` for an array of coordinates of shape ``shape`` (e.g. ``(n_chains, d)``), with the
+    Cholesky factor of :func:`pair_cholesky`; :meth:`pairs` reads it on intervals of length
+    ``tau * 2**level`` through :func:`coarsen`, so chains at ``h`` and ``h / 2`` share one path.
+
+    Parameters
+    ----------
+    gamma : float
+        Friction, positive and finite.
+    tau : float
+        Length of a fine interval, positive and finite.
+    n_intervals : int
+        Number of fine intervals, at least 1.
+    shape : tuple of int, default ()
+        Shape of the coordinates the path drives.
+    seed : int, default 0
+        Seed of the ``numpy.random.default_rng`` generator that draws the path.
+
+    Attributes
+    ----------
+    gamma, tau : float
+        As given.
+    dW, J : numpy.ndarray
+        The fine pairs, shape ``shape + (n_intervals,)``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_intervals < 1``, or ``gamma`` or ``tau`` is not positive and finite.
     """
 
     def __init__(self, gamma: float, tau: float, n_intervals: int, shape=(), seed: int = 0):
@@ -120,4 +211,16 @@ class BrownianPath:
         self.dW, self.J = draw_pairs(rng, gamma, tau, tuple(shape) + (n_intervals,))
 
     def pairs(self, level: int = 0):
+        """The path pair on intervals of length ``tau * 2**level``.
+
+        Parameters
+        ----------
+        level : int, default 0
+            How many times to coarsen the fine intervals (0: the fine pairs themselves).
+
+        Returns
+        -------
+        dW, J : numpy.ndarray
+            The pair, shape ``shape + (n_intervals / 2**level,)``.
+        """
         return coarsen(self.dW, self.J, self.gamma, self.tau, level)

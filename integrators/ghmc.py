@@ -233,14 +233,55 @@ class GHMCResult:
 
 def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
              seed=0, x0=None, control_variate=False, divergence_bound=None) -> GHMCResult:
-    """Run SMS-GHMC (Algorithm 7) on ``n_chains`` independent chains; see the module docstring.
+    """Run SMS-GHMC (the paper's supplement, Algorithm 7) on ``n_chains`` independent chains.
 
-    ``h`` step size, ``batch_size`` the minibatch size (partitions into ``ceil(N_D / batch_size)``
-    batches); every option keyword-only: ``n_sweeps`` (``L``, forward-and-backward sweeps per
-    proposal), ``alpha`` partial refreshment in ``[0, 1)``, ``n_iter`` iterations (``K``),
-    ``burn_in`` iterations left out of the statistics, ``n_chains``, ``seed``, ``x0``,
-    ``control_variate``, ``divergence_bound`` (as in ``sample``; default
-    ``target.divergence_bound()``).  Returns a :class:`GHMCResult`."""
+    Each iteration draws a fresh random partition ``w_1 .. w_Nm`` and runs ``L`` sweeps of leapfrog
+    steps ``x += h/2 v; v -= h G(x, w_b); x += h/2 v`` forward over the batches and then backward,
+    accepts the end point with probability ``min(1, exp(H_old - H_new))`` on the full Hamiltonian
+    ``H = f(x) + |v|^2 / 2``, flips the momentum on rejection, and refreshes partially:
+    ``v <- alpha v + sqrt(1 - alpha^2) Z``.  A chain diverges as in :func:`sample`, counted in
+    iterations (:mod:`integrators.divergence`).
+
+    Parameters
+    ----------
+    target : Target
+        The potential.
+    h : float
+        Leapfrog step size, positive.
+    batch_size : int
+        Minibatch size in ``[1, n_data]``: partitions into ``ceil(N_D / batch_size)`` batches.
+    n_sweeps : int, default 1
+        ``L``, forward-and-backward sweeps per proposal, at least 1.
+    alpha : float, default 0.7
+        Partial refreshment, in ``[0, 1)``.
+    n_iter : int, default 1000
+        Iterations ``K``, at least 1.
+    burn_in : int, default 0
+        Iterations left out of the statistics, smaller than ``n_iter``.
+    n_chains : int, default 16
+        Independent chains, at least 2.
+    seed : int, default 0
+        An integer in ``[0, 2**64)``; chain ``c``'s numbers depend on the seed and ``c`` only.
+    x0 : array_like or None, default None
+        Initial positions, shape ``(d,)`` or ``(n_chains, d)`` (default:
+        ``target.initial_point()``); initial velocities are standard normal.
+    control_variate : bool, default False
+        Use the control-variate force at the L-BFGS mode.
+    divergence_bound : float or None, default None
+        As in :func:`sample` (default ``target.divergence_bound()``).
+
+    Returns
+    -------
+    GHMCResult
+        Per-chain averages after burn-in, the acceptance rate (overall and per chain), the
+        divergence record and the final positions.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, if ``target`` is not a Target or any value is outside what it
+        allows (``burn_in >= n_iter`` included), or the arrays would not fit in memory.
+    """
     if not isinstance(target, Target):
         raise ValueError(f"target must be a Target, got {type(target).__name__}")
     h = positive_float("h", h)

@@ -14,16 +14,43 @@ RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the firs
 
 @dataclass
 class SampleResult:
-    """What a run observed.  Statistics pool the chains that did not diverge.
+    """What a run observed: the one result type of every backend's chains mode.
 
-    ``chain_mean`` / ``chain_second_moment``: per-chain time averages after burn-in (diagonal);
-    ``chain_outer``: per-chain averages of ``x x^T`` when ``full_moments`` was asked for;
-    ``chain_tests``: per-chain averages of the test functions; ``samples``: thinned samples
-    ``(n_chains, n_keep, d)``, NaN where a chain had no sample to give (``keep`` above the number
-    of post-burn-in steps, or after its divergence); ``diverged_at``: first step per chain at which
-    its state left the divergence bound or was not finite (-1: never); ``x``, ``v``: final states.
+    Statistics pool the chains that did not diverge; when every chain diverged they raise
+    ``RuntimeError`` naming the first divergence instead of returning NaN as an estimate.
     :attr:`rhat` compares the chains with each other; :attr:`warnings` lists what makes the pooled
     numbers untrustworthy as estimates (and :meth:`summary` prints it).
+
+    Parameters
+    ----------
+    scheme, plan : str
+        The sampler's names.
+    h, gamma : float
+        Step size and friction.
+    n_steps, burn_in, seed : int
+        As the run was asked.
+    chain_mean, chain_second_moment : numpy.ndarray
+        Per-chain time averages of ``x`` and ``x**2`` (the diagonal) after burn-in, shape
+        ``(n_chains, d)``.
+    chain_outer : numpy.ndarray or None
+        Per-chain averages of ``x x^T``, shape ``(n_chains, d, d)``, when ``full_moments`` was
+        asked for.
+    chain_tests : numpy.ndarray or None
+        Per-chain averages of the test functions, shape ``(n_chains, n_test_functions)``.
+    samples : numpy.ndarray or None
+        Thinned samples, shape ``(n_chains, keep, d)``, NaN where a chain had no sample to give
+        (``keep`` above the number of post-burn-in steps, or after its divergence).
+    diverged_at : numpy.ndarray
+        Per chain, the first step at which its state left the divergence bound or was not finite
+        (-1: never).
+    x, v : numpy.ndarray
+        Final states, shape ``(n_chains, d)`` (NaN for diverged chains).
+    histogram : numpy.ndarray or None, default None
+        Counts of the first coordinate after burn-in in the ``histogram=(lo, hi, n_bins)`` bins.
+    histogram_tails : numpy.ndarray or None, default None
+        Counts below ``lo`` and above ``hi``.
+    meta : dict, default {}
+        Run metadata (batch size, number of chains, control variate, path refinement, target name).
     """
 
     scheme: str
@@ -47,18 +74,22 @@ class SampleResult:
 
     @property
     def ok(self) -> np.ndarray:
+        """Per chain, whether it never diverged (boolean, shape ``(n_chains,)``)."""
         return self.diverged_at < 0
 
     @property
     def n_diverged(self) -> int:
+        """The number of chains that diverged."""
         return int(np.sum(~self.ok))
 
     @property
     def diverged(self) -> bool:
+        """Whether any chain diverged."""
         return self.n_diverged > 0
 
     @property
     def first_divergence_step(self) -> int | None:
+        """The earliest step at which a chain diverged (``None``: none did)."""
         steps = self.diverged_at[~self.ok]
         return int(steps.min()) if steps.size else None
 
@@ -71,14 +102,17 @@ class SampleResult:
 
     @property
     def mean(self) -> np.ndarray:
+        """The mean of ``x`` over the chains that did not diverge, shape ``(d,)``."""
         return self._pooled(self.chain_mean).mean(axis=0)
 
     @property
     def second_moment(self) -> np.ndarray:
+        """The mean of ``x**2`` (per coordinate) over the chains that did not diverge, shape ``(d,)``."""
         return self._pooled(self.chain_second_moment).mean(axis=0)
 
     @property
     def variance(self) -> np.ndarray:
+        """The variance of each coordinate, :attr:`second_moment` minus :attr:`mean` squared."""
         return self.second_moment - self.mean**2
 
     @property
@@ -97,10 +131,12 @@ class SampleResult:
 
     @property
     def test_means(self) -> np.ndarray:
+        """The test functions' means over the chains that did not diverge."""
         return self._pooled(self.chain_tests).mean(axis=0)
 
     @property
     def test_se(self) -> np.ndarray:
+        """Standard errors of :attr:`test_means` from the spread of independent chains."""
         t = self._pooled(self.chain_tests)
         return t.std(axis=0, ddof=1) / math.sqrt(t.shape[0])
 
@@ -134,6 +170,13 @@ class SampleResult:
         return out
 
     def summary(self) -> str:
+        """One line: the sampler, mean and variance with their standard errors, and any warnings.
+
+        Returns
+        -------
+        str
+            The line (``DIVERGED`` with the first step when every chain diverged).
+        """
         if not np.any(self.ok):
             return (f"{self.scheme} x {self.plan}, h={self.h:g}: DIVERGED "
                     f"(all chains; first at step {self.first_divergence_step})")

@@ -58,14 +58,71 @@ MAX_PATH_REFINE = 2**20  # fine intervals per step: beyond this a run does nothi
 # ------------------------------------------------------------------ the spec
 @dataclass(frozen=True, eq=False)
 class RunSpec:
-    """One run of ``n_chains`` independent chains of ``scheme x plan`` on ``target`` (see the
-    module docstring).  ``batch_size`` is required except for ``plan="full"``, which uses all the
-    data (and records that as its batch size, whatever was given);
-    ``x0`` / ``v0`` are the initial states (``(d,)`` for every chain or ``(n_chains, d)``;
-    default: ``target.initial_point()`` and standard normal velocities); ``path_refine`` (a power
-    of two) drives the run with the Brownian path of ``h / path_refine``; a chain is diverged at
-    the first step where a coordinate of ``x`` or ``v`` is not finite or beyond
-    ``divergence_bound`` (default ``target.divergence_bound()``; :mod:`integrators.divergence`)."""
+    """One run of ``n_chains`` independent chains of ``scheme x plan`` on ``target``, described once.
+
+    The spec is frozen and checks itself when made (see the module docstring): every field
+    against its declared constraint (:attr:`CONSTRAINTS`), then the fields against each other
+    and against the backend (an option a backend cannot honour is refused by name, never
+    ignored), and the memory the run needs, before anything compiles or allocates.  Every backend
+    accepts the same spec; :meth:`run` returns a :class:`integrators.result.SampleResult`.
+
+    Parameters
+    ----------
+    target : Target
+        The potential, e.g. a :class:`integrators.GaussianTarget`.
+    scheme : str or module or Scheme, default "ubu"
+        A registered scheme's name or a scheme object (kept as given).
+    plan : str or module or Plan, default "sms"
+        A registered plan's name or a plan object (kept as given); it must declare a batch rule
+        the kernel can run.
+    h : float, default 0.1
+        Step size, positive.
+    gamma : float, default 1.0
+        Friction, positive, with ``h / gamma >= 1e-12`` (below, positions would not move).
+    n_chains : int, default 100
+        Independent chains, at least 1.
+    n_steps : int, default 1000
+        Steps per chain, at least 1.
+    burn_in : int, default 0
+        Steps excluded from the statistics, smaller than ``n_steps``.
+    seed : int, default 0
+        An integer in ``[0, 2**64)``; chain ``c`` has its own path, batch and velocity streams.
+    batch_size : int or None, default None
+        Batch size ``N_b`` in ``[1, n_data]``; required except for ``plan="full"``, which uses all
+        the data (and records that as its batch size, whatever was given).
+    x0, v0 : array_like or None, default None
+        Initial positions and velocities, shape ``(d,)`` for every chain or ``(n_chains, d)``
+        (default: ``target.initial_point()`` and standard normal velocities).
+    control_variate : ControlVariate or None, default None
+        The force's control variate.
+    box : Box or None, default None
+        The elastic bounce; ``x0`` must lie inside the box.
+    observers : Observers, default Observers()
+        What the run records beyond the per-chain moments.
+    path_refine : int, default 1
+        A power of two up to ``2**20``: drive the run with the Brownian path of
+        ``h / path_refine`` (coarsened exactly to ``h``).
+    divergence_bound : float or None, default None
+        A chain is diverged at the first step where a coordinate of ``x`` or ``v`` is not finite
+        or beyond it in absolute value (default ``target.divergence_bound()``;
+        :mod:`integrators.divergence`).
+    backend : Numba or Torch, default Numba()
+        Where the run runs.
+
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each field (:mod:`integrators.validation`).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, if a field breaks its constraint; ``burn_in >= n_steps``; ``h / gamma``
+        is too small; ``batch_size`` is missing or larger than the data; the backend cannot run
+        an option; the arrays would not fit in memory; ``x0`` or ``v0`` has the wrong shape, is
+        not finite or lies beyond ``divergence_bound``; ``x0`` lies outside the box; or ``x_ref``
+        has the wrong shape.
+    """
 
     target: Target
     scheme: object = "ubu"
@@ -141,22 +198,43 @@ class RunSpec:
     # ---------------------------------------------------------------- derived
     @property
     def scheme_module(self):
+        """The scheme itself (a module or :class:`integrators.Scheme`), resolved from its name."""
         return resolve_scheme(self.scheme)
 
     @property
     def plan_module(self):
+        """The plan itself (a module or :class:`integrators.Plan`), resolved from its name."""
         return resolve_plan(self.plan)
 
     def box_arrays(self) -> tuple:
-        """The kernels' ``(center, half_width, active)`` (inactive without a box)."""
+        """The box as the kernels take it.
+
+        Returns
+        -------
+        tuple
+            ``(center, half_width, active)`` for the target's dimension (inactive without a box).
+        """
         return make_box(self.target.dim) if self.box is None else self.box.arrays(self.target.dim)
 
     def memory_bytes(self) -> float:
-        """About how many bytes of arrays the run holds on its backend."""
+        """About how many bytes of arrays the run holds on its backend.
+
+        Returns
+        -------
+        float
+            The backend's estimate (``Numba.memory_bytes`` or ``Torch.memory_bytes``).
+        """
         return self.backend.memory_bytes(self)
 
     def check_memory(self) -> None:
-        """Refuse a run whose arrays cannot fit in the backend's memory, naming what sized them."""
+        """Refuse a run whose arrays cannot fit in the backend's memory, naming what sized them.
+
+        Raises
+        ------
+        ValueError
+            If :meth:`memory_bytes` exceeds the backend's memory limit (counts beyond the float
+            range included); the message names the chains, dimension and observers.
+        """
         obs = self.observers
         try:
             n_bytes = self.memory_bytes()
@@ -168,16 +246,52 @@ class RunSpec:
                    n_bytes, limit=self.backend.memory_limit())
 
     def derive_seed(self, *labels) -> int:
-        """A seed for a part of an experiment built on this run (:func:`integrators.seeds.derive`)."""
+        """A seed for a part of an experiment built on this run.
+
+        Parameters
+        ----------
+        *labels : object
+            What names the part (strings, integers).
+
+        Returns
+        -------
+        int
+            :func:`integrators.seeds.derive` of the run's seed and the labels.
+        """
         return derive(self.seed, *labels)
 
     def replace(self, **changes) -> RunSpec:
-        """A copy with ``changes`` (checked anew; initial states given as defaults are made anew)."""
+        """A copy with some fields changed, checked anew.
+
+        Initial states that were left to their defaults are made anew (for the new target or
+        number of chains).
+
+        Parameters
+        ----------
+        **changes : object
+            New values of fields, by name.
+
+        Returns
+        -------
+        RunSpec
+            The new spec.
+
+        Raises
+        ------
+        ValueError
+            If the changed spec fails its checks.
+        """
         x0, v0 = self._given_states
         return replace(self, **{"x0": x0, "v0": v0, **changes})
 
     def run(self):
-        """Run the spec on its backend: a :class:`integrators.result.SampleResult`."""
+        """Run the spec on its backend.
+
+        Returns
+        -------
+        SampleResult
+            What the run observed (:class:`integrators.result.SampleResult`).
+        """
         return self.backend.run([self])[0]
 
     # ---------------------------------------------------------------- from sample()'s keywords
@@ -187,7 +301,39 @@ class RunSpec:
                      box_center=None, box_half_width=None, keep=0, full_moments=False, test_functions=None,
                      n_test_functions=0, test_data=(), path_refine=1, threads=None, divergence_bound=None,
                      histogram=None, backend=None) -> RunSpec:
-        """The spec of :func:`integrators.sample`'s flat keywords (the one place they are grouped)."""
+        """The spec of :func:`integrators.sample`'s flat keywords (the one place they are grouped).
+
+        ``control_variate`` and ``x_ref`` become a :class:`ControlVariate`, ``box_center`` and
+        ``box_half_width`` a :class:`Box`, the observers' keywords an :class:`Observers`, and
+        ``threads`` a :class:`Numba` backend.
+
+        Parameters
+        ----------
+        target, scheme, plan : object
+            What runs, as in :func:`integrators.sample` (which documents every keyword).
+        h, gamma, n_chains, n_steps, burn_in, seed, batch_size, x0, v0 : object
+            The run's numbers and initial states, as in :func:`integrators.sample`.
+        control_variate, x_ref : object
+            The control variate (``control_variate`` a bool), as in :func:`integrators.sample`.
+        box_center, box_half_width : object
+            The elastic bounce, as in :func:`integrators.sample`.
+        keep, full_moments, test_functions, n_test_functions, test_data, histogram : object
+            The observers, as in :func:`integrators.sample`.
+        path_refine, threads, divergence_bound, backend : object
+            As in :func:`integrators.sample`.
+
+        Returns
+        -------
+        RunSpec
+            The checked spec.
+
+        Raises
+        ------
+        ValueError
+            If ``control_variate`` is not a bool, ``x_ref`` is given without the control variate,
+            ``box_center`` without ``box_half_width``, ``threads`` with a backend, or the spec
+            fails its checks.
+        """
         control_variate = BOOLEAN("control_variate", control_variate)
         if x_ref is not None and not control_variate:  # a reference point is only read by the control variate
             raise ValueError("x_ref is given but control_variate is false: pass control_variate=True to use it")

@@ -49,8 +49,47 @@ PLAN_ATTRIBUTES = ("NAME", "CODE", "WEAK_ORDER", "STRONG_ORDER", "force_scale", 
 
 @dataclass(frozen=True)
 class Plan:
-    """A plan written in user code, with the attributes of a plan module (see the module
-    docstring).  ``code`` names one of the kernel's batch rules, or ``None`` (oracle only)."""
+    """A minibatch plan written in user code, with the attributes of a plan module.
+
+    A plan is the sequence of batches a sampler uses; it never knows the scheme.  A plan crossed
+    with a scheme is a sampler (``SMS-UBU = UBU x sms``).  Every attribute below is what a plan
+    module of :mod:`integrators.plans` declares; :func:`register_plan` checks them and adds the plan
+    to :data:`PLANS`.
+
+    Parameters
+    ----------
+    NAME : str
+        The plan's name in the registry, tables and figures.
+    outcomes : callable
+        ``outcomes(n_data, batch_size)``: one period's batch sequences as a list of
+        ``(probability, [batch, ...])`` pairs, each batch a tuple of indices (for the exact oracle).
+    force_scale : callable
+        ``force_scale(n_data, batch_size)``: the factor of the minibatch sum in the force
+        (``N_m = ceil(N_D / N_b)`` for partition plans: the average over an epoch is then exactly
+        the full gradient, uneven batches included).
+    period : callable
+        ``period(n_data, batch_size)``: steps after which the plan draws fresh randomness.
+    WEAK_ORDER, STRONG_ORDER : float or None, default None
+        The orders the plan allows a scheme (a sampler's expected order is the smaller of the
+        scheme's and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``).
+    CODE : int or None, default None
+        One of the kernel's built-in batch rules (0 full, 1 iid, 2 rr, 3 sms), or ``None`` for a
+        plan with a rule of its own or one that runs in the exact oracle only.
+    SOURCE : str, default "declared in user code"
+        Where the orders come from.
+    THEOREM : bool, default True
+        Whether those orders are proved (else only observed).
+    count_orders : callable or None, default None
+        ``count_orders(n_data, batch_size)``: how many batch sequences a period has (``None``:
+        ``len(outcomes(...))``).
+    BATCH_RULE : numba function or None, default None
+        A batch rule of its own with the signature of :func:`next_batches` (Numba backend only).
+    batch_index : numba function or None, default None
+        For a partition plan: ``batch_index(position, n_batches)``, the index of the batch of the
+        partition used at step ``position`` of the period; every backend and the oracle follow it.
+    SWEEPS : int, default 1
+        For a partition plan: epochs per fresh partition (``sms``: 2, forward then backward).
+    """
 
     NAME: str
     outcomes: object
@@ -88,8 +127,31 @@ def _check_plan(plan) -> None:
 
 
 def register_plan(plan, *, replace: bool = False):
-    """Add a plan (a module or a :class:`Plan`) to :data:`PLANS`; every table, figure, oracle
-    and test that iterates over plans then finds it.  Returns the plan."""
+    """Add a plan to the registry :data:`PLANS`.
+
+    Every table, figure, oracle and test that iterates over plans then finds it; nothing else
+    changes.
+
+    Parameters
+    ----------
+    plan : module or Plan
+        A module with a plan module's attributes, or a :class:`Plan`.
+    replace : bool, default False
+        Replace a different plan already registered under the same name.
+
+    Returns
+    -------
+    module or Plan
+        The plan, as given.
+
+    Raises
+    ------
+    ValueError
+        If the plan lacks a required attribute, its ``NAME`` is empty, its ``CODE`` is not one
+        of the kernel's rules, its ``batch_index`` is not a Numba function picking a batch of the
+        partition at every step, its ``SWEEPS`` is not an integer ``>= 1``, or another plan has
+        its name and ``replace`` is false.
+    """
     return PLANS.register(plan, replace=replace)
 
 
@@ -276,7 +338,34 @@ def plan_rule(plan) -> PlanRule:
 
 
 def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: int = 0):
-    """The first ``n_steps`` batches of a plan as a list of index arrays (for inspection/tests)."""
+    """The first batches of a plan, as one chain of the Numba kernel draws them.
+
+    For inspection and tests: the batches come from the same rule and the same per-chain batch
+    stream (chain 0 of ``seed``) as in a run.
+
+    Parameters
+    ----------
+    plan : str or module or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+    n_steps : int
+        Number of steps (batches) to draw.
+    seed : int, default 0
+        The run's seed.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``n_steps`` arrays of data indices (int64), one batch per step.
+
+    Raises
+    ------
+    ValueError
+        If the plan is unknown or declares no batch rule the kernel can run.
+    """
     code = kernel_code(plan)
     rule = batch_rule(plan)
     states = lane_states(seed, PLAN_STREAM, 0, 1)

@@ -40,13 +40,43 @@ SCHEME_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "FSAL", "coefficients
 class Scheme:
     """A scheme written in user code, with the attributes of a scheme module.
 
-    ``step`` is a Numba function with the signature above, ``coefficients(h, gamma)`` returns the
-    float array it receives as ``coef``; ``affine_ops`` and ``rotation_ops`` are optional (the
-    oracle probes the compiled step when they are absent); ``TORCH_STEP``, optional, is the same
-    update on tensors (the contract of :mod:`integrators.torch.schemes`), with which the scheme
-    runs on the torch backend too.  A scheme written only in torch gives ``step=None`` and its
-    ``TORCH_STEP``: the torch backend runs it, the oracle and ``verify`` probe its tensor step,
-    and the Numba backend refuses it by name."""
+    ``affine_ops`` and ``rotation_ops`` are optional (the oracle probes the compiled step when they
+    are absent).  A scheme written only in torch gives ``step=None`` and its ``TORCH_STEP``: the
+    torch backend runs it, the oracle and ``verify`` probe its tensor step, and the Numba backend
+    refuses it by name.  Its coefficients are checked when it is made (a non-empty 1-D float64
+    array of finite numbers, of one length at every ``(h, gamma)``); :func:`register_scheme` adds
+    it to :data:`SCHEMES`.
+
+    Parameters
+    ----------
+    NAME : str
+        The scheme's name in the registry, tables and figures.
+    step : numba function or None
+        ``step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)``: one step of size
+        ``h`` of a block of chains in place (see the module docstring for the shapes), or
+        ``None`` for a scheme written only in torch.
+    coefficients : callable
+        ``coefficients(h, gamma)``: the 1-D float64 array the step receives as ``coef``.
+    WEAK_ORDER, STRONG_ORDER : float
+        The scheme's expected weak and strong orders for full gradients, positive.
+    FSAL : bool, default False
+        Whether its one force is evaluated at the end of the step with the next step's batch
+        (first-same-as-last).
+    affine_ops : callable or None, default None
+        ``affine_ops(h, gamma)``: the step as operations, interpreted by the exact oracle.
+    rotation_ops : callable or None, default None
+        ``rotation_ops(h, gamma)``: for a first-same-as-last scheme, the operations taking the
+        state after a step to the rotated state of its ``affine_ops``.
+    TORCH_STEP : callable or None, default None
+        The same update on tensors (the contract of :mod:`integrators.torch.schemes`), with
+        which the scheme runs on the torch backend too.
+
+    Raises
+    ------
+    ValueError
+        If ``coefficients`` is not callable, raises, or does not return a non-empty 1-D float64
+        array of finite numbers of one length at every ``(h, gamma)``.
+    """
 
     NAME: str
     step: object
@@ -159,7 +189,32 @@ SCHEMES = Registry("scheme", SCHEME_ATTRIBUTES, _check_scheme, _BUILT_IN)
 
 
 def register_scheme(scheme, *, replace: bool = False):
-    """Add a scheme (a module or a :class:`Scheme`) to :data:`SCHEMES`.  Returns the scheme."""
+    """Add a scheme to the registry :data:`SCHEMES`.
+
+    The kernel, the oracle, the coupled chains, the claims table, the weak-orders figure and the
+    tests read the registry, so nothing else changes.  A scheme with a Numba step (other than the
+    built-in ones) is run once on a small block to check that it reads no coefficient past the
+    end of its ``coefficients``.
+
+    Parameters
+    ----------
+    scheme : module or Scheme
+        A module with a scheme module's attributes, or a :class:`Scheme`.
+    replace : bool, default False
+        Replace a different scheme already registered under the same name.
+
+    Returns
+    -------
+    module or Scheme
+        The scheme, as given.
+
+    Raises
+    ------
+    ValueError
+        If the scheme lacks a required attribute, its ``NAME`` is empty, its orders are not
+        positive numbers, it has neither a Numba ``step`` nor a ``TORCH_STEP``, its coefficients
+        or its step fail their checks, or another scheme has its name and ``replace`` is false.
+    """
     return SCHEMES.register(scheme, replace=replace)
 
 

@@ -13,6 +13,17 @@ from integrators.validation import finite_array
 
 @nb.njit(nogil=True, inline="always")
 def _iso_prior_grad_add(x, arrays, out):
+    """Add the isotropic prior's gradient ``lambda x`` at one point to ``out`` (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(d,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+    out : numpy.ndarray
+        Shape ``(d,)``, added to in place.
+    """
     prec = arrays[-1][0]
     for a in range(x.shape[0]):
         out[a] += prec * x[a]
@@ -27,6 +38,23 @@ def _log1pexp(z):
 
 @nb.njit(nogil=True, inline="always")
 def _logit_datum_grad_add(x, i, coef, arrays, out):
+    """Add ``coef`` times the gradient ``(sigmoid(z_i) - y_i) features_i`` of datum ``i`` to ``out`` (Numba).
+
+    The sigmoid is evaluated in the form that cannot overflow for either sign of ``z_i``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The weights, shape ``(d,)``.
+    i : int
+        Index of the datum.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+    out : numpy.ndarray
+        Shape ``(d,)``, added to in place.
+    """
     feats, labels, _ = arrays
     z = 0.0
     for a in range(x.shape[0]):
@@ -43,6 +71,20 @@ def _logit_datum_grad_add(x, i, coef, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _logit_potential(x, arrays):
+    """The potential ``lambda |x|^2 / 2 + sum_i (log(1 + e^{z_i}) - y_i z_i)`` at one point (Numba).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The weights, shape ``(d,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+
+    Returns
+    -------
+    float
+        The potential, with ``log(1 + e^z)`` computed stably.
+    """
     feats, labels, prior = arrays
     total = 0.5 * prior[0] * np.dot(x, x)
     for i in range(feats.shape[0]):
@@ -69,16 +111,53 @@ def _prior_precision(value) -> float:
 
 
 def _strongly_convex_scale(self) -> tuple[float, float]:
-    """Convex data terms plus the prior ``lambda |x|^2 / 2``: the potential is ``lambda``-strongly
+    """The target's scale, bounded from strong convexity (it sets the default divergence bound).
+
+    Convex data terms plus the prior ``lambda |x|^2 / 2``: the potential is ``lambda``-strongly
     convex, so its mode lies within ``|grad f(0)| / lambda`` of the origin and every coordinate's
-    standard deviation is at most ``1 / sqrt(lambda)`` (Brascamp-Lieb)."""
+    standard deviation is at most ``1 / sqrt(lambda)`` (Brascamp-Lieb).
+
+    Returns
+    -------
+    tuple of float
+        ``(|grad f(0)| / lambda, 1 / sqrt(lambda))``.
+    """
     lam = float(self.arrays[2][0])
     return float(np.linalg.norm(self.full_grad(np.zeros(self.dim))) / lam), 1.0 / math.sqrt(lam)
 
 
 class LogisticTarget(Target):
-    """Binary logistic regression: ``f_i(x) = log(1 + e^{z_i}) - y_i z_i`` with
-    ``z_i = features_i . x`` and labels in {0, 1}; prior ``f_0(x) = prior_precision |x|^2 / 2``."""
+    """Binary logistic regression with an isotropic Gaussian prior on the weights.
+
+    Data terms ``f_i(x) = log(1 + e^{z_i}) - y_i z_i`` with ``z_i = features_i . x`` and labels
+    ``y_i`` in {0, 1}; prior ``f_0(x) = prior_precision |x|^2 / 2``.
+
+    Parameters
+    ----------
+    features : array_like
+        Shape ``(n_data, d)``, finite, at least one row and one column.
+    labels : array_like
+        Shape ``(n_data,)``, each 0 or 1.
+    prior_precision : float, default 50.0
+        The prior's precision ``lambda``, positive and finite.
+
+    Attributes
+    ----------
+    name : str
+        ``"logistic"``.
+    arrays : tuple
+        ``(features, labels, [prior_precision])`` as the Numba functions take them.
+    dim : int
+        Number of weights ``d``.
+    n_data : int
+        Number of data terms ``N_D``.
+
+    Raises
+    ------
+    ValueError
+        If ``features`` or ``labels`` is not finite or has the wrong shape, a label is not 0 or
+        1, or ``prior_precision`` is not a positive finite number.
+    """
 
     name = "logistic"
     prior_grad_add = staticmethod(_iso_prior_grad_add)
@@ -128,6 +207,24 @@ def softmax_probabilities(x, feats, i, n_classes):
 
 @nb.njit(nogil=True, inline="always")
 def _mlogit_datum_grad_add(x, i, coef, arrays, out):
+    """Add ``coef`` times the gradient of datum ``i``, ``features_i (p_i - e_{y_i})^T``, to ``out`` (Numba).
+
+    ``p_i`` are the class probabilities (a stable softmax); the gradient is written into the
+    row-major flat weights, skipping zero features.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The flat weights, shape ``(n_features * n_classes,)``.
+    i : int
+        Index of the datum.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+    out : numpy.ndarray
+        Shape ``(n_features * n_classes,)``, added to in place.
+    """
     feats, labels, _ = arrays
     n_classes = x.shape[0] // feats.shape[1]
     z = softmax_probabilities(x, feats, i, n_classes)
@@ -143,6 +240,20 @@ def _mlogit_datum_grad_add(x, i, coef, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _mlogit_potential(x, arrays):
+    """The potential ``lambda |x|^2 / 2 + sum_i (logsumexp(z_i) - z_i[y_i])`` at one point (Numba).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The flat weights, shape ``(n_features * n_classes,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+
+    Returns
+    -------
+    float
+        The potential, with a stable log-sum-exp.
+    """
     feats, labels, prior = arrays
     n_classes = x.shape[0] // feats.shape[1]
     total = 0.5 * prior[0] * np.dot(x, x)
@@ -155,9 +266,44 @@ def _mlogit_potential(x, arrays):
 
 
 class MultinomialLogisticTarget(Target):
-    """Multinomial logistic regression with weights ``W`` of shape (n_features, n_classes),
-    flattened row-major into ``x``: ``f_i = logsumexp(z_i) - z_i[y_i]``, ``z_i = features_i W``;
-    prior ``f_0 = prior_precision |x|^2 / 2`` (the paper uses precision 50)."""
+    """Multinomial logistic regression with an isotropic Gaussian prior on the weights.
+
+    The weights ``W`` of shape ``(n_features, n_classes)`` are flattened row-major into ``x``;
+    data terms ``f_i = logsumexp(z_i) - z_i[y_i]`` with ``z_i = features_i W``; prior
+    ``f_0 = prior_precision |x|^2 / 2`` (the paper uses precision 50).
+
+    Parameters
+    ----------
+    features : array_like
+        Shape ``(n_data, n_features)``, finite, at least one row and one column.
+    labels : array_like
+        Shape ``(n_data,)``, integers (or integral floats) in ``[0, n_classes)``.
+    n_classes : int or None, default None
+        Number of classes, at least 2 (``None``: the largest label plus one, refused when fewer
+        than half of those classes appear).
+    prior_precision : float, default 50.0
+        The prior's precision ``lambda``, positive and finite.
+
+    Attributes
+    ----------
+    name : str
+        ``"multinomial_logistic"``.
+    allocates : bool
+        True: the per-datum softmax needs a scratch vector (the kernel keeps reference counting).
+    arrays : tuple
+        ``(features, labels, [prior_precision])`` as the Numba functions take them.
+    dim : int
+        Number of weights, ``n_features * n_classes``.
+    n_data, n_features, n_classes : int
+        The data's sizes.
+
+    Raises
+    ------
+    ValueError
+        If ``features`` or ``labels`` is not finite or has the wrong shape, a label is not an
+        integer in ``[0, n_classes)``, ``n_classes`` is not an integer ``>= 2``, the number of
+        weights exceeds ``10**8``, or ``prior_precision`` is not a positive finite number.
+    """
 
     name = "multinomial_logistic"
     allocates = True  # the per-datum softmax needs a scratch vector of n_classes
@@ -202,6 +348,20 @@ class MultinomialLogisticTarget(Target):
     typical_scale = _strongly_convex_scale
 
     def predict_proba(self, x, features) -> np.ndarray:
+        """Class probabilities of rows of ``features`` under weights ``x`` (a stable softmax).
+
+        Parameters
+        ----------
+        x : array_like
+            The flat weights, shape ``(n_features * n_classes,)``.
+        features : array_like
+            Shape ``(m, n_features)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(m, n_classes)``, each row summing to 1.
+        """
         w = np.asarray(x).reshape(self.n_features, self.n_classes)
         z = np.asarray(features) @ w
         z -= z.max(axis=1, keepdims=True)
