@@ -57,9 +57,20 @@ NOT_DIVERGED = -1  # the value of ``diverged_at`` for a chain that has not diver
 class SamplerDiverged(RuntimeError):
     """Module mode or an ensemble diverged (see the module docstring for the policy).
 
-    ``step``: the first step (1-based) whose result was not finite; ``what``: what was found
-    non-finite when the divergence was detected; ``diverged_at``: for an ensemble, every chain's
-    first non-finite step (:data:`NOT_DIVERGED` for the chains still finite), else None.
+    Raised at a finiteness check (every ``SamplerConfig.check_every`` steps), naming the step the
+    device recorded, not the step at which the check ran.  A ``RuntimeError``: bad input is
+    refused with ``ValueError`` instead, before the first step.
+
+    Parameters
+    ----------
+    step : int
+        The first step (counted from 1) whose result was not finite.
+    what : str
+        What was found non-finite when the divergence was detected (for an ensemble, the first
+        chain that diverged then).
+    diverged_at : tuple of int or None, default None
+        For an ensemble, every chain's first non-finite step (:data:`NOT_DIVERGED` for the
+        chains still finite when the ensemble stopped), else None.
     """
 
     def __init__(self, step: int, what: str, diverged_at: tuple[int, ...] | None = None):

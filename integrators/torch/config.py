@@ -61,17 +61,67 @@ def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: i
 
 
 def weights_prior(precision: float = 1.0) -> Callable[[str, torch.Tensor], float]:
-    """The design's prior: ``precision`` on parameters whose name ends in ``weight``, 0 elsewhere."""
+    """The design's BNN prior: ``precision`` on weights, none on biases.
+
+    Parameters
+    ----------
+    precision : float, default 1.0
+        The prior precision of every parameter whose name ends in ``weight``.
+
+    Returns
+    -------
+    callable
+        ``rule(name, param) -> float``: ``precision`` for a name ending in ``weight``, else 0
+        (a ``SamplerConfig.prior``).
+    """
     return lambda name, param: precision if name.endswith("weight") else 0.0
 
 
 @dataclass(frozen=True)
 class SamplerConfig:
-    """Everything that defines a module-mode sampler (validated on construction).
+    """Everything that defines a module-mode sampler, checked when made.
 
-    ``prior``: a number (that precision on weights only, :func:`weights_prior`), a mapping
-    ``{parameter name: precision}`` (others 0) or a callable ``(name, param) -> precision``.
-    ``check_every``: steps between the finiteness checks (each one waits for the device).
+    Parameters
+    ----------
+    h : float
+        Step size, positive.
+    gamma : float
+        Friction, positive, with ``h / gamma >= 1e-12`` (the paper's localized runs use
+        ``gamma = 1 / rho``).
+    n_data : int
+        Number of data terms ``N_D``, at least 1.
+    scheme : str, default "ubu"
+        A registered scheme with a tensor step (keyword-only from here on).
+    plan : str, default "sms"
+        A registered plan with a batch rule every backend runs.
+    batch_size : int or None, default None
+        Batch size in ``[1, n_data]``; required except for ``plan="full"``.
+    prior : float or mapping or callable, default 1.0
+        A number (that precision on weights only, :func:`weights_prior`), a mapping
+        ``{parameter name: precision}`` (others 0) or a callable ``(name, param) -> precision``.
+    localization : Localization or None, default None
+        The localized posterior and its box (module mode's constrained sampling).
+    control_variate : bool, default False
+        Use the control-variate force at the localization's ``x_star`` (needs ``localization``).
+    schedule : CyclicalSchedule or None, default None
+        A cyclical step size.
+    seed : int, default 0
+        An integer in ``[0, 2**64)``.
+    check_every : int, default 1
+        Steps between the finiteness checks, at least 1 (each one waits for the device).
+
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each checked field (:mod:`integrators.validation`).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, if a field breaks its constraint (an unknown scheme or plan, or
+        one the tensor backend cannot run, included), ``h / gamma`` is too small, ``batch_size``
+        is missing or larger than the data, or ``control_variate`` is asked without
+        ``localization``.
     """
 
     h: float
@@ -111,14 +161,27 @@ class SamplerConfig:
 
     @property
     def effective_batch_size(self) -> int:
+        """The batch size a step uses: ``batch_size``, or ``n_data`` when it is not given."""
         return self.n_data if self.batch_size is None else self.batch_size
 
     def step_size(self, k: int) -> float:
-        """The step size of step ``k`` (1-based): ``h``, times the schedule's factor if any."""
+        """The step size of step ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The step, counted from 1.
+
+        Returns
+        -------
+        float
+            ``h``, times the schedule's factor of step ``k`` if there is a schedule.
+        """
         return self.h if self.schedule is None else self.h * self.schedule.factor(k)
 
     @property
     def scale(self) -> float:
+        """The plan's force scale for ``n_data`` and the effective batch size (``N_m`` for partitions)."""
         return force_scale(self.plan, self.n_data, self.effective_batch_size)
 
 

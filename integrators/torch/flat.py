@@ -10,8 +10,43 @@ import torch
 
 
 class FlatParameters:
-    """The trainable parameters of ``model`` as views into one flat buffer ``x`` (and their
-    gradients into ``grad``).  All must share one device and one dtype."""
+    """The trainable parameters of ``model`` as views into one flat buffer (gradients likewise).
+
+    Every trainable parameter's ``data`` becomes a view into ``x`` and its ``grad`` a view into
+    ``grad``, in the order of ``model.named_parameters()``: module mode's scheme updates the whole
+    buffer with tensor operations and the model sees the new values at once.  All trainable
+    parameters must share one device and one floating-point dtype.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; parameters with ``requires_grad=False`` are left alone.
+
+    Attributes
+    ----------
+    x : torch.Tensor
+        The flat parameter buffer.
+    grad : torch.Tensor
+        The flat gradient buffer.
+    named : list of (str, torch.nn.Parameter)
+        The trainable parameters, in buffer order.
+    frozen : list of str
+        Names of the parameters that do not require gradients.
+    sizes, offsets : list of int
+        Each trainable parameter's size and offset in the buffer.
+    device : torch.device
+        The parameters' device.
+    dtype : torch.dtype
+        The parameters' dtype.
+    state_names : set of str
+        The keys of ``model.state_dict()``.
+
+    Raises
+    ------
+    ValueError
+        If ``model`` is not an ``nn.Module``, has no trainable parameter, or its trainable
+        parameters are on several devices, of several dtypes or not floating point.
+    """
 
     def __init__(self, model: torch.nn.Module):
         if not isinstance(model, torch.nn.Module):
@@ -45,19 +80,63 @@ class FlatParameters:
         return self.x.numel()
 
     def check_finite(self, what: str = "the model's parameters") -> None:
-        """Refuse non-finite parameter values by the parameter's name (bad input: the sampler has
-        not stepped)."""
+        """Refuse non-finite parameter values by the parameter's name.
+
+        Bad input, not a divergence: the sampler has not stepped.
+
+        Parameters
+        ----------
+        what : str, default "the model's parameters"
+            What the values are, for the message.
+
+        Raises
+        ------
+        ValueError
+            Naming the first parameter with a non-finite value.
+        """
         for (name, _), off, size in zip(self.named, self.offsets, self.sizes, strict=True):
             if not bool(torch.isfinite(self.x[off:off + size]).all()):
                 raise ValueError(f"{what} must be finite: parameter {name!r} contains non-finite values")
 
     def per_coordinate(self, values) -> torch.Tensor:
-        """A flat tensor holding ``values[j]`` on parameter ``j``'s coordinates."""
+        """A flat tensor holding one number per parameter on all of that parameter's coordinates.
+
+        Parameters
+        ----------
+        values : sequence of float
+            One number per trainable parameter, in buffer order.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(len(self),)``, ``values[j]`` on parameter ``j``'s coordinates.
+        """
         return torch.cat([torch.full((s,), float(val), device=self.device, dtype=self.dtype)
                           for s, val in zip(self.sizes, values, strict=True)])
 
     def flatten(self, value) -> torch.Tensor:
-        """A flat tensor from a flat tensor or a ``{name: tensor}`` mapping (all parameters)."""
+        """A flat tensor in buffer order from a flat tensor or a ``{name: tensor}`` mapping.
+
+        A mapping must name every trainable parameter (in its shape or flat); it may also hold
+        the model's buffers and frozen parameters (a ``state_dict``), which are skipped.
+
+        Parameters
+        ----------
+        value : torch.Tensor or array_like or mapping
+            The values, flat or by parameter name.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(len(self),)``, on the parameters' device and in their dtype.
+
+        Raises
+        ------
+        ValueError
+            If the mapping lacks a parameter, names something the model does not have, or gives
+            a wrong shape; the number of values is not the number of coordinates; or a value is
+            not finite.
+        """
         if isinstance(value, Mapping):
             missing = [n for n, _ in self.named if n not in value]
             if missing:
@@ -80,7 +159,21 @@ class FlatParameters:
         return flat
 
     def gradient(self, loss: torch.Tensor) -> torch.Tensor:
-        """``grad`` of ``loss`` in the flat gradient buffer (backward accumulates into its views)."""
+        """The gradient of ``loss`` with respect to the parameters, in the flat gradient buffer.
+
+        ``backward`` accumulates into the buffer's views; where autograd replaced a view (or a
+        user cleared it) the gradient is copied back and the view re-attached.
+
+        Parameters
+        ----------
+        loss : torch.Tensor
+            A scalar computed from the model's parameters.
+
+        Returns
+        -------
+        torch.Tensor
+            The flat gradient buffer ``grad`` (the same tensor every call).
+        """
         self.grad.zero_()
         loss.backward()
         for (_, p), off, size in zip(self.named, self.offsets, self.sizes, strict=True):

@@ -68,9 +68,20 @@ __all__ = ["CyclicalSchedule", "FlatParameters", "Localization", "ModuleSampler"
 
 @dataclass
 class StepInfo:
-    """What one step did: its number, step size, the batch of the force it evaluated (for
-    first-same-as-last schemes the batch of the next step's first kick) and that batch's loss (a
-    tensor: reading it waits for the device)."""
+    """What one step of :class:`ModuleSampler` did.
+
+    Parameters
+    ----------
+    step : int
+        The step's number, counted from 1.
+    h : float
+        Its step size (the schedule's, if any).
+    batch : torch.Tensor
+        The indices of the batch of the force it evaluated (for first-same-as-last schemes the
+        batch of the next step's first kick).
+    loss : torch.Tensor
+        That batch's summed loss, a tensor on the device (reading it waits for the device).
+    """
 
     step: int
     h: float
@@ -79,12 +90,68 @@ class StepInfo:
 
 
 class ModuleSampler:
-    """``scheme x plan`` on the posterior over ``model``'s parameters (see the module docstring).
+    """``scheme x plan`` on the posterior over an ``nn.Module``'s parameters (module mode).
 
-    ``generator``: a seeded ``torch.Generator`` on the parameters' device (default: one seeded with
-    ``config.seed``) for the path noise; the batches are drawn from a second generator seeded from
-    it.  ``batches`` / ``noise``: explicit sequences (iterables of index tensors / of ``(dW, J)``
-    pairs of shape ``(2, P)`` each) replacing the plan's and the generator's draws (for tests).
+    The parameters live in one flat buffer (:class:`FlatParameters`) and the force on it is
+
+        G(x) = N_m * grad_x L(x; w) + P x + (x - x*) / rho^2
+
+    with ``L(x; w)`` the sum of the per-datum losses over the batch ``w``, ``P`` the diagonal prior
+    precision and the localization term when ``config.localization`` is given; with
+    ``config.control_variate`` the force is
+    ``P x + (x - x*) / rho^2 + sum_i grad f_i(x*) + N_m (grad L(x; w) - grad L(x*; w))``
+    (see the module docstring).  Divergence follows :mod:`integrators.divergence`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model; its trainable parameters become views into the sampler's flat buffer.
+    config : SamplerConfig
+        The sampler's configuration.
+    generator : torch.Generator or None, default None
+        A seeded generator on the parameters' device for the path noise (default: one seeded
+        with ``config.seed``); the batches are drawn from a second generator seeded from it.
+    batches : iterable of torch.Tensor or None, default None
+        Explicit batch indices replacing the plan's draws (for tests).
+    noise : iterable of (dW, J) or None, default None
+        Explicit path pairs, each of shape ``(2, P)``, replacing the generator's draws (for
+        tests).
+    v0 : torch.Tensor or array_like or None, default None
+        Initial velocities, ``P`` values (default: standard normal).
+
+    Attributes
+    ----------
+    model : torch.nn.Module
+        The model.
+    config : SamplerConfig
+        The configuration.
+    params : FlatParameters
+        The flat layout of the parameters.
+    x, v : torch.Tensor
+        The flat parameters (views of the model's) and velocities.
+    k : int
+        Steps taken.
+
+    Raises
+    ------
+    ValueError
+        If ``config`` is not a :class:`SamplerConfig`; the model is not an ``nn.Module`` with
+        trainable floating-point parameters on one device; the buffers would not fit in the
+        device's memory; a parameter, ``v0`` or ``x_star`` is not finite; ``v0`` has the wrong
+        number of values; or the parameters lie outside the localization's box.
+
+    Examples
+    --------
+    The data loader only gets indices from the sampler::
+
+        def loss_fn(net, idx):  # sum of per-datum losses on the batch idx
+            return F.cross_entropy(net(X[idx]), Y[idx], reduction="sum")
+
+        cfg = SamplerConfig(h=1e-4, gamma=1.0, n_data=len(X), batch_size=200,
+                            localization=Localization(rho=0.05))
+        sampler = ModuleSampler(model, cfg)
+        for k in range(n_steps):
+            info = sampler.step(loss_fn)  # info.step, info.h, info.batch, info.loss
     """
 
     def __init__(self, model: torch.nn.Module, config: SamplerConfig, *, generator=None,
@@ -153,7 +220,21 @@ class ModuleSampler:
         return grad
 
     def full_reference_gradient(self, loss_fn) -> torch.Tensor:
-        """``sum_i grad f_i(x*)`` over the whole data set, in batches of ``batch_size``."""
+        """The control variate's full gradient at the reference point, ``sum_i grad f_i(x*)``.
+
+        Computed over the whole data set in batches of ``batch_size``; the parameters visit
+        ``x*`` and come back.
+
+        Parameters
+        ----------
+        loss_fn : callable
+            ``loss_fn(model, indices)``: the summed loss of the batch ``indices``.
+
+        Returns
+        -------
+        torch.Tensor
+            The flat gradient, a new tensor.
+        """
         n, b = self.config.n_data, self.config.effective_batch_size
         total = torch.zeros_like(self.x)
         for start in range(0, n, b):
@@ -162,7 +243,27 @@ class ModuleSampler:
         return total
 
     def force(self, loss_fn, batch) -> torch.Tensor:
-        """``G(x, batch)`` at the current parameters (a new tensor)."""
+        """The force ``G(x, batch)`` at the current parameters.
+
+        Parameters
+        ----------
+        loss_fn : callable
+            ``loss_fn(model, indices)``: the summed loss of the batch ``indices``, a one-element
+            tensor computed from the model's parameters.
+        batch : torch.Tensor
+            The batch's data indices.
+
+        Returns
+        -------
+        torch.Tensor
+            The flat force, a new tensor.
+
+        Raises
+        ------
+        ValueError
+            If ``loss_fn`` does not return a one-element tensor that depends on the parameters,
+            or raises ``IndexError`` (``n_data`` larger than the data).
+        """
         scale = self.config.scale
         with torch.enable_grad():
             data = self._data_gradient(loss_fn, batch)
@@ -180,7 +281,18 @@ class ModuleSampler:
 
     # ------------------------------------------------------------------------------- stepping
     def next_batch(self) -> torch.Tensor:
-        """The plan's next batch indices (what the data loader should load)."""
+        """The plan's next batch (what the data loader should load).
+
+        Returns
+        -------
+        torch.Tensor
+            The batch's data indices.
+
+        Raises
+        ------
+        ValueError
+            If an explicit ``batches`` sequence ran out.
+        """
         try:
             return next(self._batches)
         except StopIteration:
@@ -203,18 +315,62 @@ class ModuleSampler:
         return pairs_from_normals(z, pair_factors(self.config.gamma, h))
 
     def prime(self, loss_fn, batch=None) -> None:
-        """First-same-as-last schemes: the force at the starting point with the first batch
-        (``step`` calls this itself when needed)."""
+        """Evaluate the force at the starting point, for first-same-as-last schemes.
+
+        :meth:`step` calls this itself when needed.
+
+        Parameters
+        ----------
+        loss_fn : callable
+            ``loss_fn(model, indices)``: the summed loss of the batch ``indices``.
+        batch : torch.Tensor or None, default None
+            The batch (default: the plan's next batch, the first step's).
+        """
         batch = self.next_batch() if batch is None else batch
         self.g = self.force(loss_fn, batch)
         self._last_batch = batch
 
     def step_size(self, k: int) -> float:
+        """The step size of step ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The step, counted from 1.
+
+        Returns
+        -------
+        float
+            ``config.step_size(k)``: ``h``, times the schedule's factor if any.
+        """
         return self.config.step_size(k)
 
     def step(self, loss_fn) -> StepInfo:
-        """Advance one step; ``loss_fn(model, indices)`` returns the sum of the per-datum losses
-        of the batch ``indices``."""
+        """Advance the parameters and velocities by one step of the scheme.
+
+        The path pair comes from the sampler's generator, the batch from the plan; the step
+        records a divergence on the device, and every ``config.check_every`` steps the record is
+        read (:meth:`check_finite`).
+
+        Parameters
+        ----------
+        loss_fn : callable
+            ``loss_fn(model, indices)``: the sum of the per-datum losses of the batch
+            ``indices``.
+
+        Returns
+        -------
+        StepInfo
+            The step's number, step size, batch and loss.
+
+        Raises
+        ------
+        SamplerDiverged
+            At a check, if a step's parameters or force were not finite.
+        ValueError
+            If ``loss_fn`` returns something other than a one-element tensor of the parameters,
+            or an explicit batch or noise sequence ran out or has the wrong shape.
+        """
         if self.module.FSAL and self.g is None:
             self.prime(loss_fn)
         k = self.k + 1
@@ -237,20 +393,42 @@ class ModuleSampler:
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
     def check_finite(self) -> None:
-        """Raise :class:`SamplerDiverged` naming the first step whose parameters or force were
-        not finite, if there was one (one read from the device; see :mod:`integrators.divergence`)."""
+        """Check the divergence record: one read from the device.
+
+        Raises
+        ------
+        SamplerDiverged
+            Naming the first step whose parameters or force were not finite, if there was one
+            (see :mod:`integrators.divergence`).
+        """
         at = int(self.diverged_at)
         if at != NOT_DIVERGED:
             raise SamplerDiverged(at, "a parameter" if not bool(torch.isfinite(self.x).all()) else "the force")
 
     def metadata(self) -> dict:
-        """Run metadata: the configuration, the device, the dtype and the torch version."""
+        """The run's metadata.
+
+        Returns
+        -------
+        dict
+            The configuration, the device, the dtype, the torch version and the number of
+            parameters.
+        """
         return run_metadata(self.config, self.x, n_chains=1)
 
     def boundary_fraction(self) -> float | None:
-        """The fraction of the parameters sitting on the localization box's wall
-        (:func:`boundary_fraction`; None without localization): large when the step is too large
-        for the posterior and the bounces, not the posterior, hold the parameters."""
+        """The fraction of the parameters sitting on the localization box's wall.
+
+        Under the localized posterior a coordinate gets near the wall with probability below
+        1e-6; the fraction is large when the step is too large for the posterior and the
+        bounces, not the posterior, hold the parameters.
+
+        Returns
+        -------
+        float or None
+            :func:`integrators.torch.posterior_terms.boundary_fraction` of the parameters
+            (``None`` without localization).
+        """
         return self.terms.boundary_fraction(self.x)
 
     @property
