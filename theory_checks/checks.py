@@ -33,7 +33,23 @@ class Check:
 
 @dataclass
 class VerifyReport:
-    """What :func:`verify` found: ``checks`` in order, ``ok`` when none failed."""
+    """What :func:`theory_checks.verify` found: its checks in order and the verdict.
+
+    ``print(report)`` shows :meth:`table`.
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme's name (``" (torch step)"`` appended when its tensor step was checked).
+    target : str
+        The target, described (name, dimension, number of data terms).
+    checks : list of Check
+        The checks, in the order they ran; each has a ``name``, ``passed`` (``True``, ``False``,
+        or ``None`` when it asserts nothing: measured only, or ``skipped`` with the reason),
+        ``expected`` and ``measured`` text, and its ladder ``hs`` and ``errors``.
+    seconds : float
+        How long the verification took.
+    """
 
     scheme: str
     target: str
@@ -42,19 +58,46 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
+        """Whether no check failed (measured-only and skipped checks do not fail)."""
         return all(c.passed is not False for c in self.checks)
 
     @property
     def failed(self) -> list[str]:
+        """The names of the checks that failed."""
         return [c.name for c in self.checks if c.passed is False]
 
     def check(self, name: str) -> Check:
+        """One check by its name.
+
+        Parameters
+        ----------
+        name : str
+            E.g. ``"stationarity"`` or ``"weak_order[sms]"``.
+
+        Returns
+        -------
+        Check
+            The check.
+
+        Raises
+        ------
+        KeyError
+            If no check has that name (the message lists the names).
+        """
         for c in self.checks:
             if c.name == name:
                 return c
         raise KeyError(f"no check named {name!r}; checks: {[c.name for c in self.checks]}")
 
     def table(self) -> str:
+        """The report as markdown: a verdict line, then one row per check.
+
+        Returns
+        -------
+        str
+            ``| check | expected | measured | verdict |`` rows under the line
+            ``verify('<scheme>') on <target>: OK`` (or ``FAILED:`` with the failed checks).
+        """
         lines = [f"verify({self.scheme!r}) on {self.target}: {'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)}"
                  f" ({self.seconds:.0f} s)", "", "| check | expected | measured | verdict |", "|---|---|---|---|"]
         lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
@@ -64,7 +107,19 @@ class VerifyReport:
         return self.table()
 
     def write_csv(self, path) -> Path:
-        """The checks with their ladders, one row per check."""
+        """Write the checks with their ladders as CSV, one row per check.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The file to write.
+
+        Returns
+        -------
+        pathlib.Path
+            The path written; columns ``check, expected, measured, verdict, hs, errors`` (the
+            ladders space-separated).
+        """
         path = Path(path)
         with open(path, "w", newline="") as fh:
             writer = csv.writer(fh)
@@ -75,7 +130,18 @@ class VerifyReport:
         return path
 
     def plot(self, path) -> Path:
-        """Weak and strong error ladders against h, one line per plan (PNG)."""
+        """Plot the weak and strong error ladders against ``h``, one line per plan.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The PNG file to write.
+
+        Returns
+        -------
+        pathlib.Path
+            The path written: two log-log panels (weak, strong).
+        """
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt

@@ -92,15 +92,8 @@ class StepInfo:
 class ModuleSampler:
     """``scheme x plan`` on the posterior over an ``nn.Module``'s parameters (module mode).
 
-    The parameters live in one flat buffer (:class:`FlatParameters`) and the force on it is
-
-        G(x) = N_m * grad_x L(x; w) + P x + (x - x*) / rho^2
-
-    with ``L(x; w)`` the sum of the per-datum losses over the batch ``w``, ``P`` the diagonal prior
-    precision and the localization term when ``config.localization`` is given; with
-    ``config.control_variate`` the force is
-    ``P x + (x - x*) / rho^2 + sum_i grad f_i(x*) + N_m (grad L(x; w) - grad L(x*; w))``
-    (see the module docstring).  Divergence follows :mod:`integrators.divergence`.
+    The parameters live in one flat buffer (:class:`FlatParameters`); the force, the prior, the
+    localization, the control variate and an example are in the module docstring.
 
     Parameters
     ----------
@@ -114,19 +107,14 @@ class ModuleSampler:
     batches : iterable of torch.Tensor or None, default None
         Explicit batch indices replacing the plan's draws (for tests).
     noise : iterable of (dW, J) or None, default None
-        Explicit path pairs, each of shape ``(2, P)``, replacing the generator's draws (for
-        tests).
+        Explicit path pairs of shape ``(2, P)`` each, replacing the generator's (for tests).
     v0 : torch.Tensor or array_like or None, default None
         Initial velocities, ``P`` values (default: standard normal).
 
     Attributes
     ----------
-    model : torch.nn.Module
-        The model.
-    config : SamplerConfig
-        The configuration.
     params : FlatParameters
-        The flat layout of the parameters.
+        The flat layout of the model's parameters.
     x, v : torch.Tensor
         The flat parameters (views of the model's) and velocities.
     k : int
@@ -135,23 +123,10 @@ class ModuleSampler:
     Raises
     ------
     ValueError
-        If ``config`` is not a :class:`SamplerConfig`; the model is not an ``nn.Module`` with
-        trainable floating-point parameters on one device; the buffers would not fit in the
-        device's memory; a parameter, ``v0`` or ``x_star`` is not finite; ``v0`` has the wrong
-        number of values; or the parameters lie outside the localization's box.
-
-    Examples
-    --------
-    The data loader only gets indices from the sampler::
-
-        def loss_fn(net, idx):  # sum of per-datum losses on the batch idx
-            return F.cross_entropy(net(X[idx]), Y[idx], reduction="sum")
-
-        cfg = SamplerConfig(h=1e-4, gamma=1.0, n_data=len(X), batch_size=200,
-                            localization=Localization(rho=0.05))
-        sampler = ModuleSampler(model, cfg)
-        for k in range(n_steps):
-            info = sampler.step(loss_fn)  # info.step, info.h, info.batch, info.loss
+        If ``config`` is not a SamplerConfig, the model is not an ``nn.Module`` with trainable
+        floating-point parameters on one device, the buffers would not fit in the device's memory,
+        a parameter, ``v0`` or ``x_star`` is not finite or of the wrong size, or the parameters lie
+        outside the localization's box.
     """
 
     def __init__(self, model: torch.nn.Module, config: SamplerConfig, *, generator=None,
@@ -220,10 +195,7 @@ class ModuleSampler:
         return grad
 
     def full_reference_gradient(self, loss_fn) -> torch.Tensor:
-        """The control variate's full gradient at the reference point, ``sum_i grad f_i(x*)``.
-
-        Computed over the whole data set in batches of ``batch_size``; the parameters visit
-        ``x*`` and come back.
+        """The control variate's ``sum_i grad f_i(x*)``, in batches of ``batch_size`` (``x`` visits ``x*``).
 
         Parameters
         ----------
@@ -248,8 +220,7 @@ class ModuleSampler:
         Parameters
         ----------
         loss_fn : callable
-            ``loss_fn(model, indices)``: the summed loss of the batch ``indices``, a one-element
-            tensor computed from the model's parameters.
+            ``loss_fn(model, indices)``: the summed loss of the batch ``indices`` (one element).
         batch : torch.Tensor
             The batch's data indices.
 
@@ -315,9 +286,7 @@ class ModuleSampler:
         return pairs_from_normals(z, pair_factors(self.config.gamma, h))
 
     def prime(self, loss_fn, batch=None) -> None:
-        """Evaluate the force at the starting point, for first-same-as-last schemes.
-
-        :meth:`step` calls this itself when needed.
+        """Evaluate the force at the starting point, for first-same-as-last schemes (:meth:`step` calls it).
 
         Parameters
         ----------
@@ -348,15 +317,12 @@ class ModuleSampler:
     def step(self, loss_fn) -> StepInfo:
         """Advance the parameters and velocities by one step of the scheme.
 
-        The path pair comes from the sampler's generator, the batch from the plan; the step
-        records a divergence on the device, and every ``config.check_every`` steps the record is
-        read (:meth:`check_finite`).
+        A divergence is recorded on the device and read every ``config.check_every`` steps.
 
         Parameters
         ----------
         loss_fn : callable
-            ``loss_fn(model, indices)``: the sum of the per-datum losses of the batch
-            ``indices``.
+            ``loss_fn(model, indices)``: the sum of the per-datum losses of the batch ``indices``.
 
         Returns
         -------
@@ -368,8 +334,8 @@ class ModuleSampler:
         SamplerDiverged
             At a check, if a step's parameters or force were not finite.
         ValueError
-            If ``loss_fn`` returns something other than a one-element tensor of the parameters,
-            or an explicit batch or noise sequence ran out or has the wrong shape.
+            If ``loss_fn`` does not return a one-element tensor of the parameters, or an explicit
+            batch or noise sequence ran out or has the wrong shape.
         """
         if self.module.FSAL and self.g is None:
             self.prime(loss_fn)
@@ -393,13 +359,12 @@ class ModuleSampler:
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
     def check_finite(self) -> None:
-        """Check the divergence record: one read from the device.
+        """Check the divergence record (one read from the device).
 
         Raises
         ------
         SamplerDiverged
-            Naming the first step whose parameters or force were not finite, if there was one
-            (see :mod:`integrators.divergence`).
+            Naming the first step whose parameters or force were not finite, if there was one.
         """
         at = int(self.diverged_at)
         if at != NOT_DIVERGED:
@@ -411,23 +376,21 @@ class ModuleSampler:
         Returns
         -------
         dict
-            The configuration, the device, the dtype, the torch version and the number of
-            parameters.
+            Configuration, device, dtype, torch version and number of parameters.
         """
         return run_metadata(self.config, self.x, n_chains=1)
 
     def boundary_fraction(self) -> float | None:
         """The fraction of the parameters sitting on the localization box's wall.
 
-        Under the localized posterior a coordinate gets near the wall with probability below
-        1e-6; the fraction is large when the step is too large for the posterior and the
-        bounces, not the posterior, hold the parameters.
+        Large when the step is too large for the posterior and the bounces, not the posterior,
+        hold the parameters (a coordinate of the localized posterior gets there with probability
+        below 1e-6).
 
         Returns
         -------
         float or None
-            :func:`integrators.torch.posterior_terms.boundary_fraction` of the parameters
-            (``None`` without localization).
+            :func:`integrators.torch.posterior_terms.boundary_fraction` (None without localization).
         """
         return self.terms.boundary_fraction(self.x)
 

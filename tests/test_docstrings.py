@@ -1,0 +1,338 @@
+"""Every public name of the documented packages has a numpydoc docstring that the docs build renders.
+
+The public names of a package in :data:`PACKAGES` are the functions and classes named in its
+``__all__`` (without one: the non-underscore functions and classes its namespace defines), plus the
+non-underscore methods, static methods, class methods and properties defined on those classes
+(inherited ones are documented where they are defined).  Data (registries, constants) carries no
+docstring of its own and is skipped.  Each docstring is parsed with ``numpydoc.docscrape`` and
+must satisfy the rule below; one test lists every offender by qualified name.
+
+The rule:
+
+1. A docstring is present, starts with a summary line, and parses without numpydoc warnings
+   (unknown or misformatted sections).
+2. A function or method whose signature has parameters (other than ``self`` / ``cls``) has a
+   ``Parameters`` section listing every one of them (``*args`` / ``**kwargs`` as such), and lists
+   nothing that is not in the signature (unless the signature takes ``**kwargs``).
+3. A function or method that returns something (a return annotation other than ``None``, or, when
+   unannotated, a ``return <value>`` in its own body) has a ``Returns`` section; a generator has
+   ``Yields``.
+4. A callable has a ``Raises`` section naming ``ValueError`` (resp. ``TypeError``) when it raises
+   that exception in its own body, when it calls a checker of the validation layer
+   (:mod:`integrators.validation`, which raises ``ValueError`` naming the argument), and, for a
+   class, when its ``__init__`` / ``__post_init__`` does so or it declares ``CONSTRAINTS`` (checked by
+   the validation layer when it is made).  The entry points in :data:`VALIDATING_ENTRY_POINTS`
+   validate their input one call deeper (in the spec they build) and must name ``ValueError`` too.
+5. A class whose constructor takes parameters (dataclass fields and named-tuple fields count)
+   documents every one of them in a ``Parameters`` or ``Attributes`` section.
+6. A property has a docstring (numpydoc renders it as an attribute: a summary, no sections needed).
+
+When griffe is installed, a second test loads the same packages with griffe's numpy parser (the
+parser mkdocstrings uses for the strict docs build) and requires that parsing every public name's
+docstring logs no warning.
+
+Adding a package to the check is one more entry in :data:`PACKAGES`.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import logging
+import textwrap
+import warnings
+
+import pytest
+
+numpydoc_docscrape = pytest.importorskip("numpydoc.docscrape")
+
+PACKAGES = [
+    "integrators",
+    "integrators.torch",
+    "theory_checks",
+]
+
+# public entry points whose input is checked one call deeper (the RunSpec they build, the checks they run)
+VALIDATING_ENTRY_POINTS = {
+    "integrators.sample",
+    "integrators.sample_together",
+    "integrators.sms_ghmc",
+    "integrators.RunSpec.from_options",
+    "theory_checks.verify",
+}
+
+CHECKED_EXCEPTIONS = ("ValueError", "TypeError")
+
+
+# ------------------------------------------------------------------ collecting the public names
+def _is_function(obj) -> bool:
+    return inspect.isfunction(obj) or hasattr(obj, "py_func")  # a Numba dispatcher wraps py_func
+
+
+def _python_function(obj):
+    return getattr(obj, "py_func", obj)
+
+
+def _public_objects(package: str):
+    """``(qualified name, object)`` for the package's public functions and classes."""
+    module = importlib.import_module(package)
+    names = getattr(module, "__all__", None)
+    if names is None:
+        names = [name for name, obj in vars(module).items()
+                 if not name.startswith("_") and (inspect.isclass(obj) or _is_function(obj))
+                 and getattr(obj, "__module__", "").startswith(package)]
+    for name in names:
+        obj = getattr(module, name)
+        if inspect.isclass(obj) or _is_function(obj):
+            yield f"{package}.{name}", obj
+
+
+def _members(qualname: str, cls):
+    """``(qualified name, kind, function or property)`` for the public members defined on ``cls``."""
+    for name, attr in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(attr, property):
+            yield f"{qualname}.{name}", "property", attr
+        elif isinstance(attr, staticmethod) and _is_function(attr.__func__):
+            yield f"{qualname}.{name}", "staticmethod", _python_function(attr.__func__)
+        elif isinstance(attr, classmethod):
+            yield f"{qualname}.{name}", "classmethod", attr.__func__
+        elif _is_function(attr):
+            yield f"{qualname}.{name}", "method", _python_function(attr)
+
+
+def public_names(packages=PACKAGES):
+    """Every ``(qualified name, kind, object)`` the rule applies to, in a stable order."""
+    out = []
+    for package in packages:
+        for qualname, obj in _public_objects(package):
+            if inspect.isclass(obj):
+                out.append((qualname, "class", obj))
+                out.extend(_members(qualname, obj))
+            else:
+                out.append((qualname, "function", _python_function(obj)))
+    return out
+
+
+# ------------------------------------------------------------------ reading code and docstrings
+def _own_body_nodes(func):
+    """The AST nodes of ``func``'s own body (nested functions and classes excluded); [] without source."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    top = tree.body[0]
+    nodes, todo = [], list(ast.iter_child_nodes(top))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
+            continue
+        nodes.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _validation_names(func) -> set[str]:
+    """Global names of ``func``'s module bound to checkers of the validation layer."""
+    from integrators.validation import Constraint
+
+    names = set()
+    for name, value in getattr(func, "__globals__", {}).items():
+        if isinstance(value, Constraint) or (
+                inspect.isfunction(value) and value.__module__ == "integrators.validation"):
+            names.add(name)
+    return names
+
+
+def _raised(func) -> set[str]:
+    """The checked exceptions ``func`` raises in its own body or through the validation layer."""
+    out = set()
+    checkers = _validation_names(func)
+    for node in _own_body_nodes(func):
+        if isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id in CHECKED_EXCEPTIONS:
+                out.add(exc.id)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in checkers:
+            out.add("ValueError")
+    return out
+
+
+def _returns_value(func) -> str | None:
+    """``"Returns"`` or ``"Yields"`` when ``func`` gives something back, else None."""
+    nodes = _own_body_nodes(func)
+    if any(isinstance(node, ast.Yield | ast.YieldFrom) for node in nodes):
+        return "Yields"
+    annotation = inspect.signature(func).return_annotation
+    if annotation is not inspect.Signature.empty:
+        return None if annotation in (None, "None") else "Returns"
+    for node in nodes:
+        if isinstance(node, ast.Return) and node.value is not None and not (
+                isinstance(node.value, ast.Constant) and node.value.value is None):
+            return "Returns"
+    return None
+
+
+def _parameters(func, kind: str) -> tuple[list[str], bool]:
+    """The names a ``Parameters`` section must list, and whether the signature takes ``**kwargs``."""
+    params = list(inspect.signature(func).parameters.values())
+    if kind in ("method", "classmethod") and params:
+        params = params[1:]
+    names = [p.name for p in params]
+    return names, any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _listed(section) -> set[str]:
+    names = set()
+    for entry in section:
+        for name in entry.name.split(","):
+            name = name.strip().lstrip("*")
+            if name:
+                names.add(name)
+    return names
+
+
+def _exceptions_listed(section) -> set[str]:
+    text = " ".join(f"{entry.name} {entry.type}" for entry in section)
+    return {exc for exc in CHECKED_EXCEPTIONS if exc in text}
+
+
+def _parse(doc: str):
+    """The parsed docstring and the numpydoc warnings it gave (an exception counts as one)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            parsed = numpydoc_docscrape.NumpyDocString(inspect.cleandoc(doc))
+        except Exception as exc:  # noqa: BLE001  (numpydoc raises ValueError on a malformed docstring)
+            return None, [str(exc)]
+    return parsed, [str(w.message) for w in caught]
+
+
+def _class_constructor(cls):
+    """``(parameter names, own __init__ / __post_init__ functions)`` of a class."""
+    own = [vars(cls)[name] for name in ("__init__", "__post_init__") if inspect.isfunction(vars(cls).get(name))]
+    if issubclass(cls, BaseException) and "__init__" not in vars(cls):
+        return [], own  # an exception's (*args) is the message
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (TypeError, ValueError):
+        return [], own
+    names = [p.name for p in params if p.kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                      inspect.Parameter.VAR_KEYWORD)]
+    return names, own
+
+
+def problems(qualname: str, kind: str, obj) -> list[str]:
+    """What is wrong with one public name's docstring (empty when nothing is)."""
+    doc = obj.__doc__ if kind != "property" else obj.fget.__doc__
+    if not doc or not doc.strip():
+        return ["no docstring"]
+    parsed, parse_warnings = _parse(doc)
+    out = [f"numpydoc: {w}" for w in parse_warnings]
+    if parsed is None:
+        return out
+    if not parsed["Summary"]:
+        out.append("no summary line")
+    if kind == "property":
+        return out
+    if kind == "class":
+        names, own = _class_constructor(obj)
+        listed = _listed(parsed["Parameters"]) | _listed(parsed["Attributes"])
+        missing = [name for name in names if name not in listed]
+        if missing:
+            out.append(f"Parameters/Attributes do not list {missing}")
+        raised = set().union(*(_raised(func) for func in own)) if own else set()
+        if "CONSTRAINTS" in vars(obj):
+            raised.add("ValueError")
+    else:
+        names, takes_kwargs = _parameters(obj, kind)
+        listed = _listed(parsed["Parameters"])
+        missing = [name for name in names if name not in listed]
+        if missing:
+            out.append(f"Parameters do not list {missing}")
+        extra = sorted(listed - set(names))
+        if extra and not takes_kwargs:
+            out.append(f"Parameters list {extra}, not in the signature")
+        needed = _returns_value(obj)
+        if needed and not parsed[needed]:
+            out.append(f"no {needed} section")
+        raised = _raised(obj)
+    if qualname in VALIDATING_ENTRY_POINTS:
+        raised.add("ValueError")
+    undocumented = sorted(raised - _exceptions_listed(parsed["Raises"]))
+    if undocumented:
+        out.append(f"Raises does not name {undocumented}")
+    return out
+
+
+# ------------------------------------------------------------------ the tests
+def test_the_rule_covers_the_public_names():
+    names = [qualname for qualname, _, _ in public_names()]
+    assert len(names) == len(set(names))
+    for package in PACKAGES:
+        assert any(name.startswith(package + ".") for name in names), package
+    assert "integrators.sample" in names and "theory_checks.verify" in names
+
+
+def test_every_public_name_has_a_numpydoc_docstring():
+    offenders = []
+    for qualname, kind, obj in public_names():
+        offenders.extend(f"{qualname}: {problem}" for problem in problems(qualname, kind, obj))
+    assert not offenders, f"{len(offenders)} docstring problems:\n" + "\n".join(offenders)
+
+
+def test_the_rule_fails_on_a_bare_function():
+    def bare(x, *, y=1) -> int:
+        """Add."""
+        if x is None:
+            raise ValueError("x")
+        return x + y
+
+    found = problems("bare", "function", bare)
+    assert any("Parameters do not list ['x', 'y']" in p for p in found)
+    assert any("no Returns section" in p for p in found)
+    assert any("Raises does not name ['ValueError']" in p for p in found)
+
+
+def _griffe_path(obj) -> str:
+    """Where griffe finds ``obj``: its defining module and qualified name."""
+    target = _python_function(obj.fget if isinstance(obj, property) else obj)
+    return f"{target.__module__}.{target.__qualname__}"
+
+
+def _griffe_warnings(griffe, caplog, docstring) -> list[str]:
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="griffe"):
+        docstring.parse(griffe.Parser.numpy)
+    return [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+
+
+def test_griffe_warnings_are_caught(caplog):
+    griffe = pytest.importorskip("griffe")
+    function = griffe.Function("f", parameters=griffe.Parameters(griffe.Parameter("x")))
+    bad = griffe.Docstring("Sum.\n\nParameters\n----------\ny : int\n    Not in the signature.\n", parent=function)
+    assert any("'y' does not appear in the function signature" in w for w in _griffe_warnings(griffe, caplog, bad))
+
+
+def test_griffe_parses_every_public_docstring_without_warnings(caplog):
+    griffe = pytest.importorskip("griffe")
+    roots = {package.split(".")[0] for package in PACKAGES}
+    loader = griffe.GriffeLoader(docstring_parser=griffe.Parser.numpy)
+    for root in sorted(roots):
+        loader.load(root)
+    loader.resolve_aliases(implicit=False, external=False)
+    problems_found = []
+    for qualname, _, obj in public_names():
+        path = _griffe_path(obj)
+        try:
+            item = loader.modules_collection[path]
+        except KeyError:
+            problems_found.append(f"{qualname}: griffe does not find {path}")
+            continue
+        if item.docstring is None:
+            problems_found.append(f"{qualname}: griffe reads no docstring")
+            continue
+        problems_found.extend(f"{qualname}: griffe: {w}" for w in _griffe_warnings(griffe, caplog, item.docstring))
+    assert not problems_found, "\n".join(problems_found)
