@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 OUT ?= out/tiny
 
-.PHONY: demo demo-1d reproduce-full test test-fast test-bounds lint bench clean tour
+.PHONY: demo demo-1d reproduce-full test test-fast test-bounds lint bench clean tour docs docs-serve
 
 # what the demo needs; the tests' extras (pytest, Dask, the notebook stack: ~45 s more) come on top
 $(VENV)/.installed: pyproject.toml
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
-	$(PIP) install --quiet -e ".[test,torch,data,adapters]"
+	$(PIP) install --quiet -e ".[test,torch,data,adapters,docs]"
 	touch $@
 
 demo: $(VENV)/.installed
@@ -39,11 +39,20 @@ lint: $(VENV)/.installed-test
 tour: $(VENV)/.installed-test
 	$(VENV)/bin/sms-langevin tour --out $(OUT)
 
+# the documentation site, offline, into site/ (--strict: a warning, a broken link or a missing API object fails);
+# the tour's notebooks are executed once per change of their source (cached in .cache/docs-tour/, or taken from
+# `make tour`'s out/tiny/report/tour/ when executed from the same source)
+docs: $(VENV)/.installed-test
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(VENV)/.installed-test
+	$(VENV)/bin/mkdocs serve --strict
+
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_kernels.py
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .hypothesis
+	rm -rf $(VENV) out site .cache .pytest_cache .hypothesis
 
 demo-1d: $(VENV)/.installed
 	$(VENV)/bin/sms-langevin run demo --preset quick --out out/demo  # the report's demo figure alone

@@ -7,22 +7,29 @@ sits inside one) and ``metadata.json`` (versions, git commit, seconds per notebo
 report's index links ``tour/index.html`` when it exists (:mod:`reports.report`).
 
 Each page carries the report's image check (``data-images-ok`` / ``data-images-total`` on
-``<body>``), which the headless-browser test reads.
+``<body>``), which the headless-browser test reads.  The pages need no network: nbconvert's "lab"
+template (no jQuery or require.js), and MathJax copied from the jupyter-server-mathjax package
+into ``mathjax/`` beside them (:func:`tour.page_style.copy_mathjax`) instead of a CDN.  Each
+executed notebook records the hash of its source (``metadata.sms_langevin.source_sha256``), so the
+documentation site reuses it while the source is unchanged (``docs/hooks.py``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from tour.notebooks import NOTEBOOK_DIR, notebooks
-from tour.page_style import CHECK_SCRIPT, STYLE
+from tour.page_style import CHECK_SCRIPT, STYLE, copy_mathjax, mathjax_head
 
 ROOT = NOTEBOOK_DIR.parents[1]
 CELL_TIMEOUT = 600  # seconds per cell: the notebooks need far less; a hung cell fails the build
+MATHJAX_DIR = "mathjax"  # MathJax beside the pages (copied from the jupyter-server-mathjax package)
 
 
 class NotebookFailed(RuntimeError):
@@ -69,13 +76,41 @@ def execute(nb, *, timeout: int = CELL_TIMEOUT):
     return nb
 
 
+def stamp(nb, source: Path) -> None:
+    """Record in ``nb``'s metadata the hash of the source it was executed from."""
+    nb.metadata["sms_langevin"] = {"source_sha256": hashlib.sha256(Path(source).read_bytes()).hexdigest()}
+
+
 def write_page(nb, path: Path) -> None:
-    """The executed notebook as one self-contained HTML page (figures embedded as data URIs)."""
+    """The executed notebook as one HTML page (figures embedded as data URIs) that loads nothing
+    from the network: MathJax from ``mathjax/`` beside it, copied there if missing."""
     from nbconvert import HTMLExporter
 
-    body, _ = HTMLExporter(template_name="classic").from_notebook_node(nb)
+    url = f"{MATHJAX_DIR}/MathJax.js"
+    body, _ = HTMLExporter(template_name="lab", mathjax_url=url).from_notebook_node(nb)
+    loader = f'<script src="{url}"> </script>'
+    if loader not in body:
+        raise RuntimeError("nbconvert's page no longer loads MathJax as tour/build.py expects")
+    body = offline(body.replace(loader, mathjax_head(url), 1))
     body = body.replace("</body>", f"{CHECK_SCRIPT}\n</body>", 1)
+    copy_mathjax(path.parent / MATHJAX_DIR)
     path.write_text(body, encoding="utf-8")
+
+
+REMOTE = re.compile(r"""src=["']https?://|import\(["']https?://""")
+
+
+def offline(body: str) -> str:
+    """The page without what the lab template loads from CDNs and these notebooks never use:
+    require.js (for widgets and JavaScript outputs) and mermaid (loaded only for diagrams); raises
+    ``RuntimeError`` if anything else would still be fetched from the network."""
+    body = re.sub(r"""<script src=["']https?://[^"']*require[^"']*["']>\s*</script>""", "", body)
+    if "<div class=\"jp-Mermaid\">" not in body:  # a diagram output; the script names the class too
+        body = re.sub(r"<script type=\"module\">(?:(?!</script>).)*?mermaid.*?</script>", "", body, flags=re.S)
+    remote = REMOTE.search(body)
+    if remote:
+        raise RuntimeError(f"a tour page would load from the network: {body[remote.start():remote.start() + 120]}")
+    return body
 
 
 def write_notebook(nb, path: Path) -> None:
@@ -118,6 +153,7 @@ def build(out_dir: Path | str, names=None, *, timeout: int = CELL_TIMEOUT, progr
         except Exception as exc:  # nbclient's CellExecutionError (or a dead kernel): name the notebook
             detail = f"{getattr(exc, 'ename', type(exc).__name__)}: {getattr(exc, 'evalue', exc)}"
             raise NotebookFailed(f"tour notebook {source.name} failed: {detail}".splitlines()[0]) from exc
+        stamp(nb, source)
         write_page(nb, out_dir / f"{source.stem}.html")
         write_notebook(nb, out_dir / f"{source.stem}.ipynb")
         title, promise = title_and_promise(nb)

@@ -20,3 +20,49 @@ td, th { border: 1px solid #ccc; padding: 3px 6px; vertical-align: top; }
 figcaption { font-size: 0.9em; margin: 0.4em 0 1.6em; }
 pre { background: #f6f6f6; padding: 0.6em; font-size: 0.8em; }
 </style>"""
+
+# ------------------------------------------------------------------ mathematics, offline
+# MathJax 2.7 from the PyPI package jupyter-server-mathjax (its static files, inside the wheel), copied
+# beside the pages that need it: no page fetches anything from a CDN.  HTML-CSS output with the
+# STIX-Web fonts the package ships (its only font set).
+MATHJAX_COMBINED = "TeX-AMS-MML_HTMLorMML-full"  # the package's one combined configuration: load with ?config=
+MATHJAX_CONFIG = """window.MathJax = {
+  TeX: {equationNumbers: {autoNumber: "AMS"}},
+  tex2jax: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], displayMath: [["$$", "$$"], ["\\\\[", "\\\\]"]],
+            processEscapes: true, processEnvironments: true},
+  "HTML-CSS": {availableFonts: [], imageFont: null, preferredFont: null, webFont: "STIX-Web"},
+  messageStyle: "none",
+  showProcessingMessages: false
+};"""
+MATHJAX_SKIP = ("a11y", "SVG")  # parts these pages never load (the SVG folder holds fonts only)
+
+
+def mathjax_source():
+    """The folder of MathJax's static files inside the installed ``jupyter_server_mathjax`` package;
+    raises ``ModuleNotFoundError`` saying what to install when it is absent."""
+    from pathlib import Path
+    try:
+        import jupyter_server_mathjax
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError("the pages' mathematics needs MathJax from the package jupyter-server-mathjax "
+                                  "(pip install -e '.[tour]' or '.[docs]')") from exc
+    return Path(jupyter_server_mathjax.__file__).parent / "static"
+
+
+def copy_mathjax(dest) -> None:
+    """Copy MathJax (what the pages load of it) into the folder ``dest``; the pages refer to
+    ``<dest>/MathJax.js``."""
+    import shutil
+    from pathlib import Path
+    dest = Path(dest)
+    if (dest / "MathJax.js").exists():
+        return
+    shutil.copytree(mathjax_source(), dest, dirs_exist_ok=True,
+                    ignore=lambda folder, names: [n for n in names if n in MATHJAX_SKIP
+                                                  or (Path(folder).name == "localization" and n != "en")])
+
+
+def mathjax_head(url: str) -> str:
+    """The ``<script>`` tags that configure MathJax and load it from ``url`` (``.../MathJax.js``,
+    relative to the page) with the package's combined configuration."""
+    return f"<script>\n{MATHJAX_CONFIG}\n</script>\n<script src='{url}?config={MATHJAX_COMBINED}'></script>"
