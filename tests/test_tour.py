@@ -18,12 +18,13 @@ from tour.exercises import Computed, Hashed
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("integrators", "theory_checks", "bias", "reports", "tour")
+PROJECT_PACKAGES = ("integrators", "theory_checks", "bias", "reports", "tour", "bnn")
 
 # The right answers of the stored (hashed) exercises: the tests must know them; the notebooks and
 # the checker's source do not show them.
 HASHED_ANSWERS = {"1.2": "baoab", "1.3": 0.125, "2.1": 1.0, "2.2": 2.0, "2.3": 4, "3.1": 5.25e-3, "3.2": 4.0,
-                  "4.1": 2.0, "4.2": 0.5, "5.2": 4.0, "5.3": 1.0}
+                  "4.1": 2.0, "4.2": 0.5, "5.2": 4.0, "5.3": 1.0, "6.1": 50**0.5, "6.2": 50.0, "6.3": "no",
+                  "7.1": 0.5, "7.2": "stationarity", "7.3": 2.0}
 
 
 def computed_truth(exercise_id: str) -> float:
@@ -155,6 +156,7 @@ def code_of(path: Path) -> str:
 def test_the_private_api_check_catches_private_names():
     public = public_modules()
     assert {"integrators", "integrators.brownian", "theory_checks.oracle", "bias.figure1", "tour"} <= public
+    assert {"bnn", "bnn.training", "bnn.metrics", "integrators.torch", "theory_checks.verify"} <= public
     assert private_uses("from integrators.api import _fmt", public)
     assert private_uses("from integrators.rng import lane_states", public)   # rng.py: not in the README
     assert private_uses("import integrators.kernel as k\nk._KERNELS", public)
@@ -179,9 +181,9 @@ def test_notebook_source_states_its_goal_and_ends_with_exercises(path):
     assert not list(path.parent.glob("*.ipynb")), "notebooks are stored as jupytext sources only"
 
 
-def test_tour_has_the_five_notebooks_in_order():
+def test_tour_has_its_seven_notebooks_in_order():
     stems = [p.stem for p in notebooks()]
-    assert [s[:2] for s in stems] == ["01", "02", "03", "04", "05"]
+    assert [s[:2] for s in stems] == ["01", "02", "03", "04", "05", "06", "07"]
     assert notebooks(["03"])[0].stem.startswith("03")
     with pytest.raises(ValueError, match="no tour notebook 'nope'"):
         notebooks(["nope"])
@@ -189,7 +191,7 @@ def test_tour_has_the_five_notebooks_in_order():
 
 # ------------------------------------------------------------------------------- execution
 def test_every_notebook_executes_top_to_bottom():
-    """All five notebooks, each top to bottom, one after the other in one kernel with its
+    """All the notebooks, each top to bottom, one after the other in one kernel with its
     namespace reset between them (``%reset -f``: a notebook that leans on another's names fails),
     so Numba compiles each kernel once; ``sms-langevin tour`` gives each its own kernel."""
     import nbformat

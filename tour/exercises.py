@@ -158,6 +158,36 @@ EXERCISES: dict[str, Hashed | Computed] = {
     "5.3": Hashed("Figure 1's local slope of SG-UBU (ubu x iid), rounded to the nearest integer.",
                   "SG samplers carry an O(h) gradient-noise bias; look at local_slopes(points).",
                   ("e83d07cfecaae7101310bf82", "8f6d5e6702a767eea7ff020a", "b4448f4a84f23a12abdc5c3d"), tol=0.3),
+    # 6. a Bayesian neural network
+    "6.1": Hashed("The friction gamma of the localized sampler of notebook 6 (rho = 50^(-1/2)), to two decimals.",
+                  "The paper ties the friction to the localization width: gamma = 1 / rho. "
+                  "sampler_config.gamma holds it.",
+                  ("bc6d2a742be4e03b4a63e775", "6fb04dacdbe708056ea996b2", "3f850f510b79eab0052bb5bc"), tol=0.02),
+    "6.2": Hashed("The localizing term |x - x*|^2 / (2 rho^2) adds the same curvature to every coordinate of "
+                  "the potential: how much, at the notebook's rho?",
+                  "Differentiate the term twice in one coordinate: 1 / rho^2.",
+                  ("12b42b7f62229ea1b362a9d2", "d0126be836d9aabec0b22635", "172f5c76f6a97ad046c57f70"), tol=0.5),
+    "6.3": Hashed("Can the NLL of the mean of several predictives (the samples' average) be larger than the "
+                  "mean of their NLLs? Answer 'yes' or 'no'.",
+                  "-log is convex (Jensen's inequality). Compare the single samples' NLLs printed above with "
+                  "the NLL of their mean.",
+                  ("e5ee39a007f7167907a1d500",)),
+    # 7. verify your own sampler
+    "7.1": Hashed("An O step over a half step tau = h/2 that reads dW instead of J has a noise variance too "
+                  "large by the factor Var dW / Var J = 1 + c gamma h + O(h^2). What is c?",
+                  "pair_covariance(gamma, tau) gives both variances; expand (1 - exp(-2 gamma tau)) / (2 gamma) "
+                  "to second order in tau, then write tau in terms of h.",
+                  ("24457bc71633587ba21654af", "86f9eb8e67262e3b8ec68089", "b9ae10ab3a1a0d3bc55d5f7b"), tol=0.05),
+    "7.2": Hashed("Besides the weak orders, which named check of verify fails when the O step's noise is "
+                  "sqrt(gamma) instead of sqrt(2 gamma)?",
+                  "Print the report of AOBOA_COLD: report.failed lists the failing checks by name.",
+                  ("2cd412fb1e32ddef79e3301e",)),
+    "7.3": Hashed("Plant a third mistake: AOBOA whose kick uses h/2 instead of h. As h -> 0, by what factor "
+                  "is its stationary covariance multiplied, compared with the target's?",
+                  "Halving the force is following the gradient of f/k for which k? Or plant it: copy aoboa_step "
+                  "with 0.5 * h in the kick and divide stationary_moments(target, scheme, 'full', 1e-3, 1.0)"
+                  ".covariance by target.covariance.",
+                  ("97809d49410e831de90ea994", "907f5ed6008bb83fd7075199", "6bc382777be870de0c66f66e"), tol=0.1),
 }
 
 
