@@ -36,11 +36,11 @@ from bias import figure1
 from integrators import GaussianTarget, sample, sample_together
 from integrators.backends import TILE_SIZE
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P], "{out}" a folder for its files
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (it writes no files)
 # (see reports.bench_command.cmd_bench)
-BENCH_ARGS = {"cpu": {"tiny": ["--preset", "tiny", "--kernel-steps", "1e5", "--out", "{out}"],
-                      "quick": ["--preset", "quick", "--kernel-steps", "2e6", "--out", "{out}"],
-                      "full": ["--preset", "full", "--out", "{out}"]}}
+BENCH_ARGS = {"cpu": {"tiny": ["--preset", "tiny", "--kernel-steps", "1e5"],
+                      "quick": ["--preset", "quick", "--kernel-steps", "2e6"],
+                      "full": ["--preset", "full"]}}
 
 
 def _thread_counts(text: str) -> list[int]:
@@ -151,7 +151,6 @@ def main(argv=None):
     parser.add_argument("--preset", default="full", choices=sorted(figure1.PRESETS))
     parser.add_argument("--threads", type=_thread_counts, default=[2],
                         help="thread counts, comma separated (e.g. 2,16): each runs (a)-(c)")
-    parser.add_argument("--out", default="out/bench_figure1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kernel-steps", type=float, default=None,
                         help="chain-steps per (scheme, plan) in (a) (default 1e8 at full, 2e7 otherwise)")
@@ -172,8 +171,8 @@ def main(argv=None):
         shared_seconds = sum(n / shared[pair[0]] for pair, n in steps.items())
         kernel_cpu = sum(n * cpu_per_step[pair] for pair, n in steps.items())
         t0, c0 = time.perf_counter(), cpu_seconds()
-        points = figure1.run(f"{args.out}/threads{threads}", args.preset, seed=args.seed,
-                             baoab_paper_friction=args.baoab_paper_friction, threads=threads)
+        points = figure1.compute(args.preset, seed=args.seed, baoab_paper_friction=args.baoab_paper_friction,
+                                 threads=threads)
         wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
         print(f"\n{threads} threads:")
         print("  (a) kernel chain-steps/s: " + ", ".join(f"{s} x {p} {r:.3g}" for (s, p), r in rates.items())

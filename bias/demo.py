@@ -3,20 +3,19 @@
     sms-langevin run demo --preset quick --out out/demo      (make demo-1d)
 
 The figure ``demo`` of the reports (:mod:`reports.fig_demo`) runs :func:`run_unit` per sampler and
-step size and draws with :func:`write_outputs`: ``demo.png`` (sample densities at the largest step
-next to the exact density, and the bias of the stationary variance against ``h`` on log-log
-axes) and ``demo.csv`` (the numbers behind the plot, columns :data:`CSV_COLUMNS`).
+step size; :func:`table` gives the numbers behind the plot (columns :data:`CSV_COLUMNS`) and
+:func:`plot` the figure (sample densities at the largest step next to the exact density, and the
+bias of the stationary variance against ``h`` on log-log axes).  Nothing here writes a file.
 """
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 
 import numpy as np
 
 from integrators import GaussianTarget, sample
+from integrators.validation import preset_settings
 
 SAMPLERS = {"SMS-UBU": ("ubu", "sms"), "SG-UBU": ("ubu", "iid")}
 PRESETS = {"quick": {"n_chains": 4000, "time": 800.0}, "tiny": {"n_chains": 400, "time": 100.0},
@@ -35,10 +34,8 @@ def hist_edges(target) -> np.ndarray:
 
 def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
     """One sampler at ``h = 2^-k``: a row of the CSV, and (for the largest step) a histogram."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+    cfg = preset_settings(PRESETS, preset)
     scheme, plan = SAMPLERS[name]
-    cfg = PRESETS[preset]
     target = GaussianTarget.one_d_example()
     exact_mean, exact_var = target.mean[0], target.covariance[0, 0]
     h = 2.0**-k
@@ -54,17 +51,19 @@ def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
     return {"row": row, "hist": hist, "summary": res.summary()}
 
 
-def write_outputs(out: Path, results: list[dict]) -> None:
-    rows = [r["row"] for r in results]
-    with open(out / "demo.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS)  # fixed: rows read back from JSON come key-sorted
-        writer.writeheader()
-        writer.writerows(rows)
-    hists = {r["row"]["sampler"]: np.array(r["hist"]) for r in results if r["hist"] is not None}
-    plot(out / "demo.png", rows, hists)
+def table(results: list[dict]) -> list[dict]:
+    """The rows of the units' results, columns in the order of :data:`CSV_COLUMNS` (rows read back
+    from JSON come key-sorted)."""
+    return [{key: r["row"][key] for key in CSV_COLUMNS} for r in results]
 
 
-def plot(path: Path, rows, hists):
+def histograms(results: list[dict]) -> dict:
+    """``{sampler: counts}`` of the units that kept a histogram (the largest step)."""
+    return {r["row"]["sampler"]: np.array(r["hist"]) for r in results if r["hist"] is not None}
+
+
+def plot(rows: list[dict], hists: dict):
+    """The demo figure: densities at ``h = 1/4`` beside the exact one, and |variance bias| against h."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -94,6 +93,4 @@ def plot(path: Path, rows, hists):
             title="stationary variance bias vs h")
     ax2.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig

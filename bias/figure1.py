@@ -35,7 +35,7 @@ those of its own ``sample()`` call.  All calls go to one pool of ``threads`` wor
 (one thread each; the kernel releases the GIL), queued at once with the finest ``h`` first, and a
 group's W1 numbers are read off as soon as its calls are done while the other calls keep the
 cores busy.  F and the integrated cdf on the histogram's grid are computed once per layout.
-Every histogram has ``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in ``metadata.json``): the plotted estimate's
+Every histogram has ``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in :func:`run_facts`): the plotted estimate's
 binning bound is ``1.5`` bin widths, the plain one's half a bin width; ``benchmarks/bench_figure1.py``
 prints the former as a fraction of the smallest plotted W1.
 A sampler that diverges is marked diverged at that ``h`` (with the first divergent step), never
@@ -53,11 +53,9 @@ is BAOAB at friction ``gamma / 2``).
 from __future__ import annotations
 
 import math
-import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from bias.figure1_output import plot, resolution_metadata, write_csv, write_metadata
+from bias.figure1_output import plot, resolution_metadata, run_facts, table
 from bias.figure1_schedule import Group, clear_control_cache, completion_order
 from bias.figure1_setup import (
     BACKENDS,
@@ -75,12 +73,13 @@ from bias.figure1_setup import (
     target_law,
 )
 from integrators import GaussianTarget
+from integrators.validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 __all__ = ["BACKENDS", "DIVERGENCE_BOUND", "PRESETS", "SAMPLERS", "Point", "chain_steps",
            "clear_control_cache", "histogram_layout", "local_slopes", "noise_floor", "plot", "point_config",
-           "resolution_metadata", "run", "run_point", "run_points", "sampler_for", "target_law", "units",
-           "write_csv", "write_metadata"]
+           "resolution_metadata", "compute", "run_facts", "run_point", "run_points", "sampler_for", "table",
+           "target_law", "units"]
 
 
 def chain_steps(preset: str, *, gamma: float = 1.0, control_variate: bool = True) -> dict:
@@ -152,20 +151,17 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
     return out
 
 
-def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
-        baoab_paper_friction: bool = False, control_variate: bool = True, *,
-        threads: int | None = None, backend: str = "numba", device=None) -> list[Point]:
-    """Run every unit, write ``figure1.csv``, ``figure1.png`` and ``metadata.json``
-    (``baoab_paper_friction``: BAOAB as the paper's listing, at friction ``gamma / 2``;
-    ``control_variate=False``: the plain empirical W1 only; ``threads``: cores, default all).
-    The three plans of a scheme at one step size and their shared control run together."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_friction: bool = False,
+            control_variate: bool = True, threads: int | None = None, backend: str = "numba",
+            device=None) -> list[Point]:
+    """Every point of the figure in one process, returned (no file is written: ``sms-langevin run
+    figure1`` draws and writes them).  ``baoab_paper_friction``: BAOAB as the paper's listing, at
+    friction ``gamma / 2``; ``control_variate=False``: the plain empirical W1 only; ``threads``:
+    cores, default all.  The three plans of a scheme at one step size and their shared control run
+    together."""
+    preset_settings(PRESETS, preset)
     threads = resolve_threads(threads)
-    sampler = sampler_for(backend, device)
-    t0 = time.time()
+    sampler_for(backend, device)  # validates the pair
     n_units = len(units(preset))
 
     # one pool for the whole figure and every call queued at once, the costliest (finest h)
@@ -184,11 +180,4 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, progress=None,
                 if progress:
                     progress(f"[{n_done}/{n_units}] {q.scheme} x {q.plan}, h = 2^-{key[1]}: "
                              f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
-    points = [q for key in scheme_step_groups(preset) for q in by_group[key]]
-    seconds = time.time() - t0
-    slopes = local_slopes(points)
-    write_csv(out / "figure1.csv", points, slopes)
-    write_metadata(out / "metadata.json", points, preset, seed, seconds, baoab_paper_friction,
-                   backend=sampler.describe() if backend != "numba" else {"backend": "numba"})
-    plot(out / "figure1.png", points, slopes)
-    return points
+    return [q for key in scheme_step_groups(preset) for q in by_group[key]]

@@ -1,11 +1,9 @@
-"""Figure 1's files: the CSV of its points, the run's metadata and the figure."""
+"""Figure 1's outputs as data: the table of its points, its facts for the metadata, and the figure
+(``reports`` writes them)."""
 
 from __future__ import annotations
 
-import csv
-import json
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 
@@ -13,17 +11,11 @@ from bias.figure1_setup import PRESETS, SAMPLERS, Point, histogram_layout, targe
 from integrators import GaussianTarget
 
 
-def write_csv(path: Path, points: list[Point], slopes: dict, *, with_seconds: bool = True) -> None:
+def table(points: list[Point], slopes: dict, *, with_seconds: bool = True) -> list[dict]:
     """The figure's numbers, one row per point (``with_seconds=False`` leaves out the wall time,
     so that runs on different executors give byte-identical files)."""
-    fields = [f for f in asdict(points[0]) if with_seconds or f != "seconds"] + ["local_slope_finest"]
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        for q in points:
-            row = {f: v for f, v in asdict(q).items() if f in fields}
-            row["local_slope_finest"] = slopes[(q.scheme, q.plan)]
-            writer.writerow(row)
+    return [{**{f: v for f, v in asdict(q).items() if with_seconds or f != "seconds"},
+             "local_slope_finest": slopes[(q.scheme, q.plan)]} for q in points]
 
 
 def resolution_metadata() -> dict:
@@ -37,26 +29,28 @@ def resolution_metadata() -> dict:
                            "included (bias.wasserstein.expected_binned_w1)"}
 
 
-def write_metadata(path: Path, points: list[Point], preset: str, seed: int, seconds: float,
-                   baoab_paper_friction: bool = False, backend: dict | None = None) -> None:
-    from integrators.metadata import metadata
-    meta = metadata(seed, preset)
+def run_facts(points: list[Point], preset: str, baoab_paper_friction: bool = False,
+              backend: dict | None = None) -> dict:
+    """What the figure's ``metadata.json`` records besides the run's metadata: the friction, the O
+    step, the estimators, the sample counts, the histogram and its bounds, and ``backend`` (a
+    description of the tensor backend, when given)."""
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
               else "exp(-gamma h) (standard)")
-    meta.update({"seconds": round(seconds, 1), "gamma": 1.0, "baoab_o_step": o_step,
-                 "estimator": sorted({q.estimator for q in points if not q.diverged}),
-                 "samples_per_point": "samples_per_unit * 2^k",
-                 "samples_per_unit": PRESETS[preset]["samples_per_unit"],
-                 "histogram": resolution_metadata(), **(backend or {"backend": "numba"})})
+    facts = {"gamma": 1.0, "baoab_o_step": o_step,
+             "estimator": sorted({q.estimator for q in points if not q.diverged}),
+             "samples_per_point": "samples_per_unit * 2^k",
+             "samples_per_unit": PRESETS[preset]["samples_per_unit"],
+             "histogram": resolution_metadata(), **(backend or {})}
     ok = [q for q in points if not q.diverged]
     if ok:  # the bounds the figure needs: against the smallest plotted W1 and the smallest floor
-        res = meta["histogram"]
+        res = facts["histogram"]
         res["control_variate_bound_over_smallest_w1"] = res["binning_bound_control_variate"] / min(q.w1 for q in ok)
         res["plain_bound_over_smallest_noise_floor"] = res["binning_bound_plain"] / min(q.noise_floor for q in ok)
-    path.write_text(json.dumps(meta, indent=2) + "\n")
+    return facts
 
 
-def plot(path: Path, points: list[Point], slopes: dict) -> None:
+def plot(points: list[Point], slopes: dict):
+    """Figure 1: W1 bias against h per sampler, diverged samplers marked, the noise floor drawn."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -98,6 +92,4 @@ def plot(path: Path, points: list[Point], slopes: dict) -> None:
     ax.set_xscale("log", base=2)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the axes: covers no line
     fig.tight_layout()
-    fig.savefig(path, dpi=130, bbox_inches="tight")
-    fig.savefig(path.with_suffix(".pdf"), bbox_inches="tight")
-    plt.close(fig)
+    return fig

@@ -25,6 +25,7 @@ from bias.figure1_setup import (
 )
 from bias.wasserstein import Normal, StreamingW1, w1_with_control
 from integrators import GaussianTarget, sample_together
+from integrators.validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 
@@ -145,8 +146,7 @@ class Group:
     @classmethod
     def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
              backend=("numba", None)):
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        preset_settings(PRESETS, preset)
         for plan in plans:
             if (scheme, plan) not in SAMPLERS:
                 raise ValueError(f"unknown sampler {scheme!r} x {plan!r}; choose from {SAMPLERS}")

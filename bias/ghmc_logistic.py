@@ -32,15 +32,14 @@ counted as the best sampler.
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 
 import numpy as np
 
 from bias import logistic
 from bias.metrics import all_metrics
 from integrators import MultinomialLogisticTarget, sample, sms_ghmc
+from integrators.validation import preset_settings
 
 SAMPLERS = ("SMS-GHMC", "SMS-UBU")
 REFERENCE = "reference"
@@ -59,9 +58,7 @@ PRESETS = {
 
 
 def _config(preset: str) -> dict:
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {', '.join(PRESETS)}")
-    return PRESETS[preset]
+    return preset_settings(PRESETS, preset)
 
 
 def units(preset: str) -> list[dict]:
@@ -180,13 +177,6 @@ def rows(results: list[dict]) -> list[dict]:
     return out
 
 
-def write_csv(path: Path, table: list[dict]) -> None:
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(table[0]))
-        writer.writeheader()
-        writer.writerows(table)
-
-
 def stuck(row: dict) -> bool:
     """A run whose chains barely spread (:data:`STUCK` of the reference's spread) never left the
     mode: its predictive is a point estimate's, so its error says nothing about sampling."""
@@ -217,7 +207,7 @@ def _label_steps(ax, hs) -> None:
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
-def plot(path: Path, table: list[dict]) -> None:
+def plot(table: list[dict]):
     """Error of p(true class) against the reference (bars: 2 jackknife s.e.; runs that never left
     the mode and diverged runs are marked, never plotted as numbers), the spread of the chains
     against the reference's, and SMS-GHMC's acceptance rate, each against h."""
@@ -254,9 +244,7 @@ def plot(path: Path, table: list[dict]) -> None:
     for ax, hs in ((a, a_h), (b, b_h), (c, [r["h"] for r in g])):
         _label_steps(ax, hs)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig
 
 
 def summary(table: list[dict]) -> str:

@@ -18,12 +18,9 @@ from local IDX files (``data_dir``).
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
@@ -34,6 +31,7 @@ from bias.telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget
 from integrators.seeds import derive
 from integrators.targets import softmax_probabilities
+from integrators.validation import preset_settings
 
 SAMPLERS = [("em", "iid"), ("baoab", "iid"), ("baoab", "sms"), ("ubu", "iid"), ("ubu", "sms")]
 NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms"): "SMS-BAOAB",
@@ -139,14 +137,11 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
     return rows
 
 
-def run(out: Path | str, preset: str = "quick", seed: int = 0, data_dir=None, progress=None) -> list[Row]:
-    """All five samplers; writes ``logistic.csv``, ``logistic_ordering.csv`` (where SMS-UBU stands
-    at each step size, :func:`ordering`), ``logistic.png`` and ``metadata.json``."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    x_train, y_train, x_test, y_test, source = load_data(preset, data_dir, seed)
+def compute(preset: str = "quick", seed: int = 0, *, data_dir=None, progress=None) -> list[Row]:
+    """All five samplers in one process, their rows returned (no file is written: ``sms-langevin run
+    logistic`` draws and writes the figure; this is the route for Fashion-MNIST from ``data_dir``)."""
+    preset_settings(PRESETS, preset)
+    x_train, y_train, x_test, y_test, _ = load_data(preset, data_dir, seed)
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=PRIOR_PRECISION)
     rows = []
     t0 = time.time()
@@ -154,20 +149,6 @@ def run(out: Path | str, preset: str = "quick", seed: int = 0, data_dir=None, pr
         rows.extend(run_sampler(target, (np.ascontiguousarray(x_test), y_test), scheme, plan, preset, seed))
         if progress:
             progress(f"{NAMES[(scheme, plan)]}: done in {time.time() - t0:.0f} s")
-    with open(out / "logistic.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(asdict(rows[0])))
-        writer.writeheader()
-        writer.writerows(asdict(r) for r in rows)
-    from integrators.metadata import metadata
-    meta = metadata(seed, preset)
-    meta.update({"data": source, "batch_size": BATCH_SIZE, "prior_precision": PRIOR_PRECISION,
-                 "gamma": PRESETS[preset]["gamma"], "control_variate": "L-BFGS mode",
-                 "baoab_friction": "gamma / 2 (the paper's listing: O step with exp(-gamma h / 2))",
-                 "seconds": round(time.time() - t0, 1)})
-    meta["sms_ubu_ordering"] = ordering_summary(rows)
-    (out / "metadata.json").write_text(json.dumps(meta, indent=2) + "\n")
-    write_ordering(out / "logistic_ordering.csv", rows)
-    plot(out / "logistic.png", rows)
     return rows
 
 
@@ -215,13 +196,6 @@ def ordering_summary(rows: list[Row], focus: str = "SMS-UBU") -> str:
                      for o in ordering(rows, focus))
 
 
-def write_ordering(path: Path, rows: list[Row]) -> None:
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["h", "verdict", "runner_up", "gap", "noise"])
-        writer.writeheader()
-        writer.writerows(ordering(rows))
-
-
 def diverged_step_sizes(rows) -> dict[str, list[float]]:
     """``{sampler: [step sizes where it diverged, largest first]}``, each sampler once."""
     out: dict[str, list[float]] = {}
@@ -235,7 +209,8 @@ def bias_at(rows: list[Row], h: float) -> dict:
     return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h) and not r.diverged}
 
 
-def plot(path: Path, rows: list[Row]) -> None:
+def plot(rows: list[Row]):
+    """Bias, accuracy, NLL, ACE and RPS against h, one panel each; diverged samplers marked."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -266,6 +241,4 @@ def plot(path: Path, rows: list[Row]) -> None:
         ax.set(xlabel="h", title=label)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig

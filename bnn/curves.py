@@ -5,7 +5,6 @@ stays)."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -57,7 +56,7 @@ def overconfidence(summary: list[dict], dataset: str) -> dict | None:
     return out
 
 
-def plot_curve(path: Path, summary: list[dict], dataset: str) -> None:
+def plot_curve(summary: list[dict], dataset: str):
     """Test NLL, accuracy and ACE of Adam and SWA against the optimizer's steps (mean ± s.d.
     over runs), and the training loss: the overconfident regime is the NLL rising while the
     accuracy stays."""
@@ -85,6 +84,4 @@ def plot_curve(path: Path, summary: list[dict], dataset: str) -> None:
     fig.suptitle(f"{dataset}: Adam (power-1 decay) then SWA, test metrics along training (mean ± s.d. over "
                  f"{runs} runs)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig

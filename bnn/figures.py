@@ -5,9 +5,7 @@
 
 from __future__ import annotations
 
-import csv
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -56,19 +54,11 @@ def ensemble_rows(dataset: str, runs: list) -> list[dict]:
     return rows
 
 
-def write_csv(path: Path, rows: list[dict]) -> None:
-    fields = list(rows[0]) if rows else ["empty"]
-    with open(path, "w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-
-
 def format_mean_std(mean, std) -> str:
     return f"{mean:.4f}" + (f" ± {std:.4f}" if std != "" else "")
 
 
-def write_ensemble_markdown(path: Path, rows: list[dict], settings: str) -> None:
+def ensemble_markdown(rows: list[dict], settings: str) -> str:
     """Single runs and small ensembles, every method, mean ± standard deviation over disjoint groups."""
     sizes = sorted({r["size"] for r in rows if r["size"] != ""})
     lines = [f"Settings: {settings}", "", "| data | method | size | " + " | ".join(metrics.METRICS) + " |",
@@ -84,10 +74,10 @@ def write_ensemble_markdown(path: Path, rows: list[dict], settings: str) -> None
     diverged = [r for r in rows if r["size"] == "" or (r["diverged_runs"] and r["size"] == 1 and r["metric"] == "nll")]
     for r in diverged:
         lines.append(f"\n{r['method']} ({r['dataset']}): diverged in {r['diverged_runs']} run(s)")
-    path.write_text("\n".join(lines) + "\n")
+    return "\n".join(lines) + "\n"
 
 
-def plot_ensembles(path: Path, rows: list[dict], dataset: str) -> None:
+def plot_ensembles(rows: list[dict], dataset: str):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,9 +103,7 @@ def plot_ensembles(path: Path, rows: list[dict], dataset: str) -> None:
     fig.suptitle(f"{dataset}: ensembles of independent runs (mean ± s.d. over disjoint groups)"
                  + ("\ndiverged in some runs: " + ", ".join(diverged) if diverged else ""), fontsize=9)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig
 
 
 def step_size_rows(dataset: str, runs: list) -> list[dict]:
@@ -149,7 +137,7 @@ def step_size_rows(dataset: str, runs: list) -> list[dict]:
     return rows
 
 
-def plot_step_size(path: Path, rows: list[dict]) -> None:
+def plot_step_size(rows: list[dict]):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -173,9 +161,7 @@ def plot_step_size(path: Path, rows: list[dict]) -> None:
         ax.set_title(f"{metric} of single runs")
     axes[0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig
 
 
 def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
@@ -202,7 +188,7 @@ def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
     return traces, rhats
 
 
-def plot_traces(path: Path, traces: list[dict], rhats: list[dict]) -> None:
+def plot_traces(traces: list[dict], rhats: list[dict]):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -236,9 +222,7 @@ def plot_traces(path: Path, traces: list[dict], rhats: list[dict]) -> None:
     b.set_title("R-hat of the training loss after burn-in")
     b.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig
 
 
 def hessian_rows(dataset: str, runs: list) -> list[dict]:
@@ -246,7 +230,7 @@ def hessian_rows(dataset: str, runs: list) -> list[dict]:
             for r in runs for point, vals in r.get("hessian", {}).items()]
 
 
-def plot_hessian(path: Path, rows: list[dict]) -> None:
+def plot_hessian(rows: list[dict]):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -262,9 +246,7 @@ def plot_hessian(path: Path, rows: list[dict]) -> None:
     ax.set_ylabel("|Hessian|_2 (power iteration)")
     ax.set_title("Spectral norm of the Hessian of the potential", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig
 
 
 def cifar10_rows(runs: list) -> list[dict]:

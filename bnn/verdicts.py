@@ -5,7 +5,6 @@ markdown of the regime level."""
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import numpy as np
 
@@ -71,8 +70,8 @@ def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU") -> str:
     return "does not hold" if better == 0 else "holds in part"
 
 
-def write_regime_markdown(path: Path, dataset: str, table_rows: list[dict], verdicts: list[dict], methods,
-                          settings: str, extra: list[str]) -> None:
+def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], methods, settings: str,
+                    extra: list[str]) -> str:
     """The paper-style table (mean ± s.d. over disjoint groups, single runs and ensembles) of the
     ``methods`` and the paired verdicts against Adam and SWA."""
     keyed = {(r["method"], r["size"], r["metric"]): r for r in table_rows if r["dataset"] == dataset}
@@ -101,5 +100,4 @@ def write_regime_markdown(path: Path, dataset: str, table_rows: list[dict], verd
             cells.append("" if v is None else f"{v['diff']:+.4f}" + (f" ± {v['se']:.4f}" if v["se"] != "" else "")
                          + f" {v['verdict']}")
         lines.append(f"| {method} | {ref} | {size} | " + " | ".join(cells) + " |")
-    with open(path, "a") as fh:
-        fh.write("\n".join(lines) + "\n\n")
+    return "\n".join(lines) + "\n\n"

@@ -21,6 +21,7 @@ from pathlib import Path
 from reports import registry
 from reports.bench_command import cmd_bench
 from reports.cli_common import CliError, check_out, check_preset, out_path
+from reports.drawing import write_drawing, write_metadata
 from reports.executor import SchedulerError, check_scheduler, execute, local_cores
 from reports.progress import Progress
 from reports.registry import absent_input
@@ -249,7 +250,8 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
-        info = mod.draw(results, report_dir / fid, level)
+        drawing = mod.draw(results, level)
+        files = write_drawing(drawing, report_dir / fid)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
         figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),
@@ -257,8 +259,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
         if getattr(mod, "BACKENDS", None):
             figure_meta.update(backend or {"backend": "numba"})
-        (report_dir / fid / "metadata.json").write_text(json.dumps(figure_meta, indent=2) + "\n")
-        info["files"] = list(info["files"]) + ["metadata.json"]
+        figure_meta.update(drawing.metadata)
+        write_metadata(report_dir / fid / "metadata.json", figure_meta)
+        info = {"files": files + ["metadata.json"], "measured": drawing.measured}
+        if drawing.table:
+            info["table"] = drawing.table
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},
                       "wall": sum(m.get("wall_seconds", 0.0) for m in metas)}
     write_report(report_dir, drawn, preset)
@@ -280,12 +285,27 @@ def cmd_report(args, figures) -> int:
 
 
 def cmd_claims(args, figures) -> int:
-    from theory_checks import claims
+    """The claims table alone, computed in this process and written into ``--out`` (no units kept)."""
+    from integrators.metadata import metadata
+    from reports import tab_claims
     check_preset(args.preset)
-    preset = registry.module_preset(claims, args.preset)  # tiny runs the quick table, as `run claims` does
+    level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)
     check_out(out)
-    return claims.main(["--preset", preset, "--out", str(out)])
+    t0 = time.time()
+    results = []
+    for unit in tab_claims.units(level):
+        results.append((unit, tab_claims.run_unit(unit, level, unit_seed(0, tab_claims.ID, unit))))
+        print(f"claims: {unit['section']} done, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    drawing = tab_claims.draw(results, level)
+    write_drawing(drawing, out)
+    write_metadata(out / "metadata.json", {**metadata(0, level), "seconds": round(time.time() - t0, 1)})
+    print(f"wrote {out / 'claims.md'}: {drawing.measured}")
+    for _, res in results:
+        for row in res["rows"]:
+            if row["verdict"] == "fails":
+                print(f"  FAILS: {row['claim']}: expected {row['expected']}, measured {row['measured']}")
+    return 0
 
 
 def cmd_tour(args, figures) -> int:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict
-from pathlib import Path
 
 from bias import figure1
+from reports.drawing import Drawing
 
 ID = "figure1"
 TITLE = "Figure 1: Wasserstein bias of nine samplers on the 1-D example"
@@ -30,18 +30,17 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return asdict(point)
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def draw(results: list, preset: str) -> Drawing:
     points = [figure1.Point(**res) for _, res in results]
     slopes = figure1.local_slopes(points)
-    figure1.write_csv(out_dir / "figure1.csv", points, slopes, with_seconds=False)
-    figure1.plot(out_dir / "figure1.png", points, slopes)
     names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}
     text = "; ".join(f"{names[p]}-{s.upper()}: {v:.2f}" for (s, p), v in slopes.items())
     diverged = [f"{q.scheme.upper()} x {q.plan} at h = {q.h:g} (step {q.first_divergence_step})"
                 for q in points if q.diverged]
     worst = max((max(q.mc_error, q.noise_floor) / q.w1 for q in points if not q.diverged), default=0.0)
-    return {"files": ["figure1.png", "figure1.pdf", "figure1.csv"],
-            "measured": (f"Local slopes between the two finest h: {text}. Diverged: "
-                         f"{', '.join(diverged) or 'none'}. Largest (Monte Carlo error or noise floor) / "
-                         f"bias over plotted points: {worst:.2f}.")}
+    return Drawing(measured=(f"Local slopes between the two finest h: {text}. Diverged: "
+                             f"{', '.join(diverged) or 'none'}. Largest (Monte Carlo error or noise floor) / "
+                             f"bias over plotted points: {worst:.2f}."),
+                   figures={"figure1": figure1.plot(points, slopes)},
+                   tables={"figure1": figure1.table(points, slopes, with_seconds=False)},
+                   metadata=figure1.run_facts(points, preset))

@@ -5,12 +5,12 @@ preset, the CIFAR-10 table). One unit is one independent run (:func:`bnn.pipelin
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import numpy as np
 
 from bnn import curves, figures, presets, verdicts
 from bnn.metrics import RHAT_NOT_MIXED
+from reports.drawing import Drawing
 
 RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
 
@@ -93,12 +93,12 @@ def rhat_summary(rows) -> str:
     return text
 
 
-def _regime(dataset: str, runs: list, rows: list, rhats: list, out_dir: Path, md: Path):
+def _regime(dataset: str, runs: list, rows: list, rhats: list):
     """The claim in the regime of the paper for one data set: the overconfidence of the baselines
     along training (figure), the paper-style table and the paired verdicts of every sampler of the
-    runs against Adam and SWA (appended to ``md``), and the measured sentences."""
+    runs against Adam and SWA (Markdown), and the measured sentences."""
     summary = curves.curve_summary(curves.curve_rows(dataset, runs))
-    curves.plot_curve(out_dir / f"bnn_overconfidence_{dataset}.png", summary, dataset)
+    figure = curves.plot_curve(summary, dataset)
     samplers = [s for s in runs[0]["config"]["samplers"] if s in runs[0]["methods"]]
     paired = verdicts.paired_verdicts(dataset, runs, samplers)
     text = []
@@ -144,12 +144,11 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list, out_dir: Path, md
              f"Variants: step convention {c.get('step_convention', 'paper')!r}, control variate "
              f"{c.get('control_variate', False)} for the samplers of the run; SMS-UBU (notebook) with step h/2 "
              f"and the control variate at x*."] + text
-    verdicts.write_regime_markdown(md, dataset, rows, paired, ["Adam", "SWA", *samplers], settings, extra)
-    return curves.curve_rows(dataset, runs), paired, text
+    markdown = verdicts.regime_markdown(dataset, rows, paired, ["Adam", "SWA", *samplers], settings, extra)
+    return figure, markdown, curves.curve_rows(dataset, runs), paired, text
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def draw(results: list, preset: str) -> Drawing:
     by_data: dict = {}
     missing = {}
     for unit, res in results:
@@ -157,34 +156,31 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
             missing[unit["dataset"]] = res["missing"]
         else:
             by_data.setdefault(unit["dataset"], []).append(res)
-    files, measured = [], []
+    drawing = Drawing(measured="")
+    measured = []
     ens, steps, traces, rhats, hess = [], [], [], [], []
     curve_table, paired_table = [], []
-    settings = []
-    regime_md = out_dir / "bnn_regime.md"
-    regime_md.unlink(missing_ok=True)
+    settings, regime_md = [], []
     for dataset, runs in by_data.items():
         if dataset == "cifar10":
-            rows = figures.cifar10_rows(runs)
-            figures.write_csv(out_dir / "bnn_cifar10.csv", rows)
-            files.append("bnn_cifar10.csv")
+            drawing.tables["bnn_cifar10"] = figures.cifar10_rows(runs)
             continue
         rows = figures.ensemble_rows(dataset, runs)
         ens += rows
         settings.append(_settings(runs))
-        figures.plot_ensembles(out_dir / f"bnn_ensembles_{dataset}.png", rows, dataset)
-        files += [f"bnn_ensembles_{dataset}.png", f"bnn_ensembles_{dataset}.pdf"]
+        drawing.figures[f"bnn_ensembles_{dataset}"] = figures.plot_ensembles(rows, dataset)
         steps += figures.step_size_rows(dataset, runs)
         t, run_rhats = figures.trace_rows(dataset, runs)
         traces += t
         rhats += run_rhats
         hess += figures.hessian_rows(dataset, runs)
         if any(r.get("curve") for r in runs):
-            c, v, text = _regime(dataset, runs, rows, run_rhats, out_dir, regime_md)
+            figure, markdown, c, v, text = _regime(dataset, runs, rows, run_rhats)
+            drawing.figures[f"bnn_overconfidence_{dataset}"] = figure
+            regime_md.append(markdown)
             curve_table += c
             paired_table += v
             measured += text
-            files += [f"bnn_overconfidence_{dataset}.png", f"bnn_overconfidence_{dataset}.pdf"]
         # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
         sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
         for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
@@ -195,17 +191,14 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
         if div:
             measured.append(f"{dataset}: diverged runs for {', '.join(div)}")
     if curve_table:
-        figures.write_csv(out_dir / "bnn_curve.csv", curve_table)
-        figures.write_csv(out_dir / "bnn_verdicts.csv", paired_table)
-        files += ["bnn_curve.csv", "bnn_verdicts.csv", "bnn_regime.md"]
+        drawing.tables.update(bnn_curve=curve_table, bnn_verdicts=paired_table)
+        drawing.texts["bnn_regime.md"] = "".join(regime_md)
     if ens:
-        figures.write_csv(out_dir / "bnn_ensembles.csv", ens)
-        figures.write_ensemble_markdown(out_dir / "bnn_ensembles.md", ens, " | ".join(settings))
-        files += ["bnn_ensembles.csv", "bnn_ensembles.md"]
+        drawing.tables["bnn_ensembles"] = ens
+        drawing.texts["bnn_ensembles.md"] = figures.ensemble_markdown(ens, " | ".join(settings))
     if steps:
-        figures.write_csv(out_dir / "bnn_step_size.csv", steps)
-        figures.plot_step_size(out_dir / "bnn_step_size.png", steps)
-        files += ["bnn_step_size.csv", "bnn_step_size.png", "bnn_step_size.pdf"]
+        drawing.tables["bnn_step_size"] = steps
+        drawing.figures["bnn_step_size"] = figures.plot_step_size(steps)
         for r in steps:
             if r["metric"] == "nll" and r["method"] == "SMS-UBU" and r["mean"] != "":
                 ref = next(x for x in steps if x["dataset"] == r["dataset"] and x["method"] == "SWA"
@@ -213,17 +206,14 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
                 measured.append(f"{r['dataset']} width {r['width']:g}: single-run NLL at h = {r['h']:g}: "
                                 f"SMS-UBU {r['mean']:.4f} vs SWA {ref['mean']:.4f}")
     if traces:
-        figures.write_csv(out_dir / "bnn_traces.csv", traces)
-        figures.write_csv(out_dir / "bnn_rhat.csv", rhats)
-        figures.plot_traces(out_dir / "bnn_traces.png", traces, rhats)
-        files += ["bnn_traces.csv", "bnn_rhat.csv", "bnn_traces.png", "bnn_traces.pdf"]
+        drawing.tables.update(bnn_traces=traces, bnn_rhat=rhats)
+        drawing.figures["bnn_traces"] = figures.plot_traces(traces, rhats)
         good = [r for r in rhats if r["rhat"] != ""]
         if good:
             measured.append(rhat_summary(good))
     if hess:
-        figures.write_csv(out_dir / "bnn_hessian.csv", hess)
-        figures.plot_hessian(out_dir / "bnn_hessian.png", hess)
-        files += ["bnn_hessian.csv", "bnn_hessian.png", "bnn_hessian.pdf"]
+        drawing.tables["bnn_hessian"] = hess
+        drawing.figures["bnn_hessian"] = figures.plot_hessian(hess)
         med = {p: np.median([r["value"] for r in hess if r["point"] == p]) for p in dict.fromkeys(
             r["point"] for r in hess)}
         short = sum(not r["converged"] for r in hess)
@@ -232,4 +222,5 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
                            "lower bounds)" if short else ""))
     for dataset, why in missing.items():
         measured.append(f"{dataset}: data absent ({why})")
-    return {"files": files, "measured": ". ".join(measured) + "."}
+    drawing.measured = ". ".join(measured) + "."
+    return drawing

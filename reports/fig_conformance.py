@@ -7,9 +7,7 @@ is skipped and named (``pip install -e '.[adapters]'``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from reports.tables import write_rows
+from reports.drawing import Drawing
 
 ID = "conformance"
 TITLE = "Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB"
@@ -96,7 +94,7 @@ def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
     return out
 
 
-def plot(path: Path, records: list[dict], toolkit: list[dict], skipped: list[dict]) -> None:
+def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -137,21 +135,15 @@ def plot(path: Path, records: list[dict], toolkit: list[dict], skipped: list[dic
         "Points below the Monte Carlo noise are not drawn."
     fig.text(0.01, 0.005, note, fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(path, dpi=110)
-    fig.savefig(path.with_suffix(".pdf"))
-    plt.close(fig)
+    return fig
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
+def draw(results: list, preset: str) -> Drawing:
     from theory_checks.adapters.conformance import order_class, sms_effect
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     toolkit = [res for _, res in results if res["sampler"] == "toolkit"]
     skipped = [res for _, res in results if "skipped" in res]
     records = [res for _, res in results if res["sampler"] != "toolkit" and "skipped" not in res]
-    write_rows(out_dir / "conformance.csv", rows(records))
-    write_rows(out_dir / "conformance_points.csv", points(records, toolkit))
-    plot(out_dir / "conformance.png", records, toolkit, skipped)
     verdicts = []
     for r in records:
         orders = ", ".join(f"{p} {order_class(r, p)}" for p in r["plans"])
@@ -161,5 +153,5 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
     if skipped:
         measured += (" Skipped, library not installed: " + ", ".join(sorted({s["sampler"] for s in skipped}))
                      + f" ({skipped[0]['skipped']}).")
-    return {"files": ["conformance.png", "conformance.pdf", "conformance.csv", "conformance_points.csv"],
-            "measured": measured}
+    return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
+                   tables={"conformance": rows(records), "conformance_points": points(records, toolkit)})

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bias import demo
+from reports.drawing import Drawing
 
 ID = "demo"
 TITLE = "SMS-UBU against SG-UBU on the 1-D example, against the exact target"
 CLAIM = ("Symmetric minibatch splitting makes UBU's stationary bias second order in h; SG-UBU (iid "
          "batches) is first order (paper, Sections 2-3).")
 COST = {"quick": "~15 s", "full": "~1 min"}
+PRESETS = ("quick", "full")  # make demo (tiny) runs the quick demo
 
 
 def units(preset: str) -> list[dict]:
@@ -23,10 +23,9 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return out
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    demo.write_outputs(out_dir, [res for _, res in results])
-    rows = [res["row"] for _, res in results]
+def draw(results: list, preset: str) -> Drawing:
+    found = [res for _, res in results]
+    rows = demo.table(found)
     at = {r["sampler"]: abs(r["variance_bias"]) for r in rows if r["h"] == 0.03125}
-    return {"files": ["demo.png", "demo.pdf", "demo.csv"],
-            "measured": "|variance bias| at h = 1/32: " + ", ".join(f"{k} {v:.2e}" for k, v in at.items()) + "."}
+    return Drawing(measured="|variance bias| at h = 1/32: " + ", ".join(f"{k} {v:.2e}" for k, v in at.items()) + ".",
+                   figures={"demo": demo.plot(rows, demo.histograms(found))}, tables={"demo": rows})

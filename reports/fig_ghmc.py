@@ -3,9 +3,8 @@ Section 3.4 (the supplement's section D); the computation is :mod:`bias.ghmc_log
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bias import ghmc_logistic
+from reports.drawing import Drawing
 
 ID = "ghmc"
 TITLE = "SMS-GHMC against SMS-UBU on multinomial logistic regression: error of the predictive and acceptance"
@@ -27,11 +26,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return ghmc_logistic.run_unit(unit, preset, seed)  # the unit's seed (store.unit_seed), unreduced
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def draw(results: list, preset: str) -> Drawing:
     table = ghmc_logistic.rows([res for _, res in results])
-    ghmc_logistic.write_csv(out_dir / "ghmc.csv", table)
-    ghmc_logistic.plot(out_dir / "ghmc.png", table)
-    return {"files": ["ghmc.png", "ghmc.pdf", "ghmc.csv"],
-            "measured": (f"Data: {results[0][1]['data']}; batch 200, control variate at the mode, chains from the "
-                         f"mode; predictive from the chains' final states. {ghmc_logistic.summary(table)}")}
+    return Drawing(figures={"ghmc": ghmc_logistic.plot(table)}, tables={"ghmc": table},
+                   measured=(f"Data: {results[0][1]['data']}; batch 200, control variate at the mode, chains from "
+                             f"the mode; predictive from the chains' final states. {ghmc_logistic.summary(table)}"))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import csv
 from dataclasses import asdict
-from pathlib import Path
 
 import numpy as np
 
 from bias import logistic
 from integrators import MultinomialLogisticTarget
+from reports.drawing import Drawing
 
 ID = "logistic"
 TITLE = "Bayesian multinomial logistic regression: bias and calibration against h"
@@ -34,26 +33,24 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return {"rows": [asdict(r) for r in rows], "data": source}
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def draw(results: list, preset: str) -> Drawing:
     rows = [logistic.Row(**r) for _, res in results for r in res["rows"]]
-    fields = [f for f in asdict(rows[0]) if f != "seconds"]
-    with open(out_dir / "logistic.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: v for k, v in asdict(r).items() if k != "seconds"})
-    logistic.plot(out_dir / "logistic.png", rows)
-    logistic.write_ordering(out_dir / "logistic_ordering.csv", rows)
+    table = [{k: v for k, v in asdict(r).items() if k != "seconds"} for r in rows]
     h0 = max(r.h for r in rows)
     biases = logistic.bias_at(rows, h0)
     order = sorted(biases, key=biases.get)
     diverged = [f"{name} at h = {', '.join(f'{h:g}' for h in hs)}"
                 for name, hs in logistic.diverged_step_sizes(rows).items()]
-    return {"files": ["logistic.png", "logistic.pdf", "logistic.csv", "logistic_ordering.csv"],
-            "measured": (f"Data: {results[0][1]['data']}; gamma = 1, BAOAB at the paper's friction gamma/2. "
-                         f"Samplers by mean |bias| at h = {h0:g} (smallest "
-                         f"first): {', '.join(f'{n} {biases[n]:.2e}' for n in order)}. Diverged: "
-                         f"{'; '.join(diverged) or 'none'}. Where SMS-UBU stands at each h "
-                         f"(bias gap to the next sampler against twice its standard error): "
-                         f"{logistic.ordering_summary(rows)}.")}
+    return Drawing(
+        figures={"logistic": logistic.plot(rows)},
+        tables={"logistic": table, "logistic_ordering": logistic.ordering(rows)},
+        metadata={"data": results[0][1]["data"], "batch_size": logistic.BATCH_SIZE,
+                  "prior_precision": logistic.PRIOR_PRECISION, "gamma": logistic.PRESETS[preset]["gamma"],
+                  "control_variate": "L-BFGS mode",
+                  "baoab_friction": "gamma / 2 (the paper's listing: O step with exp(-gamma h / 2))"},
+        measured=(f"Data: {results[0][1]['data']}; gamma = 1, BAOAB at the paper's friction gamma/2. "
+                  f"Samplers by mean |bias| at h = {h0:g} (smallest "
+                  f"first): {', '.join(f'{n} {biases[n]:.2e}' for n in order)}. Diverged: "
+                  f"{'; '.join(diverged) or 'none'}. Where SMS-UBU stands at each h "
+                  f"(bias gap to the next sampler against twice its standard error): "
+                  f"{logistic.ordering_summary(rows)}."))

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
-
 import numpy as np
 
 from integrators import PLANS, SCHEMES, GaussianTarget
+from reports.drawing import Drawing
 from theory_checks.orders import weak_order
 
 ID = "weak_orders"
@@ -16,6 +14,7 @@ TITLE = "Exact stationary variance bias against h, every scheme x plan (1-D exam
 CLAIM = ("UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sampler and EM have weak "
          "order 1; BAOAB x full has an exact x-variance; EM is unstable at h = 1/4 (design claims table).")
 COST = {"quick": "~2 s", "full": "~2 s"}
+PRESETS = ("quick", "full")  # the oracle needs no smaller level: tiny runs quick
 PANELS_PER_ROW = 4
 
 
@@ -31,19 +30,14 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
             "slope": fit.slope, "unstable": fit.unstable}
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
+def draw(results: list, preset: str) -> Drawing:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "weak_orders.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["scheme", "plan", "h", "variance_bias", "unstable", "slope_finest4"])
-        for unit, res in results:
-            for h, b in zip(res["hs"], res["bias"], strict=True):
-                writer.writerow([unit["scheme"], unit["plan"], h, "" if b is None else b,
-                                 h in res["unstable"], res["slope"]])
+    table = [{"scheme": unit["scheme"], "plan": unit["plan"], "h": h, "variance_bias": "" if b is None else b,
+              "unstable": h in res["unstable"], "slope_finest4": res["slope"]}
+             for unit, res in results for h, b in zip(res["hs"], res["bias"], strict=True)]
     plans = list(dict.fromkeys(unit["plan"] for unit, _ in results))
     n_rows = -(-len(plans) // PANELS_PER_ROW)
     n_cols = min(len(plans), PANELS_PER_ROW)
@@ -68,14 +62,11 @@ def draw(results: list, out_dir: Path, preset: str) -> dict:
     for row in axes:
         row[0].set_ylabel("|bias of Var x| (exact)")
     fig.tight_layout()
-    fig.savefig(out_dir / "weak_orders.png", dpi=110)
-    fig.savefig(out_dir / "weak_orders.pdf")
-    plt.close(fig)
     slopes = {f"{u['scheme'].upper()} x {u['plan']}": r["slope"] for u, r in results
               if max((b for b in r["bias"] if b is not None), default=0.0) >= 1e-12}
     exact = [f"{u['scheme'].upper()} x {u['plan']}" for u, r in results
              if max((b for b in r["bias"] if b is not None), default=0.0) < 1e-12]
     measured = "; ".join(f"{k}: {v:.2f}" for k, v in slopes.items() if np.isfinite(v))
     measured += f". Exact x-variance (|bias| < 1e-12 at every stable h): {', '.join(exact) or 'none'}"
-    return {"files": ["weak_orders.png", "weak_orders.pdf", "weak_orders.csv"],
-            "measured": f"Fitted slopes on the four finest h: {measured}."}
+    return Drawing(measured=f"Fitted slopes on the four finest h: {measured}.", figures={"weak_orders": fig},
+                   tables={"weak_orders": table})

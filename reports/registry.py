@@ -1,18 +1,23 @@
 """The registry of figures and tables.
 
-Each figure or table is one module in ``reports/`` with
+The experiment contract: each figure or table is one module with
 
     ID, TITLE, CLAIM           what it is and what the paper claims
     COST                       {"quick": "...", "full": "..."}: rough cost per preset
+    PRESETS                    the presets it knows (``tiny``, the level of make demo, runs ``quick``
+                               in a module that does not list it)
     units(preset)              the independent units of work (JSON-serializable dicts)
     run_unit(unit, preset, seed) -> JSON-serializable result
-    draw(results, out_dir, preset) -> {"files": [...], "measured": "..."}
-    PRESETS (optional)         the presets it knows (default quick, full; ``tiny`` maps to quick)
+    draw(results, preset) -> reports.drawing.Drawing   (figures, tables, texts, measured numbers)
+    BACKENDS (optional)        kernels it offers (the command line adds them to its units)
 
-A unit whose input data is absent returns ``{"missing": why}``: it is persisted (the figure says
-what is absent), recomputed by ``--resume``, and the run ends with exit code 2 naming it.
+Nothing in it writes a file: the command line checks the preset (once, here and in
+``cli_common``), runs and persists the units through the executor, and writes what ``draw``
+returns (:func:`reports.drawing.write_drawing`), the metadata and the report.  A unit whose input
+data is absent returns ``{"missing": why}``: it is persisted (the figure says what is absent),
+recomputed by ``--resume``, and the run ends with exit code 2 naming it.
 
-so adding a figure touches one file (and the list below).
+Adding a figure is one module and its name in :data:`DEFAULT_MODULES`.
 """
 
 from __future__ import annotations
@@ -23,14 +28,13 @@ import os
 DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
                    "reports.fig_ghmc", "reports.fig_conformance", "reports.fig_bnn", "reports.tab_claims")
 PRESETS = ("tiny", "quick", "full")
-MODULE_PRESETS = ("quick", "full")  # what a module handles unless it declares PRESETS
+CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "units", "run_unit", "draw")
 
 
 def module_preset(mod, preset: str) -> str:
     """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
     module without a ``tiny`` level of its own (``PRESETS`` in the module)."""
-    own = getattr(mod, "PRESETS", MODULE_PRESETS)
-    return preset if preset in own else "quick"
+    return preset if preset in mod.PRESETS else "quick"
 
 
 def module_names() -> tuple[str, ...]:
@@ -45,7 +49,7 @@ def load() -> dict:
     out = {}
     for name in module_names():
         mod = importlib.import_module(name)
-        for attr in ("ID", "TITLE", "CLAIM", "COST", "units", "run_unit", "draw"):
+        for attr in CONTRACT:
             if not hasattr(mod, attr):
                 raise RuntimeError(f"report module {name} lacks {attr}")
         out[mod.ID] = mod

@@ -102,3 +102,11 @@ class ToyULA:
 
     def positions(self, sampler, state):
         return state[0]
+
+
+def draw_files(module, results: list, preset: str, out_dir) -> dict:
+    """A figure module's drawing written as the command line writes it: ``{"files", "measured"}``."""
+    from reports.drawing import write_drawing
+
+    drawing = module.draw(results, preset)
+    return {"files": write_drawing(drawing, out_dir), "measured": drawing.measured}

@@ -4,6 +4,7 @@ import csv
 
 import numpy as np
 import pytest
+from helpers import draw_files
 
 from bnn import pipeline, presets
 
@@ -52,7 +53,8 @@ def test_diverging_sampler_is_reported_with_its_step():
 def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
     from reports import fig_bnn
 
-    info = fig_bnn.draw([({"dataset": "digits", "run": i}, r) for i, r in enumerate(two_runs)], tmp_path, "tiny")
+    info = draw_files(fig_bnn, [({"dataset": "digits", "run": i}, r) for i, r in enumerate(two_runs)], "tiny",
+                      tmp_path)
     for name in info["files"]:
         assert (tmp_path / name).exists(), name
     rows = list(csv.DictReader(open(tmp_path / "bnn_ensembles.csv")))
@@ -65,7 +67,7 @@ def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
 def test_absent_data_is_reported_not_replaced(tmp_path):
     from reports import fig_bnn
 
-    info = fig_bnn.draw([({"dataset": "celeba", "run": 0}, {"missing": "x: file not found"})], tmp_path, "full")
+    info = draw_files(fig_bnn, [({"dataset": "celeba", "run": 0}, {"missing": "x: file not found"})], "full", tmp_path)
     assert "celeba: data absent (x: file not found)" in info["measured"]
 
 
@@ -182,6 +184,6 @@ def test_verdicts_use_only_ensemble_sizes_with_a_standard_deviation(tmp_path):
         return {"config": config, "seed": seed, "data": "fake", "n_parameters": 10, "labels": labels.tolist(),
                 "methods": methods, "hessian": {}}
 
-    info = fig_bnn.draw([({"dataset": "fake", "run": i}, fake(i)) for i in range(4)], tmp_path, "quick")
+    info = draw_files(fig_bnn, [({"dataset": "fake", "run": i}, fake(i)) for i in range(4)], "quick", tmp_path)
     assert "ensembles of 1: SMS-UBU nll" in info["measured"] and "ensembles of 2: SMS-UBU nll" in info["measured"]
     assert "ensembles of 4" not in info["measured"]

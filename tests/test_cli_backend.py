@@ -92,12 +92,18 @@ def test_no_command_prints_the_commands():
 
 def test_claims_takes_every_preset_run_claims_takes(tmp_path, monkeypatch):
     from reports import cli as cli_module
-    from theory_checks import claims
+    from reports import tab_claims
 
     seen = []
-    monkeypatch.setattr(claims, "main", lambda argv: seen.append(argv) or 0)
+
+    def fake_unit(unit, preset, seed):
+        seen.append(preset)
+        return {"rows": [{"claim": unit["section"], "source": "s", "expected": "e", "measured": "m",
+                          "uncertainty": "u", "verdict": "holds", "command": "c"}]}
+    monkeypatch.setattr(tab_claims, "run_unit", fake_unit)
     assert cli_module.main(["claims", "--preset", "tiny", "--out", str(tmp_path)]) == 0
-    assert seen == [["--preset", "quick", "--out", str(tmp_path)]]
+    assert set(seen) == {"quick"} and len(seen) == len(tab_claims.units("quick"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.csv", "claims.md", "metadata.json"]
     assert cli_module.main(["claims", "--preset", "huge", "--out", str(tmp_path)]) == 2
 
 

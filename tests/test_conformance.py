@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import ToyULA
+from helpers import ToyULA, draw_files
 
 from reports import fig_conformance
 from theory_checks.adapters import conformance
@@ -80,7 +80,7 @@ def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp
              {"sampler": "toy.absent", "target": "default"}]
     results = [(u, json.loads(json.dumps(fig_conformance.run_unit(u, "tiny", 3)))) for u in units]  # persisted form
     assert "absent==1.0" in results[2][1]["skipped"]
-    drawn = fig_conformance.draw(results, tmp_path, "tiny")
+    drawn = draw_files(fig_conformance, results, "tiny", tmp_path)
     assert all((tmp_path / f).stat().st_size > 0 for f in drawn["files"])
     assert "toy.absent" in drawn["measured"] and "toy.ula on default" in drawn["measured"]
     rows = (tmp_path / "conformance.csv").read_text().splitlines()

@@ -5,8 +5,10 @@ import csv
 import json
 
 import pytest
+from helpers import draw_files
 
 from bias import demo
+from reports import fig_demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -23,7 +25,8 @@ def test_demo_tiny_units_favour_sms_over_sg(tiny_results):
 
 def test_demo_csv_columns_do_not_depend_on_the_rows_key_order(tmp_path, tiny_results):
     as_stored = json.loads(json.dumps(tiny_results, sort_keys=True))  # what the report's store gives back
-    demo.write_outputs(tmp_path, as_stored)
+    info = draw_files(fig_demo, [({}, r) for r in as_stored], "quick", tmp_path)
+    assert info["files"] == ["demo.png", "demo.pdf", "demo.csv"]
     with open(tmp_path / "demo.csv") as fh:
         reader = csv.reader(fh)
         assert tuple(next(reader)) == demo.CSV_COLUMNS

@@ -2,26 +2,32 @@
 
 import csv
 import gzip
-import json
+import math
 import struct
 from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import draw_files
 
 from bias import figure1, logistic
 from bias.data import DataError, load_fashion_mnist, read_idx
 from bias.metrics import accuracy, ace, all_metrics, nll, rps
 from bias.wasserstein import expected_binned_w1
 from integrators import GaussianTarget
+from reports import fig1_wasserstein, fig_logistic
+from reports.drawing import write_drawing
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
 
-def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
-    points = figure1.run(tmp_path, "tiny")
+def test_figure1_tiny_draws_outputs_and_marks_divergence(tmp_path):
+    points = figure1.compute("tiny")
     assert len(points) == 36
+    results = [({"scheme": q.scheme, "plan": q.plan, "k": round(-math.log2(q.h))}, asdict(q)) for q in points]
+    drawing = fig1_wasserstein.draw(results, "tiny")
+    write_drawing(drawing, tmp_path)
     with open(tmp_path / "figure1.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 36
@@ -57,8 +63,7 @@ def test_figure1_tiny_writes_outputs_and_marks_divergence(tmp_path):
     law = figure1.target_law(GaussianTarget.one_d_example())
     for q in points:
         assert q.noise_floor == expected_binned_w1(law, q.n_samples, *figure1.histogram_layout(law))
-    meta = json.loads((tmp_path / "metadata.json").read_text())
-    assert meta["histogram"]["n_bins"] == figure1.histogram_layout(law)[2]
+    assert drawing.metadata["histogram"]["n_bins"] == figure1.histogram_layout(law)[2]
 
 
 def test_figure1_paper_friction_runs_baoab_at_half_friction():
@@ -82,9 +87,15 @@ def test_figure1_numbers_do_not_depend_on_the_thread_count():
         figure1.run_point("ubu", "sms", 3, "tiny", threads=0)
 
 
+def draw_logistic(rows, preset, out_dir):
+    """The logistic figure drawn from ``rows`` and written as the command line writes it."""
+    return draw_files(fig_logistic, [({}, {"rows": [asdict(r) for r in rows], "data": "digits"})], preset, out_dir)
+
+
 def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
-    rows = logistic.run(tmp_path, "tiny")
+    rows = logistic.compute("tiny")
     assert {r.sampler for r in rows} == set(logistic.NAMES.values())
+    draw_logistic(rows, "tiny", tmp_path)
     assert (tmp_path / "logistic.png").exists() and (tmp_path / "logistic.csv").exists()
     h0 = logistic.PRESETS["tiny"]["h0"]
     biases = logistic.bias_at(rows, h0)
@@ -103,7 +114,8 @@ def test_logistic_quick_preset_sms_ubu_has_the_smallest_bias(tmp_path):
     and at the two finest step sizes, where SG-UBU's O(h) term shows against SMS-UBU's O(h^2),
     it is the smallest of all five beyond that noise.  (At h = 1/16 and 1/32 SG-UBU and SMS-UBU
     share the same discretization bias and tie; the README reports it.)"""
-    rows = logistic.run(tmp_path, "quick")
+    rows = logistic.compute("quick")
+    draw_logistic(rows, "quick", tmp_path)
     verdicts = logistic.ordering(rows)
     print(logistic.ordering_summary(rows))
     assert len(verdicts) == logistic.PRESETS["quick"]["levels"] + 1

@@ -5,6 +5,7 @@ import csv
 
 import numpy as np
 import pytest
+from helpers import draw_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,7 +60,7 @@ def test_table_scores_against_the_reference_and_reports_divergence_and_stuck_cha
                _fake("SMS-GHMC", 0.1, ref, chain_p_true=[p_true + 0.1] * 3, acceptance=0.0),  # never moved
                _fake("SMS-GHMC", 0.05, ref, chain_p_true=[s + 0.02 for s in spread], acceptance=0.6),
                _fake("SMS-GHMC", 0.4, None, chain_p_true=[], diverged=17, acceptance=0.0)]
-    info = fig_ghmc.draw([({"sampler": r["sampler"]}, r) for r in results], tmp_path, "tiny")
+    info = draw_files(fig_ghmc, [({"sampler": r["sampler"]}, r) for r in results], "tiny", tmp_path)
     for name in info["files"]:
         assert (tmp_path / name).exists(), name
     rows = {(r["sampler"], float(r["h"])): r for r in csv.DictReader(open(tmp_path / "ghmc.csv"))}

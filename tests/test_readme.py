@@ -104,9 +104,9 @@ COMMANDS = {
         ("python", "-m", "jupytext", "--to", "notebook", "-o", "{tmp}/01_splittings.ipynb",
          "docs/tour/01_splittings.py"), "written into a temporary folder"),
     # the claims table
-    ".venv/bin/python -m theory_checks.claims --preset quick --out out/claims": CoveredBy(
+    SL + "claims --preset quick --out out/claims": CoveredBy(
         "tests/test_theory_checks.py::test_quick_claims_table", "the same table"),
-    ".venv/bin/python -m theory_checks.claims --preset full --out out/claims": CoveredBy(
+    SL + "claims --preset full --out out/claims": CoveredBy(
         "tests/test_theory_checks.py::test_quick_claims_table", "the same table at quick (full: a minute more)"),
 }
 

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+from helpers import draw_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -235,7 +236,7 @@ def test_a_scheme_and_plan_registered_in_a_test_appear_in_the_claims_table_and_t
     assert {"scheme": "ubu_copy", "plan": "sms_copy"} in units
     chosen = [u for u in units if u["scheme"] in ("ubu", "ubu_copy") and u["plan"] in ("sms", "sms_copy", "iid")]
     results = [(u, fig_weak_orders.run_unit(u, "quick", 0)) for u in chosen]
-    fig_weak_orders.draw(results, tmp_path, "quick")
+    draw_files(fig_weak_orders, results, "quick", tmp_path)
     with open(tmp_path / "weak_orders.csv") as fh:
         seen = {(r["scheme"], r["plan"]) for r in csv.DictReader(fh)}
     assert ("ubu_copy", "sms_copy") in seen and ("ubu", "iid") in seen

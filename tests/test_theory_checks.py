@@ -4,8 +4,10 @@ import csv
 
 import numpy as np
 import pytest
+from helpers import draw_files
 
 from integrators import GaussianTarget
+from reports import tab_claims
 from theory_checks.claims import FAILS, HOLDS, HOLDS_FASTER, claims_table
 from theory_checks.contraction import contraction_check
 from theory_checks.lemmas import variance_lemma_check
@@ -83,7 +85,8 @@ def test_variance_lemma_ratio_below_five_halves():
 
 @pytest.mark.slow
 def test_quick_claims_table(tmp_path):
-    rows = claims_table("quick", tmp_path)
+    rows = claims_table("quick")
+    draw_files(tab_claims, [({}, {"rows": rows})], "quick", tmp_path)
     by_claim = {r["claim"]: r for r in rows}
     for key in ("weak order of UBU x full", "weak order of UBU x sms", "weak order of BAOAB x sms",
                 "weak order of EM x full", "strong order of UBU x full (1-D",

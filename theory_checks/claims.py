@@ -1,8 +1,9 @@
 """The claims table: every claim of the design's table, measured, with a verdict.
 
-    python -m theory_checks.claims --preset quick --out out/claims
+    sms-langevin claims --preset quick --out out/claims
 
-writes ``claims.csv``, ``claims.md`` and ``metadata.json``.  Each row: the claim, its source,
+writes ``claims.csv``, ``claims.md`` and ``metadata.json`` (:func:`claims_table` returns the rows,
+:func:`markdown` the table; the command line writes them).  Each row: the claim, its source,
 the expected value, the measured value, its uncertainty, the verdict (``holds``, ``fails``, or
 ``not asserted by the paper`` for measurements the paper makes no claim about) and the command
 that reproduces it.  A claim that fails is reported, never hidden.
@@ -10,17 +11,14 @@ that reproduces it.  A claim that fails is reported, never hidden.
 
 from __future__ import annotations
 
-import argparse
-import csv
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
 from integrators import GaussianTarget, sample
 from integrators.plans import PLANS, kernel_code, resolve_plan
 from integrators.schemes import SCHEMES, resolve_scheme
+from integrators.validation import preset_settings
 from theory_checks.contraction import contraction_check
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order, source
 from theory_checks.lemmas import variance_lemma_check
@@ -31,7 +29,7 @@ from theory_checks.verify import EXACT_LEVEL, WEAK_TOL, exact_x_declared, target
 
 HOLDS, FAILS, NOT_ASSERTED = "holds", "fails", "not asserted by the paper"
 HOLDS_FASTER = "holds (error decays faster than the claimed order at these h)"
-COMMAND = "python -m theory_checks.claims --preset {preset}"
+COMMAND = "sms-langevin claims --preset {preset}"
 
 PRESETS = {
     "quick": {"strong_chains": 300, "strong_sweeps": 4, "strong_targets": ("1d",), "dims": (4, 8),
@@ -53,9 +51,7 @@ def weak_order_rows(preset: str, schemes=None, plans=None) -> list[dict]:
     order the scheme and plan declare (:mod:`theory_checks.declared`).  The verdict is
     :func:`theory_checks.verify.weak_order_verdict`, the rule ``verify`` applies: an exact law
     (bias at rounding level) holds with no slope fitted."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
-    lo, hi = PRESETS[preset]["ladder"]
+    lo, hi = preset_settings(PRESETS, preset)["ladder"]
     hs = 2.0 ** -np.arange(lo, hi + 1)
     target = GaussianTarget.one_d_example()
     scale = target_scale(target)
@@ -103,7 +99,7 @@ def divergence_rows(preset: str) -> list[dict]:
 
 def strong_order_rows(preset: str) -> list[dict]:
     """Strong order against full-gradient UBU on the same Brownian path, h = 2^-3 .. 2^-7."""
-    cfg = PRESETS[preset]
+    cfg = preset_settings(PRESETS, preset)
     hs = 2.0 ** -np.arange(3, 8)
     targets = {
         "1d": (GaussianTarget.one_d_example(), 1, "1-D example"),
@@ -149,7 +145,7 @@ def strong_order_rows(preset: str) -> list[dict]:
 
 def dimension_rows(preset: str) -> list[dict]:
     """W2 bias against d for SMS-UBU (claim: O(h^2 sqrt d)) and SG-UBU (measured)."""
-    dims = PRESETS[preset]["dims"]
+    dims = preset_settings(PRESETS, preset)["dims"]
     rows = []
     for scheme, plan, claim in (("ubu", "sms", True), ("ubu", "iid", False)):
         res = dimension_scaling(scheme, plan, dims=dims, h=0.05)
@@ -168,7 +164,7 @@ def dimension_rows(preset: str) -> list[dict]:
 
 def contraction_rows(preset: str) -> list[dict]:
     target = anisotropic_gaussian(3, n_data=4)
-    res = contraction_check(target, h=0.05, n_chains=PRESETS[preset]["contraction_chains"])
+    res = contraction_check(target, h=0.05, n_chains=preset_settings(PRESETS, preset)["contraction_chains"])
     measured = (f"rate {res.measured_rate:.4f} per epoch (bound {res.bound:.4f}); conditions "
                 f"h < 1/(2 gamma), gamma >= sqrt(8M): {'met' if res.conditions_hold else 'NOT met'} "
                 f"(gamma {res.gamma:.3f}, m {res.m:.3f}, M {res.M:.3f})")
@@ -178,7 +174,7 @@ def contraction_rows(preset: str) -> list[dict]:
 
 
 def lemma_rows(preset: str) -> list[dict]:
-    n_sets, n_mc = PRESETS[preset]["lemma"]
+    n_sets, n_mc = preset_settings(PRESETS, preset)["lemma"]
     res = variance_lemma_check(n_datasets=n_sets, n_mc=n_mc)
     return [_row("without-replacement variance lemma: ratio <= 5/2", "paper, supplement lemma",
                  "<= 2.5", f"max ratio {res.max_ratio:.3f} over {n_sets} data sets",
@@ -189,37 +185,20 @@ SECTIONS = (weak_order_rows, divergence_rows, strong_order_rows, dimension_rows,
             lemma_rows)
 
 
-def claims_table(preset: str = "quick", out_dir: str | Path | None = None, progress=None) -> list[dict]:
-    """Measure every claim; write ``claims.csv`` and ``claims.md`` into ``out_dir`` if given."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+def claims_table(preset: str = "quick", progress=None) -> list[dict]:
+    """Measure every claim of :data:`SECTIONS` at ``preset``; the rows, in order."""
+    preset_settings(PRESETS, preset)
     rows = []
     t0 = time.time()
     for section in SECTIONS:
         rows.extend(section(preset))
         if progress:
             progress(f"{section.__name__}: {len(rows)} rows, {time.time() - t0:.0f} s")
-    if out_dir is not None:
-        write_table(rows, Path(out_dir), preset, time.time() - t0)
     return rows
 
 
-def write_table(rows: list[dict], out: Path, preset: str, seconds: float) -> None:
-    """``claims.csv``, ``claims.md`` and ``metadata.json`` (the command line's outputs)."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(rows, out / "claims.csv")
-    write_markdown(rows, out / "claims.md", preset)
-    write_metadata(out / "metadata.json", preset, seconds)
-
-
-def write_csv(rows: list[dict], path: Path) -> None:
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-
-
-def write_markdown(rows: list[dict], path: Path, preset: str) -> None:
+def markdown(rows: list[dict], preset: str) -> str:
+    """The claims table in Markdown, with the count of verdicts and the rules behind them."""
     cols = ["claim", "source", "expected", "measured", "uncertainty", "verdict"]
     lines = [f"# Claims table (preset `{preset}`)", "",
              f"Reproduce with `{COMMAND.format(preset=preset)}`.", "",
@@ -234,28 +213,4 @@ def write_markdown(rows: list[dict], path: Path, preset: str) -> None:
               "of `theory_checks.verify`. "
               "Strong orders: the theorems bound the error by C h^q, so a slope of at least q - 0.25 "
               "holds; a slope above q + 0.25 is flagged as faster than claimed."]
-    path.write_text("\n".join(lines) + "\n")
-
-
-def write_metadata(path: Path, preset: str, seconds: float) -> None:
-    from integrators.metadata import metadata
-    meta = metadata(seed=0, preset=preset)
-    meta["seconds"] = round(seconds, 1)
-    path.write_text(json.dumps(meta, indent=2) + "\n")
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Measure the paper's claims and write the claims table")
-    parser.add_argument("--preset", default="quick", choices=sorted(PRESETS))
-    parser.add_argument("--out", default="out/claims", help="output folder")
-    args = parser.parse_args(argv)
-    rows = claims_table(args.preset, args.out, progress=lambda msg: print(msg, flush=True))
-    fails = [r for r in rows if r["verdict"] == FAILS]
-    print(f"wrote {Path(args.out) / 'claims.md'}: {len(rows)} claims, {len(fails)} fail")
-    for r in fails:
-        print(f"  FAILS: {r['claim']}: expected {r['expected']}, measured {r['measured']}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return "\n".join(lines) + "\n"

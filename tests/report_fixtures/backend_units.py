@@ -4,14 +4,14 @@ the suggested rerun) must find them under those keys.  Units take milliseconds."
 
 from __future__ import annotations
 
-import csv
-from pathlib import Path
+from reports.drawing import Drawing
 
 ID = "twin"
 TITLE = "A figure with two backends (test fixture)"
 CLAIM = "A tiny figure used by the tests of --backend."
 COST = {"quick": "~1 s", "full": "~1 s"}
 BACKENDS = ("numba", "torch")
+PRESETS = ("quick", "full")
 
 
 def units(preset: str) -> list[dict]:
@@ -23,10 +23,5 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
             "value": (seed % 1000) / 1000.0}
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "twin.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["k", "backend", "device", "value"])
-        writer.writeheader()
-        writer.writerows(res for _, res in results)
-    return {"files": ["twin.csv"], "measured": f"{len(results)} units"}
+def draw(results: list, preset: str) -> Drawing:
+    return Drawing(measured=f"{len(results)} units", tables={"twin": [res for _, res in results]})

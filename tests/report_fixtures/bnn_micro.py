@@ -3,8 +3,6 @@ and drawing of :mod:`reports.fig_bnn`: the Dask test's registry."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from bnn.pipeline import RunConfig
 from reports import fig_bnn
 
@@ -12,6 +10,7 @@ ID = "bnn_micro"
 TITLE = "BNN runs at a micro size"
 CLAIM = fig_bnn.CLAIM
 COST = {"quick": "seconds", "full": "seconds"}
+PRESETS = ("quick", "full")
 CONFIG = RunConfig("digits", "fashion_mnist", width=0.125, n_train=300, n_test=120, batch_size=100, epochs_train=1,
                    epochs_swa=1, epochs_burn=0, epochs_sample=1, h=1e-3, n_eval_batches=1)
 
@@ -24,5 +23,5 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return fig_bnn.run_config(CONFIG, seed)
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    return fig_bnn.draw(results, out_dir, preset)
+def draw(results: list, preset: str):
+    return fig_bnn.draw(results, preset)

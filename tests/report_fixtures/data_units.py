@@ -3,14 +3,16 @@ does: while the file is absent a unit returns ``{"missing": why}``."""
 
 from __future__ import annotations
 
-import csv
 import os
 from pathlib import Path
+
+from reports.drawing import Drawing
 
 ID = "withdata"
 TITLE = "A figure that needs a data file (test fixture)"
 CLAIM = "A tiny figure used by the tests of absent data."
 COST = {"quick": "~1 s", "full": "~1 s"}
+PRESETS = ("quick", "full")
 
 
 def units(preset: str) -> list[dict]:
@@ -24,12 +26,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return {"k": unit["k"], "value": float(path.read_text()) * unit["k"]}
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
+def draw(results: list, preset: str) -> Drawing:
     rows = [res for _, res in results if "missing" not in res]
-    with open(out_dir / "withdata.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=["k", "value"])
-        writer.writeheader()
-        writer.writerows(rows)
     absent = [res["missing"] for _, res in results if "missing" in res]
-    return {"files": ["withdata.csv"], "measured": f"data absent ({absent[0]})" if absent else f"{len(rows)} units"}
+    return Drawing(measured=f"data absent ({absent[0]})" if absent else f"{len(rows)} units",
+                   tables={"withdata": rows})

@@ -9,19 +9,19 @@ subprocesses cost about 20 s apiece."""
 
 from __future__ import annotations
 
-import csv
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 
 from integrators.brownian import pair_cholesky
+from reports.drawing import Drawing
 
 ID = "fast"
 TITLE = "Fast test figure: exact Ornstein-Uhlenbeck velocity moments"
 CLAIM = "A tiny figure used by the tests."
 COST = {"quick": "~1 s", "full": "~1 s"}
+PRESETS = ("quick", "full")
 
 
 def units(preset: str) -> list[dict]:
@@ -46,23 +46,16 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return {"mean": float(trace[50:].mean()), "variance": float(trace[50:].var())}
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
+def draw(results: list, preset: str) -> Drawing:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "fast.csv", "w", newline="") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["k", "plan", "mean", "variance"])
-        for unit, res in sorted(results, key=lambda r: (r[0]["plan"], r[0]["k"])):
-            writer.writerow([unit["k"], unit["plan"], res["mean"], res["variance"]])
+    rows = [{"k": unit["k"], "plan": unit["plan"], "mean": res["mean"], "variance": res["variance"]}
+            for unit, res in sorted(results, key=lambda r: (r[0]["plan"], r[0]["k"]))]
     fig, ax = plt.subplots(figsize=(4, 3))
     for plan in ("sms", "iid"):
         pts = sorted((u["k"], r["variance"]) for u, r in results if u["plan"] == plan)
         ax.plot(*np.array(pts).T, marker="o", label=plan)
     ax.legend()
-    fig.savefig(out_dir / "fast.png", dpi=60)
-    fig.savefig(out_dir / "fast.pdf")
-    plt.close(fig)
-    return {"files": ["fast.png", "fast.pdf", "fast.csv"], "measured": f"{len(results)} units."}
+    return Drawing(measured=f"{len(results)} units.", figures={"fast": fig}, tables={"fast": rows})

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from reports.drawing import Drawing
 
 ID = "other"
 TITLE = "Other fixture figure"
 CLAIM = "A second tiny figure used by the tests."
 COST = {"quick": "~0 s", "full": "~0 s"}
+PRESETS = ("quick", "full")
 
 
 def units(preset: str) -> list[dict]:
@@ -18,7 +19,6 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return {"value": unit["i"] + seed % 7}
 
 
-def draw(results: list, out_dir: Path, preset: str) -> dict:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "other.csv").write_text("i,value\n" + "".join(f"{u['i']},{r['value']}\n" for u, r in results))
-    return {"files": ["other.csv"], "measured": f"{len(results)} units."}
+def draw(results: list, preset: str) -> Drawing:
+    return Drawing(measured=f"{len(results)} units.", tables={"other": [{"i": u["i"], "value": r["value"]}
+                                                                        for u, r in results]})

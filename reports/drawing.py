@@ -1,0 +1,101 @@
+"""The experiment contract's output: what a figure module's ``draw`` returns, and its one writer.
+
+An experiment returns data and writes no files.  Its ``draw(results, preset)`` gives a
+:class:`Drawing` (matplotlib figures, tables as rows of dicts, texts such as a Markdown table, and
+one paragraph of measured numbers); :func:`write_drawing` alone turns it into files, beside the
+figure's ``metadata.json`` that the command line writes with :func:`write_metadata`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reports.tables import write_rows
+
+
+@dataclass
+class Drawing:
+    """A figure or table of the report, drawn from its units' results.
+
+    Parameters
+    ----------
+    measured : str
+        The numbers the figure shows, in one paragraph (the report prints it under the claim).
+    figures : dict of str to matplotlib.figure.Figure
+        ``{stem: figure}``; each is written as ``stem.png`` and ``stem.pdf``.
+    tables : dict of str to list of dict
+        ``{stem: rows}``; each is written as ``stem.csv`` (columns in first-seen order).
+    texts : dict of str to str
+        ``{file name: text}``, e.g. a Markdown table, written as they are.
+    table : str or None
+        The name of the text in ``texts`` that the report shows inline (a Markdown table).
+    metadata : dict
+        Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram).
+    """
+
+    measured: str
+    figures: dict = field(default_factory=dict)
+    tables: dict = field(default_factory=dict)
+    texts: dict = field(default_factory=dict)
+    table: str | None = None
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.table is not None and self.table not in self.texts:
+            raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
+
+
+def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
+    """Write every figure, table and text of ``drawing`` into ``out_dir``.
+
+    Parameters
+    ----------
+    drawing : Drawing
+        What a figure module's ``draw`` returned.
+    out_dir : pathlib.Path
+        The figure's folder (created if absent).
+
+    Returns
+    -------
+    list of str
+        The written file names, figures first (PNG then PDF), then tables and texts.
+    """
+    import matplotlib.pyplot as plt
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = []
+    for stem, fig in drawing.figures.items():
+        fig.savefig(out_dir / f"{stem}.png", dpi=120, bbox_inches="tight")
+        fig.savefig(out_dir / f"{stem}.pdf", bbox_inches="tight")
+        plt.close(fig)
+        files += [f"{stem}.png", f"{stem}.pdf"]
+    for stem, rows in drawing.tables.items():
+        write_rows(out_dir / f"{stem}.csv", rows)
+        files.append(f"{stem}.csv")
+    for name, text in drawing.texts.items():
+        (out_dir / name).write_text(text if text.endswith("\n") else text + "\n")
+        files.append(name)
+    return files
+
+
+def write_metadata(path: Path, meta: dict) -> Path:
+    """Write a run's or a figure's metadata (from :func:`integrators.metadata.metadata`) as JSON.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        Where to write, conventionally ``metadata.json`` beside the outputs it describes.
+    meta : dict
+        JSON-serializable metadata.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
+    path.write_text(json.dumps(meta, indent=2) + "\n")
+    return path

@@ -1,0 +1,161 @@
+"""The one experiment contract (:mod:`reports.registry`, :mod:`reports.drawing`): an experiment
+declares presets, units, the function that runs one unit and the function that draws the units'
+data; it writes no file.  The command line alone lists, runs, persists, resumes, writes and reports.
+
+The first test defines a throw-away experiment here, in its own text, and sees it listed, run,
+resumed and drawn into the report with nothing else changed."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from reports import cli, registry
+from reports.drawing import Drawing, write_drawing
+
+ROOT = Path(__file__).resolve().parents[1]
+
+THROWAWAY = textwrap.dedent('''
+    """A throw-away experiment written by a test: the exact stationary variance of an AR(1) chain."""
+    import os
+
+    from reports.drawing import Drawing
+
+    ID = "throwaway"
+    TITLE = "Throw-away experiment: AR(1) variance against its coefficient"
+    CLAIM = "The stationary variance of x' = a x + noise is 1 / (1 - a^2)."
+    COST = {"quick": "milliseconds", "full": "milliseconds", "mine": "milliseconds"}
+    PRESETS = ("quick", "full", "mine")
+
+    def units(preset):
+        return [{"a": a} for a in ((0.1, 0.5, 0.9) if preset != "mine" else (0.3,))]
+
+    def run_unit(unit, preset, seed):
+        with open(os.environ["THROWAWAY_CALLS"], "a") as fh:  # the test counts the calls
+            fh.write(f"{unit['a']}\\n")
+        return {"a": unit["a"], "variance": 1.0 / (1.0 - unit["a"] ** 2), "seed": seed}
+
+    def draw(results, preset):
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = [res for _, res in sorted(results, key=lambda r: r[0]["a"])]
+        fig, ax = plt.subplots()
+        ax.plot([r["a"] for r in rows], [r["variance"] for r in rows], "o-")
+        text = "| a | variance |\\n| --- | --- |\\n" + "".join(f"| {r['a']} | {r['variance']:.4f} |\\n" for r in rows)
+        return Drawing(measured=f"{len(rows)} coefficients; largest variance {rows[-1]['variance']:.3f}.",
+                       figures={"ar1": fig}, tables={"ar1": rows}, texts={"ar1.md": text}, table="ar1.md",
+                       metadata={"model": "AR(1)"})
+''')
+
+
+@pytest.fixture
+def throwaway(tmp_path, monkeypatch):
+    """The throw-away experiment as the only module of the registry; yields the file counting calls."""
+    folder = tmp_path / "experiment"
+    folder.mkdir()
+    (folder / "throwaway_experiment.py").write_text(THROWAWAY)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", "throwaway_experiment")
+    calls = tmp_path / "calls.txt"
+    monkeypatch.setenv("THROWAWAY_CALLS", str(calls))
+    return calls
+
+
+def test_a_throwaway_experiment_is_listed_run_resumed_and_reported(throwaway, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["list"]) == 0
+    assert "throwaway" in capsys.readouterr().out
+
+    assert cli.main(["run", "all", "--out", str(out)]) == 0
+    assert throwaway.read_text().split() == ["0.1", "0.5", "0.9"]
+    drawn = out / "report" / "throwaway"
+    assert sorted(p.name for p in drawn.iterdir()) == ["ar1.csv", "ar1.md", "ar1.pdf", "ar1.png", "metadata.json"]
+    meta = json.loads((drawn / "metadata.json").read_text())
+    assert meta["model"] == "AR(1)" and meta["units"] == 3 and meta["preset"] == "quick" and "git_commit" in meta
+    index = (out / "report" / "index.html").read_text()
+    assert "Throw-away experiment" in index and "throwaway/ar1.png" in index and "5.2632" in index  # its table
+
+    capsys.readouterr()
+    assert cli.main(["run", "all", "--out", str(out), "--resume"]) == 0
+    assert "3 units already done, 0 to run" in capsys.readouterr().err
+    assert len(throwaway.read_text().split()) == 3  # nothing recomputed
+
+    (drawn / "ar1.csv").unlink()
+    assert cli.main(["report", "--out", str(out)]) == 0  # redrawn from the persisted units alone
+    assert (drawn / "ar1.csv").read_text().startswith("a,seed,variance")  # persisted results come key-sorted
+    assert len(throwaway.read_text().split()) == 3
+
+
+def test_an_experiments_own_preset_is_accepted_and_an_unknown_one_named(throwaway, tmp_path, capsys):
+    assert cli.main(["run", "throwaway", "--preset", "mine", "--out", str(tmp_path / "mine")]) == 0
+    assert throwaway.read_text().split() == ["0.3"]
+    capsys.readouterr()
+    assert cli.main(["run", "throwaway", "--preset", "huge", "--out", str(tmp_path / "huge")]) == 2
+    assert "unknown preset 'huge'" in capsys.readouterr().err
+
+
+def test_every_registered_experiment_follows_the_contract():
+    for fid, mod in registry.load().items():
+        assert all(hasattr(mod, attr) for attr in registry.CONTRACT), fid
+        assert list(inspect.signature(mod.draw).parameters) == ["results", "preset"], fid
+        assert list(inspect.signature(mod.run_unit).parameters) == ["unit", "preset", "seed"], fid
+        assert set(mod.COST) >= {"quick", "full"} and {"quick", "full"} <= set(mod.PRESETS), fid
+
+
+# what writes files: calls of these names, and open() with a mode that writes
+WRITERS = {"savefig", "write_text", "write_bytes", "dump", "to_csv", "writerow", "writerows", "mkdir"}
+EXPERIMENT_SOURCES = ("bias", "bnn", "theory_checks/claims.py", "reports/fig_*.py", "reports/tab_*.py")
+
+
+def file_writes(path: Path) -> list[str]:
+    """``line: call`` for every call in ``path`` that writes a file."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "attr", getattr(node.func, "id", ""))
+        mode = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)] + [
+            k.value.value for k in node.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)]
+        if name in WRITERS or (name == "open" and any(set(str(m)) & set("wax") for m in mode)):
+            where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+            found.append(f"{where}:{node.lineno}: {name}")
+    return found
+
+
+def test_experiments_write_no_files():
+    """Every experiment (and the figure modules that wrap them) returns data; ``reports`` writes."""
+    files = []
+    for pattern in EXPERIMENT_SOURCES:
+        hits = [ROOT / pattern] if (ROOT / pattern).is_file() else (
+            sorted((ROOT / pattern).rglob("*.py")) if (ROOT / pattern).is_dir() else sorted(ROOT.glob(pattern)))
+        files += hits
+    assert len(files) > 20
+    writes = [w for path in files for w in file_writes(path)]
+    assert writes == [], "\n".join(writes)
+
+
+def test_the_file_check_sees_a_writer(tmp_path):
+    """The check above can fail: a module that saves a figure or opens a file for writing is caught."""
+    sneaky = tmp_path / "sneaky.py"
+    sneaky.write_text("def draw(fig, p):\n    fig.savefig(p)\n    open(p, 'w').write('x')\n")
+    assert [w.split(": ")[1] for w in file_writes(sneaky)] == ["savefig", "open"]
+
+
+def test_a_drawing_writes_each_output_once(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, _ = plt.subplots()
+    drawing = Drawing(measured="m", figures={"f": fig}, tables={"t": [{"a": 1}, {"b": 2}]}, texts={"x.md": "# x"})
+    assert write_drawing(drawing, tmp_path / "d") == ["f.png", "f.pdf", "t.csv", "x.md"]
+    assert (tmp_path / "d" / "t.csv").read_text().splitlines() == ["a,b", "1,", ",2"]
+    with pytest.raises(ValueError, match="names no text"):
+        Drawing(measured="m", table="absent.md")
