@@ -13,7 +13,8 @@ Conventions: friction ``gamma = 1``; BAOAB as in the paper's listings (O step wi
 standard one).
 
 Data: scikit-learn's digits (shipped inside the package, the embedded default) or Fashion-MNIST
-from local IDX files (``data_dir``).
+from local IDX files (``data_dir``), both read by :mod:`integrators.data` and turned into features
+here (:func:`digits_features`, :func:`fashion_features`).
 """
 
 from __future__ import annotations
@@ -25,10 +26,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from bias.data import embedded_digits, load_fashion_mnist
 from bias.metrics import all_metrics
 from bias.telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget
+from integrators import data as datasets
 from integrators.seeds import derive
 from integrators.targets import softmax_probabilities
 from integrators.validation import preset_settings
@@ -83,15 +84,46 @@ class Row:
     bias_mean_se: float = float("nan")  # standard error of ``bias`` itself (bootstrap over replicates)
 
 
+def digits_features(n_components: int | None = 16, n_train: int = 1200, seed: int = 0):
+    """``(x_train, y_train, x_test, y_test)``: scikit-learn's digits (:func:`integrators.data.embedded_digits`,
+    the same split for ``seed``) as the pixel counts 0..16, standardized on the training set, reduced
+    to ``n_components`` principal components scaled to unit variance (None: all 64 pixels), plus a
+    constant feature for the intercept."""
+    digits = datasets.embedded_digits(seed=seed, n_train=n_train)
+    # the loader's pixels are k / 16 in float32, exact: times 16 gives back the counts
+    x_train, x_test = (x.reshape(len(x), -1).astype(float) * 16.0 for x in (digits.x_train, digits.x_test))
+    mean, std = x_train.mean(axis=0), x_train.std(axis=0) + 1e-8
+    x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
+    if n_components:
+        _, _, vt = np.linalg.svd(x_train, full_matrices=False)
+        basis = vt[:n_components].T
+        scale = np.sqrt(np.mean((x_train @ basis) ** 2, axis=0))
+        x_train, x_test = x_train @ basis / scale, x_test @ basis / scale
+    return with_intercept(x_train), digits.y_train, with_intercept(x_test), digits.y_test
+
+
+def fashion_features(folder):
+    """``(x_train, y_train, x_test, y_test)``: Fashion-MNIST's IDX files in ``folder``
+    (:func:`integrators.data.load_fashion_mnist`), pixels in [0, 1] flattened, plus the intercept."""
+    images = datasets.load_fashion_mnist(folder)
+    flat = lambda x: x.reshape(len(x), -1).astype(float)  # noqa: E731
+    return with_intercept(flat(images.x_train)), images.y_train, with_intercept(flat(images.x_test)), images.y_test
+
+
+def with_intercept(x: np.ndarray) -> np.ndarray:
+    """``x`` with a last column of ones (the intercept's feature)."""
+    return np.hstack([x, np.ones((x.shape[0], 1))])
+
+
 def load_data(preset: str, data_dir=None, seed: int = 0):
-    cfg = PRESETS[preset]
+    """``(x_train, y_train, x_test, y_test, source)`` of ``preset``: the embedded digits, or
+    Fashion-MNIST from ``data_dir``; the test set cut to the preset's ``n_test``."""
+    cfg = preset_settings(PRESETS, preset)
     if data_dir is None:
-        x_train, y_train, x_test, y_test = embedded_digits(cfg["components"], cfg["n_train"], seed)
+        x_train, y_train, x_test, y_test = digits_features(cfg["components"], cfg["n_train"], seed)
         source = f"scikit-learn digits (PCA {cfg['components'] or 'none'})"
     else:
-        x_train, y_train, x_test, y_test = load_fashion_mnist(data_dir)
-        x_train = np.hstack([x_train, np.ones((len(x_train), 1))])
-        x_test = np.hstack([x_test, np.ones((len(x_test), 1))])
+        x_train, y_train, x_test, y_test = fashion_features(data_dir)
         source = f"Fashion-MNIST from {data_dir}"
     return x_train, y_train, x_test[: cfg["n_test"]], y_test[: cfg["n_test"]], source
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from integrators.validation import int_at_least
+from integrators.validation import int_at_least, integer_labels
 
 ROW_SUM_TOL = 1e-2  # |sum_k p_k - 1| per row: bfloat16 softmax outputs are off by up to ~2e-3
 
@@ -44,23 +44,6 @@ def check_predictive(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     if labels.min() < 0 or labels.max() >= probs.shape[1]:
         raise ValueError(f"labels outside [0, K) = [0, {probs.shape[1]}): found {labels.min():g}..{labels.max():g}")
     return probs, labels.astype(np.int64)
-
-
-def integer_labels(labels, where: str = "", error=ValueError) -> np.ndarray:
-    """``labels`` flattened, or ``error`` if they are not class indices (integer-valued floats
-    and booleans (two classes) pass; fractions, NaN and strings do not); ``where`` prefixes the message."""
-    labels = np.asarray(labels).reshape(-1)
-    prefix = f"{where}: " if where else ""
-    if labels.dtype.kind == "b":  # two classes as False / True
-        return labels.astype(np.int64)
-    if labels.dtype.kind == "f":
-        with np.errstate(invalid="ignore"):
-            fractional = ~np.isfinite(labels) | (labels != np.round(labels))
-        if fractional.any():
-            raise error(f"{prefix}labels must be integers (class indices), got {float(labels[fractional][0])!r}")
-    elif labels.dtype.kind not in "iu":
-        raise error(f"{prefix}labels must be integers (class indices), got an array of {labels.dtype}")
-    return labels
 
 
 def accuracy(probs, labels) -> float:

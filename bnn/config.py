@@ -12,8 +12,8 @@ from dataclasses import KW_ONLY, asdict, dataclass, replace
 import numpy as np
 import torch
 
-from bnn import data as bnn_data
 from bnn import models
+from integrators import data as datasets
 from integrators.memory import check_fits
 from integrators.validation import int_at_least, positive_float
 
@@ -25,16 +25,16 @@ STEP_CONVENTIONS = {"paper": 1.0, "notebook": 0.5}
 
 
 def _synthetic_fashion(n_train=60000, n_test=10000, seed=0):
-    return bnn_data.synthetic((1, 28, 28), 10, n_train=n_train, n_test=n_test, seed=seed)
+    return datasets.synthetic((1, 28, 28), 10, n_train=n_train, n_test=n_test, seed=seed)
 
 
 DATASETS = {
-    "digits": lambda cfg: bnn_data.embedded_digits(),
-    "xray_subset": lambda cfg: bnn_data.load_medmnist(cfg.data_path or bnn_data.SHARED_XRAY),
-    "fashion_mnist": lambda cfg: bnn_data.load_fashion_mnist(_need_path(cfg)),
-    "cifar10": lambda cfg: bnn_data.load_cifar10(_need_path(cfg)),
-    "celeba": lambda cfg: bnn_data.load_celeba(_need_path(cfg)),
-    "chest_xray": lambda cfg: bnn_data.load_chest_xray(_need_path(cfg)),
+    "digits": lambda cfg: datasets.embedded_digits(),
+    "xray_subset": lambda cfg: datasets.load_medmnist(cfg.data_path or datasets.SHARED_XRAY),
+    "fashion_mnist": lambda cfg: datasets.load_fashion_mnist(_need_path(cfg)),
+    "cifar10": lambda cfg: datasets.load_cifar10(_need_path(cfg)),
+    "celeba": lambda cfg: datasets.load_celeba(_need_path(cfg)),
+    "chest_xray": lambda cfg: datasets.load_chest_xray(_need_path(cfg)),
     "synthetic_fashion": lambda cfg: _synthetic_fashion(cfg.n_train or 60000, cfg.n_test or 10000),
 }
 
@@ -72,7 +72,7 @@ class RunConfig:
     """Everything that defines one run (a preset fixes all but the seed).
 
     ``stratified_test``: None (the data set's own splits), or a fraction in ``(0, 1)``: both splits
-    pooled and split again by class (:meth:`bnn.data.ImageData.stratified`, seed 0: one split for
+    pooled and split again by class (:meth:`integrators.data.ImageData.stratified`, seed 0: one split for
     every run), the class ratio equal in train and test up to one image per class.
     ``step_convention``: ``"paper"`` (a UBU sampler steps by ``h``, the paper's text) or
     ``"notebook"`` (by ``h / 2``, as the authors' released notebooks ran the tables' ``h``);

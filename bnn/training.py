@@ -12,13 +12,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from bnn import data as bnn_data
 from bnn import models
+from bnn.augment import augment
 from bnn.config import DATASETS, RunConfig
+from integrators import data as datasets
 from integrators.seeds import derive
 
 
-def load(cfg: RunConfig) -> bnn_data.ImageData:
+def load(cfg: RunConfig) -> datasets.ImageData:
     d = DATASETS[cfg.dataset](cfg)
     if cfg.stratified_test is not None:
         d = d.stratified(cfg.stratified_test, seed=0)
@@ -43,12 +44,12 @@ class Tensors:
         return self.x.shape[0]
 
 
-def tensors(d: bnn_data.ImageData, cfg: RunConfig, device, seed: int) -> Tensors:
+def tensors(d: datasets.ImageData, cfg: RunConfig, device, seed: int) -> Tensors:
     x = torch.from_numpy(d.x_train).to(device)
     y = torch.from_numpy(d.y_train).to(device)
     if cfg.augment_copies:
         gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "augmentation"))
-        x = torch.cat([x] + [bnn_data.augment(x, gen) for _ in range(cfg.augment_copies)])
+        x = torch.cat([x] + [augment(x, gen) for _ in range(cfg.augment_copies)])
         y = y.repeat(cfg.augment_copies + 1)
     return Tensors(x, y, torch.from_numpy(d.x_test).to(device), d.y_test, d.n_classes, d.in_shape)
 

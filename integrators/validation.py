@@ -250,3 +250,20 @@ def preset_settings(presets: Mapping, preset) -> dict:
     """The settings of ``preset`` in an experiment's ``presets`` table; a ``ValueError`` naming the
     known presets otherwise (every experiment reads its presets through this one check)."""
     return presets[one_of(presets)("preset", preset)]
+
+
+def integer_labels(labels, where: str = "", error=ValueError) -> np.ndarray:
+    """``labels`` flattened, or ``error`` if they are not class indices (integer-valued floats
+    and booleans (two classes) pass; fractions, NaN and strings do not); ``where`` prefixes the message."""
+    labels = np.asarray(labels).reshape(-1)
+    prefix = f"{where}: " if where else ""
+    if labels.dtype.kind == "b":  # two classes as False / True
+        return labels.astype(np.int64)
+    if labels.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            fractional = ~np.isfinite(labels) | (labels != np.round(labels))
+        if fractional.any():
+            raise error(f"{prefix}labels must be integers (class indices), got {float(labels[fractional][0])!r}")
+    elif labels.dtype.kind not in "iu":
+        raise error(f"{prefix}labels must be integers (class indices), got an array of {labels.dtype}")
+    return labels

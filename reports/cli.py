@@ -1,12 +1,14 @@
 """``sms-langevin`` (also ``python -m reports``): regenerate every figure and table.
 
-    sms-langevin list
-    sms-langevin run all --preset quick --out out/run [--resume] [--workers N]
-    sms-langevin run figure1 claims --scheduler tcp://host:8786
-    sms-langevin report --out out/run
-    sms-langevin claims --preset quick
-    sms-langevin bench
-    sms-langevin tour --out out/run [notebook ...]
+```bash
+sms-langevin list
+sms-langevin run all --preset quick --out out/run [--resume] [--workers N]
+sms-langevin run figure1 claims --scheduler tcp://host:8786
+sms-langevin report --out out/run
+sms-langevin claims --preset quick
+sms-langevin bench
+sms-langevin tour --out out/run [notebook ...]
+```
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ def run_config(cfg, seed: int) -> dict:
     import torch
 
     from bnn import pipeline
-    from bnn.data import DataError
+    from integrators.data import DataError
 
     # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
     torch.set_num_threads(int(os.environ.get("SMS_LANGEVIN_THREADS", 1)))

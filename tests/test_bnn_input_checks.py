@@ -9,7 +9,9 @@ import pytest
 import torch
 
 from bias import metrics as bias_metrics
-from bnn import data, diagnostics, metrics, models, pipeline, presets
+from bnn import augment as bnn_augment
+from bnn import diagnostics, metrics, models, pipeline, presets
+from integrators import data
 
 pytestmark = pytest.mark.torch
 
@@ -222,7 +224,7 @@ def test_synthetic_refuses_bad_arguments(args, kwargs, name):
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int64, torch.bool])
 def test_augment_refuses_non_floating_images(dtype):
     with pytest.raises(ValueError, match=f"images.*{str(dtype).removeprefix('torch.')}"):
-        data.augment(torch.zeros(2, 1, 8, 8, dtype=dtype), torch.Generator().manual_seed(0))
+        bnn_augment.augment(torch.zeros(2, 1, 8, 8, dtype=dtype), torch.Generator().manual_seed(0))
 
 
 @pytest.mark.parametrize("kwargs,name", [({"min_crop": 0}, "min_crop"), ({"min_crop": 1.5}, "min_crop"),
@@ -230,7 +232,7 @@ def test_augment_refuses_non_floating_images(dtype):
                                          ({"max_rotation": -1}, "max_rotation")])
 def test_augmentation_refuses_bad_settings(kwargs, name):
     with pytest.raises(ValueError, match=name):
-        data.Augmentation(**kwargs)
+        bnn_augment.Augmentation(**kwargs)
 
 
 # ------------------------------------------------------------------------------------------------ models

@@ -12,10 +12,10 @@ import pytest
 from helpers import draw_files
 
 from bias import figure1, logistic
-from bias.data import DataError, load_fashion_mnist, read_idx
 from bias.metrics import accuracy, ace, all_metrics, nll, rps
 from bias.wasserstein import expected_binned_w1
 from integrators import GaussianTarget
+from integrators.data import DataError, read_idx
 from reports import fig1_wasserstein, fig_logistic
 from reports.drawing import write_drawing
 
@@ -162,13 +162,14 @@ def test_idx_loader_reads_valid_files(tmp_path):
     write_idx(tmp_path / "t10k-images-idx3-ubyte", imgs[:3])
     write_idx(tmp_path / "t10k-labels-idx1-ubyte", rng.integers(0, 10, size=3))
     np.testing.assert_array_equal(read_idx(tmp_path / "train-images-idx3-ubyte.gz"), imgs)
-    x_train, y_train, x_test, y_test = load_fashion_mnist(tmp_path)
-    assert x_train.shape == (5, 784) and x_test.shape == (3, 784) and x_train.max() <= 1.0
+    x_train, y_train, x_test, y_test = logistic.fashion_features(tmp_path)
+    assert x_train.shape == (5, 785) and x_test.shape == (3, 785) and x_train[:, :-1].max() <= 1.0
+    assert np.all(x_train[:, -1] == 1.0)  # the intercept's feature
 
 
 def test_idx_loader_errors_name_the_file(tmp_path):
     with pytest.raises(DataError, match="train-images-idx3-ubyte.*not found"):
-        load_fashion_mnist(tmp_path)
+        logistic.fashion_features(tmp_path)
     bad = tmp_path / "bad-idx"
     bad.write_bytes(b"\x12\x34\x08\x01" + b"\x00" * 8)
     with pytest.raises(DataError, match="bad-idx: not an IDX file"):
@@ -185,9 +186,8 @@ def test_idx_loader_errors_name_the_file(tmp_path):
 
 def test_logistic_reports_a_diverged_sampler(tmp_path, monkeypatch):
     monkeypatch.setitem(logistic.PRESETS, "boom", {**logistic.PRESETS["tiny"], "h0": 2.0, "levels": 0})
-    from bias.data import embedded_digits
     from integrators import MultinomialLogisticTarget
-    x_train, y_train, x_test, y_test = embedded_digits(8, 400)
+    x_train, y_train, x_test, y_test = logistic.digits_features(8, 400)
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=50.0)
     rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test[:50]), y_test[:50]), "em", "iid", "boom")
     assert rows and all(r.diverged and "diverged" in r.diverged and np.isnan(r.bias) for r in rows)

@@ -46,7 +46,7 @@ def private_imports(path: Path) -> list[str]:
 
 def test_the_check_finds_private_imports(tmp_path):
     probe = ROOT / "tests" / "_layout_probe.py"
-    probe.write_text("from integrators.api import _fmt\nimport bias.data as d\nd._find\nfrom tests import _x\n")
+    probe.write_text("from integrators.api import _fmt\nimport bias.metrics as d\nd._find\nfrom tests import _x\n")
     try:
         assert private_imports(probe) == ["from integrators.api import _fmt", "d._find"]
     finally:

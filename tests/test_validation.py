@@ -918,7 +918,7 @@ def test_run_configs_take_arrays_for_tuples_and_paths_for_strings():
 
 
 def test_synthetic_data_takes_a_numpy_shape():
-    from bnn.data import synthetic
+    from integrators.data import synthetic
 
     assert synthetic(np.array([1, 4, 4]), 3, n_train=4, n_test=2).x_train.shape == (4, 1, 4, 4)
 

@@ -39,8 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bias.coupled import coupled_run
-from bias.data import embedded_digits
-from bias.logistic import predictive_test_functions
+from bias.logistic import digits_features, predictive_test_functions
 from bias.telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget
 from theory_checks.orders import local_slopes
@@ -48,7 +47,7 @@ from tour import check, question
 
 # scikit-learn's digits (shipped inside the package): 8x8 images, 10 classes, reduced by PCA to 8
 # features plus an intercept; 400 training points, a Gaussian prior of precision 50 (the paper's)
-x_train, y_train, x_test, y_test = embedded_digits(n_components=8, n_train=400, seed=0)
+x_train, y_train, x_test, y_test = digits_features(n_components=8, n_train=400, seed=0)
 x_test, y_test = x_test[:60], y_test[:60]
 target = MultinomialLogisticTarget(x_train, y_train, prior_precision=50.0)
 mode = target.mode()   # the L-BFGS minimizer: start point and control-variate reference

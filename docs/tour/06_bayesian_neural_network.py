@@ -50,12 +50,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from bnn import data as bnn_data
 from bnn import models
 from bnn.config import RunConfig
 from bnn.metrics import evaluate
 from bnn.presets import REGIME_H
 from bnn.training import batches_per_epoch, load, predict, sum_loss, tensors, train
+from integrators import data as datasets
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
 from tour import check, question
 
@@ -68,7 +68,7 @@ torch.set_num_threads(1)
 # ## The data: chest X-rays (or the embedded digits)
 #
 # The shared PneumoniaMNIST subset (28 x 28 chest X-rays, normal vs pneumonia, MedMNIST format),
-# read in place from `bnn.data.SHARED_XRAY`. Where that file is absent the notebook falls back to
+# read in place from `integrators.data.SHARED_XRAY`. Where that file is absent the notebook falls back to
 # scikit-learn's digits (8 x 8, ten classes, shipped inside the package) and says so.
 #
 # The network is the supplement's (Softplus activations, BatchNorm on the current batch, a
@@ -76,14 +76,14 @@ torch.set_num_threads(1)
 # core. `RunConfig` holds every setting of a run and checks them when it is made.
 
 # %%
-DATA_FILE = bnn_data.SHARED_XRAY
+DATA_FILE = datasets.SHARED_XRAY
 settings = dict(batch_size=100, lr_adam=1e-2, lr_swa=1e-3, epochs_train=10, epochs_swa=5,
                 h=REGIME_H, rho=50**-0.5, n_eval_batches=10)
 try:
     cfg = RunConfig("xray_subset", "chest_xray", width=0.125, data_path=str(DATA_FILE), **settings)
     images = load(cfg)
     class_names = ["normal", "pneumonia"]
-except bnn_data.DataError as exc:
+except datasets.DataError as exc:
     print(f"The shared chest X-ray subset could not be read ({exc}).\n"
           "FALLING BACK to scikit-learn's embedded digits: the numbers below are for the digits.")
     cfg = RunConfig("digits", "fashion_mnist", width=0.125, **settings)

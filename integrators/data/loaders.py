@@ -1,5 +1,5 @@
 """The loaders: each data set read from its standard public format in a local folder (or shipped
-inside a package), checked by :func:`bnn.data.layout.check_layout`."""
+inside a package), checked by :func:`integrators.data.layout.check_layout`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bias.data import FASHION_FILES, DataError, find_idx_file, read_idx
-from bnn.data.layout import (
+from integrators.data.idx import FASHION_FILES, DataError, find_idx_file, read_idx
+from integrators.data.layout import (
     FASHION_MNIST,
     MEDMNIST,
     MEDMNIST_DEFAULT,

@@ -1,4 +1,4 @@
-"""bnn.data's layout check on MedMNIST ``.npz`` files: generated files with one defect each (a split's
+"""integrators.data's layout check on MedMNIST ``.npz`` files: generated files with one defect each (a split's
 image shape, a channel axis, dtypes, labels out of range or fractional, empty splits, missing keys, a
 file that is no ``.npz``) raise a DataError naming the file and the field; valid files load."""
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bnn import data
-from bnn.data import DataError
+from integrators import data
+from integrators.data import DataError
 
 pytestmark = pytest.mark.torch
 

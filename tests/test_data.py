@@ -1,4 +1,4 @@
-"""bnn.data: every loader on small files written here in its format; bad files give clear errors."""
+"""integrators.data: every loader on small files written here in its format; bad files give clear errors."""
 
 import gzip
 import pickle
@@ -9,8 +9,9 @@ import pytest
 import torch
 from PIL import Image
 
-from bnn import data
-from bnn.data import DataError
+from bnn import augment as bnn_augment
+from integrators import data
+from integrators.data import DataError
 
 pytestmark = pytest.mark.torch
 
@@ -162,12 +163,12 @@ def test_embedded_digits():
 
 def test_augmentation_keeps_range_shape_and_is_seeded():
     x = torch.rand(4, 1, 28, 28)
-    a = data.augment(x, torch.Generator().manual_seed(0))
-    b = data.augment(x, torch.Generator().manual_seed(0))
+    a = bnn_augment.augment(x, torch.Generator().manual_seed(0))
+    b = bnn_augment.augment(x, torch.Generator().manual_seed(0))
     assert a.shape == x.shape and torch.equal(a, b) and 0 <= a.min() and a.max() <= 1
     assert not torch.allclose(a, x)
-    still = data.augment(x, torch.Generator().manual_seed(0),
-                         data.Augmentation(max_rotation=0, max_shift=0, min_crop=1, brightness=0))
+    still = bnn_augment.augment(x, torch.Generator().manual_seed(0),
+                         bnn_augment.Augmentation(max_rotation=0, max_shift=0, min_crop=1, brightness=0))
     torch.testing.assert_close(still, x, atol=1e-5, rtol=0)
 
 

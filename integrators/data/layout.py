@@ -10,9 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bias.data import DataError
-from bias.metrics import integer_labels
-from integrators.validation import int_at_least
+from integrators.data.idx import DataError
+from integrators.validation import int_at_least, integer_labels
 
 
 @dataclass(frozen=True)

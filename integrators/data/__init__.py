@@ -1,4 +1,5 @@
-"""Image data sets for the networks, read from local files in their standard public formats.
+"""Data sets, read from local files in their standard public formats: one place for the BNN
+experiments (images) and the logistic-regression experiments (their features, :mod:`bias.logistic`).
 
 | loader | format | paper |
 | --- | --- | --- |
@@ -11,20 +12,27 @@
 
 Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
 labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
-:class:`bias.data.DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
+:class:`DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
 what it read to :func:`check_layout` against the declared data set's :class:`DataSpec` (the number of
 classes, the channels and the axis the format puts them on, the image size where the set fixes it):
 every split non-empty, one image shape across the splits, uint8 pixels, labels integers in
 ``[0, K)``; a file that breaks it raises :class:`DataError` naming the file and the field.
 :data:`SHARED_XRAY` is the shared PneumoniaMNIST subset, read from where it lies, never copied.
-:func:`augment` is the chest X-ray augmentation of the supplement (rotations, shifts, crops,
-brightness), applied on the fly to a batch.
+:func:`read_idx` reads one IDX file.
 """
 
-from bias.data import DataError
-from bnn.data.augment import Augmentation, augment
-from bnn.data.layout import FASHION_MNIST, MEDMNIST, MEDMNIST_DEFAULT, DataSpec, Field, ImageData, Part, check_layout
-from bnn.data.loaders import (
+from integrators.data.idx import DataError, read_idx
+from integrators.data.layout import (
+    FASHION_MNIST,
+    MEDMNIST,
+    MEDMNIST_DEFAULT,
+    DataSpec,
+    Field,
+    ImageData,
+    Part,
+    check_layout,
+)
+from integrators.data.loaders import (
     CELEBA_ATTRS,
     CIFAR_TEST,
     CIFAR_TRAIN,
@@ -43,6 +51,6 @@ from bnn.data.loaders import (
 )
 
 __all__ = ["CELEBA_ATTRS", "CIFAR_TEST", "CIFAR_TRAIN", "FASHION_MNIST", "IMAGE_SUFFIXES", "LOADERS", "MEDMNIST",
-           "MEDMNIST_DEFAULT", "SHARED_XRAY", "XRAY_CLASSES", "Augmentation", "DataError", "DataSpec", "Field",
-           "ImageData", "Part", "augment", "check_layout", "embedded_digits", "load_celeba", "load_chest_xray",
-           "load_cifar10", "load_fashion_mnist", "load_medmnist", "medmnist_set", "synthetic"]
+           "MEDMNIST_DEFAULT", "SHARED_XRAY", "XRAY_CLASSES", "DataError", "DataSpec", "Field", "ImageData", "Part",
+           "check_layout", "embedded_digits", "load_celeba", "load_chest_xray", "load_cifar10", "load_fashion_mnist",
+           "load_medmnist", "medmnist_set", "read_idx", "synthetic"]
