@@ -1,11 +1,19 @@
 """The public entry point: input validation, divergence reporting, reproducibility."""
 
+import math
+
+import numba as nb
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from integrators import GaussianTarget, LogisticTarget, sample
+from bias.telescoping import telescoping_bias
+from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sample_together
+from integrators.backends import THREADS_VARIABLE, Torch
+from integrators.result import RHAT_WARN
+from integrators.targets import DIVERGENCE_SDS
+from integrators.torch import chains
 
 T1 = GaussianTarget.one_d_example()
 
@@ -192,3 +200,283 @@ def test_threads_meeting_a_new_kernel_signature_agree_with_one_thread():
     one = sample(T1, threads=1, **kw)
     np.testing.assert_array_equal(two.chain_tests, one.chain_tests)
     assert np.all(np.isfinite(two.chain_tests))
+
+
+# -------------------------------------------------------------------------------------
+# Input checks through the public entry points, end to end: a few refusals through ``sample``,
+# ``sample_together`` and the torch chains' ``sample`` (each a ValueError naming the value, before
+# anything compiles or allocates), valid but unusual options that run, and a divergence reported at
+# the same step by every entry point.
+#
+# The refusals themselves are tables run against the validation layer and the run spec, which
+# compile nothing: tests/test_validation.py (it also runs :data:`END_TO_END_REFUSALS` in a fresh
+# interpreter and finds no kernel compiled).
+ONE_D = GaussianTarget.one_d_example()
+RUN = dict(h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
+HUGE = 10**12
+MEMORY = "GiB of arrays, more than this machine's"
+LONE = "samplers must be a list of .scheme, plan. pairs"
+
+
+def refuse_end_to_end(entry, kwargs):
+    if entry is sample_together:
+        sample_together(ONE_D, **{"samplers": [("ubu", "sms")], "batch_size": 1, "h": 0.1, "n_chains": 2,
+                                  "n_steps": 10, **kwargs})
+    else:
+        entry(ONE_D, "ubu", "sms", **{**RUN, **kwargs})
+
+
+# (entry point, keywords, what the message says); the same checks on both backends and many more: the
+# tables of tests/test_validation.py
+END_TO_END_REFUSALS = [
+    pytest.param(sample, {"seed": 2**64}, r"seed must be < 2\*\*64", id="sample-seed-beyond-64-bits"),
+    pytest.param(sample, {"x_ref": [0.0]}, "x_ref is given but control_variate is false",
+                 id="sample-x_ref-without-control-variate"),
+    pytest.param(sample, {"path_refine": 2**21}, r"path_refine must be a power of two <= 2\*\*20",
+                 id="sample-path_refine-2**21"),
+    pytest.param(sample, {"n_chains": HUGE}, f"n_chains={HUGE}.*{MEMORY}", id="sample-n_chains-beyond-memory"),
+    pytest.param(chains.sample, {"full_moments": "no"}, "full_moments must be True or False",
+                 id="torch-full_moments-string"),
+    pytest.param(chains.sample, {"histogram": (-3.0, 3.0, HUGE)}, f"{HUGE} histogram bins.*{MEMORY}",
+                 id="torch-histogram-beyond-memory"),
+    pytest.param(chains.sample, {"compile": "maybe"}, "compile='maybe' is not a torch.compile backend",
+                 id="torch-compile-word"),
+    pytest.param(sample_together, {"samplers": "ubu"}, LONE, id="together-a-lone-name"),
+    pytest.param(sample_together, {"samplers": {"ubu": "sms"}}, LONE, id="together-a-mapping"),
+    pytest.param(sample_together, {"backend": Torch()}, "sample_together runs on the Numba backend",
+                 id="together-on-torch"),
+]
+
+
+@pytest.mark.parametrize("entry, kwargs, words", END_TO_END_REFUSALS)
+def test_entry_points_refuse_bad_input_by_name(entry, kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        refuse_end_to_end(entry, kwargs)
+
+
+@pytest.mark.slow
+def test_unusual_but_valid_options_run_end_to_end():
+    """Options the checks once refused, run (their canonical values: tests/test_validation.py):
+    integral float histogram bins on both backends, a path refinement of 8 (2**62 was accepted and
+    never ended; the bound is 2**20), and a scalar x0 and x_ref for a one-dimensional target."""
+    for run in (sample, chains.sample):
+        assert run(ONE_D, "ubu", "sms", **RUN, histogram=(-3, 3, 10.0)).histogram.sum() > 0
+    assert not sample(ONE_D, "ubu", "sms", **RUN, path_refine=2**3).diverged
+    res = sample(ONE_D, "ubu", "sms", **RUN, x0=0.5, control_variate=True, x_ref=-0.9)
+    assert not res.diverged
+
+
+@pytest.mark.slow
+def test_every_entry_point_reports_the_divergence_the_target_bound_defines():
+    """EM at h = 1 on the 1-D example leaves the target's scale within a few steps: sample, the
+    torch backend and the coupled chains (hence the telescoping sum) all report it (the coupled
+    chains and torch used a fixed bound of 1e8 and returned differences of 1e11 as numbers)."""
+    numba_run = sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3)
+    assert np.all(numba_run.diverged_at > 0)
+    torch_default = chains.sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3)
+    torch_target = chains.sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3,
+                                 divergence_bound=ONE_D.divergence_bound())
+    torch_loose = chains.sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3, divergence_bound=1e8)
+    assert np.all(torch_default.diverged_at > 0)
+    np.testing.assert_array_equal(torch_default.diverged_at, torch_target.diverged_at)
+    assert np.all(torch_loose.diverged_at > torch_default.diverged_at)  # the bound matters here
+    with pytest.raises(RuntimeError, match="diverged at h=1"):
+        telescoping_bias(ONE_D, "em", "full", 1.0, levels=1, base_epochs=20, n_chains=4)
+
+
+# -------------------------------------------------------------------------------------
+# Property: any valid combination of target, scheme, plan and options runs to a result whose
+# statistics are finite, or is reported as diverged; never an exception from Numba internals.
+def make_target(kind, rng, d, n):
+    if kind == "gaussian":
+        roots = rng.normal(size=(n, d, d))
+        return GaussianTarget(rng.normal(size=(n, d)), roots @ np.swapaxes(roots, 1, 2) + 0.1 * np.eye(d),
+                              prior_precision=0.2 * np.eye(d))
+    feats = rng.normal(size=(n, d))
+    if kind == "logistic":
+        return LogisticTarget(feats, (rng.random(n) > 0.5).astype(float), prior_precision=1.0)
+    return MultinomialLogisticTarget(feats, rng.integers(0, 3, size=n), n_classes=3, prior_precision=1.0)
+
+
+@settings(max_examples=30)
+@given(kind=st.sampled_from(["gaussian", "logistic", "multinomial"]), scheme=st.sampled_from(sorted(SCHEMES)),
+       plan=st.sampled_from(["full", "iid", "rr", "sms"]), d=st.integers(1, 3), n=st.integers(1, 9),
+       bs_frac=st.floats(0.0, 1.0), h=st.floats(1e-3, 2.0), gamma=st.floats(0.1, 10.0), cv=st.booleans(),
+       box=st.booleans(), seed=st.integers(0, 1000))
+@pytest.mark.slow
+def test_any_valid_configuration_runs(kind, scheme, plan, d, n, bs_frac, h, gamma, cv, box, seed):
+    rng = np.random.default_rng(seed)
+    target = make_target(kind, rng, d, n)
+    batch_size = max(1, int(round(bs_frac * n)))
+    kwargs = {}
+    if box:
+        kwargs = {"box_center": np.zeros(target.dim), "box_half_width": np.full(target.dim, 3.0)}
+    res = sample(target, scheme, plan, h=h, gamma=gamma, n_chains=3, n_steps=60, burn_in=10, seed=seed,
+                 batch_size=None if plan == "full" else batch_size, control_variate=cv, keep=2, **kwargs)
+    assert np.all(np.isfinite(res.chain_mean)) and np.all(np.isfinite(res.chain_second_moment))
+    if res.n_diverged < 3:
+        assert np.all(np.isfinite(res.mean)) and np.all(np.isfinite(res.variance))
+    else:
+        assert "DIVERGED" in res.summary()
+    if box:
+        ok = res.ok
+        assert np.all(np.abs(res.samples[ok]) <= 3.0 + 1e-9)
+
+
+@settings(max_examples=8)
+@given(kind=st.sampled_from(["gaussian", "multinomial"]), scheme=st.sampled_from(sorted(SCHEMES)),
+       plan=st.sampled_from(["full", "iid", "rr", "sms"]), coupling=st.sampled_from(["shared", "independent"]),
+       d=st.integers(1, 3), n=st.integers(1, 7), h=st.floats(1e-3, 0.5), cv=st.booleans(),
+       seed=st.integers(0, 1000))
+@pytest.mark.slow
+def test_any_valid_coupled_configuration_runs(kind, scheme, plan, coupling, d, n, h, cv, seed):
+    from bias.coupled import coupled_run
+    target = make_target(kind, np.random.default_rng(seed), d, n)
+    res = coupled_run(target, scheme, plan, h, n_chains=2, n_coarse_steps=40, burn_in=4, seed=seed,
+                      batch_size=None if plan == "full" else max(1, n // 2), coupling=coupling,
+                      control_variate=cv)
+    if np.all(res.ok):
+        assert np.all(np.isfinite(res.difference))
+
+
+# -------------------------------------------------------------------------------------
+# The library side of reliability: missing samples are NaN, divergence is judged on the target's own
+# scale, disagreeing chains are flagged, and bad input is a ValueError naming it (never a Numba
+# TypingError, a numpy error or a silent change).
+
+
+@pytest.mark.slow
+@settings(max_examples=8, deadline=None)
+@given(keep=st.integers(41, 200), scheme=st.sampled_from(sorted(SCHEMES)))
+def test_samples_never_taken_are_nan_not_zero(keep, scheme):
+    res = sample(T1, scheme, "sms", h=0.1, batch_size=1, n_chains=2, n_steps=50, burn_in=10, keep=keep, seed=1)
+    assert res.samples.shape == (2, keep, 1)
+    assert np.all(np.isfinite(res.samples[:, :40])), "the 40 post-burn-in steps are all kept"
+    assert np.all(np.isnan(res.samples[:, 40:])), "entries past the run must be NaN, never 0.0"
+
+
+@pytest.mark.slow
+def test_samples_of_a_diverged_chain_stop_at_its_divergence():
+    res = sample(T1, "em", "full", h=0.25, n_chains=3, n_steps=4000, keep=4000, seed=0)
+    assert res.n_diverged == 3
+    for c, step in enumerate(res.diverged_at):
+        assert np.all(np.isfinite(res.samples[c, : step - 1])) and np.all(np.isnan(res.samples[c, step - 1:]))
+
+
+@pytest.mark.slow
+def test_default_divergence_bound_is_the_targets_scale():
+    centre, sd = abs(T1.mean[0]), math.sqrt(T1.covariance[0, 0])
+    assert T1.divergence_bound() == pytest.approx(centre + DIVERGENCE_SDS * max(sd, 1.0))
+    wide = GaussianTarget(means=[[3.0]], precisions=[[[1e-6]]])  # sd 1000: the bound grows with it
+    assert wide.divergence_bound() == pytest.approx(3.0 + DIVERGENCE_SDS * 1000.0)
+    rng = np.random.default_rng(0)
+    feats, labels = rng.normal(size=(30, 3)), rng.integers(0, 2, 30)
+    logit = LogisticTarget(feats, labels.astype(float), prior_precision=4.0)
+    mode = logit.mode()
+    radius, sd = logit.typical_scale()
+    assert np.linalg.norm(mode) <= radius and sd == 0.5  # the mode lies within the bound's centre radius
+
+
+@pytest.mark.slow
+def test_chains_on_their_way_out_are_reported_diverged():
+    """The issue's repro: EM x iid at h = 0.21 printed mean 1039, var 6.5e11 as an estimate."""
+    res = sample(T1, "em", "iid", batch_size=1, h=0.21, n_chains=400, n_steps=3000, seed=5)
+    assert res.n_diverged > 300
+    assert "diverged" in res.summary() and "WARNING" in res.summary()
+    frozen_friction = sample(T1, "em", "full", h=0.1, gamma=1e-8, n_chains=50, n_steps=3000, seed=5)
+    assert frozen_friction.diverged  # EM without friction gains energy every step: flagged, not var 3.8e7
+    ok = sample(T1, "ubu", "sms", h=0.1, batch_size=1, n_chains=200, n_steps=3000, burn_in=300, seed=5)
+    assert not ok.diverged and ok.warnings == [] and "WARNING" not in ok.summary()
+
+
+@pytest.mark.slow
+def test_chains_that_disagree_beyond_their_errors_are_flagged():
+    x0 = np.linspace(-30, 30, 40)[:, None]  # chains far apart that have no time to meet
+    res = sample(T1, "ubu", "full", h=0.001, n_chains=40, n_steps=100, x0=x0, seed=2)
+    assert not res.diverged
+    assert res.rhat[0] > RHAT_WARN
+    assert any("R-hat" in w for w in res.warnings) and "WARNING" in res.summary()
+    long = sample(T1, "ubu", "full", h=0.1, n_chains=40, n_steps=4000, burn_in=400, x0=x0, seed=2)
+    assert long.rhat[0] < RHAT_WARN and long.warnings == []
+
+
+def test_friction_that_freezes_the_chains_is_refused():
+    with pytest.raises(ValueError, match="gamma"):
+        sample(T1, "ubu", "full", h=0.1, gamma=1e300, n_chains=2, n_steps=10)
+
+
+@nb.njit
+def _two_moments(x, out, test_data):
+    out[0] = x[0]
+    out[1] = x[0] * x[0]
+
+
+@nb.njit
+def _two_args(x, out):
+    out[0] = x[0]
+
+
+@nb.njit
+def _bad_body(x, out, test_data):
+    out[0] = test_data[0][0].nonexistent
+
+
+@pytest.mark.slow
+def test_test_functions_with_the_documented_signature_work():
+    res = sample(T1, "ubu", "full", h=0.1, n_chains=20, n_steps=400, burn_in=40, seed=0,
+                 test_functions=_two_moments, n_test_functions=2)
+    assert np.allclose(res.test_means, [res.mean[0], res.second_moment[0]])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"test_functions": _two_args, "n_test_functions": 1}, "three positional arguments"),
+    ({"test_functions": _two_moments.py_func, "n_test_functions": 2}, "Numba function"),
+    ({"test_functions": _two_moments, "n_test_functions": 2, "test_data": [np.zeros(2)]}, "tuple"),
+    ({"test_functions": _two_moments, "n_test_functions": 2, "test_data": ("abc",)}, r"test_data\[0\]"),
+    ({"test_functions": _two_moments, "n_test_functions": 0}, "n_test_functions"),
+    ({"test_functions": _bad_body, "n_test_functions": 1, "test_data": (np.zeros(2),)}, "could not be compiled"),
+])
+@pytest.mark.slow
+def test_bad_test_functions_raise_value_error(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10, **kwargs)
+
+
+@pytest.mark.parametrize("make,match", [
+    (lambda: MultinomialLogisticTarget(np.zeros((0, 3)), np.zeros(0, int)), "at least one row"),
+    (lambda: MultinomialLogisticTarget(np.ones((2, 3)), np.array(["a", "b"])), "labels must be integers"),
+    (lambda: MultinomialLogisticTarget(np.ones((2, 3)), np.array([0, 1e18])), "n_classes"),
+    (lambda: MultinomialLogisticTarget(np.ones((2, 3)), np.array([0, 1]), n_classes=10**12), "weights"),
+    (lambda: MultinomialLogisticTarget(np.ones((2, 3)), np.array([0, 1]), n_classes="3"), "n_classes"),
+    (lambda: LogisticTarget(np.zeros((0, 2)), np.zeros(0)), "at least one row"),
+    (lambda: LogisticTarget(np.ones((2, 2)), ["a", "b"]), "labels"),
+    (lambda: LogisticTarget(np.ones((2, 2)), [0, 1], prior_precision="x"), "prior_precision"),
+])
+def test_bad_targets_raise_value_error_naming_the_input(make, match):
+    with pytest.raises(ValueError, match=match):
+        make()
+
+
+def test_explicit_n_classes_allows_unseen_classes():
+    target = MultinomialLogisticTarget(np.ones((2, 3)), np.array([0, 9]), n_classes=10)
+    assert target.dim == 30
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"scheme": ["ubu"]}, "scheme"), ({"plan": {"sms": 1}}, "plan"),
+    ({"histogram": (0.0, 1.0, 2.7)}, "n_bins"), ({"histogram": (0.0, 1.0)}, "histogram"),
+    ({"histogram": "abc"}, "histogram"),
+])
+def test_unhashable_or_inexact_options_raise_value_error(kwargs, match):
+    args = {"scheme": "ubu", "plan": "sms", "h": 0.1, "n_chains": 2, "n_steps": 10, "batch_size": 1}
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        sample(T1, **args)
+
+
+def test_bad_thread_variable_is_named(monkeypatch):
+    monkeypatch.setenv(THREADS_VARIABLE, "abc")
+    with pytest.raises(ValueError, match=THREADS_VARIABLE):
+        sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10)
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    assert sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10).x.shape == (2, 1)

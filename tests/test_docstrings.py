@@ -1,7 +1,8 @@
 """Every public name of the documented packages has a numpydoc docstring that the docs build renders.
 
-The public names of a package in :data:`PACKAGES` are the functions and classes named in its
-``__all__`` (without one: the non-underscore functions and classes its namespace defines), plus the
+The public names of a package or module in :data:`PACKAGES` are the functions and classes named in
+:data:`MEMBERS` for it, else in its ``__all__``, else the non-underscore functions and classes it
+defines itself (a package whose ``__init__`` exports nothing is listed by its modules), plus the
 non-underscore methods, static methods, class methods and properties defined on those classes
 (inherited ones are documented where they are defined).  Data (registries, constants) carries no
 docstring of its own and is skipped.  Each docstring is parsed with ``numpydoc.docscrape`` and
@@ -51,7 +52,36 @@ PACKAGES = [
     "integrators",
     "integrators.torch",
     "theory_checks",
+    # bias and bnn export nothing from __init__: their public names are those of the modules the
+    # API pages render (docs/api/bias.md, docs/api/bnn.md)
+    "bias.coupled",
+    "bias.telescoping",
+    "bias.wasserstein",
+    "bias.metrics",
+    "bias.figure1",
+    "bias.logistic",
+    "bias.ghmc_logistic",
+    "bnn.augment",
+    "bnn.models",
+    "bnn.config",
+    "bnn.pipeline",
+    "bnn.presets",
+    "bnn.metrics",
+    "bnn.diagnostics",
+    # the reports command (docs/api/reports.md)
+    "reports.cli",
+    "reports.registry",
+    "reports.drawing",
+    "reports.executor",
+    "reports.store",
+    "reports.runmeta",
+    "reports.report",
 ]
+
+# modules whose API page renders only some members (the ``members:`` option of docs/api/*.md)
+MEMBERS = {
+    "reports.cli": ["main", "build_parser", "build_outputs"],
+}
 
 # public entry points whose input is checked one call deeper (the RunSpec they build, the checks they run)
 VALIDATING_ENTRY_POINTS = {
@@ -74,14 +104,20 @@ def _python_function(obj):
     return getattr(obj, "py_func", obj)
 
 
+def _defined_in(obj, package: str) -> bool:
+    """Whether ``obj`` is defined in the module ``package`` or one of its submodules."""
+    module = getattr(obj, "__module__", None) or ""
+    return module == package or module.startswith(package + ".")
+
+
 def _public_objects(package: str):
     """``(qualified name, object)`` for the package's public functions and classes."""
     module = importlib.import_module(package)
-    names = getattr(module, "__all__", None)
+    names = MEMBERS.get(package, getattr(module, "__all__", None))
     if names is None:
         names = [name for name, obj in vars(module).items()
                  if not name.startswith("_") and (inspect.isclass(obj) or _is_function(obj))
-                 and getattr(obj, "__module__", "").startswith(package)]
+                 and _defined_in(obj, package)]
     for name in names:
         obj = getattr(module, name)
         if inspect.isclass(obj) or _is_function(obj):

@@ -12,10 +12,10 @@
   sampler, bnn, reports.fig_bnn), each in a section named after its module.
 
 Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` runs every
-table (and the end-to-end refusals of tests/test_input_checks.py) in a fresh interpreter and
+table (and the end-to-end refusals of tests/test_api.py) in a fresh interpreter and
 finds the kernel caches empty.  The few refusals that go through ``sample``, ``sample_together``
-and the torch chains' ``sample`` end to end are in tests/test_input_checks.py; the theory checks'
-in tests/test_theory_input_checks.py.
+and the torch chains' ``sample`` end to end are in tests/test_api.py; the theory checks'
+in tests/test_theory_checks.py.
 """
 
 from __future__ import annotations
@@ -437,7 +437,7 @@ def test_a_bad_thread_count_in_the_environment_is_refused_by_name(monkeypatch):
 def test_unusual_but_valid_keywords_give_canonical_fields(backend):
     """Integral float histogram bins in both backends, a scalar x0 and x_ref for a one-dimensional
     target, numpy scalars for numbers, and plan full without a batch size (the run of each:
-    tests/test_input_checks.py)."""
+    tests/test_api.py)."""
     spec = spec_from({"histogram": (-3, 3, 10.0), "x0": 0.5, "control_variate": True, "x_ref": -0.9,
                       "n_chains": np.int64(4), "seed": np.uint64(3), "h": np.float32(0.25),
                       "full_moments": np.bool_(True)}, backend)
@@ -654,7 +654,7 @@ import json, sys
 sys.path.insert(0, {tests!r})
 import bias.coupled
 import integrators.kernel as kernel
-import test_input_checks
+import test_api
 import test_validation
 from integrators import GaussianTarget
 from integrators.plans import resolve_plan
@@ -662,7 +662,7 @@ from integrators.schemes import resolve_scheme
 from integrators.targets import lane_force_for
 
 tables = dict(test_validation.REFUSAL_TABLES)
-tables["end to end"] = (test_input_checks.refuse_end_to_end, test_input_checks.END_TO_END_REFUSALS)
+tables["end to end"] = (test_api.refuse_end_to_end, test_api.END_TO_END_REFUSALS)
 wrong = [w for runner, cases in tables.values() for w in test_validation.unrefused(runner, cases)]
 found = {{"cases": sum(len(cases) for _, cases in tables.values()), "wrong": wrong,
          "kernels": len(kernel._KERNELS), "kernel groups": len(kernel._GROUP_KERNELS),
@@ -676,7 +676,7 @@ print(json.dumps(found))
 
 @pytest.mark.slow
 def test_the_refusal_tables_compile_no_kernel():
-    """Every refusal table of this file and the end-to-end refusals of tests/test_input_checks.py,
+    """Every refusal table of this file and the end-to-end refusals of tests/test_api.py,
     run in a fresh interpreter (a test process may hold kernels of other tests), leave the Numba
     kernel caches empty: no kernel was compiled, nor even looked up."""
     import json
