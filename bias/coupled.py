@@ -68,17 +68,24 @@ INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled base
 
 @nb.njit(nogil=True)
 def first_coordinates(x, out, data):
-    """Default test functions: ``x_0`` and ``x_0^2``."""
+    """Default test functions: ``x_0`` and ``x_0^2``.
+
+    Parameters
+    ----------
+    x, out, data
+        One chain's position ``(d,)``, the values ``(2,)`` (filled), the test data (unused).
+    """
     out[0] = x[0]
     out[1] = x[0] * x[0]
 
 
 @nb.njit(nogil=True, inline="always")
-def coarse_batches(rule, shared, plan, perm_c, pos_c, states_c, out, fine_batches, n_fine, perm_f, u):
+def _coarse_batches(rule, shared, plan, perm_c, pos_c, states_c, out, fine_batches, n_fine, perm_f, u):
     """The coarse chains' next batches: the fine chains' first batches of the step (the built-in
     ``iid``, shared), or the plan's rule with, at a new period, the fine chains' permutations
     (shared) or their own.  A plan's own ``BATCH_RULE`` gets the fine permutations as its
-    ``source`` argument (it copies them at a new period, as :func:`next_batches` does)."""
+    ``source`` argument (it copies them at a new period, as :func:`next_batches` does).  Returns
+    the number of batches written to ``out``."""
     if shared and plan.code == IID:
         for j in range(n_fine):
             for c in range(out.shape[1]):
@@ -88,9 +95,10 @@ def coarse_batches(rule, shared, plan, perm_c, pos_c, states_c, out, fine_batche
 
 
 @nb.njit(nogil=True, _nrt=False)
-def coarsen_halves(dWf, Jf, decay, dWc, Jc):
+def _coarsen_halves(dWf, Jf, decay, dWc, Jc):
     """The coarse chain's path over each of its half steps, composed exactly from the fine
-    chain's two steps (``dWf, Jf`` of shape ``(2, 2, d, n)``: fine step, half, coordinate, chain)."""
+    chain's two steps (``dWf, Jf`` of shape ``(2, 2, d, n)``: fine step, half, coordinate, chain);
+    ``decay = e^{-gamma tau}`` over one fine interval."""
     for sub in range(2):
         for a in range(dWc.shape[1]):
             for c in range(dWc.shape[2]):
@@ -98,16 +106,17 @@ def coarsen_halves(dWf, Jf, decay, dWc, Jc):
                 Jc[sub, a, c] = decay * Jf[sub, 0, a, c] + Jf[sub, 1, a, c]
 
 
-Chains = namedtuple("Chains", "coef x v")
-Chains.__doc__ = "One chain of every pair: its scheme coefficients and its state ``x, v`` ``(n, d)``."
-Coupling = namedtuple("Coupling", "shared states first")
-Coupling.__doc__ = """How the coarse chains get their batches: ``shared`` (the fine chains' permutations
-or first batches) or not, their own batch streams, and a buffer for the fine chains' first batch."""
+# the kernel's argument bundles: one chain of every pair (scheme coefficients, state ``x, v`` ``(n, d)``);
+# how the coarse chains get their batches (``shared``: the fine chains' permutations or first
+# batches, or not; their own batch streams; a buffer for the fine chains' first batch)
+_Chains = namedtuple("Chains", "coef x v")
+_Coupling = namedtuple("Coupling", "shared states first")
 
 
 @nb.njit(nogil=True, inline="always")
-def chunk_observers(obs, chunk):
-    """The observers of one time chunk: ``obs.sum_tests`` has shape ``(n, n_chunks, n_tests)``."""
+def _chunk_observers(obs, chunk):
+    """The observers of one time chunk: ``obs.sum_tests`` has shape ``(n, n_chunks, n_tests)``.
+"""
     return Observers(obs.test_fn, obs.test_data, obs.sum_x, obs.sum_xx, obs.sum_outer, obs.sum_tests[:, chunk],
                      obs.samples, obs.hist, obs.hist_lo, obs.hist_inv_width, obs.hist_tails)
 
@@ -115,7 +124,7 @@ def chunk_observers(obs, chunk):
 _KERNELS: dict = {}
 
 
-def coupled_kernel_for(scheme_module, force, plan_module=None):
+def _coupled_kernel_for(scheme_module, force, plan_module=None):
     """The coupled kernel for one scheme, target class and batch rule (compiled once, cached)."""
     rule = batch_rule(plan_module)
     key = (scheme_module.step, bool(scheme_module.FSAL), force, rule)
@@ -148,7 +157,7 @@ def _make_coupled_kernel(step, fsal, force, allocates, rule):
         nbf, nbc, n_first = 0, 0, 0
         if fsal:
             nbf = rule(plan.code, perm_f, pos_f, plan.batch_size, plan.states, batch_f, no_source, z1)
-            nbc = coarse_batches(rule, coupling.shared, plan, perm_c, pos_c, coupling.states, batch_c, batch_f, nbf,
+            nbc = _coarse_batches(rule, coupling.shared, plan, perm_c, pos_c, coupling.states, batch_c, batch_f, nbf,
                                  perm_f, z1)
             force(xf, gf, batch_f, nbf, scale, tdata)
             force(xc, gc, batch_c, nbc, scale, tdata)
@@ -157,7 +166,7 @@ def _make_coupled_kernel(step, fsal, force, allocates, rule):
             # the exact composition of one fine step's two intervals
             for sub in range(2):
                 draw_step_path(path.states, l11, l21, l22, decay, path.refine, dWf[sub], Jf[sub], z1, z2, raw)
-            coarsen_halves(dWf, Jf, decay, work_c.dW, work_c.J)
+            _coarsen_halves(dWf, Jf, decay, work_c.dW, work_c.J)
             for sub in range(2):
                 nbf = rule(plan.code, perm_f, pos_f, plan.batch_size, plan.states, batch_f, no_source, z1)
                 if sub == 0:
@@ -166,7 +175,7 @@ def _make_coupled_kernel(step, fsal, force, allocates, rule):
                             coupling.first[j, c] = batch_f[j, c]
                     n_first = nbf
                 step(xf, vf, gf, fine.coef, dWf[sub], Jf[sub], force, batch_f, nbf, scale, tdata, box)
-            nbc = coarse_batches(rule, coupling.shared, plan, perm_c, pos_c, coupling.states, batch_c,
+            nbc = _coarse_batches(rule, coupling.shared, plan, perm_c, pos_c, coupling.states, batch_c,
                                  coupling.first, n_first, perm_f, z1)
             step(xc, vc, gc, coarse.coef, work_c.dW, work_c.J, force, batch_c, nbc, scale, tdata, box)
             if not (all_in_bounds(xf, vf, div.bound) and all_in_bounds(xc, vc, div.bound)) or n_dead > 0:
@@ -179,8 +188,8 @@ def _make_coupled_kernel(step, fsal, force, allocates, rule):
             chunk = min(counted // per_chunk, n_chunks - 1)
             if observe:
                 counted += 1
-                observe_chains(xf, div.diverged_at, chunk_observers(obs_f, chunk), work_f.tvals, False, 0)
-                observe_chains(xc, div.diverged_at, chunk_observers(obs_c, chunk), work_c.tvals, False, 0)
+                observe_chains(xf, div.diverged_at, _chunk_observers(obs_f, chunk), work_f.tvals, False, 0)
+                observe_chains(xc, div.diverged_at, _chunk_observers(obs_c, chunk), work_c.tvals, False, 0)
 
     return run_pairs
 
@@ -188,7 +197,14 @@ def _make_coupled_kernel(step, fsal, force, allocates, rule):
 @dataclass
 class CoupledResult:
     """Per chain and time chunk, averages of the test functions for the fine (``h/2``) and
-    coarse (``h``) chains."""
+    coarse (``h``) chains.
+
+    Attributes
+    ----------
+    h, fine, coarse, diverged_at
+        The coarse step; the ``(n_chains, n_chunks, n_tests)`` chunk averages; per pair the first
+        divergent coarse step, -1 if none.
+    """
 
     h: float
     fine: np.ndarray     # (n_chains, n_chunks, n_tests)
@@ -197,9 +213,27 @@ class CoupledResult:
 
     @property
     def ok(self):
+        """``(n_chains,)``: whether each pair stayed finite."""
         return self.diverged_at < 0
 
     def replicates(self, values):
+        """The replicates (chain x chunk) of the pairs that did not diverge.
+
+        Parameters
+        ----------
+        values : numpy.ndarray
+            ``(n_chains, n_chunks, n_tests)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_replicates, n_tests)``.
+
+        Raises
+        ------
+        RuntimeError
+            When every pair diverged (no estimate; never NaN as a number).
+        """
         if not np.any(self.ok):  # no estimate at all: say so, never return NaN as a number
             raise RuntimeError(f"every coupled pair diverged at h={self.h:g} (first at coarse step "
                                f"{int(self.diverged_at.min())}): no estimate")
@@ -213,6 +247,7 @@ class CoupledResult:
 
     @property
     def difference_se(self) -> np.ndarray:
+        """Standard error of :attr:`difference` over the replicates."""
         r = self.replicates(self.fine - self.coarse)
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
@@ -222,9 +257,30 @@ class CoupledResult:
         return self.replicates(self.fine - self.coarse).var(axis=0, ddof=1)
 
     def mean(self, which="fine"):
+        """Mean of the test functions over the ``which`` chains.
+
+        Parameters
+        ----------
+        which : {"fine", "coarse"}
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_tests,)``.
+        """
         return self.replicates(self.fine if which == "fine" else self.coarse).mean(axis=0)
 
     def se(self, which="fine"):
+        """Standard error of :meth:`mean` over the replicates.
+
+        Parameters
+        ----------
+        which : {"fine", "coarse"}
+
+        Returns
+        -------
+        numpy.ndarray
+        """
         r = self.replicates(self.fine if which == "fine" else self.coarse)
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
@@ -237,12 +293,37 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
                 divergence_bound: float | None = None) -> CoupledResult:
     """Run ``n_chains`` coupled (h, h/2) pairs; see the module docstring.
 
-    ``independent_paths=True`` drives the coarse chain by a different Brownian path (and its own
-    batches): the uncoupled baseline against which the coupling's variance reduction is measured.
-    ``box_center`` / ``box_half_width``: the elastic bounce, as in ``sample``;
-    ``divergence_bound``: a pair is reported diverged (and parked) at the first coarse step where
-    a coordinate of either chain is non-finite or exceeds it (default ``target.divergence_bound()``,
-    as in ``sample``).
+    Parameters
+    ----------
+    target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, seed, batch_size, x0, control_variate, x_ref
+        As in :func:`integrators.sample`; ``h`` is the coarse step (the fine chains run at ``h/2``)
+        and steps are counted at ``h``.
+    coupling : {"shared", "independent"}
+        Whether the coarse chains reuse the fine chains' batches or permutations.
+    test_functions, n_test_functions, test_data
+        A Numba ``f(x, out, data)`` (default :func:`first_coordinates`), the length of ``out``,
+        and ``data``.
+    test_every, n_chunks
+        Observe every ``test_every`` coarse steps after burn-in; equal time chunks per chain
+        (the replicates of the standard errors).
+    independent_paths : bool
+        Drive the coarse chain by a different Brownian path (and its own batches): the uncoupled
+        baseline against which the coupling's variance reduction is measured.
+    box_center, box_half_width, divergence_bound
+        The elastic bounce, as in ``sample``; a pair is reported diverged (and parked) at the first
+        coarse step where a coordinate of either chain is non-finite or exceeds the bound (default
+        ``target.divergence_bound()``).
+
+    Returns
+    -------
+    CoupledResult
+        The chunk averages of both chains of every pair.
+
+    Raises
+    ------
+    ValueError
+        On an argument the run's spec refuses, an unknown ``coupling``, or a ``test_every`` that
+        observes no step.
     """
     control_variate = boolean("control_variate", control_variate)
     # the arguments sample() also takes, checked alike by the spec of the coarse chains (nothing compiles)
@@ -269,7 +350,7 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
                8.0 * n_chains * (2 * n_chunks * n_test_functions + 2 * target.dim + 1))
     module = resolve_scheme(scheme)
     plan_module = resolve_plan(plan)
-    kernel = coupled_kernel_for(module, lane_force_for(target), plan_module)
+    kernel = _coupled_kernel_for(module, lane_force_for(target), plan_module)
     tdata = force_data(target, control_variate, x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
     box, x_init, divergence_bound = run.box_arrays(), run.x0, run.divergence_bound
@@ -286,10 +367,11 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
         v_init = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, lo, n), d)
         work_f = make_work_buffers(n, d, target.n_data, batch_size, n_test_functions, path_steps=2)
         work_c = make_work_buffers(n, d, target.n_data, batch_size, n_test_functions)
-        kernel(Chains(coef_f, x_init[lo:hi].copy(), v_init.copy()), Chains(coef_c, x_init[lo:hi].copy(), v_init.copy()),
+        kernel(_Chains(coef_f, x_init[lo:hi].copy(), v_init.copy()),
+               _Chains(coef_c, x_init[lo:hi].copy(), v_init.copy()),
                Path(gamma, h / 4.0, 1, lane_states(seed, PATH_STREAM, lo, n)),
                PlanState(code, batch_size, scale, lane_states(seed, PLAN_STREAM, lo, n)),
-               Coupling(shared, lane_states(seed, COARSE_PLAN_STREAM, lo, n), np.zeros_like(work_f.batch)),
+               _Coupling(shared, lane_states(seed, COARSE_PLAN_STREAM, lo, n), np.zeros_like(work_f.batch)),
                forces, schedule,
                no_observers(n, d, test_functions, test_data, fine[lo:hi]),
                no_observers(n, d, test_functions, test_data, coarse[lo:hi]),

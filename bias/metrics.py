@@ -19,7 +19,26 @@ ROW_SUM_TOL = 1e-2  # |sum_k p_k - 1| per row: bfloat16 softmax outputs are off 
 
 def check_predictive(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     """``(probs, labels)`` as float ``(n, K)`` and int64 ``(n,)`` arrays, or ``ValueError`` naming
-    what is wrong (the shared check of every metric here and in :mod:`bnn.metrics`)."""
+    what is wrong (the shared check of every metric here and in :mod:`bnn.metrics`).
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``probs`` as float ``(n, K)``, ``labels`` as int64 ``(n,)``.
+
+    Raises
+    ------
+    ValueError
+        Naming what is wrong: not numbers, a wrong shape, non-finite values, values outside
+        ``[0, 1]``, rows not summing to one, labels not integers or outside ``[0, K)``.
+    """
     try:
         probs = np.asarray(probs, dtype=float)
     except (TypeError, ValueError):
@@ -47,12 +66,49 @@ def check_predictive(probs, labels) -> tuple[np.ndarray, np.ndarray]:
 
 
 def accuracy(probs, labels) -> float:
+    """Fraction of points whose most probable class is the label.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+
+    Returns
+    -------
+    float
+        The accuracy, in ``[0, 1]``.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     probs, labels = check_predictive(probs, labels)
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
 def nll(probs, labels) -> float:
-    """Negative log-likelihood, log-probabilities clipped at -100."""
+    """Negative log-likelihood, log-probabilities clipped at -100.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+
+    Returns
+    -------
+    float
+        The mean negative log-probability of the labels.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     probs, labels = check_predictive(probs, labels)
     with np.errstate(divide="ignore"):
         logp = np.maximum(np.log(probs[np.arange(len(labels)), labels]), -100.0)
@@ -62,7 +118,27 @@ def nll(probs, labels) -> float:
 def ace(probs, labels, n_bins: int = 20) -> float:
     """Adaptive calibration error: for every class, ``n_bins`` bins of equal count over the sorted
     predicted probabilities of that class; mean of ``|frequency - mean probability|`` over bins
-    and classes."""
+    and classes.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+    n_bins : int
+        Number of bins.
+
+    Returns
+    -------
+    float
+        The adaptive calibration error.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     n_bins = int_at_least("n_bins", n_bins, 1)
     probs, labels = check_predictive(probs, labels)
     errors = []
@@ -75,7 +151,25 @@ def ace(probs, labels, n_bins: int = 20) -> float:
 
 
 def rps(probs, labels) -> float:
-    """Ranked probability score ``1/(K-1) sum_k (F_k - O_k)^2``, averaged over points."""
+    """Ranked probability score ``1/(K-1) sum_k (F_k - O_k)^2``, averaged over points.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+
+    Returns
+    -------
+    float
+        The mean ranked probability score.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     probs, labels = check_predictive(probs, labels)
     k = probs.shape[1]
     observed = np.zeros_like(probs)
@@ -86,7 +180,27 @@ def rps(probs, labels) -> float:
 
 def ece(probs, labels, n_bins: int = 15) -> float:
     """Expected calibration error of the top label: ``n_bins`` bins of equal width over the
-    confidence ``max_k p_k``; ``sum_b (n_b / n) |accuracy_b - mean confidence_b|``."""
+    confidence ``max_k p_k``; ``sum_b (n_b / n) |accuracy_b - mean confidence_b|``.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+    n_bins : int
+        Number of bins.
+
+    Returns
+    -------
+    float
+        The expected calibration error.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     n_bins = int_at_least("n_bins", n_bins, 1)
     probs, labels = check_predictive(probs, labels)
     conf = probs.max(axis=1)
@@ -100,7 +214,25 @@ def ece(probs, labels, n_bins: int = 15) -> float:
 
 
 def brier(probs, labels) -> float:
-    """Multi-class Brier score ``sum_k (p_k - O_k)^2``, averaged over points."""
+    """Multi-class Brier score ``sum_k (p_k - O_k)^2``, averaged over points.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+
+    Returns
+    -------
+    float
+        The mean Brier score.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     probs, labels = check_predictive(probs, labels)
     observed = np.zeros_like(probs)
     observed[np.arange(len(labels)), labels] = 1.0
@@ -108,5 +240,24 @@ def brier(probs, labels) -> float:
 
 
 def all_metrics(probs, labels) -> dict:
+    """Accuracy, NLL, ACE and RPS of one predictive distribution.
+
+    Parameters
+    ----------
+    probs : array_like
+        ``(n, K)`` predicted class probabilities.
+    labels : array_like
+        ``(n,)`` integer labels in ``[0, K)``.
+
+    Returns
+    -------
+    dict
+        The four values, keyed accuracy, nll, ace and rps.
+
+    Raises
+    ------
+    ValueError
+        When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
+    """
     return {"accuracy": accuracy(probs, labels), "nll": nll(probs, labels), "ace": ace(probs, labels),
             "rps": rps(probs, labels)}

@@ -23,6 +23,22 @@ from integrators.validation import int_at_least, real_number, seed_value
 
 @dataclass
 class TelescopingResult:
+    """The level differences of a telescoping run and the biases they add up to.
+
+    Attributes
+    ----------
+    hs : numpy.ndarray
+        ``h_0 .. h_L``, the coarse step of each level.
+    differences, difference_se : numpy.ndarray
+        ``(L+1, n_tests)``: ``E_{h_l/2} f - E_{h_l} f`` and its standard error.
+    coarse_means : numpy.ndarray
+        ``(L+1, n_tests)``: ``E_{h_l} f`` from each level's coarse chain.
+    diverged : dict
+        ``{level: first divergent coarse step}`` for the levels that diverged.
+    replicates : list
+        Per level, the ``(n_replicates, n_tests)`` differences (chain x chunk); None if diverged.
+    """
+
     hs: np.ndarray            # h_0 .. h_L (coarse step of each level)
     differences: np.ndarray   # (L+1, n_tests): E_{h_l/2} f - E_{h_l} f
     difference_se: np.ndarray
@@ -37,12 +53,28 @@ class TelescopingResult:
 
     @property
     def bias_se(self) -> np.ndarray:
+        """(L+1, n_tests): standard error of :attr:`bias` (independent levels, errors in quadrature)."""
         return np.sqrt(np.cumsum(self.difference_se[::-1] ** 2, axis=0)[::-1])
 
     def bootstrap_biases(self, statistic, n_boot: int = 400, seed: int = 0) -> np.ndarray:
         """``(n_boot, L+1)``: ``statistic(bias vector of level l)`` recomputed with each level's
         replicates resampled with replacement (levels are independent runs), for the standard
-        error of a nonlinear summary of the biases such as the mean |bias| over test points."""
+        error of a nonlinear summary of the biases such as the mean |bias| over test points.
+
+        Parameters
+        ----------
+        statistic : callable
+            Maps one level's bias vector ``(n_tests,)`` to a number.
+        n_boot : int
+            Number of bootstrap resamples.
+        seed : int
+            Seed of the resampling.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(n_boot, L+1)``; NaN for levels that diverged.
+        """
         rng = np.random.default_rng(seed)
         n_levels = len(self.hs)
         out = np.full((n_boot, n_levels), np.nan)
@@ -66,7 +98,20 @@ SEEDS = 2**64  # seeds lie in [0, 2**64), the user's and every level's
 def level_seed(seed: int, level: int) -> int:
     """The seed of level ``level``'s coupled pair: ``derive(seed, "telescoping", level)``
     (:func:`integrators.seeds.derive`), in ``[0, 2**64)``: the levels' streams are independent of
-    each other and of every other part's."""
+    each other and of every other part's.
+
+    Parameters
+    ----------
+    seed : int
+        The user's seed.
+    level : int
+        The level ``l``.
+
+    Returns
+    -------
+    int
+        The level's seed.
+    """
     return derive(seed, "telescoping", level)
 
 
@@ -77,9 +122,41 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
                      x0=None, control_variate=False, x_ref=None, on_diverge: str = "raise") -> TelescopingResult:
     """Run levels ``l = 0 .. levels`` and return the level differences; see the module docstring.
 
-    A level whose chains diverge raises ``RuntimeError`` (``on_diverge="raise"``) or, with
-    ``on_diverge="skip"``, gets NaN differences (so only the biases of that level and coarser ones
-    are NaN) and is listed in ``diverged``."""
+    Parameters
+    ----------
+    target, scheme, plan
+        The target, scheme and minibatch plan, as :func:`integrators.sample` takes them.
+    h0 : float
+        The coarse step of level 0; level ``l`` couples ``h_0 2^-l`` with its half.
+    levels : int
+        The finest level ``L`` (at most :data:`MAX_LEVELS`).
+    gamma : float
+        Friction.
+    base_epochs : int
+        Epochs of level 0; level ``l`` runs ``base_epochs 2^l`` epochs.
+    burn_fraction : float
+        Fraction of each level's steps discarded, in ``[0, 1)``.
+    n_chains, seed, batch_size, coupling, test_functions, n_test_functions, test_data, test_every, n_chunks
+        Passed to :func:`bias.coupled.coupled_run` (``seed`` through :func:`level_seed`).
+    x0, control_variate, x_ref
+        Passed to :func:`bias.coupled.coupled_run`.
+    on_diverge : {"raise", "skip"}
+        A level whose chains diverge raises ``RuntimeError`` (``"raise"``) or, with ``"skip"``,
+        gets NaN differences (so only the biases of that level and coarser ones are NaN) and is
+        listed in ``diverged``.
+
+    Returns
+    -------
+    TelescopingResult
+        The level differences, their standard errors and the coarse means.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``on_diverge``, ``levels``, ``base_epochs``, ``seed`` or ``burn_fraction``.
+    RuntimeError
+        When a level diverges and ``on_diverge="raise"``.
+    """
     if on_diverge not in ("raise", "skip"):
         raise ValueError(f"on_diverge must be 'raise' or 'skip', got {on_diverge!r}")
     levels = int_at_least("levels", levels, 0)
@@ -123,7 +200,23 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
 
 def variance_reduction(target, scheme: str, plan: str, h: float, **kwargs) -> dict:
     """Variance of one replicate's level difference for the coupled pair (shared and independent
-    batches) and for independent chains; the ratios say what the coupling buys."""
+    batches) and for independent chains; the ratios say what the coupling buys.
+
+    Parameters
+    ----------
+    target, scheme, plan
+        The target, scheme and minibatch plan.
+    h : float
+        The coarse step.
+    **kwargs
+        Further arguments of :func:`bias.coupled.coupled_run`.
+
+    Returns
+    -------
+    dict
+        ``shared``, ``independent_batches``, ``independent_chains`` (variances per test function)
+        and the ratios ``reduction_vs_independent_chains``, ``shared_vs_independent_batches``.
+    """
     out = {}
     variants = (("shared", {"coupling": "shared"}), ("independent_batches", {"coupling": "independent"}),
                 ("independent_chains", {"independent_paths": True}))
@@ -133,6 +226,3 @@ def variance_reduction(target, scheme: str, plan: str, h: float, **kwargs) -> di
     out["reduction_vs_independent_chains"] = out["independent_chains"] / np.maximum(out["shared"], 1e-300)
     out["shared_vs_independent_batches"] = out["independent_batches"] / np.maximum(out["shared"], 1e-300)
     return out
-
-
-

@@ -52,6 +52,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
+    """The ``sms-langevin`` parser; its errors raise a one-line ``CliError`` (exit code 2).
+
+    Returns
+    -------
+    Parser
+    """
     parser = Parser(prog="sms-langevin", description="Regenerate the paper's figures and tables.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser("list", help="list every figure and table with what it shows and its cost")
@@ -212,10 +218,15 @@ def _backend_flags(backend: dict) -> str:
 
 
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
-    """Draw every figure of ``ids`` from the units persisted in ``out``, each checked to have been
-    computed with ``preset``, ``run_seed``, ``backend`` (``{}``: the Numba default) and the current
-    code.  The report is drawn into a staging folder and swapped in whole once written: a failure
-    part-way leaves the previous report (or none), never a half-written file."""
+    """Draw every figure of ``ids`` into ``out/report`` from the units persisted in ``out``.
+
+    Parameters
+    ----------
+    out, figures, ids, preset, run_seed, backend
+        The output folder, the registry ``{id: module}``, the ids to draw; each unit is checked to have been
+        computed with ``preset``, ``run_seed``, ``backend`` (``{}``: the Numba default) and the current code.
+        The report is replaced whole, never left half-written (staged and swapped in: :mod:`reports.report`).
+    """
     from reports.report import remove_stale_staging, staging_folder, swap_in
     remove_stale_staging(out)
     staging = staging_folder(out)
@@ -351,6 +362,17 @@ def _what_to_rerun(args, fix: str = "") -> str:
 
 
 def main(argv=None) -> int:
+    """Run ``sms-langevin`` on ``argv`` (default ``sys.argv[1:]``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+
+    Returns
+    -------
+    int
+        The exit code: 2 after a one-line error (usage, a busy folder, an OS error), 130 if interrupted.
+    """
     parser = build_parser()
     t0 = time.time()
     if not (sys.argv[1:] if argv is None else argv):  # no command: what the commands are, not one line

@@ -33,6 +33,11 @@ class Drawing:
         The name of the text in ``texts`` that the report shows inline (a Markdown table).
     metadata : dict
         Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram).
+
+    Raises
+    ------
+    ValueError
+        When ``table`` names no text of ``texts``.
     """
 
     measured: str

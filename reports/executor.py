@@ -34,7 +34,20 @@ class SchedulerError(Exception):
 
 def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
     """``None`` if ``address`` (``tcp://host:port``, ``tls://host:port`` or ``host:port``) accepts a
-    TCP connection within ``timeout`` seconds, else the reason in words."""
+    TCP connection within ``timeout`` seconds, else the reason in words.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address.
+    timeout : float
+        Seconds to wait for the port to accept a connection.
+
+    Returns
+    -------
+    str or None
+        None when the scheduler is reachable, else why not.
+    """
     protocol, sep, rest = address.partition("://")
     if not sep:
         protocol, rest = "tcp", address
@@ -54,7 +67,26 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | Non
 
 
 def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
-    """Run one unit (in whatever process this is); returns (result, wall seconds)."""
+    """Run one unit (in whatever process this is).
+
+    Parameters
+    ----------
+    module_name : str
+        The figure or table module.
+    unit : dict
+        The unit spec.
+    preset : str
+        The preset.
+    seed : int
+        The unit's seed.
+    threads : int, optional
+        Threads the unit may use (set as ``SMS_LANGEVIN_THREADS`` in this process).
+
+    Returns
+    -------
+    tuple
+        ``(result, wall seconds)``.
+    """
     if threads:
         os.environ["SMS_LANGEVIN_THREADS"] = str(threads)
     mod = importlib.import_module(module_name)
@@ -89,7 +121,13 @@ def _worker_init(parent: int) -> None:
 
 
 def local_cores() -> int:
-    """The cores this process may run on (its affinity where the platform tells it)."""
+    """The cores this process may run on (its affinity where the platform tells it).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
     try:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:
@@ -97,7 +135,29 @@ def local_cores() -> int:
 
 
 def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False):
-    """Yield ``(task, result, seconds)`` as units finish.  ``tasks``: ``(module, unit, preset, seed)``."""
+    """Yield ``(task, result, seconds)`` as units finish.
+
+    Parameters
+    ----------
+    tasks : list
+        ``(module, unit, preset, seed)`` tuples.
+    workers : int
+        Worker processes (1: in process); each gets ``local_cores() // workers`` threads.
+    scheduler : str, optional
+        A Dask scheduler's address: run there instead.
+    local_dask : bool
+        Run on a local Dask cluster of ``workers`` processes.
+
+    Yields
+    ------
+    tuple
+        ``(task, result, seconds)``, in the order the units finish.
+
+    Raises
+    ------
+    SchedulerError
+        When the Dask executor cannot be used (dask missing, no scheduler there).
+    """
     cores = local_cores()
     if scheduler or local_dask:
         yield from _dask(tasks, workers, scheduler)

@@ -33,19 +33,49 @@ CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "units", "run_unit", "dra
 
 def module_preset(mod, preset: str) -> str:
     """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
-    module without a ``tiny`` level of its own (``PRESETS`` in the module)."""
+    module without a ``tiny`` level of its own (``PRESETS`` in the module).
+
+    Parameters
+    ----------
+    mod : module
+        A figure or table module.
+    preset : str
+        The preset asked for.
+
+    Returns
+    -------
+    str
+        ``preset``, or ``"quick"`` where the module does not list it.
+    """
     return preset if preset in mod.PRESETS else "quick"
 
 
 def module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way)."""
+    (the tests use a small registry of fast units this way).
+
+    Returns
+    -------
+    tuple of str
+        The module names, in registry order.
+    """
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
     return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
 
 
 def load() -> dict:
-    """``{figure id: module}`` in registry order."""
+    """``{figure id: module}`` in registry order.
+
+    Returns
+    -------
+    dict
+        Each module imported, keyed by its ``ID``.
+
+    Raises
+    ------
+    RuntimeError
+        When a module lacks a name of the contract (:data:`CONTRACT`).
+    """
     out = {}
     for name in module_names():
         mod = importlib.import_module(name)
@@ -57,5 +87,16 @@ def load() -> dict:
 
 
 def absent_input(result) -> str | None:
-    """Why a unit's input data was absent (its result ``{"missing": why}``), else None."""
+    """Why a unit's input data was absent (its result ``{"missing": why}``), else None.
+
+    Parameters
+    ----------
+    result
+        A unit's result.
+
+    Returns
+    -------
+    str or None
+        The reason, or None when the result is not a missing-input marker.
+    """
     return str(result["missing"]) if isinstance(result, dict) and "missing" in result else None

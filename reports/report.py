@@ -30,7 +30,18 @@ KEPT = ("tour",)  # parts of a report other commands write (`sms-langevin tour`)
 def remove_stale_staging(out: Path) -> int:
     """Delete what a killed report build left in ``out``; a swap killed between its two renames
     (no ``report`` folder, the previous one aside) gets its previous report back.  Returns how many
-    folders were removed.  Call it holding ``out``'s lock."""
+    folders were removed.  Call it holding ``out``'s lock.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The output folder.
+
+    Returns
+    -------
+    int
+        How many folders were removed.
+    """
     report = out / "report"
     olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.stat().st_mtime)
     if olds and not report.exists():
@@ -50,7 +61,18 @@ def _link_or_copy(src, dst):
 
 def staging_folder(out: Path) -> Path:
     """A new empty folder beside ``out/report`` to draw the next report into, holding the parts of the
-    previous report that other commands wrote (:data:`KEPT`)."""
+    previous report that other commands wrote (:data:`KEPT`).
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The output folder (created if absent).
+
+    Returns
+    -------
+    pathlib.Path
+        The staging folder.
+    """
     out.mkdir(parents=True, exist_ok=True)
     staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir()
@@ -66,7 +88,15 @@ def staging_folder(out: Path) -> Path:
 
 def swap_in(staging: Path, report: Path) -> None:
     """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then
-    deleted)."""
+    deleted).
+
+    Parameters
+    ----------
+    staging : pathlib.Path
+        The finished staging folder.
+    report : pathlib.Path
+        The report folder it replaces.
+    """
     old = None
     if report.exists():
         old = report.with_name(f"{OLD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
@@ -97,6 +127,19 @@ def _md_table_to_html(md: str) -> str:
 
 
 def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
+    """Write ``index.md``, ``index.html`` and ``metadata.json`` of the report into ``report_dir``.
+
+    Parameters
+    ----------
+    report_dir : pathlib.Path
+        The (staging) report folder; each figure's files are already in ``report_dir/<id>``.
+    drawn : dict
+        ``{figure id: {"module", "info", "meta", "wall"}}`` in report order: the module, its
+        ``{"files", "measured", "table"}``, the run metadata of one of its units, and its units'
+        compute seconds.
+    preset : str
+        The run's preset.
+    """
     report_dir.mkdir(parents=True, exist_ok=True)
     any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
     meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}

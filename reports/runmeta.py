@@ -34,13 +34,41 @@ def code_version(module_name: str) -> str:
 
 
 def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str) -> dict:
-    """Everything that determines a unit's result besides the unit spec itself."""
+    """Everything that determines a unit's result besides the unit spec itself.
+
+    Parameters
+    ----------
+    module_name : str
+        The figure's module (its source and the computing packages' give the code version).
+    run_seed, unit_seed : int
+        The run's seed and the unit's seed derived from it.
+    preset : str
+        The preset the unit runs at.
+
+    Returns
+    -------
+    dict
+        ``run_seed``, ``unit_seed``, ``preset`` and ``code_version``.
+    """
     return {"run_seed": run_seed, "unit_seed": unit_seed, "preset": preset,
             "code_version": code_version(module_name)}
 
 
 def differences(stored: dict | None, wanted: dict) -> list[str]:
-    """Human-readable ``name stored -> wanted`` for every fingerprint entry that differs."""
+    """Human-readable ``name stored -> wanted`` for every fingerprint entry that differs.
+
+    Parameters
+    ----------
+    stored : dict or None
+        The stored fingerprint (None: unknown).
+    wanted : dict
+        The fingerprint the current run would compute the unit with.
+
+    Returns
+    -------
+    list of str
+        One ``"key stored (wanted value)"`` per differing entry; empty when they agree.
+    """
     stored = stored or {}
     return [f"{key} {stored.get(key, 'unknown')} (wanted {value})"
             for key, value in wanted.items() if stored.get(key) != value]

@@ -29,7 +29,18 @@ from reports.runmeta import differences
 
 
 def unit_key(unit: dict) -> str:
-    """A stable file-name-safe key for a unit spec."""
+    """A stable file-name-safe key for a unit spec.
+
+    Parameters
+    ----------
+    unit : dict
+        The unit spec.
+
+    Returns
+    -------
+    str
+        Its values (at most 60 safe characters) and a hash of its canonical JSON.
+    """
     canon = json.dumps(unit, sort_keys=True, separators=(",", ":"))
     readable = "-".join(f"{v}" for _, v in sorted(unit.items()))
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in readable)[:60]
@@ -38,17 +49,44 @@ def unit_key(unit: dict) -> str:
 
 def unit_seed(run_seed: int, figure_id: str, unit: dict) -> int:
     """Per-unit seed derived from the run seed and the unit alone (not from where or when it runs):
-    :func:`integrators.seeds.derive` labelled by the figure and the unit's canonical JSON."""
+    :func:`integrators.seeds.derive` labelled by the figure and the unit's canonical JSON.
+
+    Parameters
+    ----------
+    run_seed : int
+        The run's seed.
+    figure_id : str
+        The figure's ``ID``.
+    unit : dict
+        The unit spec.
+
+    Returns
+    -------
+    int
+        The unit's seed.
+    """
     return derive(run_seed, "reports", figure_id, json.dumps(unit, sort_keys=True))
 
 
 def checksum(key, unit, result, meta) -> str:
+    """SHA-256 of a stored unit's canonical JSON (what :meth:`Store.load` checks).
+
+    Parameters
+    ----------
+    key, unit, result, meta
+        The parts of a unit file.
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
     canon = json.dumps([key, unit, result, meta], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
 class CorruptUnit(Exception):
-    pass
+    """A unit file that cannot be read or whose checksum does not match."""
 
 
 class StaleUnit(Exception):
@@ -96,7 +134,18 @@ def _alive(pid: int) -> bool:
 
 def lock_holders(path: Path) -> list[int]:
     """The processes other than this one with ``path`` open (Linux, from ``/proc``; the processes of
-    other users are not visible there): who holds a folder lock.  Empty where that cannot be read."""
+    other users are not visible there): who holds a folder lock.  Empty where that cannot be read.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The lock file.
+
+    Returns
+    -------
+    list of int
+        The holders' process ids, sorted.
+    """
     try:
         target = os.stat(path)
         procs = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
@@ -120,7 +169,13 @@ def lock_holders(path: Path) -> list[int]:
 
 
 class FolderLock:
-    """``with FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once."""
+    """``with FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once.
+
+    Parameters
+    ----------
+    out : pathlib.Path or str
+        The output folder.
+    """
 
     def __init__(self, out: Path | str):
         self.path = Path(out) / ".lock"
@@ -170,7 +225,15 @@ class FolderLock:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: a reader
-    (or a run killed mid-write, or a full disk) sees the old file or the whole new one."""
+    (or a run killed mid-write, or a full disk) sees the old file or the whole new one.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file.
+    text : str
+        Its new content.
+    """
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "w") as fh:
@@ -184,13 +247,54 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 class Store:
+    """The persisted units of a run: ``<out>/units/<figure id>/<unit key>.json``, each written
+    atomically with its spec, result, metadata and a checksum.
+
+    Parameters
+    ----------
+    out : pathlib.Path or str
+        The output folder.
+    """
+
     def __init__(self, out: Path | str):
         self.root = Path(out) / "units"
 
     def path(self, figure_id: str, unit: dict) -> Path:
+        """Where a unit's file lives.
+
+        Parameters
+        ----------
+        figure_id : str
+            The figure's ``ID``.
+        unit : dict
+            The unit spec.
+
+        Returns
+        -------
+        pathlib.Path
+            The unit's file.
+        """
         return self.root / figure_id / f"{unit_key(unit)}.json"
 
     def save(self, figure_id: str, unit: dict, result, meta: dict) -> Path:
+        """Write a unit's result and metadata atomically (:func:`write_atomic`).
+
+        Parameters
+        ----------
+        figure_id : str
+            The figure's ``ID``.
+        unit : dict
+            The unit spec.
+        result
+            Its JSON-serializable result.
+        meta : dict
+            Its metadata (the fingerprint among them).
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
         path = self.path(figure_id, unit)
         path.parent.mkdir(parents=True, exist_ok=True)
         key = unit_key(unit)
@@ -215,7 +319,29 @@ class Store:
 
     def load(self, figure_id: str, unit: dict, fingerprint: dict | None = None):
         """The stored result, ``None`` if absent; raises :class:`CorruptUnit` if unreadable and
-        :class:`StaleUnit` if ``fingerprint`` is given and the stored one differs from it."""
+        :class:`StaleUnit` if ``fingerprint`` is given and the stored one differs from it.
+
+        Parameters
+        ----------
+        figure_id : str
+            The figure's ``ID``.
+        unit : dict
+            The unit spec.
+        fingerprint : dict, optional
+            The fingerprint the unit must have been computed with.
+
+        Returns
+        -------
+        object
+            The stored result, or None.
+
+        Raises
+        ------
+        CorruptUnit
+            When the file is unreadable or its checksum does not match.
+        StaleUnit
+            When the stored fingerprint differs from ``fingerprint``.
+        """
         payload = self._payload(figure_id, unit)
         if payload is None:
             return None
@@ -226,12 +352,37 @@ class Store:
         return payload["result"]
 
     def remove_stale_temporaries(self) -> int:
-        """Delete the temporary files of writes a killed run left behind; return how many."""
+        """Delete the temporary files of writes a killed run left behind.
+
+        Returns
+        -------
+        int
+            How many were deleted.
+        """
         stale = list(self.root.rglob(".tmp-*")) if self.root.exists() else []
         for path in stale:
             path.unlink(missing_ok=True)
         return len(stale)
 
     def meta(self, figure_id: str, unit: dict) -> dict:
+        """A stored unit's metadata.
+
+        Parameters
+        ----------
+        figure_id : str
+            The figure's ``ID``.
+        unit : dict
+            The unit spec.
+
+        Returns
+        -------
+        dict
+            Its metadata, empty if the unit is absent.
+
+        Raises
+        ------
+        CorruptUnit
+            When the file is unreadable or its checksum does not match.
+        """
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
