@@ -28,7 +28,17 @@ from integrators.validation import int_at_least, positive_float
 class PowerIteration:
     """Estimate ``value`` of ``|H|_2`` after ``iterations`` steps; ``converged`` when the relative
     change of the Rayleigh quotient fell below the tolerance and the iterate is an eigenvector to
-    that tolerance (``|u^T H u|`` agrees with ``|H u|``, see :func:`power_iteration`)."""
+    that tolerance (``|u^T H u|`` agrees with ``|H u|``, see :func:`power_iteration`).
+
+    Attributes
+    ----------
+    value : float
+        The estimate of ``|H|_2`` (a lower bound when not converged).
+    iterations : int
+        Steps taken.
+    converged : bool
+        Whether both convergence tests passed.
+    """
 
     value: float
     iterations: int
@@ -46,7 +56,33 @@ def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_
     ``lambda`` while ``u`` never settles; by Cauchy-Schwarz ``|r| <= |H u|`` (``|u| = 1``) with
     equality only for an eigenvector, and there ``|H u| = lambda > |r|``. Such an operator is
     reported with ``converged=False`` and the lower bound ``|H u|`` of the last step (which, for the
-    flip, is ``lambda`` itself)."""
+    flip, is ``lambda`` itself).
+
+    Parameters
+    ----------
+    hvp : callable
+        ``u -> H u`` for a symmetric ``H``.
+    dim : int
+        The dimension (>= 1).
+    n_iter : int
+        At most this many steps.
+    tol : float
+        The relative tolerance of both tests (> 0).
+    seed : int
+        Seed of the start vector (>= 0).
+    dtype, device
+        Of the start vector.
+
+    Returns
+    -------
+    PowerIteration
+        The estimate, steps taken and whether it converged.
+
+    Raises
+    ------
+    ValueError
+        When ``dim``, ``n_iter``, ``tol`` or ``seed`` is out of range.
+    """
     dim = int_at_least("dim", dim, 1)
     n_iter = int_at_least("n_iter", n_iter, 1)
     tol = positive_float("tol", tol)
@@ -73,7 +109,22 @@ def power_iteration(hvp: Callable[[torch.Tensor], torch.Tensor], dim: int, *, n_
 def potential_fn(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, prior_precision: float = 1.0):
     """``(flat_params, unflatten)``-style pair: a function of one flat parameter vector giving the
     summed cross-entropy over ``(x, y)`` plus ``prior_precision / 2 |weights|^2``, and the start
-    vector (the model's current parameters, flattened)."""
+    vector (the model's current parameters, flattened).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (its prior-masked weights get the Gaussian prior).
+    x, y : torch.Tensor
+        Images and integer labels.
+    prior_precision : float
+        The prior's precision.
+
+    Returns
+    -------
+    tuple
+        ``(f, x0)``: the potential of a flat parameter vector, and the start vector.
+    """
     names = [n for n, _ in model.named_parameters()]
     shapes = [p.shape for _, p in model.named_parameters()]
     sizes = [p.numel() for _, p in model.named_parameters()]
@@ -95,7 +146,30 @@ def hessian_norm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, pr
     """``|H|_2`` of the potential (:func:`potential_fn`) at the model's current weights, with
     BatchNorm on this batch (training mode; a copy of the model without running statistics, so
     nothing is mutated under the ``torch.func`` transforms). ``y`` holds integer class indices in
-    ``[0, n_classes)``, one per image of ``x``; ``prior_precision`` is finite and >= 0."""
+    ``[0, n_classes)``, one per image of ``x``; ``prior_precision`` is finite and >= 0.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    x, y : torch.Tensor
+        A batch of images and their integer labels.
+    prior_precision : float
+        The prior's precision (finite, >= 0).
+    n_iter, tol, seed
+        Of :func:`power_iteration`.
+
+    Returns
+    -------
+    PowerIteration
+        The estimate of ``|H|_2``.
+
+    Raises
+    ------
+    ValueError
+        When an argument is out of range, ``model`` is not a module, or ``x`` / ``y`` are not a
+        batch of images with one integer label in ``[0, n_classes)`` each.
+    """
     import copy
 
     from torch.func import replace_all_batch_norm_modules_
@@ -133,7 +207,24 @@ def hessian_norm(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor, *, pr
 
 def trace_rhat(traces) -> dict:
     """Classic and rank-normalised split R-hat of ``traces`` ``(n_chains, n_draws)`` (the average
-    training loss per chain and epoch), from :mod:`integrators.diagnostics`."""
+    training loss per chain and epoch), from :mod:`integrators.diagnostics`.
+
+    Parameters
+    ----------
+    traces : array_like
+        ``(n_chains >= 2, n_draws >= 4)``.
+
+    Returns
+    -------
+    dict
+        ``{"rhat": ..., "rank_split_rhat": ...}``; above :data:`bnn.metrics.RHAT_NOT_MIXED` the
+        chains have not mixed.
+
+    Raises
+    ------
+    ValueError
+        When ``traces`` has the wrong shape.
+    """
     from integrators.diagnostics import gelman_rubin_rhat, rank_normalized_split_rhat
 
     traces = np.asarray(traces, dtype=float)

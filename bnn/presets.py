@@ -75,7 +75,19 @@ LEVELS = ("tiny", "quick", "full", "regime", "regime-tiny")
 @dataclass(frozen=True)
 class Experiment:
     """One data set's experiment at one level: the run configuration and how many runs; runs
-    ``0 .. extra_runs - 1`` also carry the step-size panel, the Hessian norms and the traces."""
+    ``0 .. extra_runs - 1`` also carry the step-size panel, the Hessian norms and the traces.
+
+    Attributes
+    ----------
+    name : str
+        The data set.
+    config : RunConfig
+        The configuration of every run.
+    n_runs, extra_runs : int
+        Runs in all, and how many of the first carry the extras.
+    extras : dict
+        The fields of ``config`` those first runs override.
+    """
 
     name: str
     config: RunConfig
@@ -145,6 +157,23 @@ EXPERIMENTS["regime-tiny"] = (
 
 
 def experiments(level: str) -> tuple[Experiment, ...]:
+    """The experiments of one preset level.
+
+    Parameters
+    ----------
+    level : str
+        One of :data:`LEVELS`.
+
+    Returns
+    -------
+    tuple of Experiment
+        One per data set.
+
+    Raises
+    ------
+    ValueError
+        On an unknown level.
+    """
     if not isinstance(level, str) or level not in EXPERIMENTS:
         raise ValueError(f"unknown BNN preset {level!r}; choose from {', '.join(LEVELS)}")
     return EXPERIMENTS[level]
@@ -152,7 +181,27 @@ def experiments(level: str) -> tuple[Experiment, ...]:
 
 def run_config(level: str, dataset: str, run: int) -> RunConfig:
     """The configuration of run ``run`` (an integer index) of ``dataset`` at ``level`` (extras on
-    the first runs)."""
+    the first runs).
+
+    Parameters
+    ----------
+    level : str
+        One of :data:`LEVELS`.
+    dataset : str
+        An experiment's data set at that level.
+    run : int
+        The run's index, in ``0 .. n_runs - 1``.
+
+    Returns
+    -------
+    RunConfig
+        The run's configuration.
+
+    Raises
+    ------
+    ValueError
+        On an unknown level or data set, or a run index out of range.
+    """
     run = int_at_least("run", run, 0)
     if not isinstance(dataset, str):
         raise ValueError(f"dataset must be a string, got {dataset!r}")

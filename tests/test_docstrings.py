@@ -57,8 +57,12 @@ PACKAGES = [
     "bias.coupled",
     "bias.telescoping",
     "bias.metrics",
+    "bnn.augment",
+    "bnn.metrics",
+    "bnn.diagnostics",
+    "bnn.presets",
     # still to convert (issue 28): bias.wasserstein, bias.figure1, bias.logistic, bias.ghmc_logistic,
-    # bnn.augment, bnn.models, bnn.config, bnn.pipeline, bnn.presets, bnn.metrics, bnn.diagnostics
+    # bnn.models, bnn.config, bnn.pipeline
     # the reports command (docs/api/reports.md)
     "reports.cli",
     "reports.registry",
