@@ -61,7 +61,23 @@ _CIFAR_LISTING_CONV = (_wide_block(512) + (("bn",),) + _wide_block(768) + (("bn"
 
 @dataclass(frozen=True)
 class Architecture:
-    """One network of the supplement: its layers, input shape, classes and stated size."""
+    """One network of the supplement: its layers, input shape, classes and stated size.
+
+    Attributes
+    ----------
+    name : str
+        The key in :data:`ARCHITECTURES`.
+    in_shape : tuple of int
+        ``(channels, height, width)`` of the paper's data.
+    n_classes : int
+        The paper's number of classes.
+    conv, fc : tuple
+        The layers of ``conv_layer`` and ``fc_layer``, as ``(kind, size)`` tuples.
+    stated_parameters : int
+        The parameter count the paper states.
+    note : str
+        How this network relates to the listing, where it differs.
+    """
 
     name: str
     in_shape: tuple[int, int, int]  # (channels, height, width) of the paper's data
@@ -97,7 +113,25 @@ def _scaled(n: int, width: float) -> int:
 
 
 class PaperCNN(nn.Module):
-    """``conv_layer -> fc_layer -> last_layer`` of one :class:`Architecture` at a width multiplier."""
+    """``conv_layer -> fc_layer -> last_layer`` of one :class:`Architecture` at a width multiplier.
+
+    Parameters
+    ----------
+    arch : Architecture
+        The network.
+    width : float
+        Multiplier of every layer's width (positive).
+    in_shape : tuple of int, optional
+        ``(channels, height, width)`` of the inputs (default: the paper's).
+    n_classes : int, optional
+        Number of classes, >= 2 (default: the paper's).
+
+    Raises
+    ------
+    ValueError
+        When ``arch`` is not an :class:`Architecture`, an argument is out of range, or the input
+        is too small for the network's poolings.
+    """
 
     def __init__(self, arch: Architecture, *, width: float = 1.0, in_shape: tuple[int, int, int] | None = None,
                  n_classes: int | None = None):
@@ -142,6 +176,18 @@ class PaperCNN(nn.Module):
         self.last_layer = nn.Sequential(nn.Linear(width_now, self.n_classes))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The logits of a batch.
+
+        Parameters
+        ----------
+        x : torch.Tensor
+            ``(n, *in_shape)`` images.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(n, n_classes)`` logits.
+        """
         return self.last_layer(self.fc_layer(self.conv_layer(x)))
 
 
@@ -165,7 +211,29 @@ def _checked(width, in_shape, n_classes):
 def build(name: str, *, width: float = 1.0, in_shape: tuple[int, int, int] | None = None,
           n_classes: int | None = None) -> PaperCNN:
     """The network ``name`` (a key of :data:`ARCHITECTURES`) at width multiplier ``width``, for
-    inputs of ``in_shape`` (default: the paper's) and ``n_classes`` (default: the paper's)."""
+    inputs of ``in_shape`` (default: the paper's) and ``n_classes`` (default: the paper's).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`ARCHITECTURES`.
+    width : float
+        Width multiplier (positive).
+    in_shape : tuple of int, optional
+        ``(channels, height, width)``.
+    n_classes : int, optional
+        Number of classes (>= 2).
+
+    Returns
+    -------
+    PaperCNN
+        The network.
+
+    Raises
+    ------
+    ValueError
+        On an unknown ``name`` or an argument out of range.
+    """
     if not isinstance(name, str) or name not in ARCHITECTURES:
         raise ValueError(f"unknown network {name!r}; choose from {', '.join(ARCHITECTURES)}")
     _checked(width, in_shape, n_classes)
@@ -173,10 +241,33 @@ def build(name: str, *, width: float = 1.0, in_shape: tuple[int, int, int] | Non
 
 
 def n_parameters(model: nn.Module) -> int:
+    """The number of parameters of ``model``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+
+    Returns
+    -------
+    int
+        The total count of its parameters' entries.
+    """
     return sum(p.numel() for p in model.parameters())
 
 
 def prior_mask_names(model: nn.Module) -> list[str]:
     """Names of the parameters under the Gaussian prior (precision 1): every weight, no bias
-    (BatchNorm scales are weights here, as in ``'bias' not in name``)."""
+    (BatchNorm scales are weights here, as in ``'bias' not in name``).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+
+    Returns
+    -------
+    list of str
+        The names of its parameters that do not end in ``bias``.
+    """
     return [name for name, _ in model.named_parameters() if not name.endswith("bias")]

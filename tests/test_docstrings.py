@@ -61,8 +61,9 @@ PACKAGES = [
     "bnn.metrics",
     "bnn.diagnostics",
     "bnn.presets",
+    "bnn.models",
     # still to convert (issue 28): bias.wasserstein, bias.figure1, bias.logistic, bias.ghmc_logistic,
-    # bnn.models, bnn.config, bnn.pipeline
+    # bnn.config, bnn.pipeline
     # the reports command (docs/api/reports.md)
     "reports.cli",
     "reports.registry",
