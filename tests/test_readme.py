@@ -48,66 +48,25 @@ COMMANDS = {
     "make demo": Run(("make", "-n", "demo"), "installs and runs every figure (4 min): its recipe is checked, "
                      "and `run` of the figures is exercised below", expect="sms-langevin run all --preset tiny"),
     "make test": Run(("make", "-n", "test"), "this suite is what it runs", expect="pytest"),
-    # the reports command
+    # regenerate a figure
     SL + "list": Run(("sms-langevin", "list"), expect="figure1"),
-    SL + "run all --preset quick --out out/quick": Run(
-        ("sms-langevin", "run", "demo", "weak_orders", "--preset", "tiny", "--out", "{tmp}"),
-        "all -> demo and weak_orders, quick -> tiny (all at quick takes about 15 minutes)"),
+    SL + "run figure1 claims --preset quick --out out/quick": Run(
+        ("sms-langevin", "run", "figure1", "--preset", "tiny", "--out", "{tmp}"),
+        "figure1 claims -> figure1 at tiny cut to two step sizes (the small_figure1 fixture); the claims table at "
+        "quick is tests/test_theory_checks.py::test_quick_claims_table"),
     SL + "run all --preset full --out out/full --resume": Run(
         ("sms-langevin", "run", "weak_orders", "--preset", "full", "--out", "{tmp}", "--resume"),
         "all -> weak_orders (exact, seconds at full)"),
+    SL + "report --out out/tiny": Run(
+        ("sms-langevin", "report", "--out", "{previous}"), "the folder of the previous command's run"),
+    # what runs where
     SL + "run all --preset tiny --out out/dask --workers 2 --local-dask": Run(
         ("sms-langevin", "run", "weak_orders", "--preset", "tiny", "--out", "{tmp}", "--workers", "2", "--local-dask"),
         "all -> weak_orders"),
-    SL + "run all --preset tiny --out out/cluster --scheduler tcp://host:8786": Run(
-        ("sms-langevin", "run", "weak_orders", "--preset", "tiny", "--out", "{tmp}", "--scheduler", "{scheduler}"),
-        "all -> weak_orders; the scheduler is a local Dask cluster the test starts"),
     SL + "run figure1 --backend torch --device cpu --preset tiny --out out/fig1-torch": Run(
         ("sms-langevin", "run", "figure1", "--backend", "torch", "--device", "cpu", "--preset", "tiny",
          "--out", "{tmp}"),
         "figure1's tiny preset cut to h = 1/4, 1/8, 1,000 samples a point, burn-in 4 (tiny: minutes on a CPU)"),
-    SL + "report --out out/tiny": Run(
-        ("sms-langevin", "report", "--out", "{previous}"), "the folder of the previous command's run"),
-    SL + "claims --preset full": CoveredBy(
-        "tests/test_theory_checks.py::test_quick_claims_table",
-        "the same table at quick; `claims --preset tiny` runs it through the command line below"),
-    SL + "bench --preset tiny --out out/bench": CoveredBy(
-        "tests/test_benchmarks.py::test_sms_langevin_bench_tiny_passes", "the same command"),
-    SL + "tour --out out/quick": CoveredBy(
-        "tests/test_tour.py::test_every_notebook_executes_top_to_bottom", "every notebook, executed"),
-    # BNN
-    SL + "run bnn --preset quick --workers 2 --out out/bnn-quick": Run(
-        ("sms-langevin", "run", "bnn", "--preset", "tiny", "--workers", "2", "--out", "{tmp}"),
-        "quick -> tiny (quick: about 9 minutes)"),
-    SL + "run bnn --preset full --out out/bnn-full --resume": Run(
-        ("sms-langevin", "run", "bnn", "--preset", "tiny", "--out", "{previous}", "--resume"),
-        "full -> tiny, resuming the previous command's run (full needs the paper's data sets and a GPU)",
-        expect="resuming: 2 units already done, 0 to run"),
-    ".venv/bin/python benchmarks/bench_bnn_gpu.py --device cuda": CoveredBy(
-        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments",
-        "its smallest arguments on the CPU (no GPU in the suite)"),
-    # the benchmarks: tests/test_benchmarks.py runs every script with its smallest arguments
-    "make bench": CoveredBy("tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments",
-                            "bench_kernels.py, which make bench runs, with its smallest arguments"),
-    ".venv/bin/python benchmarks/bench_figure1.py --preset full --threads 2,16": CoveredBy(
-        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments", "preset tiny (full: minutes)"),
-    ".venv/bin/python benchmarks/bench_histogram.py": CoveredBy(
-        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments", "its smallest arguments"),
-    ".venv/bin/python benchmarks/bench_torch.py --device cpu --small": CoveredBy(
-        "tests/test_benchmarks.py::test_benchmark_runs_with_its_smallest_arguments", "--smoke, smaller than --small"),
-    # the tour
-    "make tour": Run(("make", "-n", "tour"), "executing all five notebooks is the tour test's job",
-                     expect="sms-langevin tour"),
-    SL + "tour --out out/quick 02": CoveredBy(
-        "tests/test_reports.py::test_tour_command_writes_pages_linked_from_the_report", "the same command"),
-    ".venv/bin/jupytext --to notebook -o 01_splittings.ipynb docs/tour/01_splittings.py": Run(
-        ("python", "-m", "jupytext", "--to", "notebook", "-o", "{tmp}/01_splittings.ipynb",
-         "docs/tour/01_splittings.py"), "written into a temporary folder"),
-    # the claims table
-    SL + "claims --preset quick --out out/claims": CoveredBy(
-        "tests/test_theory_checks.py::test_quick_claims_table", "the same table"),
-    SL + "claims --preset full --out out/claims": CoveredBy(
-        "tests/test_theory_checks.py::test_quick_claims_table", "the same table at quick (full: a minute more)"),
 }
 
 
