@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 
 from integrators.metadata import LIBRARIES
+from reports.drawing import write_metadata
 from tour.page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
@@ -180,4 +181,4 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
             f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")
     (report_dir / "index.html").write_text(page)
-    (report_dir / "metadata.json").write_text(meta_text + "\n")
+    write_metadata(report_dir / "metadata.json", meta)
