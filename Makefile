@@ -43,10 +43,10 @@ tour: $(VENV)/.installed-test
 # the tour's notebooks are executed once per change of their source (cached in .cache/docs-tour/, or taken from
 # `make tour`'s out/tiny/report/tour/ when executed from the same source)
 docs: $(VENV)/.installed-test
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # (the variable: no notice about the theme's successor)
 
 docs-serve: $(VENV)/.installed-test
-	$(VENV)/bin/mkdocs serve --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --strict
 
 bench: $(VENV)/.installed
 	$(PY) benchmarks/bench_kernels.py
