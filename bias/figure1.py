@@ -3,7 +3,7 @@
 Nine samplers (UBU, BAOAB, EM each x sms, iid, rr), ``gamma = 1``, ``h = 2^-k`` for k = 2..5 and
 ``N = samples_per_unit * 2^k`` post-burn-in samples per point (the paper: ``10^7 * 2^k``).  The
 statistic is ``W_1`` between the law of the chains and the exact target, streamed through a
-histogram (:class:`bias.wasserstein.StreamingW1`: memory independent of ``N``).
+histogram (:class:`bias.streaming_w1.StreamingW1`: memory independent of ``N``).
 
 Two estimates per point, both in the CSV:
 
@@ -11,7 +11,7 @@ Two estimates per point, both in the CSV:
   scheme with the full gradient on the same Brownian path and initial velocities; its stationary
   law is exactly Gaussian (variance from the oracle's Lyapunov solution), so
   ``F_sampler - F_control + F_control_exact`` estimates the sampler's cdf without bias and with the
-  noise of the two chains' small pathwise difference (:func:`bias.wasserstein.w1_with_control`).
+  noise of the two chains' small pathwise difference (:func:`bias.streaming_w1.w1_with_control`).
   Where the full-gradient scheme is unstable (EM at ``h = 1/4``) the point falls back to the
   plain estimate and says so.
 * ``w1_plain``: the empirical ``W_1`` of the ``N`` samples alone, as in the paper.  At ``N = 10^7

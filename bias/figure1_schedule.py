@@ -23,7 +23,8 @@ from bias.figure1_setup import (
     sampler_for,
     target_law,
 )
-from bias.wasserstein import Normal, StreamingW1, w1_with_control
+from bias.streaming_w1 import StreamingW1, w1_with_control
+from bias.wasserstein import Normal
 from integrators import GaussianTarget, sample_together
 from integrators.validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full

@@ -10,7 +10,9 @@ import math
 import os
 from dataclasses import dataclass
 
-from bias.wasserstein import Normal, StreamingW1, expected_binned_w1
+from bias.noise_floor import expected_binned_w1
+from bias.streaming_w1 import StreamingW1
+from bias.wasserstein import Normal
 from integrators import GaussianTarget, sample
 from integrators.seeds import derive
 
@@ -74,7 +76,7 @@ def histogram_layout(law: Normal) -> tuple[float, float, int]:
 @functools.lru_cache(maxsize=16)
 def noise_floor(law: Normal, n_samples: int) -> float:
     """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's
-    histogram (:func:`bias.wasserstein.expected_binned_w1`): one number per ``N``, shared by
+    histogram (:func:`bias.noise_floor.expected_binned_w1`): one number per ``N``, shared by
     every sampler at that step size."""
     return expected_binned_w1(law, n_samples, *histogram_layout(law))
 

@@ -102,7 +102,7 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
         least 1000 for the unit-variance velocities).
     histogram : tuple (lo, hi, n_bins) or None, default None
         Stream a histogram of the first coordinate after burn-in (``SampleResult.histogram``,
-        ``histogram_tails``), e.g. for :class:`bias.wasserstein.StreamingW1`.
+        ``histogram_tails``), e.g. for :class:`bias.streaming_w1.StreamingW1`.
     backend : Numba or Torch or None, default None
         :class:`integrators.backends.Numba` (``None``: ``Numba(threads)``) or
         :class:`integrators.backends.Torch` ``(device, dtype, compile)``.

@@ -62,8 +62,11 @@ PACKAGES = [
     "bnn.diagnostics",
     "bnn.presets",
     "bnn.models",
-    # still to convert (issue 28): bias.wasserstein, bias.figure1, bias.logistic, bias.ghmc_logistic,
-    # bnn.config, bnn.pipeline
+    "bias.wasserstein",
+    "bias.streaming_w1",
+    "bias.noise_floor",
+    # still to convert (issue 28): bias.figure1, bias.logistic, bias.ghmc_logistic, bnn.config,
+    # bnn.pipeline
     # the reports command (docs/api/reports.md)
     "reports.cli",
     "reports.registry",

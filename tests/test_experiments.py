@@ -13,7 +13,7 @@ from helpers import draw_files
 
 from bias import figure1, logistic
 from bias.metrics import accuracy, ace, all_metrics, nll, rps
-from bias.wasserstein import expected_binned_w1
+from bias.noise_floor import expected_binned_w1
 from integrators import GaussianTarget
 from integrators.data import DataError, read_idx
 from reports import fig1_wasserstein, fig_logistic

@@ -8,8 +8,8 @@
 * the checks of the other entry points that size or run chains (``coupled_run``, ``sms_ghmc``,
   ``telescoping_bias``);
 * the input checks of modules whose test files live elsewhere (bias.coupled, bias.wasserstein,
-  bias.metrics, integrators.targets, integrators.memory, integrators.metadata, the torch module
-  sampler, bnn, reports.fig_bnn), each in a section named after its module.
+  bias.streaming_w1, bias.metrics, integrators.targets, integrators.memory, integrators.metadata,
+  the torch module sampler, bnn, reports.fig_bnn), each in a section named after its module.
 
 Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` runs every
 table (and the end-to-end refusals of tests/test_api.py) in a fresh interpreter and
@@ -701,7 +701,7 @@ def test_a_coupled_result_whose_pairs_all_diverged_has_no_estimate():
             what(res)
 
 
-# ================================================================== bias.wasserstein
+# ================================================================== bias.wasserstein, bias.streaming_w1
 @pytest.mark.parametrize("mean, std", [(0.0, 0.0), (0.0, -1.0), (np.nan, 1.0), ("a", 1.0), (0.0, True)])
 def test_normal_laws_check_their_parameters(mean, std):
     from bias.wasserstein import Normal
@@ -717,14 +717,15 @@ def test_normal_laws_check_their_parameters(mean, std):
     (-1.0, 1.0, HUGE, f"n_bins={HUGE}.*GiB"),
 ])
 def test_streaming_histograms_check_their_range_and_bins(lo, hi, n_bins, words):
-    from bias.wasserstein import Normal, StreamingW1
+    from bias.streaming_w1 import StreamingW1
+    from bias.wasserstein import Normal
 
     with pytest.raises(ValueError, match=words):
         StreamingW1(Normal(0.0, 1.0), lo, hi, n_bins)
 
 
 def test_a_streaming_histogram_needs_a_law():
-    from bias.wasserstein import StreamingW1
+    from bias.streaming_w1 import StreamingW1
 
     with pytest.raises(ValueError, match="dist must be a law"):
         StreamingW1("normal", 0.0, 1.0, 10)
@@ -733,7 +734,8 @@ def test_a_streaming_histogram_needs_a_law():
 def test_laws_and_histograms_take_0d_arrays_tensors_and_integral_floats():
     import torch
 
-    from bias.wasserstein import Normal, StreamingW1
+    from bias.streaming_w1 import StreamingW1
+    from bias.wasserstein import Normal
 
     assert Normal(np.array(0.5), torch.tensor(2.0)) == Normal(0.5, 2.0)
     assert StreamingW1(Normal(0.0, 1.0), -5, 5, 1000.0).n_bins == 1000

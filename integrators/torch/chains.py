@@ -5,7 +5,7 @@ backend is :class:`integrators.backends.Torch` (what ``integrators.sample(..., b
 builds) and returns the same :class:`integrators.result.SampleResult` as the Numba kernel, on any
 device, in float32 or float64, with the
 kernel's streaming observers: running first and second moments (and ``x x^T`` on request), a
-histogram of the first coordinate for :class:`bias.wasserstein.StreamingW1`, thinned samples, and
+histogram of the first coordinate for :class:`bias.streaming_w1.StreamingW1`, thinned samples, and
 divergence: a chain whose state leaves ``[-bound, bound]`` or is not finite has its step recorded,
 is parked at the origin and drops out of every statistic (its final state is NaN).
 
