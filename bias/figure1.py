@@ -83,8 +83,25 @@ __all__ = ["BACKENDS", "DIVERGENCE_BOUND", "PRESETS", "SAMPLERS", "Point", "chai
 
 
 def chain_steps(preset: str, *, gamma: float = 1.0, control_variate: bool = True) -> dict:
-    """Chain-steps (burn-in included) the figure runs per ``(scheme, plan)``, the full-gradient
-    controls under ``plan = "full"`` (none where the full-gradient scheme is unstable)."""
+    """Chain-steps (burn-in included) the figure runs per ``(scheme, plan)``.
+
+    The full-gradient controls are counted under ``plan = "full"`` (none where the full-gradient
+    scheme is unstable).
+
+    Parameters
+    ----------
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    gamma : float
+        The friction.
+    control_variate : bool
+        Whether the full-gradient controls run (and are counted).
+
+    Returns
+    -------
+    dict
+        ``{(scheme, plan): chain-steps}``.
+    """
     target = GaussianTarget.one_d_example()
     out: dict = {}
     for s, k in scheme_step_groups(preset):
@@ -106,10 +123,47 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
               gamma: float = 1.0, baoab_paper_friction: bool = False,
               control_variate: bool = True, *, threads: int | None = None, backend: str = "numba",
               device=None) -> Point:
-    """One (sampler, step size) point: ``R`` repeats streamed into histograms (with
-    ``control_variate``, also the full-gradient control on the same paths); ``threads`` cores
-    (default: all).  The per-point interface another backend implements: inputs the sampler,
-    ``k`` (``h = 2^-k``), the preset (``N``, repeats, chains), the seed; output the W1 numbers."""
+    """One (sampler, step size) point: ``R`` repeats streamed into histograms.
+
+    With ``control_variate``, also the full-gradient control on the same paths.  The per-point
+    interface another backend implements: inputs the sampler, ``k`` (``h = 2^-k``), the preset
+    (``N``, repeats, chains), the seed; output the W1 numbers.
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme (``ubu``, ``baoab`` or ``em``).
+    plan : str
+        The gradient plan (``sms``, ``iid`` or ``rr``).
+    k : int
+        The step size is ``h = 2^-k``.
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``): ``N``, repeats and chains.
+    seed : int
+        The figure's seed (repeat ``r`` runs with ``derive(seed, "figure1", k, r)``).
+    gamma : float
+        The friction.
+    baoab_paper_friction : bool
+        Run BAOAB as the paper's listing, at friction ``gamma / 2``.
+    control_variate : bool
+        Also run the full-gradient control and report the control-variate estimate.
+    threads : int or None
+        Cores (default: all).
+    backend : {"numba", "torch"}
+        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+    device : str or torch.device or None
+        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
+
+    Returns
+    -------
+    Point
+        The point's W1 numbers.
+
+    Raises
+    ------
+    ValueError
+        If the preset, the sampler, ``threads`` or the backend and device are not known or valid.
+    """
     return run_points(scheme, (plan,), k, preset, seed, gamma=gamma,
                       baoab_paper_friction=baoab_paper_friction, control_variate=control_variate,
                       threads=threads, backend=backend, device=device)[0]
@@ -118,9 +172,46 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
 def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0, *, gamma: float = 1.0,
                baoab_paper_friction: bool = False, control_variate: bool = True,
                threads: int | None = None, backend: str = "numba", device=None) -> list[Point]:
-    """The points of one scheme at one step size for several plans, all their runs (and the
-    shared control's) scheduled together so that every core stays busy (``backend="torch"``:
-    one run at a time on ``device``)."""
+    """The points of one scheme at one step size for several plans.
+
+    All their runs (and the shared control's) are scheduled together so that every core stays
+    busy (``backend="torch"``: one run at a time on ``device``).
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme (``ubu``, ``baoab`` or ``em``).
+    plans : iterable of str
+        The gradient plans (``sms``, ``iid``, ``rr``).
+    k : int
+        The step size is ``h = 2^-k``.
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    seed : int
+        The figure's seed.
+    gamma : float
+        The friction.
+    baoab_paper_friction : bool
+        Run BAOAB as the paper's listing, at friction ``gamma / 2``.
+    control_variate : bool
+        Also run the full-gradient control and report the control-variate estimate.
+    threads : int or None
+        Cores (default: all).
+    backend : {"numba", "torch"}
+        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+    device : str or torch.device or None
+        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
+
+    Returns
+    -------
+    list of Point
+        One point per plan, in the order of ``plans``.
+
+    Raises
+    ------
+    ValueError
+        If the preset, a sampler, ``threads`` or the backend and device are not known or valid.
+    """
     threads = resolve_threads(threads)
     sampler_for(backend, device)  # validates the pair
     group = Group.make(scheme, tuple(plans), k, preset, seed, gamma, baoab_paper_friction, control_variate,
@@ -132,14 +223,41 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
 
 
 def units(preset: str = "quick"):
-    """The independent units of work: one per (sampler, step size); the three plans of a scheme
-    at one step size come together so that they share the cached full-gradient control."""
+    """The independent units of work: one per (sampler, step size).
+
+    The three plans of a scheme at one step size come together so that they share the cached
+    full-gradient control.
+
+    Parameters
+    ----------
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+
+    Returns
+    -------
+    list of tuple
+        ``(scheme, plan, k)`` per unit, grouped by scheme and step size.
+    """
     return [(s, p, k) for s, k in scheme_step_groups(preset) for p in plans_of(s)]
 
 
 def local_slopes(points: list[Point], field: str = "w1") -> dict:
-    """Local slope of ``field`` (``w1``, or ``w1_plain`` for the plain estimate) between the two
-    finest step sizes, per sampler (nan if either diverged)."""
+    """Local slope of a W1 estimate between the two finest step sizes, per sampler.
+
+    ``log(W1(h_coarse) / W1(h_fine)) / log(h_coarse / h_fine)`` for the two smallest ``h``.
+
+    Parameters
+    ----------
+    points : list of Point
+        The figure's points.
+    field : str
+        ``w1``, or ``w1_plain`` for the plain estimate.
+
+    Returns
+    -------
+    dict
+        ``{(scheme, plan): slope}`` (nan if either point diverged or is missing).
+    """
     out = {}
     for s, p in SAMPLERS:
         pts = sorted((q for q in points if q.scheme == s and q.plan == p), key=lambda q: q.h)
@@ -154,11 +272,40 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
 def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_friction: bool = False,
             control_variate: bool = True, threads: int | None = None, backend: str = "numba",
             device=None) -> list[Point]:
-    """Every point of the figure in one process, returned (no file is written: ``sms-langevin run
-    figure1`` draws and writes them).  ``baoab_paper_friction``: BAOAB as the paper's listing, at
-    friction ``gamma / 2``; ``control_variate=False``: the plain empirical W1 only; ``threads``:
-    cores, default all.  The three plans of a scheme at one step size and their shared control run
-    together."""
+    """Every point of the figure in one process, returned.
+
+    No file is written: ``sms-langevin run figure1`` draws and writes them.  The three plans of a
+    scheme at one step size and their shared control run together.
+
+    Parameters
+    ----------
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    seed : int
+        The figure's seed.
+    progress : callable or None
+        Called with one line of text per finished point.
+    baoab_paper_friction : bool
+        BAOAB as the paper's listing, at friction ``gamma / 2``.
+    control_variate : bool
+        False: the plain empirical W1 only.
+    threads : int or None
+        Cores (default: all).
+    backend : {"numba", "torch"}
+        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+    device : str or torch.device or None
+        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
+
+    Returns
+    -------
+    list of Point
+        Every point, by scheme, step size and plan.
+
+    Raises
+    ------
+    ValueError
+        If the preset, ``threads`` or the backend and device are not known or valid.
+    """
     preset_settings(PRESETS, preset)
     threads = resolve_threads(threads)
     sampler_for(backend, device)  # validates the pair

@@ -12,14 +12,35 @@ from integrators import GaussianTarget
 
 
 def table(points: list[Point], slopes: dict, *, with_seconds: bool = True) -> list[dict]:
-    """The figure's numbers, one row per point (``with_seconds=False`` leaves out the wall time,
-    so that runs on different executors give byte-identical files)."""
+    """The figure's numbers, one row per point.
+
+    Parameters
+    ----------
+    points : list of Point
+        The figure's points.
+    slopes : dict
+        ``{(scheme, plan): local slope}`` (:func:`bias.figure1.local_slopes`).
+    with_seconds : bool
+        False leaves out the wall time, so that runs on different executors give byte-identical files.
+
+    Returns
+    -------
+    list of dict
+        The point's fields and ``local_slope_finest``, per point.
+    """
     return [{**{f: v for f, v in asdict(q).items() if with_seconds or f != "seconds"},
              "local_slope_finest": slopes[(q.scheme, q.plan)]} for q in points]
 
 
 def resolution_metadata() -> dict:
-    """The histogram every W1 is read from, and the binning bounds that follow from it."""
+    """The histogram every W1 is read from, and the binning bounds that follow from it.
+
+    Returns
+    -------
+    dict
+        ``lo``, ``hi``, ``n_bins``, ``bin_width``, the plain estimate's binning bound (half a bin),
+        the control-variate one's (1.5 bins), and how the noise floor is computed.
+    """
     law = target_law(GaussianTarget.one_d_example())
     lo, hi, n_bins = histogram_layout(law)
     width = (hi - lo) / n_bins
@@ -31,9 +52,27 @@ def resolution_metadata() -> dict:
 
 def run_facts(points: list[Point], preset: str, baoab_paper_friction: bool = False,
               backend: dict | None = None) -> dict:
-    """What the figure's ``metadata.json`` records besides the run's metadata: the friction, the O
-    step, the estimators, the sample counts, the histogram and its bounds, and ``backend`` (a
-    description of the tensor backend, when given)."""
+    """What the figure's ``metadata.json`` records besides the run's metadata.
+
+    The friction, the O step, the estimators, the sample counts, the histogram and its bounds
+    (against the smallest plotted W1 and the smallest noise floor), and ``backend``.
+
+    Parameters
+    ----------
+    points : list of Point
+        The figure's points.
+    preset : str
+        The preset the points were run at.
+    baoab_paper_friction : bool
+        Whether BAOAB ran as the paper's listing (at friction ``gamma / 2``).
+    backend : dict or None
+        A description of the tensor backend (:meth:`bias.figure1_torch.Figure1Sampler.describe`), when given.
+
+    Returns
+    -------
+    dict
+        The facts.
+    """
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
               else "exp(-gamma h) (standard)")
     facts = {"gamma": 1.0, "baoab_o_step": o_step,
@@ -50,7 +89,20 @@ def run_facts(points: list[Point], preset: str, baoab_paper_friction: bool = Fal
 
 
 def plot(points: list[Point], slopes: dict):
-    """Figure 1: W1 bias against h per sampler, diverged samplers marked, the noise floor drawn."""
+    """Figure 1: W1 bias against h per sampler, diverged samplers marked, the noise floor drawn.
+
+    Parameters
+    ----------
+    points : list of Point
+        The figure's points.
+    slopes : dict
+        ``{(scheme, plan): local slope}``, shown in the legend.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure (the plain estimates drawn faintly beside the control-variate ones).
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

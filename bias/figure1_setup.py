@@ -41,6 +41,40 @@ DIVERGENCE_BOUND = 100.0  # about 200 target standard deviations: no stable chai
 
 @dataclass
 class Point:
+    """The W1 numbers of one (sampler, step size) point of the figure.
+
+    Attributes
+    ----------
+    scheme, plan : str
+        The sampler.
+    h : float
+        The step size.
+    n_samples : int
+        ``N``, the post-burn-in samples of the point (all repeats).
+    w1 : float
+        The W1 estimate (``estimator``'s); nan when diverged.
+    mc_error : float
+        Its Monte Carlo error: the spread of the repeats over ``sqrt(R)``.
+    noise_floor : float
+        The exact expectation of the plain statistic for ``N`` exact draws on the same histogram.
+    bound : float
+        The binning bound of ``w1``.
+    diverged : bool
+        Whether a run of the point diverged.
+    first_divergence_step : int
+        The first divergent step (-1 if none).
+    seconds : float
+        Kernel seconds of the point's runs (its share of its group's calls, control included).
+    estimator : str
+        How ``w1`` and ``mc_error`` were estimated: ``plain`` or ``control_variate``.
+    w1_plain : float
+        The empirical W1 of the samples alone.
+    mc_error_plain : float
+        Its Monte Carlo error.
+    control_noise : float
+        W1 of the control's samples to its exact law: bounds ``|w1 - w1_plain|``.
+    """
+
     scheme: str
     plan: str
     h: float
@@ -59,6 +93,18 @@ class Point:
 
 
 def target_law(target: GaussianTarget) -> Normal:
+    """The exact law of the first coordinate of a Gaussian target.
+
+    Parameters
+    ----------
+    target : GaussianTarget
+        The target.
+
+    Returns
+    -------
+    bias.wasserstein.Normal
+        Its first coordinate's mean and standard deviation.
+    """
     return Normal(float(target.mean[0]), float(math.sqrt(target.covariance[0, 0])))
 
 
@@ -68,16 +114,41 @@ def repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
 
 
 def histogram_layout(law: Normal) -> tuple[float, float, int]:
-    """``(lo, hi, n_bins)`` of every histogram of the figure: +-12 sd with half-width ``W1_BOUND``."""
+    """The layout of every histogram of the figure: +-12 sd with half-width ``W1_BOUND``.
+
+    Parameters
+    ----------
+    law : bias.wasserstein.Normal
+        The target's law.
+
+    Returns
+    -------
+    tuple
+        ``(lo, hi, n_bins)``.
+    """
     grid = StreamingW1.for_normal(law, bound=W1_BOUND)
     return grid.lo, grid.hi, grid.n_bins
 
 
 @functools.lru_cache(maxsize=16)
 def noise_floor(law: Normal, n_samples: int) -> float:
-    """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's
-    histogram (:func:`bias.noise_floor.expected_binned_w1`): one number per ``N``, shared by
-    every sampler at that step size."""
+    """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's histogram.
+
+    :func:`bias.noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
+    that step size.
+
+    Parameters
+    ----------
+    law : bias.wasserstein.Normal
+        The target's law.
+    n_samples : int
+        ``N``.
+
+    Returns
+    -------
+    float
+        The noise floor.
+    """
     return expected_binned_w1(law, n_samples, *histogram_layout(law))
 
 
@@ -85,7 +156,25 @@ BACKENDS = ("numba", "torch")
 
 
 def sampler_for(backend: str, device=None):
-    """The ``sample`` function of a backend (the tensor one bound to ``device``)."""
+    """The ``sample`` function of a backend (the tensor one bound to ``device``).
+
+    Parameters
+    ----------
+    backend : {"numba", "torch"}
+        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+    device : str or torch.device or None
+        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
+
+    Returns
+    -------
+    callable
+        :func:`integrators.sample`, or a :class:`bias.figure1_torch.Figure1Sampler`.
+
+    Raises
+    ------
+    ValueError
+        If the backend is unknown, or the Numba backend is asked for a device other than the CPU.
+    """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {list(BACKENDS)}")
     if backend == "numba":
@@ -97,8 +186,25 @@ def sampler_for(backend: str, device=None):
 
 
 def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, int, int, int, int]:
-    """``(h, repeats, chains, samples per chain, burn-in steps)`` of a point at ``h = 2^-k`` (the
-    tensor backend spreads the same samples over its own chain count)."""
+    """The step size, repeats, chains, samples per chain and burn-in of a point at ``h = 2^-k``.
+
+    The tensor backend spreads the same samples over its own chain count.
+
+    Parameters
+    ----------
+    k : int
+        The step size is ``h = 2^-k``.
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    backend : tuple
+        ``(backend, device)``.
+
+    Returns
+    -------
+    tuple
+        ``(h, repeats, chains, samples per chain, burn-in steps)``; the burn-in is
+        ``ceil(BURN_IN_TIME / h)`` steps.
+    """
     cfg = PRESETS[preset]
     h = 2.0**-k
     reps, chains = cfg["repeats"], cfg["n_chains"]
