@@ -15,11 +15,12 @@ standard one).
 Data: scikit-learn's digits (shipped inside the package, the embedded default) or Fashion-MNIST
 from local IDX files (``data_dir``), both read by :mod:`integrators.data` and turned into features
 here (:func:`digits_features`, :func:`fashion_features`).
+
+Its outputs as data (the verdicts, the figure) are :mod:`bias.logistic_output`.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -51,7 +52,18 @@ PRIOR_PRECISION = 50.0
 
 @nb.njit(nogil=True)
 def predictive_test_functions(x, out, data):
-    """``out[0]``: mean over the test set of p(true class | x); ``out[1 + i K + k]``: p_k(x_i)."""
+    """The test functions of the chains: the predictive probabilities on the test set, into ``out``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(K p,)`` the regression weights, ``K`` classes of ``p`` features.
+    out : numpy.ndarray
+        ``(1 + n K,)`` written: ``out[0]`` the mean over the test set of p(true class | x),
+        ``out[1 + i K + k]`` p_k(x_i).
+    data : tuple
+        ``(features (n, p), labels (n,))`` of the test set.
+    """
     feats, labels = data
     n, p = feats.shape
     k_classes = x.shape[0] // p
@@ -66,29 +78,73 @@ def predictive_test_functions(x, out, data):
 
 @dataclass
 class Row:
+    """One sampler at one step size: its bias and the metrics of its posterior-mean predictive.
+
+    Attributes
+    ----------
+    sampler, scheme, plan : str
+        The sampler's name (e.g. ``SMS-UBU``), scheme and gradient plan.
+    h : float
+        The step size.
+    bias : float
+        Mean over test points of ``|E_h p_true(i) - E_{h_finest} p_true(i)|`` (telescoping).
+    bias_se : float
+        Mean over test points of the standard error (the noise level of ``bias``).
+    floor : float
+        Mean over test points of the finest level's ``|difference|``.
+    bias_rms : float
+        ``sqrt(mean(bias^2) - mean(se^2))``: root-mean-square bias, noise removed.
+    p_true : float
+        Mean over the test set of the posterior mean of p(true class).
+    accuracy, nll, ace, rps : float
+        The predictive metrics (:mod:`bias.metrics`).
+    seconds : float
+        Seconds since the sampler's ladder started.
+    diverged : str
+        Empty, or where the sampler diverged (never plotted as a number).
+    bias_mean_se : float
+        Standard error of ``bias`` itself (bootstrap over replicates).
+    """
+
     sampler: str
     scheme: str
     plan: str
     h: float
-    bias: float          # mean over test points of |E_h p_true(i) - E_{h_finest} p_true(i)| (telescoping)
-    bias_se: float       # mean over test points of the standard error (the noise level of ``bias``)
-    floor: float         # mean over test points of the finest level's |difference|
-    bias_rms: float      # sqrt(mean(bias^2) - mean(se^2)): root-mean-square bias, noise removed
+    bias: float
+    bias_se: float
+    floor: float
+    bias_rms: float
     p_true: float
     accuracy: float
     nll: float
     ace: float
     rps: float
     seconds: float
-    diverged: str = ""   # empty, or where the sampler diverged (never plotted as a number)
-    bias_mean_se: float = float("nan")  # standard error of ``bias`` itself (bootstrap over replicates)
+    diverged: str = ""
+    bias_mean_se: float = float("nan")
 
 
 def digits_features(n_components: int | None = 16, n_train: int = 1200, seed: int = 0):
-    """``(x_train, y_train, x_test, y_test)``: scikit-learn's digits (:func:`integrators.data.embedded_digits`,
-    the same split for ``seed``) as the pixel counts 0..16, standardized on the training set, reduced
-    to ``n_components`` principal components scaled to unit variance (None: all 64 pixels), plus a
-    constant feature for the intercept."""
+    """Scikit-learn's digits as features.
+
+    The digits of :func:`integrators.data.embedded_digits` (the same split for ``seed``) as the
+    pixel counts 0..16, standardized on the training set, reduced to ``n_components`` principal
+    components scaled to unit variance, plus a constant feature for the intercept.
+
+    Parameters
+    ----------
+    n_components : int or None
+        Principal components kept (None: all 64 pixels).
+    n_train : int
+        Training images.
+    seed : int
+        Seed of the split.
+
+    Returns
+    -------
+    tuple
+        ``(x_train, y_train, x_test, y_test)``.
+    """
     digits = datasets.embedded_digits(seed=seed, n_train=n_train)
     # the loader's pixels are k / 16 in float32, exact: times 16 gives back the counts
     x_train, x_test = (x.reshape(len(x), -1).astype(float) * 16.0 for x in (digits.x_train, digits.x_test))
@@ -103,21 +159,61 @@ def digits_features(n_components: int | None = 16, n_train: int = 1200, seed: in
 
 
 def fashion_features(folder):
-    """``(x_train, y_train, x_test, y_test)``: Fashion-MNIST's IDX files in ``folder``
-    (:func:`integrators.data.load_fashion_mnist`), pixels in [0, 1] flattened, plus the intercept."""
+    """Fashion-MNIST as features: pixels in [0, 1] flattened, plus the intercept.
+
+    Parameters
+    ----------
+    folder : str or path-like
+        The folder of the IDX files (:func:`integrators.data.load_fashion_mnist`).
+
+    Returns
+    -------
+    tuple
+        ``(x_train, y_train, x_test, y_test)``.
+    """
     images = datasets.load_fashion_mnist(folder)
     flat = lambda x: x.reshape(len(x), -1).astype(float)  # noqa: E731
     return with_intercept(flat(images.x_train)), images.y_train, with_intercept(flat(images.x_test)), images.y_test
 
 
 def with_intercept(x: np.ndarray) -> np.ndarray:
-    """``x`` with a last column of ones (the intercept's feature)."""
+    """``x`` with a last column of ones (the intercept's feature).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        ``(n, p)`` features.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, p + 1)``.
+    """
     return np.hstack([x, np.ones((x.shape[0], 1))])
 
 
 def load_data(preset: str, data_dir=None, seed: int = 0):
-    """``(x_train, y_train, x_test, y_test, source)`` of ``preset``: the embedded digits, or
-    Fashion-MNIST from ``data_dir``; the test set cut to the preset's ``n_test``."""
+    """The data of a preset: the embedded digits, or Fashion-MNIST from ``data_dir``.
+
+    Parameters
+    ----------
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    data_dir : str or path-like or None
+        Fashion-MNIST's IDX files; None: the embedded digits.
+    seed : int
+        Seed of the digits' split.
+
+    Returns
+    -------
+    tuple
+        ``(x_train, y_train, x_test, y_test, source)``, the test set cut to the preset's ``n_test``.
+
+    Raises
+    ------
+    ValueError
+        If the preset is unknown.
+    """
     cfg = preset_settings(PRESETS, preset)
     if data_dir is None:
         x_train, y_train, x_test, y_test = digits_features(cfg["components"], cfg["n_train"], seed)
@@ -129,9 +225,29 @@ def load_data(preset: str, data_dir=None, seed: int = 0):
 
 
 def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bool = True) -> list[Row]:
-    """One sampler: the telescoping ladder from ``h0`` down ``levels`` levels.  With
-    ``paper_baoab`` BAOAB runs as the paper's listing does (its O step reuses
-    ``exp(-gamma h / 2)``), i.e. standard BAOAB at friction ``gamma / 2``."""
+    """One sampler: the telescoping ladder from ``h0`` down ``levels`` levels.
+
+    Parameters
+    ----------
+    target : MultinomialLogisticTarget
+        The posterior.
+    test_data : tuple
+        ``(x_test, y_test)``.
+    scheme, plan : str
+        The sampler.
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    seed : int
+        The seed.
+    paper_baoab : bool
+        BAOAB runs as the paper's listing does (its O step reuses ``exp(-gamma h / 2)``), i.e.
+        standard BAOAB at friction ``gamma / 2``.
+
+    Returns
+    -------
+    list of Row
+        One row per step size, coarsest first.
+    """
     cfg = PRESETS[preset]
     gamma = cfg["gamma"] / 2 if (scheme == "baoab" and paper_baoab) else cfg["gamma"]
     x_test, y_test = test_data
@@ -170,8 +286,32 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
 
 
 def compute(preset: str = "quick", seed: int = 0, *, data_dir=None, progress=None) -> list[Row]:
-    """All five samplers in one process, their rows returned (no file is written: ``sms-langevin run
-    logistic`` draws and writes the figure; this is the route for Fashion-MNIST from ``data_dir``)."""
+    """All five samplers in one process, their rows returned.
+
+    No file is written: ``sms-langevin run logistic`` draws and writes the figure; this is the
+    route for Fashion-MNIST from ``data_dir``.
+
+    Parameters
+    ----------
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    seed : int
+        The seed.
+    data_dir : str or path-like or None
+        Fashion-MNIST's IDX files; None: the embedded digits.
+    progress : callable or None
+        Called with one line of text per finished sampler.
+
+    Returns
+    -------
+    list of Row
+        Every sampler's rows.
+
+    Raises
+    ------
+    ValueError
+        If the preset is unknown.
+    """
     preset_settings(PRESETS, preset)
     x_train, y_train, x_test, y_test, _ = load_data(preset, data_dir, seed)
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=PRIOR_PRECISION)
@@ -182,95 +322,3 @@ def compute(preset: str = "quick", seed: int = 0, *, data_dir=None, progress=Non
         if progress:
             progress(f"{NAMES[(scheme, plan)]}: done in {time.time() - t0:.0f} s")
     return rows
-
-
-def ordering(rows: list[Row], focus: str = "SMS-UBU") -> list[dict]:
-    """Where ``focus`` stands among the samplers at each step size, by mean |bias|.
-
-    Two samplers are told apart only when the gap between their biases exceeds twice its standard
-    error, ``2 sqrt(se_1^2 + se_2^2)`` with ``se = bias_mean_se`` (bootstrap over each run's
-    replicates); otherwise they are tied.
-    Verdicts: ``smallest`` (below every other sampler by more than the noise), ``smallest within
-    noise`` (smallest estimate, but tied with the runner-up), ``tied`` (another sampler's estimate
-    is smaller, within noise), ``not smallest`` (another sampler is smaller beyond noise).
-    A diverged sampler counts as larger than any finite bias."""
-    out = []
-    for h in sorted({r.h for r in rows}, reverse=True):
-        at_h = {r.sampler: r for r in rows if math.isclose(r.h, h)}
-        me = at_h.get(focus)
-        if me is None or me.diverged:
-            out.append({"h": h, "verdict": "diverged" if me else "absent", "runner_up": "", "gap": float("nan"),
-                        "noise": float("nan")})
-            continue
-        others = [r for name, r in at_h.items() if name != focus and not r.diverged]
-        if not others:
-            out.append({"h": h, "verdict": "smallest", "runner_up": "all others diverged",
-                        "gap": float("inf"), "noise": 2.0 * me.bias_mean_se})
-            continue
-        rival = min(others, key=lambda r: r.bias)
-        gap, noise = rival.bias - me.bias, 2.0 * math.hypot(rival.bias_mean_se, me.bias_mean_se)
-        if gap > noise:
-            verdict = "smallest"
-        elif gap >= 0:
-            verdict = "smallest within noise"
-        elif -gap <= noise:
-            verdict = "tied"
-        else:
-            verdict = "not smallest"
-        out.append({"h": h, "verdict": verdict, "runner_up": rival.sampler, "gap": gap, "noise": noise})
-    return out
-
-
-def ordering_summary(rows: list[Row], focus: str = "SMS-UBU") -> str:
-    """One line per step size: the verdict of :func:`ordering`, with the runner-up and the gap."""
-    return "; ".join(f"h={o['h']:g}: {o['verdict']}" + (f" (next {o['runner_up']}, gap {o['gap']:.1e} vs 2 s.e. "
-                                                         f"{o['noise']:.1e})" if o["runner_up"] else "")
-                     for o in ordering(rows, focus))
-
-
-def diverged_step_sizes(rows) -> dict[str, list[float]]:
-    """``{sampler: [step sizes where it diverged, largest first]}``, each sampler once."""
-    out: dict[str, list[float]] = {}
-    for r in sorted((r for r in rows if r.diverged), key=lambda r: -r.h):
-        out.setdefault(r.sampler, []).append(r.h)
-    return out
-
-
-def bias_at(rows: list[Row], h: float) -> dict:
-    """``|bias|`` per sampler at step size ``h`` (diverged samplers left out)."""
-    return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h) and not r.diverged}
-
-
-def plot(rows: list[Row]):
-    """Bias, accuracy, NLL, ACE and RPS against h, one panel each; diverged samplers marked."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 5, figsize=(19, 3.8))
-    panels = [("bias", "mean |bias| of p(true class) (bars: 2 s.e.)"), ("accuracy", "accuracy"), ("nll", "NLL"),
-              ("ace", "ACE"), ("rps", "RPS")]
-    colors = dict(zip(NAMES.values(), plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
-    for ax, (field, label) in zip(axes, panels, strict=True):
-        for name in NAMES.values():
-            sub = sorted((r for r in rows if r.sampler == name and not r.diverged), key=lambda r: r.h)
-            if sub:
-                hs = [r.h for r in sub]
-                if field == "bias":
-                    keep = [r for r in sub if r.bias > 0.0]
-                    se = [2 * r.bias_mean_se if math.isfinite(r.bias_mean_se) else 0.0 for r in keep]
-                    ax.errorbar([r.h for r in keep], [r.bias for r in keep], yerr=se, marker="o", capsize=2,
-                                label=name, color=colors[name])
-                    ax.set_yscale("log")
-                else:
-                    ax.plot(hs, [getattr(r, field) for r in sub], marker="o", label=name, color=colors[name])
-            for r in (r for r in rows if r.sampler == name and r.diverged):  # shown, never plotted as NaN
-                ax.scatter([r.h], [0.97], marker="x", s=60, color=colors[name], transform=ax.get_xaxis_transform(),
-                           clip_on=False)
-                ax.annotate("diverged", (r.h, 0.97), xycoords=("data", "axes fraction"), fontsize=7,
-                            color=colors[name], xytext=(-46, -12), textcoords="offset points")
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="h", title=label)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    return fig

@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from bias import logistic
+from bias import logistic, logistic_output
 from integrators import MultinomialLogisticTarget
 from reports.drawing import Drawing
 
@@ -37,13 +37,13 @@ def draw(results: list, preset: str) -> Drawing:
     rows = [logistic.Row(**r) for _, res in results for r in res["rows"]]
     table = [{k: v for k, v in asdict(r).items() if k != "seconds"} for r in rows]
     h0 = max(r.h for r in rows)
-    biases = logistic.bias_at(rows, h0)
+    biases = logistic_output.bias_at(rows, h0)
     order = sorted(biases, key=biases.get)
     diverged = [f"{name} at h = {', '.join(f'{h:g}' for h in hs)}"
-                for name, hs in logistic.diverged_step_sizes(rows).items()]
+                for name, hs in logistic_output.diverged_step_sizes(rows).items()]
     return Drawing(
-        figures={"logistic": logistic.plot(rows)},
-        tables={"logistic": table, "logistic_ordering": logistic.ordering(rows)},
+        figures={"logistic": logistic_output.plot(rows)},
+        tables={"logistic": table, "logistic_ordering": logistic_output.ordering(rows)},
         metadata={"data": results[0][1]["data"], "batch_size": logistic.BATCH_SIZE,
                   "prior_precision": logistic.PRIOR_PRECISION, "gamma": logistic.PRESETS[preset]["gamma"],
                   "control_variate": "L-BFGS mode",
@@ -53,4 +53,4 @@ def draw(results: list, preset: str) -> Drawing:
                   f"first): {', '.join(f'{n} {biases[n]:.2e}' for n in order)}. Diverged: "
                   f"{'; '.join(diverged) or 'none'}. Where SMS-UBU stands at each h "
                   f"(bias gap to the next sampler against twice its standard error): "
-                  f"{logistic.ordering_summary(rows)}."))
+                  f"{logistic_output.ordering_summary(rows)}."))

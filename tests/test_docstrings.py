@@ -66,8 +66,10 @@ PACKAGES = [
     "bias.streaming_w1",
     "bias.noise_floor",
     "bias.figure1",
-    # still to convert (issue 28): bias.logistic, bias.ghmc_logistic, bnn.config,
-    # bnn.pipeline
+    "bias.logistic",
+    "bias.logistic_output",
+    "bias.ghmc_logistic",
+    # still to convert (issue 28): bnn.config, bnn.pipeline
     # the reports command (docs/api/reports.md)
     "reports.cli",
     "reports.registry",

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from helpers import draw_files
 
-from bias import figure1, logistic
+from bias import figure1, logistic, logistic_output
 from bias.metrics import accuracy, ace, all_metrics, nll, rps
 from bias.noise_floor import expected_binned_w1
 from integrators import GaussianTarget
@@ -98,7 +98,7 @@ def test_logistic_tiny_runs_and_orders_sg_hmc_last(tmp_path):
     draw_logistic(rows, "tiny", tmp_path)
     assert (tmp_path / "logistic.png").exists() and (tmp_path / "logistic.csv").exists()
     h0 = logistic.PRESETS["tiny"]["h0"]
-    biases = logistic.bias_at(rows, h0)
+    biases = logistic_output.bias_at(rows, h0)
     at_h0 = [r for r in rows if r.h == h0]
     # SG-HMC is worst at the largest step: the largest bias, or it leaves the target's scale (diverged)
     diverged = [r.sampler for r in at_h0 if r.diverged]
@@ -116,8 +116,8 @@ def test_logistic_quick_preset_sms_ubu_has_the_smallest_bias(tmp_path):
     share the same discretization bias and tie; the README reports it.)"""
     rows = logistic.compute("quick")
     draw_logistic(rows, "quick", tmp_path)
-    verdicts = logistic.ordering(rows)
-    print(logistic.ordering_summary(rows))
+    verdicts = logistic_output.ordering(rows)
+    print(logistic_output.ordering_summary(rows))
     assert len(verdicts) == logistic.PRESETS["quick"]["levels"] + 1
     assert [o["verdict"] for o in verdicts[-2:]] == ["smallest", "smallest"], verdicts
     for h in sorted({r.h for r in rows}):
@@ -191,7 +191,7 @@ def test_logistic_reports_a_diverged_sampler(tmp_path, monkeypatch):
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=50.0)
     rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test[:50]), y_test[:50]), "em", "iid", "boom")
     assert rows and all(r.diverged and "diverged" in r.diverged and np.isnan(r.bias) for r in rows)
-    assert logistic.bias_at(rows, 2.0) == {}
+    assert logistic_output.bias_at(rows, 2.0) == {}
 
 
 def test_ace_matches_a_direct_equal_count_binning():
@@ -215,4 +215,4 @@ def test_diverged_samplers_are_listed_once_with_their_step_sizes():
     rows = [row("SG-HMC", 1 / 16, "diverged at h=0.0625 (coarse step 3)"),
             row("SG-HMC", 1 / 32, "diverged at h=0.0625 (coarse step 3), h=0.03125 (coarse step 9)"),
             row("SMS-UBU", 1 / 16, "")]
-    assert logistic.diverged_step_sizes(rows) == {"SG-HMC": [1 / 16, 1 / 32]}
+    assert logistic_output.diverged_step_sizes(rows) == {"SG-HMC": [1 / 16, 1 / 32]}

@@ -1,0 +1,163 @@
+"""The logistic-regression experiment's outputs as data: where a sampler stands at each step size,
+the divergences, the biases at one step size, and the figure (``reports`` writes them).
+:mod:`bias.logistic` runs the experiment."""
+
+from __future__ import annotations
+
+import math
+
+from bias.logistic import NAMES, Row
+
+
+def ordering(rows: list[Row], focus: str = "SMS-UBU") -> list[dict]:
+    """Where ``focus`` stands among the samplers at each step size, by mean |bias|.
+
+    Two samplers are told apart only when the gap between their biases exceeds twice its standard
+    error, ``2 sqrt(se_1^2 + se_2^2)`` with ``se = bias_mean_se`` (bootstrap over each run's
+    replicates); otherwise they are tied.
+    Verdicts: ``smallest`` (below every other sampler by more than the noise), ``smallest within
+    noise`` (smallest estimate, but tied with the runner-up), ``tied`` (another sampler's estimate
+    is smaller, within noise), ``not smallest`` (another sampler is smaller beyond noise).
+    A diverged sampler counts as larger than any finite bias.
+
+    Parameters
+    ----------
+    rows : list of Row
+        The experiment's rows.
+    focus : str
+        The sampler judged.
+
+    Returns
+    -------
+    list of dict
+        Per step size, largest first: ``h``, ``verdict`` (also ``diverged`` or ``absent``),
+        ``runner_up``, ``gap`` and ``noise``.
+    """
+    out = []
+    for h in sorted({r.h for r in rows}, reverse=True):
+        at_h = {r.sampler: r for r in rows if math.isclose(r.h, h)}
+        me = at_h.get(focus)
+        if me is None or me.diverged:
+            out.append({"h": h, "verdict": "diverged" if me else "absent", "runner_up": "", "gap": float("nan"),
+                        "noise": float("nan")})
+            continue
+        others = [r for name, r in at_h.items() if name != focus and not r.diverged]
+        if not others:
+            out.append({"h": h, "verdict": "smallest", "runner_up": "all others diverged",
+                        "gap": float("inf"), "noise": 2.0 * me.bias_mean_se})
+            continue
+        rival = min(others, key=lambda r: r.bias)
+        gap, noise = rival.bias - me.bias, 2.0 * math.hypot(rival.bias_mean_se, me.bias_mean_se)
+        if gap > noise:
+            verdict = "smallest"
+        elif gap >= 0:
+            verdict = "smallest within noise"
+        elif -gap <= noise:
+            verdict = "tied"
+        else:
+            verdict = "not smallest"
+        out.append({"h": h, "verdict": verdict, "runner_up": rival.sampler, "gap": gap, "noise": noise})
+    return out
+
+
+def ordering_summary(rows: list[Row], focus: str = "SMS-UBU") -> str:
+    """One line per step size: the verdict of :func:`ordering`, with the runner-up and the gap.
+
+    Parameters
+    ----------
+    rows : list of Row
+        The experiment's rows.
+    focus : str
+        The sampler judged.
+
+    Returns
+    -------
+    str
+        The verdicts, separated by ``;``.
+    """
+    return "; ".join(f"h={o['h']:g}: {o['verdict']}" + (f" (next {o['runner_up']}, gap {o['gap']:.1e} vs 2 s.e. "
+                                                         f"{o['noise']:.1e})" if o["runner_up"] else "")
+                     for o in ordering(rows, focus))
+
+
+def diverged_step_sizes(rows) -> dict[str, list[float]]:
+    """The step sizes where each sampler diverged.
+
+    Parameters
+    ----------
+    rows : list of Row
+        The experiment's rows.
+
+    Returns
+    -------
+    dict
+        ``{sampler: [step sizes where it diverged, largest first]}``, each sampler once.
+    """
+    out: dict[str, list[float]] = {}
+    for r in sorted((r for r in rows if r.diverged), key=lambda r: -r.h):
+        out.setdefault(r.sampler, []).append(r.h)
+    return out
+
+
+def bias_at(rows: list[Row], h: float) -> dict:
+    """``|bias|`` per sampler at one step size.
+
+    Parameters
+    ----------
+    rows : list of Row
+        The experiment's rows.
+    h : float
+        The step size.
+
+    Returns
+    -------
+    dict
+        ``{sampler: |bias|}`` (diverged samplers left out).
+    """
+    return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h) and not r.diverged}
+
+
+def plot(rows: list[Row]):
+    """Bias, accuracy, NLL, ACE and RPS against h, one panel each; diverged samplers marked.
+
+    Parameters
+    ----------
+    rows : list of Row
+        The experiment's rows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 5, figsize=(19, 3.8))
+    panels = [("bias", "mean |bias| of p(true class) (bars: 2 s.e.)"), ("accuracy", "accuracy"), ("nll", "NLL"),
+              ("ace", "ACE"), ("rps", "RPS")]
+    colors = dict(zip(NAMES.values(), plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
+    for ax, (field, label) in zip(axes, panels, strict=True):
+        for name in NAMES.values():
+            sub = sorted((r for r in rows if r.sampler == name and not r.diverged), key=lambda r: r.h)
+            if sub:
+                hs = [r.h for r in sub]
+                if field == "bias":
+                    keep = [r for r in sub if r.bias > 0.0]
+                    se = [2 * r.bias_mean_se if math.isfinite(r.bias_mean_se) else 0.0 for r in keep]
+                    ax.errorbar([r.h for r in keep], [r.bias for r in keep], yerr=se, marker="o", capsize=2,
+                                label=name, color=colors[name])
+                    ax.set_yscale("log")
+                else:
+                    ax.plot(hs, [getattr(r, field) for r in sub], marker="o", label=name, color=colors[name])
+            for r in (r for r in rows if r.sampler == name and r.diverged):  # shown, never plotted as NaN
+                ax.scatter([r.h], [0.97], marker="x", s=60, color=colors[name], transform=ax.get_xaxis_transform(),
+                           clip_on=False)
+                ax.annotate("diverged", (r.h, 0.97), xycoords=("data", "axes fraction"), fontsize=7,
+                            color=colors[name], xytext=(-46, -12), textcoords="offset points")
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="h", title=label)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
