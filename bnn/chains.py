@@ -22,10 +22,27 @@ CHANCE_SE = 2.0  # an accuracy within this many standard errors of 1/K is at cha
 
 
 def sample_warnings(probs, labels, boundary: float | None) -> list[str]:
-    """Why a predictive that did not diverge is still no estimate: its chain(s) ended with more
-    than :data:`BOUNDARY_WARN` of the coordinates on the localization box's wall (``boundary``),
-    or its test accuracy is at chance level ``1/K`` (within :data:`CHANCE_SE` standard errors of
-    it, the standard error of a classifier at chance on these test images)."""
+    """Why a predictive that did not diverge is still no estimate.
+
+    Its chain(s) ended with more than :data:`BOUNDARY_WARN` of the coordinates on the localization
+    box's wall (``boundary``), or its test accuracy is at chance level ``1/K`` (within
+    :data:`CHANCE_SE` standard errors of it, the standard error of a classifier at chance on these
+    test images).
+
+    Parameters
+    ----------
+    probs : array_like or None
+        ``(n_test, K)`` the predictive probabilities (None: diverged, no accuracy check).
+    labels : array_like
+        ``(n_test,)`` the test labels.
+    boundary : float or None
+        The fraction of the coordinates on the box's wall after sampling (None: not localized).
+
+    Returns
+    -------
+    list of str
+        One sentence per problem found; empty when none.
+    """
     from integrators.torch.posterior_terms import BOUNDARY_BAND
 
     out = []
@@ -46,19 +63,48 @@ def sample_warnings(probs, labels, boundary: float | None) -> list[str]:
 
 @dataclass
 class ChainResult:
-    """One sampler's chain: predictive mean over its samples, per-epoch average training loss,
-    the step at which it diverged (None if it did not), epoch wall times."""
+    """One sampler's chain.
+
+    Attributes
+    ----------
+    probs : numpy.ndarray or None
+        The predictive mean over its samples (None if it diverged or took no sample).
+    trace : list of float
+        The per-epoch average training loss.
+    diverged : int or None
+        The step at which it diverged (None if it did not).
+    epoch_seconds : list of float
+        Epoch wall times.
+    boundary : float or None
+        Fraction of the coordinates on the localization box's wall at the end (None: not localized
+        or diverged).
+    """
 
     probs: np.ndarray | None
     trace: list
     diverged: int | None
     epoch_seconds: list
-    boundary: float | None = None  # fraction of the coordinates on the localization box's wall at the end
+    boundary: float | None = None
 
 
 def sampler_settings(spec: SamplerSpec, cfg: RunConfig, h: float) -> dict:
-    """What sampler ``spec`` runs with at the run's step size ``h``: ``step`` (the scheme's step),
-    ``step_convention`` and ``control_variate`` (see :class:`RunConfig`)."""
+    """What sampler ``spec`` runs with at the run's step size ``h``.
+
+    Parameters
+    ----------
+    spec : SamplerSpec
+        The sampler (``notebook``: the notebook variants whatever ``cfg`` says).
+    cfg : RunConfig
+        The run's configuration.
+    h : float
+        The run's step size.
+
+    Returns
+    -------
+    dict
+        ``step`` (the scheme's step: ``h``, or ``h / 2`` for UBU under the notebook convention),
+        ``step_convention`` and ``control_variate`` (see :class:`bnn.config.RunConfig`).
+    """
     convention = "notebook" if spec.notebook else cfg.step_convention
     step = h * STEP_CONVENTIONS[convention] if spec.scheme == "ubu" else h
     return {"step": step, "step_convention": convention,
@@ -80,7 +126,20 @@ def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig
 
 
 def module_sampler(net, sconf):
-    """:class:`integrators.torch.ModuleSampler` for ``sconf``."""
+    """:class:`integrators.torch.ModuleSampler` for ``sconf``.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network whose parameters the sampler moves.
+    sconf : integrators.torch.SamplerConfig
+        The sampler's configuration.
+
+    Returns
+    -------
+    integrators.torch.ModuleSampler
+        The sampler.
+    """
     from integrators.torch import ModuleSampler
 
     return ModuleSampler(net, sconf)
@@ -95,9 +154,38 @@ def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig) 
 def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
               epochs_burn: int, epochs_sample: int, evaluate: bool = True,
               timings: dict | None = None, control_variate: bool = False) -> ChainResult:
-    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s) with
-    step ``h`` (the scheme's step), the force's control variate at ``x_star_net``'s weights if
-    ``control_variate``."""
+    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s).
+
+    Parameters
+    ----------
+    start_net : torch.nn.Module
+        The starting network (copied, not changed).
+    x_star_net : torch.nn.Module
+        The SWA network ``x*``: the localization's centre (and the control variate's point).
+    spec : SamplerSpec
+        The sampler.
+    data : Tensors
+        The run's data on its device.
+    cfg : RunConfig
+        The run's configuration.
+    h : float
+        The scheme's step.
+    seed : int
+        The chain's seed (its velocity, path, batches and evaluation subsets).
+    epochs_burn, epochs_sample : int
+        Burn-in epochs, then sampling epochs each ending with one sample.
+    evaluate : bool
+        Whether the samples' test predictive is computed (False: the trace only).
+    timings : dict or None
+        Wall times, appended to by kind.
+    control_variate : bool
+        The force's control variate at ``x_star_net``'s weights.
+
+    Returns
+    -------
+    ChainResult
+        Diverged at the first step whose batch loss was not finite, or where the sampler raised.
+    """
     from integrators.torch import SamplerDiverged
 
     net = copy_state(start_net, start_net.state_dict())
@@ -146,7 +234,41 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     ``run_chain(starts[k], ..., seed=chain_seed(seed, k))`` does, so it follows the same
     trajectory up to rounding. A divergence stops every chain (each is reported diverged at that
     step, or at its first non-finite loss where that came earlier); ``epoch_seconds`` are those of
-    the whole ensemble."""
+    the whole ensemble.
+
+    Parameters
+    ----------
+    starts : list of torch.nn.Module
+        The starting networks, one per chain.
+    x_star_net : torch.nn.Module
+        The SWA network ``x*``: the localization's centre (and the control variate's point).
+    spec : SamplerSpec
+        The sampler.
+    data : Tensors
+        The run's data on its device.
+    cfg : RunConfig
+        The run's configuration.
+    h : float
+        The scheme's step.
+    seed : int
+        The chain's seed (its velocity, path, batches and evaluation subsets).
+    epochs_burn, epochs_sample : int
+        Burn-in epochs, then sampling epochs each ending with one sample.
+    evaluate : bool
+        Whether the samples' test predictive is computed (False: the trace only).
+    timings : dict or None
+        Wall times, appended to by kind.
+
+    Returns
+    -------
+    list of ChainResult
+        One per chain, in the order of ``starts``.
+
+    Raises
+    ------
+    ValueError
+        If ``starts`` is empty.
+    """
     from integrators.torch import SamplerDiverged
     from integrators.torch.ensemble import EnsembleSampler, chain_seed
     from integrators.torch.posterior_terms import boundary_fraction
@@ -201,8 +323,26 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
 
 
 def perturbed(net, rho: float, gen: torch.Generator):
-    """A copy of ``net`` with ``N(0, rho^2)`` added to every parameter (clipped at 5 rho, so the
-    copy starts inside the box of half-width ``6 rho``)."""
+    """A copy of ``net`` with ``N(0, rho^2)`` added to every parameter.
+
+    The noise is clipped at 5 rho (:data:`bnn.config.TRACE_START_CLIP`), so the copy starts inside
+    the box of half-width ``rho_max_factor * rho`` (6 rho by default; a configuration with trace
+    chains needs it above 5 rho).
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network (not changed).
+    rho : float
+        The noise's standard deviation.
+    gen : torch.Generator
+        The noise's random numbers.
+
+    Returns
+    -------
+    torch.nn.Module
+        The perturbed copy.
+    """
     out = copy_state(net, net.state_dict())
     with torch.no_grad():
         for p in out.parameters():

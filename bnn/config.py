@@ -47,14 +47,28 @@ def _need_path(cfg):
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    """A sampler of the comparison: scheme x plan, localized or not, cyclical step size or not."""
+    """A sampler of the comparison: scheme x plan, localized or not, cyclical step size or not.
+
+    Attributes
+    ----------
+    label : str
+        Its name in the comparison (the key of :data:`SAMPLERS`).
+    scheme, plan : str
+        The scheme (``ubu``, ``em``) and gradient plan (``sms``, ``iid``, ``rr``).
+    localized : bool
+        Whether it samples the localized posterior around ``x*`` (in the box, friction ``1 / rho``).
+    cyclical : bool
+        Whether its step size follows the cyclical schedule (``n_cycles`` cycles).
+    notebook : bool
+        The authors' notebooks: UBU step ``h / 2`` for the ``h`` given, control variate at ``x*``.
+    """
 
     label: str
     scheme: str
     plan: str
     localized: bool
     cyclical: bool = False
-    notebook: bool = False  # the authors' notebooks: UBU step h/2 for the h given, control variate at x*
+    notebook: bool = False
 
 
 SAMPLERS = {s.label: s for s in (
@@ -71,25 +85,90 @@ SAMPLERS = {s.label: s for s in (
 class RunConfig:
     """Everything that defines one run (a preset fixes all but the seed).
 
-    ``stratified_test``: None (the data set's own splits), or a fraction in ``(0, 1)``: both splits
-    pooled and split again by class (:meth:`integrators.data.ImageData.stratified`, seed 0: one split for
-    every run), the class ratio equal in train and test up to one image per class.
-    ``step_convention``: ``"paper"`` (a UBU sampler steps by ``h``, the paper's text) or
-    ``"notebook"`` (by ``h / 2``, as the authors' released notebooks ran the tables' ``h``);
-    the EM samplers step by ``h`` under both. ``control_variate``: the localized samplers' force
-    with the control variate at ``x*`` (the design's SG1 form; the notebooks' BNN force). The
-    sampler ``SMS-UBU (notebook)`` runs with both notebook variants whatever these two say, so a
-    run can hold the paper's SMS-UBU and the notebooks' side by side; every sampler's entry records
-    the step, convention and control variate it ran with.
-    ``curve_every``: 0, or evaluate Adam's network on the test set after its first epoch, every
-    ``curve_every`` epochs and after its last, and the SWA average likewise over the SWA epochs
-    (the run's ``curve``: test NLL, accuracy, ACE, RPS against the optimizer's steps).
+    Every field is checked when the configuration is made, before anything is loaded or trained
+    (a bad value names itself in a ``ValueError``); sequences and paths given as arrays or Path
+    objects are stored as tuples and strings (JSON).
 
-    ``chains``: chains per sampler from the SWA point. 1 runs one chain per sampler with
-    :class:`integrators.torch.ModuleSampler`; ``k > 1`` runs ``k`` chains of each sampler at once
-    with the torch samplers' multi-chain mode (:func:`run_chains`, several chains per device), the
-    sampler's predictive then being the mean over chains and samples, and the ``trace_chains``
-    chains also run at once.
+    Parameters
+    ----------
+    dataset : str
+        The data set, a key of :data:`DATASETS`.
+    network : str
+        The architecture, a key of :data:`bnn.models.ARCHITECTURES`.
+    width : float
+        The network's width factor.
+    n_train, n_test : int or None
+        Images kept of each split (None: the whole split).
+    augment_copies : int
+        Augmented copies of the training set added to it (:mod:`bnn.augment`).
+    batch_size : int
+        The minibatch size of training and of the samplers.
+    lr_adam : float
+        Adam's learning rate, decaying polynomially (power 1) to 0 over ``epochs_train`` epochs.
+    lr_swa : float
+        The constant learning rate of the SWA epochs.
+    epochs_train, epochs_swa : int
+        Adam's epochs and SWA's (together ``>= 1``).
+    h : float
+        The samplers' step size.
+    rho : float
+        The localization's scale: the potential's ``|x - x*|^2 / (2 rho^2)``, friction ``1 / rho``,
+        the trace chains' start ``x* + N(0, rho^2)``.
+    rho_max_factor : float
+        The localization box ``|x - x*|_inf < rho_max_factor * rho`` (``> 5`` with trace chains, whose
+        starts are clipped at 5 rho).
+    epochs_burn, epochs_sample : int
+        The samplers' burn-in epochs, and their sampling epochs, each ending with one sample
+        (``>= 1`` when samplers run).
+    samplers : tuple of str
+        The samplers run, keys of :data:`SAMPLERS`, none repeated.
+    h_panel : tuple of float
+        More step sizes at which SMS-UBU runs (positive, finite).
+    n_cycles : int
+        Cycles of cyclical SG-HMC's step size.
+    prior_precision : float
+        The Gaussian prior's precision on the weights.
+    n_eval_batches : int
+        Batches of training images whose BatchNorm statistics an evaluation uses.
+    hessian_iters : int
+        Power iterations of the Hessian's spectral norm (0: none computed).
+    hessian_batch : int
+        The training images of the Hessian's potential estimate.
+    trace_chains, trace_epochs : int
+        SMS-UBU chains started at perturbations of ``x*`` whose traces are recorded, and their epochs
+        (``>= 1`` when there are trace chains).
+    chains : int
+        Chains per sampler from the SWA point. 1 runs one chain per sampler with
+        :class:`integrators.torch.ModuleSampler`; ``k > 1`` runs ``k`` chains of each sampler at once
+        with the torch samplers' multi-chain mode (:func:`bnn.chains.run_chains`, several chains per
+        device), the sampler's predictive then being the mean over chains and samples, and the
+        ``trace_chains`` chains also run at once.
+    data_path : str or None
+        The local files of a data set read from disk (no downloads).
+    stratified_test : float or None
+        None (the data set's own splits), or a fraction in ``(0, 1)``: both splits pooled and split
+        again by class (:meth:`integrators.data.ImageData.stratified`, seed 0: one split for every
+        run), the class ratio equal in train and test up to one image per class.
+    step_convention : {"paper", "notebook"}
+        ``"paper"`` (a UBU sampler steps by ``h``, the paper's text) or ``"notebook"`` (by ``h / 2``,
+        as the authors' released notebooks ran the tables' ``h``); the EM samplers step by ``h``
+        under both.
+    control_variate : bool
+        The localized samplers' force with the control variate at ``x*`` (the design's SG1 form; the
+        notebooks' BNN force); one chain per sampler only. The sampler ``SMS-UBU (notebook)`` runs
+        with both notebook variants whatever these two say, so a run can hold the paper's SMS-UBU
+        and the notebooks' side by side; every sampler's entry records the step, convention and
+        control variate it ran with.
+    curve_every : int
+        0, or evaluate Adam's network on the test set after its first epoch, every ``curve_every``
+        epochs and after its last, and the SWA average likewise over the SWA epochs (the run's
+        ``curve``: test NLL, accuracy, ACE, RPS against the optimizer's steps).
+
+    Raises
+    ------
+    ValueError
+        If a field is out of its range or of the wrong type, a name is unknown, the settings
+        contradict each other, or the network alone exceeds this machine's memory.
     """
 
     dataset: str
@@ -126,8 +205,6 @@ class RunConfig:
     curve_every: int = 0
 
     def __post_init__(self):
-        # every field, before anything is loaded or trained (a bad value names itself in a ValueError);
-        # sequences and paths given as arrays or Path objects are stored as tuples and strings (JSON)
         for name in ("samplers", "h_panel"):
             value = getattr(self, name)
             if isinstance(value, np.ndarray):
@@ -197,12 +274,37 @@ class RunConfig:
                    n_params * torch.get_default_dtype().itemsize)
 
     def to_dict(self) -> dict:
+        """The configuration as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field by name.
+        """
         return asdict(self)
 
 
 def network_parameters(network: str, width: float, in_shape=None, n_classes=None) -> float:
-    """The parameter count of ``models.build(network, width=width, ...)``, built on the meta
-    device (nothing is allocated); ``inf`` when a layer is beyond the sizes torch can hold."""
+    """The parameter count of ``models.build(network, width=width, ...)``.
+
+    The network is built on the meta device (nothing is allocated).
+
+    Parameters
+    ----------
+    network : str
+        The architecture.
+    width : float
+        Its width factor.
+    in_shape : tuple of int or None
+        The input's ``(channels, height, width)`` (None: the architecture's default).
+    n_classes : int or None
+        The classes (None: the architecture's default).
+
+    Returns
+    -------
+    float
+        The count; ``inf`` when a layer is beyond the sizes torch can hold.
+    """
     return _network_parameters(network, float(width), None if in_shape is None else tuple(int(v) for v in in_shape),
                                n_classes)
 
@@ -232,9 +334,41 @@ def smallest_input(network: str) -> tuple[int, int, int]:
 
 
 def count_text(n_params: float, qualifier: str = "") -> str:
+    """A parameter count in words, for error messages.
+
+    Parameters
+    ----------
+    n_params : float
+        The count (``inf``: beyond what torch can size).
+    qualifier : str
+        Put before the number (e.g. ``"at least "``).
+
+    Returns
+    -------
+    str
+        E.g. ``"at least 1.2e+06 parameters"``.
+    """
     return "more parameters than torch can size" if math.isinf(n_params) else f"{qualifier}{n_params:.4g} parameters"
 
 
 def with_overrides(cfg: RunConfig, **changes) -> RunConfig:
-    """``cfg`` with some fields replaced (validated again)."""
+    """``cfg`` with some fields replaced (validated again).
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The configuration.
+    **changes
+        The fields replaced, by name.
+
+    Returns
+    -------
+    RunConfig
+        The new configuration.
+
+    Raises
+    ------
+    ValueError
+        If a changed field is invalid (checked by :class:`RunConfig`).
+    """
     return replace(cfg, **changes)

@@ -98,10 +98,24 @@ PIPELINE_BUFFERS = 8
 
 
 def run_bytes(cfg: RunConfig, n_params: float) -> float:
-    """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters: :data:`PIPELINE_BUFFERS`
-    copies, one per trace chain's start, and :data:`integrators.torch.config.SAMPLER_BUFFERS` per
-    chain running at once (``chains``, or ``trace_chains`` when those run at once), in the default
-    dtype (the activations come on top)."""
+    """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters.
+
+    :data:`PIPELINE_BUFFERS` copies, one per trace chain's start, and
+    :data:`integrators.torch.config.SAMPLER_BUFFERS` per chain running at once (``chains``, or
+    ``trace_chains`` when those run at once), in the default dtype (the activations come on top).
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+    n_params : float
+        The network's parameter count.
+
+    Returns
+    -------
+    float
+        The bytes.
+    """
     from integrators.torch.config import SAMPLER_BUFFERS
 
     at_once = max(cfg.chains, cfg.trace_chains) if cfg.chains > 1 else 1
@@ -110,7 +124,24 @@ def run_bytes(cfg: RunConfig, n_params: float) -> float:
 
 
 def check_run_fits(cfg: RunConfig, n_params: float, device, what: str = "") -> None:
-    """Refuse (``ValueError`` naming ``width``) a run whose buffers exceed ``device``'s memory."""
+    """Refuse (``ValueError`` naming ``width``) a run whose buffers exceed ``device``'s memory.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+    n_params : float
+        The network's parameter count.
+    device : torch.device
+        The run's device.
+    what : str
+        Put before the count in the message (e.g. ``"at least "``).
+
+    Raises
+    ------
+    ValueError
+        If :func:`run_bytes` exceeds the device's memory.
+    """
     check_fits(f"network={cfg.network!r} at width={cfg.width!r} ({count_text(n_params, what)}) with "
                f"chains={cfg.chains} and trace_chains={cfg.trace_chains} on {device}", run_bytes(cfg, n_params),
                limit=device_memory_bytes(device))
@@ -121,10 +152,31 @@ def _probs_json(p: np.ndarray | None):
 
 
 def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
-    """One independent run (see the module docstring); a JSON-serializable result. ``seed`` is an
-    integer in ``[0, 2**64)`` (every generator of the run is seeded with
-    ``integrators.seeds.derive(seed, "bnn", <part>)``), ``device`` a torch device available here
-    (``cpu``, ``cuda``, ``cuda:1``); both are checked before the data are loaded."""
+    """One independent run (see the module docstring).
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+    seed : int
+        An integer in ``[0, 2**64)`` (every generator of the run is seeded with
+        ``integrators.seeds.derive(seed, "bnn", <part>)``).
+    device : str
+        A torch device available here (``cpu``, ``cuda``, ``cuda:1``).
+
+    Returns
+    -------
+    dict
+        JSON-serializable: the configuration, seed, data, training losses, per method (Adam, SWA,
+        each sampler) its predictive, step and divergence, the traces, Hessian norms, timings and
+        warnings.
+
+    Raises
+    ------
+    ValueError
+        If ``cfg`` is not a :class:`RunConfig`, ``seed`` or ``device`` is invalid (both checked
+        before the data are loaded), or the run's buffers exceed the device's memory.
+    """
     from bnn.diagnostics import hessian_norm
     from integrators.torch.chains import resolve_device
 

@@ -20,6 +20,23 @@ from integrators.seeds import derive
 
 
 def load(cfg: RunConfig) -> datasets.ImageData:
+    """The data set ``cfg`` names, split (``stratified_test``) and cut (``n_train``, ``n_test``) as it says.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+
+    Returns
+    -------
+    integrators.data.ImageData
+        The images, on the host.
+
+    Raises
+    ------
+    ValueError
+        If the data set is read from local files and ``cfg`` gives no ``data_path``.
+    """
     d = DATASETS[cfg.dataset](cfg)
     if cfg.stratified_test is not None:
         d = d.stratified(cfg.stratified_test, seed=0)
@@ -30,7 +47,21 @@ def load(cfg: RunConfig) -> datasets.ImageData:
 
 @dataclass
 class Tensors:
-    """The run's data on its device (the training set possibly extended by fixed augmented copies)."""
+    """The run's data on its device (the training set possibly extended by fixed augmented copies).
+
+    Attributes
+    ----------
+    x, y : torch.Tensor
+        The training images and labels.
+    x_test : torch.Tensor
+        The test images.
+    y_test : numpy.ndarray
+        The test labels.
+    n_classes : int
+        The classes ``K``.
+    in_shape : tuple
+        An image's ``(channels, height, width)``.
+    """
 
     x: torch.Tensor
     y: torch.Tensor
@@ -41,10 +72,29 @@ class Tensors:
 
     @property
     def n(self) -> int:
+        """The number of training images ``N_D`` (augmented copies included)."""
         return self.x.shape[0]
 
 
 def tensors(d: datasets.ImageData, cfg: RunConfig, device, seed: int) -> Tensors:
+    """The data on ``device``, the training set extended by ``cfg.augment_copies`` augmented copies.
+
+    Parameters
+    ----------
+    d : integrators.data.ImageData
+        The data set (:func:`load`).
+    cfg : RunConfig
+        The run's configuration.
+    device : str or torch.device
+        The run's device.
+    seed : int
+        The run's seed (the augmentation's generator is derived from it).
+
+    Returns
+    -------
+    Tensors
+        The tensors.
+    """
     x = torch.from_numpy(d.x_train).to(device)
     y = torch.from_numpy(d.y_train).to(device)
     if cfg.augment_copies:
@@ -55,11 +105,36 @@ def tensors(d: datasets.ImageData, cfg: RunConfig, device, seed: int) -> Tensors
 
 
 def sum_loss(data: Tensors):
-    """``loss_fn(net, idx)``: summed cross-entropy over the training images ``idx`` (BatchNorm on them)."""
+    """The samplers' batch loss.
+
+    Parameters
+    ----------
+    data : Tensors
+        The run's data on its device.
+
+    Returns
+    -------
+    callable
+        ``loss_fn(net, idx)``: summed cross-entropy over the training images ``idx`` (BatchNorm on them).
+    """
     return lambda net, idx: F.cross_entropy(net(data.x[idx]), data.y[idx], reduction="sum")
 
 
 def prior_term(net, precision: float) -> torch.Tensor:
+    """The prior's potential ``precision |weights|^2 / 2`` over the parameters the prior covers.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network (:func:`bnn.models.prior_mask_names` names the parameters covered).
+    precision : float
+        The prior's precision.
+
+    Returns
+    -------
+    torch.Tensor
+        The scalar potential (differentiable).
+    """
     names = set(models.prior_mask_names(net))
     return 0.5 * precision * sum((p**2).sum() for n, p in net.named_parameters() if n in names)
 
@@ -67,8 +142,31 @@ def prior_term(net, precision: float) -> torch.Tensor:
 @torch.no_grad()
 def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: int = 1000,
             timings: dict | None = None) -> np.ndarray:
-    """Test-set predictive probabilities: BatchNorm statistics from one training-mode pass over
-    ``n_eval_batches * batch_size`` random training images, then evaluation mode."""
+    """Test-set predictive probabilities.
+
+    BatchNorm statistics from one training-mode pass over ``n_eval_batches * batch_size`` random
+    training images, then evaluation mode.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network (left in training mode).
+    data : Tensors
+        The run's data on its device.
+    cfg : RunConfig
+        The run's configuration.
+    gen : torch.Generator
+        Draws the training images of the BatchNorm pass.
+    chunk : int
+        Test images per forward pass.
+    timings : dict or None
+        Wall times, appended to under ``predict``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_test, K)`` float64 probabilities.
+    """
     t0 = time.perf_counter()
     n_eval = min(data.n, cfg.n_eval_batches * cfg.batch_size)
     idx = torch.randperm(data.n, generator=gen, device=data.x.device)[:n_eval]
@@ -84,6 +182,20 @@ def predict(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, *, chunk: 
 
 
 def batches_per_epoch(cfg: RunConfig, n: int) -> int:
+    """The batches of an epoch: ``ceil(n / batch_size)``.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+    n : int
+        Training images.
+
+    Returns
+    -------
+    int
+        The number of batches.
+    """
     return math.ceil(n / cfg.batch_size)
 
 
@@ -91,7 +203,32 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
     """Adam with polynomial decay (power 1), then SWA at a constant rate; returns the SWA network
     (a copy) and the per-epoch average training loss. ``on_epoch(stage, epoch, model)``, if given,
     is called after each epoch (``stage`` ``"Adam"`` or ``"SWA"``, ``epoch`` counted from 1 within
-    the stage, ``model`` the network or, during SWA, the average so far); it must not change them."""
+    the stage, ``model`` the network or, during SWA, the average so far); it must not change them.
+
+    The batch objective is ``mean cross-entropy + prior_precision |weights|^2 / (2 N_D)``.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network, trained in place and left at Adam's final weights.
+    data : Tensors
+        The run's data on its device.
+    cfg : RunConfig
+        The run's configuration.
+    gen : torch.Generator
+        Draws the batches.
+    timings : dict
+        Wall times, appended to under ``adam`` and ``swa``.
+    on_epoch : callable or None
+        ``on_epoch(stage, epoch, model)``.
+
+    Returns
+    -------
+    swa_net : torch.nn.Module
+        The SWA network ``x*`` (a copy; Adam's network when ``epochs_swa`` is 0).
+    losses : list of float
+        The per-epoch average training cross-entropy.
+    """
     from torch.optim.swa_utils import AveragedModel
 
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr_adam)

@@ -69,7 +69,8 @@ PACKAGES = [
     "bias.logistic",
     "bias.logistic_output",
     "bias.ghmc_logistic",
-    # still to convert (issue 28): bnn.config, bnn.pipeline
+    "bnn.config",
+    "bnn.pipeline",
     # the reports command (docs/api/reports.md)
     "reports.cli",
     "reports.registry",
