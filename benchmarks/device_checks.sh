@@ -11,7 +11,7 @@ mkdir -p "$out"
   python3 -c "import sys, torch, numba; print(sys.version.split()[0], 'torch', torch.__version__, 'numba', numba.__version__)"
 } 2>&1 | tee "$out/machine.txt"
 # issue 11: Figure 1 at the full preset on 2 threads and on all 16 cores (one process: kernels compile once)
-timeout 230 python3 benchmarks/bench_figure1.py --preset full --threads 2,16 --out "$out/figure1" \
+timeout 230 python3 benchmarks/bench_figure1.py --preset full --threads 2,16 \
   2>&1 | tee "$out/bench_figure1.txt"
 # issue 13 (< 4 minutes): (a) module-mode step against SGD; (b) chains-mode rates, counter normals
 # stream v1 against v2 and the previous sampler step against the fused one; (c) one Figure 1 point

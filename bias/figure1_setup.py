@@ -15,6 +15,7 @@ from bias.streaming_w1 import StreamingW1
 from bias.wasserstein import Normal
 from integrators import GaussianTarget, sample
 from integrators.seeds import derive
+from integrators.validation import preset_settings
 
 SAMPLERS = [(s, p) for s in ("ubu", "baoab", "em") for p in ("sms", "iid", "rr")]
 
@@ -205,7 +206,7 @@ def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, i
         ``(h, repeats, chains, samples per chain, burn-in steps)``; the burn-in is
         ``ceil(BURN_IN_TIME / h)`` steps.
     """
-    cfg = PRESETS[preset]
+    cfg = preset_settings(PRESETS, preset)
     h = 2.0**-k
     reps, chains = cfg["repeats"], cfg["n_chains"]
     if backend[0] != "numba":
@@ -223,7 +224,7 @@ def resolve_threads(threads) -> int:
 
 
 def scheme_step_groups(preset: str) -> list[tuple[str, int]]:
-    return [(s, k) for s in dict.fromkeys(s for s, _ in SAMPLERS) for k in PRESETS[preset]["ks"]]
+    return [(s, k) for s in dict.fromkeys(s for s, _ in SAMPLERS) for k in preset_settings(PRESETS, preset)["ks"]]
 
 
 def plans_of(scheme: str) -> tuple[str, ...]:

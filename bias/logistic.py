@@ -172,7 +172,8 @@ def fashion_features(folder):
         ``(x_train, y_train, x_test, y_test)``.
     """
     images = datasets.load_fashion_mnist(folder)
-    flat = lambda x: x.reshape(len(x), -1).astype(float)  # noqa: E731
+    # the loader's float32 pixels are k / 255 rounded: recover k, then divide in float64
+    flat = lambda x: np.rint(x.reshape(len(x), -1).astype(float) * 255.0) / 255.0  # noqa: E731
     return with_intercept(flat(images.x_train)), images.y_train, with_intercept(flat(images.x_test)), images.y_test
 
 
@@ -248,7 +249,7 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
     list of Row
         One row per step size, coarsest first.
     """
-    cfg = PRESETS[preset]
+    cfg = preset_settings(PRESETS, preset)
     gamma = cfg["gamma"] / 2 if (scheme == "baoab" and paper_baoab) else cfg["gamma"]
     x_test, y_test = test_data
     k_classes = target.n_classes
@@ -288,8 +289,10 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
 def compute(preset: str = "quick", seed: int = 0, *, data_dir=None, progress=None) -> list[Row]:
     """All five samplers in one process, their rows returned.
 
-    No file is written: ``sms-langevin run logistic`` draws and writes the figure; this is the
-    route for Fashion-MNIST from ``data_dir``.
+    No file is written: ``sms-langevin run logistic`` draws and writes the figure of the embedded
+    digits. For Fashion-MNIST from ``data_dir``, draw the rows with
+    ``reports.fig_logistic.draw([({}, {"rows": [asdict(r) for r in rows], "data": source})], preset)``
+    and write them with :func:`reports.drawing.write_drawing`.
 
     Parameters
     ----------

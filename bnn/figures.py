@@ -1,4 +1,5 @@
-"""Tables and figures of the BNN experiments from persisted run results (one function, one file).
+"""Tables and figures of the BNN experiments from persisted run results, returned as data (rows,
+Markdown, matplotlib figures); :mod:`reports` writes them.
 
 ``runs`` below is a list of results of :func:`bnn.pipeline.run` for one data set.
 """

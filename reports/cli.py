@@ -273,6 +273,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
         if getattr(mod, "BACKENDS", None):
             figure_meta.update(backend or {"backend": "numba"})
+        clash = sorted(set(drawing.metadata) & set(figure_meta))
+        if clash:  # a figure's facts never replace the run's own record
+            raise RuntimeError(f"{fid}: draw's metadata repeats the run's keys {clash}")
         figure_meta.update(drawing.metadata)
         write_metadata(report_dir / fid / "metadata.json", figure_meta)
         info = {"files": files + ["metadata.json"], "measured": drawing.measured}

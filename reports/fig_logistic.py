@@ -47,7 +47,8 @@ def draw(results: list, preset: str) -> Drawing:
         metadata={"data": results[0][1]["data"], "batch_size": logistic.BATCH_SIZE,
                   "prior_precision": logistic.PRIOR_PRECISION, "gamma": logistic.PRESETS[preset]["gamma"],
                   "control_variate": "L-BFGS mode",
-                  "baoab_friction": "gamma / 2 (the paper's listing: O step with exp(-gamma h / 2))"},
+                  "baoab_friction": "gamma / 2 (the paper's listing: O step with exp(-gamma h / 2))",
+                  "sms_ubu_ordering": logistic_output.ordering_summary(rows)},
         measured=(f"Data: {results[0][1]['data']}; gamma = 1, BAOAB at the paper's friction gamma/2. "
                   f"Samplers by mean |bias| at h = {h0:g} (smallest "
                   f"first): {', '.join(f'{n} {biases[n]:.2e}' for n in order)}. Diverged: "

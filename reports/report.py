@@ -173,7 +173,8 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     if (report_dir / "tour" / "index.html").exists():  # written by `sms-langevin tour`
         md += ["## Guided tour", "", "[Notebooks with exercises, executed](tour/index.html)", ""]
         body.append("<h2 id='tour'>Guided tour</h2><p><a href='tour/index.html'>Notebooks with exercises, "
-                    "executed</a>: kinetic Langevin, stochastic gradients, bias, strong order, Figure 1.</p>")
+                    "executed</a>: kinetic Langevin, stochastic gradients, bias, strong order, Figure 1, a Bayesian "
+                    "neural network, verifying your own sampler.</p>")
     meta_text = json.dumps(meta, indent=2)
     md += ["## Run metadata", "", "```json", meta_text, "```", ""]
     body += ["<h2>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]

@@ -14,7 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bnn import curves, data, pipeline, presets, verdicts
+from bnn import curves, pipeline, presets, verdicts
+from integrators import data
 
 pytestmark = pytest.mark.torch
 

@@ -109,8 +109,10 @@ def test_every_registered_experiment_follows_the_contract():
         assert set(mod.COST) >= {"quick", "full"} and {"quick", "full"} <= set(mod.PRESETS), fid
 
 
-# what writes files: calls of these names, and open() with a mode that writes
-WRITERS = {"savefig", "write_text", "write_bytes", "dump", "to_csv", "writerow", "writerows", "mkdir"}
+# what writes files: calls of these names, and open() (or Path.open()) with a mode that writes
+WRITERS = {"savefig", "write_text", "write_bytes", "dump", "to_csv", "writerow", "writerows", "mkdir", "save",
+           "savez", "savez_compressed", "savetxt", "copyfile", "copytree", "write_rows",
+           "write_metadata", "write_drawing", "write_atomic"}
 EXPERIMENT_SOURCES = ("bias", "bnn", "theory_checks/claims.py", "reports/fig_*.py", "reports/tab_*.py")
 
 
@@ -121,9 +123,11 @@ def file_writes(path: Path) -> list[str]:
         if not isinstance(node, ast.Call):
             continue
         name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-        mode = [a.value for a in node.args[1:2] if isinstance(a, ast.Constant)] + [
+        mode_at = 0 if isinstance(node.func, ast.Attribute) else 1  # path.open(mode) or open(path, mode)
+        mode = [a.value for a in node.args[mode_at:mode_at + 1] if isinstance(a, ast.Constant)] + [
             k.value.value for k in node.keywords if k.arg == "mode" and isinstance(k.value, ast.Constant)]
-        if name in WRITERS or (name == "open" and any(set(str(m)) & set("wax") for m in mode)):
+        shutil_call = isinstance(node.func, ast.Attribute) and getattr(node.func.value, "id", "") == "shutil"
+        if name in WRITERS or shutil_call or (name == "open" and any(set(str(m)) & set("wax") for m in mode)):
             where = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
             found.append(f"{where}:{node.lineno}: {name}")
     return found
@@ -144,8 +148,10 @@ def test_experiments_write_no_files():
 def test_the_file_check_sees_a_writer(tmp_path):
     """The check above can fail: a module that saves a figure or opens a file for writing is caught."""
     sneaky = tmp_path / "sneaky.py"
-    sneaky.write_text("def draw(fig, p):\n    fig.savefig(p)\n    open(p, 'w').write('x')\n")
-    assert [w.split(": ")[1] for w in file_writes(sneaky)] == ["savefig", "open"]
+    sneaky.write_text("def draw(fig, p, np, shutil):\n    fig.savefig(p)\n    open(p, 'w').write('x')\n"
+                      "    p.open('a')\n    p.open()\n    open(p)\n    np.save(p, 1)\n"
+                      "    shutil.move(p, p)\n    p.copy()\n")
+    assert sorted(w.split(": ")[1] for w in file_writes(sneaky)) == ["move", "open", "open", "save", "savefig"]
 
 
 def test_a_drawing_writes_each_output_once(tmp_path):

@@ -114,7 +114,7 @@ plt.show()
 # and the last level difference is the assumed floor (`res.floor`). With the control variate
 # the minibatch noise is small near the mode, so SG-UBU and SMS-UBU are close at these step sizes
 # and with this little compute (the paper's first-order gap of SG samplers needs more batches and
-# smaller steps); the full experiment (`bias.logistic.run`, or `sms-langevin run logistic`) runs
+# smaller steps); the full experiment (`sms-langevin run logistic`, or `bias.logistic.compute`) runs
 # longer ladders on more data and reports where the ordering is, and is not, established. The telescoping estimator is
 # checked against the exact oracle on Gaussian targets in the test suite (`tests/test_coupled.py`).
 #

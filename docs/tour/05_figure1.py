@@ -119,9 +119,9 @@ ax.legend(fontsize=8)
 plt.show()
 
 # %% [markdown]
-# The whole figure, nine samplers with their CSV and metadata, is one call:
-# `bias.figure1.run(out, preset="quick")` (or `sms-langevin run figure1`); the `full` preset is
-# the paper's $10^7 \cdot 2^k$ samples per point.
+# The whole figure, nine samplers with their CSV and metadata, is one command:
+# `sms-langevin run figure1 --preset quick` (or `bias.figure1.compute("quick")` for the points);
+# the `full` preset is the paper's $10^7 \cdot 2^k$ samples per point.
 #
 # ## Exercises
 
