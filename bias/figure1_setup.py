@@ -205,6 +205,11 @@ def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, i
     tuple
         ``(h, repeats, chains, samples per chain, burn-in steps)``; the burn-in is
         ``ceil(BURN_IN_TIME / h)`` steps.
+
+    Raises
+    ------
+    ValueError
+        If ``preset`` is not one of :data:`PRESETS`.
     """
     cfg = preset_settings(PRESETS, preset)
     h = 2.0**-k

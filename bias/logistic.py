@@ -248,6 +248,11 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
     -------
     list of Row
         One row per step size, coarsest first.
+
+    Raises
+    ------
+    ValueError
+        If ``preset`` is not one of :data:`PRESETS`.
     """
     cfg = preset_settings(PRESETS, preset)
     gamma = cfg["gamma"] / 2 if (scheme == "baoab" and paper_baoab) else cfg["gamma"]
