@@ -32,7 +32,29 @@ from theory_checks.oracle import UnstableStepError, stationary_full
 
 @dataclass(frozen=True)
 class Run:
-    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control."""
+    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control.
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme (``ubu``, ``baoab`` or ``em``).
+    plan : str
+        The gradient plan (``sms``, ``iid``, ``rr``, or ``full`` for the control).
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+    chains : int
+        The chains of the call.
+    burn : int
+        The burn-in steps.
+    per_chain : int
+        The samples per chain after burn-in.
+    seed : int
+        The repeat's seed (shared by the samplers and the control at one step size).
+    backend : tuple
+        ``(backend, device)``: ``("numba", None)`` or the tensor backend on a device.
+    """
 
     scheme: str
     plan: str
@@ -45,7 +67,7 @@ class Run:
     backend: tuple = ("numba", None)  # (backend, device)
 
 
-def run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
+def _run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
     """Runs that differ only in their (scheme, plan), streamed into histograms on one Brownian
     path; per run ``(histogram, first divergent step or -1)``.  The Numba backend advances them
     together (:func:`integrators.sample_together`: the path is drawn once per step for all, and
@@ -75,7 +97,7 @@ def run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]
 
 
 @dataclass
-class Control:
+class _Control:
     """The full-gradient control of one scheme at one h: its repeats' histograms, pooled, its
     exact law and its own W1 to that law (shared by the three plans)."""
 
@@ -85,19 +107,19 @@ class Control:
     noise: float
 
 
-CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
+_CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
 
 
 def clear_control_cache() -> None:
     """Forget the cached controls (the next point recomputes its control)."""
-    CONTROLS.clear()
+    _CONTROLS.clear()
 
 
-def control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds,
+def _control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds,
                   backend=("numba", None)) -> tuple[tuple, list[Run], Normal | None]:
     """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""
     key = (scheme, h, g, chains, burn, per_chain, tuple(seeds), backend)
-    if key in CONTROLS:
+    if key in _CONTROLS:
         return key, [], None
     try:
         _, cov = stationary_full(scheme, target, h, g)
@@ -107,7 +129,7 @@ def control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds,
     return key, [Run(scheme, "full", h, g, chains, burn, per_chain, sd, backend) for sd in seeds], exact
 
 
-def store_control(key, runs, exact, done, law) -> Control | None:
+def _store_control(key, runs, exact, done, law) -> _Control | None:
     """The control of ``runs`` (None where one of them diverged), cached under ``key``."""
     value = None
     if runs and not any(done[r][1] >= 0 for r in runs):
@@ -117,21 +139,48 @@ def store_control(key, runs, exact, done, law) -> Control | None:
             pooled.merge(hist.counts, hist.tails)
         own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
         own.merge(pooled.counts, pooled.tails)
-        value = Control(hists, pooled, exact, own.value())
-    CONTROLS.pop(key, None)
-    while len(CONTROLS) >= 3:
-        CONTROLS.pop(next(iter(CONTROLS)))
-    CONTROLS[key] = value
+        value = _Control(hists, pooled, exact, own.value())
+    _CONTROLS.pop(key, None)
+    while len(_CONTROLS) >= 3:
+        _CONTROLS.pop(next(iter(_CONTROLS)))
+    _CONTROLS[key] = value
     return value
 
 
-def mean_error(values: list[float]) -> float:
+def _mean_error(values: list[float]) -> float:
+    """The standard error of the mean of the repeats' ``values`` (nan for fewer than two)."""
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else float("nan")
 
 
 @dataclass
 class Group:
-    """The points of one scheme at one step size: their runs, and the control they share."""
+    """The points of one scheme at one step size: their runs, and the control they share.
+
+    Made by :meth:`make`; :meth:`submit` queues its runs, :meth:`finish` reads the points.
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme.
+    plans : tuple of str
+        The gradient plans of its points.
+    k : int
+        The step size is ``h = 2^-k``.
+    n_samples : int
+        ``N``, the post-burn-in samples of each point (all repeats).
+    law : bias.wasserstein.Normal
+        The target's law (of the first coordinate).
+    sampler_runs : dict
+        ``{plan: [Run per repeat]}``.
+    control_key : tuple or None
+        The control's key in the cache (None without the control variate).
+    control_runs : list of Run
+        The control's runs still to do (empty when cached, unstable or not asked for).
+    control_law : bias.wasserstein.Normal or None
+        The exact stationary law of the full-gradient scheme when its runs are to do.
+    cached_control : object
+        The control taken from the cache when the group was made (None otherwise).
+    """
 
     scheme: str
     plans: tuple
@@ -142,11 +191,47 @@ class Group:
     control_key: tuple | None
     control_runs: list
     control_law: Normal | None
-    cached_control: object = None  # the control taken from CONTROLS when the group was made
+    cached_control: object = None  # the control taken from _CONTROLS when the group was made
 
     @classmethod
     def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
              backend=("numba", None)):
+        """The group of ``scheme``'s ``plans`` at ``h = 2^-k``, with its control's runs.
+
+        The plans' repeats share their seeds (common random numbers), and so does the control;
+        a control already in the cache is held by the group and not run again.
+
+        Parameters
+        ----------
+        scheme : str
+            The scheme (``ubu``, ``baoab`` or ``em``).
+        plans : tuple of str
+            The gradient plans.
+        k : int
+            The step size is ``h = 2^-k``.
+        preset : str
+            The preset (``tiny``, ``quick`` or ``full``).
+        seed : int
+            The figure's seed.
+        gamma : float
+            The friction.
+        baoab_paper_friction : bool
+            Run BAOAB at friction ``gamma / 2``, as the paper's listing.
+        control_variate : bool
+            Also run (or take from the cache) the full-gradient control.
+        backend : tuple
+            ``(backend, device)``.
+
+        Returns
+        -------
+        Group
+            The group, nothing run yet.
+
+        Raises
+        ------
+        ValueError
+            If ``preset`` or a ``(scheme, plan)`` sampler is not known.
+        """
         preset_settings(PRESETS, preset)
         for plan in plans:
             if (scheme, plan) not in SAMPLERS:
@@ -157,45 +242,79 @@ class Group:
         seeds = repeat_seeds(seed, k, reps)
         runs = {plan: [Run(scheme, plan, h, g, chains, burn, per_chain, sd, backend) for sd in seeds]
                 for plan in plans}
-        key, control_runs, exact = (control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
+        key, control_runs, exact = (_control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
                                     if control_variate else (None, [], None))
         # (held by the group: other groups finishing in between may evict it from the bounded cache)
-        cached = CONTROLS.get(key) if key is not None and not control_runs else None
+        cached = _CONTROLS.get(key) if key is not None and not control_runs else None
         return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact,
                    cached)
 
     def runs(self) -> list[Run]:
+        """Every run of the group: the plans' repeats, then the control's runs still to do.
+
+        Returns
+        -------
+        list of Run
+            The runs.
+        """
         return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
 
     def submit(self, pool, threads_per_call: int) -> dict:
         """Queue the runs on ``pool``: runs that differ only in their (scheme, plan) share their
         Brownian path (the same seed, step, friction and chains), so a repeat's three plans and
-        their control go together in one call (:func:`run_histograms`, ``threads_per_call``
-        threads).  Returns ``{run: (future, index of the run in its call, runs in the call)}``."""
+        their control go together in one call (``_run_histograms``, ``threads_per_call``
+        threads).
+
+        Parameters
+        ----------
+        pool : concurrent.futures.Executor
+            The pool the calls are submitted to.
+        threads_per_call : int
+            The threads of each call.
+
+        Returns
+        -------
+        dict
+            ``{run: (future, index of the run in its call, runs in the call)}``.
+        """
         target = GaussianTarget.one_d_example()
         calls: dict = {}
         for r in self.runs():
             calls.setdefault((r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed, r.backend), []).append(r)
         out = {}
         for joint in calls.values():
-            future = pool.submit(run_histograms, target, self.law, tuple(joint), threads_per_call)
+            future = pool.submit(_run_histograms, target, self.law, tuple(joint), threads_per_call)
             out.update({r: (future, i, len(joint)) for i, r in enumerate(joint)})
         return out
 
     def finish(self, futures: dict) -> list[Point]:
-        """Wait for the runs and compute the W1 numbers of every point."""
+        """Wait for the runs and compute the W1 numbers of every point.
+
+        The control's runs, if any, are pooled and cached; each point's seconds are an equal
+        share of the kernel seconds of the calls its runs were in.
+
+        Parameters
+        ----------
+        futures : dict
+            What :meth:`submit` returned.
+
+        Returns
+        -------
+        list of Point
+            One point per plan, in the order of ``plans``.
+        """
         done = {r: f.result()[0][i] for r, (f, i, _) in futures.items()}
         # the kernel seconds of this group's runs: an equal share of each call they were in
         seconds = sum(f.result()[1] / size for f, _, size in futures.values()) / len(self.plans)
         controls = self.cached_control
         if self.control_key is not None and self.control_runs:
-            controls = store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
+            controls = _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
         floor = noise_floor(self.law, self.n_samples)
-        return [point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
+        return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
                        self.n_samples, floor, self.law, seconds) for plan in self.plans]
 
 
-def point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
+def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -> Point:
     """The W1 numbers of one point from its repeats' histograms (and the control's)."""
     diverged_at = [at for _, at in repeats if at >= 0]
     if diverged_at:
@@ -206,12 +325,12 @@ def point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) ->
     for hist, _ in repeats:
         pooled.merge(hist.counts, hist.tails)
     w1_plain = pooled.value()
-    mc_plain = mean_error([hist.value() for hist, _ in repeats])
+    mc_plain = _mean_error([hist.value() for hist, _ in repeats])
     if controls is None:
         return Point(scheme, plan, h, n_samples, w1_plain, mc_plain, floor, pooled.bound,
                      False, -1, seconds, "plain", w1_plain, mc_plain)
     w1, bound = w1_with_control(pooled, controls.pooled, controls.exact)
-    mc = mean_error([w1_with_control(hist, c, controls.exact)[0]
+    mc = _mean_error([w1_with_control(hist, c, controls.exact)[0]
                       for (hist, _), c in zip(repeats, controls.hists, strict=True)])
     return Point(scheme, plan, h, n_samples, w1, mc, floor, bound, False, -1, seconds,
                  "control_variate", w1_plain, mc_plain, controls.noise)
@@ -219,7 +338,18 @@ def point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) ->
 
 def completion_order(queued: dict):
     """The keys of ``queued`` (``{key: {run: (future, index, size)}}``) in the order their last
-    future completes."""
+    future completes.
+
+    Parameters
+    ----------
+    queued : dict
+        ``{key: {run: (future, index, size)}}``, as :meth:`Group.submit` returns per key.
+
+    Yields
+    ------
+    object
+        Each key, once all its futures are done.
+    """
     pending = {key: {f for f, _, _ in runs.values()} for key, runs in queued.items()}
     while pending:
         running = {f for futures in pending.values() for f in futures if not f.done()}

@@ -33,7 +33,30 @@ CHAINS_PER_REPEAT = {"cuda": {"tiny": 2**14, "quick": 2**16, "full": 2**18},
 
 class Figure1Sampler:
     """``integrators.torch.chains.sample`` on one device in float64, with the figure's chain count;
-    ``compile`` (default: on CUDA only) runs the compiled step."""
+    ``compile`` (default: on CUDA only) runs the compiled step.
+
+    Calling it runs ``integrators.torch.chains.sample(target, scheme, plan, **kwargs)`` on
+    ``device`` in float64.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        The device (``cpu``, ``cuda``, ...), resolved by ``integrators.torch.chains.resolve_device``.
+    compile : bool or None
+        Run the compiled step; None (default) compiles on CUDA only.
+
+    Attributes
+    ----------
+    device : torch.device
+        The resolved device.
+    compile : bool
+        Whether the step runs compiled.
+
+    Raises
+    ------
+    ValueError
+        If ``device`` names no available torch device.
+    """
 
     def __init__(self, device, *, compile: bool | None = None):
         self.device = resolve_device(device)
@@ -44,10 +67,29 @@ class Figure1Sampler:
                             **kwargs)
 
     def chains_per_repeat(self, preset: str) -> int:
+        """The chains of one repeat at ``preset`` on this device type (:data:`CHAINS_PER_REPEAT`).
+
+        Parameters
+        ----------
+        preset : str
+            The preset (``tiny``, ``quick`` or ``full``).
+
+        Returns
+        -------
+        int
+            The chain count (CUDA's, or the CPU's for any other device).
+        """
         return CHAINS_PER_REPEAT["cuda" if self.device.type == "cuda" else "cpu"][preset]
 
     def describe(self) -> dict:
-        """Run metadata: backend, device (with the GPU's name) and versions."""
+        """Run metadata: backend, device (with the GPU's name) and versions.
+
+        Returns
+        -------
+        dict
+            ``backend``, ``device``, ``device_name``, ``dtype``, ``torch`` (its version),
+            ``compiled`` and ``rng_stream`` (the random stream's version).
+        """
         name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         return {"backend": "torch", "device": str(self.device), "device_name": name, "dtype": "float64",
                 "torch": torch.__version__, "compiled": self.compile, "rng_stream": STREAM_VERSION}
@@ -55,4 +97,21 @@ class Figure1Sampler:
 
 @functools.lru_cache(maxsize=4)
 def figure1_sampler(device) -> Figure1Sampler:
+    """The (cached) :class:`Figure1Sampler` of ``device``.
+
+    Parameters
+    ----------
+    device : str or torch.device or None
+        The device; None for the CPU.
+
+    Returns
+    -------
+    Figure1Sampler
+        One sampler per device, shared by every point (its compiled graphs with it).
+
+    Raises
+    ------
+    ValueError
+        If ``device`` names no available torch device.
+    """
     return Figure1Sampler("cpu" if device is None else device)
