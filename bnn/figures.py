@@ -2,6 +2,8 @@
 Markdown, matplotlib figures); :mod:`reports` writes them.
 
 ``runs`` below is a list of results of :func:`bnn.pipeline.run` for one data set.
+The Hessian's rows and figure (:func:`bnn.curves.hessian_rows`, :func:`bnn.curves.plot_hessian`)
+are defined with the training curves and read from here too.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import math
 import numpy as np
 
 from bnn import metrics
+from bnn.curves import hessian_rows as hessian_rows
+from bnn.curves import plot_hessian as plot_hessian
 from bnn.metrics import RHAT_NOT_MIXED
 
 PLOTTED = ("accuracy", "nll", "ace", "rps")
@@ -24,7 +28,19 @@ CIFAR10_PAPER = {  # the paper's Table (wide CIFAR-10 network, 4 runs): mean, st
 
 
 def method_runs(runs: list) -> dict:
-    """``{method: (run_probs (r, n, K), diverged [(seed, step)])}`` over the runs that have it."""
+    """``{method: (run_probs (r, n, K), diverged [(seed, step)])}`` over the runs that have it.
+
+    Parameters
+    ----------
+    runs : list of dict
+        The runs (their ``methods``; the first run's name every method).
+
+    Returns
+    -------
+    dict
+        Per method, the stacked predictive probabilities of the runs where it did not diverge
+        (None if it diverged in all) and the ``(seed, divergent step)`` of the others.
+    """
     out = {}
     for method in runs[0]["methods"]:
         probs, diverged = [], []
@@ -41,6 +57,22 @@ def method_runs(runs: list) -> dict:
 
 
 def ensemble_rows(dataset: str, runs: list) -> list[dict]:
+    """Per method, ensemble size and metric, :func:`bnn.metrics.ensemble_scores` over the runs.
+
+    Parameters
+    ----------
+    dataset : str
+        The data set, written into every row.
+    runs : list of dict
+        The runs.
+
+    Returns
+    -------
+    list of dict
+        ``dataset``, ``method``, ``size``, ``metric``, ``mean``, ``std`` (``""`` with one group),
+        ``n_groups``, ``runs`` and ``diverged_runs``; a method that diverged in every run has one
+        row with ``size``, ``metric``, ``mean`` and ``std`` empty.
+    """
     labels = np.array(runs[0]["labels"])
     rows = []
     for method, (probs, diverged) in method_runs(runs).items():
@@ -56,11 +88,38 @@ def ensemble_rows(dataset: str, runs: list) -> list[dict]:
 
 
 def format_mean_std(mean, std) -> str:
+    """``mean ± std`` to four decimals (the mean alone when ``std`` is ``""``).
+
+    Parameters
+    ----------
+    mean : float
+        The mean.
+    std : float or str
+        The standard deviation, or ``""``.
+
+    Returns
+    -------
+    str
+        The cell.
+    """
     return f"{mean:.4f}" + (f" ± {std:.4f}" if std != "" else "")
 
 
 def ensemble_markdown(rows: list[dict], settings: str) -> str:
-    """Single runs and small ensembles, every method, mean ± standard deviation over disjoint groups."""
+    """Single runs and small ensembles, every method, mean ± standard deviation over disjoint groups.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of :func:`ensemble_rows` (any data sets).
+    settings : str
+        The run's settings, the first line.
+
+    Returns
+    -------
+    str
+        The markdown table, then a line per method that diverged in some run.
+    """
     sizes = sorted({r["size"] for r in rows if r["size"] != ""})
     lines = [f"Settings: {settings}", "", "| data | method | size | " + " | ".join(metrics.METRICS) + " |",
              "| --- | --- | --- | " + " | ".join("---" for _ in metrics.METRICS) + " |"]
@@ -79,6 +138,21 @@ def ensemble_markdown(rows: list[dict], settings: str) -> str:
 
 
 def plot_ensembles(rows: list[dict], dataset: str):
+    """The metrics of :data:`PLOTTED` against the ensemble size, one panel each, every method
+    (mean ± s.d. over disjoint groups; Adam and SWA dashed).
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of :func:`ensemble_rows`.
+    dataset : str
+        The data set drawn.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure; nothing is written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,7 +183,22 @@ def plot_ensembles(rows: list[dict], dataset: str):
 
 def step_size_rows(dataset: str, runs: list) -> list[dict]:
     """NLL and ACE of single SMS-UBU runs against ``h`` on the runs that carry the panel, with SWA
-    of the same runs as the reference."""
+    of the same runs as the reference.
+
+    Parameters
+    ----------
+    dataset : str
+        The data set, written into every row.
+    runs : list of dict
+        The runs; those whose ``config`` has ``h_panel`` carry the panel.
+
+    Returns
+    -------
+    list of dict
+        Per method (SWA, or SMS-UBU at one ``h``) and metric (``nll``, ``ace``): ``dataset``,
+        ``method``, ``h`` (``""`` for SWA), ``metric``, ``mean`` and ``std`` over runs (``""``
+        when none or one), ``runs``, ``diverged_runs`` and ``width``; empty without the panel.
+    """
     panel = [r for r in runs if r["config"]["h_panel"]]
     if not panel:
         return []
@@ -139,6 +228,19 @@ def step_size_rows(dataset: str, runs: list) -> list[dict]:
 
 
 def plot_step_size(rows: list[dict]):
+    """NLL and ACE of single SMS-UBU runs against ``h``, a dotted line where it diverged, and SWA's
+    level dashed, per data set.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of :func:`step_size_rows`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure; nothing is written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,7 +269,22 @@ def plot_step_size(rows: list[dict]):
 
 def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
     """Per-epoch average training loss of the trace chains, and R-hat per run after burn-in (the
-    first quarter of the epochs, as the paper's 10 of 40)."""
+    first quarter of the epochs, as the paper's 10 of 40).
+
+    Parameters
+    ----------
+    dataset : str
+        The data set, written into every row.
+    runs : list of dict
+        The runs; those with ``traces`` count.
+
+    Returns
+    -------
+    tuple of (list of dict, list of dict)
+        The traces (``dataset``, ``seed``, ``chain``, ``epoch``, ``loss``) and per run the R-hat
+        row (``dataset``, ``seed``, ``chains`` not diverged, ``burn_in_epochs``, ``draws``,
+        ``diverged_chains``, ``rhat``, ``rank_split_rhat``; ``""`` with fewer than 2 chains or 4 draws).
+    """
     from bnn.diagnostics import trace_rhat
 
     traces, rhats = [], []
@@ -190,6 +307,21 @@ def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
 
 
 def plot_traces(traces: list[dict], rhats: list[dict]):
+    """The training loss of the first run's trace chains per epoch, and the R-hats per run
+    against :data:`bnn.metrics.RHAT_NOT_MIXED`.
+
+    Parameters
+    ----------
+    traces : list of dict
+        The traces of :func:`trace_rows`.
+    rhats : list of dict
+        The R-hat rows of :func:`trace_rows`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure; nothing is written.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -226,32 +358,21 @@ def plot_traces(traces: list[dict], rhats: list[dict]):
     return fig
 
 
-def hessian_rows(dataset: str, runs: list) -> list[dict]:
-    return [{"dataset": dataset, "seed": r["seed"], "point": point, **vals}
-            for r in runs for point, vals in r.get("hessian", {}).items()]
-
-
-def plot_hessian(rows: list[dict]):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    points = list(dict.fromkeys(r["point"] for r in rows))
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    for i, p in enumerate(points):
-        vals = [r["value"] for r in rows if r["point"] == p]
-        ax.plot([i] * len(vals), vals, "o", alpha=0.7)
-    ax.set_xticks(range(len(points)), points, fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("|Hessian|_2 (power iteration)")
-    ax.set_title("Spectral norm of the Hessian of the potential", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
 def cifar10_rows(runs: list) -> list[dict]:
-    """Single-model metrics (mean ± s.d. over runs) beside the paper's Table for the wide network."""
+    """Single-model metrics (mean ± s.d. over runs) beside the paper's Table for the wide network.
+
+    Parameters
+    ----------
+    runs : list of dict
+        The CIFAR-10 runs.
+
+    Returns
+    -------
+    list of dict
+        Per method of :data:`CIFAR10_PAPER` and metric of :data:`PLOTTED`: ``method``, ``metric``,
+        ``mean`` and ``std`` (``""`` when none or one run), ``runs``, ``diverged_runs``,
+        ``paper_mean`` and ``paper_std``.
+    """
     labels = np.array(runs[0]["labels"])
     rows = []
     for method, (probs, diverged) in method_runs(runs).items():

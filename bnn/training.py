@@ -276,6 +276,20 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
 
 
 def copy_state(net, state):
+    """A deep copy of ``net`` holding the parameters and buffers of ``state``.
+
+    Parameters
+    ----------
+    net : torch.nn.Module
+        The network copied (left as it is).
+    state : dict
+        A state dict of the network's architecture, loaded into the copy.
+
+    Returns
+    -------
+    torch.nn.Module
+        The copy.
+    """
     import copy
 
     out = copy.deepcopy(net)

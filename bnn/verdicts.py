@@ -21,7 +21,31 @@ def paired_verdicts(dataset: str, runs: list, methods, references=REFERENCE, siz
     The runs are split into disjoint groups of ``size`` in run order; ``diff`` is the mean over
     groups of (method - reference), ``se`` the standard deviation of the differences over
     ``sqrt(groups)``. ``verdict``: ``better`` / ``worse`` when the difference is beyond 2 ``se``
-    in the metric's good / bad direction, ``equal`` within 2 ``se``, ``no s.e.`` with one group."""
+    in the metric's good / bad direction, ``equal`` within 2 ``se``, ``no s.e.`` with one group.
+
+    Parameters
+    ----------
+    dataset : str
+        The data set, written into every row.
+    runs : list of dict
+        The runs: ``labels`` (the test labels, read from the first run) and ``methods``
+        (``{method: {"probs": predictive or None, ...}}``).
+    methods : iterable of str
+        The methods judged.
+    references : iterable of str
+        The references they are compared with (default :data:`bnn.figures.REFERENCE`).
+    sizes : iterable of int
+        The ensemble sizes (group sizes); a size with no full group is skipped.
+    metrics_ : iterable of str
+        The metrics of :func:`bnn.metrics.evaluate` compared, keys of :data:`LOWER_IS_BETTER`.
+
+    Returns
+    -------
+    list of dict
+        Per method, reference, size and metric: ``dataset``, ``method``, ``reference``, ``size``,
+        ``metric``, ``method_mean``, ``reference_mean`` (over groups), ``diff``, ``se`` (``""``
+        with one group), ``groups``, ``runs`` (paired) and ``verdict``.
+    """
     labels = np.array(runs[0]["labels"])
     rows = []
     for method in methods:
@@ -56,7 +80,24 @@ def paired_verdicts(dataset: str, runs: list, methods, references=REFERENCE, siz
 
 def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU") -> str:
     """The paper's claim for ``method`` on ``dataset`` from :func:`paired_verdicts`'s rows: lower
-    NLL and ACE than both Adam and SWA at every ensemble size with a standard error."""
+    NLL and ACE than both Adam and SWA at every ensemble size with a standard error.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The rows of :func:`paired_verdicts`.
+    dataset : str
+        The data set judged.
+    method : str
+        The method judged.
+
+    Returns
+    -------
+    str
+        ``holds`` (every NLL and ACE verdict with a standard error is ``better``), ``reversed``
+        (every one ``worse``), ``does not hold`` (none ``better``), ``holds in part``
+        (otherwise), or ``not measured`` (no such verdict).
+    """
     mine = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] in ("nll", "ace")
             and r["verdict"] != "no s.e."]
     if not mine:
@@ -73,7 +114,28 @@ def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU") -> str:
 def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], methods, settings: str,
                     extra: list[str]) -> str:
     """The paper-style table (mean ± s.d. over disjoint groups, single runs and ensembles) of the
-    ``methods`` and the paired verdicts against Adam and SWA."""
+    ``methods`` and the paired verdicts against Adam and SWA.
+
+    Parameters
+    ----------
+    dataset : str
+        The data set (the section's title); rows of other data sets are skipped.
+    table_rows : list of dict
+        The ensemble table's rows (:func:`bnn.figures.ensemble_rows`).
+    verdicts : list of dict
+        The rows of :func:`paired_verdicts`.
+    methods : iterable of str
+        The methods of the table, in order.
+    settings : str
+        The run's settings, one line under the title.
+    extra : list of str
+        Lines written after the settings.
+
+    Returns
+    -------
+    str
+        The markdown section, ending with a blank line.
+    """
     keyed = {(r["method"], r["size"], r["metric"]): r for r in table_rows if r["dataset"] == dataset}
     sizes = sorted({r["size"] for r in table_rows if r["dataset"] == dataset and r["size"] != ""})
     cols = ("accuracy", "nll", "ace", "rps")
