@@ -13,8 +13,6 @@ import math
 import numpy as np
 
 from bnn import metrics
-from bnn.curves import hessian_rows as hessian_rows
-from bnn.curves import plot_hessian as plot_hessian
 from bnn.metrics import RHAT_NOT_MIXED
 
 PLOTTED = ("accuracy", "nll", "ace", "rps")

@@ -173,7 +173,7 @@ def draw(results: list, preset: str) -> Drawing:
         t, run_rhats = figures.trace_rows(dataset, runs)
         traces += t
         rhats += run_rhats
-        hess += figures.hessian_rows(dataset, runs)
+        hess += curves.hessian_rows(dataset, runs)
         if any(r.get("curve") for r in runs):
             figure, markdown, c, v, text = _regime(dataset, runs, rows, run_rhats)
             drawing.figures[f"bnn_overconfidence_{dataset}"] = figure
@@ -213,7 +213,7 @@ def draw(results: list, preset: str) -> Drawing:
             measured.append(rhat_summary(good))
     if hess:
         drawing.tables["bnn_hessian"] = hess
-        drawing.figures["bnn_hessian"] = figures.plot_hessian(hess)
+        drawing.figures["bnn_hessian"] = curves.plot_hessian(hess)
         med = {p: np.median([r["value"] for r in hess if r["point"] == p]) for p in dict.fromkeys(
             r["point"] for r in hess)}
         short = sum(not r["converged"] for r in hess)
