@@ -170,7 +170,9 @@ class SampleResult:
         return out
 
     def summary(self) -> str:
-        """One line: the sampler, mean and variance with their standard errors, and any warnings.
+        """One line: the sampler, mean and variance with their standard errors, R-hat per
+        coordinate (where :attr:`rhat` has one: at least 2 chains that did not diverge), and any
+        warnings.
 
         Returns
         -------
@@ -183,6 +185,9 @@ class SampleResult:
         msg = (f"{self.scheme} x {self.plan}, h={self.h:g}, gamma={self.gamma:g}: "
                f"mean={format_values(self.mean)} +/- {format_values(self.mean_se)}, "
                f"var={format_values(self.variance)} +/- {format_values(self.variance_se)}")
+        rhat = self.rhat
+        if rhat is not None:
+            msg += f", R-hat={format_values(rhat)}"
         for warning in self.warnings:
             msg += f"; WARNING: {warning}"
         return msg

@@ -1,0 +1,110 @@
+"""What the documentation's prose promises, checked on the sources: no sentence of a guide ends in a
+colon with nothing after it, every guide that runs `sms-langevin` says where it comes from (the
+project's `.venv`), and `SampleResult.summary()` prints the R-hat the guides say it prints.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from integrators.result import SampleResult, format_values
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+GUIDES = sorted((DOCS / "guides").glob("*.md")) + [DOCS / "getting-started.md"]
+FENCE = re.compile(r"^(```|~~~)")
+LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
+VENV = re.compile(r"source \.venv/bin/activate|\.venv/bin/sms-langevin")
+
+
+def blocks(text: str) -> list[str]:
+    """The page as blocks: fenced code blocks whole, the rest split at blank lines."""
+    out, current, fenced = [], [], False
+    for line in text.splitlines():
+        if FENCE.match(line.strip()):
+            if not fenced and current:
+                out.append("\n".join(current))
+                current = []
+            current.append(line)
+            if fenced:
+                out.append("\n".join(current))
+                current = []
+            fenced = not fenced
+        elif not fenced and not line.strip():
+            if current:
+                out.append("\n".join(current))
+                current = []
+        else:
+            current.append(line)
+    if current:
+        out.append("\n".join(current))
+    return out
+
+
+def dangling_colons(text: str) -> list[str]:
+    """Prose blocks ending in ':' whose next block is not a code block, a list or a table."""
+    parts = blocks(text)
+    bad = []
+    for k, block in enumerate(parts):
+        if FENCE.match(block.lstrip()) or block.lstrip().startswith(("#", "|")):
+            continue
+        if block.rstrip().endswith(":"):
+            after = parts[k + 1].lstrip() if k + 1 < len(parts) else ""
+            if not (FENCE.match(after) or LIST_ITEM.match(after) or after.startswith("|")):
+                bad.append(block.strip().splitlines()[-1])
+    return bad
+
+
+def test_dangling_colon_detector_sees_a_removed_block():
+    assert dangling_colons("Run this:\n\nThen that.\n") == ["Run this:"]
+    assert dangling_colons("Run this:\n\n```bash\nls\n```\n\nThen that:\n\n- one\n\nAnd:\n\n| a |\n") == []
+    assert dangling_colons("End:") == ["End:"]
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda p: p.name)
+def test_no_paragraph_ends_in_a_colon_with_nothing_after(page):
+    assert dangling_colons(page.read_text()) == []
+
+
+@pytest.mark.parametrize("page", GUIDES, ids=lambda p: p.name)
+def test_a_guide_that_runs_sms_langevin_says_to_use_the_venv(page):
+    parts = blocks(page.read_text())
+    first = next((k for k, b in enumerate(parts) if "sms-langevin" in b), None)
+    if first is None:
+        pytest.skip(f"{page.name} does not run sms-langevin")
+    assert any(VENV.search(b) for b in parts[:first + 1]), (
+        f"{page.name} runs sms-langevin (first: {parts[first][:80]!r}) before saying to activate .venv "
+        "(`source .venv/bin/activate`) or to call `.venv/bin/sms-langevin`")
+
+
+@st.composite
+def results(draw):
+    n_chains = draw(st.integers(1, 5))
+    d = draw(st.integers(1, 3))
+    finite = st.floats(-10, 10, allow_nan=False)
+    mean = np.array(draw(st.lists(finite, min_size=n_chains * d, max_size=n_chains * d))).reshape(n_chains, d)
+    spread = np.array(draw(st.lists(st.floats(0.01, 10), min_size=n_chains * d, max_size=n_chains * d)))
+    diverged_at = np.array(draw(st.lists(st.sampled_from([-1, -1, 7]), min_size=n_chains, max_size=n_chains)))
+    n_steps = draw(st.integers(2, 50))
+    burn_in = draw(st.integers(0, n_steps - 1))
+    nan = np.full((n_chains, d), np.nan)
+    return SampleResult("ubu", "sms", 0.1, 1.0, n_steps, burn_in, 0, mean, mean**2 + spread.reshape(n_chains, d),
+                        None, None, None, diverged_at, nan, nan)
+
+
+@pytest.mark.filterwarnings("ignore:Degrees of freedom:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+@settings(max_examples=60, deadline=None)  # one chain left: its standard errors are NaN, by design
+@given(results())
+def test_summary_prints_rhat_where_the_result_has_it(res):
+    line = res.summary()
+    if not np.any(res.ok):
+        assert "DIVERGED" in line and "R-hat=" not in line
+    elif res.rhat is None:  # one chain left, or one post-burn-in step
+        assert "R-hat=" not in line
+    else:
+        assert f"R-hat={format_values(res.rhat)}" in line
