@@ -71,6 +71,65 @@ def test_cifar10_python_batches(tmp_path):
         data.load_cifar10(tmp_path)
 
 
+class _Payload:
+    """Unpickled, calls ``func(*args)``: what a planted data file would run."""
+
+    def __init__(self, func, *args):
+        self.func, self.args = func, args
+
+    def __reduce__(self):
+        return self.func, self.args
+
+
+def _cifar_folder(folder, rng, protocol, old_numpy=False):
+    """The six batches as CIFAR-10 ships them: dicts with bytes keys (``batch_label``, ``labels``,
+    ``data``, ``filenames``), pickled with ``protocol``; ``old_numpy`` writes numpy 1's module name."""
+    for name in (*data.CIFAR_TRAIN, data.CIFAR_TEST):
+        batch = {b"batch_label": name.encode(), b"labels": [0, 1, 2, 3],
+                 b"data": rng.integers(0, 256, (4, 3072), dtype=np.uint8),
+                 b"filenames": [f"{i}.png".encode() for i in range(4)]}
+        raw = pickle.dumps(batch, protocol=protocol)
+        if old_numpy:
+            raw = raw.replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
+        (folder / name).write_bytes(raw)
+
+
+@pytest.mark.parametrize("protocol,old_numpy", [(2, False), (2, True), (pickle.HIGHEST_PROTOCOL, False)])
+def test_cifar10_real_format_batches_load_through_the_restricted_unpickler(tmp_path, protocol, old_numpy):
+    rng = np.random.default_rng(7)
+    _cifar_folder(tmp_path, rng, protocol, old_numpy)
+    d = data.load_cifar10(tmp_path)
+    assert d.x_train.shape == (20, 3, 32, 32) and d.y_test.tolist() == [0, 1, 2, 3]
+    with open(tmp_path / data.CIFAR_TEST, "rb") as fh:
+        raw = pickle.load(fh)[b"data"]
+    np.testing.assert_array_equal(d.x_test, raw.reshape(-1, 3, 32, 32).astype(np.float32) / np.float32(255.0))
+
+
+@pytest.mark.parametrize("where", ["top", "labels", "extra"])
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+@pytest.mark.parametrize("payload", ["system", "eval", "write"])
+def test_cifar10_batch_with_code_is_refused_and_the_code_never_runs(tmp_path, monkeypatch, where, protocol, payload):
+    """A pickle whose payload would run code (a shell command, ``eval``, a file write) anywhere in
+    the batch: a DataError naming the file and the global, and the marker file never appears."""
+    import builtins
+    import os
+    import pathlib
+
+    marker = tmp_path / "marker"
+    monkeypatch.chdir(tmp_path)
+    code = {"system": _Payload(os.system, f"touch {marker}"),
+            "eval": _Payload(builtins.eval, f"open({str(marker)!r}, 'w').close()"),
+            "write": _Payload(pathlib.Path.write_text, pathlib.Path(marker), "x")}[payload]
+    rng = np.random.default_rng(8)
+    _cifar_folder(tmp_path, rng, protocol)
+    batch = {b"data": rng.integers(0, 256, (4, 3072), dtype=np.uint8), b"labels": [0, 1, 2, 3]}
+    planted = code if where == "top" else {**batch, b"labels" if where == "labels" else b"extra": code}
+    (tmp_path / "data_batch_2").write_bytes(pickle.dumps(planted, protocol=protocol))
+    with pytest.raises(DataError, match=r"data_batch_2: refused to unpickle the global \S+"):
+        data.load_cifar10(tmp_path)
+    assert not marker.exists()
+
+
 def _write_celeba(root, rows):
     (root / "img_align_celeba").mkdir(parents=True)
     header = "5_o_Clock_Shadow Blond_Hair Brown_Hair Smiling"

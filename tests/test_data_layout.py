@@ -3,6 +3,7 @@ image shape, a channel axis, dtypes, labels out of range or fractional, empty sp
 file that is no ``.npz``) raise a DataError naming the file and the field; valid files load."""
 
 import io
+import itertools
 import pickle
 
 import numpy as np
@@ -32,11 +33,14 @@ def valid_files(draw):
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
     arrays = {}
     for s in splits:
-        n = draw(st.integers(1, 4))
+        n = draw(st.integers(2 if s == "train" else 1, 4))
         shape = (n, h, w, c) if c > 1 or gray_axis else (n, h, w)
         arrays[f"{s}_images"] = rng.integers(0, 256, shape, dtype=np.uint8)
         label_dtype = draw(st.sampled_from([np.uint8, np.int64, np.float32]))
-        labels = rng.integers(0, k, (n, 1)).astype(label_dtype)
+        labels = rng.integers(0, k, (n, 1))
+        if s == "train":  # a training set holds two classes at least
+            labels[:2] = rng.choice(k, (2, 1), replace=False)
+        labels = labels.astype(label_dtype)
         arrays[f"{s}_labels"] = labels if draw(st.booleans()) else labels.reshape(-1)
     return name, dataset, k, c, arrays
 
@@ -68,15 +72,16 @@ def test_valid_generated_files_load(tmp_path_factory, file, include_val):
 
 DEFECTS = ["shape", "channels", "extra_axis", "channel_first", "image_dtype", "label_dtype", "label_range",
            "label_negative", "label_fraction", "label_nan", "label_shape", "label_count", "empty", "missing",
-           "half_val", "not_npz"]
+           "half_val", "not_npz", "single_class"]
 
 
 @st.composite
 def broken_files(draw, defect):
     """A valid file with ``defect``: ``(name, dataset, arrays or raw bytes, the field the error must name)``."""
     name, dataset, k, c, arrays = draw(valid_files())
-    present = [s for s in SPLITS if f"{s}_images" in arrays]
-    s = draw(st.sampled_from(present))
+    # an empty validation split is as if absent (accepted): the empty split is the training or test split
+    present = [s for s in SPLITS if f"{s}_images" in arrays and (defect != "empty" or s != "val")]
+    s = draw(st.sampled_from(["train"] if defect == "single_class" else present))
     images, labels = arrays[f"{s}_images"], arrays[f"{s}_labels"]
     n, h, w = images.shape[:3]
     key = f"{s}_images"
@@ -108,6 +113,11 @@ def broken_files(draw, defect):
         key, labels = f"{s}_labels", np.zeros((n + draw(st.sampled_from([-1, 1])), 1), np.uint8)
     elif defect == "empty":  # a split with no images (and no labels)
         images, labels = images[:0], labels[:0]
+    elif defect == "single_class":  # every training image (the validation split's too) of one class
+        key, one = "train_labels", draw(st.integers(0, k - 1))
+        labels = np.full_like(labels, one)
+        if "val_labels" in arrays:
+            arrays = {**arrays, "val_labels": np.full_like(arrays["val_labels"], one)}
     if defect in ("missing", "half_val", "not_npz"):
         arrays = dict(arrays)
         if defect == "missing":
@@ -213,3 +223,122 @@ def test_the_shared_subset_loads_as_before():
         assert d.y_train.tolist() == np.concatenate([raw[f"{s}_labels"].ravel() for s in parts]).tolist()
         assert d.y_test.tolist() == raw["test_labels"].ravel().tolist()
         assert d.n_classes == 2 and d.y_train.dtype == np.int64 and d.source == "MedMNIST npz pneumoniamnist-subset.npz"
+
+
+# ------------------------------------------------------- the validation split's rule, single-class training sets
+
+def test_a_missing_and_an_empty_validation_split_are_treated_alike(tmp_path):
+    """Both mean no validation images: the file loads, with the training split alone (an empty
+    ``val`` was refused while a missing one was accepted)."""
+    full = dict(np.load(_pneumonia(tmp_path)))
+    absent = {k: v for k, v in full.items() if not k.startswith("val_")}
+    empty = {**absent, "val_images": np.zeros((0, 28, 28), np.uint8), "val_labels": np.zeros((0, 1), np.uint8)}
+    loaded = [data.load_medmnist(_save(tmp_path / f"{name}.npz", arrays), dataset="pneumoniamnist")
+              for name, arrays in (("absent", absent), ("empty", empty))]
+    for d in loaded:
+        np.testing.assert_array_equal(d.x_train, loaded[0].x_train)
+        assert d.y_train.tolist() == full["train_labels"].ravel().tolist()
+        assert len(d.y_test) == 3
+    with pytest.raises(DataError, match=r"empty.npz: val_labels without val_images"):
+        data.load_medmnist(_save(tmp_path / "empty.npz", {**absent, "val_labels": np.zeros((0, 1), np.uint8)}))
+
+
+@given(st.integers(0, 1), st.integers(2, 9), st.booleans())
+def test_a_training_set_of_one_class_is_refused_with_the_class_counts(tmp_path_factory, cls, n, include_val):
+    folder = tmp_path_factory.mktemp("one")
+    labels = np.full((n, 1), cls, np.uint8)
+    path = _pneumonia(folder, train_images=np.zeros((n, 28, 28), np.uint8), train_labels=labels,
+                      val_labels=np.full((2, 1), cls, np.uint8))
+    counts = [n + 2 * include_val if c == cls else 0 for c in (0, 1)]
+    with pytest.raises(DataError, match=rf"pneumoniamnist.npz \[train_labels\].*single class \(images per class: "
+                                        rf"0: {counts[0]}, 1: {counts[1]}\)"):
+        data.load_medmnist(path, include_val=include_val)
+    if include_val:  # a validation split of the other class makes two classes in the joined training set
+        other = _pneumonia(folder, train_images=np.zeros((n, 28, 28), np.uint8), train_labels=labels,
+                           val_labels=np.full((2, 1), 1 - cls, np.uint8))
+        assert sorted(set(data.load_medmnist(other).y_train.tolist())) == [0, 1]
+
+
+# ------------------------------------------------------------------------------ where a MedMNIST file is found
+
+PLACES = ("given", "env", "home", "dev")  # the search order of find_medmnist
+
+
+@pytest.fixture
+def places(tmp_path, monkeypatch):
+    """Four empty folders standing for the search places: a folder given, $SMS_LANGEVIN_DATA_DIR,
+    ~/.medmnist (HOME moved) and the development setup's data folder."""
+    from integrators.data import find
+
+    folders = {p: tmp_path / p for p in PLACES}
+    for f in folders.values():
+        f.mkdir()
+    monkeypatch.setenv("HOME", str(folders["home"]))
+    folders["home"] = folders["home"] / ".medmnist"
+    folders["home"].mkdir()
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(folders["env"]))
+    monkeypatch.setattr(find, "DEV_DATA", folders["dev"])
+    return folders
+
+
+@pytest.mark.parametrize("holding", [set(c) for n in range(len(PLACES) + 1) for c in itertools.combinations(PLACES, n)])
+@pytest.mark.parametrize("subset_name", [False, True])
+def test_find_medmnist_takes_the_first_place_that_holds_the_file(places, holding, subset_name):
+    file = "pneumoniamnist-subset.npz" if subset_name else "pneumoniamnist.npz"
+    for place in holding:
+        (places[place] / file).write_bytes(b"")
+    for folder, order in ((places["given"], PLACES), (None, PLACES[1:])):
+        found = [p for p in order if p in holding]
+        if found:
+            assert data.find_medmnist(data_dir=folder) == places[found[0]] / file
+        else:
+            with pytest.raises(DataError, match="pneumoniamnist.npz not found"):
+                data.find_medmnist(data_dir=folder)
+
+
+def test_find_medmnist_prefers_the_full_file_in_a_folder_and_takes_a_file_path_as_it_is(places):
+    for name in ("pneumoniamnist.npz", "pneumoniamnist-subset.npz"):
+        (places["env"] / name).write_bytes(b"")
+    assert data.find_medmnist().name == "pneumoniamnist.npz"
+    own = places["given"] / "mine.npz"
+    own.write_bytes(b"")
+    assert data.find_medmnist(data_dir=own) == own
+    with pytest.raises(DataError, match="absent.npz: file not found"):
+        data.find_medmnist(data_dir=places["given"] / "absent.npz")
+    with pytest.raises(ValueError, match="name"):
+        data.find_medmnist("chestmnist")
+    with pytest.raises(ValueError, match="data_dir"):
+        data.find_medmnist(data_dir=3)
+
+
+def test_the_message_of_a_missing_file_says_where_it_looked_and_how_to_get_it(places, monkeypatch):
+    monkeypatch.delenv(data.DATA_DIR_ENV)
+    with pytest.raises(DataError) as err:
+        data.load_medmnist()
+    message = str(err.value)
+    assert "pip install medmnist" in message and "medmnist.PneumoniaMNIST(split='train', download=True)" in message
+    assert data.DATA_DIR_ENV in message and "~/.medmnist" in message
+    assert "shared/" not in message and str(places["dev"]) not in message and "\n" not in message
+
+
+def test_load_medmnist_without_a_path_reads_the_file_found(places):
+    path = _pneumonia(places["home"])
+    d = data.load_medmnist()
+    assert d.source == "MedMNIST npz pneumoniamnist.npz" and len(d.y_test) == 3
+    assert data.load_medmnist(places["home"]).source == d.source  # a folder is searched first
+    assert data.find_medmnist() == path
+
+
+def test_find_data_searches_the_data_folders_for_a_relative_name(places):
+    (places["dev"] / "fashion-mnist").mkdir()
+    assert data.find_data("fashion-mnist") == places["dev"] / "fashion-mnist"
+    (places["env"] / "fashion-mnist").mkdir()
+    assert data.find_data("fashion-mnist") == places["env"] / "fashion-mnist"
+    assert data.find_data("fashion-mnist", data_dir=places["env"]) == places["env"] / "fashion-mnist"
+    with pytest.raises(DataError, match="celeba: not found.*SMS_LANGEVIN_DATA_DIR") as err:
+        data.find_data("celeba")
+    assert "shared/" not in str(err.value)
+
+
+def test_the_development_subset_keeps_its_name():
+    assert data.SHARED_XRAY.name == "pneumoniamnist-subset.npz" and data.SHARED_XRAY.parent.name == "data"

@@ -10,6 +10,13 @@ experiments (images) and the logistic-regression experiments (their features, :m
 | :func:`load_medmnist` | MedMNIST ``.npz`` (``train_images``, ``train_labels``, ...) | PneumoniaMNIST |
 | :func:`embedded_digits` | scikit-learn's digits, shipped inside the package (the default) | - |
 
+Where a file lies: :func:`find_medmnist` (a MedMNIST set: an explicit path or folder, then the folder
+of the environment variable ``SMS_LANGEVIN_DATA_DIR`` (:data:`DATA_DIR_ENV`), then ``~/.medmnist``,
+where ``pip install medmnist`` and ``medmnist.PneumoniaMNIST(split='train', download=True)`` save it)
+and :func:`find_data` (a folder or file such as ``fashion-mnist``, found in the same folders); both
+search the development setup's data folder beside the repository last, and a file found nowhere
+raises :class:`DataError` saying where they looked and how to obtain it.
+
 Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
 labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
 :class:`DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
@@ -17,10 +24,12 @@ what it read to :func:`check_layout` against the declared data set's :class:`Dat
 classes, the channels and the axis the format puts them on, the image size where the set fixes it):
 every split non-empty, one image shape across the splits, uint8 pixels, labels integers in
 ``[0, K)``; a file that breaks it raises :class:`DataError` naming the file and the field.
-:data:`SHARED_XRAY` is the shared PneumoniaMNIST subset, read from where it lies, never copied.
+:data:`SHARED_XRAY` is the development setup's PneumoniaMNIST subset (the tests' file, the last
+place :func:`find_medmnist` looks), read from where it lies, never copied.
 :func:`read_idx` reads one IDX file.
 """
 
+from integrators.data.find import DATA_DIR_ENV, SHARED_XRAY, find_data, find_medmnist
 from integrators.data.idx import DataError, read_idx
 from integrators.data.layout import (
     FASHION_MNIST,
@@ -38,7 +47,6 @@ from integrators.data.loaders import (
     CIFAR_TRAIN,
     IMAGE_SUFFIXES,
     LOADERS,
-    SHARED_XRAY,
     XRAY_CLASSES,
     embedded_digits,
     load_celeba,
@@ -50,7 +58,7 @@ from integrators.data.loaders import (
     synthetic,
 )
 
-__all__ = ["CELEBA_ATTRS", "CIFAR_TEST", "CIFAR_TRAIN", "FASHION_MNIST", "IMAGE_SUFFIXES", "LOADERS", "MEDMNIST",
-           "MEDMNIST_DEFAULT", "SHARED_XRAY", "XRAY_CLASSES", "DataError", "DataSpec", "Field", "ImageData", "Part",
-           "check_layout", "embedded_digits", "load_celeba", "load_chest_xray", "load_cifar10", "load_fashion_mnist",
-           "load_medmnist", "medmnist_set", "read_idx", "synthetic"]
+__all__ = ["CELEBA_ATTRS", "CIFAR_TEST", "CIFAR_TRAIN", "DATA_DIR_ENV", "FASHION_MNIST", "IMAGE_SUFFIXES", "LOADERS",
+           "MEDMNIST", "MEDMNIST_DEFAULT", "SHARED_XRAY", "XRAY_CLASSES", "DataError", "DataSpec", "Field", "ImageData",
+           "Part", "check_layout", "embedded_digits", "find_data", "find_medmnist", "load_celeba", "load_chest_xray",
+           "load_cifar10", "load_fashion_mnist", "load_medmnist", "medmnist_set", "read_idx", "synthetic"]

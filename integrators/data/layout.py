@@ -185,10 +185,12 @@ def check_layout(spec: DataSpec, parts: Iterable[Part], splits: tuple[str, ...] 
     """Check what a loader read against the declared data set ``spec`` and join it into ``splits``:
     ``{split: (uint8 images (n, C, H, W), int64 labels (n,))}``. Every part is checked, those left
     out of the splits included: uint8 images with ``spec``'s channels on its axis, at least one
-    image, one image shape in every part, as many labels as images, integers in ``[0, K)``. The
-    first violation raises :class:`DataError` naming the file and the field. No I/O: the one place
-    the loaders' layout rules live."""
-    joined = {s: ([], []) for s in splits}
+    image, one image shape in every part, as many labels as images, integers in ``[0, K)``; and
+    the joined ``"train"`` split must hold at least two classes (a classifier trained on one learns
+    nothing). The first violation raises :class:`DataError` naming the file and the field (for a
+    single class, the files and the count of each class). No I/O: the one place the loaders'
+    layout rules live."""
+    joined = {s: ([], [], []) for s in splits}
     first = None
     for part in parts:
         images = _layout_images(spec, part.images)
@@ -201,11 +203,18 @@ def check_layout(spec: DataSpec, parts: Iterable[Part], splits: tuple[str, ...] 
         if part.split is not None:
             joined[part.split][0].append(images)
             joined[part.split][1].append(labels)
-    for split, (images, _) in joined.items():
+            joined[part.split][2].append(part.labels)
+    for split, (images, _, _) in joined.items():
         if not images:
             raise ValueError(f"check_layout: no part joins the {split!r} split")  # a loader's bug, not the file's
-    return {s: (np.concatenate(ims) if len(ims) > 1 else ims[0], np.concatenate(lbs) if len(lbs) > 1 else lbs[0])
-            for s, (ims, lbs) in joined.items()}
+    out = {s: (np.concatenate(ims) if len(ims) > 1 else ims[0], np.concatenate(lbs) if len(lbs) > 1 else lbs[0])
+           for s, (ims, lbs, _) in joined.items()}
+    if "train" in out and len(np.unique(out["train"][1])) < 2:
+        counts = np.bincount(out["train"][1], minlength=spec.n_classes)
+        fields = ", ".join(dict.fromkeys(str(f) for f in joined["train"][2]))
+        raise DataError(f"{fields}: the training set holds a single class (images per class: "
+                        f"{', '.join(f'{c}: {n}' for c, n in enumerate(counts.tolist()))}); it needs at least two")
+    return out
 
 
 def scaled_pixels(images: np.ndarray) -> np.ndarray:

@@ -4,6 +4,7 @@ inside a package), checked by :func:`integrators.data.layout.check_layout`."""
 from __future__ import annotations
 
 import numbers
+import os
 import pickle
 import re
 import zipfile
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from integrators.data.find import find_medmnist
 from integrators.data.idx import FASHION_FILES, DataError, find_idx_file, read_idx
 from integrators.data.layout import (
     FASHION_MNIST,
@@ -27,7 +29,6 @@ from integrators.data.layout import (
 )
 from integrators.validation import boolean, int_at_least
 
-SHARED_XRAY = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "pneumoniamnist-subset.npz"
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
 CELEBA_ATTRS = "list_attr_celeba.txt"
@@ -51,19 +52,66 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
                      FASHION_MNIST.n_classes, f"Fashion-MNIST IDX files in {folder}")
 
 
+try:
+    from numpy._core import multiarray as _multiarray
+    from numpy._core import numeric as _numeric
+except ImportError:  # numpy 1
+    from numpy.core import multiarray as _multiarray
+    from numpy.core import numeric as _numeric
+
+
+def _latin1(text: str, encoding: str = "utf-8") -> bytes:
+    """``_codecs.encode`` as a protocol 2 pickle written by Python 3 uses it (bytes as latin-1 text)."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError(f"_codecs.encode({type(text).__name__}, {encoding!r}) is not a bytes literal")
+    return text.encode("latin-1")
+
+
+# every global a CIFAR-10 python batch needs: numpy's array reconstruction (numpy 1 and 2 module
+# names, protocols 2 to 5), its dtypes and scalars, and the bytes literals of protocol 2
+_CIFAR_GLOBALS = {
+    **{(m, "_reconstruct"): _multiarray._reconstruct for m in ("numpy.core.multiarray", "numpy._core.multiarray")},
+    **{(m, "scalar"): _multiarray.scalar for m in ("numpy.core.multiarray", "numpy._core.multiarray")},
+    **{(m, "_frombuffer"): _numeric._frombuffer for m in ("numpy.core.numeric", "numpy._core.numeric")},
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
+    ("_codecs", "encode"): _latin1,
+}
+
+
+class _CifarUnpickler(pickle.Unpickler):
+    """An unpickler that builds only what the CIFAR-10 python batches hold (dicts, lists, bytes,
+    numbers and numpy arrays): any other global (a function, a class) is refused before it is
+    looked up, so a planted file cannot run code."""
+
+    def __init__(self, fh, path: Path):
+        super().__init__(fh, encoding="bytes")
+        self.path = path
+
+    def find_class(self, module: str, name: str):
+        try:
+            return _CIFAR_GLOBALS[(module, name)]
+        except KeyError:
+            raise DataError(f"{self.path}: refused to unpickle the global {module}.{name} (a CIFAR-10 python "
+                            f"batch holds only dicts, lists, bytes, numbers and numpy arrays)") from None
+
+
 def _unpickle(path: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
         with open(path, "rb") as fh:
-            batch = pickle.load(fh, encoding="bytes")
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, OSError) as exc:
+            batch = _CifarUnpickler(fh, path).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            OSError, MemoryError) as exc:
+        if isinstance(exc, DataError):
+            raise
         raise DataError(f"{path}: not a CIFAR-10 python batch ({exc.__class__.__name__}: {exc})") from None
     if not isinstance(batch, dict):
         raise DataError(f"{path}: not a CIFAR-10 python batch (a {type(batch).__name__}, not a dict)")
     batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
     if "data" not in batch or "labels" not in batch:
-        raise DataError(f"{path}: CIFAR-10 batch without 'data' and 'labels' (keys: {sorted(batch)})")
+        raise DataError(f"{path}: CIFAR-10 batch without 'data' and 'labels' (keys: {sorted(map(str, batch))})")
     data = np.asarray(batch["data"])
     if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8:
         raise DataError(f"{path}: 'data' must be uint8 (n, 3072), got {data.dtype} {data.shape}")
@@ -71,7 +119,12 @@ def _unpickle(path: Path) -> dict:
 
 
 def load_cifar10(folder: str | Path) -> ImageData:
-    """CIFAR-10 from the python batches in ``folder`` (``cifar-10-batches-py``): 3 x 32 x 32, 10 classes."""
+    """CIFAR-10 from the python batches in ``folder`` (``cifar-10-batches-py``): 3 x 32 x 32, 10 classes.
+
+    The batches are pickled dicts, a format that can carry code; they are read with a restricted
+    unpickler that builds only dicts, lists, bytes, numbers and numpy arrays, and a file that asks
+    for anything else (a function, another class) is refused with a :class:`DataError` naming the
+    file and the global, before anything of it runs."""
     folder = Path(folder)
     parts = []
     for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
@@ -238,20 +291,28 @@ def _read_npz(path: Path) -> dict:
             raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
 
 
-def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None, n_classes: int | None = None,
+def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None, n_classes: int | None = None,
                   include_val: bool = True) -> ImageData:
     """A MedMNIST ``.npz`` (``train_images``, ``train_labels``, ``val_*``, ``test_*``; images uint8
     ``(n, H, W)`` or ``(n, H, W, C)``, labels ``(n, 1)``); with ``include_val`` the validation split
-    joins the training set. Default: the shared PneumoniaMNIST subset (:data:`SHARED_XRAY`).
+    joins the training set. ``path``: the file, or a folder searched first, or None: the file is
+    found by :func:`integrators.data.find_medmnist` (``SMS_LANGEVIN_DATA_DIR``, ``~/.medmnist``, ...).
     ``dataset``: the set the file holds, a key of :data:`MEDMNIST` (its classes and channels); None:
     the set the file name declares (:func:`medmnist_set`), PneumoniaMNIST if it names none.
     ``n_classes``: None (the set's) or an integer >= 2 (a relabelled file). The whole layout is
-    checked (:func:`check_layout`), the validation split included even when left out."""
+    checked (:func:`check_layout`), the validation split included even when left out. The
+    validation split is optional: absent, or present with no images and no labels, it adds nothing;
+    the training and test splits must hold images, the training set (with the validation split
+    when it joins) at least two classes."""
     if n_classes is not None:
         int_at_least("n_classes", n_classes, 2)
     include_val = boolean("include_val", include_val)
     if dataset is not None and (not isinstance(dataset, str) or dataset.lower() not in MEDMNIST):
         raise ValueError(f"dataset must be None or one of {', '.join(MEDMNIST)}, got {dataset!r}")
+    if path is not None and not isinstance(path, str | os.PathLike):
+        raise ValueError(f"path must be a file or folder path or None, got {path!r}")
+    if path is None or Path(path).is_dir():
+        path = find_medmnist(dataset.lower() if dataset else MEDMNIST_DEFAULT, data_dir=path)
     path = Path(path)
     arrays = _read_npz(path)
     key = dataset.lower() if dataset is not None else medmnist_set(path)
@@ -268,6 +329,8 @@ def load_medmnist(path: str | Path = SHARED_XRAY, *, dataset: str | None = None,
     if ("val_images" in arrays) != ("val_labels" in arrays):
         have, lack = ("val_images", "val_labels") if "val_images" in arrays else ("val_labels", "val_images")
         raise DataError(f"{path}: {have} without {lack} (a split needs both)")
+    if "val_images" in arrays and np.shape(arrays["val_images"])[:1] == np.shape(arrays["val_labels"])[:1] == (0,):
+        del arrays["val_images"], arrays["val_labels"]  # an empty validation split: as if absent
     splits = {"train": "train", "val": "train" if include_val else None, "test": "test"}
     try:
         out = check_layout(spec, [Part(s, Field(arrays[f"{s}_images"], str(path), f"{s}_images"),
