@@ -1,29 +1,81 @@
-"""A progress bar on standard error: units done / total and time left; silent when not a terminal."""
+"""Progress of a run on standard error: units done / total, time elapsed and left.
+
+On a terminal, one bar redrawn in place; elsewhere (a log file, a pipe, ``make demo > log``) whole
+lines, one per finished unit but at most one every :data:`LINE_EVERY` seconds, and always the first
+and the last, so that a log shows the run advancing."""
 
 from __future__ import annotations
 
 import sys
 import time
 
+LINE_EVERY = 5.0  # seconds between two lines in a log (a terminal's bar is redrawn at every unit)
+
 
 class Progress:
-    def __init__(self, total: int, label: str = "", stream=None, enabled: bool | None = None):
+    """Units done / total of a run, written to ``stream``.
+
+    Parameters
+    ----------
+    total : int
+        Units the run will finish.
+    label : str
+        Printed before the count (the run's preset).
+    stream : file-like, optional
+        Where to write (default: standard error).
+    enabled : bool, optional
+        False: write nothing.  Default: write, as a bar on a terminal, as lines elsewhere.
+    every : float
+        Least seconds between two lines when ``stream`` is not a terminal.
+    clock : callable, optional
+        Seconds now (default :func:`time.monotonic`).
+    """
+
+    def __init__(self, total: int, label: str = "", stream=None, enabled: bool | None = None,
+                 every: float = LINE_EVERY, clock=None):
         self.total, self.done, self.label = total, 0, label
         self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self.start = time.time()
+        self.enabled = True if enabled is None else enabled
+        self.tty = _isatty(self.stream)
+        self.every = every
+        self.clock = clock or time.monotonic
+        self.start = self.clock()
+        self.last_line = None  # when the last line was written (not on a terminal)
 
     def advance(self, note: str = "") -> None:
+        """Count one finished unit and report it.
+
+        Parameters
+        ----------
+        note : str
+            What finished (the figure and unit), shown beside the count.
+        """
         self.done += 1
         if not self.enabled:
             return
-        elapsed = time.time() - self.start
+        now = self.clock()
+        elapsed = now - self.start
         left = elapsed / self.done * (self.total - self.done) if self.done else 0.0
-        width = 28
-        filled = int(width * self.done / max(self.total, 1))
-        bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} "
-                          f"{elapsed:5.0f}s elapsed, ~{left:4.0f}s left {note[:40]:40s}")
-        if self.done == self.total:
-            self.stream.write("\n")
+        if self.tty:
+            width = 28
+            filled = int(width * self.done / max(self.total, 1))
+            bar = "#" * filled + "-" * (width - filled)
+            self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} "
+                              f"{elapsed:5.0f}s elapsed, ~{left:4.0f}s left {note[:40]:40s}")
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            due = self.last_line is None or now - self.last_line >= self.every or self.done >= self.total
+            if not due:
+                return
+            self.last_line = now
+            self.stream.write(f"{self.label} {self.done}/{self.total} units done, {elapsed:.0f}s elapsed, "
+                              f"~{left:.0f}s left (last: {note[:60]})\n")
         self.stream.flush()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -187,3 +189,63 @@ def test_a_killed_report_build_is_cleaned_up_and_an_interrupted_swap_restored(tm
     (out / ".report-tmp-456-dead").mkdir()
     assert cli.main(["report", "--out", str(out)]) == 0
     assert not list(out.glob(".report-*"))
+
+
+class _Log(io.StringIO):
+    """A stream that is not a terminal (a log file, a pipe)."""
+
+    def isatty(self):
+        return False
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@settings(max_examples=60, deadline=None)
+@given(gaps=st.lists(st.floats(0.0, 20.0, allow_nan=False), min_size=1, max_size=40),
+       every=st.floats(0.0, 10.0, allow_nan=False))
+def test_progress_into_a_log_writes_whole_lines_at_most_every_few_seconds(gaps, every):
+    """Not on a terminal (``make demo > log``): whole lines, the first and the last unit always,
+    and between them one line whenever ``every`` seconds have passed since the last (a clock
+    advanced by ``gaps`` stands in for the units' durations)."""
+    from reports.progress import Progress
+    now = [0.0]
+    stream = _Log()
+    progress = Progress(len(gaps), label="tiny", stream=stream, every=every, clock=lambda: now[0])
+    expected, last = [], None
+    for i, gap in enumerate(gaps, start=1):
+        now[0] += gap
+        progress.advance(f"fig unit {i}")
+        if last is None or now[0] - last >= every or i == len(gaps):
+            expected.append(i)
+            last = now[0]
+    text = stream.getvalue()
+    assert "\r" not in text and text.endswith("\n")
+    lines = text.splitlines()
+    assert [int(line.split()[1].split("/")[0]) for line in lines] == expected
+    assert all(f"/{len(gaps)} units done" in line and line.startswith("tiny ") for line in lines)
+    assert f"(last: fig unit {len(gaps)})" in lines[-1]
+
+
+def test_progress_on_a_terminal_is_one_bar_and_off_when_disabled():
+    from reports.progress import Progress
+    bar, off = _Terminal(), _Log()
+    for stream, enabled in ((bar, None), (off, False)):
+        progress = Progress(3, label="quick", stream=stream, enabled=enabled)
+        for _ in range(3):
+            progress.advance("x")
+    assert bar.getvalue().count("\r") == 3 and bar.getvalue().count("\n") == 1 and "3/3" in bar.getvalue()
+    assert off.getvalue() == ""
+
+
+def test_a_run_into_a_log_reports_its_progress(tmp_path):
+    """``sms-langevin run`` with standard error into a pipe (not a terminal) prints its progress."""
+    import subprocess
+    env = {**os.environ, "SMS_LANGEVIN_REPORT_MODULES": FAST,
+           "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    proc = subprocess.run([sys.executable, "-m", "reports", "run", "all", "--out", str(tmp_path / "run")], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "6/6 units done" in proc.stderr, proc.stderr
