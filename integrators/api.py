@@ -55,7 +55,7 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     n_chains : int, default 100
         Independent chains, at least 1.
     n_steps : int, default 1000
-        Steps per chain, at least 1.
+        Steps per chain, at least 1 and at most ``2**48``.
     burn_in : int, default 0
         Steps excluded from the statistics, smaller than ``n_steps``.
     seed : int, default 0
@@ -88,7 +88,7 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     n_test_functions : int, default 0
         How many values ``test_functions`` writes; required (``>= 1``) with it.
     test_data : tuple of numpy.ndarray, default ()
-        Arrays of numbers passed through to ``test_functions``.
+        Arrays of numbers passed through to ``test_functions`` (only with ``test_functions``).
     path_refine : int, default 1
         A power of two: drive the run with the Brownian path of ``h / path_refine``, coarsened
         exactly to ``h`` (Numba backend only).
@@ -102,7 +102,8 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
         least 1000 for the unit-variance velocities).
     histogram : tuple (lo, hi, n_bins) or None, default None
         Stream a histogram of the first coordinate after burn-in (``SampleResult.histogram``,
-        ``histogram_tails``), e.g. for :class:`bias.streaming_w1.StreamingW1`.
+        ``histogram_tails``), e.g. for :class:`bias.streaming_w1.StreamingW1`; finite
+        ``lo < hi`` and bins of a finite positive width.
     backend : Numba or Torch or None, default None
         :class:`integrators.backends.Numba` (``None``: ``Numba(threads)``) or
         :class:`integrators.backends.Torch` ``(device, dtype, compile)``.

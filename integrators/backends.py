@@ -131,9 +131,9 @@ class Numba:
         Returns
         -------
         None
-            The machine's physical memory applies (:func:`integrators.memory.check_fits`).
+            The memory available on this machine now applies (:func:`integrators.memory.check_fits`).
         """
-        return None  # the machine's physical memory
+        return None  # check_fits' default: the memory available now
 
     def run(self, specs: list[RunSpec]) -> list:
         """Run checked specs on the kernel (:func:`integrators.chains.run_specs`).
@@ -249,8 +249,9 @@ class Torch:
         Returns
         -------
         float or None
-            A CUDA device's own memory, else the machine's physical memory (``None`` where the
-            platform does not say).
+            A CUDA device's free memory now, else the memory available on this machine now
+            (:func:`integrators.memory.device_memory_bytes`; ``None`` where the platform does not
+            say).
         """
         return device_memory_bytes(self.device)
 

@@ -9,7 +9,16 @@ import math
 from dataclasses import dataclass, fields
 
 from integrators.bounce import make_box
-from integrators.validation import BOOLEAN, HISTOGRAM, POSITIVE, at_least, check_parameters, test_functions_and_data
+from integrators.validation import (
+    BOOLEAN,
+    HISTOGRAM,
+    POSITIVE,
+    at_least,
+    check_parameters,
+    finite_array,
+    steps,
+    test_functions_and_data,
+)
 
 
 def set_fields(obj, **values) -> None:
@@ -39,10 +48,10 @@ class Observers:
     n_test_functions : int, default 0
         How many values ``test_functions`` writes; required (``>= 1``) with it.
     test_data : tuple of numpy.ndarray, default ()
-        Arrays of numbers passed through to ``test_functions``.
+        Arrays of numbers passed through to ``test_functions`` (only with ``test_functions``).
     histogram : tuple (lo, hi, n_bins) or None, default None
-        A histogram of the first coordinate after burn-in, with ``lo < hi`` finite
-        (``SampleResult.histogram`` and ``histogram_tails``).
+        A histogram of the first coordinate after burn-in, with ``lo < hi`` finite and bins of a
+        finite positive width (``SampleResult.histogram`` and ``histogram_tails``).
 
     Attributes
     ----------
@@ -54,7 +63,8 @@ class Observers:
     ValueError
         If a field breaks its constraint, ``test_functions`` is not a Numba function of three
         positional arguments, ``test_functions`` and ``n_test_functions`` are not given together,
-        or ``test_data`` is not a tuple of numpy arrays of numbers.
+        ``test_data`` is given without ``test_functions``, or ``test_data`` is not a tuple of
+        numpy arrays of numbers.
     """
 
     keep: int = 0
@@ -117,9 +127,12 @@ class Box:
         Raises
         ------
         ValueError
-            If ``center`` or ``half_width`` has the wrong shape or is not finite, or a half
-            width is not positive.
+            If ``center`` or ``half_width`` has the wrong shape, holds booleans or is not
+            finite, or a half width is not positive.
         """
+        for name, value in (("box_center", self.center), ("box_half_width", self.half_width)):
+            if value is not None:  # a bound of True is a mistake, not the number 1
+                finite_array(name, value, booleans=False)
         return make_box(dim, self.center, self.half_width)
 
 
@@ -171,9 +184,8 @@ class Localization:
     x_star: object = None
 
     def __post_init__(self):
-        POSITIVE("rho", self.rho)
-        if self.rho_max is not None:
-            POSITIVE("rho_max", self.rho_max)
+        set_fields(self, rho=POSITIVE("rho", self.rho),
+                   rho_max=None if self.rho_max is None else POSITIVE("rho_max", self.rho_max))
 
     @property
     def half_width(self) -> float:
@@ -191,22 +203,22 @@ class CyclicalSchedule:
     Parameters
     ----------
     n_steps : int
-        Steps of the whole run, at least 1.
+        Steps of the whole run, at least 1 and at most ``2**48``.
     n_cycles : int
         Number of cycles, at least 1 and at most ``n_steps``.
 
     Raises
     ------
     ValueError
-        If ``n_steps`` or ``n_cycles`` is not an integer ``>= 1``, or ``n_cycles > n_steps``.
+        If ``n_steps`` or ``n_cycles`` is not an integer ``>= 1``, ``n_steps > 2**48``, or
+        ``n_cycles > n_steps``.
     """
 
     n_steps: int
     n_cycles: int
 
     def __post_init__(self):
-        at_least(1)("n_steps", self.n_steps)
-        at_least(1)("n_cycles", self.n_cycles)
+        set_fields(self, n_steps=steps(1)("n_steps", self.n_steps), n_cycles=at_least(1)("n_cycles", self.n_cycles))
         if self.n_cycles > self.n_steps:
             raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
 

@@ -50,6 +50,7 @@ from integrators.validation import (
     optional,
     power_of_two,
     step_over_friction,
+    steps,
 )
 
 MAX_PATH_REFINE = 2**20  # fine intervals per step: beyond this a run does nothing but draw its path
@@ -82,14 +83,14 @@ class RunSpec:
     n_chains : int, default 100
         Independent chains, at least 1.
     n_steps : int, default 1000
-        Steps per chain, at least 1.
+        Steps per chain, at least 1 and at most ``2**48``.
     burn_in : int, default 0
         Steps excluded from the statistics, smaller than ``n_steps``.
     seed : int, default 0
         An integer in ``[0, 2**64)``; chain ``c`` has its own path, batch and velocity streams.
     batch_size : int or None, default None
         Batch size ``N_b`` in ``[1, n_data]``; required except for ``plan="full"``, which uses all
-        the data (and records that as its batch size, whatever was given).
+        the data (and records that as its batch size; one given is still checked).
     x0, v0 : array_like or None, default None
         Initial positions and velocities, shape ``(d,)`` for every chain or ``(n_chains, d)``
         (default: ``target.initial_point()`` and standard normal velocities).
@@ -147,7 +148,7 @@ class RunSpec:
         "target": instance_of(Target, "a Target (e.g. GaussianTarget)"),
         "scheme": Constraint("a registered scheme's name or a scheme object", lambda name, v: resolve_scheme(v)),
         "plan": Constraint("a registered plan's name or a plan object", lambda name, v: resolve_plan(v)),
-        "h": POSITIVE, "gamma": POSITIVE, "n_chains": at_least(1), "n_steps": at_least(1), "burn_in": at_least(0),
+        "h": POSITIVE, "gamma": POSITIVE, "n_chains": at_least(1), "n_steps": steps(1), "burn_in": steps(0),
         "seed": SEED,
         "control_variate": optional(instance_of(ControlVariate, "None or ControlVariate(x_ref)")),
         "box": optional(instance_of(Box, "None or Box(half_width, center)")),
@@ -166,7 +167,8 @@ class RunSpec:
         step_over_friction(values["h"], values["gamma"])
         batch_size = values["batch_size"]
         if values["plan"].CODE == FULL:  # a batch size given for every plan of a loop is checked, then
-            batch_size_for(target, batch_size or 1)  # the spec records what runs: all the data
+            if batch_size is not None:  # the spec records what runs: all the data
+                batch_size_for(target, batch_size)
             batch_size = target.n_data
         elif batch_size is None:
             raise ValueError(f"batch_size is required for plan {values['plan'].NAME!r}")
@@ -190,7 +192,7 @@ class RunSpec:
             if np.any(np.abs(x0 - center) >= half_width):
                 raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
         if self.control_variate is not None and self.control_variate.x_ref is not None:
-            x_ref = finite_array("x_ref", self.control_variate.x_ref)
+            x_ref = finite_array("x_ref", self.control_variate.x_ref, booleans=False)
             if x_ref.ndim > 1 or x_ref.reshape(-1).shape != (dim,):
                 raise ValueError(f"x_ref must have shape {(dim,)}, got {x_ref.shape}")
         set_fields(self, x0=x0, v0=v0)

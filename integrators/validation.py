@@ -11,6 +11,10 @@ may be, once, beside the thing that takes it::
 
 :class:`integrators.spec.RunSpec` and its option objects declare theirs so; :func:`check_parameters`
 applies them in order and returns the canonical values.
+
+A 0-d array (numpy or torch) counts as its one number wherever a number is asked for, as a
+Python or numpy scalar does; arrays of positions (``x0``, ``v0``, ``x_ref``, the box) must hold
+numbers, not booleans.
 """
 
 from __future__ import annotations
@@ -24,15 +28,35 @@ from dataclasses import dataclass
 import numpy as np
 
 MIN_STEP_OVER_FRICTION = 1e-12  # below this h / gamma positions move ~sqrt(2 h / gamma) per step: frozen
+# More steps than any run finishes (2.8e14: three days of one chain at a nanosecond a step), and far
+# inside the int64 step indices and stream counters of both backends (a step's draws times n_steps).
+MAX_STEPS = 2**48
 
 
-def finite_array(name, value, ndim=None, dtype=float):
+def scalar(value):
+    """``value``'s one number if it is a 0-d array or tensor (``np.array(0.1)``,
+    ``torch.tensor(3)``), else ``value`` unchanged: every checker of a number takes a 0-d array as
+    that number."""
+    if getattr(value, "ndim", None) == 0 and callable(getattr(value, "item", None)):
+        try:
+            return value.item()
+        except (TypeError, ValueError, RuntimeError):
+            return value
+    return value
+
+
+def finite_array(name, value, ndim=None, dtype=float, *, booleans=True):
     """``value`` as a contiguous real array of ``dtype`` (``ndim`` dimensions if given), finite where
-    it is floating point; complex values and non-numbers are refused by name."""
+    it is floating point; complex values and non-numbers are refused by name, and booleans too
+    with ``booleans=False`` (a position of ``True`` is a mistake, not the number 1)."""
     try:
         complex_values = np.iscomplexobj(value)
+        if not booleans and np.asarray(value).dtype.kind == "b":
+            raise ValueError(f"{name} must be an array of numbers, got booleans: {value!r}")
         arr = np.asarray(value, dtype=dtype if not complex_values else complex)
-    except (TypeError, ValueError, OverflowError):
+    except (TypeError, ValueError, OverflowError) as error:
+        if str(error).startswith(f"{name} must be"):
+            raise
         raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
     if complex_values:  # numpy would drop the imaginary part with only a warning
         raise ValueError(f"{name} must be real, got complex values")
@@ -45,6 +69,7 @@ def finite_array(name, value, ndim=None, dtype=float):
 
 
 def positive_float(name, value):
+    value = scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a real number, got {value!r}")
     try:
@@ -57,6 +82,7 @@ def positive_float(name, value):
 
 
 def int_at_least(name, value, low):
+    value = scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer, got {value!r}")
     if value < low:
@@ -66,6 +92,7 @@ def int_at_least(name, value, low):
 
 def whole_number(name, value, low) -> int:
     """A count that may arrive as a float with an integral value (``1000.0``), not a fraction or a bool."""
+    value = scalar(value)
     if not isinstance(value, bool) and isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral):
         if math.isfinite(value) and value == int(value):
             value = int(value)
@@ -85,6 +112,7 @@ def real_number(name, value) -> float:
 
 def boolean(name, value) -> bool:
     """A yes/no option: ``True`` or ``False`` only (a string such as "no" would read as true)."""
+    value = scalar(value)
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
@@ -96,6 +124,14 @@ def seed_value(value, name: str = "seed") -> int:
     value = int_at_least(name, value, 0)
     if value >= 2**64:
         raise ValueError(f"{name} must be < 2**64, got {value}")
+    return value
+
+
+def step_count(name, value, low) -> int:
+    """A number of steps: an integer in ``[low, MAX_STEPS]`` (:data:`MAX_STEPS` is ``2**48``)."""
+    value = int_at_least(name, value, low)
+    if value > MAX_STEPS:
+        raise ValueError(f"{name} must be <= 2**48 = {MAX_STEPS} (more steps than any run finishes), got {value}")
     return value
 
 
@@ -123,7 +159,7 @@ def divergence_bound_for(target, value):
 
 
 def initial_state(name, value, n_chains, dim, default):
-    arr = default if value is None else finite_array(name, value)
+    arr = default if value is None else finite_array(name, value, booleans=False)
     if arr.ndim == 0 and dim == 1:  # one number for a one-dimensional target
         arr = arr.reshape(1)
     if arr.ndim == 1:
@@ -143,7 +179,10 @@ def test_functions_and_data(test_functions, n_test_functions, test_data) -> tupl
     if n_test_functions and test_functions is None:
         raise ValueError("n_test_functions > 0 needs test_functions")
     if test_functions is None:
-        return tuple(test_data) if isinstance(test_data, tuple) else ()
+        if not (isinstance(test_data, tuple) and not test_data):  # read only by test_functions
+            raise ValueError(f"test_data is given but test_functions is not: test_data is passed only to "
+                             f"test_functions, got test_data={test_data!r}")
+        return ()
     if not n_test_functions:
         raise ValueError("test_functions needs n_test_functions >= 1 (how many values it writes to out)")
     if not hasattr(test_functions, "py_func"):
@@ -164,18 +203,31 @@ def test_functions_and_data(test_functions, n_test_functions, test_data) -> tupl
 
 
 def histogram_bins(value, name: str = "histogram") -> tuple[float, float, int] | None:
-    """``histogram=(lo, hi, n_bins)`` checked and converted (``None``: no histogram)."""
+    """``histogram=(lo, hi, n_bins)`` checked and converted (``None``: no histogram): a tuple, list
+    or 1-d array of three numbers (not a mapping, whose keys would be read), with finite
+    ``lo < hi`` and bins of a positive width whose inverse is finite (the kernels bin by
+    ``(x - lo) * n_bins / (hi - lo)``)."""
     if value is None:
         return None
     try:
-        if len(value) != 3 or isinstance(value, str) or any(isinstance(part, str) for part in value):
+        if not isinstance(value, tuple | list | np.ndarray) or len(value) != 3:
             raise ValueError
-        lo, hi, n_bins = float(value[0]), float(value[1]), value[2]
+        parts = [scalar(part) for part in value]
+        if any(isinstance(part, str | bool | np.bool_) for part in parts[:2]):
+            raise ValueError
+        lo, hi, n_bins = float(parts[0]), float(parts[1]), parts[2]
     except (TypeError, ValueError, IndexError, OverflowError):
         raise ValueError(f"{name} must be (lo, hi, n_bins), got {value!r}") from None
     n_bins = whole_number(f"{name}'s n_bins", n_bins, 1)
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
         raise ValueError(f"{name} must be (lo, hi, n_bins) with finite lo < hi and n_bins >= 1, got {value!r}")
+    try:
+        width, inv_width = (hi - lo) / n_bins, n_bins / (hi - lo)
+    except OverflowError:  # n_bins beyond the float range
+        width, inv_width = 0.0, math.inf
+    if not (math.isfinite(hi - lo) and 0.0 < inv_width < math.inf):
+        raise ValueError(f"{name}={value!r} has bins of width (hi - lo) / n_bins = {width:.3g}: "
+                         f"hi - lo and n_bins / (hi - lo) must be finite and positive (the kernels bin by them)")
     return lo, hi, n_bins
 
 
@@ -204,6 +256,11 @@ POSITIVE = Constraint("a positive finite real number", positive_float)
 BOOLEAN = Constraint("True or False", boolean)
 SEED = Constraint("an integer in [0, 2**64)", lambda name, value: seed_value(value, name))
 HISTOGRAM = Constraint("None or (lo, hi, n_bins) with lo < hi", lambda name, value: histogram_bins(value, name))
+
+
+def steps(low: int) -> Constraint:
+    """A number of steps: an integer in ``[low, MAX_STEPS]``."""
+    return Constraint(f"an integer in [{low}, 2**48]", lambda name, value: step_count(name, value, low))
 
 
 def at_least(low: int) -> Constraint:

@@ -34,15 +34,16 @@ from hypothesis import strategies as st
 
 from bias.coupled import CoupledResult, coupled_run
 from bias.telescoping import telescoping_bias
-from integrators import GaussianTarget, LogisticTarget, sms_ghmc
+from integrators import GaussianTarget, LogisticTarget, memory, sms_ghmc
 from integrators.backends import THREADS_VARIABLE, Numba, Torch
-from integrators.options import Box, ControlVariate, Observers
+from integrators.options import Box, ControlVariate, CyclicalSchedule, Observers
 from integrators.plans import Plan, next_batches
 from integrators.plans import sms as sms_plan
 from integrators.spec import MAX_PATH_REFINE, RunSpec
 from integrators.validation import (
     BOOLEAN,
     HISTOGRAM,
+    MAX_STEPS,
     MIN_STEP_OVER_FRICTION,
     POSITIVE,
     SEED,
@@ -935,3 +936,247 @@ def test_bnn_summary_quotes_both_r_hats_and_says_when_chains_have_not_mixed():
     mixed = rhat_summary([{"rhat": 1.001, "rank_split_rhat": 1.004, "draws": 40},
                            {"rhat": 1.002, "rank_split_rhat": 1.005, "draws": 40}])
     assert "1.001..1.002" in mixed and "1.004..1.005" in mixed and "not mixed" not in mixed
+
+
+# ================================================================== issue 34: the validation layer's gaps
+# Histograms whose bin width overflows, step counts beyond any run, test_data without test
+# functions, a batch size under plan="full", mappings read as sequences, boolean positions, 0-d
+# arrays as numbers, and memory checks against the memory available now (and a CUDA device's free
+# memory): each a ValueError naming the argument, before anything compiles or allocates.
+ON_BOTH = [pytest.param("numba", id="numba"), pytest.param("torch", id="torch", marks=pytest.mark.torch)]
+WIDE = st.floats(min_value=1e308, max_value=1.7e308)  # lo = -WIDE, hi = WIDE: hi - lo overflows to inf
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize("bins", [(-1e308, 1e308, 4), (0.0, 5e-324, 4), (0.0, 1e-300, 10**10), (0.0, 1.0, 10**400)],
+                         ids=["width-overflows", "inverse-width-overflows", "bins-too-narrow", "bins-beyond-floats"])
+def test_a_histogram_whose_bins_overflow_is_refused_naming_histogram(bins, backend):
+    with pytest.raises(ValueError, match=r"^histogram=.* has bins of width"):
+        spec_from({"histogram": bins}, backend)
+
+
+@given(lo=WIDE, hi=WIDE, n_bins=st.integers(1, 10**6))
+def test_any_histogram_whose_width_overflows_is_refused_naming_histogram(lo, hi, n_bins):
+    with pytest.raises(ValueError, match=r"^histogram=.* has bins of width"):
+        Observers(histogram=(-lo, hi, n_bins))
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize("name", ["n_steps", "burn_in"])
+def test_step_counts_beyond_the_bound_are_refused_by_name(name, backend):
+    for value in (MAX_STEPS + 1, 2**63, 10**30):
+        with pytest.raises(ValueError, match=rf"^{name} must be <= 2\*\*48 = {MAX_STEPS} .*got {value}$"):
+            spec_from({name: value}, backend)
+
+
+@given(n_steps=st.integers(MAX_STEPS + 1, 2**200))
+def test_any_n_steps_above_the_bound_is_refused_naming_n_steps(n_steps):
+    with pytest.raises(ValueError, match="^n_steps must be <= 2"):
+        RunSpec(ONE_D, **{**RUN, "n_steps": n_steps})
+    with pytest.raises(ValueError, match="^n_steps must be <= 2"):
+        CyclicalSchedule(n_steps, 1)
+
+
+@given(burn_in=st.integers(MAX_STEPS + 1, 2**200))
+def test_any_burn_in_above_the_bound_is_refused_naming_burn_in(burn_in):
+    with pytest.raises(ValueError, match="^burn_in must be <= 2"):
+        RunSpec(ONE_D, **{**RUN, "n_steps": 1, "burn_in": burn_in})
+
+
+def test_the_step_bound_itself_is_accepted():
+    assert RunSpec(ONE_D, **{**RUN, "n_steps": MAX_STEPS}).n_steps == MAX_STEPS
+    assert CyclicalSchedule(MAX_STEPS, 3).n_steps == MAX_STEPS
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize("test_data", ["abc", (np.zeros(2),), [np.zeros(2)], np.zeros(2), None],
+                         ids=["string", "tuple", "list", "array", "none"])
+def test_test_data_without_test_functions_is_refused_naming_test_data(test_data, backend):
+    with pytest.raises(ValueError, match="^test_data is given but test_functions is not"):
+        spec_from({"test_data": test_data}, backend)
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize(("batch_size", "words"), [(0, "batch_size must be >= 1, got 0"),
+                                                   (False, "batch_size must be an integer, got False"),
+                                                   (-1, "batch_size must be >= 1"),
+                                                   (3, r"batch_size=3 is larger than the data")])
+def test_a_batch_size_given_to_plan_full_is_checked(batch_size, words, backend):
+    with pytest.raises(ValueError, match=words):
+        spec_from({"plan": "full", "batch_size": batch_size}, backend)
+
+
+@pytest.mark.parametrize("batch_size", [None, 1, 2, np.array(2)])
+def test_plan_full_records_all_the_data_as_its_batch_size(batch_size):
+    assert spec_from({"plan": "full", "batch_size": batch_size}, "numba").batch_size == ONE_D.n_data
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize("histogram", [{0: 1, 1: 2, 2: 3}, {"lo": -1.0, "hi": 1.0, "n_bins": 4}, {-1.0, 1.0, 4},
+                                       (True, 2.0, 4), (-1.0, np.array([1.0]), 4)],
+                         ids=["index-mapping", "named-mapping", "set", "bool-lo", "array-hi"])
+def test_a_histogram_that_is_not_three_numbers_in_order_is_refused_naming_histogram(histogram, backend):
+    with pytest.raises(ValueError, match=r"^histogram must be \(lo, hi, n_bins\)"):
+        spec_from({"histogram": histogram}, backend)
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize(("kwargs", "name"), [({"x0": np.array([True])}, "x0"), ({"x0": [False]}, "x0"),
+                                              ({"v0": np.array([[True]] * 4)}, "v0"),
+                                              ({"control_variate": True, "x_ref": np.array([False])}, "x_ref"),
+                                              ({"box_half_width": True}, "box_half_width"),
+                                              ({"box_half_width": 5.0, "box_center": np.array([False])}, "box_center")],
+                         ids=["x0-array", "x0-list", "v0", "x_ref", "box_half_width", "box_center"])
+def test_boolean_positions_are_refused_by_name(kwargs, name, backend):
+    with pytest.raises(ValueError, match=f"^{name} must be an array of numbers, got booleans"):
+        spec_from(kwargs, backend)
+
+
+# each scalar keyword of sample() with a valid value: a 0-d array of it makes the same spec
+SCALARS = {"h": 0.05, "gamma": 2.0, "n_chains": 3, "n_steps": 20, "burn_in": 4, "seed": 7, "batch_size": 2,
+           "keep": 2, "full_moments": True, "divergence_bound": 500.0, "x0": 0.5, "box_half_width": 5.0}
+SPEC_FIELDS = ("h", "gamma", "n_chains", "n_steps", "burn_in", "seed", "batch_size", "divergence_bound")
+
+
+def same_spec(a, b):
+    assert all(getattr(a, name) == getattr(b, name) and type(getattr(a, name)) is type(getattr(b, name))
+               for name in SPEC_FIELDS)
+    assert (a.observers.keep, a.observers.full_moments) == (b.observers.keep, b.observers.full_moments)
+    assert np.array_equal(a.x0, b.x0) and np.array_equal(a.box_arrays()[1], b.box_arrays()[1])
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+@pytest.mark.parametrize("name", list(SCALARS))
+def test_a_zero_dimensional_array_counts_as_its_number_for_every_argument(name, backend):
+    same_spec(spec_from({name: np.array(SCALARS[name])}, backend), spec_from({name: SCALARS[name]}, backend))
+
+
+def test_a_zero_dimensional_array_counts_as_its_number_in_the_histogram_and_path_refine():
+    zero_d = spec_from({"histogram": (np.array(-1.0), np.array(1.0), np.array(8)), "path_refine": np.array(4)},
+                       "numba")
+    assert zero_d.observers.histogram == (-1.0, 1.0, 8) and zero_d.path_refine == 4
+
+
+@pytest.mark.parametrize(("name", "value", "words"), [
+    ("h", np.array(-0.1), "h must be positive and finite, got -0.1"),
+    ("h", np.array(True), "h must be a real number, got True"),
+    ("n_chains", np.array(2.5), "n_chains must be an integer"),
+    ("seed", np.array(-1), "seed must be >= 0"),
+    ("full_moments", np.array(1), "full_moments must be True or False"),
+    ("h", np.array([0.1]), "h must be a real number"),
+])
+def test_a_zero_dimensional_array_is_checked_as_its_number(name, value, words):
+    with pytest.raises(ValueError, match=f"^{words}"):
+        spec_from({name: value}, "numba")
+
+
+@pytest.mark.torch
+def test_zero_dimensional_tensors_count_as_their_numbers():
+    import torch
+
+    from integrators.options import Localization
+    from integrators.torch.config import SamplerConfig
+
+    same_spec(spec_from({"h": torch.tensor(0.05, dtype=torch.float64), "n_chains": torch.tensor(3)}, "torch"),
+              spec_from({"h": 0.05, "n_chains": 3}, "torch"))
+    config = SamplerConfig(np.array(0.01), torch.tensor(1.0), np.array(10), batch_size=torch.tensor(2),
+                           seed=np.array(5), schedule=CyclicalSchedule(np.array(100), torch.tensor(4)),
+                           localization=Localization(np.array(0.5), torch.tensor(2.0)))
+    numbers = (config.h, config.gamma, config.n_data, config.batch_size, config.seed, config.schedule.n_steps,
+               config.schedule.n_cycles, config.localization.rho, config.localization.rho_max)
+    assert numbers == (0.01, 1.0, 10, 2, 5, 100, 4, 0.5, 2.0)
+    assert [type(number) for number in numbers] == [float, float, int, int, int, int, int, float, float]
+
+
+# ------------------------------------------------------------------ memory available now
+GIB = 2**30
+STATIC_MEMINFO = "MemTotal:       24000000 kB\nMemFree:         1000000 kB\nMemAvailable:    8388608 kB\n"
+
+
+@pytest.fixture
+def eight_gib_available(monkeypatch, tmp_path):
+    """A machine with 8 GiB available, as /proc/meminfo says it, whatever its physical memory
+    (psutil, if installed, is made absent)."""
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(STATIC_MEMINFO)
+    monkeypatch.setattr(memory, "MEMINFO", str(meminfo))
+    monkeypatch.setitem(sys.modules, "psutil", None)  # import psutil raises ImportError
+    monkeypatch.setattr(memory, "physical_memory_bytes", lambda: 64 * GIB)
+
+
+def test_available_memory_is_read_from_meminfo_without_psutil(eight_gib_available):
+    assert memory.psutil_available_bytes() is None
+    assert memory.available_memory_bytes() == 8 * GIB
+
+
+def test_available_memory_prefers_psutil_when_installed(eight_gib_available, monkeypatch):
+    import types
+
+    fake = types.SimpleNamespace(virtual_memory=lambda: types.SimpleNamespace(available=3 * GIB))
+    monkeypatch.setitem(sys.modules, "psutil", fake)
+    assert memory.available_memory_bytes() == 3 * GIB
+
+
+def test_available_memory_falls_back_to_physical_memory(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "psutil", None)
+    monkeypatch.setattr(memory, "MEMINFO", str(tmp_path / "absent"))
+    assert memory.meminfo_available_bytes() is None
+    (tmp_path / "no_key").write_text("MemTotal: 100 kB\n")
+    assert memory.meminfo_available_bytes(str(tmp_path / "no_key")) is None
+    monkeypatch.setattr(memory, "physical_memory_bytes", lambda: 5 * GIB)
+    assert memory.available_memory_bytes() == 5 * GIB
+
+
+def test_check_fits_compares_with_the_memory_available_by_default(eight_gib_available):
+    memory.check_fits("n=7", 7.0 * GIB)
+    with pytest.raises(ValueError, match="^n=9 needs about 9 GiB of arrays, more than this machine's 8 GiB"):
+        memory.check_fits("n=9", 9.0 * GIB)
+
+
+@pytest.mark.parametrize("backend", ON_BOTH)
+def test_a_run_beyond_the_available_memory_is_refused_naming_keep(eight_gib_available, backend):
+    """keep=10**9 samples of two chains: 16 GB, below the (patched) 64 GiB of physical memory but
+    above the 8 GiB available."""
+    with pytest.raises(ValueError, match=f"n_chains=2 with d=1, keep=1000000000.*{MEMORY}"):
+        spec_from({"n_chains": 2, "keep": 10**9}, backend)
+    assert spec_from({"n_chains": 2, "keep": 10**6}, backend).observers.keep == 10**6
+
+
+@pytest.mark.torch
+def test_torch_on_a_cuda_device_is_checked_against_its_free_memory(monkeypatch):
+    """On a (simulated) CUDA device with 80 GiB of which 8 GiB are free, 16 GB of samples are
+    refused by name; the host's memory is not asked."""
+    import torch
+
+    import integrators.torch.chains as torch_chains
+
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 * GIB, 80 * GIB))
+    monkeypatch.setattr(torch_chains, "resolve_device", lambda device: torch.device(device))
+    monkeypatch.setattr(memory, "available_memory_bytes", lambda: 1000 * GIB)
+    assert memory.device_memory_bytes("cuda:0") == memory.device_memory_bytes(torch.device("cuda", 0)) == 8 * GIB
+    cuda = Torch("cuda:0")
+    assert cuda.memory_limit() == 8 * GIB
+    request = {**RUN, "n_chains": 2, "keep": 10**9}
+    with pytest.raises(ValueError, match=f"keep=1000000000.*on the torch backend.*{MEMORY} 8 GiB"):
+        RunSpec.from_options(ONE_D, backend=cuda, **request)
+    assert RunSpec.from_options(ONE_D, backend=Torch("cpu"), **request).observers.keep == 10**9  # the host's
+
+
+@pytest.mark.torch
+def test_module_mode_checks_the_device_free_memory(monkeypatch):
+    import torch
+
+    from integrators.torch.config import SamplerConfig, check_sampler_fits
+
+    class Params:  # the three things check_sampler_fits reads of a FlatParameters
+        dtype, device = torch.float64, torch.device("cpu")
+
+        def __len__(self):
+            return 10**8
+
+    config = SamplerConfig(0.01, 1.0, 100, batch_size=10)
+    monkeypatch.setattr(memory, "available_memory_bytes", lambda: 1 * GIB)
+    with pytest.raises(ValueError, match="100000000 parameters of float64 on cpu.*more than this machine's 1 GiB"):
+        check_sampler_fits("n_chains=1", Params(), config)
+    monkeypatch.setattr(memory, "available_memory_bytes", lambda: 100 * GIB)
+    check_sampler_fits("n_chains=1", Params(), config)

@@ -52,8 +52,9 @@ def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) 
 
 def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1) -> None:
     """Refuse (``ValueError`` naming ``request``) ``n_chains`` chains over ``params`` whose buffers
-    exceed the memory of their device (:func:`integrators.memory.check_fits`), before any of them
-    is allocated."""
+    exceed the memory free on their device now (:func:`integrators.memory.device_memory_bytes`:
+    a CUDA device's free memory, else this machine's available memory), before any of them is
+    allocated."""
     n, dtype, device = len(params), params.dtype, params.device
     check_fits(f"{request} ({n} parameters of {str(dtype).replace('torch.', '')} on {device}, "
                f"n_data={config.n_data}, plan {config.plan!r})",
@@ -150,7 +151,9 @@ class SamplerConfig:
     }
 
     def __post_init__(self):
-        check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
+        values = check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
+        for name in ("h", "gamma", "n_data", "batch_size", "control_variate", "seed", "check_every"):
+            object.__setattr__(self, name, values[name])  # canonical (a 0-d array becomes its number)
         step_over_friction(self.h, self.gamma)  # the rule every backend applies
         if self.batch_size is None and plan_rule(self.plan).kind != "full":
             raise ValueError(f"batch_size is required for plan {self.plan!r}")
