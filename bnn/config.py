@@ -1,5 +1,9 @@
 """The BNN experiment's configuration: the samplers of the comparison (:data:`SAMPLERS`), one
-run's settings (:class:`RunConfig`, checked when made) and the networks' parameter counts."""
+run's settings (:class:`RunConfig`, checked when made) and the networks' parameter counts.
+
+Importing this module does not import torch (the data sets' table and the sampler names serve a
+caller that only asks whether a run's data exist); making a :class:`RunConfig` does, to size its
+network."""
 
 from __future__ import annotations
 
@@ -10,9 +14,7 @@ import os
 from dataclasses import KW_ONLY, asdict, dataclass, replace
 
 import numpy as np
-import torch
 
-from bnn import models
 from integrators import data as datasets
 from integrators.memory import check_fits
 from integrators.validation import int_at_least, positive_float
@@ -28,21 +30,53 @@ def _synthetic_fashion(n_train=60000, n_test=10000, seed=0):
     return datasets.synthetic((1, 28, 28), 10, n_train=n_train, n_test=n_test, seed=seed)
 
 
+# each data set's loader; ``xray_subset`` is PneumoniaMNIST wherever integrators.data.find_medmnist
+# finds it (data_path, SMS_LANGEVIN_DATA_DIR, ~/.medmnist, ...), the others are read from the file or
+# folder data_path names (a relative name is looked up by integrators.data.find_data)
 DATASETS = {
     "digits": lambda cfg: datasets.embedded_digits(),
-    "xray_subset": lambda cfg: datasets.load_medmnist(cfg.data_path or datasets.SHARED_XRAY),
-    "fashion_mnist": lambda cfg: datasets.load_fashion_mnist(_need_path(cfg)),
-    "cifar10": lambda cfg: datasets.load_cifar10(_need_path(cfg)),
-    "celeba": lambda cfg: datasets.load_celeba(_need_path(cfg)),
-    "chest_xray": lambda cfg: datasets.load_chest_xray(_need_path(cfg)),
+    "xray_subset": lambda cfg: datasets.load_medmnist(cfg.data_path),
+    "fashion_mnist": lambda cfg: datasets.load_fashion_mnist(data_location(cfg.dataset, cfg.data_path)),
+    "cifar10": lambda cfg: datasets.load_cifar10(data_location(cfg.dataset, cfg.data_path)),
+    "celeba": lambda cfg: datasets.load_celeba(data_location(cfg.dataset, cfg.data_path)),
+    "chest_xray": lambda cfg: datasets.load_chest_xray(data_location(cfg.dataset, cfg.data_path)),
     "synthetic_fashion": lambda cfg: _synthetic_fashion(cfg.n_train or 60000, cfg.n_test or 10000),
 }
+IN_PACKAGE = ("digits", "synthetic_fashion")  # data sets made in memory: no file to find
 
 
-def _need_path(cfg):
-    if not cfg.data_path:
-        raise ValueError(f"dataset {cfg.dataset!r} is read from local files: give data_path (no downloads)")
-    return cfg.data_path
+def data_location(dataset: str, data_path: str | None):
+    """Where the files of a data set lie (only paths are checked, nothing is read).
+
+    Parameters
+    ----------
+    dataset : str
+        A key of :data:`DATASETS`.
+    data_path : str or None
+        A run's ``data_path`` (:class:`RunConfig`).
+
+    Returns
+    -------
+    pathlib.Path or None
+        The file or folder found; None for a data set made in memory (:data:`IN_PACKAGE`).
+
+    Raises
+    ------
+    ValueError
+        If ``dataset`` is unknown, or a data set read from files has no ``data_path``
+        (``xray_subset`` needs none).
+    integrators.data.DataError
+        If the files are found nowhere: the message says where it looked and how to get them.
+    """
+    if not isinstance(dataset, str) or dataset not in DATASETS:
+        raise ValueError(f"unknown dataset {dataset!r}; choose from {', '.join(DATASETS)}")
+    if dataset in IN_PACKAGE:
+        return None
+    if dataset == "xray_subset":
+        return datasets.find_medmnist(data_dir=data_path)
+    if not data_path:
+        raise ValueError(f"dataset {dataset!r} is read from local files: give data_path (no downloads)")
+    return datasets.find_data(data_path)
 
 
 @dataclass(frozen=True)
@@ -144,7 +178,11 @@ class RunConfig:
         device), the sampler's predictive then being the mean over chains and samples, and the
         ``trace_chains`` chains also run at once.
     data_path : str or None
-        The local files of a data set read from disk (no downloads).
+        The local files of a data set read from disk (no downloads): a file or folder, a relative
+        name looked up in ``SMS_LANGEVIN_DATA_DIR`` and the development data folder
+        (:func:`integrators.data.find_data`); for ``xray_subset`` a ``.npz`` file or a folder
+        searched first, None to search ``SMS_LANGEVIN_DATA_DIR`` and ``~/.medmnist``
+        (:func:`integrators.data.find_medmnist`).
     stratified_test : float or None
         None (the data set's own splits), or a fraction in ``(0, 1)``: both splits pooled and split
         again by class (:meth:`integrators.data.ImageData.stratified`, seed 0: one split for every
@@ -205,6 +243,10 @@ class RunConfig:
     curve_every: int = 0
 
     def __post_init__(self):
+        import torch
+
+        from bnn import models
+
         for name in ("samplers", "h_panel"):
             value = getattr(self, name)
             if isinstance(value, np.ndarray):
@@ -311,6 +353,10 @@ def network_parameters(network: str, width: float, in_shape=None, n_classes=None
 
 @functools.lru_cache(maxsize=256)
 def _network_parameters(network, width, in_shape, n_classes) -> float:
+    import torch
+
+    from bnn import models
+
     try:
         with torch.device("meta"):
             net = models.build(network, width=width, in_shape=in_shape, n_classes=n_classes)
@@ -323,6 +369,10 @@ def _network_parameters(network, width, in_shape, n_classes) -> float:
 def smallest_input(network: str) -> tuple[int, int, int]:
     """The smallest one-channel square input ``network`` accepts (its count there is a lower
     bound over inputs)."""
+    import torch
+
+    from bnn import models
+
     for size in range(1, 1025):
         try:
             with torch.device("meta"):

@@ -4,13 +4,14 @@ CPU levels. One source of truth: the reports module and the benchmark read these
 | level | data | network | runs | epochs (Adam, SWA, burn-in, samples) |
 | --- | --- | --- | --- | --- |
 | ``tiny`` (``make demo``) | scikit-learn digits (8 x 8) | Fashion-MNIST's, width 1/4, batch 300 | 2 | 3, 2, 1, 3 |
-| ``quick`` (2 CPU cores) | shared PneumoniaMNIST subset (28 x 28) | chest X-ray's, width 1/4 | 12 | 8, 4, 4, 8 |
+| ``quick`` (2 CPU cores) | PneumoniaMNIST (28 x 28, ``find_medmnist``) | chest X-ray's, width 1/4 | 12 | 8, 4, 4, 8 |
 | ``full`` (GPU, cluster) | Fashion-MNIST, Celeb-A, chest X-ray, CIFAR-10 | the paper's, width 1 | 64 | 15, 5, 10, 30 |
 | ``regime`` (2 CPU cores) | X-ray subset pooled, stratified; digits | 1/8; 1/4 (below) | 8 + 8 | below |
 | ``regime-tiny`` (the tests) | the same, 300 train / 100 test images | 1/16; 1/8 | 2 + 2 | 2, 2, 1, 1 |
 
 ``quick`` is budgeted for about 10 minutes with ``--workers 2`` on 2 cores (one torch thread per
-worker): at width 1/4 on the 4,406 training images (train + val of the subset) an Adam, SWA or
+worker): at width 1/4 on the 4,406 training images (train + val of the development setup's subset;
+the full PneumoniaMNIST that ``medmnist`` downloads has 5,232, about a fifth more time per epoch) an Adam, SWA or
 SMS-UBU epoch costs about 1.5 s on one core and an evaluation (the 4,000-image BatchNorm pass, then
 the 624 test images) about 1.2 s, so a plain run (24 epochs, 10 evaluations) takes about 50 s; runs 0
 and 1 also carry the step-size panel (3 more SMS-UBU chains), 4 trace chains of 8 epochs and the
@@ -55,20 +56,25 @@ The ``full`` tables (:data:`PAPER_TABLES`): batch 200, Adam 1e-2 decaying with p
 Celeb-A), ``rho_max = 6 rho``, ``gamma = 1 / rho``; the chest X-ray training set augmented
 (rotations, shifts, crops, brightness) to about 9 times its size (the paper: 5,217 -> 47,400).
 Step sizes are used as the tables print them (the authors' released code ran UBU at half of that,
-see the design). Real data is read from :data:`DATA_ROOT` (``../shared/data`` beside the checkout:
-``fashion-mnist/``, ``celeba/``, ``chest_xray/``, ``cifar-10-batches-py/``); a data set whose files
-are absent is reported as absent, never replaced by something else.
+see the design). Real data is read from the folders ``fashion-mnist/``, ``celeba/``, ``chest_xray/``
+and ``cifar-10-batches-py/``, found by :func:`integrators.data.find_data` in the folder of
+``SMS_LANGEVIN_DATA_DIR`` (set by ``--data-dir``); a data set whose files are absent is reported as
+absent (:func:`missing_data` says so before a run starts), never replaced by something else.
+
+Importing this module does not import torch: the tables hold each configuration's arguments, and
+:attr:`Experiment.config` makes the :class:`bnn.config.RunConfig` (which sizes its network with
+torch) when first asked.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-from pathlib import Path
 
-from bnn.config import SAMPLERS, RunConfig
+from bnn.config import SAMPLERS, RunConfig, data_location
+from integrators.data import DataError
 from integrators.validation import int_at_least
 
-DATA_ROOT = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 LEVELS = ("tiny", "quick", "full", "regime", "regime-tiny")
 
 
@@ -81,8 +87,8 @@ class Experiment:
     ----------
     name : str
         The data set.
-    config : RunConfig
-        The configuration of every run.
+    settings : dict
+        The arguments of every run's :class:`RunConfig` (:attr:`config`).
     n_runs, extra_runs : int
         Runs in all, and how many of the first carry the extras.
     extras : dict
@@ -90,39 +96,49 @@ class Experiment:
     """
 
     name: str
-    config: RunConfig
+    settings: dict
     n_runs: int
     extra_runs: int
     extras: dict
 
+    @functools.cached_property
+    def config(self) -> RunConfig:
+        """The configuration of every run (made, and checked, when first asked: it imports torch)."""
+        return RunConfig(**self.settings)
+
+
+def _cfg(dataset: str, network: str, **fields) -> dict:
+    """A :class:`RunConfig`'s arguments, made into one by :attr:`Experiment.config`."""
+    return {"dataset": dataset, "network": network, **fields}
+
 
 _ALL = tuple(SAMPLERS)
-PAPER_TABLES = {
-    "fashion_mnist": RunConfig("fashion_mnist", "fashion_mnist", h=2.5e-4, rho=50**-0.5, samplers=_ALL,
-                               data_path=str(DATA_ROOT / "fashion-mnist")),
-    "celeba": RunConfig("celeba", "celeba", h=2.5e-4, rho=0.2, data_path=str(DATA_ROOT / "celeba")),
-    "chest_xray": RunConfig("chest_xray", "chest_xray", h=5e-4, rho=50**-0.5, augment_copies=8,
-                            data_path=str(DATA_ROOT / "chest_xray")),
-    "cifar10": RunConfig("cifar10", "cifar10_wide", h=5e-4, rho=50**-0.5, epochs_train=22, epochs_swa=8,
-                         epochs_burn=5, epochs_sample=55, data_path=str(DATA_ROOT / "cifar-10-batches-py")),
+# the folders are names, found where the user keeps data (integrators.data.find_data)
+_PAPER_SETTINGS = {
+    "fashion_mnist": _cfg("fashion_mnist", "fashion_mnist", h=2.5e-4, rho=50**-0.5, samplers=_ALL,
+                          data_path="fashion-mnist"),
+    "celeba": _cfg("celeba", "celeba", h=2.5e-4, rho=0.2, data_path="celeba"),
+    "chest_xray": _cfg("chest_xray", "chest_xray", h=5e-4, rho=50**-0.5, augment_copies=8, data_path="chest_xray"),
+    "cifar10": _cfg("cifar10", "cifar10_wide", h=5e-4, rho=50**-0.5, epochs_train=22, epochs_swa=8,
+                    epochs_burn=5, epochs_sample=55, data_path="cifar-10-batches-py"),
 }
 _FULL_EXTRAS = {"h_panel": (1.25e-4, 5e-4, 1e-3), "hessian_iters": 50, "trace_chains": 4, "trace_epochs": 40}
 
 EXPERIMENTS = {
-    "tiny": (Experiment("digits", RunConfig("digits", "fashion_mnist", width=0.25, batch_size=300, epochs_train=3,
-                                            epochs_swa=2, epochs_burn=1, epochs_sample=3, h=1e-3, samplers=_ALL),
+    "tiny": (Experiment("digits", _cfg("digits", "fashion_mnist", width=0.25, batch_size=300, epochs_train=3,
+                                      epochs_swa=2, epochs_burn=1, epochs_sample=3, h=1e-3, samplers=_ALL),
                         n_runs=2, extra_runs=1,
                         extras={"h_panel": (3e-4, 3e-3), "hessian_iters": 10, "trace_chains": 2,
                                 "trace_epochs": 5}),),
-    "quick": (Experiment("xray_subset", RunConfig("xray_subset", "chest_xray", width=0.25, epochs_train=8,
-                                                  epochs_swa=4, epochs_burn=4, epochs_sample=8, h=5e-4),
+    "quick": (Experiment("xray_subset", _cfg("xray_subset", "chest_xray", width=0.25, epochs_train=8,
+                                            epochs_swa=4, epochs_burn=4, epochs_sample=8, h=5e-4),
                          n_runs=12, extra_runs=2,
                          extras={"h_panel": (2.5e-4, 1e-3, 2e-3), "hessian_iters": 20, "trace_chains": 4,
                                  "trace_epochs": 8}),),
     "full": tuple(Experiment(name, cfg, n_runs=4 if name == "cifar10" else 64,
                              extra_runs=0 if name == "cifar10" else 16,
                              extras={} if name == "cifar10" else _FULL_EXTRAS)
-                  for name, cfg in PAPER_TABLES.items()),
+                  for name, cfg in _PAPER_SETTINGS.items()),
 }
 
 
@@ -131,27 +147,27 @@ REGIME_SAMPLERS = ("SMS-UBU", "SMS-UBU (notebook)", "SG-UBU", "SG-HMC")
 REGIME_H = 1.75e-3  # the tables' h times sqrt(N_paper / N): 5e-4 sqrt(47400 / 4024), 2.5e-4 sqrt(60000 / 1200)
 REGIME_PANEL = (8.75e-4, 3.5e-3)  # with the tables' own h of each data set and REGIME_H: 4 points
 EXPERIMENTS["regime"] = (
-    Experiment("xray_stratified", RunConfig("xray_subset", "chest_xray", width=0.125, batch_size=50, epochs_train=56,
-                                            epochs_swa=19, epochs_burn=6, epochs_sample=14, h=REGIME_H,
-                                            samplers=REGIME_SAMPLERS, stratified_test=0.2, curve_every=4),
+    Experiment("xray_stratified", _cfg("xray_subset", "chest_xray", width=0.125, batch_size=50, epochs_train=56,
+                                      epochs_swa=19, epochs_burn=6, epochs_sample=14, h=REGIME_H,
+                                      samplers=REGIME_SAMPLERS, stratified_test=0.2, curve_every=4),
                n_runs=8, extra_runs=4,
                extras={"h_panel": (5e-4, *REGIME_PANEL), "trace_chains": 4, "trace_epochs": 24}),
-    Experiment("digits", RunConfig("digits", "fashion_mnist", width=0.25, batch_size=32, epochs_train=118,
-                                   epochs_swa=39, epochs_burn=12, epochs_sample=30, h=REGIME_H,
-                                   samplers=REGIME_SAMPLERS, curve_every=10),
+    Experiment("digits", _cfg("digits", "fashion_mnist", width=0.25, batch_size=32, epochs_train=118,
+                             epochs_swa=39, epochs_burn=12, epochs_sample=30, h=REGIME_H,
+                             samplers=REGIME_SAMPLERS, curve_every=10),
                n_runs=8, extra_runs=4,
                extras={"h_panel": (2.5e-4, *REGIME_PANEL), "trace_chains": 4, "trace_epochs": 50}),
 )
 # the same code path in seconds (the test suite's level of ``regime``)
 EXPERIMENTS["regime-tiny"] = (
-    Experiment("xray_stratified", RunConfig("xray_subset", "chest_xray", width=0.0625, n_train=300, n_test=100,
-                                            batch_size=50, epochs_train=2, epochs_swa=2, epochs_burn=1,
-                                            epochs_sample=1, h=REGIME_H, samplers=REGIME_SAMPLERS,
-                                            stratified_test=0.2, curve_every=1, n_eval_batches=2),
+    Experiment("xray_stratified", _cfg("xray_subset", "chest_xray", width=0.0625, n_train=300, n_test=100,
+                                      batch_size=50, epochs_train=2, epochs_swa=2, epochs_burn=1,
+                                      epochs_sample=1, h=REGIME_H, samplers=REGIME_SAMPLERS,
+                                      stratified_test=0.2, curve_every=1, n_eval_batches=2),
                n_runs=2, extra_runs=1, extras={"h_panel": (REGIME_PANEL[0],), "trace_chains": 2, "trace_epochs": 6}),
-    Experiment("digits", RunConfig("digits", "fashion_mnist", width=0.125, n_train=300, n_test=100, batch_size=50,
-                                   epochs_train=2, epochs_swa=2, epochs_burn=1, epochs_sample=1, h=REGIME_H,
-                                   samplers=REGIME_SAMPLERS, curve_every=1, n_eval_batches=2),
+    Experiment("digits", _cfg("digits", "fashion_mnist", width=0.125, n_train=300, n_test=100, batch_size=50,
+                             epochs_train=2, epochs_swa=2, epochs_burn=1, epochs_sample=1, h=REGIME_H,
+                             samplers=REGIME_SAMPLERS, curve_every=1, n_eval_batches=2),
                n_runs=2, extra_runs=1, extras={"h_panel": (REGIME_PANEL[0],), "trace_chains": 2, "trace_epochs": 6}),
 )
 
@@ -213,3 +229,49 @@ def run_config(level: str, dataset: str, run: int) -> RunConfig:
                 return RunConfig(**{**exp.config.to_dict(), **exp.extras})
             return exp.config
     raise ValueError(f"no experiment {dataset!r} at {level}; have {[e.name for e in experiments(level)]}")
+
+
+def missing_data(preset: str, dataset: str) -> str | None:
+    """Whether the files of one BNN unit's data set exist, asked before a run starts: only paths
+    are checked (no file is read, torch is not imported).
+
+    Parameters
+    ----------
+    preset : str
+        One of :data:`LEVELS`.
+    dataset : str
+        An experiment's data set at that level (a unit's ``dataset``).
+
+    Returns
+    -------
+    str or None
+        None when the data are found (or made in memory, like the digits); else the one-line
+        reason, saying where the files were looked for and how to obtain them.
+
+    Raises
+    ------
+    ValueError
+        On an unknown level or data set.
+    """
+    if not isinstance(dataset, str):
+        raise ValueError(f"dataset must be a string, got {dataset!r}")
+    for exp in experiments(preset):
+        if exp.name == dataset:
+            try:
+                data_location(exp.settings["dataset"], exp.settings.get("data_path"))
+            except DataError as exc:
+                return f"{dataset} ({preset}): {exc}"
+            return None
+    raise ValueError(f"no experiment {dataset!r} at {preset}; have {[e.name for e in experiments(preset)]}")
+
+
+@functools.cache
+def _paper_tables() -> dict:
+    return {name: RunConfig(**settings) for name, settings in _PAPER_SETTINGS.items()}
+
+
+def __getattr__(name: str):
+    # PAPER_TABLES: the ``full`` tables as RunConfig objects, made when first asked (they import torch)
+    if name == "PAPER_TABLES":
+        return _paper_tables()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
