@@ -342,3 +342,44 @@ def test_find_data_searches_the_data_folders_for_a_relative_name(places):
 
 def test_the_development_subset_keeps_its_name():
     assert data.SHARED_XRAY.name == "pneumoniamnist-subset.npz" and data.SHARED_XRAY.parent.name == "data"
+
+
+# ----------------------------------------------------------------- a BNN unit's data, asked before a run starts
+
+def test_missing_data_says_which_unit_lacks_its_files_and_finds_them_once_present(places):
+    from bnn import presets
+
+    assert presets.missing_data("tiny", "digits") is None  # made in memory
+    for preset, name in (("quick", "xray_subset"), ("regime", "xray_stratified")):
+        reason = presets.missing_data(preset, name)
+        assert "pip install medmnist" in reason and data.DATA_DIR_ENV in reason and "\n" not in reason
+        assert "shared/" not in reason
+    reason = presets.missing_data("full", "fashion_mnist")
+    assert "fashion-mnist: not found" in reason and data.DATA_DIR_ENV in reason and "shared/" not in reason
+    _pneumonia(places["env"])
+    (places["env"] / "fashion-mnist").mkdir()
+    assert presets.missing_data("quick", "xray_subset") is None
+    assert presets.missing_data("full", "fashion_mnist") is None
+    assert presets.missing_data("full", "celeba") is not None
+    with pytest.raises(ValueError, match="huge"):
+        presets.missing_data("huge", "digits")
+    with pytest.raises(ValueError, match="no experiment 'mnist'"):
+        presets.missing_data("quick", "mnist")
+
+
+def test_the_quick_preset_reads_the_file_the_finder_finds(places):
+    from bnn import config, presets
+
+    path = _pneumonia(places["home"])
+    cfg = presets.run_config("quick", "xray_subset", 0)
+    assert config.data_location(cfg.dataset, cfg.data_path) == path
+    assert config.DATASETS[cfg.dataset](cfg).source == "MedMNIST npz pneumoniamnist.npz"
+
+
+def test_asking_whether_data_exist_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, bnn.presets as p; p.missing_data('quick', 'xray_subset'); p.missing_data('full', 'celeba'); "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True)
