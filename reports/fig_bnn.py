@@ -13,6 +13,9 @@ from bnn.metrics import RHAT_NOT_MIXED
 from reports.drawing import Drawing
 
 RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
+# fewest runs per data set whose ensembles can test the claim: 8 give disjoint groups of 1, 2 and 4 (regime runs 8,
+# quick 12); the tiny levels' 2 runs give two single-run groups, a standard error from two numbers
+MIN_RUNS_TO_TEST = 8
 
 ID = "bnn"
 TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)"
@@ -62,15 +65,48 @@ def _settings(runs: list) -> str:
         f"{c['rho_max_factor']:g} rho, gamma = 1/rho; prior precision {c['prior_precision']:g} on weights")
 
 
-def _verdict(rows, dataset, size, metric):
+def _verdict(rows, dataset, size, metric, testable=True):
+    """SMS-UBU against SWA on one metric at one ensemble size: ``lower`` or ``higher`` where the
+    difference exceeds 2 s.e. over the disjoint groups, ``within 2 s.e.`` otherwise; where the run
+    cannot test the claim (``testable`` False: too few runs) the difference alone, said to be no test."""
     get = {r["method"]: r for r in rows if r["dataset"] == dataset and r["size"] == size and r["metric"] == metric}
     if "SMS-UBU" not in get or "SWA" not in get:
         return ""
     s, w = get["SMS-UBU"], get["SWA"]
     diff = s["mean"] - w["mean"]
-    se = np.hypot(s["std"] or 0.0, w["std"] or 0.0) / np.sqrt(max(1, min(s["n_groups"], w["n_groups"])))
-    word = "lower" if diff < -2 * se else "higher" if diff > 2 * se else "within 2 s.e. of"
-    return f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} ({word})"
+    groups = max(1, min(s["n_groups"], w["n_groups"]))
+    if not testable:
+        return (f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} (difference {diff:+.4f} over {groups} "
+                f"group{'s' if groups != 1 else ''}: no test)")
+    se = np.hypot(s["std"] or 0.0, w["std"] or 0.0) / np.sqrt(groups)
+    word = ("lower by more than 2 s.e." if diff < -2 * se else "higher by more than 2 s.e." if diff > 2 * se
+            else "within 2 s.e.")
+    return f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} ({word}, {groups} groups)"
+
+
+def too_small(preset: str, by_data: dict) -> str:
+    """Why this run cannot test the claim (fewer than :data:`MIN_RUNS_TO_TEST` runs of a data set),
+    as the sentence that opens the section's measurements; ``""`` when it can.
+
+    Parameters
+    ----------
+    preset : str
+        The level the section ran.
+    by_data : dict
+        ``{data set: [run results]}`` (CIFAR-10's table is not an ensemble verdict and is left out).
+
+    Returns
+    -------
+    str
+        For instance ``"The tiny preset cannot test this claim: 2 runs, digits (...)"``, or ``""``.
+    """
+    small = {d: len(runs) for d, runs in by_data.items() if d != "cifar10" and len(runs) < MIN_RUNS_TO_TEST}
+    if not small:
+        return ""
+    counts = "; ".join(f"{n} run{'s' if n != 1 else ''}, {d}" for d, n in small.items())
+    return (f"The {preset} preset cannot test this claim: {counts} (a verdict needs at least {MIN_RUNS_TO_TEST} "
+            "independent runs per data set, as the quick and regime presets run; the numbers below only show that "
+            "the code path runs, and a difference between them is no evidence either way)")
 
 
 def _range(values) -> str:
@@ -157,7 +193,8 @@ def draw(results: list, preset: str) -> Drawing:
         else:
             by_data.setdefault(unit["dataset"], []).append(res)
     drawing = Drawing(measured="")
-    measured = []
+    untestable = too_small(preset, by_data)
+    measured = [untestable] if untestable else []
     ens, steps, traces, rhats, hess = [], [], [], [], []
     curve_table, paired_table = [], []
     settings, regime_md = [], []
@@ -184,7 +221,7 @@ def draw(results: list, preset: str) -> Drawing:
         # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
         sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
         for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
-            claims = [v for v in (_verdict(rows, dataset, size, m) for m in ("nll", "ace")) if v]
+            claims = [v for v in (_verdict(rows, dataset, size, m, not untestable) for m in ("nll", "ace")) if v]
             if claims:
                 measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(claims))
         div = sorted({r["method"] for r in rows if r["diverged_runs"]})

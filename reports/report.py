@@ -127,8 +127,64 @@ def _md_table_to_html(md: str) -> str:
     return "\n".join(out)
 
 
+def _run_record(report_dir: Path, drawn: dict) -> dict:
+    """The run's preset, seed, ids and backend as ``run.json`` beside the report records them (the
+    command line writes it before drawing), else what the units' metadata say."""
+    try:
+        record = json.loads((report_dir.parent / "run.json").read_text())
+    except (OSError, ValueError):
+        record = {}
+    seed = next((d["meta"].get("run_seed") for d in drawn.values() if d["meta"]), None)
+    return {"seed": record.get("seed", seed), "ids": record.get("ids"), "backend": record.get("backend") or {}}
+
+
+def _regenerate(preset: str, run: dict, drawn: dict) -> str:
+    """The command that recomputes this report (the folder holding it in place of OUT)."""
+    from reports import registry
+    ids = run["ids"] or list(drawn)
+    try:
+        everything = list(registry.load()) == list(ids)
+    except Exception:  # a registry that no longer imports: name the ids
+        everything = False
+    what = "all" if everything else " ".join(ids)
+    seed = f" --seed {run['seed']}" if run["seed"] is not None else ""
+    flags = "".join(f" --{k} {v}" for k, v in run["backend"].items())
+    return f"sms-langevin run {what} --preset {preset}{seed}{flags} --out OUT"
+
+
+def section_preset(mod, preset: str) -> str:
+    """The preset a section ran, in words: ``preset``, and the module's own level where it differs
+    (``tiny`` runs ``quick`` in a module without a tiny level: :func:`reports.registry.module_preset`).
+
+    Parameters
+    ----------
+    mod : module
+        The section's figure or table module.
+    preset : str
+        The run's preset.
+
+    Returns
+    -------
+    str
+        For instance ``"tiny"``, or ``"tiny (runs this section's quick level)"``.
+    """
+    from reports.registry import module_preset
+    level = module_preset(mod, preset)
+    return preset if level == preset else f"{preset} (runs this section's {level} level)"
+
+
+def _table_body(table_md: str) -> str:
+    """A table's Markdown without its own top-level title (the section's heading stands for it)."""
+    lines = table_md.splitlines()
+    while lines and (lines[0].startswith("# ") or not lines[0].strip()):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
 def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
-    """Write ``index.md``, ``index.html`` and ``metadata.json`` of the report into ``report_dir``.
+    """Write ``index.md``, ``index.html`` and ``metadata.json`` of the report into ``report_dir``:
+    an introduction (what the report is, the run's preset and seed, how to regenerate it), a list
+    of contents, then one section per figure with the preset it ran.
 
     Parameters
     ----------
@@ -146,12 +202,38 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}
     meta["preset"] = preset
     meta["compute_seconds"] = {fid: round(d["wall"], 1) for fid, d in drawn.items()}
-    md = [f"# SMS-Langevin report (preset `{preset}`)", ""]
-    body = [f"<h1>SMS-Langevin report (preset <code>{html.escape(preset)}</code>)</h1>"]
+    run = _run_record(report_dir, drawn)
+    toured = (report_dir / "tour" / "index.html").exists()  # written by `sms-langevin tour`
+    command = _regenerate(preset, run, drawn)
+    seed = "" if run["seed"] is None else f", run seed {run['seed']}"
+    smaller = {fid for fid, d in drawn.items() if section_preset(d["module"], preset) != preset}
+    intro = (f"This report reruns the experiments of the SMS-Langevin toolkit (the paper's claims on symmetric "
+             f"minibatch splitting for kinetic Langevin samplers) at the preset {preset}{seed}. Each section is "
+             "one figure or table: the paper's claim, what this run measured, and its data files (CSV, PDF, "
+             "metadata.json). A preset smaller than full runs smaller problems with fewer samples: read each "
+             "measurement with its section's preset (the BNN section says when its preset cannot test the claim)"
+             + (f"; sections without a {preset} level of their own run their quick level, as each says" if smaller
+                else "") + ".")
+    regen = (f"Regenerate it with `{command}` (OUT: the folder holding this report), or redraw it from the "
+             "saved results with `sms-langevin report --out OUT`.")
+    contents = [(fid, d["module"].TITLE) for fid, d in drawn.items()]
+    if toured:
+        contents.append(("tour", "Guided tour"))
+    contents.append(("metadata", "Run metadata"))
+    md = [f"# SMS-Langevin report (preset `{preset}`)", "", intro, "", regen, "", "Contents:", ""]
+    md += [f"- [{title}](#{anchor})" for anchor, title in contents] + [""]
+    body = [f"<h1>SMS-Langevin report (preset <code>{html.escape(preset)}</code>)</h1>",
+            f"<p class='intro'>{html.escape(intro)}</p>",
+            f"<p>Regenerate it with <code>{html.escape(command)}</code> (OUT: the folder holding this report), or "
+            "redraw it from the saved results with <code>sms-langevin report --out OUT</code>.</p>",
+            "<nav><b>Contents</b><ol>" + "".join(f"<li><a href='#{anchor}'>{html.escape(title)}</a></li>"
+                                                  for anchor, title in contents) + "</ol></nav>"]
     for fid, d in drawn.items():
         mod, info = d["module"], d["info"]
-        md += [f"## {mod.TITLE}", ""]
+        ran = section_preset(mod, preset)
+        md += [f"<a id='{fid}'></a>", "", f"## {mod.TITLE}", "", f"Preset: {ran}.", ""]
         body.append(f"<h2 id='{fid}'>{html.escape(mod.TITLE)}</h2>")
+        body.append(f"<p class='preset'>Preset: {html.escape(ran)}.</p>")
         pngs = [f for f in info["files"] if f.endswith(".png")]
         others = [f for f in info["files"] if not f.endswith(".png")]
         for png in pngs:  # a figure of several panels files: each image says which it is
@@ -168,16 +250,17 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
         body.append(cap + ("</figure>" if pngs else ""))
         if "table" in info:
             table_md = (report_dir / fid / info["table"]).read_text()
-            md += [table_md, ""]
+            md += [_table_body(table_md), ""]
             body.append(_md_table_to_html(table_md))
-    if (report_dir / "tour" / "index.html").exists():  # written by `sms-langevin tour`
-        md += ["## Guided tour", "", "[Notebooks with exercises, executed](tour/index.html)", ""]
+    if toured:
+        md += ["<a id='tour'></a>", "", "## Guided tour", "", "[Notebooks with exercises, executed](tour/index.html)",
+               ""]
         body.append("<h2 id='tour'>Guided tour</h2><p><a href='tour/index.html'>Notebooks with exercises, "
                     "executed</a>: kinetic Langevin, stochastic gradients, bias, strong order, Figure 1, a Bayesian "
                     "neural network, verifying your own sampler.</p>")
     meta_text = json.dumps(meta, indent=2)
-    md += ["## Run metadata", "", "```json", meta_text, "```", ""]
-    body += ["<h2>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
+    md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
+    body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
     (report_dir / "index.md").write_text("\n".join(md))
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
             f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")

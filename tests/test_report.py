@@ -249,3 +249,66 @@ def test_a_run_into_a_log_reports_its_progress(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "6/6 units done" in proc.stderr, proc.stderr
+
+
+def test_the_report_opens_with_an_introduction_and_contents_and_says_each_sections_preset(tmp_path, monkeypatch):
+    """A tiny run of modules without a tiny level: the introduction names the preset, the seed and
+    the command that regenerates the report; the contents link to every section (each link's
+    target exists); each section says it ran its quick level."""
+    import re
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", f"{FAST},tests.report_fixtures.other_units")
+    out = tmp_path / "run"
+    assert cli.main(["run", "all", "--preset", "tiny", "--seed", "3", "--out", str(out)]) == 0
+    page = (out / "report" / "index.html").read_text()
+    intro = page[page.index("<p class='intro'>"):page.index("<nav>")]
+    assert "preset tiny, run seed 3" in intro and "sms-langevin run all --preset tiny --seed 3 --out OUT" in intro
+    nav = page[page.index("<nav>"):page.index("</nav>")]
+    links = re.findall(r"href='#([^']+)'", nav)
+    assert links == ["fast", "other", "metadata"], links
+    assert all(f"id='{anchor}'" in page for anchor in links)
+    sections = page.split("<h2 ")[1:]
+    for section in sections[:2]:
+        assert "Preset: tiny (runs this section&#x27;s quick level)." in section, section[:300]
+    md = (out / "report" / "index.md").read_text()
+    assert all(f"<a id='{anchor}'></a>" in md and f"](#{anchor})" in md for anchor in links)
+    assert md.count("Preset: tiny (runs this section's quick level).") == 2
+
+
+def test_a_section_with_its_own_level_says_the_preset_alone():
+    from reports import fig_bnn, fig_weak_orders, report
+    assert report.section_preset(fig_bnn, "tiny") == "tiny"
+    assert report.section_preset(fig_weak_orders, "tiny") == "tiny (runs this section's quick level)"
+    assert report.section_preset(fig_weak_orders, "full") == "full"
+
+
+def _ensemble_rows(dataset, sms, swa, std, groups):
+    return [{"dataset": dataset, "method": m, "size": 1, "metric": "nll", "mean": v, "std": std, "n_groups": groups}
+            for m, v in (("SMS-UBU", sms), ("SWA", swa))]
+
+
+@settings(max_examples=80, deadline=None)
+@given(sms=st.floats(0.01, 3.0), swa=st.floats(0.01, 3.0), std=st.floats(0.0, 0.5), groups=st.integers(1, 64),
+       testable=st.booleans())
+def test_bnn_verdict_names_a_direction_only_where_the_run_tests_the_claim(sms, swa, std, groups, testable):
+    from reports.fig_bnn import _verdict
+    text = _verdict(_ensemble_rows("d", sms, swa, std, groups), "d", 1, "nll", testable)
+    assert text.startswith(f"nll {sms:.4f} vs SWA {swa:.4f} (")
+    if not testable:
+        assert "no test" in text and "higher" not in text and "lower" not in text
+        return
+    se = (2 * std**2) ** 0.5 / groups**0.5
+    word = "lower" if sms - swa < -2 * se else "higher" if sms - swa > 2 * se else "within"
+    assert f"({word}" in text and f"{groups} groups" in text
+
+
+@settings(max_examples=60, deadline=None)
+@given(counts=st.dictionaries(st.sampled_from(["digits", "xray", "xray_stratified", "cifar10"]),
+                              st.integers(1, 70), min_size=1))
+def test_bnn_section_says_when_its_preset_cannot_test_the_claim(counts):
+    from reports.fig_bnn import MIN_RUNS_TO_TEST, too_small
+    text = too_small("tiny", {d: [{}] * n for d, n in counts.items()})
+    small = {d: n for d, n in counts.items() if d != "cifar10" and n < MIN_RUNS_TO_TEST}
+    assert bool(text) == bool(small)
+    if small:
+        assert text.startswith("The tiny preset cannot test this claim: ")
+        assert all(f"{n} run{'s' if n != 1 else ''}, {d}" in text for d, n in small.items())
