@@ -37,6 +37,7 @@ from integrators.result import SampleResult
 from integrators.rng import PATH_STREAM, PLAN_STREAM, STATE_WORDS, VELOCITY_STREAM, lane_normal_matrix, lane_states
 from integrators.spec import RunSpec
 from integrators.targets import force_data, lane_force_for
+from integrators.user_code import guarded
 
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
 
@@ -99,7 +100,7 @@ def prepare(spec: RunSpec) -> _Prepared:
     tdata = force_data(target, spec.control_variate is not None,
                        None if spec.control_variate is None else spec.control_variate.x_ref)
     module, plan_module = spec.scheme_module, spec.plan_module
-    test_fn = no_test_functions if obs.test_functions is None else obs.test_functions
+    test_fn = no_test_functions if obs.test_functions is None else guarded(obs.test_functions, "test_functions")
     hist_lo, hist_inv_width = (0.0, 1.0) if obs.histogram is None else (
         obs.histogram[0], obs.n_bins / (obs.histogram[1] - obs.histogram[0]))
     n_keep_stride = max(1, (spec.n_steps - spec.burn_in) // obs.keep) if obs.keep else 1

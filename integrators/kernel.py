@@ -41,6 +41,7 @@ from integrators.brownian import pair_cholesky
 from integrators.observers import Observers, add_moments, observe_chains
 from integrators.plans import batch_rule
 from integrators.rng import lane_normals
+from integrators.user_code import guarded
 
 BLOCK_SIZE = 256  # chains per kernel call of the coupled h / h/2 chains and SMS-GHMC
 
@@ -221,8 +222,11 @@ def kernel_for(scheme_module, force, plan_module=None):
 
 def sampler_kind(scheme_module, force, plan_module=None) -> tuple:
     """What a kernel compiles for one sampler: its scheme's step, first-same-as-last flag, the
-    target's force and the plan's batch rule (the built-in plans share one rule)."""
-    return (scheme_module.step, bool(scheme_module.FSAL), force, batch_rule(plan_module))
+    target's force and the plan's batch rule (the built-in plans share one rule).  A step from
+    user code is bounds-checked and named in its errors (:func:`integrators.user_code.guarded`);
+    the force and the rule are, where they come from user code, by their makers."""
+    step = guarded(scheme_module.step, f"scheme {getattr(scheme_module, 'NAME', '?')!r}: step")
+    return (step, bool(scheme_module.FSAL), force, batch_rule(plan_module))
 
 
 def kernel_for_kinds(kinds):

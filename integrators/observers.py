@@ -112,7 +112,10 @@ def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
 
 
 def no_observers(n_chains: int, d: int, test_fn=no_test_functions, test_data=(), sum_tests=None) -> Observers:
-    """Observers that record nothing but, optionally, test functions into ``sum_tests``."""
-    return Observers(test_fn, test_data, np.zeros((n_chains, 0)), np.zeros((n_chains, 0)),
+    """Observers that record nothing but, optionally, test functions into ``sum_tests`` (user test
+    functions bounds-checked, :func:`integrators.user_code.guarded`)."""
+    from integrators.user_code import guarded
+
+    return Observers(guarded(test_fn, "test_functions"), test_data, np.zeros((n_chains, 0)), np.zeros((n_chains, 0)),
                      np.zeros((n_chains, 0, 0)), np.zeros((n_chains, 0)) if sum_tests is None else sum_tests,
                      np.zeros((n_chains, 0, d)), histogram_counts(0, 0), 0.0, 1.0, np.zeros(4))

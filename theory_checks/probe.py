@@ -28,6 +28,7 @@ import numpy as np
 from integrators.bounce import make_box
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, force_data, lane_force_for
+from integrators.user_code import guarded
 from integrators.validation import positive_float
 
 N_CHECK = 3  # chains with random inputs that check affinity
@@ -102,9 +103,10 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
         out = _torch_step_outputs(module, target, batch, scale, h, gamma, control_variate, x_ref, x, v, g, dW, J)
     else:
         batches = np.ascontiguousarray(np.repeat(batch[:, None], n, axis=1))
-        module.step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
-                    lane_force_for(target), batches, len(batch), float(scale),
-                    force_data(target, control_variate, x_ref), make_box(d))
+        step = guarded(module.step, f"scheme {module.NAME!r}: step")  # user code: checked, named
+        step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
+             lane_force_for(target), batches, len(batch), float(scale),
+             force_data(target, control_variate, x_ref), make_box(d))
         out = np.hstack([x, v, g])                  # (n, 3d)
     a = out[0]
     cols = (out[1:1 + 7 * d] - a).T                # (3d, 7d)

@@ -294,14 +294,17 @@ def partition_rule(batch_index, sweeps: int):
 def batch_rule(plan=None):
     """The Numba batch rule of a plan: its own ``BATCH_RULE`` (same signature as
     :func:`next_batches`), the rule made from its ``batch_index`` (:func:`partition_rule`), or
-    the built-in rules, :func:`next_batches`."""
+    the built-in rules, :func:`next_batches`.  A rule or ``batch_index`` from user code is
+    bounds-checked and named in its errors (:func:`integrators.user_code.guarded`)."""
     if plan is None:
         return next_batches
+    from integrators.user_code import guarded  # (imports the kernel's modules: not at import time)
+
     p = resolve_plan(plan)
     if getattr(p, "BATCH_RULE", None) is not None:
-        return p.BATCH_RULE
+        return guarded(p.BATCH_RULE, f"plan {p.NAME!r}: BATCH_RULE")
     if p.CODE is None and getattr(p, "batch_index", None) is not None:
-        return partition_rule(p.batch_index, p.SWEEPS)
+        return partition_rule(guarded(p.batch_index, f"plan {p.NAME!r}: batch_index"), p.SWEEPS)
     return next_batches
 
 

@@ -139,7 +139,9 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
     ones and not with the NaN read past the end (the kernel would read whatever memory follows)."""
     from integrators.bounce import make_box
     from integrators.targets import GaussianTarget, force_data, lane_force_for
+    from integrators.user_code import guarded
 
+    step = guarded(scheme.step, f"scheme {scheme.NAME!r}: step")  # user code: a write past an array raises
     d, n = 2, 4
     target = GaussianTarget(np.zeros((1, d)), np.eye(d)[None], prior_precision=0.5)
     rng = np.random.default_rng(0)
@@ -150,8 +152,8 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
         x, v, g = (np.array(a, order="C") for a in state)
         padded = np.concatenate([coef, np.full(PAD, pad)])
         try:
-            scheme.step(x, v, g, padded, *noise, lane_force_for(target), np.zeros((1, n), dtype=np.int32), 1, 1.0,
-                        force_data(target), make_box(d))
+            step(x, v, g, padded, *noise, lane_force_for(target), np.zeros((1, n), dtype=np.int32), 1, 1.0,
+                 force_data(target), make_box(d))
         except Exception as exc:
             raise ValueError(f"scheme {scheme.NAME!r}: its step(x, v, g, coef, dW, J, force, batch, n_batch, scale, "
                              f"tdata, box) failed on a test block with coefficients(0.1, 1.0) "

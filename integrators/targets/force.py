@@ -7,7 +7,17 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from integrators.user_code import guarded
 from integrators.validation import finite_array
+
+
+def _target_functions(target_cls):
+    """The class's ``prior_grad_add``, ``datum_grad_add`` and ``lane_grad``, each bounds-checked
+    and named in its errors when it comes from user code (:func:`integrators.user_code.guarded`)."""
+    name = target_cls.__name__
+    return tuple(None if fn is None else guarded(fn, f"target {name!r}: {attr}")
+                 for attr in ("prior_grad_add", "datum_grad_add", "lane_grad")
+                 for fn in [getattr(target_cls, attr, None)])
 
 
 def make_force(target_cls):
@@ -18,8 +28,7 @@ def make_force(target_cls):
     ``G = grad f_0(x) + scale * sum_{i in batch} grad f_i(x)``; with one (``use_cv[0]``)
     ``G = grad f_0(x) + sum_i grad f_i(x_ref) + scale * sum_{i in batch} (grad f_i(x) - grad f_i(x_ref))``.
     """
-    prior_grad_add = target_cls.prior_grad_add
-    datum_grad_add = target_cls.datum_grad_add
+    prior_grad_add, datum_grad_add, _ = _target_functions(target_cls)
 
     @nb.njit(nogil=True, inline="always")
     def force(x, out, batch, n_batch, scale, tdata):
@@ -45,9 +54,7 @@ def make_lane_force(target_cls):
     ``x, out`` of shape ``(n, d)`` and ``batch`` of shape ``(k, n)`` (chain ``c``'s batch in
     ``batch[:n_batch, c]``); the same formula as :func:`make_force`, chain by chain.  A target
     class with a ``lane_grad`` gets its vectorized gradients; others are called chain by chain."""
-    prior_grad_add = target_cls.prior_grad_add
-    datum_grad_add = target_cls.datum_grad_add
-    grads = target_cls.lane_grad
+    prior_grad_add, datum_grad_add, grads = _target_functions(target_cls)
     if grads is None:
         @nb.njit(nogil=True, inline="always")
         def grads(x, out, batch, n_batch, scale, arrays):
