@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
+from integrators.validation import seed_value
 from reports import registry
 from reports.bench_command import cmd_bench
 from reports.claims_command import cmd_claims
@@ -109,8 +113,9 @@ def _select(ids, figures):
 def cmd_list(args, figures) -> int:
     for fid, mod in figures.items():
         cost = ", ".join(f"{k}: {v}" for k, v in mod.COST.items())
-        print(f"{fid:14s} {mod.TITLE}\n{'':14s} claim: {mod.CLAIM}\n{'':14s} units (quick): "
-              f"{len(mod.units('quick'))}; cost: {cost}")
+        lack = registry.lacking(mod)  # its units need the extra too
+        units = f"({lack})" if lack else f"units (quick): {len(mod.units('quick'))}"
+        print(f"{fid:14s} {mod.TITLE}\n{'':14s} claim: {mod.CLAIM}\n{'':14s} {units}; cost: {cost}")
     return 0
 
 
@@ -143,9 +148,13 @@ def cmd_run(args, figures) -> int:
         print(f"note: --workers {args.workers} reduced to {local_cores()}, the cores of this machine "
               f"(a Dask --scheduler may take more)", file=sys.stderr)
         args.workers = local_cores()
-    if args.seed < 0:
-        raise CliError(f"--seed must be >= 0, got {args.seed}")
-    ids = _select(args.ids, figures)
+    try:
+        seed_value(args.seed, "--seed")
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    ids, not_run = registry.runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
+    if not ids:
+        raise CliError(not_run)
     check_preset(args.preset, figures, ids)
     backend = _backend_options(args, ids, figures)
     if args.scheduler is not None:
@@ -155,7 +164,13 @@ def cmd_run(args, figures) -> int:
     out = out_path(args.out)
     check_out(out)  # creates the folder: only once every argument has passed its checks
     with _lock(out):
-        return _run_locked(args, figures, ids, out, backend)
+        try:
+            code = _run_locked(args, figures, ids, out, backend)
+        except CliError as exc:
+            raise CliError(f"{exc}; {not_run}" if not_run else str(exc)) from None
+    if not_run:  # the others ran and are in the report, but the run is not all that was asked
+        raise CliError(not_run)
+    return code
 
 
 def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
@@ -171,7 +186,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             if args.resume:
                 try:
                     stored = store.load(fid, unit, wanted)
-                    if stored is not None and absent_input(stored) is None:  # absent data: try again
+                    if stored is not None and registry.unfinished(stored) is None:
                         skipped += 1
                         continue
                 except (CorruptUnit, StaleUnit) as exc:
@@ -215,7 +230,7 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
 
 
 def _backend_flags(backend: dict) -> str:
-    return "".join(f" --{k} {v}" for k, v in backend.items())
+    return "".join(f" --{k} {shlex.quote(str(v))}" for k, v in backend.items())
 
 
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
@@ -250,7 +265,8 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         level = registry.module_preset(mod, preset)
         results, missing = [], []
         flags = _backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
-        rerun = f"sms-langevin run {fid} --resume --preset {preset} --seed {run_seed}{flags} --out {out}"
+        rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
+                            *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
         for unit in _units(mod, level, backend):
             wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset)
             try:
@@ -310,6 +326,9 @@ def cmd_tour(args, figures) -> int:
         notebooks(args.notebooks)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    import tour
+    if registry.lacking(tour):
+        raise CliError(f"the tour {registry.lacking(tour)}")
     check_out(out)  # creates the folder: only once the names have passed
     with _lock(out):  # a run or report swapping OUT/report in meanwhile would drop what the tour writes
         try:
@@ -332,13 +351,30 @@ def _what_to_rerun(args, fix: str = "") -> str:
     (whose report is replaced whole or not at all) and ``tour`` are rerun as they were."""
     command = getattr(args, "command", None)
     if command in ("report", "tour"):
-        preset = f" --preset {args.preset}" if getattr(args, "preset", None) else ""
-        names = "".join(f" {n}" for n in getattr(args, "notebooks", []) or [])
+        preset = ["--preset", args.preset] if getattr(args, "preset", None) else []
+        names = list(getattr(args, "notebooks", []) or [])
         kept = "the previous report, if any, is left as it was; " if command == "report" else ""
-        return f"{kept}{fix}rerun `sms-langevin {command}{names}{preset} --out {args.out}`"
+        return f"{kept}{fix}rerun `{shlex.join(['sms-langevin', command, *names, *preset, '--out', args.out])}`"
     if command == "run":
         return f"finished units are saved; {fix}rerun with --resume"
     return f"{fix}rerun the command" if fix else "rerun the command"
+
+
+def _on_interrupt(signum, frame):
+    _ignore_interrupts()  # the first Ctrl-C stops the run; more while it stops are ignored
+    raise KeyboardInterrupt
+
+
+def _ignore_interrupts() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interrupt_once():
+    """Install :func:`_on_interrupt` for Ctrl-C (main thread only); the handler it replaced, or None."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return signal.signal(signal.SIGINT, _on_interrupt)
 
 
 def main(argv=None) -> int:
@@ -359,6 +395,7 @@ def main(argv=None) -> int:
         parser.print_help(sys.stderr)
         return 2
     args = None
+    previous = _interrupt_once()
     try:
         args = parser.parse_args(argv)
         figures = registry.load()
@@ -374,8 +411,12 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _ignore_interrupts()  # stays so until the process ends: a later Ctrl-C cannot cut the exit short
         print(f"sms-langevin: interrupted; {_what_to_rerun(args)}", file=sys.stderr)
         return 130
+    finally:
+        if previous is not None and signal.getsignal(signal.SIGINT) is _on_interrupt:
+            signal.signal(signal.SIGINT, previous)
     if args.command == "run":
         print(f"done in {time.time() - t0:.0f} s", file=sys.stderr)
     return code

@@ -9,12 +9,19 @@ interpreter, which inherits neither the output folder's lock nor the parent's th
 kill them when their parent dies (``PR_SET_PDEATHSIG``), and elsewhere (or should that signal be
 missed) a watchdog thread ends a worker whose parent is gone.  A killed run therefore leaves no
 worker computing, blocked, or holding ``<out>/.lock``; ``--resume`` recomputes what was lost.
+
+Ctrl-C belongs to the run, not its workers: local workers (of the pool or of a local Dask cluster)
+start with SIGINT ignored, and on an interrupt the run drops the queued units and kills its workers
+at once instead of waiting for them, so it stops within seconds, once or however often Ctrl-C is
+pressed (the command line ignores further interrupts while it stops).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib
+import logging
 import multiprocessing
 import os
 import signal
@@ -107,7 +114,10 @@ def _watch_parent(parent: int) -> None:
 
 
 def _worker_init(parent: int) -> None:
-    """Initializer of every local worker process: die with the parent ``parent``."""
+    """Initializer of every local worker process: die with the parent ``parent``, and leave Ctrl-C to
+    it (a terminal sends SIGINT to the whole process group; the parent then kills the workers, so a
+    worker never turns the interrupt into a failed unit or keeps computing its queue)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if sys.platform.startswith("linux"):
         try:
             libc = ctypes.CDLL(None, use_errno=True)
@@ -169,12 +179,50 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
         return
     workers = min(workers, len(tasks))
     threads = max(1, cores // workers)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                             initializer=_worker_init, initargs=(os.getpid(),)) as pool:
+    with _sigint_ignored():  # the workers start with Ctrl-C ignored (inherited), so none dies mid-import
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_init, initargs=(os.getpid(),))
         futures = {pool.submit(run_task, *task, threads): task for task in tasks}
+    try:
         for fut in as_completed(futures):
             result, seconds = fut.result()
             yield futures[fut], result, seconds
+    except BaseException:
+        _stop_at_once(pool)  # Ctrl-C, a failed unit, or the caller gone: never wait for the queued units
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop_at_once(pool: ProcessPoolExecutor) -> None:
+    """End a worker pool without waiting for its units: the queue is dropped, the workers killed.
+
+    A second Ctrl-C during this is ignored (it would otherwise leave the pool half shut, its
+    manager thread joined at exit while workers wait on the call queue: a hang); the caller's
+    handler is restored before returning, so the interrupt that led here still propagates."""
+    with _sigint_ignored():
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                proc.kill()
+        for proc in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                proc.join(timeout=5)
+        pool.shutdown(wait=True)  # the manager thread sees the dead workers and ends
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ctrl-C ignored inside the block (in the main thread; elsewhere signals cannot be set), the
+    previous handler restored after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _dask(tasks, workers, scheduler):
@@ -190,8 +238,9 @@ def _dask(tasks, workers, scheduler):
         if scheduler:
             client = Client(scheduler, timeout=f"{int(CONNECT_TIMEOUT * 3)}s")
         else:
-            cluster = LocalCluster(n_workers=max(1, min(workers, len(tasks))), threads_per_worker=1,
-                                   processes=True, dashboard_address=None)
+            with _sigint_ignored():  # its worker processes inherit it: Ctrl-C is the run's, which closes them
+                cluster = LocalCluster(n_workers=max(1, min(workers, len(tasks))), threads_per_worker=1,
+                                       processes=True, dashboard_address=None)
             client = Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
@@ -199,12 +248,50 @@ def _dask(tasks, workers, scheduler):
         where = scheduler or "a local Dask cluster"
         first = (str(exc).splitlines() or [""])[0]
         raise SchedulerError(f"cannot use {where}: {exc.__class__.__name__}: {first}") from None
+    futures = {}
     try:
         futures = {client.submit(run_task, *task, 1, pure=False): task for task in tasks}
         for fut in dask_completed(list(futures)):
             result, seconds = fut.result()
             yield futures[fut], result, seconds
+    except BaseException:
+        with _sigint_ignored(), _quiet("distributed"):  # stopping: the units in flight are dropped, not awaited
+            if cluster is not None:
+                _kill_local_workers(cluster)
+            with contextlib.suppress(Exception):
+                client.cancel(list(futures), force=True)
+            _close_dask(client, cluster, timeout=DASK_CLOSE_SECONDS)
+        raise
+    _close_dask(client, cluster)
+
+
+DASK_CLOSE_SECONDS = 3  # an interrupted run's local cluster: how long its workers get to stop before they are killed
+
+
+def _kill_local_workers(cluster) -> None:
+    """SIGKILL the worker processes of a local cluster (their units are lost; ``--resume`` redoes them)."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _close_dask(client, cluster, timeout=None) -> None:
+    with contextlib.suppress(Exception):
+        client.close(**({"timeout": timeout} if timeout else {}))
+    if cluster is not None:
+        with contextlib.suppress(Exception):
+            cluster.close(**({"timeout": timeout} if timeout else {}))
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    """The logger's warnings (workers killed while stopping) held back inside the block."""
+    logger = logging.getLogger(logger_name)
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        logger.setLevel(level)

@@ -18,6 +18,7 @@ CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE):
          "call and has no weak order (its law tends to temperature L/(L-1)); the planted copy with noise x1.05 "
          "fails its limit check at every plan.")
 PRESETS = ("tiny", "quick", "full")
+LIBRARIES = ("posteriors", "blackjax", "jax", "torch")  # their versions join each unit's fingerprint
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding

@@ -10,12 +10,18 @@ The experiment contract: each figure or table is one module with
     run_unit(unit, preset, seed) -> JSON-serializable result
     draw(results, preset) -> reports.drawing.Drawing   (figures, tables, texts, measured numbers)
     BACKENDS (optional)        kernels it offers (the command line adds them to its units)
+    REQUIRES (optional)        modules of an optional extra that its units and runs import (the
+                               module itself imports without them): :func:`lacking`
+    LIBRARIES (optional)       other libraries' distributions it measures (their versions join
+                               each unit's fingerprint: ``reports.runmeta``)
 
 Nothing in it writes a file: the command line checks the preset (once, here and in
 ``cli_common``), runs and persists the units through the executor, and writes what ``draw``
 returns (:func:`reports.drawing.write_drawing`), the metadata and the report.  A unit whose input
-data is absent returns ``{"missing": why}``: it is persisted (the figure says what is absent),
-recomputed by ``--resume``, and the run ends with exit code 2 naming it.
+data is absent returns ``{"missing": why}``, and one that could not run here (a library not
+installed) a dict with ``"skipped": why``: either is persisted so that the figure can say what is
+absent, but never as done (:func:`unfinished`): ``--resume`` computes it again.  A run with a
+missing-data unit ends with exit code 2 naming it.
 
 Adding a figure is one module and its name in :data:`DEFAULT_MODULES`.
 """
@@ -23,6 +29,7 @@ Adding a figure is one module and its name in :data:`DEFAULT_MODULES`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 
 DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
@@ -100,3 +107,97 @@ def absent_input(result) -> str | None:
         The reason, or None when the result is not a missing-input marker.
     """
     return str(result["missing"]) if isinstance(result, dict) and "missing" in result else None
+
+
+def unfinished(result) -> str | None:
+    """Why a persisted unit is not done (its input data absent, or skipped for a library that is not
+    installed), else None: such a unit is computed again by ``--resume``.
+
+    Parameters
+    ----------
+    result
+        A unit's result.
+
+    Returns
+    -------
+    str or None
+        The reason, or None for a finished unit.
+    """
+    if isinstance(result, dict) and "skipped" in result:
+        return str(result["skipped"])
+    return absent_input(result)
+
+
+# the optional extras of pyproject.toml ([project.optional-dependencies]) by the modules they provide
+EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
+          "ipykernel": "tour", "jupyter_server_mathjax": "tour"}
+
+
+def install_hint(module: str) -> str:
+    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one.
+
+    Parameters
+    ----------
+    module : str
+        An importable name, e.g. ``"torch"``.
+
+    Returns
+    -------
+    str
+        ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, or, for a module of no extra,
+        ``"needs <module>, which is not installed"``.
+    """
+    extra = EXTRAS.get(module.split(".")[0])
+    if extra is None:
+        return f"needs {module}, which is not installed"
+    return f"needs the {extra} extra: pip install 'sms-langevin[{extra}]'"
+
+
+def lacking(mod) -> str | None:
+    """What ``mod`` (a figure module, or any module declaring ``REQUIRES``) needs and this
+    installation lacks, in words (:func:`install_hint`), else None; nothing is imported.
+
+    Parameters
+    ----------
+    mod : module
+        A module with an optional ``REQUIRES``: the top-level names its work imports.
+
+    Returns
+    -------
+    str or None
+        The hint for the first absent name, or None when every one is installed.
+    """
+    for name in getattr(mod, "REQUIRES", ()):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:  # an import hook that refuses the name
+            found = False
+        if not found:
+            return install_hint(name)
+    return None
+
+
+def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
+    """The figures of ``ids`` this installation can run, and one line naming the others and what
+    they need (None when all can run).
+
+    Parameters
+    ----------
+    figures : dict
+        The registry ``{id: module}`` (:func:`load`).
+    ids : sequence of str
+        Selected ids, each a key of ``figures``.
+
+    Returns
+    -------
+    ids : list of str
+        Those whose ``REQUIRES`` are installed, in order.
+    note : str or None
+        E.g. ``"bnn not run: needs the torch extra: pip install 'sms-langevin[torch]'"``.
+    """
+    needs = {fid: lacking(figures[fid]) for fid in ids}
+    left_out = [fid for fid in ids if needs[fid]]
+    if not left_out:
+        return list(ids), None
+    hints = dict.fromkeys(needs[fid] for fid in left_out)  # one hint per extra, in order
+    return [fid for fid in ids if not needs[fid]], f"{', '.join(left_out)} not run: {'; '.join(hints)}"

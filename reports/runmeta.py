@@ -1,11 +1,14 @@
-"""What a persisted unit's result depends on: its fingerprint (run seed, unit seed, preset, code version).
+"""What a persisted unit's result depends on: its fingerprint (run seed, unit seed, preset, code version,
+and the versions of the other libraries the figure measures).
 
 A unit is reused (by ``run --resume`` or ``report``) only when its stored fingerprint equals the one
 the current run would compute it with; otherwise it is recomputed (``run``) or refused (``report``)
 with a message saying what differs.  The code version is a hash of the source files that compute
 the unit: the figure's own module and every Python file of the computing packages
 (:data:`COMPUTING_PACKAGES`); an edit to any of them makes earlier units stale, an edit to the
-command line or the report does not.
+command line or the report does not.  A figure that measures other libraries names their
+distributions in ``LIBRARIES`` (optional in the experiment contract); their installed versions, or
+``"not installed"``, join the fingerprint, so installing or upgrading one makes its units stale.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +37,30 @@ def code_version(module_name: str) -> str:
     return digest.hexdigest()[:16]
 
 
+def library_versions(module_name: str) -> dict:
+    """``{distribution: version or "not installed"}`` of the figure's ``LIBRARIES`` (read from the
+    installed metadata, without importing them); empty for a figure that measures no other library.
+
+    Parameters
+    ----------
+    module_name : str
+        The figure's module.
+
+    Returns
+    -------
+    dict
+        The versions, by distribution name.
+    """
+    names = getattr(importlib.import_module(module_name), "LIBRARIES", ())
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
 def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str) -> dict:
     """Everything that determines a unit's result besides the unit spec itself.
 
@@ -48,10 +76,14 @@ def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str) ->
     Returns
     -------
     dict
-        ``run_seed``, ``unit_seed``, ``preset`` and ``code_version``.
+        ``run_seed``, ``unit_seed``, ``preset``, ``code_version`` and, for a figure that declares
+        ``LIBRARIES``, ``libraries`` (:func:`library_versions`).
     """
-    return {"run_seed": run_seed, "unit_seed": unit_seed, "preset": preset,
-            "code_version": code_version(module_name)}
+    out = {"run_seed": run_seed, "unit_seed": unit_seed, "preset": preset, "code_version": code_version(module_name)}
+    libraries = library_versions(module_name)
+    if libraries:
+        out["libraries"] = libraries
+    return out
 
 
 def differences(stored: dict | None, wanted: dict) -> list[str]:

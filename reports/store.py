@@ -11,7 +11,9 @@ killed) for as long as it writes there; a second run into the same folder is ref
 (:class:`Busy`), so it can neither interleave units nor delete the first run's temporary files.
 The lock's descriptor is never handed to child processes (close-on-exec, and a forked child drops
 its copy at once), so a worker left behind by a killed run cannot keep the folder locked; where
-one still holds it, :class:`Busy` names the processes that do.
+one still holds it, :class:`Busy` names the processes that do.  The lock is opened without following
+links and must be a regular file with one name (:class:`UnsafeLock` otherwise): a ``.lock`` planted as
+a link to a file outside the folder is refused, never written through.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import fcntl
 import hashlib
 import json
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -95,6 +98,10 @@ class StaleUnit(Exception):
 
 class Busy(Exception):
     """Another run holds the output folder's lock."""
+
+
+class UnsafeLock(Busy):
+    """The folder's ``.lock`` is not a regular file of its own (a link, a device): never opened through."""
 
 
 _HELD_LOCKS: dict[int, tuple[int, int]] = {}  # descriptor -> (device, inode) of the folder locks held here
@@ -182,8 +189,7 @@ class FolderLock:
         self.fh = None
 
     def __enter__(self):
-        cloexec = getattr(os, "O_CLOEXEC", 0)  # not inherited across exec (spawned workers, subprocesses)
-        self.fh = open(self.path, "a+", opener=lambda path, flags: os.open(path, flags | cloexec, 0o666))
+        self.fh = os.fdopen(self._open_own_file(), "r+")
         os.set_inheritable(self.fh.fileno(), False)
         try:
             fcntl.flock(self.fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -199,6 +205,28 @@ class FolderLock:
         self.fh.write(f"{os.getpid()}\n")
         self.fh.flush()
         return self
+
+    def _open_own_file(self) -> int:
+        """A descriptor of the lock file, never through a link: ``O_NOFOLLOW`` refuses a symbolic link,
+        and a file that is not a regular file of its own (a device, a fifo, a hard link to a file
+        elsewhere) is refused too, so the PID written into the lock can only land in the lock."""
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags |= getattr(os, "O_NONBLOCK", 0)  # a fifo planted there must not block the open
+        try:
+            fd = os.open(self.path, flags, 0o666)
+        except OSError:
+            if self.path.is_symlink():
+                raise UnsafeLock(f"{self.path} is a symbolic link (to {os.readlink(self.path)}); the lock must be a "
+                           f"regular file of the folder: remove the link or use another --out") from None
+            raise
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            os.close(fd)
+            what = "not a regular file" if not stat.S_ISREG(st.st_mode) else f"a hard link ({st.st_nlink} names)"
+            raise UnsafeLock(f"{self.path} is {what}; the lock must be a regular file of the folder alone: remove it "
+                       f"or use another --out")
+        os.set_blocking(fd, True)
+        return fd
 
     def _busy_message(self, holder: str) -> str:
         folder = self.path.parent

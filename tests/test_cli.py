@@ -136,6 +136,8 @@ def test_empty_out_and_failed_checks_create_nothing(tmp_path):
     one_line_error(cli(["run", "all", "--out", ""], cwd=tmp_path), "--out")
     one_line_error(cli(["report", "--out", ""], cwd=tmp_path), "--out")
     one_line_error(cli(["run", "all", "--workers", "0", "--out", "new"], cwd=tmp_path), "--workers")
+    one_line_error(cli(["run", "all", "--seed", str(2**64), "--out", "new"], cwd=tmp_path), "--seed", "2**64")
+    one_line_error(cli(["run", "all", "--seed", "-1", "--out", "new"], cwd=tmp_path), "--seed")
     one_line_error(cli(["run", "nope", "--out", "new"], cwd=tmp_path), "unknown id")
     one_line_error(cli(["tour", "nonexistent_notebook", "--out", "new"], cwd=tmp_path), "nonexistent_notebook")
     assert list(tmp_path.iterdir()) == []
@@ -268,3 +270,31 @@ def test_more_local_workers_than_cores_are_reduced_to_the_cores(tmp_path):
     proc = cli(["run", "fast", "--workers", "100000", "--out", str(tmp_path / "w")])
     assert proc.returncode == 0, proc.stderr
     assert f"--workers 100000 reduced to {local_cores()}" in proc.stderr
+
+
+def test_units_skipped_for_an_absent_library_are_not_done_on_resume(tmp_path):
+    """A unit that could not run (its library not installed) is persisted so the figure names it, but
+    ``--resume`` after installing the library computes it: never "already done", never a stale report."""
+    out, lib = tmp_path / "lib", "tests.report_fixtures.library_units"
+    first = cli(["run", "all", "--out", str(out)], env_extra={"LIBRARY_UNITS_ABSENT": "1"}, modules=lib)
+    assert first.returncode == 0, first.stderr
+    assert "numpy is not installed" in (out / "report" / "index.html").read_text()
+    again = cli(["run", "all", "--resume", "--out", str(out)], modules=lib)
+    assert again.returncode == 0, again.stderr
+    assert "resuming: 0 units already done, 2 to run" in again.stderr
+    report = (out / "report" / "index.html").read_text()
+    assert "not installed" not in report and "2 units measured" in report
+    done = cli(["run", "all", "--resume", "--out", str(out)], modules=lib)
+    assert "resuming: 2 units already done, 0 to run" in done.stderr
+
+
+def test_rerun_hints_quote_an_out_folder_with_spaces(tmp_path):
+    import re
+    import shlex
+
+    out = tmp_path / "my results; $HOME"
+    assert cli(["run", "all", "--out", str(out)]).returncode == 0
+    unit_files(out)[0].unlink()
+    line = one_line_error(cli(["report", "--out", str(out)]), "not computed")
+    command = shlex.split(re.search(r"`([^`]*)`", line).group(1))
+    assert command[:3] == ["sms-langevin", "run", "fast"] and command[command.index("--out") + 1] == str(out)

@@ -161,3 +161,49 @@ def test_a_forked_child_does_not_keep_the_folder_locked(tmp_path):
     finally:
         with contextlib.suppress(OSError):
             os.kill(child, signal.SIGKILL)
+
+
+@linux_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--workers 2 is reduced to 1 on one core")
+@pytest.mark.parametrize("executor", [["--workers", "2"], ["--workers", "2", "--local-dask"]], ids=["pool", "dask"])
+def test_ctrl_c_twice_stops_at_once_keeps_finished_units_and_resumes(tmp_path, reference, executor):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, twice: the run stops within a
+    few seconds with one line and exit status 130, leaves no process, and ``--resume`` finishes it."""
+    if "--local-dask" in executor:
+        pytest.importorskip("dask.distributed")
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen([sys.executable, "-m", "reports", "run", "all", *executor, "--out", str(out)],
+                            cwd=ROOT, env=env(FAST_UNITS_SLEEP="1.5"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and proc.poll() is None and len(unit_files(out)) < 2:
+            time.sleep(0.02)
+        assert proc.poll() is None and len(unit_files(out)) >= 2, "the run should be interrupted mid-way"
+        os.killpg(proc.pid, signal.SIGINT)
+        time.sleep(0.3)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT)
+        interrupted = time.time()
+        _, stderr = proc.communicate(timeout=30)
+        stopped = time.time() - interrupted
+        while session(proc.pid) and time.time() < interrupted + GONE_WITHIN:
+            time.sleep(0.1)
+        left = session(proc.pid)
+    finally:
+        for pid in session(proc.pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert stopped < 10, f"took {stopped:.1f} s to stop after Ctrl-C"
+    assert not left, f"processes of the interrupted run still alive: {left}"
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert "interrupted; finished units are saved; rerun with --resume" in stderr.strip().splitlines()[-1], stderr
+    done = len(unit_files(out))
+    assert 2 <= done < 6
+    resumed = cli(["run", "all", "--resume", "--out", str(out)])
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{done} units already done, {6 - done} to run" in resumed.stderr
+    assert results(out) == results(reference)
