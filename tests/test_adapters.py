@@ -9,10 +9,12 @@ import sys
 import numpy as np
 import pytest
 from helpers import ToyULA
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from integrators.plans import batch_sequence, n_batches
 from integrators.targets import GaussianTarget
-from theory_checks.adapters import ADAPTERS, AdapterProblem, check_adapter, measure_adapter
+from theory_checks.adapters import ADAPTERS, AdapterProblem, check_adapter, checked_positions, measure_adapter
 from theory_checks.adapters.analysis import expected_order
 from theory_checks.adapters.measure import resolve_adapter
 from theory_checks.adapters.runs import PlanBatches
@@ -235,3 +237,45 @@ def test_chain_count_comes_from_the_budget_and_the_report_writes_its_table_csv_a
     assert "limit[sms]" in report.table() and "toy.ula" in conformance_table([report])
     assert report.write_csv(tmp_path / "r.csv").read_text().count("\n") == len(report.checks) + 1
     assert report.plot(tmp_path / "r.png").stat().st_size > 0
+
+
+# ------------------------------------------------------------------ positions() of a wrong shape
+class WrongPositions(ToyULA):
+    """ToyULA whose positions() returns ``make(x)`` of the true positions ``x`` (n_chains, d)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def positions(self, sampler, state):
+        return self.make(state[0])
+
+
+@given(n_chains=st.integers(1, 6), d=st.integers(1, 4), shape=st.lists(st.integers(0, 7), max_size=4),
+       dtype=st.sampled_from(["float64", "float32", "int64", "complex128", "bool", "object", "U1"]))
+def test_positions_of_any_wrong_shape_or_kind_are_refused_naming_the_adapter_and_the_method(n_chains, d, shape,
+                                                                                              dtype):
+    """Every array that is not a real numeric ``(n_chains, d)`` array: a ValueError naming the adapter's
+    class and positions(), with the expected shape (never broadcast, never a bare numpy error)."""
+    shape = tuple(shape)
+    right_kind = dtype in ("float64", "float32", "int64")
+    assume(shape != (n_chains, d) or not right_kind)
+    adapter = WrongPositions(lambda x: np.zeros(shape, dtype=dtype))
+    expected = rf"\({n_chains}, {d}\)"
+    with pytest.raises(ValueError, match=rf"WrongPositions \('toy.ula'\): positions\(\) .*{expected}") as info:
+        checked_positions(adapter, None, (np.zeros((n_chains, d)), None), n_chains, d)
+    if right_kind:
+        assert f"got shape {shape}" in str(info.value)
+
+
+def test_positions_of_the_right_shape_pass_as_float64():
+    x = np.arange(6, dtype=np.int64).reshape(3, 2)
+    got = checked_positions(WrongPositions(lambda _: x), None, (x, None), 3, 2)
+    assert got.dtype == np.float64 and np.array_equal(got, x)
+
+
+@pytest.mark.parametrize("make", [lambda x: x[:1], lambda x: x[0], lambda x: np.concatenate([x, x])],
+                         ids=["(1, d)", "(d,)", "(2n, d)"])
+def test_measure_adapter_refuses_positions_of_a_wrong_shape_naming_the_adapter(make):
+    """The issue's three shapes through measure_adapter: (1, d) was broadcast over every chain."""
+    with pytest.raises(ValueError, match=r"WrongPositions \('toy.ula'\): positions\(\) .*\(40, 2\).*got shape"):
+        measure_adapter(WrongPositions(make), plans=["full"], level="tiny", n_chains=40, seed=0)

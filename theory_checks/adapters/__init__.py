@@ -1,7 +1,7 @@
 """Other libraries' samplers behind one protocol, measured by the toolkit.
 
 * :mod:`~theory_checks.adapters.protocol`: what an adapter declares and does
-  (:class:`SamplerAdapter`, :func:`check_adapter`, :class:`AdapterProblem`);
+  (:class:`SamplerAdapter`, :func:`check_adapter`, :func:`checked_positions`, :class:`AdapterProblem`);
 * :mod:`~theory_checks.adapters.posteriors_adapter`: posteriors' sgld, sghmc, baoa, sgnht;
 * :mod:`~theory_checks.adapters.blackjax_adapter`: BlackJAX's sgld, sghmc, sgnht;
 * :mod:`~theory_checks.adapters.measure`: :func:`measure_adapter` (bias of the stationary law
@@ -14,8 +14,8 @@ them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement i
 """
 
 from theory_checks.adapters.measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
-from theory_checks.adapters.protocol import AdapterProblem, SamplerAdapter, check_adapter
+from theory_checks.adapters.protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
 from theory_checks.adapters.runs import LEVELS
 
 __all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
-           "measure_adapter", "resolve_adapter"]
+           "checked_positions", "measure_adapter", "resolve_adapter"]

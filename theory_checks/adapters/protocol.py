@@ -143,6 +143,52 @@ def check_adapter(adapter) -> None:
             raise ValueError(f"adapter {name!r}: {attr} must be a string (where the claim comes from)")
 
 
+def _adapter_name(adapter) -> str:
+    name = getattr(adapter, "NAME", None)
+    return type(adapter).__name__ + (f" ({name!r})" if isinstance(name, str) and name else "")
+
+
+def checked_positions(adapter, sampler, state, n_chains: int, d: int) -> np.ndarray:
+    """``adapter.positions(sampler, state)``, checked: every caller of an adapter reads positions here.
+
+    Parameters
+    ----------
+    adapter : SamplerAdapter
+        The adapter.
+    sampler, state : object
+        What its ``build`` and its last ``init`` or ``step`` returned.
+    n_chains, d : int
+        The chains the state holds and the target's dimension.
+
+    Returns
+    -------
+    numpy.ndarray
+        The positions as a float64 array of shape ``(n_chains, d)``.  Values are not checked for
+        finiteness: a chain that left the target (``nan``, ``inf``) is the measurement's to report.
+
+    Raises
+    ------
+    ValueError
+        Naming the adapter's class and ``positions()`` with the expected and actual shape or type,
+        when the result is not a real numeric array of shape exactly ``(n_chains, d)`` (a ``(1, d)``
+        or ``(d,)`` array is not broadcast over the chains: every chain would read one position).
+    """
+    got = adapter.positions(sampler, state)
+    where = f"adapter {_adapter_name(adapter)}: positions() must return"
+    try:
+        arr = np.asarray(got)
+    except Exception as exc:  # (a library object numpy cannot read)
+        raise ValueError(f"{where} a numeric array of shape ({n_chains}, {d}), got {type(got).__name__} "
+                         f"({type(exc).__name__}: {exc})") from None
+    if arr.dtype.kind not in "iuf":
+        raise ValueError(f"{where} a real numeric array of shape ({n_chains}, {d}), got {type(got).__name__} "
+                         f"of dtype {arr.dtype}")
+    if arr.shape != (n_chains, d):
+        raise ValueError(f"{where} an array of shape (n_chains, d) = ({n_chains}, {d}), one row per chain, "
+                         f"got shape {arr.shape}")
+    return arr.astype(np.float64, copy=False)
+
+
 def steps_per_call(adapter) -> int:
     return int(getattr(adapter, "STEPS_PER_CALL", 1))
 

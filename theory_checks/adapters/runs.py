@@ -15,7 +15,7 @@ from integrators.plans import plan_rule, resolve_plan
 from integrators.plans.partitions import n_batches
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
-from theory_checks.adapters.protocol import AdapterProblem, mixing_factor, steps_per_call
+from theory_checks.adapters.protocol import AdapterProblem, checked_positions, mixing_factor, steps_per_call
 from theory_checks.verify import ASYMPTOTIC, asymptotic_rate, largest_frequency
 
 H_START = 1.0         # the coarsest h, in units of the asymptotic regime's edge
@@ -225,7 +225,7 @@ def _run(adapter, problem, plan, batch_size, h, gamma, n_chains, burn, window, s
         state = adapter.step(sampler, state, batches.next())
         if k < burn and (k % 16 and k != burn - 1):
             continue
-        z = whitening.z(adapter.positions(sampler, state))
+        z = whitening.z(checked_positions(adapter, sampler, state, n_chains, d))
         if not np.all(np.abs(z) < DIVERGED):  # nan included
             return None
         if k >= burn:
@@ -247,7 +247,7 @@ def _time_steps(adapter, problem, plan, batch_size, h, gamma, n_chains, whitenin
         if k == 2:
             t0 = time.perf_counter()
         state = adapter.step(sampler, state, batches.next())
-        whitening.z(adapter.positions(sampler, state))
+        whitening.z(checked_positions(adapter, sampler, state, n_chains, whitening.dim))
     return (time.perf_counter() - t0) / PILOT_CALLS
 
 
