@@ -1,6 +1,7 @@
 """Run metadata: what every figure, table and unit records beside its numbers (seed, preset,
-versions, git commit, time), and the check that an output folder is writable.  One module owns
-it; experiments, reports and the command line import it from here."""
+versions, the git commit or the installed package's version, time), and the check that an output
+folder is writable.  One module owns it; experiments, reports and the command line import it from
+here."""
 
 from __future__ import annotations
 
@@ -11,14 +12,51 @@ import sys
 import time
 from pathlib import Path
 
+_CHECKOUT = Path(__file__).resolve().parents[1]  # the repository root when run from a clone
+
 
 def git_commit() -> str:
-    """The commit of the working tree this package runs from, or ``"unknown"``."""
+    """The commit of the git checkout this package runs from, or ``"not a git checkout"`` (an
+    installed package, or a source folder outside git: :func:`code_source` says which).
+
+    Returns
+    -------
+    str
+        The commit hash, or ``"not a git checkout"``.
+    """
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        top, head = subprocess.run(["git", "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True,
+                                   cwd=_CHECKOUT, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return "not a git checkout"
+    # a package installed into a virtual environment inside some repository is not that repository's code
+    return head if Path(top).resolve() == _CHECKOUT else "not a git checkout"
+
+
+def package_version() -> str:
+    """The installed version of the ``sms-langevin`` distribution, or ``"not installed"``.
+
+    Returns
+    -------
+    str
+    """
+    try:
+        return importlib.metadata.version("sms-langevin")
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def code_source() -> str:
+    """Where the running code came from: ``"git checkout"``, ``"installed package"`` (a
+    non-editable install, as in ``site-packages``) or ``"source folder, not a git checkout"``.
+
+    Returns
+    -------
+    str
+    """
+    if not (_CHECKOUT / "pyproject.toml").is_file():
+        return "installed package"
+    return "git checkout" if git_commit() != "not a git checkout" else "source folder, not a git checkout"
 
 
 # the libraries whose versions every output records (scikit-learn: the embedded data; torch: the
@@ -39,8 +77,10 @@ def library_version(name: str) -> str:
 
 
 def metadata(seed: int, preset: str) -> dict:
-    """Seed, preset, git commit, interpreter, platform, library versions and creation time."""
-    return {"seed": seed, "preset": preset, "git_commit": git_commit(), "python": sys.version.split()[0],
+    """Seed, preset, git commit, this package's version and where its code came from, interpreter,
+    platform, library versions and creation time."""
+    return {"seed": seed, "preset": preset, "git_commit": git_commit(), "sms_langevin": package_version(),
+            "code": code_source(), "python": sys.version.split()[0],
             "platform": platform.platform(), **{name: library_version(name) for name in LIBRARIES},
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 

@@ -5,4 +5,8 @@ executes them and writes HTML pages (``sms-langevin tour --out DIR`` or ``make t
 from tour.exercises import EXERCISES, check, question
 from tour.notebooks import NOTEBOOK_DIR, notebooks
 
+# what building the pages imports (the tour extra of pyproject.toml): the command line says what to
+# install where one is absent (reports.registry.lacking)
+REQUIRES = ("jupytext", "nbclient", "nbconvert", "nbformat", "ipykernel", "jupyter_server_mathjax")
+
 __all__ = ["EXERCISES", "NOTEBOOK_DIR", "check", "notebooks", "question"]
