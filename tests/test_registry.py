@@ -241,3 +241,54 @@ def test_a_scheme_and_plan_registered_in_a_test_appear_in_the_claims_table_and_t
         seen = {(r["scheme"], r["plan"]) for r in csv.DictReader(fh)}
     assert ("ubu_copy", "sms_copy") in seen and ("ubu", "iid") in seen
     assert (tmp_path / "weak_orders.png").stat().st_size > 0
+
+
+# --- the figure registry's optional extras (a base install runs every figure that needs none) ---
+
+ABSENT = "sms_langevin_no_such_module"  # a name no installation provides
+
+
+@settings(max_examples=40)
+@given(needs=st.lists(st.sampled_from([(), ("numpy",), (ABSENT,), ("numpy", ABSENT), ("torch_absent_too",)]),
+                      min_size=1, max_size=6))
+def test_runnable_keeps_exactly_the_figures_whose_requirements_are_installed(needs):
+    """In order, the figures whose ``REQUIRES`` are all importable run; one line names every other
+    one; nothing is left out when nothing is absent."""
+    import types
+
+    from reports import registry
+    names = [f"fig{i}" for i in range(len(needs))]
+    figures = {n: types.SimpleNamespace(REQUIRES=req) for n, req in zip(names, needs, strict=True)}
+    ids, note = registry.runnable(figures, names)
+    left_out = [n for n, req in zip(names, needs, strict=True) if any(r != "numpy" for r in req)]
+    assert ids == [n for n in names if n not in left_out]
+    assert (note is None) == (not left_out)
+    if note:
+        assert "\n" not in note and note.startswith(f"{', '.join(left_out)} not run: needs ")
+
+
+def test_extras_name_the_pyproject_extras_that_install_them():
+    """Each module of ``registry.EXTRAS`` is a requirement of the extra it names in pyproject.toml,
+    and every module a figure or the tour declares in ``REQUIRES`` has its extra there."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    import tour
+    from reports import registry
+    extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]
+    for module, extra in registry.EXTRAS.items():
+        dists = {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0].lower().replace("-", "_") for r in extras[extra]}
+        assert module in dists, (module, extra)
+    declared = [n for mod in [tour, *registry.load().values()] for n in getattr(mod, "REQUIRES", ())]
+    assert "torch" in declared and set(declared) <= set(registry.EXTRAS)
+    assert registry.install_hint("torch.nn") == "needs the torch extra: pip install 'sms-langevin[torch]'"
+
+
+@pytest.mark.torch
+def test_the_bnn_figure_lists_the_levels_of_bnn_presets():
+    pytest.importorskip("torch")
+    from bnn import presets
+    from reports import fig_bnn
+    assert fig_bnn.PRESETS == presets.LEVELS
