@@ -12,11 +12,16 @@
   ``site/assets/mathjax/`` and configured by ``javascripts/mathjax-config.js`` (generated from
   ``tour.page_style.MATHJAX_CONFIG``, shared with the tour's own HTML pages); the notebook pages'
   own MathJax loader (mkdocs-jupyter's) is removed, the site's typesets them.
+* Sphinx roles in docstrings: ``SphinxRoles`` (a griffe extension that ``mkdocs.yml`` gives
+  mkdocstrings) turns ``:func:`derive```, ``:class:`~integrators.spec.RunSpec``` ... into
+  cross-references, the name resolved as Sphinx would (the object's scope, then its parents'), as
+  *optional* autorefs: a link where the target is documented on the site, plain code elsewhere.
 """
 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import logging
 import os
@@ -26,6 +31,7 @@ import sys
 import time
 from pathlib import Path
 
+from griffe import Extension
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
@@ -39,9 +45,64 @@ log = logging.getLogger("mkdocs.hooks.tour")
 TOUR_NAV_TITLE = "Guided tour"
 CACHE = Path(os.environ.get("SMS_DOCS_TOUR_CACHE", ROOT / ".cache" / "docs-tour"))
 FROM = Path(os.environ.get("SMS_DOCS_TOUR_FROM", ROOT / "out" / "tiny" / "report" / "tour"))
+# :role:`target`, :role:`~a.b.target`, :role:`title <target>` (roles of Sphinx's Python domain)
+SPHINX_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|data|mod|attr|exc|obj|const|ref):`([^`]+)`")
+# a converted role inside a code block, where markdown escaped it: shown as the bare name
+ESCAPED_AUTOREF = re.compile(r'&lt;autoref identifier="[^"]*" optional&gt;'
+                             r"&lt;code&gt;(.*?)&lt;/code&gt;&lt;/autoref&gt;")
 MATHJAX_BLOCK = re.compile(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", re.S)
 
 _state: dict = {}
+
+
+def resolve_role_target(obj, target: str) -> str:
+    """The full path of ``target`` as written in a docstring of ``obj``: a name of ``obj``'s scope or
+    of its parents' (an imported name followed to where it is defined), else ``target`` itself."""
+    head, _, rest = target.lstrip(".").partition(".")
+    try:
+        path = obj.resolve(head)
+        path = f"{path}.{rest}" if rest else path
+    except Exception:  # noqa: BLE001 (griffe raises several kinds for a name it does not know)
+        path = target.lstrip(".")
+    for _ in range(8):  # follow re-exports (an alias of an alias ...) while they are loaded
+        try:
+            found = obj.modules_collection.get_member(path)
+        except Exception:  # noqa: BLE001
+            break
+        if not getattr(found, "is_alias", False) or found.target_path == path:
+            break
+        path = found.target_path
+    return path
+
+
+def convert_roles(text: str, obj) -> str:
+    """``text`` with every Sphinx role made an optional autoref (a link if the target is on the site)."""
+
+    def one(match: re.Match) -> str:
+        body = match.group(1).strip()
+        titled = re.fullmatch(r"(.*?)\s*<([^<>]+)>", body)
+        if titled:
+            title, target = titled.group(1), titled.group(2)
+        else:
+            target = body.lstrip("~")
+            title = target.rsplit(".", 1)[-1] if body.startswith("~") else target
+        path = resolve_role_target(obj, target.lstrip("~"))
+        return f'<autoref identifier="{html.escape(path)}" optional><code>{html.escape(title)}</code></autoref>'
+
+    return SPHINX_ROLE.sub(one, text)
+
+
+class SphinxRoles(Extension):
+    """Griffe extension: the Sphinx roles of every docstring of a loaded package as autorefs."""
+
+    def on_package(self, *, pkg, **kwargs) -> None:
+        stack = [pkg]
+        while stack:
+            obj = stack.pop()
+            if obj.docstring is not None and SPHINX_ROLE.search(obj.docstring.value):
+                obj.docstring.value = convert_roles(obj.docstring.value, obj)
+                obj.docstring.__dict__.pop("parsed", None)  # parsed lazily: drop a stale parse
+            stack.extend(m for m in obj.members.values() if not m.is_alias)
 
 
 def source_hash(path: Path) -> str:
@@ -123,6 +184,10 @@ def on_files(files, config):
     files.append(File.generated(config, "tour/index.md", content=tour_index(_state.get("tour", []))))
     files.append(File.generated(config, "javascripts/mathjax-config.js", content=MATHJAX_CONFIG + "\n"))
     return files
+
+
+def on_page_content(content, page, config, files):
+    return ESCAPED_AUTOREF.sub(r"\1", content)
 
 
 def on_post_page(output, page, config):

@@ -5,11 +5,15 @@ search finds `sample`, the API page of `integrators.sample` lists its parameters
 figures load, MathJax typesets the method page and a tour page (no raw TeX left in the text), and
 nothing is fetched from another host.  The same raw-TeX check on a page of `tour.build.build`,
 opened from disk.  And `--strict` is proven to bite: a copy of the config with a broken link fails.
+Read from the built files: no Sphinx role (`:func:`...``) is left as text (the griffe extension of
+docs/hooks.py makes them links), a known one became a link to its target, each tour page is titled
+by its notebook, and no page nor the search index shows the builder's local paths.
 """
 
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import re
 import shutil
@@ -25,6 +29,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
 ROOT = Path(__file__).resolve().parents[1]
 MKDOCS = [sys.executable, "-m", "mkdocs"]
+# a Sphinx role as mkdocstrings leaves it: ":func:" and then the name in backticks or <code>
+RAW_ROLE = re.compile(r":(?:py:)?(class|meth|func|data|mod|attr|exc|obj|ref):(?:`|<code>|&lt;code)")
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\$[^$\s][^$]*\$")
 # the text a reader sees: code, scripts and MathJax's own (hidden) sources left out
 VISIBLE_TEXT = """
@@ -129,6 +135,73 @@ def test_every_tour_notebook_has_a_page_with_outputs(site):
         page = (site / "tour" / name / "index.html").read_text()
         assert "data:image/png;base64" in page or "jp-OutputArea-output" in page, f"{name} shows no outputs"
     assert (site / "assets" / "mathjax" / "MathJax.js").exists()
+
+
+def built_text(site):
+    """Every HTML page of the site and its search index, as (name, text)."""
+    for page in sorted(site.rglob("*.html")):
+        yield str(page.relative_to(site)), page.read_text(errors="replace")
+    yield "search/search_index.json", (site / "search" / "search_index.json").read_text()
+
+
+def test_no_sphinx_role_is_left_as_text(site):
+    raw = {}
+    for name, text in built_text(site):
+        found = [text[max(0, m.start() - 40):m.end() + 40] for m in RAW_ROLE.finditer(text)]
+        found += [text[max(0, at - 40):at + 80] for at in [text.find("&lt;autoref")] if at >= 0]
+        if found:
+            raw[name] = (len(found), found[:2])
+    assert not raw, f"raw Sphinx roles in the built site (docs/hooks.py's SphinxRoles converts them): {raw}"
+
+
+def test_sphinx_roles_became_links_to_their_targets(site):
+    """Roles resolved as Sphinx would: an attribute of the class (``:attr:`rhat``` in
+    ``SampleResult``), a re-export followed to its definition (``:func:`integrators.sample```)."""
+    page = (site / "api" / "integrators" / "index.html").read_text()
+    for title, target in (("rhat", "integrators.result.SampleResult.rhat"),
+                          ("integrators.sample", "integrators.api.sample")):
+        link = (rf'<a class="autorefs[^"]*"[^>]*href="[^"]*#{re.escape(target)}"[^>]*>'
+                rf"<code>{re.escape(title)}</code></a>")
+        assert re.search(link, page), f"no link <code>{title}</code> -> #{target} on the API page"
+
+
+def test_every_tour_page_is_titled_by_its_notebook(site):
+    from tour.build import read, title_and_promise
+    from tour.notebooks import notebooks
+
+    for source in notebooks():
+        title, _ = title_and_promise(read(source))
+        page = (site / "tour" / source.stem / "index.html").read_text()
+        shown = re.search(r"<title>(.*?)</title>", page, re.S).group(1)
+        assert shown.startswith(html.escape(title, quote=False)), (source.name, shown)
+
+
+def test_tour_builder_page_is_titled_by_its_notebook(tmp_path):
+    import nbformat
+
+    from tour.build import write_page
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 9. A title & more\n\nText."),
+                                         nbformat.v4.new_code_cell("1")])
+    write_page(nb, tmp_path / "page.html")
+    shown = re.search(r"<title>(.*?)</title>", (tmp_path / "page.html").read_text()).group(1)
+    assert shown == "9. A title &amp; more"
+
+
+def local_paths() -> list[str]:
+    """The builder's paths a page must not show: the checkout, its parent, /work/, the home folder."""
+    candidates = [str(ROOT), str(ROOT.parent) + "/", "/work/", str(Path.home()) + "/"]
+    return sorted({c for c in candidates if len(c.strip("/")) > 1})
+
+
+def test_no_page_shows_the_builders_local_path(site):
+    shown = {}
+    for name, text in built_text(site):
+        for path in local_paths():
+            at = text.find(path)
+            if at >= 0:
+                shown.setdefault(name, []).append(text[max(0, at - 60):at + 80])
+    assert not shown, f"the built site shows a local path: {shown}"
 
 
 def test_no_page_loads_from_a_cdn(site):

@@ -83,11 +83,14 @@ def stamp(nb, source: Path) -> None:
 
 def write_page(nb, path: Path) -> None:
     """The executed notebook as one HTML page (figures embedded as data URIs) that loads nothing
-    from the network: MathJax from ``mathjax/`` beside it, copied there if missing."""
+    from the network: MathJax from ``mathjax/`` beside it, copied there if missing.  The page is
+    titled by the notebook's first heading (nbconvert's default title is "Notebook")."""
     from nbconvert import HTMLExporter
 
     url = f"{MATHJAX_DIR}/MathJax.js"
-    body, _ = HTMLExporter(template_name="lab", mathjax_url=url).from_notebook_node(nb)
+    title, _ = title_and_promise(nb)
+    body, _ = HTMLExporter(template_name="lab", mathjax_url=url).from_notebook_node(
+        nb, resources={"metadata": {"name": title}})
     loader = f'<script src="{url}"> </script>'
     if loader not in body:
         raise RuntimeError("nbconvert's page no longer loads MathJax as tour/build.py expects")
