@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from integrators.validation import seed_value
-from reports import registry
+from reports import registry, schema
 from reports.bench_command import cmd_bench
 from reports.claims_command import cmd_claims
 from reports.cli_common import CliError, check_out, check_preset, out_path
@@ -186,11 +186,15 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             if args.resume:
                 try:
                     stored = store.load(fid, unit, wanted)
-                    if stored is not None and registry.unfinished(stored) is None:
+                    if store.path(fid, unit).exists() and registry.unfinished(stored) is None:
+                        schema.check(stored, figures[fid].RESULT)
                         skipped += 1
                         continue
                 except (CorruptUnit, StaleUnit) as exc:
                     print(f"warning: {exc}; recomputing", file=sys.stderr)
+                except schema.SchemaError as exc:
+                    print(f"warning: {store.path(fid, unit)}: not a result of {fid} ({exc}); recomputing",
+                          file=sys.stderr)
             task = (figures[fid].__name__, unit, level, seed)
             tasks.append(task)
             prints[(fid, store.path(fid, unit))] = wanted
@@ -273,10 +277,16 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
                 res = store.load(fid, unit, wanted)
             except (CorruptUnit, StaleUnit) as exc:
                 raise CliError(f"{exc}; run `{rerun}` to recompute it") from None
-            if res is None:
+            if res is None and not store.path(fid, unit).exists():
                 missing.append(unit)
-            else:
-                results.append((unit, res))
+                continue
+            if registry.unfinished(res) is None:
+                try:
+                    schema.check(res, mod.RESULT)
+                except schema.SchemaError as exc:
+                    raise CliError(f"{store.path(fid, unit)}: not a result of {fid} ({exc}); delete it and run "
+                                   f"`{rerun}`") from None
+            results.append((unit, res))
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")

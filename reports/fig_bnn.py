@@ -11,6 +11,7 @@ import numpy as np
 from bnn import curves, figures, verdicts
 from bnn.metrics import RHAT_NOT_MIXED
 from reports.drawing import Drawing
+from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Record
 
 RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
 # fewest runs per data set whose ensembles can test the claim: 8 give disjoint groups of 1, 2 and 4 (regime runs 8,
@@ -32,6 +33,9 @@ COST = {"tiny": "~20 s (embedded digits, width 1/4, 2 runs)",
 # the command line reads PRESETS without it; this module has its own tiny level (the registry maps tiny to quick
 # elsewhere)
 PRESETS = ("tiny", "quick", "full", "regime", "regime-tiny")
+LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
+RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, labels=ListOf(INTEGER),
+                methods=MapOf(Record(probs=ListOf(ListOf(NUMBER)), diverged=ANY)))
 REQUIRES = ("torch",)  # units and runs read bnn.presets, imported inside them
 
 

@@ -8,6 +8,7 @@ is skipped and named (``pip install -e '.[adapters]'``)."""
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.schema import ANY, BOOL, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
 
 ID = "conformance"
 TITLE = "Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB"
@@ -19,6 +20,14 @@ CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE):
          "fails its limit check at every plan.")
 PRESETS = ("tiny", "quick", "full")
 LIBRARIES = ("posteriors", "blackjax", "jax", "torch")  # their versions join each unit's fingerprint
+_LADDER = Nullable(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))))
+_PLAN = Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER)), noise=ListOf(Nullable(NUMBER)),
+               n_chains=ListOf(INTEGER), slope=Nullable(NUMBER), ci=ListOf(Nullable(NUMBER)), fit=ListOf(INTEGER),
+               b0_max=Nullable(NUMBER), expected=Nullable(NUMBER), asserted=BOOL)
+RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(MapOf(_LADDER))),  # the toolkit's
+               Record(sampler=TEXT, library=TEXT, target=TEXT, rule_order=Nullable(NUMBER), gamma=NUMBER,
+                      level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
+                      checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))))
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bias import demo
 from reports.drawing import Drawing
+from reports.schema import NUMBER, TEXT, ListOf, Nullable, Record
 
 ID = "demo"
 TITLE = "SMS-UBU against SG-UBU on the 1-D example, against the exact target"
@@ -11,6 +12,8 @@ CLAIM = ("Symmetric minibatch splitting makes UBU's stationary bias second order
          "batches) is first order (paper, Sections 2-3).")
 COST = {"quick": "~15 s", "full": "~1 min"}
 PRESETS = ("quick", "full")  # make demo (tiny) runs the quick demo
+RESULT = Record(row=Record(sampler=TEXT, h=NUMBER, mean=NUMBER, variance=NUMBER, variance_bias=NUMBER),
+                hist=Nullable(ListOf(NUMBER)))  # the counts at k = 2 only
 
 
 def units(preset: str) -> list[dict]:

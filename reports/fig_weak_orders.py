@@ -7,6 +7,7 @@ import numpy as np
 
 from integrators import PLANS, SCHEMES, GaussianTarget
 from reports.drawing import Drawing
+from reports.schema import NUMBER, ListOf, Nullable, Record
 from theory_checks.orders import weak_order
 
 ID = "weak_orders"
@@ -15,6 +16,7 @@ CLAIM = ("UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sam
          "order 1; BAOAB x full has an exact x-variance; EM is unstable at h = 1/4 (design claims table).")
 COST = {"quick": "~2 s", "full": "~2 s"}
 PRESETS = ("quick", "full")  # the oracle needs no smaller level: tiny runs quick
+RESULT = Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER), unstable=ListOf())
 PANELS_PER_ROW = 4
 
 
@@ -55,10 +57,13 @@ def draw(results: list, preset: str) -> Drawing:
                         f"(slope {res['slope']:.2f})")
             elif exact:
                 ax.plot([], [], " ", label=f"{unit['scheme'].upper()}: exact (|bias| < 1e-12)")
-            for h in res["unstable"]:
-                ax.annotate(f"{unit['scheme'].upper()} unstable", (h, 1.0), fontsize=7, rotation=90)
+            for h in res["unstable"]:  # inside the panel: a dotted line at h, the label down from its top
+                ax.axvline(h, color="0.6", ls=":", lw=0.8)
+                ax.annotate(f"{unit['scheme'].upper()} unstable", (h, 0.98), xycoords=("data", "axes fraction"),
+                            xytext=(-3, 0), textcoords="offset points", fontsize=9, rotation=90, ha="right",
+                            va="top", bbox={"fc": "white", "ec": "none", "alpha": 0.8, "pad": 1})
         ax.set(xscale="log", yscale="log", title=f"plan: {plan}", xlabel="h")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=9)
     for row in axes:
         row[0].set_ylabel("|bias of Var x| (exact)")
     fig.tight_layout()

@@ -8,6 +8,7 @@ The experiment contract: each figure or table is one module with
                                in a module that does not list it)
     units(preset)              the independent units of work (JSON-serializable dicts)
     run_unit(unit, preset, seed) -> JSON-serializable result
+    RESULT                     the structure of that result (:mod:`reports.schema`), checked before draw
     draw(results, preset) -> reports.drawing.Drawing   (figures, tables, texts, measured numbers)
     BACKENDS (optional)        kernels it offers (the command line adds them to its units)
     REQUIRES (optional)        modules of an optional extra that its units and runs import (the
@@ -35,7 +36,7 @@ import os
 DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
                    "reports.fig_ghmc", "reports.fig_conformance", "reports.fig_bnn", "reports.tab_claims")
 PRESETS = ("tiny", "quick", "full")
-CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "units", "run_unit", "draw")
+CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_unit", "draw")
 
 
 def module_preset(mod, preset: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.schema import TEXT, ListOf, Record
 from theory_checks import claims
 
 ID = "claims"
@@ -10,6 +11,8 @@ TITLE = "Claims table: every claim of the design, measured"
 CLAIM = "Every row states the paper's claim; a claim that fails is reported, never hidden."
 COST = {"quick": "~15 s", "full": "~1 min"}
 PRESETS = tuple(claims.PRESETS)  # tiny runs the quick table
+RESULT = Record(rows=ListOf(Record(claim=TEXT, expected=TEXT, measured=TEXT, uncertainty=TEXT, verdict=TEXT,
+                                   source=TEXT, command=TEXT)))
 
 
 def units(preset: str) -> list[dict]:

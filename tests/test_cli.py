@@ -298,3 +298,25 @@ def test_rerun_hints_quote_an_out_folder_with_spaces(tmp_path):
     line = one_line_error(cli(["report", "--out", str(out)]), "not computed")
     command = shlex.split(re.search(r"`([^`]*)`", line).group(1))
     assert command[:3] == ["sms-langevin", "run", "fast"] and command[command.index("--out") + 1] == str(out)
+
+
+@pytest.mark.parametrize("result", [{"mean": "zero", "variance": 1.0}, {"variance": 1.0}, [1, 2], None, 3.5],
+                         ids=["wrong-type", "lacking-key", "list", "null", "number"])
+def test_a_unit_file_of_the_wrong_structure_is_one_line_naming_it(tmp_path, quick_run, result):
+    """A consistent checksum (it is plain SHA-256: anyone can recompute it) does not make a result
+    drawable: the figure's RESULT schema refuses it before draw, naming the file and the rerun."""
+    from reports.store import checksum
+
+    out = tmp_path / "edited"
+    shutil.copytree(quick_run, out)
+    path = unit_files(out)[0]
+    payload = json.loads(path.read_text())
+    payload["result"] = result
+    payload["checksum"] = checksum(payload["key"], payload["unit"], result, payload["meta"])
+    path.write_text(json.dumps(payload))
+    line = one_line_error(cli(["report", "--out", str(out)]), str(path), "not a result of fast",
+                          "sms-langevin run fast --resume")
+    assert "Traceback" not in line
+    resumed = cli(["run", "all", "--resume", "--out", str(out)])
+    assert resumed.returncode == 0, resumed.stderr
+    assert "not a result of fast" in resumed.stderr and "5 units already done, 1 to run" in resumed.stderr

@@ -17,6 +17,7 @@ import pytest
 
 from reports import cli, registry
 from reports.drawing import Drawing, write_drawing
+from reports.schema import Schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,12 +26,14 @@ THROWAWAY = textwrap.dedent('''
     import os
 
     from reports.drawing import Drawing
+    from reports.schema import NUMBER, Record
 
     ID = "throwaway"
     TITLE = "Throw-away experiment: AR(1) variance against its coefficient"
     CLAIM = "The stationary variance of x' = a x + noise is 1 / (1 - a^2)."
     COST = {"quick": "milliseconds", "full": "milliseconds", "mine": "milliseconds"}
     PRESETS = ("quick", "full", "mine")
+    RESULT = Record(a=NUMBER, variance=NUMBER)
 
     def units(preset):
         return [{"a": a} for a in ((0.1, 0.5, 0.9) if preset != "mine" else (0.3,))]
@@ -107,6 +110,7 @@ def test_every_registered_experiment_follows_the_contract():
         assert list(inspect.signature(mod.draw).parameters) == ["results", "preset"], fid
         assert list(inspect.signature(mod.run_unit).parameters) == ["unit", "preset", "seed"], fid
         assert set(mod.COST) >= {"quick", "full"} and {"quick", "full"} <= set(mod.PRESETS), fid
+        assert isinstance(mod.RESULT, Schema), fid
 
 
 # what writes files: calls of these names, and open() (or Path.open()) with a mode that writes

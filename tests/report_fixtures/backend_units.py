@@ -5,6 +5,7 @@ the suggested rerun) must find them under those keys.  Units take milliseconds."
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.schema import INTEGER, TEXT, Record
 
 ID = "twin"
 TITLE = "A figure with two backends (test fixture)"
@@ -12,6 +13,7 @@ CLAIM = "A tiny figure used by the tests of --backend."
 COST = {"quick": "~1 s", "full": "~1 s"}
 BACKENDS = ("numba", "torch")
 PRESETS = ("quick", "full")
+RESULT = Record(k=INTEGER, backend=TEXT)
 
 
 def units(preset: str) -> list[dict]:

@@ -11,6 +11,7 @@ TITLE = "BNN runs at a micro size"
 CLAIM = fig_bnn.CLAIM
 COST = {"quick": "seconds", "full": "seconds"}
 PRESETS = ("quick", "full")
+RESULT = fig_bnn.RESULT
 CONFIG = RunConfig("digits", "fashion_mnist", width=0.125, n_train=300, n_test=120, batch_size=100, epochs_train=1,
                    epochs_swa=1, epochs_burn=0, epochs_sample=1, h=1e-3, n_eval_batches=1)
 

@@ -7,12 +7,14 @@ import os
 from pathlib import Path
 
 from reports.drawing import Drawing
+from reports.schema import INTEGER, NUMBER, Record
 
 ID = "withdata"
 TITLE = "A figure that needs a data file (test fixture)"
 CLAIM = "A tiny figure used by the tests of absent data."
 COST = {"quick": "~1 s", "full": "~1 s"}
 PRESETS = ("quick", "full")
+RESULT = Record(k=INTEGER, value=NUMBER)
 
 
 def units(preset: str) -> list[dict]:

@@ -16,12 +16,14 @@ import numpy as np
 
 from integrators.brownian import pair_cholesky
 from reports.drawing import Drawing
+from reports.schema import NUMBER, Record
 
 ID = "fast"
 TITLE = "Fast test figure: exact Ornstein-Uhlenbeck velocity moments"
 CLAIM = "A tiny figure used by the tests."
 COST = {"quick": "~1 s", "full": "~1 s"}
 PRESETS = ("quick", "full")
+RESULT = Record(mean=NUMBER, variance=NUMBER)
 
 
 def units(preset: str) -> list[dict]:

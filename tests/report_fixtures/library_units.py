@@ -6,12 +6,14 @@ from __future__ import annotations
 import os
 
 from reports.drawing import Drawing
+from reports.schema import INTEGER, NUMBER, Record
 
 ID = "withlib"
 TITLE = "A figure that measures another library (test fixture)"
 CLAIM = "A tiny figure used by the tests of skipped units."
 COST = {"quick": "~1 s", "full": "~1 s"}
 PRESETS = ("quick", "full")
+RESULT = Record(k=INTEGER, value=NUMBER)
 LIBRARIES = ("numpy",)
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.schema import NUMBER, Record
 
 ID = "other"
 TITLE = "Other fixture figure"
 CLAIM = "A second tiny figure used by the tests."
 COST = {"quick": "~0 s", "full": "~0 s"}
 PRESETS = ("quick", "full")
+RESULT = Record(value=NUMBER)
 
 
 def units(preset: str) -> list[dict]:

@@ -1,0 +1,202 @@
+"""The structure of a persisted unit's result, declared by each experiment as ``RESULT`` and checked
+before ``draw`` sees it.
+
+A unit file's checksum catches a file damaged by accident; it is plain SHA-256 of the content, so
+it cannot catch a file written by hand (or by an older version of a figure) whose content is
+consistent but whose structure ``draw`` does not expect.  The schema does: :func:`check` walks a
+result against its declaration and names the first place that differs, so the command line can
+refuse the file in one line instead of a traceback from deep inside a figure.
+
+The declarations are data, built from a few pieces::
+
+    RESULT = Record(h=NUMBER, w1=NUMBER, diverged=BOOL, plan=TEXT, hs=ListOf(NUMBER))
+
+``Record`` requires its keys and allows others (a newer field does not break an older reader);
+``MapOf`` is a dict with any text keys; ``OneOf`` takes the first alternative that fits.  A unit that
+is not done (``{"missing": why}`` or a dict with ``"skipped": why``) is not checked against
+``RESULT``: :func:`reports.registry.unfinished` says what it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+import typing
+
+
+class SchemaError(ValueError):
+    """A result whose structure differs from its experiment's declaration."""
+
+
+class Schema:
+    """One piece of a declaration: :meth:`check` raises :class:`SchemaError` naming where it differs."""
+
+    def check(self, value, where: str = "result") -> None:
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.__class__.__name__
+
+
+def _what(value) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return f"{type(value).__name__} {value!r}"[:60]
+
+
+class _Leaf(Schema):
+    def __init__(self, name: str, accepts):
+        self.name, self.accepts = name, accepts
+
+    def check(self, value, where="result"):
+        if not self.accepts(value):
+            raise SchemaError(f"{where}: expected {self.name}, got {_what(value)}")
+
+    def __str__(self):
+        return self.name
+
+
+NUMBER = _Leaf("a number", lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool))
+INTEGER = _Leaf("an integer", lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool))
+TEXT = _Leaf("a string", lambda v: isinstance(v, str))
+BOOL = _Leaf("true or false", lambda v: isinstance(v, bool))
+NULL = _Leaf("null", lambda v: v is None)
+ANY = _Leaf("anything", lambda v: True)
+
+
+class Nullable(Schema):
+    """``inner`` or null."""
+
+    def __init__(self, inner: Schema):
+        self.inner = inner
+
+    def check(self, value, where="result"):
+        if value is not None:
+            self.inner.check(value, where)
+
+    def __str__(self):
+        return f"{self.inner} or null"
+
+
+class ListOf(Schema):
+    """A list whose every item is ``item``."""
+
+    def __init__(self, item: Schema = ANY):
+        self.item = item
+
+    def check(self, value, where="result"):
+        if not isinstance(value, list):
+            raise SchemaError(f"{where}: expected a list of {self.item}, got {_what(value)}")
+        for i, entry in enumerate(value):
+            self.item.check(entry, f"{where}[{i}]")
+
+    def __str__(self):
+        return f"a list of {self.item}"
+
+
+class Record(Schema):
+    """An object with (at least) these keys, each of its schema."""
+
+    def __init__(self, **fields: Schema):
+        self.fields = fields
+
+    def check(self, value, where="result"):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{where}: expected an object with keys {', '.join(self.fields)}, got {_what(value)}")
+        lacking = [k for k in self.fields if k not in value]
+        if lacking:
+            raise SchemaError(f"{where}: lacks {', '.join(repr(k) for k in lacking)}")
+        for key, schema in self.fields.items():
+            schema.check(value[key], f"{where}[{key!r}]")
+
+    def __str__(self):
+        return f"an object with keys {', '.join(self.fields)}"
+
+
+class MapOf(Schema):
+    """An object with any string keys whose every value is ``value``."""
+
+    def __init__(self, value: Schema = ANY):
+        self.value = value
+
+    def check(self, value, where="result"):
+        if not isinstance(value, dict):
+            raise SchemaError(f"{where}: expected an object of {self.value}, got {_what(value)}")
+        for key, entry in value.items():
+            self.value.check(entry, f"{where}[{key!r}]")
+
+    def __str__(self):
+        return f"an object of {self.value}"
+
+
+class OneOf(Schema):
+    """The first of ``options`` that fits."""
+
+    def __init__(self, *options: Schema):
+        self.options = options
+
+    def check(self, value, where="result"):
+        problems = []
+        for option in self.options:
+            try:
+                option.check(value, where)
+                return
+            except SchemaError as exc:
+                problems.append(str(exc))
+        raise SchemaError(" / ".join(problems) if len(problems) > 1 else problems[0])
+
+    def __str__(self):
+        return " or ".join(str(o) for o in self.options)
+
+
+_BY_TYPE = {float: NUMBER, int: INTEGER, str: TEXT, bool: BOOL}
+
+
+def from_dataclass(cls) -> Record:
+    """The record of a dataclass's fields (the keys its constructor takes from a result); a field's
+    schema follows its annotation where that is ``float``, ``int``, ``str`` or ``bool`` (or one of
+    them or None), anything otherwise; fields with defaults are not required.
+
+    Parameters
+    ----------
+    cls : type
+        A dataclass.
+
+    Returns
+    -------
+    Record
+    """
+    hints = typing.get_type_hints(cls)
+    fields = {}
+    for field in dataclasses.fields(cls):
+        if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING:
+            continue
+        hint = hints.get(field.name)
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if hint in _BY_TYPE:
+            fields[field.name] = _BY_TYPE[hint]
+        elif len(args) == 1 and args[0] in _BY_TYPE and type(None) in typing.get_args(hint):
+            fields[field.name] = Nullable(_BY_TYPE[args[0]])
+        else:
+            fields[field.name] = ANY
+    return Record(**fields)
+
+
+def check(result, schema: Schema) -> None:
+    """Raise :class:`SchemaError` naming the first place where ``result`` differs from ``schema``.
+
+    Parameters
+    ----------
+    result
+        A unit's result, as read from its file.
+    schema : Schema
+        The experiment's ``RESULT``.
+
+    Raises
+    ------
+    SchemaError
+        Where the structure differs.
+    """
+    schema.check(result, "result")
