@@ -134,7 +134,10 @@ def plot(rows: list[Row]):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 5, figsize=(19, 3.8))
+    # two rows of three (the sixth cell holds the legend): narrow enough that the report's page shows the
+    # text near its size
+    fig, grid = plt.subplots(2, 3, figsize=(13, 7))
+    axes, key = list(grid.flat[:5]), grid.flat[5]
     panels = [("bias", "mean |bias| of p(true class) (bars: 2 s.e.)"), ("accuracy", "accuracy"), ("nll", "NLL"),
               ("ace", "ACE"), ("rps", "RPS")]
     colors = dict(zip(NAMES.values(), plt.rcParams["axes.prop_cycle"].by_key()["color"], strict=False))
@@ -158,6 +161,12 @@ def plot(rows: list[Row]):
                             color=colors[name], xytext=(-46, -12), textcoords="offset points")
         ax.set_xscale("log", base=2)
         ax.set(xlabel="h", title=label)
-    axes[0].legend(fontsize=7)
+    key.axis("off")
+    found = {}  # every sampler drawn in some panel, once
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            found.setdefault(label, handle)
+    key.legend(list(found.values()), list(found), loc="center", fontsize=11, title="sampler (x at the top: diverged)",
+               title_fontsize=11)
     fig.tight_layout()
     return fig

@@ -172,9 +172,10 @@ def plot_ensembles(rows: list[dict], dataset: str):
         ax.set_title(metric)
     diverged = sorted({r["method"] for r in rows if r["dataset"] == dataset and r["diverged_runs"]})
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=max(1, len(labels)))  # below the panels
+    # below the panels, at a size the report's page (the figure shrunk to its width) still shows readably
+    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=max(1, len(labels)))
     fig.suptitle(f"{dataset}: ensembles of independent runs (mean ± s.d. over disjoint groups)"
-                 + ("\ndiverged in some runs: " + ", ".join(diverged) if diverged else ""), fontsize=9)
+                 + ("\ndiverged in some runs: " + ", ".join(diverged) if diverged else ""), fontsize=11)
     fig.tight_layout(rect=(0, 0.07, 1, 1))
     return fig
 
@@ -243,6 +244,7 @@ def plot_step_size(rows: list[dict]):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
     for ax, metric in zip(axes, ("nll", "ace"), strict=True):
@@ -258,9 +260,15 @@ def plot_step_size(rows: list[dict]):
             if ref and ref[0]["mean"] != "":
                 ax.axhline(ref[0]["mean"], color="k", ls="--", label=f"SWA ({dataset})")
         ax.set_xscale("log")
+        # one label per step size drawn: a log axis spanning about a decade labels its minor ticks too, and
+        # those overlap
+        hs = sorted({r["h"] for r in rows if r["method"] == "SMS-UBU" and r["metric"] == metric})
+        if hs:
+            ax.set_xticks(hs, [f"{h:g}" for h in hs])
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlabel("h")
         ax.set_title(f"{metric} of single runs")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
