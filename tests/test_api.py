@@ -480,3 +480,73 @@ def test_bad_thread_variable_is_named(monkeypatch):
         sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10)
     monkeypatch.setenv(THREADS_VARIABLE, "1")
     assert sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10).x.shape == (2, 1)
+
+
+# ------------------------------------------------------------- user Numba code out of bounds
+_USER_CODE_PRELUDE = """
+import math
+import numba as nb
+import numpy as np
+from integrators import PLANS, GaussianTarget, Plan, Scheme, sample
+T1 = GaussianTarget.one_d_example()
+"""
+_USER_CODE_CASES = {
+    # the issue's scenarios: a write past out (the process aborted: heap corruption), a read past an
+    # empty test_data array (garbage returned); threads=2 runs the kernel on worker threads
+    "writes_past_out": """
+@nb.njit
+def writes_past_out(x, out, test_data):
+    for i in range(200):
+        out[i] = x[0]
+sample(T1, n_chains=600, n_steps=20, batch_size=1, threads=2, test_functions=writes_past_out, n_test_functions=1)
+""",
+    "reads_past_test_data": """
+@nb.njit
+def reads_past_test_data(x, out, test_data):
+    out[0] = test_data[0][0]
+print(sample(T1, n_chains=4, n_steps=20, batch_size=1, test_functions=reads_past_test_data, n_test_functions=1,
+             test_data=(np.zeros(0),)).chain_tests)
+""",
+    # a step that reads a second coordinate: within bounds on the registration check's 2-D block,
+    # past the end of x on a 1-D target
+    "step_reads_second_coordinate": """
+@nb.njit
+def step_reads_second_coordinate(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    force(x, g, batch, n_batch, scale, tdata)
+    for c in range(x.shape[0]):
+        v[c, 0] = coef[0] * v[c, 0] - coef[1] * g[c, 0] + dW[0, 0, c] + 0.0 * x[c, 1]
+        x[c, 0] += coef[1] * v[c, 0]
+scheme = Scheme("second_coordinate", step_reads_second_coordinate,
+                lambda h, gamma: np.array([math.exp(-gamma * h), h]), WEAK_ORDER=1.0, STRONG_ORDER=0.5)
+print(sample(T1, scheme, "full", n_chains=4, n_steps=20).chain_mean)
+""",
+    "rule_writes_past_out": """
+@nb.njit
+def rule_writes_past_out(plan_code, perm, position, batch_size, states, out, source, u):
+    for i in range(out.shape[0] + 5):
+        for c in range(out.shape[1]):
+            out[i, c] = 0
+    return 1
+full = PLANS["full"]
+plan = Plan("past_out", full.outcomes, full.force_scale, full.period, BATCH_RULE=rule_writes_past_out)
+print(sample(T1, "ubu", plan, n_chains=4, n_steps=20, batch_size=1).chain_mean)
+""",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(_USER_CODE_CASES))
+def test_user_numba_code_out_of_bounds_ends_in_a_python_error_naming_it(name):
+    """User Numba code (test functions, a Scheme's step, a plan's BATCH_RULE) indexing out of
+    bounds: a Python exception naming the function and an exit status of 1, never a signal
+    (the abort of heap corruption) and never a result printed from garbage."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run([sys.executable, "-c", _USER_CODE_PRELUDE + _USER_CODE_CASES[name]],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr[-2000:])
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("integrators.user_code.UserCodeError") and f"__main__.{name}" in last, done.stderr[-2000:]
+    assert "out of bounds" in last and not done.stdout, (done.stdout, last)
