@@ -4,6 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 OUT ?= out/tiny
+TORCH_INDEX ?=  # empty: pip's configured index; https://download.pytorch.org/whl/cpu for the CPU build
 
 .PHONY: demo demo-1d reproduce-full test test-fast test-bounds lint bench clean tour docs docs-serve
 
@@ -11,9 +12,11 @@ OUT ?= out/tiny
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	# the CPU build of torch first (local wheel on these machines), then the project and its extras
-	$(PIP) install --quiet torch==2.13.0
-	$(PIP) install --quiet -e ".[torch,data]"
+	# torch first, from pip's configured index: the CPU build where a local CPU wheel is set up (the reference
+	# machines); plain PyPI gives Linux the CUDA build (GBs): TORCH_INDEX=https://download.pytorch.org/whl/cpu
+	# installs the CPU build from PyTorch's index. Then the project and its extras (dask: the README's --local-dask)
+	$(PIP) install --quiet torch==2.13.0 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PIP) install --quiet -e ".[torch,data,dask]"
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
