@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import signal
@@ -79,6 +80,9 @@ def build_parser() -> Parser:
     run.add_argument("--backend", default="numba", choices=["numba", "torch"],
                      help="kernel for the figures that offer a choice (figure1)")
     run.add_argument("--device", default=None, help="torch device for --backend torch: cpu or cuda")
+    run.add_argument("--data-dir", default=None,
+                     help="folder of data files (e.g. pneumoniamnist.npz) searched first; sets SMS_LANGEVIN_DATA_DIR "
+                          "for the run and its local workers (on a remote Dask cluster, set it there)")
     rep = sub.add_parser("report", help="rebuild figures and the report from persisted results only")
     rep.add_argument("--out", default="out/run", help="the folder of a previous run")
     rep.add_argument("--preset", default=None, help="preset of that run (default: read from it)")
@@ -161,6 +165,7 @@ def cmd_run(args, figures) -> int:
         problem = check_scheduler(args.scheduler)
         if problem:
             raise CliError(f"--scheduler {args.scheduler}: {problem}")
+    _use_data_dir(args.data_dir)
     out = out_path(args.out)
     check_out(out)  # creates the folder: only once every argument has passed its checks
     with _lock(out):
@@ -171,6 +176,32 @@ def cmd_run(args, figures) -> int:
     if not_run:  # the others ran and are in the report, but the run is not all that was asked
         raise CliError(not_run)
     return code
+
+
+def _use_data_dir(data_dir) -> None:
+    """``--data-dir``: an existing folder, given to the loaders (and the workers, which inherit the
+    environment) as ``SMS_LANGEVIN_DATA_DIR``."""
+    if data_dir is None:
+        return
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        raise CliError(f"--data-dir {data_dir}: {'not a folder' if folder.exists() else 'no such folder'}")
+    from integrators.data import DATA_DIR_ENV
+    os.environ[DATA_DIR_ENV] = str(folder.resolve())
+
+
+def _absent_inputs(figures, tasks) -> list:
+    """``[(task, why)]`` for the tasks whose input data are absent, asked of each figure's optional
+    ``missing_input(unit, preset)`` before anything runs (it checks paths only)."""
+    by_module = {mod.__name__: mod for mod in figures.values()}
+    absent = []
+    for task in tasks:
+        module, unit, level, _ = task
+        ask = getattr(by_module[module], "missing_input", None)
+        why = ask(unit, level) if ask is not None else None
+        if why is not None:
+            absent.append((task, why))
+    return absent
 
 
 def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
@@ -199,22 +230,37 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             tasks.append(task)
             prints[(fid, store.path(fid, unit))] = wanted
     by_module = {mod.__name__: fid for fid, mod in figures.items()}
+    from integrators.metadata import metadata
+
+    def save(task, result, seconds):
+        module, unit, preset, seed = task
+        fid = by_module[module]
+        meta = metadata(seed, preset)
+        meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
+                     "fingerprint": prints[(fid, store.path(fid, unit))]})
+        store.save(fid, unit, result, meta)
+        if absent_input(result) is not None:
+            absent.append((fid, absent_input(result)))
+        return fid, unit
+
+    absent = []
+    no_data = _absent_inputs(figures, tasks)
+    if no_data:  # said before the hours of other work, not after; persisted as absent, never run
+        for fid in dict.fromkeys(by_module[task[0]] for task, _ in no_data):
+            whys = [why for task, why in no_data if by_module[task[0]] == fid]
+            print(f"note: {fid}: {len(whys)} unit{'s' if len(whys) > 1 else ''} will be skipped, their data are "
+                  f"absent ({whys[0]})", file=sys.stderr)
+        for task, why in no_data:
+            save(task, {"missing": why}, 0.0)
+        skip = {id(task) for task, _ in no_data}
+        tasks = [task for task in tasks if id(task) not in skip]
     progress = Progress(len(tasks), label=f"{args.preset}")
     if args.resume:
         print(f"resuming: {skipped} units already done, {len(tasks)} to run", file=sys.stderr)
-    from integrators.metadata import metadata
-    absent = []
     try:
-        for (module, unit, preset, seed), result, seconds in execute(
-                tasks, args.workers, args.scheduler, args.local_dask):
-            fid = by_module[module]
-            meta = metadata(seed, preset)
-            meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
-                         "fingerprint": prints[(fid, store.path(fid, unit))]})
-            store.save(fid, unit, result, meta)
+        for task, result, seconds in execute(tasks, args.workers, args.scheduler, args.local_dask):
+            fid, unit = save(task, result, seconds)
             progress.advance(f"{fid} {unit}")
-            if absent_input(result) is not None:
-                absent.append((fid, absent_input(result)))
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}

@@ -49,6 +49,12 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed)
 
 
+def missing_input(unit: dict, preset: str) -> str | None:
+    """Why a unit's data set is absent (asked before a run starts; paths only), else None."""
+    from bnn import presets
+    return presets.missing_data(preset, unit["dataset"])
+
+
 def run_config(cfg, seed: int) -> dict:
     """One run of :func:`bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it):
     its result, or ``{"missing": why}`` when the data set's files are absent."""

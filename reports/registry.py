@@ -15,6 +15,8 @@ The experiment contract: each figure or table is one module with
                                module itself imports without them): :func:`lacking`
     LIBRARIES (optional)       other libraries' distributions it measures (their versions join
                                each unit's fingerprint: ``reports.runmeta``)
+    missing_input(unit, preset) (optional)  why a unit's input data are absent, else None: asked
+                               before the run starts (paths only), so absent data are said at once
 
 Nothing in it writes a file: the command line checks the preset (once, here and in
 ``cli_common``), runs and persists the units through the executor, and writes what ``draw``

@@ -152,6 +152,7 @@ def test_absent_data_is_not_a_success_and_resume_computes_it_once_there(tmp_path
 
     proc = run()
     assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[0].startswith("note: withdata: 2 units will be skipped, their data are absent")
     error = [line for line in proc.stderr.splitlines() if "error" in line]
     assert len(error) == 1 and str(data) in error[0] and "--resume" in error[0], proc.stderr
     data.write_text("2.5")
@@ -159,3 +160,34 @@ def test_absent_data_is_not_a_success_and_resume_computes_it_once_there(tmp_path
     assert proc.returncode == 0 and "0 units already done, 2 to run" in proc.stderr, proc.stderr
     with open(tmp_path / "run" / "report" / "withdata" / "withdata.csv") as fh:
         assert [float(r["value"]) for r in csv.DictReader(fh)] == [2.5, 5.0]
+
+
+def test_data_dir_reaches_the_workers_and_a_bad_one_is_refused_before_out(tmp_path):
+    """``--data-dir`` is checked before ``--out`` is created, and the units (in worker processes too)
+    find their files there; without the precheck hook, absent data are found when the unit runs."""
+    env = os.environ.copy()
+    env.pop("DATA_UNITS_FILE", None)
+    env.pop("SMS_LANGEVIN_DATA_DIR", None)
+    env.update(PYTHONPATH=str(ROOT) + os.pathsep + env.get("PYTHONPATH", ""),
+               SMS_LANGEVIN_REPORT_MODULES="tests.report_fixtures.data_units")
+
+    def run(*extra, **more):
+        return subprocess.run([sys.executable, "-m", "reports", "run", "withdata", *extra], cwd=ROOT,
+                              env={**env, **more}, capture_output=True, text=True, timeout=120)
+
+    out = tmp_path / "run"
+    for bad, words in ((tmp_path / "nope", "no such folder"), (tmp_path / "a-file", "not a folder")):
+        if bad.name == "a-file":
+            bad.write_text("x")
+        proc = run("--data-dir", str(bad), "--out", str(out))
+        assert proc.returncode == 2 and f"--data-dir {bad}: {words}" in proc.stderr, proc.stderr
+        assert not out.exists()
+    data = tmp_path / "data"
+    data.mkdir()
+    proc = run("--data-dir", str(data), "--out", str(out), DATA_UNITS_NO_PRECHECK="1")
+    assert proc.returncode == 2 and "note:" not in proc.stderr and "found no data" in proc.stderr, proc.stderr
+    (data / "withdata.txt").write_text("1.5")
+    proc = run("--data-dir", str(data), "--out", str(out), "--resume", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr
+    with open(out / "report" / "withdata" / "withdata.csv") as fh:
+        assert [float(r["value"]) for r in csv.DictReader(fh)] == [1.5, 3.0]

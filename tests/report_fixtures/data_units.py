@@ -1,5 +1,6 @@
-"""A small registry module whose units read a data file (``DATA_UNITS_FILE``), as the BNN figure
-does: while the file is absent a unit returns ``{"missing": why}``."""
+"""A small registry module whose units read a data file (``DATA_UNITS_FILE``, or ``withdata.txt`` in
+``--data-dir``), as the BNN figure does: while the file is absent a unit returns ``{"missing": why}``,
+and ``missing_input`` says so before the run starts."""
 
 from __future__ import annotations
 
@@ -21,11 +22,24 @@ def units(preset: str) -> list[dict]:
     return [{"k": k} for k in (1, 2)]
 
 
+def _path() -> Path:
+    """``DATA_UNITS_FILE``, else ``withdata.txt`` in the data folder (``--data-dir``)."""
+    if os.environ.get("DATA_UNITS_FILE"):
+        return Path(os.environ["DATA_UNITS_FILE"])
+    return Path(os.environ.get("SMS_LANGEVIN_DATA_DIR", "nowhere")) / "withdata.txt"
+
+
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    path = Path(os.environ["DATA_UNITS_FILE"])
+    path = _path()
     if not path.exists():
         return {"missing": f"{path}: file not found"}
     return {"k": unit["k"], "value": float(path.read_text()) * unit["k"]}
+
+
+def missing_input(unit: dict, preset: str) -> str | None:
+    if os.environ.get("DATA_UNITS_NO_PRECHECK"):  # as a figure without the hook: found when the unit runs
+        return None
+    return None if _path().exists() else f"{_path()}: file not found"
 
 
 def draw(results: list, preset: str) -> Drawing:
