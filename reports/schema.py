@@ -32,6 +32,23 @@ class Schema:
     """One piece of a declaration: :meth:`check` raises :class:`SchemaError` naming where it differs."""
 
     def check(self, value, where: str = "result") -> None:
+        """Raise :class:`SchemaError` naming the first place where ``value`` differs.
+
+        Parameters
+        ----------
+        value
+            The value read from a unit file.
+        where : str
+            Its path inside the result, for the message.
+
+        Raises
+        ------
+        SchemaError
+            Where the structure differs.
+        """
+        self._check(value, where)
+
+    def _check(self, value, where: str) -> None:
         raise NotImplementedError
 
     def __str__(self) -> str:
@@ -50,7 +67,7 @@ class _Leaf(Schema):
     def __init__(self, name: str, accepts):
         self.name, self.accepts = name, accepts
 
-    def check(self, value, where="result"):
+    def _check(self, value, where):
         if not self.accepts(value):
             raise SchemaError(f"{where}: expected {self.name}, got {_what(value)}")
 
@@ -67,81 +84,111 @@ ANY = _Leaf("anything", lambda v: True)
 
 
 class Nullable(Schema):
-    """``inner`` or null."""
+    """``inner`` or null.
+
+    Parameters
+    ----------
+    inner : Schema
+        What a value that is not null must be.
+    """
 
     def __init__(self, inner: Schema):
         self.inner = inner
 
-    def check(self, value, where="result"):
+    def _check(self, value, where):
         if value is not None:
-            self.inner.check(value, where)
+            self.inner._check(value, where)
 
     def __str__(self):
         return f"{self.inner} or null"
 
 
 class ListOf(Schema):
-    """A list whose every item is ``item``."""
+    """A list whose every item is ``item``.
+
+    Parameters
+    ----------
+    item : Schema, default ANY
+        What each item must be.
+    """
 
     def __init__(self, item: Schema = ANY):
         self.item = item
 
-    def check(self, value, where="result"):
+    def _check(self, value, where):
         if not isinstance(value, list):
             raise SchemaError(f"{where}: expected a list of {self.item}, got {_what(value)}")
         for i, entry in enumerate(value):
-            self.item.check(entry, f"{where}[{i}]")
+            self.item._check(entry, f"{where}[{i}]")
 
     def __str__(self):
         return f"a list of {self.item}"
 
 
 class Record(Schema):
-    """An object with (at least) these keys, each of its schema."""
+    """An object with (at least) these keys, each of its schema; other keys are allowed.
+
+    Parameters
+    ----------
+    **fields : Schema
+        The required keys and what each value must be.
+    """
 
     def __init__(self, **fields: Schema):
         self.fields = fields
 
-    def check(self, value, where="result"):
+    def _check(self, value, where):
         if not isinstance(value, dict):
             raise SchemaError(f"{where}: expected an object with keys {', '.join(self.fields)}, got {_what(value)}")
         lacking = [k for k in self.fields if k not in value]
         if lacking:
             raise SchemaError(f"{where}: lacks {', '.join(repr(k) for k in lacking)}")
         for key, schema in self.fields.items():
-            schema.check(value[key], f"{where}[{key!r}]")
+            schema._check(value[key], f"{where}[{key!r}]")
 
     def __str__(self):
         return f"an object with keys {', '.join(self.fields)}"
 
 
 class MapOf(Schema):
-    """An object with any string keys whose every value is ``value``."""
+    """An object with any string keys whose every value is ``value``.
+
+    Parameters
+    ----------
+    value : Schema, default ANY
+        What each value must be.
+    """
 
     def __init__(self, value: Schema = ANY):
         self.value = value
 
-    def check(self, value, where="result"):
+    def _check(self, value, where):
         if not isinstance(value, dict):
             raise SchemaError(f"{where}: expected an object of {self.value}, got {_what(value)}")
         for key, entry in value.items():
-            self.value.check(entry, f"{where}[{key!r}]")
+            self.value._check(entry, f"{where}[{key!r}]")
 
     def __str__(self):
         return f"an object of {self.value}"
 
 
 class OneOf(Schema):
-    """The first of ``options`` that fits."""
+    """The first of ``options`` that fits; where none does, the message names each one's problem.
+
+    Parameters
+    ----------
+    *options : Schema
+        The alternatives, in order.
+    """
 
     def __init__(self, *options: Schema):
         self.options = options
 
-    def check(self, value, where="result"):
+    def _check(self, value, where):
         problems = []
         for option in self.options:
             try:
-                option.check(value, where)
+                option._check(value, where)
                 return
             except SchemaError as exc:
                 problems.append(str(exc))
@@ -199,4 +246,4 @@ def check(result, schema: Schema) -> None:
     SchemaError
         Where the structure differs.
     """
-    schema.check(result, "result")
+    schema.check(result)

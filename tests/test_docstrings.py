@@ -86,6 +86,7 @@ PACKAGES = [
     "reports.executor",
     "reports.store",
     "reports.runmeta",
+    "reports.schema",
     "reports.report",
 ]
 
