@@ -352,10 +352,10 @@ def plot(table: list[dict]):
         b_h += [r["h"] for r in spread]
         b.plot([r["h"] for r in spread], [r["spread_ratio"] for r in spread], "o-", color=f"C{i}", label=name)
     a.set(xscale="log", yscale="log", xlabel="h", title="mean |p(true) - reference| (final states)")
-    a.legend(fontsize=6)
+    a.legend(fontsize=8)  # at least 8 px tall where the report page shrinks the figure
     b.axhline(1.0, color="k", ls="--", lw=0.8, label="reference")
     b.set(xscale="log", xlabel="h", title="spread of p(true) over chains / reference's")
-    b.legend(fontsize=7)
+    b.legend(fontsize=8)
     g = sorted((r for r in table if r["sampler"] == "SMS-GHMC"), key=lambda r: r["h"])
     c.plot([r["h"] for r in g], [r["acceptance"] for r in g], "o-", color="C0")
     c.set(xscale="log", ylim=(0, 1.02), xlabel="h", title="SMS-GHMC acceptance rate")

@@ -173,10 +173,11 @@ def plot_ensembles(rows: list[dict], dataset: str):
     diverged = sorted({r["method"] for r in rows if r["dataset"] == dataset and r["diverged_runs"]})
     handles, labels = axes[0].get_legend_handles_labels()
     # below the panels, at a size the report's page (the figure shrunk to its width) still shows readably
-    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=max(1, len(labels)))
+    ncol = max(1, min(len(labels), 5))  # rows of five: ten methods in one row are wider than the figure
+    fig.legend(handles, labels, fontsize=10, loc="lower center", ncol=ncol)
     fig.suptitle(f"{dataset}: ensembles of independent runs (mean ± s.d. over disjoint groups)"
                  + ("\ndiverged in some runs: " + ", ".join(diverged) if diverged else ""), fontsize=11)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.02 + 0.08 * -(-len(labels) // ncol), 1, 1))  # room for the legend's rows
     return fig
 
 
