@@ -23,7 +23,7 @@ TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy
 CLAIM = ("Ensembles of SMS-UBU samples around independent SWA points are better calibrated (lower NLL, ACE, "
          "RPS) than Adam or SWA ensembles of the same size, with a small gain in accuracy (paper, Section 5, "
          "Figs. 3-6 and the CIFAR-10 table).")
-COST = {"tiny": "~20 s (embedded digits, width 1/4, 2 runs)",
+COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
         "quick": "~9 min on 2 idle cores with --workers 2 (chest X-ray subset, width 1/4, 12 runs; SMS-UBU, Adam, SWA)",
         "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)",
         "regime": "~30 min on 2 idle cores with --workers 2 (stratified X-ray subset and digits, 8 runs each, the "

@@ -18,7 +18,7 @@ CLAIM = ("SMS-UBU has the smallest bias of the posterior probability of the true
          "Section 3.4, Figure 2; there on Fashion-MNIST).")
 PRESETS = tuple(logistic.PRESETS)  # its own tiny level (make demo): PCA 8, 400 points, h = 1/16 and 1/32
 RESULT = Record(data=TEXT, rows=ListOf(from_dataclass(logistic.Row)))
-COST = {"tiny": "~40 s, mostly compiling (embedded digits, PCA 8, h = 1/16 and 1/32)",
+COST = {"tiny": "~25 s, mostly compiling (embedded digits, PCA 8, h = 1/16 and 1/32)",
         "quick": "~1 min (embedded digits, PCA 16, h = 1/16 .. 1/128)",
         "full": "~15 min, estimated from the quick preset (embedded digits, 64 features, h = 1/16 .. 1/256)"}
 
