@@ -28,7 +28,7 @@ COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
         "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)",
         "regime": "~30 min on 2 idle cores with --workers 2 (stratified X-ray subset and digits, 8 runs each, the "
                   "paper's optimizer steps; Adam, SWA, SMS-UBU, SMS-UBU (notebook), SG-UBU, SG-HMC)",
-        "regime-tiny": "~25 s (the regime's code path on 300 images, 2 runs per data set)"}
+        "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"}
 # bnn.presets.LEVELS (tests/test_registry.py checks they agree), written out because bnn.presets needs torch and
 # the command line reads PRESETS without it; this module has its own tiny level (the registry maps tiny to quick
 # elsewhere)
