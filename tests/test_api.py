@@ -531,13 +531,31 @@ full = PLANS["full"]
 plan = Plan("past_out", full.outcomes, full.force_scale, full.period, BATCH_RULE=rule_writes_past_out)
 print(sample(T1, "ubu", plan, n_chains=4, n_steps=20, batch_size=1).chain_mean)
 """,
+    # a target class of one's own (no vectorized lane_grad: the kernel calls datum_grad_add per chain)
+    "datum_grad_reads_past_means": """
+from integrators.targets import Target
+@nb.njit
+def prior_grad_add(x, arrays, out):
+    for a in range(out.shape[0]):
+        out[a] += x[a]
+@nb.njit
+def datum_grad_reads_past_means(x, i, coef, arrays, out):
+    for a in range(out.shape[0]):
+        out[a] += coef * (x[a] - arrays[0][i + 5, a])
+class Mine(Target):
+    prior_grad_add = staticmethod(prior_grad_add)
+    datum_grad_add = staticmethod(datum_grad_reads_past_means)
+    def __init__(self):
+        self.arrays, self.dim, self.n_data = (np.zeros((2, 1)),), 1, 2
+print(sample(Mine(), "ubu", "sms", batch_size=1, n_chains=4, n_steps=20).chain_mean)
+""",
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(_USER_CODE_CASES))
 def test_user_numba_code_out_of_bounds_ends_in_a_python_error_naming_it(name):
-    """User Numba code (test functions, a Scheme's step, a plan's BATCH_RULE) indexing out of
+    """User Numba code (test functions, a Scheme's step, a plan's BATCH_RULE, a target's gradient) indexing out of
     bounds: a Python exception naming the function and an exit status of 1, never a signal
     (the abort of heap corruption) and never a result printed from garbage."""
     import subprocess
