@@ -44,10 +44,11 @@ from integrators.kernel import (
     mark_diverged,
     park_diverged,
     reset_plan,
+    sampler_kind,
 )
 from integrators.memory import check_fits
 from integrators.observers import Observers, no_observers, observe_chains
-from integrators.plans import IID, batch_rule, kernel_code, resolve_plan
+from integrators.plans import IID, kernel_code, resolve_plan
 from integrators.rng import (
     COARSE_PLAN_STREAM,
     PATH_STREAM,
@@ -126,11 +127,10 @@ _KERNELS: dict = {}
 
 def _coupled_kernel_for(scheme_module, force, plan_module=None):
     """The coupled kernel for one scheme, target class and batch rule (compiled once, cached)."""
-    rule = batch_rule(plan_module)
-    key = (scheme_module.step, bool(scheme_module.FSAL), force, rule)
+    key = sampler_kind(scheme_module, force, plan_module)  # a user step: bounds-checked, named in its errors
     if key not in _KERNELS:
-        _KERNELS[key] = _make_coupled_kernel(scheme_module.step, bool(scheme_module.FSAL), force,
-                                             force.allocates, rule)
+        step, fsal, _, rule = key
+        _KERNELS[key] = _make_coupled_kernel(step, fsal, force, force.allocates, rule)
     return _KERNELS[key]
 
 
