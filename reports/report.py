@@ -134,8 +134,12 @@ def _run_record(report_dir: Path, drawn: dict) -> dict:
         record = json.loads((report_dir.parent / "run.json").read_text())
     except (OSError, ValueError):
         record = {}
+    if not isinstance(record, dict):
+        record = {}
     seed = next((d["meta"].get("run_seed") for d in drawn.values() if d["meta"]), None)
-    return {"seed": record.get("seed", seed), "ids": record.get("ids"), "backend": record.get("backend") or {}}
+    ids, backend = record.get("ids"), record.get("backend")
+    return {"seed": record.get("seed", seed), "ids": ids if isinstance(ids, list) else None,
+            "backend": backend if isinstance(backend, dict) else {}}
 
 
 def _regenerate(preset: str, run: dict, drawn: dict) -> str:
