@@ -147,6 +147,7 @@ def plot(rows: list[dict], hists: dict):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     target = GaussianTarget.one_d_example()
     exact_mean, exact_var = target.mean[0], target.covariance[0, 0]
@@ -171,6 +172,9 @@ def plot(rows: list[dict], hists: dict):
     ax2.plot(hs, 0.5 * hs, "k-.", lw=1, label="slope 1")
     ax2.set(xscale="log", yscale="log", xlabel="step size h", ylabel="|bias of Var x| (±2 s.e.)",
             title="stationary variance bias vs h")
+    # the step sizes drawn, labelled once each (a log axis within a decade crowds its minor labels)
+    ax2.set_xticks(hs, [f"1/{1 / h:g}" if float(1 / h).is_integer() else f"{h:g}" for h in hs])
+    ax2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax2.legend(fontsize=8)
     fig.tight_layout()
     return fig

@@ -1,12 +1,12 @@
 """The figures of the tiny report keep their text readable: every tick label, axis label, title,
 legend and annotation lies inside the figure, every annotation inside its own panel, tick labels
-of one axis do not overlap each other, and legend text is at least :data:`READABLE_PX` pixels tall
+of one axis neither overlap nor touch each other, and legend text is at least :data:`READABLE_PX` pixels tall
 as the report shows the figure (saved at 120 dpi, at most :data:`PAGE_PX` wide).
 
 Each figure is drawn by its own plot function from rows shaped as the tiny preset makes them (its
 step sizes, samplers, runs and labels; the values are made up), as in ``tests/test_figure_ticks.py``;
 the weak-orders figure from its real units (an exact oracle, seconds).  Extents come from matplotlib
-after ``fig.canvas.draw()``.  Not covered yet: the demo's and the conformance figure (the latter's
+after ``fig.canvas.draw()``.  Not covered yet: the conformance figure (its
 per-panel legends, 5.5 pt on a 14-inch figure, are below the bar and need a figure-level legend)."""
 
 import math
@@ -22,6 +22,7 @@ SAVE_DPI = 120  # reports.drawing.write_drawing's PNG resolution
 PAGE_PX = 1100  # the report page's width (tour.page_style.STYLE: body max-width), images scaled to fit it
 READABLE_PX = 8.0  # the least height of legend text on that page
 TOLERANCE_PX = 1.0
+TICK_GAP_PX = 2.0  # the least space between two tick labels of one axis
 
 
 def _inside(box, outer) -> bool:
@@ -29,8 +30,9 @@ def _inside(box, outer) -> bool:
             and box.x1 <= outer.x1 + TOLERANCE_PX and box.y1 <= outer.y1 + TOLERANCE_PX)
 
 
-def _overlap(a, b) -> bool:
-    return min(a.x1, b.x1) - max(a.x0, b.x0) > TOLERANCE_PX and min(a.y1, b.y1) - max(a.y0, b.y0) > TOLERANCE_PX
+def _crowd(a, b) -> bool:
+    """Whether two labels' boxes overlap or stand closer than :data:`TICK_GAP_PX` (they read as one)."""
+    return min(a.x1, b.x1) - max(a.x0, b.x0) > -TICK_GAP_PX and min(a.y1, b.y1) - max(a.y0, b.y0) > -TICK_GAP_PX
 
 
 def _px(box) -> tuple:
@@ -77,7 +79,7 @@ def layout_problems(fig) -> list[str]:
                 check(f"{where}: {side} tick label {lab.get_text()!r}", lab)
             for j in range(len(boxes)):
                 for k in range(j + 1, len(boxes)):
-                    if _overlap(boxes[j], boxes[k]):
+                    if _crowd(boxes[j], boxes[k]):
                         problems.append(f"{where}: {side} tick labels {labels[j].get_text()!r} and "
                                         f"{labels[k].get_text()!r} overlap")
             check(f"{where}: {side} label", axis.label)
@@ -105,6 +107,17 @@ def layout_problems(fig) -> list[str]:
 
 
 # ------------------------------------------------------------------ the tiny report's figures, made up rows
+
+def demo():
+    from bias import demo as d
+    from integrators import GaussianTarget
+    rows = [{"sampler": name, "h": 2.0**-k, "variance_bias": (0.5 if name == "SG-UBU" else 0.05) * 2.0**-k * (
+        1 if name == "SG-UBU" else 2.0**-k), "variance_se": 1e-4} for name in d.SAMPLERS for k in range(2, 6)]
+    edges = d.hist_edges(GaussianTarget.one_d_example())
+    centres = (edges[:-1] + edges[1:]) / 2
+    hists = {name: np.exp(-0.5 * (centres + 1) ** 2) * 1000 for name in d.SAMPLERS}
+    return d.plot(rows, hists)
+
 
 def weak_orders():
     from reports import fig_weak_orders as mod
@@ -190,7 +203,7 @@ def ghmc():
     return ghmc_logistic.plot(ghmc_table(cfg["ghmc_h"], cfg["ubu_h"], stuck_h=cfg["ghmc_h"][-1:]))
 
 
-FIGURES = {"weak_orders": weak_orders, "ghmc": ghmc, "logistic": logistic, "figure1": figure1,
+FIGURES = {"demo": demo, "weak_orders": weak_orders, "ghmc": ghmc, "logistic": logistic, "figure1": figure1,
            "bnn_ensembles": bnn_ensembles, "bnn_step_size": bnn_step_size, "bnn_traces": bnn_traces,
            "bnn_hessian": bnn_hessian}
 
