@@ -368,6 +368,9 @@ def cmd_report(args, figures) -> int:
         if not (out / "units").is_dir():
             raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
         preset, seed, ids, backend = read_run(out, figures, args.preset)
+        not_run = registry.runnable(figures, ids)[1]  # drawing them needs their units: an extra absent here
+        if not_run:
+            raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
         build_outputs(out, figures, ids, preset, seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0

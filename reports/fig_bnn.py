@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 
-from bnn import curves, figures, verdicts
+from bnn import curves, figures, presets, verdicts
 from bnn.metrics import RHAT_NOT_MIXED
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Record
@@ -29,23 +29,18 @@ COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
         "regime": "~30 min on 2 idle cores with --workers 2 (stratified X-ray subset and digits, 8 runs each, the "
                   "paper's optimizer steps; Adam, SWA, SMS-UBU, SMS-UBU (notebook), SG-UBU, SG-HMC)",
         "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"}
-# bnn.presets.LEVELS (tests/test_registry.py checks they agree), written out because bnn.presets needs torch and
-# the command line reads PRESETS without it; this module has its own tiny level (the registry maps tiny to quick
-# elsewhere)
-PRESETS = ("tiny", "quick", "full", "regime", "regime-tiny")
+PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
 LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
 RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, labels=ListOf(INTEGER),
                 methods=MapOf(Record(probs=ListOf(ListOf(NUMBER)), diverged=ANY)))
-REQUIRES = ("torch",)  # units and runs read bnn.presets, imported inside them
+REQUIRES = ("torch",)  # what its runs import (bnn.presets and this module import without it)
 
 
 def units(preset: str) -> list[dict]:
-    from bnn import presets
     return [{"dataset": e.name, "run": i} for e in presets.experiments(preset) for i in range(e.n_runs)]
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    from bnn import presets
     return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed)
 
 

@@ -92,7 +92,8 @@ def test_a_figure_that_needs_torch_is_refused_in_one_line_and_writes_nothing(tmp
 @pytest.mark.experiment
 def test_run_all_without_torch_runs_the_others_and_exits_2_naming_the_extra(tmp_path):
     """``run all`` leaves out the figure that needs torch, runs and reports the rest, persists
-    nothing for the left-out one (``--resume`` with torch computes it), and exits 2 in one line."""
+    nothing for the left-out one (``--resume`` with torch computes it), and exits 2 in one line;
+    ``report`` of a run that holds it stops in one line too."""
     out = tmp_path / "out"
     proc = cli_without_extras(["run", "all", "--preset", "tiny", "--out", str(out)], tmp_path,
                               modules="tests.report_fixtures.fast_units,reports.fig_bnn")
@@ -100,6 +101,13 @@ def test_run_all_without_torch_runs_the_others_and_exits_2_naming_the_extra(tmp_
     assert sorted(p.name for p in (out / "units").iterdir()) == ["fast"]
     assert json.loads((out / "run.json").read_text())["ids"] == ["fast"]
     assert (out / "report" / "index.html").is_file()
+    # a run made where torch was installed, reported where it is not: refused, the report left as it was
+    page = (out / "report" / "index.html").read_bytes()
+    (out / "run.json").write_text(json.dumps({**json.loads((out / "run.json").read_text()), "ids": ["fast", "bnn"]}))
+    proc = cli_without_extras(["report", "--out", str(out)], tmp_path,
+                              modules="tests.report_fixtures.fast_units,reports.fig_bnn")
+    assert_one_line_error(proc, "bnn not drawn", "pip install 'sms-langevin[torch]'")
+    assert (out / "report" / "index.html").read_bytes() == page
 
 
 @pytest.mark.experiment

@@ -284,11 +284,3 @@ def test_extras_name_the_pyproject_extras_that_install_them():
     declared = [n for mod in [tour, *registry.load().values()] for n in getattr(mod, "REQUIRES", ())]
     assert "torch" in declared and set(declared) <= set(registry.EXTRAS)
     assert registry.install_hint("torch.nn") == "needs the torch extra: pip install 'sms-langevin[torch]'"
-
-
-@pytest.mark.torch
-def test_the_bnn_figure_lists_the_levels_of_bnn_presets():
-    pytest.importorskip("torch")
-    from bnn import presets
-    from reports import fig_bnn
-    assert fig_bnn.PRESETS == presets.LEVELS
