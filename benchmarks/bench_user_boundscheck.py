@@ -6,7 +6,10 @@ compiling call, the best of ``--repeats`` rounds in which the three forms below 
 
   (a) a user test function (``f(x, out, test_data)``, two values per step and chain, reading
       ``x`` and ``test_data``) on a 4-D Gaussian target with the built-in UBU x sms;
-  (b) a user step (``Scheme``: ABOBA, the README's user scheme) on the same target, plan ``full``.
+  (b) a user step (``Scheme``: ABOBA, the README's user scheme) on the same target, plan ``full``;
+  (c) the test function of (a) alone, at d = 64, called for every row of a ``(chains, 64)`` array
+      ``steps`` times from a Numba loop (the check's cost with nothing else around it; the guarded
+      forms are called as the kernel calls them).
 
 Each in three forms: as run by default (checked), compiled with ``@numba.njit(boundscheck=False)``
 (the per-function switch: the wrapper stays, the checks go) and unguarded (the same function
@@ -29,6 +32,7 @@ import numpy as np
 
 from integrators import GaussianTarget, Scheme, sample
 from integrators.bounce import reflect
+from integrators.user_code import guarded
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--chains", "64", "--steps", "200", "--repeats", "1"],
@@ -75,6 +79,16 @@ def forms(fn):
             "unguarded": nb.njit(nogil=True)(toolkit)}
 
 
+@nb.njit(nogil=True)
+def _call_rows(fn, xs, out, data, repeats):
+    total = 0.0
+    for _ in range(repeats):
+        for c in range(xs.shape[0]):
+            fn(xs[c], out, data)
+            total += out[0]
+    return total
+
+
 def timed(runs: dict, repeats: int) -> tuple[dict, dict]:
     """Each run's result from a compiling call, then its best wall time over ``repeats`` rounds,
     the forms taking turns within a round (load on the machine then falls on all of them alike)."""
@@ -112,6 +126,11 @@ def main(argv=None):
             form: (lambda s=scheme: sample(target, s, "full", **run).chain_mean)
             for form, scheme in schemes.items()},
     }
+    xs = rng.normal(size=(args.chains, 64))
+    wide = (np.linspace(-1.0, 1.0, 64),)
+    alone = {form: guarded(fn, "test_functions") for form, fn in forms(two_tests).items()}
+    cases["(c) test function alone, d = 64"] = {
+        form: (lambda fn=fn: _call_rows(fn, xs, np.zeros(2), wide, args.steps)) for form, fn in alone.items()}
     for label, runs in cases.items():
         results, seconds = timed(runs, args.repeats)
         same = all(np.array_equal(results["checked"], r) for r in results.values())
