@@ -112,10 +112,12 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
 
     targets = list(dict.fromkeys([t["target"] for t in toolkit] + [r["target"] for r in records]))
     plans = list(dict.fromkeys(p for t in toolkit for by_plan in t["ladders"].values() for p in by_plan))
-    fig, axes = plt.subplots(len(targets), len(plans), figsize=(3.6 * len(plans), 3.4 * len(targets) + 0.8),
-                             sharey="row", squeeze=False)
     colors = plt.get_cmap("tab10").colors
     samplers = list(dict.fromkeys(r["sampler"] for r in records))
+    # each panel's legend stands below it (inside, it covered the curves): room for its entries
+    entries = 1 + len({s for t in toolkit for s in t["ladders"]}) + len(samplers)
+    fig, axes = plt.subplots(len(targets), len(plans), sharey="row", squeeze=False,
+                             figsize=(3.6 * len(plans), (3.4 + 0.16 * entries) * len(targets) + 0.8))
     for row, target in zip(axes, targets, strict=True):
         for ax, plan in zip(row, plans, strict=True):
             for t in (t for t in toolkit if t["target"] == target):
@@ -138,7 +140,9 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
                             label=r["sampler"] + slope)
             ax.set(xscale="log", yscale="log", title=f"{target} target, plan {plan}", xlabel="h")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            ax.legend(fontsize=5.5, title="sampler (slope)", title_fontsize=6)
+            # 8 pt: readable where the report's page shrinks the figure to its width
+            ax.legend(fontsize=8, title="sampler (slope)", title_fontsize=8, loc="upper center",
+                      bbox_to_anchor=(0.5, -0.16), frameon=False)
         row[0].set_ylabel("|stationary bias| (whitened)")
     note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
             + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \

@@ -6,8 +6,7 @@ as the report shows the figure (saved at 120 dpi, at most :data:`PAGE_PX` wide).
 Each figure is drawn by its own plot function from rows shaped as the tiny preset makes them (its
 step sizes, samplers, runs and labels; the values are made up), as in ``tests/test_figure_ticks.py``;
 the weak-orders figure from its real units (an exact oracle, seconds).  Extents come from matplotlib
-after ``fig.canvas.draw()``.  Not covered yet: the conformance figure (its
-per-panel legends, 5.5 pt on a 14-inch figure, are below the bar and need a figure-level legend)."""
+after ``fig.canvas.draw()``."""
 
 import math
 
@@ -119,6 +118,19 @@ def demo():
     return d.plot(rows, hists)
 
 
+def conformance():
+    from reports import fig_conformance
+    plans = ("full", "iid", "rr", "sms")
+    hs = [0.025, 0.05, 0.1]
+    toolkit = [{"target": "default", "ladders": {s: {p: {"hs": hs, "errors": [c * h for h in hs]} for p in plans}
+                                                 for s, c in (("baoab", 0.06), ("ubu", 0.08))}}]
+    records = [{"sampler": name, "target": "default", "library": name.split(".")[0],
+                "plans": {p: {"hs": hs, "errors": [0.1 + 0.02 * i + h for h in hs], "slope": 1.0 + 0.01 * i}
+                          for p in plans}}
+               for i, name in enumerate(("posteriors.sgld", "blackjax.sgld", "planted.sghmc_noise_x1.05"))]
+    return fig_conformance.plot(records, toolkit, [])
+
+
 def weak_orders():
     from reports import fig_weak_orders as mod
     results = [(unit, mod.run_unit(unit, "quick", 0)) for unit in mod.units("quick")]
@@ -203,9 +215,9 @@ def ghmc():
     return ghmc_logistic.plot(ghmc_table(cfg["ghmc_h"], cfg["ubu_h"], stuck_h=cfg["ghmc_h"][-1:]))
 
 
-FIGURES = {"demo": demo, "weak_orders": weak_orders, "ghmc": ghmc, "logistic": logistic, "figure1": figure1,
-           "bnn_ensembles": bnn_ensembles, "bnn_step_size": bnn_step_size, "bnn_traces": bnn_traces,
-           "bnn_hessian": bnn_hessian}
+FIGURES = {"demo": demo, "weak_orders": weak_orders, "conformance": conformance, "ghmc": ghmc,
+           "logistic": logistic, "figure1": figure1, "bnn_ensembles": bnn_ensembles, "bnn_step_size": bnn_step_size,
+           "bnn_traces": bnn_traces, "bnn_hessian": bnn_hessian}
 
 
 @pytest.mark.parametrize("name", list(FIGURES))
