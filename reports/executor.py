@@ -230,7 +230,7 @@ def _dask(tasks, workers, scheduler):
         from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as dask_completed
     except ImportError:
-        raise SchedulerError("the Dask executor needs dask.distributed: pip install 'dask[distributed]'") from None
+        raise SchedulerError("the Dask executor needs dask.distributed: pip install 'sms-langevin[dask]'") from None
     if not tasks:
         return
     cluster = None
