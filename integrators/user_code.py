@@ -88,17 +88,21 @@ def _build(fn, role: str):
                f"Numba code is compiled with bounds checking) or another exception it raised (or a function it "
                f"calls raised), such as a division by zero")
     # (Numba matches only `except Exception`, and a raise inside `except` does not compile: hence the flag)
+    # (the names of the wrapper's own variables cannot collide with the function's parameters)
     source = (f"def guarded_user_code({params}):\n"
-              f"    ok = False\n"
+              f"    _ok_ = False\n"
               f"    try:\n"
-              f"        result = checked({params})\n"
-              f"        ok = True\n"
+              f"        _result_ = _checked_({params})\n"
+              f"        _ok_ = True\n"
               f"    except Exception:\n"
               f"        pass\n"
-              f"    if not ok:\n"
-              f"        raise UserCodeError(message)\n"
-              f"    return result\n")
-    namespace = {"checked": checked, "message": message, "UserCodeError": UserCodeError}
+              f"    if not _ok_:\n"
+              f"        raise _UserCodeError_(_message_)\n"
+              f"    return _result_\n")
+    if {"_ok_", "_result_", "_checked_", "_UserCodeError_", "_message_"} & set(params.replace("*", "").split(", ")):
+        raise ValueError(f"{role} {describe(fn)!r}: rename its parameters _ok_, _result_, _checked_, "
+                         f"_UserCodeError_ and _message_ (names the bounds-checking wrapper uses)")
+    namespace = {"_checked_": checked, "_message_": message, "_UserCodeError_": UserCodeError}
     exec(source, namespace)  # noqa: S102 (the text above, with the function's own parameter names)
     wrapper = nb.njit(nogil=True)(namespace["guarded_user_code"])
     for attr in ("allocates",):  # what the kernels read off a function besides calling it

@@ -568,3 +568,43 @@ def test_user_numba_code_out_of_bounds_ends_in_a_python_error_naming_it(name):
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("integrators.user_code.UserCodeError") and f"__main__.{name}" in last, done.stderr[-2000:]
     assert "out of bounds" in last and not done.stdout, (done.stdout, last)
+
+
+@nb.njit
+def _writes_at_index_from_test_data(x, out, test_data):
+    out[np.int64(test_data[0][0])] = x[0]
+
+
+@pytest.mark.slow
+@settings(max_examples=25, deadline=None)
+@given(n_tests=st.integers(1, 4), index=st.integers(-8, 8))
+def test_a_test_function_writing_out_of_bounds_raises_naming_it_and_in_bounds_runs(n_tests, index):
+    """The property behind the subprocess tests, in process (a bounds check raises before the
+    write): ``out[index]`` with ``out`` of ``n_tests`` values runs iff ``-n_tests <= index < n_tests``
+    (Numba wraps negative indices as numpy does), else a UserCodeError naming the function."""
+    from integrators.user_code import UserCodeError
+
+    kw = dict(n_chains=3, n_steps=5, batch_size=1, test_functions=_writes_at_index_from_test_data,
+              n_test_functions=n_tests, test_data=(np.array([float(index)]),))
+    if -n_tests <= index < n_tests:
+        res = sample(T1, **kw)
+        assert np.all(np.isfinite(res.chain_tests[:, index])), res.chain_tests
+    else:
+        with pytest.raises(UserCodeError, match="test_functions '.*_writes_at_index_from_test_data'.*out of bounds"):
+            sample(T1, **kw)
+
+
+def test_only_user_numba_code_is_guarded():
+    """The toolkit's own functions (built-in steps, rules, observers) are returned as they are:
+    they keep full speed; a user function gets a wrapper, one per (function, role)."""
+    from integrators.observers import no_test_functions
+    from integrators.plans import next_batches
+    from integrators.user_code import guarded
+
+    for name in ("ubu", "baoab", "em", "obabo"):
+        assert guarded(SCHEMES[name].step, "step") is SCHEMES[name].step
+    assert guarded(next_batches, "rule") is next_batches and guarded(no_test_functions, "t") is no_test_functions
+    assert guarded(np.sin, "t") is np.sin  # not a Numba function: left to the validation layer
+    wrapped = guarded(_writes_at_index_from_test_data, "test_functions")
+    assert wrapped is not _writes_at_index_from_test_data
+    assert guarded(_writes_at_index_from_test_data, "test_functions") is wrapped
