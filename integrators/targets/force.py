@@ -114,8 +114,9 @@ def force_data(target, control_variate=False, x_ref=None) -> tuple:
             raise ValueError(f"x_ref must have shape {(target.dim,)}, got {x_ref.shape}")
         x_ref = np.ascontiguousarray(x_ref, dtype=float)
         ref_grads = np.zeros((target.n_data, target.dim))
+        datum_grad_add = _target_functions(type(target))[1]  # a user class's: bounds-checked, named
         for i in range(target.n_data):
-            target.datum_grad_add(x_ref, i, 1.0, target.arrays, ref_grads[i])
+            datum_grad_add(x_ref, i, 1.0, target.arrays, ref_grads[i])
         ref_sum = ref_grads.sum(axis=0)
     else:
         if x_ref is not None:  # a reference point is only read by the control variate
