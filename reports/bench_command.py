@@ -48,6 +48,9 @@ def cmd_bench(args, figures) -> int:
     import tempfile
     check_preset(args.preset)
     root = Path(args.dir) if args.dir is not None else Path(__file__).resolve().parents[1] / "benchmarks"
+    if args.dir is None and not root.is_dir():  # an installed package: the benchmarks stay in the checkout
+        raise CliError("the benchmarks are not installed with the package: run `sms-langevin bench` in a clone of "
+                       "the repository (make bench), or give --dir FOLDER of bench_*.py scripts")
     if not root.is_dir():
         raise CliError(f"--dir {root}: not a folder")
     scripts = sorted(root.glob("bench_*.py"))

@@ -76,7 +76,7 @@ def _settings(runs: list) -> str:
         f"{c['rho_max_factor']:g} rho, gamma = 1/rho; prior precision {c['prior_precision']:g} on weights")
 
 
-def _verdict(rows, dataset, size, metric, testable=True):
+def ensemble_verdict(rows, dataset, size, metric, testable=True):
     """SMS-UBU against SWA on one metric at one ensemble size: ``lower`` or ``higher`` where the
     difference exceeds 2 s.e. over the disjoint groups, ``within 2 s.e.`` otherwise; where the run
     cannot test the claim (``testable`` False: too few runs) the difference alone, said to be no test."""
@@ -232,7 +232,8 @@ def draw(results: list, preset: str) -> Drawing:
         # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
         sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
         for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
-            claims = [v for v in (_verdict(rows, dataset, size, m, not untestable) for m in ("nll", "ace")) if v]
+            verdicts_here = (ensemble_verdict(rows, dataset, size, m, not untestable) for m in ("nll", "ace"))
+            claims = [v for v in verdicts_here if v]
             if claims:
                 measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(claims))
         div = sorted({r["method"] for r in rows if r["diverged_runs"]})

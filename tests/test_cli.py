@@ -320,3 +320,14 @@ def test_a_unit_file_of_the_wrong_structure_is_one_line_naming_it(tmp_path, quic
     resumed = cli(["run", "all", "--resume", "--out", str(out)])
     assert resumed.returncode == 0, resumed.stderr
     assert "not a result of fast" in resumed.stderr and "5 units already done, 1 to run" in resumed.stderr
+
+
+def test_bench_in_an_installed_package_says_where_the_benchmarks_are(tmp_path, monkeypatch):
+    import argparse
+
+    from reports import bench_command
+    from reports.cli_common import CliError
+
+    monkeypatch.setattr(bench_command, "__file__", str(tmp_path / "site-packages" / "reports" / "bench_command.py"))
+    with pytest.raises(CliError, match="not installed with the package: run `sms-langevin bench` in a clone"):
+        bench_command.cmd_bench(argparse.Namespace(preset="quick", dir=None, out=None), {})

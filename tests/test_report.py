@@ -290,8 +290,8 @@ def _ensemble_rows(dataset, sms, swa, std, groups):
 @given(sms=st.floats(0.01, 3.0), swa=st.floats(0.01, 3.0), std=st.floats(0.0, 0.5), groups=st.integers(1, 64),
        testable=st.booleans())
 def test_bnn_verdict_names_a_direction_only_where_the_run_tests_the_claim(sms, swa, std, groups, testable):
-    from reports.fig_bnn import _verdict
-    text = _verdict(_ensemble_rows("d", sms, swa, std, groups), "d", 1, "nll", testable)
+    from reports.fig_bnn import ensemble_verdict
+    text = ensemble_verdict(_ensemble_rows("d", sms, swa, std, groups), "d", 1, "nll", testable)
     assert text.startswith(f"nll {sms:.4f} vs SWA {swa:.4f} (")
     if not testable:
         assert "no test" in text and "higher" not in text and "lower" not in text
