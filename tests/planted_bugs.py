@@ -8,7 +8,7 @@ import numpy as np
 
 from integrators import Plan, Scheme
 from integrators.bounce import reflect
-from integrators.plans import next_batches, shuffle_lanes, sms
+from integrators.plans import n_batches, next_batches, shuffle_lanes, sms
 from integrators.plans.partitions import ordered_partitions
 from integrators.schemes import baoab, ubu
 
@@ -52,6 +52,28 @@ def ubu_half_kick_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata
     reflect(x, v, box)
 
 
+@nb.njit(nogil=True)
+def ubu_noise_index_mod_2_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose path index is taken modulo 2 (written for a 2-D problem): right in 2-D, and from
+    the third coordinate on each coordinate reuses the noise of coordinate ``a % 2``."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        k = a % 2
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, k, c] - J[0, k, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, k, c]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        k = a % 2
+        for c in range(n):
+            kicked = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, k, c] - J[1, k, c])
+            v[c, a] = eta * kicked + v_noise * J[1, k, c]
+    reflect(x, v, box)
+
+
 def baoab_sqrt_one_minus_eta_coefficients(h, gamma):
     """BAOAB's O step with noise ``sqrt(1 - eta) Z`` instead of ``sqrt(1 - eta^2) Z``: in path
     variables ``sqrt(2 gamma) J`` is ``sqrt(1 - eta^2) Z``, so the noise is scaled by
@@ -63,6 +85,7 @@ def baoab_sqrt_one_minus_eta_coefficients(h, gamma):
 
 UBU_INDEPENDENT_J = Scheme("ubu_independent_j", ubu_independent_j_step, ubu.coefficients, 2.0, 2.0)
 UBU_HALF_KICK = Scheme("ubu_half_kick", ubu_half_kick_step, ubu.coefficients, 2.0, 2.0)
+UBU_NOISE_INDEX_MOD_2 = Scheme("ubu_noise_index_mod_2", ubu_noise_index_mod_2_step, ubu.coefficients, 2.0, 2.0)
 BAOAB_SQRT_ONE_MINUS_ETA = Scheme("baoab_sqrt_1_minus_eta", baoab.step, baoab_sqrt_one_minus_eta_coefficients,
                                   2.0, 1.0, FSAL=True)
 
@@ -93,4 +116,15 @@ def forward_twice_outcomes(n_data, batch_size):
 SMS_NOT_REVERSED = Plan("sms_not_reversed", forward_twice_outcomes, sms.force_scale, sms.period,
                         WEAK_ORDER=2.0, STRONG_ORDER=2.0, BATCH_RULE=forward_twice_rule)
 
-__all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_NOT_REVERSED", "UBU_HALF_KICK", "UBU_INDEPENDENT_J", "next_batches", "np"]
+def batch_mean_scale(n_data, batch_size):
+    """The factor of the batch *mean* (``N_m / N_b`` times the sum) where the force wants the sum
+    times ``N_m``: the same at batch size 1, too small by ``N_b`` above it."""
+    return n_batches(n_data, batch_size) / batch_size
+
+
+# sms whose force scales the batch mean instead of the sum (the kernel's own sms batch rule)
+SMS_BATCH_MEAN = Plan("sms_batch_mean", sms.outcomes, batch_mean_scale, sms.period, WEAK_ORDER=2.0,
+                      STRONG_ORDER=2.0, CODE=sms.CODE, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
+
+__all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_BATCH_MEAN", "SMS_NOT_REVERSED", "UBU_HALF_KICK", "UBU_INDEPENDENT_J",
+           "UBU_NOISE_INDEX_MOD_2", "next_batches", "np"]

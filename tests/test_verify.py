@@ -6,12 +6,21 @@ draw what they promise."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from planted_bugs import BAOAB_SQRT_ONE_MINUS_ETA, SMS_NOT_REVERSED, UBU_HALF_KICK, UBU_INDEPENDENT_J
+from hypothesis import strategies as st
+from planted_bugs import (
+    BAOAB_SQRT_ONE_MINUS_ETA,
+    SMS_BATCH_MEAN,
+    SMS_NOT_REVERSED,
+    UBU_HALF_KICK,
+    UBU_INDEPENDENT_J,
+    UBU_NOISE_INDEX_MOD_2,
+)
 from user_schemes import ABOBA, aboba_coefficients, aboba_step
 
 from integrators import SCHEMES, Scheme
-from theory_checks.testing import assert_verified, frictions, gaussian_targets, partitions, step_sizes
-from theory_checks.verify import verify
+from theory_checks.checks import Check, VerifyReport
+from theory_checks.testing import assert_verified, frictions, gaussian_targets, is_allowed, partitions, step_sizes
+from theory_checks.verify import default_target, default_targets, verify
 
 STRONG_HS = tuple(2.0 ** -np.arange(3, 7))
 QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
@@ -20,11 +29,13 @@ QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
-    report = verify(scheme, budget=120, **QUICK)
+    report = verify(scheme, **QUICK)
     assert report.ok, report.table()
     names = [c.name for c in report.checks]
     for plan in ("full", "iid", "rr", "sms"):
-        assert f"weak_order[{plan}]" in names and f"strong_order[{plan}]" in names
+        for key in ("", "@3d"):
+            assert f"weak_order[{plan}]{key}" in names and f"strong_order[{plan}]{key}" in names
+    assert report.check("weak_order[rr]").status == "no claim"  # rr declares no theorem: measured only
     assert report.check("declared_map").passed and report.check("probe_affine").passed
     assert report.check("strong_order[sms]").passed and report.check("monte_carlo[sms]").passed
 
@@ -137,3 +148,84 @@ def test_package_import_of_verify_is_the_function_not_its_module():
     from theory_checks.verify import verify as from_module
 
     assert callable(from_package) and from_package is from_module is theory_checks.verify
+
+
+# ------------------------------------------------------------------ defaults that find the common bugs
+
+
+def test_the_default_targets_include_a_3d_one_with_unequal_scales_at_batch_size_2():
+    (_, old, old_batch), (key, new, batch) = default_targets()
+    assert (old.dim, old_batch) == (2, 1) and key == "3d" and new.dim >= 3 and batch >= 2
+    cov = new.covariance
+    assert np.abs(cov - np.diag(np.diag(cov))).max() > 1e-3  # not diagonal
+    scales = [np.linalg.eigvalsh(p).max() for p in new.arrays[1]]
+    assert max(scales) / min(scales) >= 2  # the data terms' scales differ
+
+
+def test_a_noise_index_taken_modulo_2_fails_by_name_at_the_defaults():
+    """Right in 2-D: the old default (2-D target) passed it; the 3-D default target fails it."""
+    report = verify(UBU_NOISE_INDEX_MOD_2, strong=False, monte_carlo=False)
+    assert {"stationarity@3d", "weak_order[full]@3d", "weak_order[sms]@3d"} <= set(report.failed), report.table()
+    assert all(name.endswith("@3d") for name in report.failed), report.table()
+    old = verify(UBU_NOISE_INDEX_MOD_2, target=default_target(), batch_size=1, strong=False, monte_carlo=False)
+    assert old.ok, old.table()
+
+
+def test_a_force_that_scales_the_batch_mean_fails_by_name_at_the_defaults(registered):
+    """Equal to the right force at batch size 1 (the old default passed it); caught at batch size 2
+    once the plan is registered, with verify's every default."""
+    registered(SMS_BATCH_MEAN)
+    report = verify("ubu", strong=False, monte_carlo=False)
+    assert report.failed == ["weak_order[sms_batch_mean]@3d"], report.table()
+    old = verify("ubu", target=default_target(), batch_size=1, plans=[SMS_BATCH_MEAN], strong=False,
+                 monte_carlo=False)
+    assert old.ok, old.table()
+
+
+# ------------------------------------------------------------------ verdicts that never pass by omission
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from([True, False, None]), st.booleans()), max_size=6))
+def test_a_report_is_ok_only_when_every_claim_was_checked_and_passed(outcomes):
+    checks = [Check(f"c{i}", passed, "-", "-", claim=claim) for i, (passed, claim) in enumerate(outcomes)]
+    report = VerifyReport("s", "t", checks, 0.0)
+    claims = [c for c in checks if c.claim]
+    assert report.ok == (all(c.passed is True for c in claims) and not any(c.passed is False for c in checks))
+    assert set(report.inconclusive) == {c.name for c in claims if c.passed is None}
+    assert {c.status for c in checks} <= {"passed", "failed", "inconclusive", "no claim"}
+
+
+def test_a_wall_clock_cap_gives_the_same_verdicts_or_inconclusive_never_ok():
+    kw = dict(plans=["full", "sms"], n_chains=16, strong_hs=STRONG_HS, seed=3)
+    full = verify("ubu", **kw)
+    capped = verify("ubu", max_seconds=1e-6, **kw)
+    assert full.ok, full.table()
+    assert not capped.ok and not capped.failed and capped.inconclusive, capped.table()
+    for a, b in zip(full.checks, capped.checks, strict=True):
+        assert a.name == b.name and b.status in (a.status, "inconclusive"), capped.table()
+        if b.status == "inconclusive" and a.status != "inconclusive":
+            assert "wall-clock cap" in b.skipped
+    assert "INCONCLUSIVE:" in capped.table() and "monte_carlo[sms]@3d" in capped.inconclusive
+    with pytest.raises(ValueError, match="not both"):
+        verify("ubu", max_seconds=1.0, budget=1.0)
+
+
+def test_assert_verified_fails_on_an_inconclusive_claim_unless_allowed_by_name():
+    kw = dict(plans=["full"], strong=False, monte_carlo=False, max_seconds=1e-6)
+    with pytest.raises(AssertionError, match=r"inconclusive.*weak_order\[full\]"):
+        assert_verified("ubu", **kw)
+    report = assert_verified("ubu", allow_inconclusive=["weak_order"], **kw)
+    assert report.inconclusive == ["weak_order[full]", "weak_order[full]@3d"]
+    assert_verified("ubu", allow_inconclusive=["weak_order[full]"], **kw)  # one check, on every target
+    with pytest.raises(AssertionError, match=r"weak_order\[full\]@3d"):
+        assert_verified("ubu", allow_inconclusive=["weak_order[full]@"], **kw)  # not a name: allows nothing
+    with pytest.raises(ValueError, match="allow_inconclusive must be a list"):
+        assert_verified("ubu", allow_inconclusive="weak_order", **kw)
+
+
+def test_is_allowed_matches_names_and_families_only():
+    assert is_allowed("strong_order[sms]@3d", ["strong_order"])
+    assert is_allowed("strong_order[sms]@3d", ["strong_order[sms]"])
+    assert is_allowed("stationarity@3d", ["stationarity@3d"]) and is_allowed("stationarity", ["stationarity"])
+    assert not is_allowed("strong_order[sms]", ["strong"]) and not is_allowed("stationarity", ["monte_carlo"])

@@ -10,11 +10,18 @@ from pathlib import Path
 
 import numpy as np
 
+PASSED, FAILED, INCONCLUSIVE, NO_CLAIM = "passed", "failed", "inconclusive", "no claim"
+
 
 @dataclass
 class Check:
-    """One named check: ``passed`` is ``True``/``False``, or ``None`` when it asserts nothing
-    (measured only, or skipped: ``skipped`` says why)."""
+    """One named check and its outcome.
+
+    ``claim`` says whether the check asserts something: ``True`` for a claim (it ends
+    :data:`PASSED`, :data:`FAILED` or, when ``passed`` is ``None``, :data:`INCONCLUSIVE`: not
+    checked or not enough evidence, ``skipped`` saying why), ``False`` for a measurement that
+    asserts nothing (:data:`NO_CLAIM`).  ``None`` (the adapters' checks) reads ``passed=None`` as
+    asserting nothing."""
 
     name: str
     passed: bool | None
@@ -23,12 +30,25 @@ class Check:
     hs: list = field(default_factory=list)
     errors: list = field(default_factory=list)
     skipped: str = ""
+    claim: bool | None = None
+
+    @property
+    def status(self) -> str:
+        """:data:`PASSED`, :data:`FAILED`, :data:`INCONCLUSIVE` (a claim with no verdict) or
+        :data:`NO_CLAIM`."""
+        if self.passed is not None:
+            return PASSED if self.passed else FAILED
+        return INCONCLUSIVE if self.claim else NO_CLAIM
 
     @property
     def verdict(self) -> str:
+        """The outcome in words, with the reason where there is one."""
+        status = self.status
+        if status == INCONCLUSIVE:
+            return f"INCONCLUSIVE ({self.skipped or 'no verdict'})"
         if self.skipped:
             return f"skipped ({self.skipped})"
-        return {True: "pass", False: "FAIL", None: "measured (no claim)"}[self.passed]
+        return {PASSED: "pass", FAILED: "FAIL", NO_CLAIM: "measured (no claim)"}[status]
 
 
 @dataclass
@@ -45,8 +65,9 @@ class VerifyReport:
         The target, described (name, dimension, number of data terms).
     checks : list of Check
         The checks, in the order they ran; each has a ``name``, ``passed`` (``True``, ``False``,
-        or ``None`` when it asserts nothing: measured only, or ``skipped`` with the reason),
-        ``expected`` and ``measured`` text, and its ladder ``hs`` and ``errors``.
+        or ``None``: no verdict), ``claim`` (whether it asserts something; a claim without a
+        verdict is inconclusive, ``skipped`` saying why), ``expected`` and ``measured`` text, and
+        its ladder ``hs`` and ``errors``.
     seconds : float
         How long the verification took.
     """
@@ -58,13 +79,27 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """Whether no check failed (measured-only and skipped checks do not fail)."""
-        return all(c.passed is not False for c in self.checks)
+        """Whether every claim was checked and passed: no check failed and none is inconclusive
+        (measurements that assert nothing do not count)."""
+        return not self.failed and not self.inconclusive
 
     @property
     def failed(self) -> list[str]:
         """The names of the checks that failed."""
-        return [c.name for c in self.checks if c.passed is False]
+        return [c.name for c in self.checks if c.status == FAILED]
+
+    @property
+    def inconclusive(self) -> list[str]:
+        """The names of the claims left without a verdict (not checked, or not enough evidence)."""
+        return [c.name for c in self.checks if c.status == INCONCLUSIVE]
+
+    def verdict_line(self) -> str:
+        """``OK``, or ``FAILED: <names>`` and/or ``INCONCLUSIVE: <names>``."""
+        if self.ok:
+            return "OK"
+        parts = ([f"FAILED: {', '.join(self.failed)}"] if self.failed else []) + \
+            ([f"INCONCLUSIVE: {', '.join(self.inconclusive)}"] if self.inconclusive else [])
+        return "; ".join(parts)
 
     def check(self, name: str) -> Check:
         """One check by its name.
@@ -96,10 +131,11 @@ class VerifyReport:
         -------
         str
             ``| check | expected | measured | verdict |`` rows under the line
-            ``verify('<scheme>') on <target>: OK`` (or ``FAILED:`` with the failed checks).
+            ``verify('<scheme>') on <target>: OK`` (or ``FAILED:`` / ``INCONCLUSIVE:`` with the
+            names of the failed / inconclusive claims).
         """
-        lines = [f"verify({self.scheme!r}) on {self.target}: {'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)}"
-                 f" ({self.seconds:.0f} s)", "", "| check | expected | measured | verdict |", "|---|---|---|---|"]
+        lines = [f"verify({self.scheme!r}) on {self.target}: {self.verdict_line()} ({self.seconds:.0f} s)", "",
+                 "| check | expected | measured | verdict |", "|---|---|---|---|"]
         lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
         return "\n".join(lines)
 

@@ -2,8 +2,12 @@
 
 A scheme declares ``WEAK_ORDER`` and ``STRONG_ORDER`` for full gradients; a plan declares the
 orders it allows (``iid``: 1 and 1/2 whatever the scheme; ``sms``: 2 and 2; ``full``: no cap;
-``None``: no claim).  The sampler's expected order is the smaller of the two.  Every table,
-figure and test reads its expectations here; none retypes them.
+``None``: no claim) and whether they are claims (``THEOREM``: ``rr``'s order 2 is observed on
+the paper's 1-D example, not proved, so it is measured and asserts nothing, for every scheme).
+The sampler's expected order is the smaller of the two.  Every table, figure and test reads its
+expectations here (:func:`asserted` for ``verify`` and the claims table, :func:`plan_asserts` for
+the adapters' conformance report); none retypes them, and a citation never turns a measurement
+into a claim.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ def limiting_source(scheme, plan, kind: str = "weak") -> str:
     return f"{s.NAME}.{attr} = {getattr(s, attr):g} (declared)"
 
 
-# The literature behind the built-in samplers' claims (the design's claims table): source text
-# and which claims of a plan that has no theorem the paper makes (observed in its Fig. 1).
+# The literature behind the built-in samplers' orders (the design's claims table): source text
+# only; whether an order is a claim is the plan's declaration (:func:`plan_asserts`).
 CITATIONS = {
     ("em", "full"): "classical", ("ubu", "full"): "Sanz-Serna-Zygalakis",
     ("baoab", "full"): "Leimkuhler-Matthews", ("ubu", "sms"): "paper, main theorem",
@@ -65,12 +69,29 @@ def source(scheme, plan, kind: str = "weak") -> str:
     return CITATIONS.get(key, limiting_source(scheme, plan, kind))
 
 
+def plan_asserts(plan) -> bool:
+    """Whether a plan's declared orders are claims: its ``THEOREM`` (``True`` when it does not
+    say).  The one source of truth, read by ``verify``, the claims table and the adapters.
+
+    Parameters
+    ----------
+    plan : str or module or Plan
+        A registered plan's name or a plan object.
+
+    Returns
+    -------
+    bool
+        ``False`` for a plan whose orders are only observed (``rr``).
+    """
+    return bool(getattr(resolve_plan(plan), "THEOREM", True))
+
+
 def asserted(scheme, plan) -> bool:
-    """Whether the expected orders are a claim: the plan's orders are a theorem
-    (``THEOREM``), or the literature reports them for this sampler (:data:`CITATIONS`).  A
-    plan whose orders are only observed (``rr``) asserts nothing for other schemes."""
-    key = (resolve_scheme(scheme).NAME, resolve_plan(plan).NAME)
-    return bool(getattr(resolve_plan(plan), "THEOREM", True)) or key in CITATIONS
+    """Whether the expected orders of ``scheme x plan`` are a claim: the plan's declaration
+    (:func:`plan_asserts`), the same for every scheme, built-in or not (``scheme`` is resolved,
+    so an unknown one is refused)."""
+    resolve_scheme(scheme)
+    return plan_asserts(plan)
 
 
 def registered_pairs() -> list[tuple[str, str]]:

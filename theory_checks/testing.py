@@ -9,11 +9,11 @@ sampler behind an adapter (:mod:`theory_checks.adapters`), is three lines:
         assert_verified(MY_SCHEME)          # or assert_verified(MyAdapter()), or "posteriors.sgld"
 
 :func:`assert_verified` runs :func:`theory_checks.verify.verify` (a scheme) or
-:func:`theory_checks.adapters.measure_adapter` (an adapter) within a time budget and fails with
-the report's table when a check fails.  The strategies draw what a property test of a
-sampler needs: step sizes and frictions (log-uniform), Gaussian targets whose data terms do not
-commute (random rotations of random spectra, with a prior), and partitions ``(n_data,
-batch_size)`` including uneven last batches.
+:func:`theory_checks.adapters.measure_adapter` (an adapter) and fails with the report's table when
+a check fails or a claim is inconclusive (unless allowed by name: ``allow_inconclusive``).
+The strategies draw what a property test of a sampler needs: step sizes and frictions
+(log-uniform), Gaussian targets whose data terms do not commute (random rotations of random
+spectra, with a prior), and partitions ``(n_data, batch_size)`` including uneven last batches.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from integrators.targets import GaussianTarget
 from theory_checks.checks import VerifyReport
 from theory_checks.verify import verify
 
-DEFAULT_BUDGET = 40.0  # seconds: the exact checks take a few, Monte Carlo ones fill the rest
+DEFAULT_BUDGET = 40.0  # seconds an adapter's measurement may spend (it buys chains); schemes have no default cap
 
 
 ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapter declares (a scheme has step too)
@@ -42,24 +42,80 @@ def is_adapter(obj) -> bool:
     return any(hasattr(obj, mark) for mark in ADAPTER_MARKS)
 
 
-def assert_verified(scheme, *, budget: float = DEFAULT_BUDGET, **options) -> VerifyReport:
+def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(), **options) -> VerifyReport:
     """Run :func:`verify` on a scheme, or :func:`theory_checks.adapters.measure_adapter` on an
-    adapter (``budget`` seconds split evenly over its plans; ``options`` such as ``plans``,
-    ``target``, ``level``, ``n_chains``, ``seed`` pass through), and raise ``AssertionError``
-    (with the table) if any check fails; return the report otherwise."""
+    adapter, and raise ``AssertionError`` (with the table) if a check fails or a claim is
+    inconclusive; return the report otherwise.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme or adapter
+        What to check: a scheme (as :func:`verify` takes it) or an adapter (a registered
+        adapter's name or an object, :func:`is_adapter`).
+    budget : float or None, default None
+        For a scheme: the wall-clock cap of :func:`verify` (its ``max_seconds``; ``None``: none,
+        the checks' work is set in chains and steps).  For an adapter: seconds split evenly over
+        its plans (default :data:`DEFAULT_BUDGET`), which buy its chains.
+    allow_inconclusive : sequence of str, default ()
+        Names of claims that may end inconclusive without failing the assertion: a check's full
+        name (``"strong_order[sms]@3d"``) or a family (``"strong_order"`` allows every
+        ``strong_order[...]``, ``"monte_carlo[iid]"`` allows it on every target).
+    **options
+        Passed through (``plans``, ``target``, ``max_seconds``, ``n_chains``, ``seed``, ``level``...).
+
+    Returns
+    -------
+    VerifyReport
+        The report, every claim checked and passed (or allowed inconclusive).
+
+    Raises
+    ------
+    AssertionError
+        If a check failed, or a claim not allowed by name is inconclusive.
+    ValueError
+        If ``allow_inconclusive`` is a string (write a list), or as :func:`verify` raises.
+    """
+    if isinstance(allow_inconclusive, str):  # a lone name would be read letter by letter
+        raise ValueError(f"allow_inconclusive must be a list of check names, got the string {allow_inconclusive!r} "
+                         f"(write [{allow_inconclusive!r}])")
+    allowed = tuple(allow_inconclusive)
     if is_adapter(scheme):
         from integrators.plans import PLANS
         from theory_checks.adapters import measure_adapter
         plans = options.get("plans")
+        budget = DEFAULT_BUDGET if budget is None else budget
         per_plan = budget / max(len(PLANS) if plans is None or isinstance(plans, str) else len(plans), 1)
         report = measure_adapter(scheme, budget=per_plan, **options)
         kind = "sampler"
     else:
         report = verify(scheme, budget=budget, **options)
         kind = "scheme"
-    if not report.ok:
+    if report.failed:
         raise AssertionError(f"{kind} {report.scheme!r} fails {', '.join(report.failed)}:\n{report.table()}")
+    left = [name for name in report.inconclusive if not is_allowed(name, allowed)]
+    if left:
+        raise AssertionError(f"{kind} {report.scheme!r}: claims left inconclusive (not checked or not enough "
+                             f"evidence; allow them by name with allow_inconclusive=[...]): {', '.join(left)}:\n"
+                             f"{report.table()}")
     return report
+
+
+def is_allowed(name: str, allowed) -> bool:
+    """Whether the check ``name`` is matched by an entry of ``allowed``: equal to it, or ``name``
+    is the entry followed by ``[...]`` or ``@...`` (a family, or the same check on every target).
+
+    Parameters
+    ----------
+    name : str
+        A check's name, e.g. ``"strong_order[sms]@3d"``.
+    allowed : sequence of str
+        Full names or families.
+
+    Returns
+    -------
+    bool
+    """
+    return any(name == a or name.startswith(a + "[") or name.startswith(a + "@") for a in allowed)
 
 
 def log_uniform(low: float, high: float):

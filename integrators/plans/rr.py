@@ -12,7 +12,7 @@ NAME = "rr"
 CODE = 2
 WEAK_ORDER = 2.0      # observed on the paper's 1-D example (Fig. 1); no theorem
 STRONG_ORDER = None   # measured only
-THEOREM = False  # its orders are observations (the paper, Fig. 1), not a theorem
+THEOREM = False  # its orders are observations (the paper, Fig. 1), not a theorem: measured, never a claim
 SOURCE = "paper, Fig. 1 (observed, no theorem)"
 SWEEPS = 1  # epochs per fresh partition
 

@@ -12,6 +12,7 @@ from integrators.plans import resolve_plan
 from integrators.seeds import derive
 from theory_checks.adapters.runs import PlanMeasurement, debiased_error
 from theory_checks.checks import Check
+from theory_checks.declared import plan_asserts
 from theory_checks.verify import MC_ALPHA
 
 FIT_MARGIN = 3.0      # a step size enters the slope fit when its error is this many noise levels up
@@ -100,11 +101,12 @@ def slope_verdict(m: PlanMeasurement, expected: float | None) -> tuple[bool | No
 
 def expected_order(adapter, plan) -> tuple[float | None, bool]:
     """``(p, asserted)``: the smaller of the rule's order and the plan's cap; asserted when the
-    plan's orders are a theorem (``THEOREM``; ``rr``'s are observations)."""
+    plan declares its orders claims (:func:`theory_checks.declared.plan_asserts`; ``rr``'s are
+    observations)."""
     plan = resolve_plan(plan)
     if adapter.RULE_ORDER is None or plan.WEAK_ORDER is None:
         return None, False
-    return float(min(adapter.RULE_ORDER, plan.WEAK_ORDER)), bool(getattr(plan, "THEOREM", True))
+    return float(min(adapter.RULE_ORDER, plan.WEAK_ORDER)), plan_asserts(plan)
 
 
 def stationary_check(m: PlanMeasurement, names: list[str]) -> Check:
