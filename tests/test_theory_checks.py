@@ -222,3 +222,38 @@ def test_gaussian_w2_takes_float32_covariances():
 def test_affine_force_takes_a_batch_of_integral_floats_or_a_list():
     hess, _ = affine_force(T1, np.array([0.0, 1.0]), 1.0)
     np.testing.assert_allclose(hess, affine_force(T1, [0, 1], 1.0)[0])
+
+
+# ------------------------------------------------------------------ one source of which orders are claims
+
+
+@pytest.mark.parametrize("plan", ["full", "iid", "rr", "sms"])
+def test_verify_the_claims_table_and_the_adapters_read_one_declaration_of_what_is_claimed(plan):
+    """The plan's THEOREM alone says whether its orders are claims, for built-in and user schemes
+    alike: rr's order 2 (observed, no theorem) was a claim for the built-in schemes in verify and
+    the claims table (through their citations) and not in the adapters' conformance report."""
+    from types import SimpleNamespace
+
+    from integrators.plans import resolve_plan
+    from theory_checks.adapters.analysis import expected_order
+    from theory_checks.claims import NOT_ASSERTED, weak_order_rows
+
+    claimed = bool(resolve_plan(plan).THEOREM)
+    assert declared.plan_asserts(plan) is claimed
+    for scheme in ("ubu", "em"):
+        assert declared.asserted(scheme, plan) is claimed
+        report = verify(scheme, plans=[plan], strong=False, monte_carlo=False)
+        assert report.check(f"weak_order[{plan}]").claim is claimed, report.table()
+        (row,) = weak_order_rows("quick", schemes=[scheme], plans=[plan])
+        assert (row["verdict"] != NOT_ASSERTED) is claimed, row
+    assert expected_order(SimpleNamespace(RULE_ORDER=1.0), plan)[1] is claimed
+
+
+def test_a_user_plan_without_a_theorem_makes_no_claim_for_any_scheme():
+    from integrators.plans import Plan, sms
+
+    observed = Plan("sms_observed", sms.outcomes, sms.force_scale, sms.period, WEAK_ORDER=2.0, STRONG_ORDER=2.0,
+                    CODE=sms.CODE, THEOREM=False, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
+    report = verify("ubu", plans=[observed], strong=False, monte_carlo=False)
+    assert report.check("weak_order[sms_observed]").status == "no claim", report.table()
+    assert report.ok and "(observed, not a claim)" in report.check("weak_order[sms_observed]").expected
