@@ -31,7 +31,7 @@ def test_every_builtin_scheme_passes_verify_at_every_friction(scheme, gamma):
     assert report.check("stationarity").passed and report.check("stationarity@3d").passed, report.table()
     for check in weak_checks(report):
         if check.skipped:  # a claim that cannot be checked is inconclusive and says why
-            assert check.status == "inconclusive", report.table()
+            assert check.status == ("inconclusive" if check.claim else "no claim"), report.table()
             assert "asymptotic regime" in check.skipped and "rounding" in check.skipped, report.table()
         if gamma <= 100:  # up to gamma = 100 every declared order is checked, none left inconclusive
             assert not check.skipped, report.table()
