@@ -48,13 +48,16 @@ def test_a_wrong_declared_order_is_caught_at_every_friction(gamma):
 
 
 @pytest.mark.slow
-def test_the_reported_failures_at_large_friction_now_pass():
-    """The issue's two cases: BAOAB x sms at gamma = 100 (slope 1.84 on the fixed ladder) and
-    UBU x full at gamma = 1000 (slope 1.64)."""
+def test_the_reported_failures_at_large_friction_no_longer_fail():
+    """The issue's two cases: BAOAB x sms at gamma = 100 (slope 1.84 on the fixed ladder) passes;
+    UBU x full at gamma = 1000 (slope 1.64) does not fail, and since its asymptotic regime lies
+    below the oracle's rounding level the claim is inconclusive, not passed by omission."""
     report = verify("baoab", plans=["full", "sms"], gamma=100, **EXACT)
     assert report.ok and report.check("weak_order[sms]").passed, report.table()
     report = verify("ubu", plans=["full"], gamma=1000, **EXACT)
-    assert report.ok, report.table()
+    assert not report.failed and not report.ok, report.table()
+    assert "weak_order[full]" in report.inconclusive, report.table()
+    assert "asymptotic regime" in report.check("weak_order[full]").skipped
 
 
 def test_a_ladder_given_into_the_rounding_floor_is_fitted_above_it():
