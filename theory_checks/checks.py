@@ -94,7 +94,13 @@ class VerifyReport:
         return [c.name for c in self.checks if c.status == INCONCLUSIVE]
 
     def verdict_line(self) -> str:
-        """``OK``, or ``FAILED: <names>`` and/or ``INCONCLUSIVE: <names>``."""
+        """The verdict in one line.
+
+        Returns
+        -------
+        str
+            ``OK``, or ``FAILED: <names>`` and/or ``INCONCLUSIVE: <names>`` joined by ``"; "``.
+        """
         if self.ok:
             return "OK"
         parts = ([f"FAILED: {', '.join(self.failed)}"] if self.failed else []) + \
