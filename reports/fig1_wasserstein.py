@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from bias import figure1
 from reports.drawing import Drawing
+from reports.schema import from_dataclass
 
 ID = "figure1"
 TITLE = "Figure 1: Wasserstein bias of nine samplers on the 1-D example"
@@ -22,6 +23,7 @@ def units(preset: str) -> list[dict]:
 
 
 PRESETS = tuple(figure1.PRESETS)  # its own tiny level (`--preset tiny` ran quick before it was declared)
+RESULT = from_dataclass(figure1.Point)  # draw rebuilds each Point from its unit's result
 BACKENDS = figure1.BACKENDS  # `sms-langevin run figure1 --backend torch --device cuda` adds both to the units
 
 
