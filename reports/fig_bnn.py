@@ -11,7 +11,7 @@ import numpy as np
 from bnn import curves, figures, presets, verdicts
 from bnn.metrics import RHAT_NOT_MIXED
 from reports.drawing import Drawing
-from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Record
+from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
 RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
 # fewest runs per data set whose ensembles can test the claim: 8 give disjoint groups of 1, 2 and 4 (regime runs 8,
@@ -31,8 +31,8 @@ COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
         "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"}
 PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
 LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
-RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, labels=ListOf(INTEGER),
-                methods=MapOf(Record(probs=ListOf(ListOf(NUMBER)), diverged=ANY)))
+RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
+                methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY)))  # null: diverged
 REQUIRES = ("torch",)  # what its runs import (bnn.presets and this module import without it)
 
 

@@ -25,7 +25,8 @@ _PLAN = Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER)), noise=ListOf(
                n_chains=ListOf(INTEGER), slope=Nullable(NUMBER), ci=ListOf(Nullable(NUMBER)), fit=ListOf(INTEGER),
                b0_max=Nullable(NUMBER), expected=Nullable(NUMBER), asserted=BOOL)
 RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(MapOf(_LADDER))),  # the toolkit's
-               Record(sampler=TEXT, library=TEXT, target=TEXT, rule_order=Nullable(NUMBER), gamma=NUMBER,
+               Record(sampler=TEXT, library=TEXT, target=TEXT, rule_order=Nullable(NUMBER), rule_source=TEXT,
+                      exact_gaussian_x=BOOL, gamma=NUMBER,
                       level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
                       checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))))
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.runs.LEVELS

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bias import ghmc_logistic
 from reports.drawing import Drawing
-from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Record
+from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
 
 ID = "ghmc"
 TITLE = "SMS-GHMC against SMS-UBU on multinomial logistic regression: error of the predictive and acceptance"
@@ -17,7 +17,8 @@ COST = {"tiny": ("~20 s, mostly compiling two Numba kernels (digits PCA 8, "
         "quick": "a few minutes (digits PCA 16, 16 chains, 60 iterations of 10 sweeps)",
         "full": "~30 min, estimated (digits, 64 features, 64 chains, 1000 iterations)"}
 PRESETS = tuple(ghmc_logistic.PRESETS)  # its own tiny level (make demo)
-RESULT = Record(sampler=TEXT, h=NUMBER, data=TEXT, labels=ListOf(INTEGER), probs=ListOf(ListOf(NUMBER)),
+RESULT = Record(sampler=TEXT, h=NUMBER, data=TEXT, labels=ListOf(INTEGER),
+                probs=Nullable(ListOf(ListOf(NUMBER))),  # null where every chain diverged
                 chain_p_true=ListOf(ListOf(NUMBER)), chains=INTEGER, epochs_per_chain=NUMBER, diverged=ANY)
 
 

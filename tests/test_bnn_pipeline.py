@@ -12,6 +12,7 @@ from bias import metrics as bias_metrics
 from bnn import augment as bnn_augment
 from bnn import diagnostics, metrics, models, pipeline, presets
 from integrators import data
+from reports import fig_bnn, schema
 
 pytestmark = pytest.mark.torch
 
@@ -38,6 +39,8 @@ def two_runs(one_thread):
 @pytest.mark.slow
 def test_run_gives_predictives_for_every_method(two_runs):
     res = two_runs[0]
+    for run in two_runs:
+        schema.check(run, fig_bnn.RESULT)
     assert list(res["methods"]) == ["Adam", "SWA", "SMS-UBU", "SG-HMC"]
     for name, m in res["methods"].items():
         p = np.array(m["probs"])
@@ -50,8 +53,10 @@ def test_run_gives_predictives_for_every_method(two_runs):
 
 def test_diverging_sampler_is_reported_with_its_step():
     cfg = pipeline.with_overrides(SMALL, samplers=("SG-HMC",), h=50.0, epochs_sample=3)
-    m = pipeline.run(cfg, 0)["methods"]["SG-HMC"]
+    res = pipeline.run(cfg, 0)
+    m = res["methods"]["SG-HMC"]
     assert m["probs"] is None and isinstance(m["diverged"], int) and m["diverged"] >= 1
+    schema.check(res, fig_bnn.RESULT)  # a diverged method is a result the report draws, not a wrong file
 
 
 @pytest.mark.slow

@@ -16,7 +16,7 @@ from bias.metrics import accuracy, ace, all_metrics, nll, rps
 from bias.noise_floor import expected_binned_w1
 from integrators import GaussianTarget
 from integrators.data import DataError, read_idx
-from reports import fig1_wasserstein, fig_logistic
+from reports import fig1_wasserstein, fig_logistic, schema
 from reports.drawing import write_drawing
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
@@ -26,6 +26,8 @@ def test_figure1_tiny_draws_outputs_and_marks_divergence(tmp_path):
     points = figure1.compute("tiny")
     assert len(points) == 36
     results = [({"scheme": q.scheme, "plan": q.plan, "k": round(-math.log2(q.h))}, asdict(q)) for q in points]
+    for _, result in results:  # the diverged points (w1 nan) included
+        schema.check(result, fig1_wasserstein.RESULT)
     drawing = fig1_wasserstein.draw(results, "tiny")
     write_drawing(drawing, tmp_path)
     with open(tmp_path / "figure1.csv") as fh:
@@ -191,6 +193,7 @@ def test_logistic_reports_a_diverged_sampler(tmp_path, monkeypatch):
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=50.0)
     rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test[:50]), y_test[:50]), "em", "iid", "boom")
     assert rows and all(r.diverged and "diverged" in r.diverged and np.isnan(r.bias) for r in rows)
+    schema.check({"data": "digits", "rows": [asdict(r) for r in rows]}, fig_logistic.RESULT)
     assert logistic_output.bias_at(rows, 2.0) == {}
 
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bias import ghmc_logistic
-from reports import fig_ghmc, registry
+from reports import fig_ghmc, registry, schema
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -85,6 +85,8 @@ def test_micro_run_gives_acceptance_and_errors_within_the_monte_carlo_noise(monk
              "ubu_h": (2.0**-5,), "ref_chains": 4, "ref_epochs": 100}
     monkeypatch.setitem(ghmc_logistic.PRESETS, "micro", micro)
     results = [ghmc_logistic.run_unit(u, "micro", seed=3) for u in ghmc_logistic.units("micro")]
+    for result in results:
+        schema.check(result, fig_ghmc.RESULT)
     table = {r["sampler"]: r for r in ghmc_logistic.rows(results)}
     assert 0.8 < table["SMS-GHMC"]["acceptance"] <= 1.0
     assert table["SMS-UBU"]["epochs_per_chain"] == table["SMS-GHMC"]["epochs_per_chain"] == 2 * 4 * 6

@@ -1,5 +1,7 @@
 """The declared structure of unit results: every piece accepts what it declares and names the first
-place that differs; every registered experiment's RESULT accepts the results its units return."""
+place that differs.  That each experiment's RESULT accepts what its units return, diverged runs
+included, is checked where those results are made (test_experiments: Figure 1 and logistic; test_bnn_pipeline;
+test_ghmc_logistic) and through the command line's report for demo and figure1 (test_base_install)."""
 
 import math
 from dataclasses import dataclass
