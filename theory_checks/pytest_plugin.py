@@ -4,7 +4,8 @@ to a ``conftest.py`` (the project's own ``tests/conftest.py`` does).
 Fixtures:
 
 * ``verify_scheme``: :func:`theory_checks.testing.assert_verified`, so a test reads
-  ``def test_mine(verify_scheme): verify_scheme(MY_SCHEME)``;
+  ``def test_mine(verify_scheme): verify_scheme(MY_SCHEME)``; it fails on a failed claim and on
+  an inconclusive one unless allowed by name (``allow_inconclusive=["strong_order"]``);
 * ``verify_adapter``: the same function for another library's sampler behind an adapter
   (:mod:`theory_checks.adapters`): ``def test_mine(verify_adapter): verify_adapter(MyAdapter())``;
 * ``registered``: registers schemes, plans and adapters for the duration of one test
