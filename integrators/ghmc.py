@@ -55,6 +55,7 @@ from integrators.rng import (
     lane_uniforms,
 )
 from integrators.targets import Target, force_data, lane_force_for
+from integrators.targets.force import target_function
 from integrators.validation import (
     batch_size_for,
     divergence_bound_for,
@@ -305,7 +306,7 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     accepted = np.zeros(n_chains, dtype=np.int64)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
     sms = resolve_plan("sms")
-    kernel = ghmc_kernel_for(lane_force_for(target), type(target).potential)
+    kernel = ghmc_kernel_for(lane_force_for(target), target_function(type(target), "potential"))
     forces = Forces(force_data(target, control_variate), make_box(d))
     schedule = Schedule(n_iter, burn_in, 1)
     coef = np.array([h])

@@ -15,7 +15,9 @@ checked function runs slower in proportion to the indexing it does
 measured ratio).  A function compiled with an explicit ``@numba.njit(boundscheck=False)`` keeps
 no checks; ``NUMBA_BOUNDSCHECK=0`` in the environment (Numba's own switch, read when the process
 starts) turns them off everywhere.  Either way the wrapper still names the function of any other
-exception it raises.
+exception it raises.  Only the function given is recompiled: other Numba functions that it calls
+keep the options they were compiled with, so an index out of bounds inside such a helper is not
+caught unless it too was compiled with ``boundscheck=True``, or ``NUMBA_BOUNDSCHECK=1`` is set.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ def _build(fn, role: str):
                          f"_UserCodeError_ and _message_ (names the bounds-checking wrapper uses)")
     namespace = {"_checked_": checked, "_message_": message, "_UserCodeError_": UserCodeError}
     exec(source, namespace)  # noqa: S102 (the text above, with the function's own parameter names)
+    namespace["guarded_user_code"].__defaults__ = fn.py_func.__defaults__  # optional arguments stay optional
     wrapper = nb.njit(nogil=True)(namespace["guarded_user_code"])
     for attr in ("allocates",):  # what the kernels read off a function besides calling it
         if hasattr(fn, attr):

@@ -549,6 +549,30 @@ class Mine(Target):
         self.arrays, self.dim, self.n_data = (np.zeros((2, 1)),), 1, 2
 print(sample(Mine(), "ubu", "sms", batch_size=1, n_chains=4, n_steps=20).chain_mean)
 """,
+    # the potential is read by SMS-GHMC's accept/reject and by mode() (the control variate's point)
+    "potential_reads_past_means": """
+from integrators import sms_ghmc
+from integrators.targets import GaussianTarget as G
+@nb.njit
+def potential_reads_past_means(x, arrays):
+    return 0.5 * (x[0] - arrays[0][10, 0]) ** 2
+class Mine(G):
+    potential = staticmethod(potential_reads_past_means)
+target = G.one_d_example()
+target.__class__ = Mine
+print(sms_ghmc(target, h=0.1, n_iter=4, burn_in=1, n_chains=4, batch_size=1).acceptance)
+""",
+    "mode_reads_past_means": """
+from integrators.targets import GaussianTarget as G
+@nb.njit
+def mode_reads_past_means(x, arrays):
+    return 0.5 * (x[0] - arrays[0][10, 0]) ** 2
+class Mine(G):
+    potential = staticmethod(mode_reads_past_means)
+target = G.one_d_example()
+target.__class__ = Mine
+print(target.mode())
+""",
 }
 
 
@@ -592,6 +616,17 @@ def test_a_test_function_writing_out_of_bounds_raises_naming_it_and_in_bounds_ru
     else:
         with pytest.raises(UserCodeError, match="test_functions '.*_writes_at_index_from_test_data'.*out of bounds"):
             sample(T1, **kw)
+
+
+@nb.njit
+def _test_function_with_a_default(x, out, test_data, scale=2.0):
+    out[0] = scale * x[0]
+
+
+def test_a_user_function_with_an_optional_argument_still_compiles():
+    res = sample(T1, n_chains=3, n_steps=50, batch_size=1, test_functions=_test_function_with_a_default,
+                 n_test_functions=1)
+    np.testing.assert_allclose(res.chain_tests[:, 0], 2.0 * res.chain_mean[:, 0])
 
 
 def test_only_user_numba_code_is_guarded():

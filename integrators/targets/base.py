@@ -38,17 +38,24 @@ class Target:
         centre, sd = scale
         return float(centre + DIVERGENCE_SDS * max(sd, 1.0))
 
-    # Python-side helpers (used for validation, control variates and tests).
+    # Python-side helpers (used for validation, control variates and tests); a user class's
+    # functions are called bounds-checked here too, as in the kernels
     def full_grad(self, x) -> np.ndarray:
+        from integrators.targets.force import target_function
+
+        prior_grad_add = target_function(type(self), "prior_grad_add")
+        datum_grad_add = target_function(type(self), "datum_grad_add")
         x = np.ascontiguousarray(x, dtype=float)
         out = np.zeros(self.dim)
-        self.prior_grad_add(x, self.arrays, out)
+        prior_grad_add(x, self.arrays, out)
         for i in range(self.n_data):
-            self.datum_grad_add(x, i, 1.0, self.arrays, out)
+            datum_grad_add(x, i, 1.0, self.arrays, out)
         return out
 
     def value(self, x) -> float:
-        return float(self.potential(np.ascontiguousarray(x, dtype=float), self.arrays))
+        from integrators.targets.force import target_function
+
+        return float(target_function(type(self), "potential")(np.ascontiguousarray(x, dtype=float), self.arrays))
 
     def mode(self) -> np.ndarray:
         """Minimizer of the potential by scipy's L-BFGS (the control-variate reference point)."""

@@ -11,13 +11,17 @@ from integrators.user_code import guarded
 from integrators.validation import finite_array
 
 
+def target_function(target_cls, attr: str):
+    """The class's Numba function ``attr`` (``potential``, ``prior_grad_add``, ...), bounds-checked
+    and named in its errors when it comes from user code (:func:`integrators.user_code.guarded`);
+    None where the class has none."""
+    fn = getattr(target_cls, attr, None)
+    return None if fn is None else guarded(fn, f"target {target_cls.__name__!r}: {attr}")
+
+
 def _target_functions(target_cls):
-    """The class's ``prior_grad_add``, ``datum_grad_add`` and ``lane_grad``, each bounds-checked
-    and named in its errors when it comes from user code (:func:`integrators.user_code.guarded`)."""
-    name = target_cls.__name__
-    return tuple(None if fn is None else guarded(fn, f"target {name!r}: {attr}")
-                 for attr in ("prior_grad_add", "datum_grad_add", "lane_grad")
-                 for fn in [getattr(target_cls, attr, None)])
+    """The class's ``prior_grad_add``, ``datum_grad_add`` and ``lane_grad`` (:func:`target_function`)."""
+    return tuple(target_function(target_cls, attr) for attr in ("prior_grad_add", "datum_grad_add", "lane_grad"))
 
 
 def make_force(target_cls):
