@@ -275,3 +275,33 @@ def __getattr__(name: str):
     if name == "PAPER_TABLES":
         return _paper_tables()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache  # asked for every unit of a run: a folder of images is listed once
+def data_identity(preset: str, dataset: str) -> dict | None:
+    """The name and size in bytes of the file (or the files of the folder) a unit of ``dataset``
+    reads at ``preset``; None for data made in memory or found nowhere (then the unit is absent).
+
+    Parameters
+    ----------
+    preset : str
+        One of :data:`LEVELS`.
+    dataset : str
+        An experiment's data set at that level (a unit's ``dataset``).
+
+    Returns
+    -------
+    dict or None
+        ``{"data": name, "bytes": size}``.
+    """
+    for exp in experiments(preset):
+        if exp.name == dataset:
+            try:
+                where = data_location(exp.settings["dataset"], exp.settings.get("data_path"))
+            except DataError:
+                return None
+            if where is None:
+                return None
+            files = [where] if where.is_file() else sorted(p for p in where.rglob("*") if p.is_file())
+            return {"data": where.name, "bytes": sum(f.stat().st_size for f in files)}
+    raise ValueError(f"no experiment {dataset!r} at {preset}; have {[e.name for e in experiments(preset)]}")

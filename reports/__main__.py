@@ -1,3 +1,3 @@
-from reports.cli import main
+from reports.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -117,8 +117,8 @@ def _select(ids, figures):
 def cmd_list(args, figures) -> int:
     for fid, mod in figures.items():
         cost = ", ".join(f"{k}: {v}" for k, v in mod.COST.items())
-        lack = registry.lacking(mod)  # its units need the extra too
-        units = f"({lack})" if lack else f"units (quick): {len(mod.units('quick'))}"
+        lack = registry.lacking(mod)
+        units = f"units (quick): {len(mod.units('quick'))}" + (f" ({lack})" if lack else "")
         print(f"{fid:14s} {mod.TITLE}\n{'':14s} claim: {mod.CLAIM}\n{'':14s} {units}; cost: {cost}")
     return 0
 
@@ -190,6 +190,12 @@ def _use_data_dir(data_dir) -> None:
     os.environ[DATA_DIR_ENV] = str(folder.resolve())
 
 
+def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
+    """What identifies a unit's input files (the figure's optional ``inputs(unit, preset)``)."""
+    describe = getattr(mod, "inputs", None)
+    return describe(unit, level) if describe is not None else None
+
+
 def _absent_inputs(figures, tasks) -> list:
     """``[(task, why)]`` for the tasks whose input data are absent, asked of each figure's optional
     ``missing_input(unit, preset)`` before anything runs (it checks paths only)."""
@@ -213,7 +219,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         level = registry.module_preset(figures[fid], args.preset)
         for unit in _units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
-            wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset)
+            wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset,
+                                 inputs=_unit_inputs(figures[fid], unit, level))
             if args.resume:
                 try:
                     stored = store.load(fid, unit, wanted)
@@ -244,7 +251,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         return fid, unit
 
     absent = []
-    no_data = _absent_inputs(figures, tasks)
+    # a remote cluster's workers may hold data this machine lacks: there the units find out themselves
+    no_data = [] if args.scheduler else _absent_inputs(figures, tasks)
     if no_data:  # said before the hours of other work, not after; persisted as absent, never run
         for fid in dict.fromkeys(by_module[task[0]] for task, _ in no_data):
             whys = [why for task, why in no_data if by_module[task[0]] == fid]
@@ -318,7 +326,8 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
                             *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
         for unit in _units(mod, level, backend):
-            wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset)
+            wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset,
+                                 inputs=_unit_inputs(mod, unit, level))
             try:
                 res = store.load(fid, unit, wanted)
             except (CorruptUnit, StaleUnit) as exc:
@@ -368,7 +377,7 @@ def cmd_report(args, figures) -> int:
         if not (out / "units").is_dir():
             raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
         preset, seed, ids, backend = read_run(out, figures, args.preset)
-        not_run = registry.runnable(figures, ids)[1]  # drawing them needs their units: an extra absent here
+        not_run = registry.runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
         if not_run:
             raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
         build_outputs(out, figures, ids, preset, seed, backend)
@@ -436,6 +445,13 @@ def _interrupt_once():
     return signal.signal(signal.SIGINT, _on_interrupt)
 
 
+def entry() -> None:
+    """The ``sms-langevin`` command (and ``python -m reports``): :func:`main`, then exit with its code.
+    After an interrupt, further Ctrl-C are ignored until the process has ended, so a second press
+    cannot turn the clean exit into a traceback."""
+    raise SystemExit(_main(None, restore_ctrl_c=False))
+
+
 def main(argv=None) -> int:
     """Run ``sms-langevin`` on ``argv`` (default ``sys.argv[1:]``).
 
@@ -448,6 +464,10 @@ def main(argv=None) -> int:
     int
         The exit code: 2 after a one-line error (usage, a busy folder, an OS error), 130 if interrupted.
     """
+    return _main(argv, restore_ctrl_c=True)
+
+
+def _main(argv, *, restore_ctrl_c: bool) -> int:
     parser = build_parser()
     t0 = time.time()
     if not (sys.argv[1:] if argv is None else argv):  # no command: what the commands are, not one line
@@ -470,11 +490,11 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        _ignore_interrupts()  # stays so until the process ends: a later Ctrl-C cannot cut the exit short
         print(f"sms-langevin: interrupted; {_what_to_rerun(args)}", file=sys.stderr)
         return 130
     finally:
-        if previous is not None and signal.getsignal(signal.SIGINT) is _on_interrupt:
+        interrupted = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        if previous is not None and (restore_ctrl_c or not interrupted):  # a caller in Python gets its own back
             signal.signal(signal.SIGINT, previous)
     if args.command == "run":
         print(f"done in {time.time() - t0:.0f} s", file=sys.stderr)

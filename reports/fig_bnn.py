@@ -50,6 +50,13 @@ def missing_input(unit: dict, preset: str) -> str | None:
     return presets.missing_data(preset, unit["dataset"])
 
 
+def inputs(unit: dict, preset: str) -> dict | None:
+    """The data file or folder a unit reads (name and size): part of its fingerprint, so a unit
+    computed on the development subset is not reused for the full PneumoniaMNIST, nor the reverse."""
+    from bnn import presets
+    return presets.data_identity(preset, unit["dataset"])
+
+
 def run_config(cfg, seed: int) -> dict:
     """One run of :func:`bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it):
     its result, or ``{"missing": why}`` when the data set's files are absent."""

@@ -17,6 +17,8 @@ The experiment contract: each figure or table is one module with
                                each unit's fingerprint: ``reports.runmeta``)
     missing_input(unit, preset) (optional)  why a unit's input data are absent, else None: asked
                                before the run starts (paths only), so absent data are said at once
+    inputs(unit, preset) (optional)  what identifies a unit's input files (name, size): joins the
+                               unit's fingerprint, so a unit computed on other data is stale
 
 Nothing in it writes a file: the command line checks the preset (once, here and in
 ``cli_common``), runs and persists the units through the executor, and writes what ``draw``

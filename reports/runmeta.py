@@ -8,7 +8,8 @@ the unit: the figure's own module and every Python file of the computing package
 (:data:`COMPUTING_PACKAGES`); an edit to any of them makes earlier units stale, an edit to the
 command line or the report does not.  A figure that measures other libraries names their
 distributions in ``LIBRARIES`` (optional in the experiment contract); their installed versions, or
-``"not installed"``, join the fingerprint, so installing or upgrading one makes its units stale.
+``"not installed"``, join the fingerprint, so installing or upgrading one makes its units stale;
+likewise what a figure's ``inputs(unit, preset)`` says of a unit's input files.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def library_versions(module_name: str) -> dict:
     return versions
 
 
-def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str) -> dict:
+def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str, *, inputs: dict | None = None) -> dict:
     """Everything that determines a unit's result besides the unit spec itself.
 
     Parameters
@@ -72,17 +73,22 @@ def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str) ->
         The run's seed and the unit's seed derived from it.
     preset : str
         The preset the unit runs at.
+    inputs : dict or None, default None
+        What identifies the unit's input files (a figure's ``inputs(unit, preset)``: e.g. the data
+        file's name and size), so that a unit computed on other data is stale.
 
     Returns
     -------
     dict
         ``run_seed``, ``unit_seed``, ``preset``, ``code_version`` and, for a figure that declares
-        ``LIBRARIES``, ``libraries`` (:func:`library_versions`).
+        ``LIBRARIES``, ``libraries`` (:func:`library_versions`); ``inputs`` where given.
     """
     out = {"run_seed": run_seed, "unit_seed": unit_seed, "preset": preset, "code_version": code_version(module_name)}
     libraries = library_versions(module_name)
     if libraries:
         out["libraries"] = libraries
+    if inputs:
+        out["inputs"] = inputs
     return out
 
 

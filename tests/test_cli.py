@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -331,3 +332,20 @@ def test_bench_in_an_installed_package_says_where_the_benchmarks_are(tmp_path, m
     monkeypatch.setattr(bench_command, "__file__", str(tmp_path / "site-packages" / "reports" / "bench_command.py"))
     with pytest.raises(CliError, match="not installed with the package: run `sms-langevin bench` in a clone"):
         bench_command.cmd_bench(argparse.Namespace(preset="quick", dir=None, out=None), {})
+
+
+def test_main_in_process_gives_the_callers_ctrl_c_back_after_an_interrupt(monkeypatch, capsys):
+    import signal
+
+    from reports import cli as cli_module
+
+    def interrupted(args, figures):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the command runs
+        time.sleep(5)
+        raise AssertionError("the interrupt should have stopped the command")
+
+    monkeypatch.setattr(cli_module, "cmd_list", interrupted)
+    before = signal.getsignal(signal.SIGINT)
+    assert cli_module.main(["list"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is before

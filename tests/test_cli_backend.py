@@ -160,6 +160,10 @@ def test_absent_data_is_not_a_success_and_resume_computes_it_once_there(tmp_path
     assert proc.returncode == 0 and "0 units already done, 2 to run" in proc.stderr, proc.stderr
     with open(tmp_path / "run" / "report" / "withdata" / "withdata.csv") as fh:
         assert [float(r["value"]) for r in csv.DictReader(fh)] == [2.5, 5.0]
+    data.write_text("2.75")  # other data (the figure's inputs name the file and its size): the units are stale
+    proc = run("--resume")
+    assert proc.returncode == 0 and "0 units already done, 2 to run" in proc.stderr, proc.stderr
+    assert "inputs" in proc.stderr  # the warning says what differs
 
 
 def test_data_dir_reaches_the_workers_and_a_bad_one_is_refused_before_out(tmp_path):

@@ -5,6 +5,7 @@ file that is no ``.npz``) raise a DataError naming the file and the field; valid
 import io
 import itertools
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -383,3 +384,15 @@ def test_asking_whether_data_exist_does_not_import_torch():
     code = ("import sys, bnn.presets as p; p.missing_data('quick', 'xray_subset'); p.missing_data('full', 'celeba'); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_configured_data_folder_wins_over_a_stray_copy_in_the_working_folder(places, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    (work / "fashion-mnist").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    assert data.find_data("fashion-mnist").resolve() == (work / "fashion-mnist").resolve()  # the last place
+    (places["env"] / "fashion-mnist").mkdir()
+    assert data.find_data("fashion-mnist") == places["env"] / "fashion-mnist"
+    assert data.find_data("./fashion-mnist") == Path("./fashion-mnist")  # a path is taken as it is
+    with pytest.raises(DataError, match="not found"):
+        data.find_data("./celeba")

@@ -94,9 +94,10 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
 
 
 def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = None) -> Path:
-    """A data set's file or folder: ``name`` itself where it exists (an absolute path, or one relative
-    to the working folder), else ``name`` inside ``data_dir``, the folder of :data:`DATA_DIR_ENV`
-    (``SMS_LANGEVIN_DATA_DIR``) and last the development setup's data folder beside the repository.
+    """A data set's file or folder.  A path (absolute, or starting with ``./`` or ``../``) is taken as
+    it is; a bare name (``"fashion-mnist"``) is looked for inside ``data_dir``, the folder of
+    :data:`DATA_DIR_ENV` (``SMS_LANGEVIN_DATA_DIR``), the development setup's data folder beside the
+    repository, and last the working folder (so a configured folder wins over a stray copy there).
 
     Parameters
     ----------
@@ -121,12 +122,13 @@ def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = N
         raise ValueError(f"name must be a non-empty file or folder path, got {name!r}")
     data_dir = _data_dir(data_dir)
     path = Path(name)
-    if path.exists():
-        return path
-    dirs = [] if path.is_absolute() else _search_dirs(data_dir, medmnist=False)
-    for folder, _ in dirs:
-        if folder is not None and (folder / path).exists():
+    explicit = path.is_absolute() or os.fspath(name).startswith(("./", "../"))
+    dirs = [] if explicit else _search_dirs(data_dir, medmnist=False)
+    for folder in [folder for folder, _ in dirs if folder is not None] + [Path.cwd()] * (not explicit):
+        if (folder / path).exists():
             return folder / path
+    if explicit and path.exists():
+        return path
     where = f"; also looked in {_looked(dirs)}" if dirs else ""
     raise DataError(f"{path}: not found{where}. Put it in a folder and set {DATA_DIR_ENV} to that folder "
                     f"(or pass its full path); nothing is downloaded")

@@ -47,3 +47,7 @@ def draw(results: list, preset: str) -> Drawing:
     absent = [res["missing"] for _, res in results if "missing" in res]
     return Drawing(measured=f"data absent ({absent[0]})" if absent else f"{len(rows)} units",
                    tables={"withdata": rows})
+
+
+def inputs(unit: dict, preset: str) -> dict | None:
+    return {"data": _path().name, "bytes": _path().stat().st_size} if _path().exists() else None
