@@ -28,14 +28,14 @@ from integrators.validation import seed_value
 from reports import registry, schema
 from reports.bench_command import cmd_bench
 from reports.claims_command import cmd_claims
-from reports.cli_common import CliError, check_out, check_preset, out_path
+from reports.cli_common import CliError, backend_flags, check_out, check_preset, out_path
 from reports.drawing import write_drawing, write_metadata
 from reports.executor import SchedulerError, check_scheduler, execute, local_cores
 from reports.progress import Progress
 from reports.registry import absent_input
 from reports.run_record import read_run
 from reports.runmeta import fingerprint
-from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, unit_seed, write_atomic
+from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, UnsafeLock, unit_seed, write_atomic
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -287,10 +287,6 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
     return [{**unit, **backend} if getattr(mod, "BACKENDS", None) else unit for unit in mod.units(level)]
 
 
-def _backend_flags(backend: dict) -> str:
-    return "".join(f" --{k} {shlex.quote(str(v))}" for k, v in backend.items())
-
-
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
     """Draw every figure of ``ids`` into ``out/report`` from the units persisted in ``out``.
 
@@ -322,7 +318,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         mod = figures[fid]
         level = registry.module_preset(mod, preset)
         results, missing = [], []
-        flags = _backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
+        flags = backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
                             *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
         for unit in _units(mod, level, backend):
@@ -481,7 +477,7 @@ def _main(argv, *, restore_ctrl_c: bool) -> int:
         handler = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims,
                    "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
-    except (CliError, Busy) as exc:
+    except (CliError, Busy, UnsafeLock) as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. the output folder became unwritable (or full) mid-run

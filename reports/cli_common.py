@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from reports import registry
@@ -41,3 +42,8 @@ def check_out(out: Path) -> None:
     problem = unwritable(out)
     if problem:
         raise CliError(f"cannot write to --out {out}: {problem}")
+
+
+def backend_flags(backend: dict) -> str:
+    """`` --backend B --device D`` of a run's backend options (``{}``: none), shell-quoted."""
+    return "".join(f" --{k} {shlex.quote(str(v))}" for k, v in backend.items())

@@ -179,7 +179,9 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
         return
     workers = min(workers, len(tasks))
     threads = max(1, cores // workers)
-    with _sigint_ignored():  # the workers start with Ctrl-C ignored (inherited), so none dies mid-import
+    # the workers start with Ctrl-C ignored (inherited), so none dies mid-import; a press in these
+    # few milliseconds is lost (a handler of ours would not be inherited, and the workers need SIG_IGN)
+    with _sigint_ignored():
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_init, initargs=(os.getpid(),))
         futures = {pool.submit(run_task, *task, threads): task for task in tasks}
@@ -208,7 +210,10 @@ def _stop_at_once(pool: ProcessPoolExecutor) -> None:
         for proc in processes:
             with contextlib.suppress(OSError, ValueError, AttributeError):
                 proc.join(timeout=5)
-        pool.shutdown(wait=True)  # the manager thread sees the dead workers and ends
+        pool.shutdown(wait=False)
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:  # it sees the dead workers and ends; never waited on without a limit
+            manager.join(timeout=5)
 
 
 @contextlib.contextmanager
@@ -287,11 +292,15 @@ def _close_dask(client, cluster, timeout=None) -> None:
 
 @contextlib.contextmanager
 def _quiet(logger_name: str):
-    """The logger's warnings (workers killed while stopping) held back inside the block."""
-    logger = logging.getLogger(logger_name)
-    level = logger.level
-    logger.setLevel(logging.CRITICAL)
+    """The warnings of the logger and its children (workers killed while stopping) held back inside
+    the block."""
+    names = [logger_name] + [n for n in logging.root.manager.loggerDict if n.startswith(logger_name + ".")]
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
-        logger.setLevel(level)
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)

@@ -145,6 +145,7 @@ def _run_record(report_dir: Path, drawn: dict) -> dict:
 def _regenerate(preset: str, run: dict, drawn: dict) -> str:
     """The command that recomputes this report (the folder holding it in place of OUT)."""
     from reports import registry
+    from reports.cli_common import backend_flags
     ids = run["ids"] or list(drawn)
     try:
         everything = list(registry.load()) == list(ids)
@@ -152,8 +153,7 @@ def _regenerate(preset: str, run: dict, drawn: dict) -> str:
         everything = False
     what = "all" if everything else " ".join(ids)
     seed = f" --seed {run['seed']}" if run["seed"] is not None else ""
-    flags = "".join(f" --{k} {v}" for k, v in run["backend"].items())
-    return f"sms-langevin run {what} --preset {preset}{seed}{flags} --out OUT"
+    return f"sms-langevin run {what} --preset {preset}{seed}{backend_flags(run['backend'])} --out OUT"
 
 
 def section_preset(mod, preset: str) -> str:

@@ -100,7 +100,7 @@ class Busy(Exception):
     """Another run holds the output folder's lock."""
 
 
-class UnsafeLock(Busy):
+class UnsafeLock(Exception):
     """The folder's ``.lock`` is not a regular file of its own (a link, a device): never opened through."""
 
 
