@@ -1,5 +1,7 @@
-"""Calibrated uncertainty: over many seeds, ``(estimate - exact) / se`` of each result type is
-standard normal, against the exact oracle (:mod:`theory_checks.oracle`) or the target's own law.
+"""Calibrated uncertainty: over many seeds, ``(estimate - exact) / se`` of each result type
+(``SampleResult``, ``GHMCResult``, ``CoupledResult``, the adapters' ``PlanMeasurement``) is
+standard normal, against the exact oracle (:mod:`theory_checks.oracle`), the target's own law or
+a closed form.
 
 A test that takes a result's own standard error as its tolerance cannot see that standard error
 being wrong; these tests can: mean, variance and Kolmogorov-Smirnov test of the standardized
@@ -154,3 +156,26 @@ def test_coupled_result_difference_and_mean_standard_errors_are_calibrated():
     zd, zf = np.array(zd), np.array(zf)
     assert_calibrated({"CoupledResult.difference[x]": zd[:, 0], "CoupledResult.difference[x^2]": zd[:, 1],
                        "CoupledResult.mean[x^2]": zf[:, 1]})
+
+
+@pytest.mark.slow
+def test_the_adapters_measured_bias_standard_errors_are_calibrated():
+    """The adapters' measurement (:func:`theory_checks.adapters.runs.measure_plan`, fixed chains)
+    on a numpy ULA adapter, whose law on a 1-D Gaussian is known in closed form: variance
+    ``2 / (P (2 - h P))``, mean exact; its whitened bias vector against that, in its own s.e."""
+    from helpers import ToyULA
+
+    from theory_checks.adapters.runs import LEVELS, Whitening, measure_plan
+
+    target, h = GaussianTarget.one_d_example(), 0.1
+    p, mu = float(target.precision[0, 0]), target.mean
+    whiten = Whitening.of(target)
+    law = whiten.of_moments(mu, np.array([[2 / (p * (2 - h * p))]]) + np.outer(mu, mu))
+    exact_bias = law - whiten.of_moments(mu, target.covariance + np.outer(mu, mu))
+    z = []
+    for seed in range(N_SEEDS):
+        m = measure_plan(ToyULA(), target, "full", gamma=1.0, batch_size=1, hs=[h], level=LEVELS["tiny"],
+                         budget=1.0, n_chains=256, seed=seed)
+        z.append((m.bias[0] - exact_bias) / m.se[0])
+    z = np.array(z)
+    assert_calibrated({"PlanMeasurement.bias[mean]": z[:, 0], "PlanMeasurement.bias[variance]": z[:, 1]})
