@@ -63,6 +63,7 @@ from integrators.validation import (
     int_at_least,
     positive_float,
     seed_value,
+    step_count,
 )
 
 LOW_ACCEPTANCE = 0.05  # below this rate GHMC chains hardly move: the warning says so
@@ -290,8 +291,8 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     n_sweeps = int_at_least("n_sweeps", n_sweeps, 1)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 <= alpha < 1.0):
         raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
-    n_iter = int_at_least("n_iter", n_iter, 1)
-    burn_in = int_at_least("burn_in", burn_in, 0)
+    n_iter = step_count("n_iter", n_iter, 1)
+    burn_in = step_count("burn_in", burn_in, 0)
     if burn_in >= n_iter:
         raise ValueError(f"burn_in must be smaller than n_iter={n_iter}, got {burn_in}")
     n_chains = int_at_least("n_chains", n_chains, 2)
