@@ -267,7 +267,8 @@ def _dask(tasks, workers, scheduler):
                 client.cancel(list(futures), force=True)
             _close_dask(client, cluster, timeout=DASK_CLOSE_SECONDS)
         raise
-    _close_dask(client, cluster)
+    with _quiet("distributed"):  # a nanny killing a worker that is slow to stop is no news to the user
+        _close_dask(client, cluster)
 
 
 DASK_CLOSE_SECONDS = 3  # an interrupted run's local cluster: how long its workers get to stop before they are killed

@@ -10,6 +10,7 @@ import sys
 import time
 
 LINE_EVERY = 5.0  # seconds between two lines in a log (a terminal's bar is redrawn at every unit)
+ESTIMATE_AFTER = 4  # units finished before the time left is estimated (the first ones also compile)
 
 
 class Progress:
@@ -56,12 +57,14 @@ class Progress:
         now = self.clock()
         elapsed = now - self.start
         left = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        # the first units carry the kernels' compilation: no estimate from them alone
+        left_text = f"~{left:.0f}s left" if self.done >= min(self.total, ESTIMATE_AFTER) else "time left: estimating"
         if self.tty:
             width = 28
             filled = int(width * self.done / max(self.total, 1))
             bar = "#" * filled + "-" * (width - filled)
             self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} "
-                              f"{elapsed:5.0f}s elapsed, ~{left:4.0f}s left {note[:40]:40s}")
+                              f"{elapsed:5.0f}s elapsed, {left_text} {note[:40]:40s}")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
@@ -70,7 +73,7 @@ class Progress:
                 return
             self.last_line = now
             self.stream.write(f"{self.label} {self.done}/{self.total} units done, {elapsed:.0f}s elapsed, "
-                              f"~{left:.0f}s left (last: {note[:60]})\n")
+                              f"{left_text} (last: {note[:60]})\n")
         self.stream.flush()
 
 

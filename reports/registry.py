@@ -135,7 +135,7 @@ def unfinished(result) -> str | None:
 
 # the optional extras of pyproject.toml ([project.optional-dependencies]) by the modules they provide
 EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
-          "ipykernel": "tour", "jupyter_server_mathjax": "tour"}
+          "ipykernel": "tour", "jupyter_server_mathjax": "tour", "dask": "dask"}
 
 
 def install_hint(module: str) -> str:

@@ -70,7 +70,9 @@ def test_list_without_torch_lists_every_figure_and_notes_the_torch_extra(tmp_pat
     proc = cli_without_extras(["list"], tmp_path)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     blocks = {}
-    for line in proc.stdout.splitlines():
+    figures, note = proc.stdout.split("\n\n")
+    assert note.startswith("costs: on 2 idle cores"), note
+    for line in figures.splitlines():
         if line and not line.startswith(" "):
             fid = line.split()[0]
             blocks[fid] = ""
@@ -223,3 +225,11 @@ def test_plain_pip_install_gives_a_working_command_line(tmp_path):
     assert "site-packages" in subprocess.run(
         [str(python), "-c", "import tour; print(tour.NOTEBOOK_DIR)"], cwd=tmp_path, env=_env(), capture_output=True,
         text=True).stdout
+
+
+@pytest.mark.experiment
+def test_dask_options_without_dask_are_refused_before_out_is_created(tmp_path):
+    for option in (["--local-dask"], ["--scheduler", "tcp://127.0.0.1:1"]):
+        proc = cli_without_extras(["run", "demo", "--preset", "tiny", "--out", "out", *option], tmp_path)
+        assert_one_line_error(proc, "needs dask.distributed", "pip install 'sms-langevin[dask]'")
+        assert not (tmp_path / "out").exists()

@@ -22,8 +22,8 @@ def cli(args, env_extra=None, **kwargs):
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["SMS_LANGEVIN_REPORT_MODULES"] = FAST
     env.update(env_extra or {})
-    return subprocess.run([sys.executable, "-m", "reports", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, **kwargs)
+    kwargs.setdefault("cwd", ROOT)
+    return subprocess.run([sys.executable, "-m", "reports", *args], env=env, capture_output=True, text=True, **kwargs)
 
 
 def unit_files(out):
@@ -94,7 +94,8 @@ def toured_run(tmp_path_factory, reference_run):
     """A copy of the reference run with one tour notebook executed into it (``sms-langevin tour``)."""
     out = tmp_path_factory.mktemp("toured") / "run"
     shutil.copytree(reference_run, out)
-    proc = cli(["tour", "--out", str(out), "02"], timeout=600)
+    # from a folder other than the code's (the kernel's sockets must not depend on the working folder)
+    proc = cli(["tour", "--out", str(out), "02"], timeout=600, cwd=out.parent)
     assert proc.returncode == 0, proc.stderr
     return out
 

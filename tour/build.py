@@ -20,6 +20,7 @@ import hashlib
 import html
 import json
 import re
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,9 +71,13 @@ def execute(nb, *, timeout: int = CELL_TIMEOUT):
 
     config = Config()
     config.KernelManager.transport = "ipc"  # a local kernel: unix sockets (ipykernel warns of plain-text TCP)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
-                            resources={"metadata": {"path": str(ROOT)}})
-    client.execute()
+    with tempfile.TemporaryDirectory(prefix="sms-langevin-kernel-") as sockets:
+        # absolute socket paths: a relative prefix is resolved in the kernel's folder by the kernel and
+        # in the caller's by the client, which then never finds it
+        config.KernelManager.ip = str(Path(sockets) / "kernel-ipc")
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", config=config,
+                                resources={"metadata": {"path": str(ROOT)}})
+        client.execute()
     return nb
 
 
