@@ -121,8 +121,8 @@ def cmd_list(args, figures) -> int:
         lack = registry.lacking(mod)
         units = f"units (quick): {len(mod.units('quick'))}" + (f" ({lack})" if lack else "")
         print(f"{fid:14s} {mod.TITLE}\n{'':14s} claim: {mod.CLAIM}\n{'':14s} {units}; cost: {cost}")
-    print("\ncosts: on 2 idle cores with the kernels compiled; the first run after installing also compiles them "
-          "(about 30 s more per figure, in each worker process)")
+    print("\ncosts: on 2 idle cores; unless a cost says so, with the kernels already compiled: the first run after "
+          "installing also compiles them (about 30 s more per figure, in each worker process)")
     return 0
 
 
