@@ -28,7 +28,7 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n 2 --dist loadfile tests  # two workers: one per core
+	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30 tests  # two workers: one per core; the slowest tests listed
 
 # the quick tier: every test not marked slow (pyproject.toml's markers), under a minute on 2 cores
 test-fast: $(VENV)/.installed-test
