@@ -17,7 +17,7 @@ declared toolkit code: called directly, as before the checks existed).  The rati
 checked/unchecked and checked/unguarded are printed; the numbers of the three forms are compared
 (identical: a check changes no arithmetic).
 
-    PYTHONPATH=. python benchmarks/bench_user_boundscheck.py [--chains 512] [--steps 2000] [--repeats 3]
+    PYTHONPATH=. python benchmarks/bench_user_boundscheck.py [--chains 512] [--steps 2000] [--repeats 3] [--cases abc]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from integrators.bounce import reflect
 from integrators.user_code import guarded
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
-BENCH_ARGS = {"cpu": {"tiny": ["--chains", "64", "--steps", "200", "--repeats", "1"],
+BENCH_ARGS = {"cpu": {"tiny": ["--chains", "64", "--steps", "200", "--repeats", "1", "--cases", "c"],
                       "quick": ["--chains", "256", "--steps", "1000", "--repeats", "2"], "full": []}}
 
 
@@ -107,7 +107,11 @@ def main(argv=None):
     parser.add_argument("--chains", type=int, default=512)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default="abc",
+                        help="which of (a), (b), (c) to time; (a) and (b) compile six sampler kernels (about a minute)")
     args = parser.parse_args(argv)
+    if not args.cases or set(args.cases) - set("abc"):
+        parser.error(f"--cases takes letters of 'abc', got {args.cases!r}")
     d = 4
     rng = np.random.default_rng(0)
     target = GaussianTarget(rng.normal(size=(4, d)), np.stack([np.eye(d)] * 4), prior_precision=0.5)
@@ -132,6 +136,8 @@ def main(argv=None):
     cases["(c) test function alone, d = 64"] = {
         form: (lambda fn=fn: _call_rows(fn, xs, np.zeros(2), wide, args.steps)) for form, fn in alone.items()}
     for label, runs in cases.items():
+        if label[1] not in args.cases:
+            continue
         results, seconds = timed(runs, args.repeats)
         same = all(np.array_equal(results["checked"], r) for r in results.values())
         print(f"{label}: " + ", ".join(f"{form} {s:.4f} s" for form, s in seconds.items())
