@@ -253,15 +253,20 @@ def missing_data(preset: str, dataset: str) -> str | None:
     ValueError
         On an unknown level or data set.
     """
+    try:
+        _data_location(preset, dataset)
+    except DataError as exc:
+        return f"{dataset} ({preset}): {exc}"
+    return None
+
+
+def _data_location(preset: str, dataset: str):
+    """Where the files of ``dataset``'s experiment at ``preset`` lie (:func:`bnn.config.data_location`)."""
     if not isinstance(dataset, str):
         raise ValueError(f"dataset must be a string, got {dataset!r}")
     for exp in experiments(preset):
         if exp.name == dataset:
-            try:
-                data_location(exp.settings["dataset"], exp.settings.get("data_path"))
-            except DataError as exc:
-                return f"{dataset} ({preset}): {exc}"
-            return None
+            return data_location(exp.settings["dataset"], exp.settings.get("data_path"))
     raise ValueError(f"no experiment {dataset!r} at {preset}; have {[e.name for e in experiments(preset)]}")
 
 
@@ -294,14 +299,11 @@ def data_identity(preset: str, dataset: str) -> dict | None:
     dict or None
         ``{"data": name, "bytes": size}``.
     """
-    for exp in experiments(preset):
-        if exp.name == dataset:
-            try:
-                where = data_location(exp.settings["dataset"], exp.settings.get("data_path"))
-            except DataError:
-                return None
-            if where is None:
-                return None
-            files = [where] if where.is_file() else sorted(p for p in where.rglob("*") if p.is_file())
-            return {"data": where.name, "bytes": sum(f.stat().st_size for f in files)}
-    raise ValueError(f"no experiment {dataset!r} at {preset}; have {[e.name for e in experiments(preset)]}")
+    try:
+        where = _data_location(preset, dataset)
+    except DataError:
+        return None
+    if where is None:
+        return None
+    files = [where] if where.is_file() else sorted(p for p in where.rglob("*") if p.is_file())
+    return {"data": where.name, "bytes": sum(f.stat().st_size for f in files)}
