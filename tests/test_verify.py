@@ -3,9 +3,7 @@ planted bugs are caught by named checks, a user's three-line test works, and the
 draw what they promise."""
 
 
-import math
 
-import numba as nb
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,10 +16,9 @@ from planted_bugs import (
     UBU_INDEPENDENT_J,
     UBU_NOISE_INDEX_MOD_2,
 )
-from user_schemes import ABOBA, aboba_coefficients, aboba_step
+from user_schemes import ABOBA, AOBOA, aboba_coefficients, aboba_step
 
 from integrators import SCHEMES, Scheme
-from integrators.bounce import reflect
 from theory_checks.checks import Check, VerifyReport
 from theory_checks.testing import assert_verified, frictions, gaussian_targets, is_allowed, partitions, step_sizes
 from theory_checks.verify import default_target, default_targets, verify
@@ -244,30 +241,6 @@ def test_is_allowed_matches_names_and_families_only():
 # ------------------------------------------------------------------ no false alarm on correct schemes
 
 
-@nb.njit(nogil=True)
-def aoboa_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """The tour's AOBOA (notebook 7): A(h/2) O(h/2) B(h) O(h/2) A(h/2)."""
-    h, eta, noise = coef[0], coef[1], coef[2]
-    n, d = x.shape
-    for a in range(d):
-        for c in range(n):
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-    force(x, g, batch, n_batch, scale, tdata)
-    for a in range(d):
-        for c in range(n):
-            w = eta * v[c, a] + noise * J[0, a, c]
-            w = w - h * g[c, a]
-            v[c, a] = eta * w + noise * J[1, a, c]
-            x[c, a] += 0.5 * h * v[c, a]
-    reflect(x, v, box)
-
-
-def aoboa_coefficients(h, gamma):
-    return np.array([h, math.exp(-gamma * h / 2), math.sqrt(2 * gamma)])
-
-
-AOBOA = Scheme("aoboa", aoboa_step, aoboa_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
 CORRECT = {**{name: name for name in sorted(SCHEMES)}, "aboba": ABOBA, "aoboa": AOBOA}
 
 

@@ -75,3 +75,29 @@ def aboba_torch_step(x, v, g, coef, dW, J, force, reflect):
 # ABOBA with its tensor step: it runs on both backends
 ABOBA_BOTH = Scheme("aboba_both", aboba_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0,
                     TORCH_STEP=aboba_torch_step)
+
+
+@nb.njit(nogil=True)
+def aoboa_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """The tour's AOBOA (notebook 7): A(h/2) O(h/2) B(h) O(h/2) A(h/2)."""
+    h, eta, noise = coef[0], coef[1], coef[2]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += 0.5 * h * v[c, a]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        for c in range(n):
+            w = eta * v[c, a] + noise * J[0, a, c]
+            w = w - h * g[c, a]
+            v[c, a] = eta * w + noise * J[1, a, c]
+            x[c, a] += 0.5 * h * v[c, a]
+    reflect(x, v, box)
+
+
+def aoboa_coefficients(h, gamma):
+    return np.array([h, math.exp(-gamma * h / 2), math.sqrt(2 * gamma)])
+
+
+AOBOA = Scheme("aoboa", aoboa_step, aoboa_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
