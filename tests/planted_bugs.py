@@ -90,6 +90,48 @@ BAOAB_SQRT_ONE_MINUS_ETA = Scheme("baoab_sqrt_1_minus_eta", baoab.step, baoab_sq
                                   2.0, 1.0, FSAL=True)
 
 
+def ubu_noise_2_percent_hot_coefficients(h, gamma):
+    """UBU's coefficients with both noise factors 2 % too large: the dynamics run at temperature
+    ``1.02^2``, every stationary variance about 4 % too large at every ``h``."""
+    coef = ubu.coefficients(h, gamma)
+    coef[3] *= 1.02
+    coef[4] *= 1.02
+    return coef
+
+
+UBU_NOISE_2_PERCENT_HOT = Scheme("ubu_noise_2_percent_hot", ubu.step, ubu_noise_2_percent_hot_coefficients, 2.0, 2.0)
+
+
+FAST_PATH_FROM = 32  # blocks with more chains than the probe's (1 + 7d + 3) take the fast path
+
+
+@nb.njit(nogil=True)
+def ubu_block_fast_path_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU with a "fast path" for blocks of :data:`FAST_PATH_FROM` chains or more whose first
+    position update forgets ``-J``: the probe (a block of at most 25 chains) reads the right step,
+    the kernel (blocks of up to 256) runs the wrong one."""
+    if x.shape[0] < FAST_PATH_FROM:
+        ubu.step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
+        return
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for c in range(n):
+        for a in range(d):
+            x[c, a] += x_from_v * v[c, a] + x_noise * dW[0, a, c]
+            v[c, a] = eta * v[c, a] + v_noise * J[0, a, c]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for c in range(n):
+        for a in range(d):
+            kicked = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * kicked + v_noise * J[1, a, c]
+    reflect(x, v, box)
+
+
+UBU_BLOCK_FAST_PATH = Scheme("ubu_block_fast_path", ubu_block_fast_path_step, ubu.coefficients, 2.0, 2.0)
+
+
 @nb.njit(nogil=True)
 def forward_twice_rule(plan_code, perm, position, batch_size, states, out, source, u):
     """SMS whose backward sweep is not reversed: ``w_1 ... w_m`` twice over one partition."""
@@ -126,5 +168,5 @@ def batch_mean_scale(n_data, batch_size):
 SMS_BATCH_MEAN = Plan("sms_batch_mean", sms.outcomes, batch_mean_scale, sms.period, WEAK_ORDER=2.0,
                       STRONG_ORDER=2.0, CODE=sms.CODE, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
 
-__all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_BATCH_MEAN", "SMS_NOT_REVERSED", "UBU_HALF_KICK", "UBU_INDEPENDENT_J",
-           "UBU_NOISE_INDEX_MOD_2", "next_batches", "np"]
+__all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_BATCH_MEAN", "SMS_NOT_REVERSED", "UBU_BLOCK_FAST_PATH", "UBU_HALF_KICK",
+           "UBU_INDEPENDENT_J", "UBU_NOISE_2_PERCENT_HOT", "UBU_NOISE_INDEX_MOD_2", "next_batches", "np"]

@@ -12,16 +12,19 @@ from planted_bugs import (
     BAOAB_SQRT_ONE_MINUS_ETA,
     SMS_BATCH_MEAN,
     SMS_NOT_REVERSED,
+    UBU_BLOCK_FAST_PATH,
     UBU_HALF_KICK,
     UBU_INDEPENDENT_J,
+    UBU_NOISE_2_PERCENT_HOT,
     UBU_NOISE_INDEX_MOD_2,
 )
 from user_schemes import ABOBA, AOBOA, aboba_coefficients, aboba_step
 
 from integrators import SCHEMES, Scheme
 from theory_checks.checks import Check, VerifyReport
+from theory_checks.monte_carlo import extrapolation_weights
 from theory_checks.testing import assert_verified, frictions, gaussian_targets, is_allowed, partitions, step_sizes
-from theory_checks.verify import default_target, default_targets, verify
+from theory_checks.verify import default_target, default_targets, unequal_scales_target, verify
 
 STRONG_HS = tuple(2.0 ** -np.arange(3, 7))
 QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
@@ -236,6 +239,49 @@ def test_is_allowed_matches_names_and_families_only():
     assert is_allowed("strong_order[sms]@3d", ["strong_order[sms]"])
     assert is_allowed("stationarity@3d", ["stationarity@3d"]) and is_allowed("stationarity", ["stationarity"])
     assert not is_allowed("strong_order[sms]", ["strong"]) and not is_allowed("stationarity", ["monte_carlo"])
+
+
+# ------------------------------------------------------------------ Monte Carlo against the target's law
+
+
+@given(p=st.sampled_from([1.0, 2.0, 0.5, 3.0]), m0=st.floats(-3, 3), a=st.floats(-5, 5), c=st.floats(-5, 5),
+       h=st.floats(1e-3, 0.5))
+@settings(max_examples=60, deadline=None)
+def test_the_extrapolation_recovers_the_limit_of_the_declared_bias_model(p, m0, a, c, h):
+    """m(h) = m0 + a h^p + c h^(p+1) at h, h/2, h/4: the weights give m0 to rounding, for any h."""
+    def m(step):
+        return m0 + a * step**p + c * step ** (p + 1)
+    alpha, beta = extrapolation_weights(p)
+    limit = m(h / 4) - alpha * (m(h / 2) - m(h)) - beta * (m(h / 4) - m(h / 2))
+    assert abs(limit - m0) <= 1e-12 * (1 + abs(m0) + abs(a) + abs(c))
+
+
+def test_a_noise_2_percent_hot_passes_the_probe_law_check_and_fails_against_the_target():
+    """The probe reads the hot step, so the kernel agrees with its oracle (monte_carlo passes);
+    against the target the extrapolated variances are 4 % high, about 8 standard errors."""
+    report = verify(UBU_NOISE_2_PERCENT_HOT, target=unequal_scales_target(), plans=["full"], strong=False)
+    assert report.check("monte_carlo[full]").passed, report.table()
+    assert report.check("target_law[full]").passed is False, report.table()
+
+
+def test_a_kernel_fast_path_the_probe_never_runs_fails_both_monte_carlo_checks():
+    """Blocks of 32 chains or more take a wrong fast path: every exact check passes (the probe
+    runs a block of 25), the chains do not follow the oracle, nor the target."""
+    report = verify(UBU_BLOCK_FAST_PATH, target=unequal_scales_target(), plans=["full"], strong=False)
+    for name in ("probe_affine", "stationarity", "weak_order[full]"):
+        assert report.check(name).passed, report.table()
+    assert report.check("monte_carlo[full]").passed is False
+    assert report.check("target_law[full]").passed is False, report.table()
+    assert set(report.failed) == {"monte_carlo[full]", "target_law[full]"}
+
+
+def test_the_target_law_check_asserts_nothing_for_rr_and_is_inconclusive_on_the_torch_step():
+    report = verify("ubu", target=unequal_scales_target(), plans=["rr"], strong=False, n_chains=16)
+    assert report.check("target_law[rr]").status == "no claim", report.table()
+    torch = verify("ubu", target=unequal_scales_target(), plans=["full"], strong=False, n_chains=16,
+                   backend="torch")
+    assert torch.check("target_law[full]").status == "inconclusive"
+    assert "Numba kernel" in torch.check("target_law[full]").skipped
 
 
 # ------------------------------------------------------------------ no false alarm on correct schemes

@@ -22,8 +22,11 @@ checks are named ``...@3d``):
 * ``strong_order[plan]``: the pathwise error ladder on a shared Brownian path against
   full-gradient UBU at a much finer step (:func:`theory_checks.orders.strong_order`), slope at
   least the declared order minus ``STRONG_SLACK``;
-* ``monte_carlo[plan]``: the kernel's Monte Carlo moments against the exact oracle within a
-  family-wise z of their standard errors.
+* ``monte_carlo[plan]``: the kernel's Monte Carlo moments against the exact oracle of the probed
+  step within a family-wise z of their standard errors (the kernel is the step the probe read);
+* ``target_law[plan]``: coupled chains at ``h``, ``h/2``, ``h/4`` extrapolated with the declared
+  weak order, against the target's own law (no probe: the scheme against the target);
+  :mod:`theory_checks.monte_carlo` states both rules.
 
 A plan whose orders are only observed (``THEOREM = False``, e.g. ``rr``) is measured and reported
 but asserts nothing (:func:`theory_checks.declared.plan_asserts`).  Every claim ends passed,
@@ -47,6 +50,8 @@ from integrators.targets import GaussianTarget
 from integrators.validation import int_at_least, positive_float
 from theory_checks.checks import Check, VerifyReport
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
+from theory_checks.monte_carlo import MC_ALPHA as MC_ALPHA  # the adapters read the same level
+from theory_checks.monte_carlo import PROBE_EXPECTED, TARGET_EXPECTED, probe_law_check, target_law_check
 from theory_checks.oracle import UnstableStepError, stationary_moments
 from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
 from theory_checks.probe import probe_backend, probe_step_map
@@ -60,7 +65,6 @@ ASYMPTOTIC = 0.25       # the fit is asymptotic when its coarsest h has h * asym
 LADDER_STEPS = (-4, 12)  # step_ladder: h = ASYMPTOTIC / rate * 2^(-k/2), k from 4 above the regime to 12 in it
 FIT_POINTS = 4
 STRONG_HS = tuple(2.0 ** -np.arange(3, 8))
-MC_ALPHA = 1e-5         # family-wise level of the Monte Carlo comparison
 
 
 TERM_SCALES = (0.5, 1.0, 2.0)  # the 3-D default target's data terms: curvatures (and means) this far apart
@@ -454,14 +458,29 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
     for plan in plan_modules:
         name = f"monte_carlo[{plan.NAME}]"
         if not monte_carlo:
-            checks.append(_not_run(name, "MC within z s.e. of the oracle", "monte_carlo=False", claim=False))
+            checks.append(_not_run(name, PROBE_EXPECTED, "monte_carlo=False", claim=False))
             continue
         reason = _kernel_reason(plan) or capped()
         if reason:
-            checks.append(_not_run(name, "MC within z s.e. of the oracle", reason))
+            checks.append(_not_run(name, PROBE_EXPECTED, reason))
             continue
-        checks.append(_monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules),
-                                   backend))
+        checks.append(probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules),
+                                      backend))
+
+    for plan in plan_modules:
+        name = f"target_law[{plan.NAME}]"
+        expected = expected_weak_order(module, plan)
+        claim = asserted(module, plan) and expected is not None
+        if not monte_carlo:
+            checks.append(_not_run(name, TARGET_EXPECTED, "monte_carlo=False", claim=False))
+            continue
+        reason = _kernel_reason(plan) or ("the torch step: the coupled chains run on the Numba kernel"
+                                          if backend == "torch" else "") or capped()
+        if reason:
+            checks.append(_not_run(name, TARGET_EXPECTED, reason, claim))
+            continue
+        checks.append(target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules),
+                                       h=float(ASYMPTOTIC / rate), order=expected, claim=claim))
     return checks
 
 
@@ -471,41 +490,3 @@ def _kernel_reason(plan) -> str:
     except ValueError:
         return "not checked: the plan has no kernel batch rule"
     return ""
-
-
-def _monte_carlo(module, plan, target, gamma, batch_size, n_chains, seed, n_plans, backend="numba") -> Check:
-    """Monte Carlo moments at a moderate step against the exact oracle (probed step), on the
-    Numba kernel or the torch backend."""
-    from scipy.stats import norm
-
-    from integrators import Torch, sample
-
-    name = f"monte_carlo[{plan.NAME}]"
-    bs = None if plan.NAME == "full" else batch_size
-    big = float(np.linalg.eigvalsh(target.precision).max())
-    h = 0.25 / math.sqrt(big * (1 if plan.NAME == "full" else target.n_data))
-    try:
-        exact = stationary_moments(target, module, plan, h, gamma, bs, maps="probed", backend=backend)
-    except UnstableStepError as exc:
-        return Check(name, None, "MC within z s.e. of the oracle", "-", skipped=f"not checked: {exc}", claim=True)
-    per = plan.period(target.n_data, bs or target.n_data)
-    small = float(np.linalg.eigvalsh(target.precision).min())
-    relax = 5.0 * max(1.0 / gamma, gamma / small) / h
-    burn = per * int(relax / per + 1)
-    steps = burn + per * int(2000 / per + 1)
-    on = {"backend": Torch()} if backend == "torch" else {}
-    try:
-        res = sample(target, module, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=steps, burn_in=burn,
-                     batch_size=bs, seed=seed, full_moments=True, x0=target.mean, **on)
-    except ValueError as exc:  # a plan this backend cannot run, by name
-        return Check(name, None, "MC within z s.e. of the oracle", "-", skipped=f"not checked: {exc}", claim=True)
-    d = target.dim
-    iu = np.triu_indices(d)
-    n_cmp = n_plans * (d + len(iu[0]))
-    z = float(norm.isf(MC_ALPHA / (2 * n_cmp)))
-    outer = res.chain_outer[res.ok]
-    se2 = outer.std(axis=0, ddof=1)[iu] / math.sqrt(outer.shape[0])
-    worst = max(float(np.max(np.abs(res.mean - exact.mean) / res.mean_se)),
-                float(np.max(np.abs(outer.mean(axis=0)[iu] - exact.second_moment[iu]) / (se2 + 1e-300))))
-    return Check(name, bool(worst < z), f"MC within {z:.1f} s.e. of the oracle", f"{worst:.2f} s.e. at h={h:.3g}",
-                 claim=True)
