@@ -170,3 +170,79 @@ SMS_BATCH_MEAN = Plan("sms_batch_mean", sms.outcomes, batch_mean_scale, sms.peri
 
 __all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_BATCH_MEAN", "SMS_NOT_REVERSED", "UBU_BLOCK_FAST_PATH", "UBU_HALF_KICK",
            "UBU_INDEPENDENT_J", "UBU_NOISE_2_PERCENT_HOT", "UBU_NOISE_INDEX_MOD_2", "next_batches", "np"]
+
+
+# -- affine-exact bugs: right for affine forces (invisible on Gaussian targets), wrong for nonlinear ones
+@nb.njit(nogil=True, inline="always")
+def _shift(x, offset):
+    """Move every coordinate of every chain by ``offset`` (in place)."""
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += offset
+
+
+@nb.njit(nogil=True, inline="always")
+def _kick(v, g, weight):
+    n, d = v.shape
+    for a in range(d):
+        for c in range(n):
+            v[c, a] -= weight * g[c, a]
+
+
+@nb.njit(nogil=True)
+def ubu_curvature_shortcut_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose kick adds a "curvature correction" ``(h/2) [g(x+1) - 2 g(x) + g(x-1)]``: a second
+    difference over a unit stencil, zero for affine forces, an ``O(h)`` force error otherwise
+    (weak order 1 on nonlinear forces)."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, a, c] - J[0, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, a, c]
+    reflect(x, v, box)
+    _shift(x, 1.0)
+    force(x, g, batch, n_batch, scale, tdata)
+    _kick(v, g, 0.5 * h * h)
+    _shift(x, -2.0)
+    force(x, g, batch, n_batch, scale, tdata)
+    _kick(v, g, 0.5 * h * h)
+    _shift(x, 1.0)
+    force(x, g, batch, n_batch, scale, tdata)
+    _kick(v, g, h * (1.0 - h))
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[1, a, c]
+    reflect(x, v, box)
+
+
+@nb.njit(nogil=True)
+def ubu_stencil_force_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose force is the average ``(g(x + 1) + g(x - 1)) / 2`` over a unit stencil: equal to
+    ``g(x)`` for affine forces, the gradient of a smoothed potential otherwise (an ``O(1)`` bias
+    that keeps the weak order 2: only a comparison with the target's expectations sees it)."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, a, c] - J[0, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, a, c]
+    reflect(x, v, box)
+    _shift(x, 1.0)
+    force(x, g, batch, n_batch, scale, tdata)
+    _kick(v, g, 0.5 * h)
+    _shift(x, -2.0)
+    force(x, g, batch, n_batch, scale, tdata)
+    _kick(v, g, 0.5 * h)
+    _shift(x, 1.0)
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[1, a, c]
+    reflect(x, v, box)
+
+
+UBU_CURVATURE_SHORTCUT = Scheme("ubu_curvature_shortcut", ubu_curvature_shortcut_step, ubu.coefficients, 2.0, 2.0)
+UBU_STENCIL_FORCE = Scheme("ubu_stencil_force", ubu_stencil_force_step, ubu.coefficients, 2.0, 2.0)

@@ -9,10 +9,11 @@ which plan or scheme drives it.
 """
 
 from integrators.targets.base import DIVERGENCE_SDS, LEGACY_DIVERGENCE_BOUND, MAX_DIM, Target
+from integrators.targets.double_well import DoubleWellTarget
 from integrators.targets.force import force_data, force_for, lane_force_for, make_force, make_lane_force
 from integrators.targets.gaussian import GaussianTarget
 from integrators.targets.logistic import LogisticTarget, MultinomialLogisticTarget, softmax_probabilities
 
-__all__ = ["DIVERGENCE_SDS", "LEGACY_DIVERGENCE_BOUND", "MAX_DIM", "GaussianTarget", "LogisticTarget",
-           "MultinomialLogisticTarget", "Target", "force_data", "force_for", "lane_force_for", "make_force",
-           "make_lane_force", "softmax_probabilities"]
+__all__ = ["DIVERGENCE_SDS", "LEGACY_DIVERGENCE_BOUND", "MAX_DIM", "DoubleWellTarget", "GaussianTarget",
+           "LogisticTarget", "MultinomialLogisticTarget", "Target", "force_data", "force_for", "lane_force_for",
+           "make_force", "make_lane_force", "softmax_probabilities"]
