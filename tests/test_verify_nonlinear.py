@@ -1,0 +1,96 @@
+"""Weak orders on a target without an exact law (theory_checks.nonlinear) and the double well's
+quadrature: correct schemes pass, affine-exact bugs (invisible on Gaussian targets) fail by name."""
+
+import mpmath
+import numpy as np
+import pytest
+from planted_bugs import UBU_CURVATURE_SHORTCUT, UBU_STENCIL_FORCE
+
+from integrators.plans import resolve_plan
+from integrators.schemes import resolve_scheme
+from integrators.targets import DoubleWellTarget
+from theory_checks import verify
+from theory_checks.checks import FAILED, PASSED
+from theory_checks.nonlinear import nonlinear_checks
+
+FULL = [resolve_plan("full")]
+
+
+def _checks(scheme, seed=0, plans=FULL):
+    return {c.name: c for c in nonlinear_checks(scheme, plans, DoubleWellTarget(), 1, n_chains=64, seed=seed)}
+
+
+def test_double_well_expectations_match_50_digit_quadrature():
+    t = DoubleWellTarget(depth=0.7, tilt=0.4, prior_precision=0.3)
+    mpmath.mp.dps = 50
+
+    def f(x):
+        return 0.15 * x**2 + 0.7 * (x**2 - 1) ** 2 + 0.4 * mpmath.log(1 + mpmath.exp(-x))
+
+    inf = mpmath.inf
+    z = mpmath.quad(lambda x: mpmath.exp(-f(x)), [-inf, -1, 0, 1, inf])
+    want = [float(mpmath.quad(lambda x, j=j: x**j * mpmath.exp(-f(x)), [-inf, -1, 0, 1, inf]) / z)
+            for j in (1, 2, 3, 4)]
+    np.testing.assert_allclose(t.moments(4), want, rtol=1e-11, atol=1e-13)
+    assert abs(want[0]) > 0.05  # the tilt breaks the symmetry: odd moments are not zero
+
+
+def test_double_well_gradients_match_the_potential():
+    t = DoubleWellTarget(depth=0.7, tilt=0.4, prior_precision=0.3)
+    for x in (-2.0, -0.3, 0.0, 1.1, 2.5):
+        num = (t.value(np.array([x + 1e-6])) - t.value(np.array([x - 1e-6]))) / 2e-6
+        assert abs(t.full_grad(np.array([x]))[0] - num) < 1e-6
+
+
+@pytest.mark.parametrize("kwargs, word", [({"depth": 0.0}, "depth"), ({"depth": float("nan")}, "depth"),
+                                          ({"tilt": -1.0}, "tilt"), ({"prior_precision": "a"}, "prior_precision")])
+def test_double_well_bad_parameters_are_refused_by_name(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        DoubleWellTarget(**kwargs)
+
+
+def test_exact_expectations_refuses_non_callables():
+    with pytest.raises(ValueError, match="test_functions"):
+        DoubleWellTarget().exact_expectations([1.0])
+
+
+@pytest.mark.slow  # compiles a third coupled kernel; the slow seeds below cover ubu too
+def test_ubu_passes_weak_order_and_limit_on_the_double_well():
+    checks = _checks(resolve_scheme("ubu"))
+    assert checks["weak_order[full]"].status == PASSED, checks["weak_order[full]"].measured
+    assert checks["limit[full]"].status == PASSED, checks["limit[full]"].measured
+
+
+def test_curvature_shortcut_fails_weak_order_by_name():
+    checks = _checks(UBU_CURVATURE_SHORTCUT)
+    assert checks["weak_order[full]"].status == FAILED, checks["weak_order[full]"].measured
+
+
+def test_stencil_force_fails_limit_by_name():
+    checks = _checks(UBU_STENCIL_FORCE)
+    assert checks["limit[full]"].status == FAILED, checks["limit[full]"].measured
+
+
+def test_capped_run_is_inconclusive():
+    checks = nonlinear_checks(resolve_scheme("ubu"), FULL, DoubleWellTarget(), 1, capped=lambda: "cap reached")
+    assert [c.status for c in checks] == ["inconclusive", "inconclusive"]
+    assert all(c.skipped == "cap reached" for c in checks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bug", [UBU_CURVATURE_SHORTCUT, UBU_STENCIL_FORCE])
+def test_affine_exact_bugs_pass_the_exact_checks_on_gaussian_targets(bug):
+    report = verify(bug, plans=["full"], strong=False, monte_carlo=False)
+    exact = [c for c in report.checks if c.claim and not c.name.startswith(("monte_carlo", "strong_order",
+                                                                             "target_law"))]
+    assert exact and all(c.status == PASSED for c in exact), report.table()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["ubu", "baoab", "em"])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_builtin_schemes_pass_on_the_double_well(name, seed):
+    checks = _checks(resolve_scheme(name), seed=seed, plans=[resolve_plan("full"), resolve_plan("sms")])
+    for c in checks.values():
+        assert c.status != FAILED, (c.name, c.measured)
+    assert checks["limit[full]"].status == PASSED
