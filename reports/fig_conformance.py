@@ -16,8 +16,9 @@ CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE):
          "are first-order rules, so order 1 under every plan (the symmetric sweep removes the minibatch error's "
          "leading term, not the rule's own); posteriors' baoa has BAOAB's positions: exact on Gaussian targets "
          "with full gradients, order 1 under iid, 2 under sms; BlackJAX's sghmc refreshes its momentum every "
-         "call and has no weak order (its law tends to temperature L/(L-1)); the planted copy with noise x1.05 "
-         "fails its limit check at every plan.")
+         "call and has no weak order (its law tends to temperature L/(L-1)); the planted copies with noise x1.02 "
+         "(the detectable limit error, 0.04) and x1.05 fail their limit checks at every plan at quick and above; "
+         "the tiny level cannot detect a 0.04 limit error and says that its positive controls were missed.")
 PRESETS = ("tiny", "quick", "full")
 LIBRARIES = ("posteriors", "blackjax", "jax", "torch")  # their versions join each unit's fingerprint
 _LADDER = Nullable(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))))
@@ -72,8 +73,9 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 
 
 def rows(records: list[dict]) -> list[dict]:
-    """One row per sampler x target x plan: expectation, measured slope and interval, verdicts."""
-    from theory_checks.adapters.conformance import check_of, order_class, sms_effect
+    """One row per sampler x target x plan: expectation, measured slope and interval, verdicts, and
+    for a positive control whether it was detected."""
+    from theory_checks.adapters.conformance import check_of, control_verdict, is_control, order_class, sms_effect
 
     out = []
     for r in records:
@@ -88,7 +90,8 @@ def rows(records: list[dict]) -> list[dict]:
                         "oracle": (check_of(r, f"oracle[{plan}]") or {}).get("verdict", ""),
                         "measured_order": order_class(r, plan), "sms_against_iid": sms_effect(r),
                         "chains_min": min(m["n_chains"]), "chains_max": max(m["n_chains"]),
-                        "gamma": r["gamma"], "level": r["level"], "rule_source": r["rule_source"]})
+                        "gamma": r["gamma"], "level": r["level"], "rule_source": r["rule_source"],
+                        "positive_control": control_verdict(r) if is_control(r) else ""})
     return out
 
 
@@ -103,6 +106,14 @@ def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
             for t in toolkit for scheme, by_plan in t["ladders"].items() for plan, lad in by_plan.items()
             for h, e in zip(lad["hs"], lad["errors"], strict=True)]
     return out
+
+
+def control_note(records: list[dict]) -> str:
+    """The positive controls' verdicts in one line ("" without controls)."""
+    from theory_checks.adapters.conformance import control_verdict, is_control
+
+    parts = [f"{r['sampler']} on {r['target']}: {control_verdict(r)}" for r in records if is_control(r)]
+    return "Positive controls: " + "; ".join(parts) + "." if parts else ""
 
 
 def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
@@ -148,8 +159,9 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
     note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
             + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \
         "Points below the Monte Carlo noise are not drawn."
-    fig.text(0.01, 0.005, note, fontsize=7)
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    controls = control_note(records)
+    fig.text(0.01, 0.005, note + ("\n" + controls if controls else ""), fontsize=7, wrap=True)
+    fig.tight_layout(rect=(0, 0.05 if controls else 0.03, 1, 1))
     return fig
 
 
@@ -165,6 +177,9 @@ def draw(results: list, preset: str) -> Drawing:
         verdicts.append(f"{r['sampler']} on {r['target']}: {orders}; the symmetric sweep {sms_effect(r)}"
                         + ("" if r["ok"] else f" (FAILED: {', '.join(r['failed'])})"))
     measured = "; ".join(verdicts) + "." if verdicts else "No sampler measured."
+    controls = control_note(records)
+    if controls:
+        measured += " " + controls
     if skipped:
         measured += (" Skipped, library not installed: " + ", ".join(sorted({s["sampler"] for s in skipped}))
                      + f" ({skipped[0]['skipped']}).")

@@ -98,3 +98,34 @@ def test_every_preset_lists_toolkit_lines_and_known_samplers():
     tiny = fig_conformance.tiny_samplers()
     assert {conformance.conformance_adapters()[n].LIBRARY for n in tiny} == {"posteriors", "blackjax", "planted"}
     assert len(tiny) == 3
+
+
+def control_record(level, limit_passed, verdict, failed=()):
+    return {"sampler": "planted.sghmc_noise_x1.02", "library": "planted", "target": "default",
+            "target_label": "gaussian (d=2)", "level": level, "failed": list(failed), "ok": False,
+            "positive_control": True, "plans": {},
+            "checks": [{"name": "limit[full]", "passed": limit_passed, "expected": "", "measured": "",
+                        "verdict": verdict}]}
+
+
+def test_a_positive_control_is_reported_detected_or_not_with_the_reason():
+    """A level that cannot detect the planted error says so in the table and the drawing's text,
+    instead of passing it; a detected control names the failed check."""
+    blind = control_record("tiny", None, "INCONCLUSIVE (cannot detect a limit error of 0.04 with se 0.02)")
+    caught = control_record("quick", False, "FAIL", failed=["limit[full]"])
+    assert conformance.control_verdict(blind) == "NOT DETECTED: level tiny cannot detect a limit error of 0.04 " \
+                                                 "with se 0.02"
+    assert conformance.control_verdict(caught) == "detected (FAILED: limit[full])"
+    missed = control_record("quick", True, "pass")
+    assert conformance.control_verdict(missed).startswith("NOT DETECTED: every limit check passed")
+    table = conformance.conformance_table([blind, caught])
+    assert "positive control planted.sghmc_noise_x1.02 on gaussian: NOT DETECTED: level tiny cannot detect" in table
+    note = fig_conformance.control_note([blind])
+    assert note.startswith("Positive controls:") and "NOT DETECTED" in note
+    assert fig_conformance.control_note([{**blind, "library": "toy", "positive_control": False}]) == ""
+
+
+def test_the_positive_controls_include_one_at_the_detectable_effect():
+    from theory_checks.adapters.analysis import DETECTABLE_LIMIT
+    factors = sorted(a.noise_factor for a in conformance.positive_controls().values())
+    assert factors == [1.02, 1.05] and abs(factors[0] ** 2 - 1 - DETECTABLE_LIMIT) < 0.001

@@ -215,6 +215,26 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
     def _key(self) -> tuple:
         return (self.STEPS_PER_CALL,)
 
+    def stationary_covariance(self, target, h: float, gamma: float) -> np.ndarray:
+        """The exact stationary covariance of the positions with full gradients on a Gaussian
+        ``target`` (mean ``target.mean``): one call is affine in ``(x, m)`` with Gaussian noise,
+        ``x_L - mu = M (x_0 - mu) + e``, ``e ~ N(0, Q)`` (the fresh momentum and the ``L`` steps'
+        noise), so the law solves the discrete Lyapunov equation ``S = M S M^T + Q``.  As
+        ``h -> 0`` at fixed ``L`` it tends to ``L / (L - 1)`` times the target's covariance."""
+        from scipy.linalg import solve_discrete_lyapunov
+
+        d, a = target.dim, np.asarray(target.precision, dtype=float)
+        eye = np.eye(d)
+        step = np.block([[eye, h * eye], [-h * a, (1.0 - gamma * h) * eye]])  # x' uses m, m' the force at x
+        noise = np.zeros((2 * d, 2 * d))
+        noise[d:, d:] = 2.0 * gamma * h * eye
+        carry = np.vstack([eye, np.zeros((d, d))])
+        cov = np.zeros((2 * d, 2 * d))
+        cov[d:, d:] = eye  # the refreshed momentum
+        for _ in range(self.STEPS_PER_CALL):
+            carry, cov = step @ carry, step @ cov @ step.T + noise
+        return solve_discrete_lyapunov(carry[:d], cov[:d, :d])
+
 
 class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
     """``blackjax.sgnht`` (blackjax/sgmcmc/sgnht.py, ``diffusions.sgnht``):

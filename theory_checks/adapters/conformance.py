@@ -8,6 +8,9 @@ computation behind the conformance report (``sms-langevin run conformance``).
   exact oracle (no Monte Carlo error), the lines the measured ladders are drawn beside.
 * :func:`order_class` reads a plan's measured order as ``1``, ``2``, ``exact``, ``below noise``
   or ``inconclusive``; :func:`sms_effect` says whether the symmetric sweep changes it.
+* :func:`control_verdict` says whether a positive control (a planted bug,
+  :mod:`theory_checks.adapters.planted`) was detected, and if not, why: a level too small to
+  detect ``analysis.DETECTABLE_LIMIT`` says so instead of reporting the control as passing.
 
 What each sampler should show is declared by its adapter before anything is measured
 (``RULE_ORDER`` and ``RULE_SOURCE``: the order of the update rule, from reading its source) and by
@@ -39,9 +42,10 @@ TOOLKIT_POINTS = 9                  # step sizes of each toolkit line
 
 
 def positive_controls() -> dict:
-    """Samplers with a planted bug, measured beside the libraries' (the measurement must flag them)."""
-    from theory_checks.adapters.planted import NOISY_SGHMC
-    return {NOISY_SGHMC.NAME: NOISY_SGHMC}
+    """Samplers with a planted bug, measured beside the libraries' (the measurement must flag them):
+    noise 2% too hot (the detectable effect) first, then 5% too hot."""
+    from theory_checks.adapters.planted import HOT_SGHMC, NOISY_SGHMC
+    return {HOT_SGHMC.NAME: HOT_SGHMC, NOISY_SGHMC.NAME: NOISY_SGHMC}
 
 
 def conformance_adapters() -> dict:
@@ -77,6 +81,7 @@ def record(report: AdapterReport, *, target: str = "") -> dict:
         b0 = None if m.intercept is None else float(np.max(np.abs(m.intercept)))
         plans[name] = {"hs": _finite(m.hs), "errors": _finite(m.errors), "noise": _finite(m.noise),
                        "n_chains": [int(n) for n in m.n_chains], "slope": _finite([m.slope])[0],
+                       "calls": [[int(b), int(w)] for b, w in m.calls],
                        "ci": _finite(m.ci), "fit": [int(j) for j in m.fit], "b0_max": b0,
                        "expected": None if p is None or not math.isfinite(p) else p, "asserted": asserted}
     checks = [{"name": c.name, "passed": c.passed, "expected": c.expected, "measured": c.measured,
@@ -87,8 +92,9 @@ def record(report: AdapterReport, *, target: str = "") -> dict:
             "exact_gaussian_x": bool(adapter.EXACT_GAUSSIAN_X),
             "equivalent_scheme": getattr(adapter, "EQUIVALENT_SCHEME", None),
             "target": target, "target_label": report.target, "gamma": float(report.gamma), "level": report.level,
-            "seconds": float(report.seconds), "ok": report.ok, "failed": list(report.failed), "plans": plans,
-            "checks": checks}
+            "seconds": float(report.seconds), "ok": report.ok, "failed": list(report.failed),
+            "inconclusive": list(report.inconclusive), "plans": plans, "checks": checks,
+            "positive_control": adapter.LIBRARY == "planted"}
 
 
 def check_of(rec: dict, name: str) -> dict | None:
@@ -168,11 +174,31 @@ def sms_effect(rec: dict) -> str:
     return f"undecided (iid: {iid}, sms: {sms})"
 
 
+def control_verdict(rec: dict) -> str:
+    """A positive control's outcome: ``"detected (FAILED: ...)"``, or ``"NOT DETECTED: ..."`` with
+    the reason (the level cannot detect the effect: its limit checks inconclusive; or they passed,
+    a missed bug)."""
+    if rec.get("failed"):
+        return f"detected (FAILED: {', '.join(rec['failed'])})"
+    limits = [c for c in rec["checks"] if c["name"].startswith("limit[")]
+    blind = [c for c in limits if c["passed"] is None]
+    if blind:
+        reason = blind[0]["verdict"].removeprefix("INCONCLUSIVE (").removesuffix(")")
+        return f"NOT DETECTED: level {rec['level']} {reason}"
+    return "NOT DETECTED: every limit check passed (a missed bug)"
+
+
+def is_control(rec: dict) -> bool:
+    return bool(rec.get("positive_control", rec.get("library") == "planted"))
+
+
 def conformance_table(records) -> str:
     """One row per sampler x target, one column per plan: the slope with its interval against the
     expected order and the limit and order verdicts (markdown).  Takes records or reports."""
     records = [r if isinstance(r, dict) else record(r) for r in records]
     plans = list(dict.fromkeys(p for r in records for p in r["plans"]))
+    controls = [f"positive control {r['sampler']} on {r['target_label'].split(' (')[0]}: {control_verdict(r)}"
+                for r in records if is_control(r)]
     lines = ["| sampler | target | " + " | ".join(plans) + " | documented | sms against iid |",
              "|---|---|" + "---|" * (len(plans) + 2)]
     for r in records:
@@ -187,5 +213,5 @@ def conformance_table(records) -> str:
         doc = check_of(r, "documented_order[full]")
         lines.append(f"| {r['sampler']} | {r['target_label'].split(' (')[0]} | " + " | ".join(cells)
                      + f" | {doc['verdict'] if doc else '-'} | {sms_effect(r)} |")
-    return "\n".join(lines)
+    return "\n".join(lines + ([""] + controls if controls else []))
 

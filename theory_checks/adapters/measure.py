@@ -14,14 +14,27 @@ For an adapter (:mod:`theory_checks.adapters.protocol`), a :class:`GaussianTarge
    estimate: the bias vector ``b(h) = (E z, E z z^T - I)`` (``d + d(d+1)/2`` components, each in
    units of the target's own scale) has standard errors from the spread over chains, exactly,
    whatever the autocorrelation within a chain.
-2. **Budget.**  A pilot times steps at two chain counts (per-step cost ``c0 + c1 n``); the chain
-   count is then what the time ``budget`` (per plan) buys for the ladder's steps, between the
-   level's minimum and ``runs.MAX_CHAINS``; after each step size the measured cost rescales the
-   chains of the finer ones, where the pilot's extrapolation was off.  Levels (``runs.LEVELS``) set
-   the budget and the ladder's length.
+2. **Chains.**  The chain count follows from the effect the limit check must detect
+   (``analysis.DETECTABLE_LIMIT``, a whitened variance error of 0.04: noise 2% off).  A pilot of
+   the level's ``min_chains`` chains per step size measures the standard error of the limit
+   ``b0`` (step 6); ``se`` falls as ``1 / sqrt(n)``, so ``n = n_pilot (se / se*)^2`` chains give
+   ``se* = DETECTABLE_LIMIT / (z_alpha + z_power)`` (``z_alpha`` the family-wise critical value,
+   ``z_power`` the quantile of ``analysis.LIMIT_POWER``), at most the level's ``max_chains``; the
+   chains beyond the pilot are independent and join it.  A level whose ``max_chains`` cannot reach
+   ``se*`` says so (the limit check is inconclusive: "cannot detect").  Chains and steps, not
+   seconds, set the work: a seed's verdict is the same on a busy machine (``budget`` is an
+   optional wall-clock cap, and a cut measurement says so).
 3. **Ladder.**  ``h = H_START * edge * 2^-k``, ``k = 0 .. n_h - 1``, with ``edge`` the end of the
    asymptotic regime of :func:`theory_checks.verify.asymptotic_rate` (kinetic rules; for
-   overdamped rules ``h lambda_max`` small): with full gradients first-order samplers there have
+   overdamped rules ``h lambda_max`` small), divided by the adapter's ``STEPS_PER_CALL`` (a call
+   that holds one batch and refreshes the momentum once is the unit the bias expands in).  A
+   given ``hs`` above ``edge`` is refused, naming the range (``runs.asymptotic_edge``).  The
+   default ladders of ``rr`` and ``sms`` start at ``runs.PARTITION_START`` times the edge: there
+   first-order rules carry ``O(h^2)`` terms with constants of order ``N_m^2``, which a linear fit
+   of the limit would leave in ``b0``.  A level allows at most ``max_calls`` calls per chain
+   over a ladder: a sampler whose range needs more (BlackJAX's sghmc refreshes its momentum every
+   ``L h`` and mixes slowly there) is not measured at that level, its claims inconclusive.  With full
+   gradients first-order samplers there have
    ``O(h^2)`` terms below the Monte Carlo errors of a quick level (under minibatch plans they are
    larger: see ``SLOPE_TOL``).  The relaxation time that sets burn-in and window is the
    dynamics' (``runs.relaxation_rate``), times the adapter's ``MIXING_FACTOR``, or what its own
@@ -48,9 +61,10 @@ For an adapter (:mod:`theory_checks.adapters.protocol`), a :class:`GaussianTarge
    part dominates still shows a slope near 1.  So each component of ``b(h)`` is fitted, by
    weighted least squares, to ``b0 + a h^p`` (``p`` the expected order, 1 when none is known;
    ``+ c h^(p+1)`` from ``analysis.QUADRATIC_FROM`` step sizes on) and the intercept ``b0``, the law's
-   error as ``h -> 0``, is tested: the check fails when some
-   ``|b0|`` exceeds ``analysis.LIMIT_TOL`` beyond its family-wise interval, passes when every ``|b0|``
-   is within ``analysis.LIMIT_BOUND`` with its interval, and is inconclusive between.
+   error as ``h -> 0``, is tested: the check fails when some ``|b0|`` exceeds its family-wise
+   interval ``z_alpha se``; it passes when none does and every ``se`` is at most ``se*`` (step 2),
+   so that a limit error of ``analysis.DETECTABLE_LIMIT`` would have failed with probability
+   ``analysis.LIMIT_POWER``; otherwise it is inconclusive ("cannot detect").
 7. **Referees.**  An adapter whose rule is a toolkit scheme step for step (``EQUIVALENT_SCHEME``)
    is also compared with the exact oracle's law of that scheme x plan at every ``h``
    (:func:`theory_checks.oracle.stationary_moments`); one that declares an exact position law
@@ -83,18 +97,21 @@ from theory_checks.adapters.analysis import (
     slope_verdict,
     stationary_check,
 )
-from theory_checks.adapters.protocol import REQUIRED_ATTRIBUTES, check_adapter
+from theory_checks.adapters.protocol import REQUIRED_ATTRIBUTES, check_adapter, steps_per_call
 from theory_checks.adapters.runs import (
+    PARTITION_START,
     PlanMeasurement,
     Whitening,
+    asymptotic_edge,
     critical_friction,
     default_ladder,
+    ladder_calls,
     measure_plan,
     resolve_level,
 )
 from theory_checks.checks import Check, VerifyReport
 from theory_checks.orders import ladder
-from theory_checks.verify import default_target
+from theory_checks.verify import ASYMPTOTIC, default_target
 
 
 def _registry():
@@ -134,7 +151,7 @@ class AdapterReport(VerifyReport):
         runs = ", ".join(f"{p}: {_span(m.n_chains)} chains" + (" (over budget)" if m.over_budget else "")
                          for p, m in self.measurements.items())
         lines = [f"measure_adapter({self.scheme!r}) on {self.target}, gamma={self.gamma:.3g}, level {self.level!r}: "
-                 f"{'OK' if self.ok else 'FAILED: ' + ', '.join(self.failed)} ({self.seconds:.0f} s; {runs})",
+                 f"{self.verdict_line()} ({self.seconds:.0f} s; {runs})",
                  "", "| check | expected | measured | verdict |", "|---|---|---|---|"]
         lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
         return "\n".join(lines)
@@ -173,9 +190,11 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
     2-D) with each of ``plans`` (default: every registered plan), see the module docstring.
 
     ``gamma``: the friction (default ``runs.critical_friction``; overdamped rules have none);
-    ``level``: a name of ``runs.LEVELS`` or a :class:`Level`; ``budget``: seconds per plan (default
-    the level's); ``hs``: the ladder (default ``runs.default_ladder``); ``n_chains``: fixes the
-    chain count instead of buying it with the budget."""
+    ``level``: a name of ``runs.LEVELS`` or a :class:`Level`; ``budget``: an optional wall-clock
+    cap in seconds per plan (default the level's, ``None``: the chains follow from the detectable
+    limit error alone); ``hs``: the ladder (default ``runs.default_ladder``; every ``h`` at most
+    ``runs.asymptotic_edge``, else ``ValueError``); ``n_chains``: fixes the chain count instead of
+    deriving it from the detectable effect."""
     t0 = time.time()
     adapter = resolve_adapter(adapter)
     level = resolve_level(level)
@@ -192,8 +211,17 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
     if batch_size > target.n_data:
         raise ValueError(f"batch_size must lie in [1, {target.n_data}], got {batch_size!r}")
     budget = level.budget if budget is None else positive_float("budget", budget)
-    hs = default_ladder(target, gamma, batch_size, adapter.DYNAMICS, level.n_h) if hs is None else \
-        ladder("hs", hs, minimum=2)
+    given = hs is not None
+    if not given:
+        hs = default_ladder(target, gamma, batch_size, adapter.DYNAMICS, level.n_h, steps_per_call(adapter))
+    else:
+        hs = ladder("hs", hs, minimum=2)
+        edge = asymptotic_edge(target, gamma, batch_size, adapter.DYNAMICS, steps_per_call(adapter))
+        outside = [float(h) for h in hs if h > edge * (1.0 + 1e-9)]
+        if outside:
+            raise ValueError(f"hs must lie in (0, {edge:.4g}], the range where {adapter.NAME}'s bias is asymptotic "
+                             f"in h on this target (h x rate x steps per call <= {ASYMPTOTIC:g}, "
+                             f"runs.asymptotic_edge); got {', '.join(f'{h:.4g}' for h in outside)} outside it")
     if n_chains is not None:
         n_chains = int_at_least("n_chains", n_chains, 2)
     whitening = Whitening.of(target)
@@ -201,15 +229,23 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
     checks, measurements = [], {}
     for plan in plan_modules:
         try:
-            plan_rule(plan)
+            rule = plan_rule(plan)
         except ValueError as exc:
             for kind in ("limit", "weak_order"):
-                checks.append(Check(f"{kind}[{plan.NAME}]", None, "-", "-", skipped=str(exc)))
+                checks.append(Check(f"{kind}[{plan.NAME}]", None, "-", "-", skipped=str(exc), claim=True))
             continue
-        m = measure_plan(adapter, target, plan, gamma=gamma, batch_size=batch_size, hs=hs, level=level,
-                         budget=budget, n_chains=n_chains, seed=seed)
-        measurements[plan.NAME] = m
         p, asserted = expected_order(adapter, plan)
+        plan_hs = hs if given or rule.kind != "partition" else hs * PARTITION_START
+        calls = sum(b + w for b, w in ladder_calls(adapter, target, plan, plan_hs, gamma, batch_size))
+        if n_chains is None and calls > level.max_calls:
+            why = (f"not measured at level {level.name!r}: the asymptotic range (h <= {plan_hs[0]:.3g}) needs "
+                   f"{calls:,} calls per chain, the level allows {level.max_calls:,} (a larger level)")
+            for kind in ("stationary", "limit", "weak_order"):
+                checks.append(Check(f"{kind}[{plan.NAME}]", None, "-", "-", skipped=why, claim=True))
+            continue
+        m = measure_plan(adapter, target, plan, gamma=gamma, batch_size=batch_size, hs=plan_hs, level=level,
+                         budget=budget, n_chains=n_chains, seed=seed, order=p or 1.0)
+        measurements[plan.NAME] = m
         fit_order(m, exact, weights, level.n_boot, seed)
         fit_limit(m, p or 1.0)
         checks.append(stationary_check(m, names))
@@ -223,7 +259,7 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
             if unstable:
                 measured += f"; unstable at h = {', '.join(unstable)}"
             checks.append(Check(f"weak_order[{plan.NAME}]", passed, exp_txt, measured, list(m.hs), list(m.errors),
-                                skipped=why))
+                                skipped=why, claim=bool(asserted and p is not None)))
         if getattr(adapter, "EQUIVALENT_SCHEME", None) is not None:
             checks.append(oracle_check(adapter, m, target, gamma, batch_size, whitening, names))
     checks.append(_documented_check(adapter, measurements.get("full"), checks))
@@ -239,12 +275,13 @@ def _documented_check(adapter, full: PlanMeasurement | None, checks: list) -> Ch
     claim = adapter.WEAK_ORDER
     expected = "-" if claim is None else f"{claim:g} ({adapter.CLAIM_SOURCE})"
     if full is None:
-        return Check(name, None, expected, "-", skipped="the full plan was not measured")
+        return Check(name, None, expected, "-", skipped="the full plan was not measured", claim=claim is not None)
     if adapter.EXACT_GAUSSIAN_X:
         exact = next(c for c in checks if c.name == "weak_order[full]")
-        return Check(name, None if claim is None else exact.passed, expected, "exact law: " + exact.measured)
+        return Check(name, None if claim is None else exact.passed, expected, "exact law: " + exact.measured,
+                     claim=claim is not None)
     passed, measured, why = slope_verdict(full, claim)
     if claim is None:
         why = ""
         measured += f"; no order documented ({adapter.CLAIM_SOURCE})"
-    return Check(name, passed, expected, measured, skipped=why)
+    return Check(name, passed, expected, measured, skipped=why, claim=claim is not None)

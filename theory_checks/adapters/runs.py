@@ -20,31 +20,37 @@ from theory_checks.verify import ASYMPTOTIC, asymptotic_rate, largest_frequency
 
 H_START = 1.0         # the coarsest h, in units of the asymptotic regime's edge
 BURN_IN = 6.0         # relaxation times of burn-in (from the exact law: leaves e^-6 of an O(h) start error)
-WINDOW = 10.0         # relaxation times each chain averages over
-MAX_CHAINS = 100_000
-PILOT_CALLS = 6       # timed steps per pilot chain count (after two untimed ones: compilation)
+WINDOW = 30.0         # relaxation times each chain averages over (a longer window buys variance cheaper than chains)
+CHAIN_MARGIN = 1.3    # chains asked for beyond the pilot's estimate (its se is itself estimated)
+PARTITION_START = 0.5  # rr and sms ladders start this far below the edge: their O(h^2) terms carry N_m^2
 DIVERGED = 1e3        # a whitened coordinate this large has left the target
 
 
 @dataclass(frozen=True)
 class Level:
-    """A measurement preset: ``budget`` seconds per plan (pilot included), ``n_h`` step sizes,
-    at least ``min_chains`` chains, ``n_boot`` bootstrap resamples."""
+    """A measurement preset: ``n_h`` step sizes; chains per step size from a pilot of
+    ``min_chains`` up to what detects the limit error ``analysis.DETECTABLE_LIMIT``
+    (:func:`theory_checks.adapters.analysis.chains_to_detect`), at most ``max_chains``; at most
+    ``max_calls`` adapter calls per chain over a plan's ladder (a sampler whose asymptotic range
+    needs more is not measured at this level: its claims are inconclusive, saying so);
+    ``n_boot`` bootstrap resamples; ``budget`` an optional wall-clock cap in seconds per plan
+    (``None``: none, so a seed's verdict does not depend on the machine's load)."""
 
     name: str
-    budget: float
     n_h: int
     min_chains: int
+    max_chains: int
     n_boot: int
+    max_calls: int
+    budget: float | None = None
 
 
 LEVELS = {level.name: level for level in (
-    Level("tiny", 2.0, 3, 32, 100),
-    Level("quick", 20.0, 3, 256, 200),
-    Level("standard", 60.0, 4, 512, 300),
-    Level("thorough", 300.0, 5, 1024, 400),
+    Level("tiny", 3, 32, 512, 100, 10_000),
+    Level("quick", 3, 1024, 40_000, 200, 25_000),
+    Level("standard", 4, 1024, 200_000, 300, 400_000),
+    Level("thorough", 5, 2048, 1_000_000, 400, 2_000_000),
 )}
-
 
 
 def resolve_level(level) -> Level:
@@ -85,13 +91,22 @@ def relaxation_time(adapter, target: GaussianTarget, h: float, gamma: float) -> 
     return mixing_factor(adapter) * (langevin_time(gamma) if own is None else float(own(h, gamma, langevin_time)))
 
 
-def default_ladder(target: GaussianTarget, gamma: float, batch_size: int, dynamics: str, n_h: int) -> np.ndarray:
-    """``H_START * edge * 2^-k``: ``edge = ASYMPTOTIC / rate`` with ``rate`` the asymptotic rate of
-    :func:`theory_checks.verify.asymptotic_rate` (kinetic) or the largest force curvature
-    ``omega^2`` (overdamped)."""
+def asymptotic_edge(target: GaussianTarget, gamma: float, batch_size: int, dynamics: str,
+                    steps_per_call: int = 1) -> float:
+    """The largest step size of the asymptotic range: ``ASYMPTOTIC / (rate x steps_per_call)``,
+    ``rate`` :func:`theory_checks.verify.asymptotic_rate` (kinetic) or the largest force curvature
+    ``omega^2`` (:func:`theory_checks.verify.largest_frequency`, overdamped).  A call of
+    ``steps_per_call`` steps with one batch (and, for BlackJAX's sghmc, one momentum refreshment)
+    is the unit the bias expands in, so its length ``steps_per_call x h`` is what must be small."""
     rate = largest_frequency(target, batch_size) ** 2 if dynamics == "overdamped" else \
         asymptotic_rate(target, gamma, batch_size)
-    return H_START * ASYMPTOTIC / rate * 2.0 ** -np.arange(n_h)
+    return ASYMPTOTIC / (rate * steps_per_call)
+
+
+def default_ladder(target: GaussianTarget, gamma: float, batch_size: int, dynamics: str, n_h: int,
+                   steps_per_call: int = 1) -> np.ndarray:
+    """``H_START * edge * 2^-k``, ``k = 0 .. n_h - 1``, ``edge`` of :func:`asymptotic_edge`."""
+    return H_START * asymptotic_edge(target, gamma, batch_size, dynamics, steps_per_call) * 2.0 ** -np.arange(n_h)
 
 
 # ----------------------------------------------------------------------------- batches
@@ -236,73 +251,78 @@ def _run(adapter, problem, plan, batch_size, h, gamma, n_chains, burn, window, s
     return (halves[0] + halves[1]) / window, drift
 
 
-def _time_steps(adapter, problem, plan, batch_size, h, gamma, n_chains, whitening, seed) -> float:
-    """Seconds per step (batch, step, statistics) of ``n_chains`` chains, after two untimed steps."""
-    rng = np.random.default_rng(seed)
-    sampler = adapter.build(problem, h, gamma)
-    x0 = whitening.mu + rng.standard_normal((n_chains, whitening.dim)) @ whitening.chol.T
-    state = adapter.init(sampler, x0, seed)
-    batches = PlanBatches(plan, problem.n_data, batch_size, n_chains, rng)
-    for k in range(PILOT_CALLS + 2):
-        if k == 2:
-            t0 = time.perf_counter()
-        state = adapter.step(sampler, state, batches.next())
-        whitening.z(checked_positions(adapter, sampler, state, n_chains, whitening.dim))
-    return (time.perf_counter() - t0) / PILOT_CALLS
-
-
-def _chains_for(budget_left: float, total_calls: int, cost) -> tuple[int, bool]:
-    """The chain count the budget buys at ``cost = (c0, c1)`` seconds per step, clipped."""
-    c0, c1 = cost
-    n = (budget_left / max(total_calls, 1) - c0) / max(c1, 1e-9)
-    return int(min(MAX_CHAINS, max(n, 0))), n < 0
+def ladder_calls(adapter, target: GaussianTarget, plan, hs, gamma: float, batch_size: int) -> list:
+    """``(burn-in, window)`` adapter calls per step size: ``BURN_IN`` and ``WINDOW`` relaxation
+    times (:func:`relaxation_time`), in whole periods of the plan."""
+    plan = resolve_plan(plan)
+    bs = target.n_data if plan.NAME == "full" else batch_size
+    per_call, period = steps_per_call(adapter), plan.period(target.n_data, bs)
+    calls = []
+    for h in hs:
+        tau = relaxation_time(adapter, target, float(h), gamma)
+        calls.append((_calls(BURN_IN * tau, h, per_call, period), _calls(WINDOW * tau, h, per_call, period)))
+    return calls
 
 
 def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_size: int, hs, level: Level,
-                 budget: float, n_chains: int | None, seed: int) -> PlanMeasurement:
-    """Run one plan's ladder (see the module docstring, steps 1-4) and estimate its bias vectors."""
+                 budget: float | None, n_chains: int | None, seed: int, order: float = 1.0) -> PlanMeasurement:
+    """Run one plan's ladder (see the module docstring, steps 1-4) and estimate its bias vectors.
+
+    ``n_chains`` fixes the chains per step size.  Without it a pilot of ``level.min_chains``
+    chains per step size measures the standard error of the limit ``b0`` (the fit of
+    ``analysis.fit_limit`` with the bias model of ``order``); unless that limit is already
+    significant, the chains then grow, by independent chains added at every step size, to
+    ``CHAIN_MARGIN`` times what detects ``analysis.DETECTABLE_LIMIT``
+    (``analysis.chains_to_detect``), at most ``level.max_chains``, and at most what ``budget``
+    seconds buy at the pilot's cost (``over_budget`` says it was cut)."""
+    from theory_checks.adapters.analysis import chains_to_detect, fit_limit, limit_significant
+
     t0 = time.time()
     plan = resolve_plan(plan)
     bs = target.n_data if plan.NAME == "full" else batch_size
     problem = AdapterProblem(target, plan.force_scale(target.n_data, bs))
     whitening = Whitening.of(target)
-    per_call = steps_per_call(adapter)
     period = plan.period(target.n_data, bs)
-    calls = []
-    for h in hs:
-        tau = relaxation_time(adapter, target, float(h), gamma)
-        calls.append((_calls(BURN_IN * tau, h, per_call, period), _calls(WINDOW * tau, h, per_call, period)))
-    total = sum(b + w for b, w in calls)
-    over, fixed = False, n_chains is not None
-    if n_chains is None:
-        pilot = [level.min_chains, max(16 * level.min_chains, 4096)]
-        times = [_time_steps(adapter, problem, plan, bs, float(hs[0]), gamma, n, whitening,
-                             derive(seed, "adapters", "pilot", n)) for n in pilot]
-        c1 = max((times[1] - times[0]) / (pilot[1] - pilot[0]), 1e-9)
-        c0 = max(times[0] - c1 * pilot[0], 0.0)
-        n_chains, over = _chains_for(budget - (time.time() - t0), total, (c0, c1))
-        if n_chains < level.min_chains:
-            n_chains, over = level.min_chains, True
-    samples, drifts, chains = [], [], []
-    for j, (h, (burn, window)) in enumerate(zip(hs, calls, strict=True)):
-        split = period * (window // period // 2)  # the window's halves, in whole periods
-        started = time.time()
-        run = _run(adapter, problem, plan, bs, float(h), gamma, n_chains, burn, window, split, whitening,
-                   derive(seed, "adapters", adapter.NAME, plan.NAME, j))
-        samples.append(None if run is None else run[0])
-        drifts.append(None if run is None else run[1])
-        chains.append(n_chains)
-        if fixed or j + 1 == len(hs):
-            continue
-        # the pilot's cost model extrapolates: where this step size cost more than the model said,
-        # cut the chains of the finer ones to what the whole ladder at this cost fits in the budget
-        # (each step size keeps its share; never below the minimum)
-        per_step = (time.time() - started) / (burn + window)
-        if per_step * total > 1.2 * budget:
-            n_chains = max(level.min_chains, int(n_chains * budget / (per_step * total)))
-            over = over or n_chains == level.min_chains
+    calls = ladder_calls(adapter, target, plan, hs, gamma, batch_size)
     exact, weights = whitening.exact(), whitening.weights()
+
+    def runs(count: int, tag: str):
+        out = []
+        for j, (h, (burn, window)) in enumerate(zip(hs, calls, strict=True)):
+            split = period * (window // period // 2)  # the window's halves, in whole periods
+            out.append(_run(adapter, problem, plan, bs, float(h), gamma, count, burn, window, split, whitening,
+                            derive(seed, "adapters", adapter.NAME, plan.NAME, j, *(() if tag == "" else (tag,)))))
+        return out
+
+    over = False
+    if n_chains is not None:
+        results = runs(n_chains, "")
+    else:
+        pilot = level.min_chains
+        results = runs(pilot, "")
+        pilot_seconds = time.time() - t0
+        m = _measurement(plan.NAME, hs, [pilot] * len(hs), calls, results, exact, weights, 0.0)
+        fit_limit(m, order)
+        # the pilot is the first of two looks: a limit already significant needs no more chains
+        want = pilot if m.intercept is None or limit_significant(m) else \
+            min(max(int(CHAIN_MARGIN * chains_to_detect(m.intercept_se, pilot)), pilot), level.max_chains)
+        budget = level.budget if budget is None else budget
+        if budget is not None and want > pilot and pilot_seconds * want / pilot > budget:
+            want, over = max(pilot, int(pilot * budget / max(pilot_seconds, 1e-9))), True
+        if want > pilot:
+            more = runs(want - pilot, "more")
+            results = [None if a is None or b is None else (np.concatenate([a[0], b[0]]),
+                                                            None if a[1] is None else np.concatenate([a[1], b[1]]))
+                       for a, b in zip(results, more, strict=True)]
+        n_chains = want
+    return _measurement(plan.NAME, hs, [n_chains] * len(hs), calls, results, exact, weights, time.time() - t0,
+                        over_budget=over)
+
+
+def _measurement(plan_name, hs, chains, calls, results, exact, weights, seconds, over_budget=False):
+    """A :class:`PlanMeasurement` of per-step-size ``(window averages, half differences)``."""
     k = exact.shape[0]
+    samples = [None if r is None else r[0] for r in results]
     bias = np.full((len(hs), k), np.nan)
     se = np.full((len(hs), k), np.nan)
     errors = np.full(len(hs), np.nan)
@@ -313,9 +333,9 @@ def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_s
             se[j] = y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
             errors[j], noise[j] = debiased_error(y, exact, weights)
     drift_z = np.full((len(hs), k), np.nan)
-    for j, dy in enumerate(drifts):
+    for j, r in enumerate(results):
+        dy = None if r is None else r[1]
         if dy is not None and dy.shape[0] > 1:
             drift_z[j] = dy.mean(axis=0) / np.maximum(dy.std(axis=0, ddof=1) / math.sqrt(dy.shape[0]), 1e-300)
-    return PlanMeasurement(plan.NAME, np.asarray(hs, dtype=float), chains, calls, samples, bias, se, errors,
-                           noise, time.time() - t0, over_budget=over or time.time() - t0 > 1.5 * budget,
-                           drift_z=drift_z)
+    return PlanMeasurement(plan_name, np.asarray(hs, dtype=float), list(chains), calls, samples, bias, se, errors,
+                           noise, seconds, over_budget=over_budget, drift_z=drift_z)
