@@ -8,7 +8,7 @@ from planted_bugs import UBU_CURVATURE_SHORTCUT, UBU_STENCIL_FORCE
 
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.targets import DoubleWellTarget
+from integrators.targets import DoubleWellTarget, LogisticTarget
 from theory_checks import verify
 from theory_checks.checks import FAILED, PASSED
 from theory_checks.nonlinear import nonlinear_checks
@@ -78,12 +78,33 @@ def test_capped_run_is_inconclusive():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", [UBU_CURVATURE_SHORTCUT, UBU_STENCIL_FORCE])
-def test_affine_exact_bugs_pass_the_exact_checks_on_gaussian_targets(bug):
-    report = verify(bug, plans=["full"], strong=False, monte_carlo=False)
-    exact = [c for c in report.checks if c.claim and not c.name.startswith(("monte_carlo", "strong_order",
-                                                                             "target_law"))]
-    assert exact and all(c.status == PASSED for c in exact), report.table()
+@pytest.mark.parametrize("bug, caught", [(UBU_CURVATURE_SHORTCUT, "weak_order[full]@well"),
+                                         (UBU_STENCIL_FORCE, "limit[full]@well")])
+def test_affine_exact_bugs_pass_every_gaussian_check_and_fail_by_name_at_the_defaults(bug, caught):
+    """verify's defaults: both Gaussian targets (exact and Monte Carlo checks) see UBU, since the
+    bug is exact for affine forces; the double well (@well) names it."""
+    report = verify(bug, plans=["full"], strong=False)
+    gaussian = [c for c in report.checks if c.claim and not c.name.endswith("@well")]
+    assert gaussian and all(c.status == PASSED for c in gaussian), report.table()
+    assert report.failed == [caught], report.table()
+
+
+def _logistic():
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(8, 2))
+    labels = (features @ np.array([1.0, -0.5]) + 0.5 * rng.normal(size=8) > 0).astype(float)
+    return LogisticTarget(features, labels, prior_precision=1.0)
+
+
+def test_verify_on_logistic_regression_measures_weak_orders_with_no_exact_law():
+    report = verify("ubu", target=_logistic(), plans=["full", "rr"], n_chains=64)
+    assert [c.name for c in report.checks] == ["weak_order[full]", "weak_order[rr]"]
+    assert report.check("weak_order[full]").passed, report.table()
+    assert report.check("weak_order[rr]").status == "no claim"
+    with pytest.raises(ValueError, match="monte_carlo=False leaves nothing"):
+        verify("ubu", target=_logistic(), monte_carlo=False)
+    with pytest.raises(ValueError, match="target must be a Target"):
+        verify("ubu", target=np.eye(2))
 
 
 @pytest.mark.slow

@@ -12,10 +12,13 @@ a scheme of weak order ``p``, ``|Delta_l| = |a| (1 - 2^-p) h_l^p``, so the slope
   confidence interval (each level's replicates resampled, the levels being independent runs;
   percentile interval at family-wise level :data:`ORDER_ALPHA` over the test functions).  A test
   function is *resolved* when every ``|Delta_l|`` stands :data:`RESOLVED_Z` standard errors above
-  zero with one sign.  The claim passes when every resolved function's interval meets
-  ``[p - ORDER_SLACK, p + ORDER_SLACK]`` and at least one interval is narrower than
-  :data:`MAX_CI_WIDTH`; it fails when an interval misses that band; it is inconclusive when no
-  test function is resolved (the check says how far above noise the differences stood) or every
+  zero with one sign.  The claim is "weak order at least ``p``" (a bias ``O(h^p)``): it passes
+  when every resolved function's interval reaches ``p - ORDER_SLACK`` and at least one interval
+  is narrower than :data:`MAX_CI_WIDTH`; it fails when an interval lies below ``p - ORDER_SLACK``
+  (a lower order than declared).  A slope above ``p`` is no failure: where a test function's
+  ``h^p`` coefficient is small, the next term steepens the ladder (UBU x sms on logistic
+  regression: 2.4 for ``x0^2``); a declared order too low is what the exact Gaussian checks
+  catch.  It is inconclusive when no test function is resolved (the check says how far above noise the differences stood) or every
   interval is too wide to tell ``p`` from ``p - 1``.
 * ``limit[plan]``, where the target knows its expectations (``exact_expectations``, e.g.
   :class:`integrators.targets.DoubleWellTarget`): the bias model's limit at the finest level,
@@ -63,7 +66,7 @@ LEVEL_TIME = 400.0    # simulated time per level, in units of max(1, 1 / gamma)
 N_CHUNKS = 4          # time chunks per chain (replicates of the standard errors)
 BURN_FRACTION = 0.1
 RESOLVED_Z = 3.0      # every |Delta_l| this many standard errors above zero: the function is resolved
-ORDER_SLACK = 0.3     # a slope interval meeting [p - slack, p + slack] is consistent with order p
+ORDER_SLACK = 0.3     # a slope interval reaching p - slack is consistent with order at least p
 MAX_CI_WIDTH = 1.0    # an interval wider than this cannot tell p from p - 1
 ORDER_ALPHA = 0.01    # family-wise level of the slope intervals (over the test functions)
 LIMIT_ALPHA = 1e-4    # family-wise level of the limit comparison (over test functions and plans)
@@ -263,18 +266,18 @@ def _weak_check(name, exp_txt, hs, runs, names, expected, claim, seed) -> Check:
         parts.append(f"{names[j]}: slope {slope:.2f} ({100 * (1 - ORDER_ALPHA):g}% CI [{lo:.2f}, {hi:.2f}])")
         widths.append(hi - lo)
         if expected is not None:
-            verdicts.append(hi >= expected - ORDER_SLACK and lo <= expected + ORDER_SLACK)
+            verdicts.append(hi >= expected - ORDER_SLACK)
     unresolved = [n for j, n in enumerate(names) if j not in resolved]
     measured = "; ".join(parts) + f" on {h_txt}" + (f" ({', '.join(unresolved)} not resolved)" if unresolved else "")
     if expected is None:
         return Check(name, None, exp_txt, measured, list(hs), errors, claim=False)
     if not all(verdicts):
-        return Check(name, False, f"{exp_txt} (+-{ORDER_SLACK:g})", measured, list(hs), errors, claim=True)
+        return Check(name, False, f">= {expected - ORDER_SLACK:g}", measured, list(hs), errors, claim=True)
     if min(widths) > MAX_CI_WIDTH:
-        return Check(name, None, f"{exp_txt} (+-{ORDER_SLACK:g})", measured, list(hs), errors,
+        return Check(name, None, f">= {expected - ORDER_SLACK:g}", measured, list(hs), errors,
                      skipped=f"not enough evidence: every slope interval is wider than {MAX_CI_WIDTH:g}",
                      claim=True)
-    return Check(name, True, f"{exp_txt} (+-{ORDER_SLACK:g})", measured, list(hs), errors, claim=True)
+    return Check(name, True, f">= {expected - ORDER_SLACK:g}", measured, list(hs), errors, claim=True)
 
 
 def _limit_check(name, lim_txt, run, names, exact, expected, claim, z) -> Check:

@@ -28,6 +28,14 @@ checks are named ``...@3d``):
   weak order, against the target's own law (no probe: the scheme against the target);
   :mod:`theory_checks.monte_carlo` states both rules.
 
+On a target without an exact law (by default the double well of
+:func:`default_nonlinear_targets`, checks named ``...@well``; or a ``LogisticTarget`` given as
+``target=``) the force is not affine and there is nothing to probe: coupled ``h / h/2`` chains on
+a telescoping ladder give ``weak_order[plan]`` (the slope of the level differences, with its
+interval) and, where the target knows its expectations, ``limit[plan]``
+(:mod:`theory_checks.nonlinear`).  They see a step that is exact for affine forces and wrong for
+others, which every Gaussian check passes.
+
 A plan whose orders are only observed (``THEOREM = False``, e.g. ``rr``) is measured and reported
 but asserts nothing (:func:`theory_checks.declared.plan_asserts`).  Every claim ends passed,
 failed or inconclusive (not checked, or not enough evidence, with the reason); the work is set
@@ -46,7 +54,7 @@ import numpy as np
 
 from integrators.plans import PLANS, kernel_code, n_batches, resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.targets import GaussianTarget
+from integrators.targets import GaussianTarget, Target
 from integrators.validation import int_at_least, positive_float
 from theory_checks.checks import Check, VerifyReport
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
@@ -121,6 +129,23 @@ def default_targets() -> list[tuple[str, GaussianTarget, int]]:
     The second finds what the first cannot: a step whose indexing is right only in 2-D, and a
     force that scales the batch mean where it should scale the sum (equal at batch size 1)."""
     return [("", default_target(), 1), ("3d", unequal_scales_target(), 2)]
+
+
+NONLINEAR_PLANS = ("full", "sms")  # the double well's default plans (see default_nonlinear_targets)
+
+
+def default_nonlinear_targets() -> list[tuple[str, object, int, tuple[str, ...]]]:
+    """What :func:`verify` checks by default with Monte Carlo beside :func:`default_targets`:
+    ``(key, target, batch size, plans)``.
+
+    ``("well", DoubleWellTarget(), 1, ("full", "sms"))``: a tilted 1-D quartic well with two data
+    terms, whose force is not affine, so that a step exact for affine forces but wrong otherwise
+    is seen (:mod:`theory_checks.nonlinear`: checks named ``weak_order[full]@well``,
+    ``limit[sms]@well``, ...).  Only the plans whose coupled level differences the default cost
+    resolves: ``iid``'s gradient noise drowns its differences there (its orders are checked on the
+    Gaussian targets), and ``rr`` asserts nothing."""
+    from integrators.targets import DoubleWellTarget
+    return [("well", DoubleWellTarget(), 1, NONLINEAR_PLANS)]
 
 
 def law_error(moments, target: GaussianTarget) -> float:
@@ -288,8 +313,13 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         A registered scheme's name, a scheme module, or an :class:`integrators.Scheme`.
     plans : list or None, default None
         Plans (names or objects) to check the scheme with; ``None``: every registered plan.
-    target : GaussianTarget or None, default None
-        The oracle's target; ``None``: both of :func:`default_targets`.
+    target : Target or None, default None
+        ``None``: both of :func:`default_targets` (every check) and, for the Monte Carlo checks,
+        :func:`default_nonlinear_targets` (the double well, plans ``full`` and ``sms``).  A
+        :class:`GaussianTarget` gets every check on it alone; any other target (a
+        ``LogisticTarget``, a ``DoubleWellTarget``, one of your own) has no exact law and gets
+        the Monte Carlo weak orders of :mod:`theory_checks.nonlinear` (``weak_order[plan]``, and
+        ``limit[plan]`` where it knows its expectations) on every plan.
     gamma : float, default 1.0
         Friction, positive.
     batch_size : int or None, default None
@@ -327,8 +357,9 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     ------
     ValueError
         If the scheme or a plan is unknown or badly declared, ``plans`` is a string or empty,
-        ``target`` is not a GaussianTarget, ``backend`` is unknown, both ``max_seconds`` and
-        ``budget`` are given, or a number is out of range.
+        ``target`` is not a Target (or is a non-Gaussian one with ``monte_carlo=False``: nothing
+        would be checked), ``backend`` is unknown, both ``max_seconds`` and ``budget`` are given,
+        or a number is out of range.
     """
     t0 = time.time()
     module = resolve_scheme(scheme)
@@ -344,17 +375,21 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     cap = max_seconds if budget is None else budget
     cap = None if cap is None else positive_float("max_seconds" if budget is None else "budget", cap)
     if target is None:
-        runs = default_targets()
-    elif isinstance(target, GaussianTarget):
-        runs = [("", target, min(2, target.n_data))]
+        runs = [(key, t, bs, None) for key, t, bs in default_targets()] + default_nonlinear_targets()
+    elif isinstance(target, Target):
+        runs = [("", target, min(2, target.n_data), None)]
     else:
-        raise ValueError(f"verify needs a GaussianTarget (the exact oracle), got {type(target).__name__}")
+        raise ValueError(f"target must be a Target (a GaussianTarget for the exact checks, or any other for "
+                         f"the Monte Carlo weak orders), got {type(target).__name__}")
+    if not isinstance(target, (GaussianTarget, type(None))) and not monte_carlo:
+        raise ValueError(f"a {type(target).__name__} has no exact law: its checks are all Monte Carlo, and "
+                         f"monte_carlo=False leaves nothing to check")
     if batch_size is not None:
         batch_size = int_at_least("batch_size", batch_size, 1)
-        for _, t, _ in runs:
+        for _, t, _, _ in runs:
             if batch_size > t.n_data:
                 raise ValueError(f"batch_size must lie in [1, {t.n_data}], got {batch_size!r}")
-        runs = [(key, t, batch_size) for key, t, _ in runs]
+        runs = [(key, t, batch_size, only) for key, t, _, only in runs]
     given_hs = None if hs is None else ladder("hs", hs, minimum=FIT_POINTS)
     strong_hs = ladder("strong_hs", strong_hs)
     n_chains = int_at_least("n_chains", n_chains, 2)
@@ -367,12 +402,33 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     options = dict(gamma=gamma, given_hs=given_hs, strong_hs=strong_hs, strong=strong, monte_carlo=monte_carlo,
                    n_chains=n_chains, seed=seed, backend=backend, capped=capped)
     checks = []
-    for key, t, bs in runs:
-        checks += [_named(c, key) for c in _verify_target(module, plan_modules, t, bs, **options)]
+    for key, t, bs, only in runs:
+        plans_here = [p for p in plan_modules if only is None or p.NAME in only]
+        if isinstance(t, GaussianTarget):
+            found = _verify_target(module, plans_here, t, bs, **options)
+        else:
+            found = _verify_nonlinear(module, plans_here, t, bs, **options)
+        checks += [_named(c, key) for c in found]
     label = module.NAME + (" (torch step)" if backend == "torch" else "")
     described = "; ".join(f"{t.name} (d={t.dim}, {t.n_data} data terms, batch size {bs})"
-                          + (f" [@{key}]" if key else "") for key, t, bs in runs)
+                          + (f" [@{key}]" if key else "") for key, t, bs, _ in runs)
     return VerifyReport(label, described, checks, time.time() - t0)
+
+
+def _verify_nonlinear(module, plan_modules, target, batch_size, *, gamma, monte_carlo, n_chains, seed, backend,
+                      capped, **_) -> list[Check]:
+    """The Monte Carlo weak orders (and limits) of :mod:`theory_checks.nonlinear` on a target
+    without an exact law; not claims of a run with ``monte_carlo=False``, inconclusive on the
+    torch step (the coupled chains run on the Numba kernel)."""
+    from theory_checks.nonlinear import nonlinear_checks
+    if not monte_carlo or backend == "torch":
+        reason = ("monte_carlo=False" if not monte_carlo
+                  else "the torch step: the coupled chains run on the Numba kernel")
+        return [_not_run(f"weak_order[{p.NAME}]", "-", reason,
+                         claim=monte_carlo and asserted(module, p) and expected_weak_order(module, p) is not None)
+                for p in plan_modules]
+    return nonlinear_checks(module, plan_modules, target, batch_size, gamma=gamma, n_chains=n_chains, seed=seed,
+                            capped=capped)
 
 
 def _named(check: Check, key: str) -> Check:
