@@ -33,9 +33,10 @@ RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(Map
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
-COST = {"tiny": "~30 s with posteriors and BlackJAX installed (3 samplers, 2 s a plan); seconds without them",
-        "quick": "~6 min with --workers 2 (8 samplers on the 2-D target, 20 s a plan: benchmarks/RESULTS.md)",
-        "full": "~35 min with --workers 2 (both targets, 60 s a plan, 4 step sizes)"}
+COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up to 512 chains); seconds without them",
+        "quick": "~10 min with --workers 2 (9 samplers on the 2-D target, chains set by the detectable limit "
+                 "error: benchmarks/RESULTS.md, bench_conformance.py)",
+        "full": "an hour or more with --workers 2 (both targets, 4 step sizes, BlackJAX's sghmc in its range)"}
 
 
 def tiny_samplers() -> tuple[str, ...]:

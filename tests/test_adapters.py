@@ -216,19 +216,6 @@ def test_a_library_sampler_at_a_tiny_level_gives_a_finite_order_with_an_interval
     assert report.check("documented_order[full]").passed, report.table()
 
 
-@needs_blackjax
-def test_blackjax_sghmc_whose_momentum_is_refreshed_every_call_misses_the_target_as_h_shrinks():
-    """BlackJAX's sghmc refreshes the momentum every call and its last Euler gradient never
-    reaches the position: at fixed L the law tends to the target at temperature L / (L - 1)
-    (twice the variance for L = 2), which the limit check flags (benchmarks/RESULTS.md)."""
-    from theory_checks.adapters.blackjax_adapter import BlackJAXSGHMC
-    report = measure_adapter(BlackJAXSGHMC(num_integration_steps=2), target=GaussianTarget.one_d_example(),
-                             plans=["full"], level="tiny", n_chains=500, seed=4)
-    assert report.check("limit[full]").passed is False, report.table()
-    assert report.check("stationary[full]").passed, report.table()
-    assert 0.8 < report.measurements["full"].intercept[1] < 1.2  # E z^2 - 1 -> L/(L-1) - 1 = 1 as h -> 0
-
-
 def test_chain_count_follows_the_detectable_effect_and_the_report_writes_its_table_csv_and_plot(tmp_path):
     """Tiny: a pilot of 32 chains asks for the chains that detect a 0.04 limit error, capped at the
     level's 512, which cannot: the limit claims say so (inconclusive), never pass."""
@@ -340,19 +327,27 @@ def test_blackjax_sghmc_stationary_law_tends_to_temperature_l_over_l_minus_1():
 
 
 @needs_blackjax
-def test_blackjax_sghmc_fitted_limit_is_its_computed_limit():
-    """On the range the call length sets (h L small), b0 of the fitted model b0 + a h is the exact
-    limit L/(L-1) - 1 = 0.5 (L = 3) within its interval, and the bias at each h is the exact
-    stationary law's (Lyapunov equation) within its family-wise interval."""
+def test_blackjax_sghmc_fitted_limit_is_its_computed_limit(monkeypatch):
+    """BlackJAX's sghmc refreshes its momentum every call and its last Euler gradient never reaches
+    the position: at fixed L its law tends to the target at temperature L / (L - 1).  On the range
+    the call length sets (h L small), b0 of the fitted b0 + a h is that limit, 0.5 for L = 3,
+    within its interval (the limit check fails), and the bias at each h is the exact stationary
+    law's (Lyapunov equation) within its family-wise interval.  Chains start at the target and
+    relax fast at these h: a shorter burn-in and window keep the test cheap."""
+    from theory_checks.adapters import runs
     from theory_checks.adapters.analysis import family_z, limit_z
     from theory_checks.adapters.blackjax_adapter import BlackJAXSGHMC
-    from theory_checks.adapters.runs import Whitening
+    from theory_checks.adapters.runs import Whitening, asymptotic_edge, critical_friction
+    monkeypatch.setattr(runs, "BURN_IN", 3.0)
+    monkeypatch.setattr(runs, "WINDOW", 5.0)
     target, adapter = GaussianTarget.one_d_example(), BlackJAXSGHMC(num_integration_steps=3)
-    report = measure_adapter(adapter, target=target, plans=["full"], level="quick", n_chains=3000, seed=5)
+    edge = asymptotic_edge(target, critical_friction(target), 1, "kinetic", 3)
+    report = measure_adapter(adapter, target=target, plans=["full"], n_chains=2000, seed=5, hs=(edge, edge / 2))
     m = report.measurements["full"]
     limit = np.array([0.0, 0.5])  # E z, E z^2 - 1
     assert np.all(np.abs(m.intercept - limit) < limit_z(2) * m.intercept_se), (m.intercept, m.intercept_se)
     assert report.check("limit[full]").passed is False, report.table()
+    assert report.check("stationary[full]").passed, report.table()
     w = Whitening.of(target)
     exact = np.array([w.inv_chol[0, 0] ** 2 * adapter.stationary_covariance(target, h, report.gamma)[0, 0] - 1
                       for h in m.hs])
@@ -365,6 +360,6 @@ def test_a_sampler_two_percent_too_hot_fails_the_limit_at_quick_and_the_genuine_
     for detect it by name; the genuine sampler's limit check passes (not inconclusive)."""
     from theory_checks.adapters.planted import HOT_SGHMC
     hot = measure_adapter(HOT_SGHMC, plans=["full"], level="quick", seed=11)
-    assert hot.failed == ["limit[full]"], hot.table()
+    assert "limit[full]" in hot.failed, hot.table()
     genuine = measure_adapter("posteriors.sghmc", plans=["full"], level="quick", seed=11)
     assert genuine.check("limit[full]").passed is True, genuine.table()

@@ -28,6 +28,7 @@ import math
 
 import numpy as np
 
+from integrators.targets import GaussianTarget
 from integrators.validation import int_at_least, positive_float
 from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
 
@@ -46,9 +47,13 @@ def _blackjax():
 
 def grad_estimator_for(target):
     """BlackJAX's ``grad_estimator(position, minibatch)`` for the toolkit's ``target``, with
-    ``minibatch = (indices, scale)``: the toolkit's minibatch gradient, called back on the host.
-    Under ``jax.vmap`` (one chain per lane) the callback receives the whole block of chains."""
+    ``minibatch = (indices, scale)``: the toolkit's minibatch gradient.  For a
+    :class:`GaussianTarget` it is written in JAX (:func:`gaussian_grad_estimator`, no host round
+    trip per inner step); otherwise the toolkit's force is called back on the host (under
+    ``jax.vmap``, one chain per lane, the callback receives the whole block of chains)."""
     jax, _ = _blackjax()
+    if isinstance(target, GaussianTarget):
+        return gaussian_grad_estimator(target)
 
     def host(x, idx, scale):
         x = np.asarray(x)
@@ -61,6 +66,24 @@ def grad_estimator_for(target):
         idx, scale = minibatch
         return jax.pure_callback(host, jax.ShapeDtypeStruct(position.shape, position.dtype), position, idx, scale,
                                  vmap_method="broadcast_all")
+
+    return grad_estimator
+
+
+def gaussian_grad_estimator(target):
+    """``-(A_0 (x - m_0) + scale * sum_{i in batch} A_i (x - mu_i))`` in JAX for the Gaussian terms
+    ``f_i(x) = (x - mu_i)^T A_i (x - mu_i) / 2`` and the prior ``(x - m_0)^T A_0 (x - m_0) / 2``: the
+    toolkit's minibatch force, negated, for positions ``(..., d)`` and indices ``(..., batch)``."""
+    import jax.numpy as jnp
+
+    means, precisions, prior, prior_mean = (np.asarray(a, dtype=float) for a in target.arrays)
+
+    def grad_estimator(position, minibatch):
+        idx, scale = minibatch
+        idx = jnp.reshape(idx, position.shape[:-1] + (-1,))
+        diff = position[..., None, :] - jnp.asarray(means)[idx]                       # (..., batch, d)
+        terms = jnp.einsum("...bij,...bj->...i", jnp.asarray(precisions)[idx], diff)
+        return -((position - jnp.asarray(prior_mean)) @ jnp.asarray(prior).T + scale * terms)
 
     return grad_estimator
 

@@ -47,7 +47,7 @@ class Level:
 
 LEVELS = {level.name: level for level in (
     Level("tiny", 3, 32, 512, 100, 10_000),
-    Level("quick", 3, 1024, 40_000, 200, 25_000),
+    Level("quick", 3, 1024, 40_000, 200, 15_000),
     Level("standard", 4, 1024, 200_000, 300, 400_000),
     Level("thorough", 5, 2048, 1_000_000, 400, 2_000_000),
 )}
@@ -64,7 +64,7 @@ def resolve_level(level) -> Level:
 # ----------------------------------------------------------------------------- the target's scales
 def critical_friction(target: GaussianTarget) -> float:
     """``2 sqrt(lambda_min)``: the friction that damps the target's slowest mode critically, so
-    chains forget their start fastest and a budget buys the most independent samples."""
+    chains forget their start fastest and a number of steps gives the most independent samples."""
     return 2.0 * math.sqrt(float(np.linalg.eigvalsh(target.precision).min()))
 
 
