@@ -111,7 +111,8 @@ def test_verify_on_logistic_regression_measures_weak_orders_with_no_exact_law():
 @pytest.mark.parametrize("name", ["ubu", "baoab", "em"])
 @pytest.mark.parametrize("seed", [1, 2])
 def test_builtin_schemes_pass_on_the_double_well(name, seed):
+    """Every claim passes (BAOAB's bias on the well is below resolution: the weak order passes with
+    its bound, as an exact law does on the Gaussian targets)."""
     checks = _checks(resolve_scheme(name), seed=seed, plans=[resolve_plan("full"), resolve_plan("sms")])
     for c in checks.values():
-        assert c.status != FAILED, (c.name, c.measured)
-    assert checks["limit[full]"].status == PASSED
+        assert c.status == PASSED, (c.name, c.measured, c.skipped)

@@ -18,8 +18,11 @@ a scheme of weak order ``p``, ``|Delta_l| = |a| (1 - 2^-p) h_l^p``, so the slope
   (a lower order than declared).  A slope above ``p`` is no failure: where a test function's
   ``h^p`` coefficient is small, the next term steepens the ladder (UBU x sms on logistic
   regression: 2.4 for ``x0^2``); a declared order too low is what the exact Gaussian checks
-  catch.  It is inconclusive when no test function is resolved (the check says how far above noise the differences stood) or every
-  interval is too wide to tell ``p`` from ``p - 1``.
+  catch.  When no test function is resolved but every ``|Delta_l| + RESOLVED_Z se`` lies below
+  :data:`BELOW_RESOLUTION` of its statistic's scale (:func:`statistic_scales`), the bias is too
+  small to fit at these steps, like an exact law on the Gaussian targets: the claim passes with
+  that bound (ABOBA and BAOAB on the double well).  It is inconclusive when no test function is
+  resolved and the bound is larger, or every interval is too wide to tell ``p`` from ``p - 1``.
 * ``limit[plan]``, where the target knows its expectations (``exact_expectations``, e.g.
   :class:`integrators.targets.DoubleWellTarget`): the bias model's limit at the finest level,
   ``b_0 = E_{h_L} phi + Delta_L 2^p / (2^p - 1)`` (Richardson extrapolation with the declared
@@ -69,6 +72,7 @@ RESOLVED_Z = 3.0      # every |Delta_l| this many standard errors above zero: th
 ORDER_SLACK = 0.3     # a slope interval reaching p - slack is consistent with order at least p
 MAX_CI_WIDTH = 1.0    # an interval wider than this cannot tell p from p - 1
 ORDER_ALPHA = 0.01    # family-wise level of the slope intervals (over the test functions)
+BELOW_RESOLUTION = 0.005  # unresolved differences bounded below this (relative) at every level: a bias too small to fit
 LIMIT_ALPHA = 1e-4    # family-wise level of the limit comparison (over test functions and plans)
 N_BOOT = 400
 N_COORDINATES = 2     # test functions on the first this many coordinates
@@ -242,6 +246,16 @@ def nonlinear_checks(module, plan_modules, target, batch_size, *, gamma: float =
     return weak + limits
 
 
+def statistic_scales(run) -> np.ndarray:
+    """The scale of each test function of :func:`leading_coordinates` under the chains' law:
+    ``sd(x_a)`` for ``x_a`` and ``2 sd(x_a) (|E x_a| + sd(x_a))`` for ``x_a^2`` (from the coarse
+    chains' means of ``x_a`` and ``x_a^2``)."""
+    means = run.replicates(run.coarse).mean(axis=0)
+    k = means.size // 2
+    sd = np.sqrt(np.maximum(means[k:] - means[:k] ** 2, 1e-300))
+    return np.concatenate([sd, 2.0 * sd * (np.abs(means[:k]) + sd)])
+
+
 def _weak_check(name, exp_txt, hs, runs, names, expected, claim, seed) -> Check:
     reps = [r.replicates(r.fine - r.coarse) for r in runs]
     deltas = np.array([r.mean(axis=0) for r in reps])
@@ -254,10 +268,18 @@ def _weak_check(name, exp_txt, hs, runs, names, expected, claim, seed) -> Check:
     errors = list(np.abs(deltas[:, resolved[0]])) if resolved else []
     if not resolved:
         worst = ", ".join(f"{n}: min |Delta|/se {zs[:, j].min():.1f}" for j, n in enumerate(names))
-        return Check(name, None, exp_txt, f"no test function resolved on {h_txt} ({worst})", list(hs), errors,
-                     skipped=f"not enough evidence: the level differences are not resolved above their noise "
-                             f"(every |Delta| >= {RESOLVED_Z:g} s.e. with one sign); use more chains or a "
-                             f"larger h0", claim=claim)
+        bound = float(np.max((np.abs(deltas) + RESOLVED_Z * ses) / statistic_scales(runs[-1])))
+        measured = (f"no test function resolved on {h_txt} ({worst}); every |Delta| below {bound:.1e} of its "
+                    f"statistic's scale")
+        if expected is not None and bound <= BELOW_RESOLUTION:
+            # like an exact law on the Gaussian targets: no slope to fit, a bias bounded far below what
+            # a lower order than declared leaves at these steps (the curvature shortcut: resolved at 30+ s.e.)
+            return Check(name, True, f">= {expected - ORDER_SLACK:g}", measured, list(hs), errors, claim=True)
+        return Check(name, None, exp_txt, measured, list(hs), errors,
+                     skipped=f"not enough evidence: the level differences are neither resolved above their noise "
+                             f"(every |Delta| >= {RESOLVED_Z:g} s.e. with one sign) nor bounded below "
+                             f"{BELOW_RESOLUTION:g} of the statistics' scale; use more chains or a larger h0",
+                     claim=claim)
     level = ORDER_ALPHA / len(resolved)
     parts, verdicts, widths = [], [], []
     for j in resolved:
