@@ -252,7 +252,7 @@ def test_the_extrapolation_recovers_the_limit_of_the_declared_bias_model(p, m0, 
     def m(step):
         return m0 + a * step**p + c * step ** (p + 1)
     alpha, beta = extrapolation_weights(p)
-    limit = m(h / 4) - alpha * (m(h / 2) - m(h)) - beta * (m(h / 4) - m(h / 2))
+    limit = m(h) - alpha * (m(h / 2) - m(h)) - beta * (m(h / 4) - m(h / 2))
     assert abs(limit - m0) <= 1e-12 * (1 + abs(m0) + abs(a) + abs(c))
 
 
