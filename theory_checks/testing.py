@@ -27,9 +27,6 @@ from integrators.targets import GaussianTarget
 from theory_checks.checks import VerifyReport
 from theory_checks.verify import verify
 
-DEFAULT_BUDGET = 40.0  # seconds an adapter's measurement may spend (it buys chains); schemes have no default cap
-
-
 ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapter declares (a scheme has step too)
 
 
@@ -53,9 +50,10 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
         What to check: a scheme (as :func:`verify` takes it) or an adapter (a registered
         adapter's name or an object, :func:`is_adapter`).
     budget : float or None, default None
-        For a scheme: the wall-clock cap of :func:`verify` (its ``max_seconds``; ``None``: none,
-        the checks' work is set in chains and steps).  For an adapter: seconds split evenly over
-        its plans (default :data:`DEFAULT_BUDGET`), which buy its chains.
+        A wall-clock cap (``None``: none).  For a scheme, :func:`verify`'s ``max_seconds``; for an
+        adapter, seconds split evenly over its plans (:func:`theory_checks.adapters.measure_adapter`'s
+        ``budget``).  The work is set in chains and steps either way (an adapter's chains follow
+        from its detectable effect), so a cap can only leave claims inconclusive.
     allow_inconclusive : sequence of str, default ()
         Names of claims that may end inconclusive without failing the assertion: a check's full
         name (``"strong_order[sms]@3d"``) or a family (``"strong_order"`` allows every
@@ -83,8 +81,8 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
         from integrators.plans import PLANS
         from theory_checks.adapters import measure_adapter
         plans = options.get("plans")
-        budget = DEFAULT_BUDGET if budget is None else budget
-        per_plan = budget / max(len(PLANS) if plans is None or isinstance(plans, str) else len(plans), 1)
+        per_plan = None if budget is None else \
+            budget / max(len(PLANS) if plans is None or isinstance(plans, str) else len(plans), 1)
         report = measure_adapter(scheme, budget=per_plan, **options)
         kind = "sampler"
     else:
