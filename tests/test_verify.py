@@ -291,10 +291,11 @@ CORRECT = {**{name: name for name in sorted(SCHEMES)}, "aboba": ABOBA, "aoboa": 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 @pytest.mark.parametrize("name", sorted(CORRECT))
 def test_correct_schemes_raise_no_false_alarm_at_the_defaults_over_seeds(name, seed):
-    """verify's every default (both targets, 256 chains), at seeds other than 0: every claim
-    checked and passed (benchmarks/RESULTS.md reports the same over 20 seeds)."""
+    """verify's every default (the three targets, 256 chains), at a seed other than 0: every claim
+    checked and passed (benchmarks/RESULTS.md reports the same over 20 seeds; one seed here keeps
+    the suite's time)."""
     report = verify(CORRECT[name], seed=seed)
     assert report.ok, report.table()

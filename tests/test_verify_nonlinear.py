@@ -109,7 +109,7 @@ def test_verify_on_logistic_regression_measures_weak_orders_with_no_exact_law():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["ubu", "baoab", "em"])
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_builtin_schemes_pass_on_the_double_well(name, seed):
     """Every claim passes (BAOAB's bias on the well is below resolution: the weak order passes with
     its bound, as an exact law does on the Gaussian targets)."""
