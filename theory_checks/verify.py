@@ -381,9 +381,13 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     else:
         raise ValueError(f"target must be a Target (a GaussianTarget for the exact checks, or any other for "
                          f"the Monte Carlo weak orders), got {type(target).__name__}")
-    if not isinstance(target, (GaussianTarget, type(None))) and not monte_carlo:
-        raise ValueError(f"a {type(target).__name__} has no exact law: its checks are all Monte Carlo, and "
-                         f"monte_carlo=False leaves nothing to check")
+    if not isinstance(target, (GaussianTarget, type(None))):
+        if not monte_carlo:
+            raise ValueError(f"a {type(target).__name__} has no exact law: its checks are all Monte Carlo, and "
+                             f"monte_carlo=False leaves nothing to check")
+        if hs is not None:  # the telescoping ladder is theory_checks.nonlinear's own
+            raise ValueError(f"hs is the exact weak-order ladder of a GaussianTarget; a {type(target).__name__}'s "
+                             f"ladder is set by theory_checks.nonlinear.default_h0, got hs={hs!r}")
     if batch_size is not None:
         batch_size = int_at_least("batch_size", batch_size, 1)
         for _, t, _, _ in runs:
