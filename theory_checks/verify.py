@@ -335,10 +335,13 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         ("not run: the wall-clock cap ... was reached") and the report is not ``ok``.  ``None``:
         no cap, every check runs.
     strong, monte_carlo : bool, default True
-        Run the strong-order checks, the Monte Carlo checks; switched off, they are listed as
-        skipped and are not claims of this run.
+        Run the strong-order checks; run the Monte Carlo checks (``monte_carlo``, ``target_law``
+        and every check on a target without an exact law, the default double well's included).
+        Switched off, they are listed as skipped and are not claims of this run.
     n_chains, seed : int, default 256 and 0
-        Chains (at least 2) and seed of the strong-order and Monte Carlo runs.
+        Chains (at least 2) and seed of the strong-order and Monte Carlo runs (coupled pairs per
+        level on a target without an exact law).  Fewer chains keep the verdicts calibrated and
+        lower their sensitivity.
     backend : {"numba", "torch"} or None, default None
         ``"numba"`` checks the scheme's Numba step, ``"torch"`` its tensor step (probed and run on
         the torch backend; the strong order, measured on the Numba kernel, is then inconclusive);
