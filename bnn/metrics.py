@@ -2,8 +2,9 @@
 
 The per-prediction metrics are those of :mod:`bias.metrics` (one implementation for the logistic
 regression and the networks): accuracy, NLL of the (averaged) predictive with log-probabilities
-clipped at -100, ACE (20 adaptive bins per class), RPS, ECE (15 equal-width confidence bins) and
-the multi-class Brier score.
+clipped at -100, ACE in both readings (``ace_top_label``: 20 equal-count bins of the largest
+probability, the authors' code; ``ace_classwise``: 20 equal-count bins per class, Nixon et al.), RPS,
+ECE (15 equal-width confidence bins) and the multi-class Brier score.
 
 Ensembles (the paper's Section 5): the predictive of one run is already averaged over its own
 samples; an ensemble of size ``m`` averages the predictive probabilities of ``m`` independent runs.
@@ -18,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bias.metrics import accuracy, ace, brier, check_predictive, ece, nll, rps
+from bias.metrics import accuracy, ace_classwise, ace_top_label, brier, check_predictive, ece, nll, rps
 from integrators.validation import int_at_least
 
 RHAT_NOT_MIXED = 1.01  # an R-hat of the training loss above this says the chains have not mixed
-METRICS = {"accuracy": accuracy, "nll": nll, "ace": ace, "rps": rps, "ece": ece, "brier": brier}
+METRICS = {"accuracy": accuracy, "nll": nll, "ace_top_label": ace_top_label, "ace_classwise": ace_classwise, "rps": rps,
+           "ece": ece, "brier": brier}
 
 
 def evaluate(probs, labels) -> dict:

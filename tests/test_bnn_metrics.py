@@ -38,19 +38,95 @@ def _calibrated(counts):
 
 
 @given(st.integers(2, 5), st.integers(1, 4), st.integers(0, 2**31 - 1))
-def test_ace_and_ece_vanish_for_predictions_calibrated_by_construction(n_classes, m_factor, seed):
+def test_both_aces_and_ece_vanish_for_predictions_calibrated_by_construction(n_classes, m_factor, seed):
     rng = np.random.default_rng(seed)
     m = 5 * m_factor
     counts = [rng.multinomial(m, rng.dirichlet(np.ones(n_classes))) for _ in range(20)]  # 20 groups = 20 ACE bins
     probs, labels = _calibrated(counts)
-    assert metrics.ace(probs, labels) == pytest.approx(0.0, abs=1e-12)
+    # a stable sort keeps each group contiguous, so every equal-count bin is one group
+    assert metrics.ace_classwise(probs, labels) == pytest.approx(0.0, abs=1e-12)
+    assert metrics.ace_top_label(probs, labels) == pytest.approx(0.0, abs=1e-12)
     assert metrics.ece(probs, labels) == pytest.approx(0.0, abs=1e-12)
 
 
-def test_ace_is_positive_for_overconfident_predictions():
+def test_both_aces_are_positive_for_overconfident_predictions():
     probs, labels = _calibrated([np.array([3, 2])] * 20)
     sharp = np.where(probs > 0.5, 0.9, 0.1)
-    assert metrics.ace(sharp, labels) > 0.1 and metrics.ece(sharp, labels) > 0.1
+    # top label: confidence 0.9, accuracy 0.6 in every bin; class-wise: 0.3 for both probabilities of both classes
+    assert metrics.ace_top_label(sharp, labels) == pytest.approx(0.3, abs=1e-12)
+    assert metrics.ace_classwise(sharp, labels) > 0.1 and metrics.ece(sharp, labels) > 0.1
+
+
+def _equal_count_chunks(keys, n_bins):
+    """Indices sorted by (key, index), cut into min(n_bins, n) runs, the first n % B one longer."""
+    order = sorted(range(len(keys)), key=lambda i: (keys[i], i))
+    b = min(n_bins, len(order))
+    sizes = [len(order) // b + (1 if j < len(order) % b else 0) for j in range(b)]
+    starts = [sum(sizes[:j]) for j in range(b)]
+    return [order[s:s + z] for s, z in zip(starts, sizes, strict=True)]
+
+
+def _slow_ace_top_label(probs, labels, n_bins):
+    conf = [max(row) for row in probs]
+    hit = [float(list(row).index(max(row)) == y) for row, y in zip(probs, labels, strict=True)]
+    errs = [abs(sum(hit[i] for i in c) / len(c) - sum(conf[i] for i in c) / len(c))
+            for c in _equal_count_chunks(conf, n_bins)]
+    return sum(errs) / len(errs)
+
+
+def _slow_ace_classwise(probs, labels, n_bins):
+    errs = []
+    for k in range(len(probs[0])):
+        pk = [row[k] for row in probs]
+        for c in _equal_count_chunks(pk, n_bins):
+            errs.append(abs(sum(labels[i] == k for i in c) / len(c) - sum(pk[i] for i in c) / len(c)))
+    return sum(errs) / len(errs)
+
+
+@given(st.integers(1, 70), st.integers(2, 5), st.integers(1, 25), st.booleans(), st.integers(0, 2**31 - 1))
+def test_both_aces_match_a_slow_reading_of_their_definitions(n, n_classes, n_bins, rounded, seed):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.ones(n_classes), size=n)
+    if rounded:  # ties in the sorted probabilities and in the argmax
+        probs = np.round(probs, 1)
+        probs[:, -1] = 1.0 - probs[:, :-1].sum(axis=1)
+        probs = np.clip(probs, 0.0, 1.0)
+        probs /= probs.sum(axis=1, keepdims=True)
+    labels = rng.integers(0, n_classes, size=n)
+    assert metrics.ace_top_label(probs, labels, n_bins=n_bins) == pytest.approx(
+        _slow_ace_top_label(probs.tolist(), labels.tolist(), n_bins), abs=1e-12)
+    assert metrics.ace_classwise(probs, labels, n_bins=n_bins) == pytest.approx(
+        _slow_ace_classwise(probs.tolist(), labels.tolist(), n_bins), abs=1e-12)
+
+
+def test_the_two_aces_order_two_ten_class_predictors_oppositely():
+    """Ten classes, 80% of the argmax labels right, the wrong ones on the next class. P: top label
+    calibrated (0.8), its remaining 0.2 on a class that is never the label; Q: overconfident (0.95),
+    the rest spread thin. Top-label ACE prefers P; class-wise ACE, where Q's near-zero probabilities
+    of the nine other classes fill 18 of every class's 20 bins, prefers Q."""
+    rng = np.random.default_rng(0)
+    k, n = 10, 2000
+    pred = rng.integers(0, k, n)
+    labels = np.where(rng.random(n) < 0.8, pred, (pred + 1) % k)
+    rows = np.arange(n)
+    p_ = np.zeros((n, k))
+    p_[rows, pred], p_[rows, (pred + 2) % k] = 0.8, 0.2
+    q_ = np.full((n, k), 0.05 / (k - 1))
+    q_[rows, pred] = 0.95
+    top = {name: _slow_ace_top_label(x.tolist(), labels.tolist(), 20) for name, x in (("P", p_), ("Q", q_))}
+    cw = {name: _slow_ace_classwise(x.tolist(), labels.tolist(), 20) for name, x in (("P", p_), ("Q", q_))}
+    assert top["P"] < top["Q"] and cw["P"] > cw["Q"]  # the construction does what it says
+    assert metrics.ace_top_label(p_, labels) == pytest.approx(top["P"], abs=1e-12)
+    assert metrics.ace_top_label(q_, labels) == pytest.approx(top["Q"], abs=1e-12)
+    assert metrics.ace_classwise(p_, labels) == pytest.approx(cw["P"], abs=1e-12)
+    assert metrics.ace_classwise(q_, labels) == pytest.approx(cw["Q"], abs=1e-12)
+
+
+def test_evaluate_names_both_ace_readings():
+    probs, labels = _calibrated([np.array([3, 2])] * 20)
+    scores = metrics.evaluate(np.where(probs > 0.5, 0.9, 0.1), labels)
+    assert {"ace_top_label", "ace_classwise"} <= set(scores) and "ace" not in scores
+    assert scores["ace_top_label"] == pytest.approx(0.3, abs=1e-12)
 
 
 @given(st.integers(1, 30), st.integers(2, 6), st.integers(0, 2**31 - 1))
