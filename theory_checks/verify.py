@@ -312,14 +312,16 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     scheme : str or module or Scheme
         A registered scheme's name, a scheme module, or an :class:`integrators.Scheme`.
     plans : list or None, default None
-        Plans (names or objects) to check the scheme with; ``None``: every registered plan.
+        Plans (names or objects) to check the scheme with; ``None``: every registered plan (on a
+        target without an exact law, :data:`NONLINEAR_PLANS`).
     target : Target or None, default None
         ``None``: both of :func:`default_targets` (every check) and, for the Monte Carlo checks,
         :func:`default_nonlinear_targets` (the double well, plans ``full`` and ``sms``).  A
         :class:`GaussianTarget` gets every check on it alone; any other target (a
         ``LogisticTarget``, a ``DoubleWellTarget``, one of your own) has no exact law and gets
         the Monte Carlo weak orders of :mod:`theory_checks.nonlinear` (``weak_order[plan]``, and
-        ``limit[plan]`` where it knows its expectations) on every plan.
+        ``limit[plan]`` where it knows its expectations), by default on the plans of
+        :data:`NONLINEAR_PLANS`.
     gamma : float, default 1.0
         Friction, positive.
     batch_size : int or None, default None
@@ -379,8 +381,10 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     cap = None if cap is None else positive_float("max_seconds" if budget is None else "budget", cap)
     if target is None:
         runs = [(key, t, bs, None) for key, t, bs in default_targets()] + default_nonlinear_targets()
-    elif isinstance(target, Target):
+    elif isinstance(target, GaussianTarget):
         runs = [("", target, min(2, target.n_data), None)]
+    elif isinstance(target, Target):  # no exact law: by default the plans whose differences resolve
+        runs = [("", target, min(2, target.n_data), NONLINEAR_PLANS if plans is None else None)]
     else:
         raise ValueError(f"target must be a Target (a GaussianTarget for the exact checks, or any other for "
                          f"the Monte Carlo weak orders), got {type(target).__name__}")
@@ -393,10 +397,11 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
                              f"ladder is set by theory_checks.nonlinear.default_h0, got hs={hs!r}")
     if batch_size is not None:
         batch_size = int_at_least("batch_size", batch_size, 1)
-        for _, t, _, _ in runs:
+        for _, t, _, _ in runs[:1 if target is not None else len(default_targets())]:
             if batch_size > t.n_data:
                 raise ValueError(f"batch_size must lie in [1, {t.n_data}], got {batch_size!r}")
-        runs = [(key, t, batch_size, only) for key, t, _, only in runs]
+        # the default double well has two data terms: a larger batch is its full batch
+        runs = [(key, t, min(batch_size, t.n_data), only) for key, t, _, only in runs]
     given_hs = None if hs is None else ladder("hs", hs, minimum=FIT_POINTS)
     strong_hs = ladder("strong_hs", strong_hs)
     n_chains = int_at_least("n_chains", n_chains, 2)
@@ -428,12 +433,14 @@ def _verify_nonlinear(module, plan_modules, target, batch_size, *, gamma, monte_
     without an exact law; not claims of a run with ``monte_carlo=False``, inconclusive on the
     torch step (the coupled chains run on the Numba kernel)."""
     from theory_checks.nonlinear import nonlinear_checks
-    if not monte_carlo or backend == "torch":
+    if not monte_carlo or backend == "torch":  # every row listed, none run
         reason = ("monte_carlo=False" if not monte_carlo
                   else "the torch step: the coupled chains run on the Numba kernel")
-        return [_not_run(f"weak_order[{p.NAME}]", "-", reason,
-                         claim=monte_carlo and asserted(module, p) and expected_weak_order(module, p) is not None)
-                for p in plan_modules]
+        checks = nonlinear_checks(module, plan_modules, target, batch_size, gamma=gamma, n_chains=n_chains,
+                                  seed=seed, capped=lambda: reason)
+        for check in checks:
+            check.claim = check.claim and monte_carlo  # switched off by the caller: not claims of this run
+        return checks
     return nonlinear_checks(module, plan_modules, target, batch_size, gamma=gamma, n_chains=n_chains, seed=seed,
                             capped=capped)
 

@@ -14,6 +14,8 @@ from integrators.validation import real_number
 
 QUAD_TAIL = 745.0  # the quadrature range ends where the density is e^-745 (below the smallest double) of its peak
 QUAD_EPS = 1e-13   # scipy.integrate.quad's relative and absolute tolerances
+DEPTH_RANGE = (1e-3, 1e3)  # depths whose law the quadrature and the checks handle (a scale within 1e-1 .. 1e1)
+WEIGHT_MAX = 1e3   # the tilt's and the prior's largest weight
 
 
 @nb.njit(nogil=True, inline="always")
@@ -78,11 +80,11 @@ class DoubleWellTarget(Target):
     Parameters
     ----------
     depth : float, default 0.25
-        Height of the quartic's barrier between its wells, positive and finite.
+        Height of the quartic's barrier between its wells, in ``[1e-3, 1e3]``.
     tilt : float, default 1.0
-        Weight of the tilt term, finite and non-negative.
+        Weight of the tilt term, in ``[0, 1e3]``.
     prior_precision : float, default 0.0
-        Precision ``lambda`` of the Gaussian prior, finite and non-negative.
+        Precision ``lambda`` of the Gaussian prior, in ``[0, 1e3]``.
 
     Attributes
     ----------
@@ -96,8 +98,8 @@ class DoubleWellTarget(Target):
     Raises
     ------
     ValueError
-        If ``depth`` is not a positive finite number, or ``tilt`` or ``prior_precision`` is not a
-        finite non-negative number (the message names the argument and the value).
+        If a parameter is not a number in its range (the message names the argument and the
+        value).
     """
 
     name = "double_well"
@@ -109,11 +111,15 @@ class DoubleWellTarget(Target):
 
     def __init__(self, depth=0.25, tilt=1.0, prior_precision=0.0):
         depth = real_number("depth", depth)
-        if depth <= 0:
-            raise ValueError(f"depth must be > 0 (the quartic term confines the law), got {depth!r}")
+        if not DEPTH_RANGE[0] <= depth <= DEPTH_RANGE[1]:
+            raise ValueError(f"depth must lie in [{DEPTH_RANGE[0]:g}, {DEPTH_RANGE[1]:g}] (the quartic term confines "
+                             f"the law; beyond, the quadrature's range and scale break down), got {depth!r}")
         self.depth = depth
         self.tilt = _nonnegative("tilt", tilt)
         self.prior_precision = _nonnegative("prior_precision", prior_precision)
+        for name, value in (("tilt", self.tilt), ("prior_precision", self.prior_precision)):
+            if value > WEIGHT_MAX:
+                raise ValueError(f"{name} must be at most {WEIGHT_MAX:g}, got {value!r}")
         self.arrays = (np.array([self.depth, self.tilt, self.prior_precision]),)
         self._range = None
         self._norm = None
@@ -130,15 +136,17 @@ class DoubleWellTarget(Target):
     def _quadrature_range(self) -> tuple[float, float, float]:
         """``(lo, hi, f_min)``: outside ``[lo, hi]`` the density is below ``e^-QUAD_TAIL`` of its peak."""
         if self._range is None:
-            grid = np.linspace(-3.0, 3.0, 6001)
-            f_min = float(np.min(self._f(grid)))
-            ends = []
-            for sign in (-1.0, 1.0):
-                r = 1.0
-                while self._f(sign * r) - f_min < QUAD_TAIL:  # the quartic grows without bound
-                    r *= 1.5
-                ends.append(sign * r)
-            self._range = (ends[0], ends[1], f_min)
+            lo, hi = -3.0, 3.0
+            for _ in range(2):  # the minimum on a grid over the range, then the range from that minimum
+                f_min = float(np.min(self._f(np.linspace(lo, hi, 20001))))
+                ends = []
+                for sign in (-1.0, 1.0):
+                    r = 1.0
+                    while self._f(sign * r) - f_min < QUAD_TAIL:  # the quartic grows without bound
+                        r *= 1.5
+                    ends.append(sign * r)
+                lo, hi = min(lo, ends[0]), max(hi, ends[1])
+            self._range = (lo, hi, f_min)
         return self._range
 
     def _integral(self, fn) -> float:
@@ -175,7 +183,10 @@ class DoubleWellTarget(Target):
         if fns is None or not all(callable(f) for f in fns):
             raise ValueError(f"test_functions must be a sequence of callables f(x) -> float, got {test_functions!r}")
         if self._norm is None:
-            self._norm = self._integral(lambda x: 1.0)
+            norm = self._integral(lambda x: 1.0)
+            if not (math.isfinite(norm) and norm > 0):
+                raise ValueError(f"{self!r}: the quadrature of exp(-f) gave {norm!r}; no expectations")
+            self._norm = norm
         return np.array([self._integral(f) / self._norm for f in fns])
 
     def moments(self, k: int = 2) -> np.ndarray:

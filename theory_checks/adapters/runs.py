@@ -1,7 +1,8 @@
 """Running an adapter's chains on an exact Gaussian target: the measurement levels, the target's
 time scales and the ladder of step sizes, every chain's batches from the plan's rule, the whitened
-statistics, and :func:`measure_plan` (chains bought with a time budget, burn-in and window in
-relaxation times).  :mod:`theory_checks.adapters.measure` describes the method as a whole."""
+statistics, and :func:`measure_plan` (chains from the detectable limit error, an optional
+wall-clock cap, burn-in and window in relaxation times).  :mod:`theory_checks.adapters.measure`
+describes the method as a whole."""
 
 from __future__ import annotations
 
@@ -186,7 +187,7 @@ class PlanMeasurement:
 
     plan: str
     hs: np.ndarray
-    n_chains: list                   # chains per h (the budget may cut them for the finer h)
+    n_chains: list                   # chains per h (an optional wall-clock cap may cut them)
     calls: list                      # (burn-in, window) steps per h
     samples: list
     bias: np.ndarray                 # (n_h, K), nan where unstable
