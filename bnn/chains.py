@@ -126,7 +126,9 @@ def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig
 
 
 def module_sampler(net, sconf):
-    """:class:`integrators.torch.ModuleSampler` for ``sconf``.
+    """The one-chain sampler for ``sconf``: :class:`integrators.torch.ModuleSampler`, or with the
+    control variate :class:`bnn.control_variate.BlockReferenceSampler` (its reference gradient
+    over the batches the plan draws, exact with batch norm).
 
     Parameters
     ----------
@@ -142,6 +144,10 @@ def module_sampler(net, sconf):
     """
     from integrators.torch import ModuleSampler
 
+    if sconf.control_variate:
+        from bnn.control_variate import BlockReferenceSampler
+
+        return BlockReferenceSampler(net, sconf)
     return ModuleSampler(net, sconf)
 
 

@@ -193,7 +193,11 @@ class RunConfig:
         under both.
     control_variate : bool
         The localized samplers' force with the control variate at ``x*`` (the design's SG1 form; the
-        notebooks' BNN force); one chain per sampler only. The sampler ``SMS-UBU (notebook)`` runs
+        notebooks' BNN force); one chain per sampler only. Its reference gradient at ``x*`` is
+        recomputed over each period of the plan's batches (one partition for ``sms``,
+        :class:`bnn.control_variate.BlockReferenceSampler`), so it stays unbiased with batch norm:
+        one more pass over the data per period (about half an epoch's gradients more per epoch
+        for ``sms``). The sampler ``SMS-UBU (notebook)`` runs
         with both notebook variants whatever these two say, so a run can hold the paper's SMS-UBU
         and the notebooks' side by side; every sampler's entry records the step, convention and
         control variate it ran with.
