@@ -98,6 +98,13 @@ def test_verify_rejects_bad_input():
         verify("ubu", batch_size=7)
 
 
+def test_a_batch_size_of_3_is_the_default_double_wells_full_batch():
+    """The Gaussian defaults have three data terms; the double well two (it takes min(3, 2))."""
+    report = verify("ubu", batch_size=3, plans=["sms"], strong=False, monte_carlo=False)
+    assert report.ok, report.table()
+    assert "batch size 3" in report.target and "double_well (d=1, 2 data terms, batch size 2)" in report.target
+
+
 # ------------------------------------------------------------------ a user's scheme and test
 
 
