@@ -25,6 +25,8 @@ from integrators.validation import int_at_least
 RHAT_NOT_MIXED = 1.01  # an R-hat of the training loss above this says the chains have not mixed
 METRICS = {"accuracy": accuracy, "nll": nll, "ace_top_label": ace_top_label, "ace_classwise": ace_classwise, "rps": rps,
            "ece": ece, "brier": brier}
+LABELS = {"accuracy": "accuracy", "nll": "NLL", "ace_top_label": "ACE (top-label)", "ace_classwise": "ACE (class-wise)",
+          "rps": "RPS", "ece": "ECE", "brier": "Brier"}  # how tables and figures name each metric of METRICS
 
 
 def evaluate(probs, labels) -> dict:

@@ -1,27 +1,148 @@
-"""Paired per-metric verdicts of the samplers against Adam and SWA (better, equal within two
-standard errors, worse), whether the paper's claim holds for a data set, and the per-data-set
-markdown of the regime level."""
+"""Paired verdicts of the samplers against Adam and SWA, whether the paper's claim holds for a data
+set, and the per-data-set markdown of the regime level.
+
+Statistics. A method and a reference are paired by run (the method's samples start from that run's
+SWA point). For an ensemble size ``m`` the paired runs are split into ``G = runs // m`` disjoint
+groups in run order, each group's ensemble is scored, and the ``G`` paired differences
+``d_g = method_g - reference_g`` are tested with a two-sided one-sample t test:
+``t = mean(d) / (sd(d) / sqrt(G))`` at ``G - 1`` degrees of freedom (the groups are independent;
+the runs inside a group are not separate observations). The interval is the per-test
+``1 - level`` t interval ``mean(d) +/- t_{1-level/2, G-1} sd(d) / sqrt(G)``.
+
+The tests that make up one claim form one family, Holm-corrected: for a method on a data set, every
+tested comparison of the claim's metrics (:data:`CLAIM_METRICS`: NLL and both ACE readings) against
+every reference at every ensemble size; each other metric (accuracy, RPS) is a family of its own
+over references and sizes. Holm's step-down adjustment of ``k`` p-values sorted ascending,
+``p_adj(i) = max_{j <= i} min(1, (k - j + 1) p(j))``, keeps the probability of any false call in a
+family at most ``level`` whatever the dependence between its tests.
+
+Verdicts: ``better`` / ``worse`` when the Holm-adjusted p-value is below ``level`` (the direction
+from the sign of the difference and :data:`LOWER_IS_BETTER`), ``not distinguishable`` otherwise,
+and ``not tested: ...`` where fewer than ``min_df`` (default :data:`MIN_DF`) degrees of freedom are
+available: such a comparison is shown with its difference but calls nothing and joins no family.
+"""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from scipy import stats
 
 from bnn import metrics
 from bnn.figures import REFERENCE, format_mean_std
 
-LOWER_IS_BETTER = {"accuracy": False, "nll": True, "ace": True, "rps": True, "ece": True, "brier": True}
+LOWER_IS_BETTER = {"accuracy": False, "nll": True, "ace_top_label": True, "ace_classwise": True, "rps": True,
+                   "ece": True, "brier": True}
+COMPARED = ("accuracy", "nll", "ace_top_label", "ace_classwise", "rps")  # the metrics judged by default
+CLAIM_METRICS = ("nll", "ace_top_label", "ace_classwise")  # the paper's claim: lower NLL and ACE (both readings)
+ACE_READINGS = ("ace_top_label", "ace_classwise")
+LEVEL = 0.05  # family-wise error rate of one claim
+MIN_DF = 7  # fewer degrees of freedom than this call no difference (a t with 1-3 d.f. has very heavy tails)
+CORRECTION = "Holm"
+BETTER, WORSE, SAME, NOT_TESTED = "better", "worse", "not distinguishable", "not tested"
 
 
-def paired_verdicts(dataset: str, runs: list, methods, references=REFERENCE, sizes=(1, 2, 4),
-                    metrics_=("accuracy", "nll", "ace", "rps")) -> list[dict]:
+def paired_t(d, *, level: float = LEVEL) -> dict:
+    """Two-sided one-sample t test of paired differences, over the last axis of ``d``.
+
+    ``t = mean(d) / se`` with ``se = sd(d) / sqrt(G)`` (``ddof = 1``) at ``G - 1`` degrees of
+    freedom; the interval ``mean(d) +/- t_{1 - level/2, G-1} se``. Differences that are all equal
+    (``se = 0``) give ``p = 0`` when nonzero and ``p = 1`` when zero.
+
+    Parameters
+    ----------
+    d : array_like
+        ``(..., G)`` paired differences, ``G >= 2``.
+    level : float
+        The interval is the ``1 - level`` one.
+
+    Returns
+    -------
+    dict
+        Arrays of shape ``d.shape[:-1]`` (floats for 1-D ``d``): ``mean``, ``se``, ``df``, ``t``,
+        ``p`` (two-sided), ``low``, ``high``.
+
+    Raises
+    ------
+    ValueError
+        When ``G < 2`` or ``level`` is outside ``(0, 1)``.
+    """
+    d = np.asarray(d, dtype=float)
+    g = d.shape[-1]
+    if g < 2:
+        raise ValueError(f"a paired t test needs at least 2 differences, got {g}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    mean = d.mean(axis=-1)
+    se = d.std(axis=-1, ddof=1) / math.sqrt(g)
+    df = g - 1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(se > 0, mean / np.where(se > 0, se, 1.0), np.where(mean == 0, 0.0, np.inf * np.sign(mean)))
+    p = np.where(se > 0, 2.0 * stats.t.sf(np.abs(t), df), np.where(mean == 0, 1.0, 0.0))
+    half = stats.t.ppf(1.0 - level / 2.0, df) * se
+    out = {"mean": mean, "se": se, "df": np.full_like(mean, df), "t": t, "p": p, "low": mean - half,
+           "high": mean + half}
+    return {k: float(v) for k, v in out.items()} if d.ndim == 1 else out
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values over the last axis of ``p``.
+
+    With the ``k`` p-values sorted ascending, ``p_adj(i) = max_{j <= i} min(1, (k - j + 1) p(j))``;
+    rejecting where ``p_adj < level`` keeps the family-wise error rate at most ``level``.
+
+    Parameters
+    ----------
+    p : array_like
+        ``(..., k)`` p-values.
+
+    Returns
+    -------
+    numpy.ndarray
+        The adjusted p-values, in the input's order.
+    """
+    p = np.asarray(p, dtype=float)
+    k = p.shape[-1]
+    if k == 0:
+        return p.copy()
+    order = np.argsort(p, axis=-1, kind="stable")
+    ranked = np.take_along_axis(p, order, axis=-1) * (k - np.arange(k))
+    adjusted = np.minimum(np.maximum.accumulate(ranked, axis=-1), 1.0)
+    out = np.empty_like(adjusted)
+    np.put_along_axis(out, order, adjusted, axis=-1)
+    return out
+
+
+def decide(diff: float, p_adjusted: float, lower_is_better: bool, *, level: float = LEVEL) -> str:
+    """``better`` / ``worse`` where ``p_adjusted < level`` (by the sign of ``diff``, method minus
+    reference), ``not distinguishable`` otherwise.
+
+    Parameters
+    ----------
+    diff : float
+        Mean paired difference, method minus reference.
+    p_adjusted : float
+        The difference's corrected p-value.
+    lower_is_better : bool
+        Whether a lower value of the metric is better.
+    level : float
+        The family-wise level.
+
+    Returns
+    -------
+    str
+        :data:`BETTER`, :data:`WORSE` or :data:`SAME`.
+    """
+    if not p_adjusted < level:
+        return SAME
+    return BETTER if (diff < 0) == lower_is_better else WORSE
+
+
+def paired_verdicts(dataset: str, runs: list, methods, *, references=REFERENCE, sizes=(1, 2, 4), metrics_=COMPARED,
+                    claim_metrics=CLAIM_METRICS, level: float = LEVEL, min_df: int = MIN_DF) -> list[dict]:
     """Each method against each reference, per ensemble size and metric, on the runs where both
-    have a predictive (paired by run: the method's samples start from that run's SWA point).
-    The runs are split into disjoint groups of ``size`` in run order; ``diff`` is the mean over
-    groups of (method - reference), ``se`` the standard deviation of the differences over
-    ``sqrt(groups)``. ``verdict``: ``better`` / ``worse`` when the difference is beyond 2 ``se``
-    in the metric's good / bad direction, ``equal`` within 2 ``se``, ``no s.e.`` with one group.
+    have a predictive, tested and Holm-corrected as the module says.
 
     Parameters
     ----------
@@ -38,15 +159,34 @@ def paired_verdicts(dataset: str, runs: list, methods, references=REFERENCE, siz
         The ensemble sizes (group sizes); a size with no full group is skipped.
     metrics_ : iterable of str
         The metrics of :func:`bnn.metrics.evaluate` compared, keys of :data:`LOWER_IS_BETTER`.
+    claim_metrics : iterable of str
+        The metrics whose tests form the claim's one family (the others: a family each).
+    level : float
+        The family-wise error rate, and ``1 -`` the intervals' coverage.
+    min_df : int
+        The fewest degrees of freedom (groups - 1) at which a difference is tested.
 
     Returns
     -------
     list of dict
         Per method, reference, size and metric: ``dataset``, ``method``, ``reference``, ``size``,
-        ``metric``, ``method_mean``, ``reference_mean`` (over groups), ``diff``, ``se`` (``""``
-        with one group), ``groups``, ``runs`` (paired) and ``verdict``.
+        ``metric``, ``method_mean``, ``reference_mean`` (over groups), ``diff`` (mean of the paired
+        differences), ``se`` and ``low`` / ``high`` (the per-test t interval; ``""`` with one
+        group), ``df`` (groups - 1), ``p`` (two-sided, uncorrected; ``""`` when not tested),
+        ``p_holm`` (corrected within ``family``; ``""`` when not tested), ``family``, ``correction``
+        (the correction and the number of tests it covers), ``groups``, ``runs`` (paired) and
+        ``verdict``.
+
+    Raises
+    ------
+    ValueError
+        When a metric is not one of :data:`LOWER_IS_BETTER`.
     """
+    unknown = [m for m in metrics_ if m not in LOWER_IS_BETTER]
+    if unknown:
+        raise ValueError(f"unknown metrics {unknown}; known: {sorted(LOWER_IS_BETTER)}")
     labels = np.array(runs[0]["labels"])
+    claim_metrics = tuple(claim_metrics)
     rows = []
     for method in methods:
         for ref in references:
@@ -62,25 +202,44 @@ def paired_verdicts(dataset: str, runs: list, methods, references=REFERENCE, siz
                 for metric in metrics_:
                     a = np.array([s[metric] for s in scores[method]])
                     b = np.array([s[metric] for s in scores[ref]])
-                    d = a - b
-                    se = float(d.std(ddof=1) / np.sqrt(groups)) if groups > 1 else math.nan
-                    diff = float(d.mean())
-                    if math.isnan(se):
-                        verdict = "no s.e."
-                    elif abs(diff) <= 2 * se:
-                        verdict = "equal"
-                    else:
-                        verdict = "better" if (diff < 0) == LOWER_IS_BETTER[metric] else "worse"
-                    rows.append({"dataset": dataset, "method": method, "reference": ref, "size": size,
-                                 "metric": metric, "method_mean": float(a.mean()), "reference_mean": float(b.mean()),
-                                 "diff": diff, "se": "" if math.isnan(se) else se, "groups": groups,
-                                 "runs": len(both), "verdict": verdict})
+                    row = {"dataset": dataset, "method": method, "reference": ref, "size": size, "metric": metric,
+                           "method_mean": float(a.mean()), "reference_mean": float(b.mean()),
+                           "diff": float((a - b).mean()), "se": "", "low": "", "high": "", "df": groups - 1, "p": "",
+                           "p_holm": "", "family": "", "correction": "", "groups": groups, "runs": len(both)}
+                    if groups >= 2:
+                        test = paired_t(a - b, level=level)
+                        row.update(se=test["se"], low=test["low"], high=test["high"])
+                        if groups - 1 >= min_df:
+                            row["p"] = test["p"]
+                    row["verdict"] = (f"{NOT_TESTED}: {groups - 1} d.f. < {min_df}" if row["p"] == "" else "")
+                    rows.append(row)
+    _correct(rows, claim_metrics, level)
     return rows
 
 
-def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU") -> str:
+def _family(row: dict, claim_metrics: tuple) -> str:
+    if row["metric"] in claim_metrics:
+        return f"{row['method']} claim on {row['dataset']} ({', '.join(claim_metrics)})"
+    return f"{row['method']} {row['metric']} on {row['dataset']}"
+
+
+def _correct(rows: list, claim_metrics: tuple, level: float) -> None:
+    """Holm within each family of tested rows; fills ``family``, ``correction``, ``p_holm`` and ``verdict``."""
+    families: dict = {}
+    for r in rows:
+        if r["p"] != "":
+            families.setdefault(_family(r, claim_metrics), []).append(r)
+    for name, members in families.items():
+        adjusted = holm([r["p"] for r in members])
+        for r, q in zip(members, adjusted, strict=True):
+            r.update(family=name, correction=f"{CORRECTION} over {len(members)} tests", p_holm=float(q),
+                     verdict=decide(r["diff"], float(q), LOWER_IS_BETTER[r["metric"]], level=level))
+
+
+def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU", *, metrics_=CLAIM_METRICS) -> str:
     """The paper's claim for ``method`` on ``dataset`` from :func:`paired_verdicts`'s rows: lower
-    NLL and ACE than both Adam and SWA at every ensemble size with a standard error.
+    values of ``metrics_`` than every reference at every tested ensemble size. Pass
+    ``("nll", "ace_top_label")`` or ``("nll", "ace_classwise")`` to judge it under one ACE reading.
 
     Parameters
     ----------
@@ -90,31 +249,46 @@ def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU") -> str:
         The data set judged.
     method : str
         The method judged.
+    metrics_ : iterable of str
+        The claim's metrics.
 
     Returns
     -------
     str
-        ``holds`` (every NLL and ACE verdict with a standard error is ``better``), ``reversed``
-        (every one ``worse``), ``does not hold`` (none ``better``), ``holds in part``
-        (otherwise), or ``not measured`` (no such verdict).
+        ``holds`` (every tested verdict ``better``), ``reversed`` (every one ``worse``),
+        ``does not hold`` (none ``better``), ``holds in part`` (otherwise), ``not tested`` (rows,
+        but none with enough degrees of freedom), or ``not measured`` (no rows).
     """
-    mine = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] in ("nll", "ace")
-            and r["verdict"] != "no s.e."]
+    mine = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] in tuple(metrics_)]
     if not mine:
         return "not measured"
-    better = sum(r["verdict"] == "better" for r in mine)
-    worse = sum(r["verdict"] == "worse" for r in mine)
-    if better == len(mine):
+    tested = [r for r in mine if not r["verdict"].startswith(NOT_TESTED)]
+    if not tested:
+        return NOT_TESTED
+    better = sum(r["verdict"] == BETTER for r in tested)
+    worse = sum(r["verdict"] == WORSE for r in tested)
+    if better == len(tested):
         return "holds"
-    if worse == len(mine):
+    if worse == len(tested):
         return "reversed"
     return "does not hold" if better == 0 else "holds in part"
 
 
+def _cell(v: dict) -> str:
+    """One comparison in a table cell: difference, interval, corrected p-value, verdict."""
+    text = f"{v['diff']:+.4f}"
+    if v["low"] != "":
+        text += f" [{v['low']:+.4f}, {v['high']:+.4f}]"
+    if v["p_holm"] != "":
+        text += f" p={v['p_holm']:.2g}"
+    return f"{text} {v['verdict']}"
+
+
 def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], methods, settings: str,
-                    extra: list[str]) -> str:
+                    extra: list[str], *, level: float = LEVEL) -> str:
     """The paper-style table (mean ± s.d. over disjoint groups, single runs and ensembles) of the
-    ``methods`` and the paired verdicts against Adam and SWA.
+    ``methods``, the paired verdicts against Adam and SWA (difference, per-test interval,
+    Holm-corrected p-value, degrees of freedom, verdict), and the claim under each ACE reading.
 
     Parameters
     ----------
@@ -130,6 +304,8 @@ def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], 
         The run's settings, one line under the title.
     extra : list of str
         Lines written after the settings.
+    level : float
+        The family-wise level the verdicts were called at (:func:`paired_verdicts`'s).
 
     Returns
     -------
@@ -138,9 +314,10 @@ def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], 
     """
     keyed = {(r["method"], r["size"], r["metric"]): r for r in table_rows if r["dataset"] == dataset}
     sizes = sorted({r["size"] for r in table_rows if r["dataset"] == dataset and r["size"] != ""})
-    cols = ("accuracy", "nll", "ace", "rps")
+    cols = tuple(m for m in COMPARED if any(k[2] == m for k in keyed) or any(v["metric"] == m for v in verdicts))
+    names = [metrics.LABELS.get(m, m) for m in cols]
     lines = [f"## {dataset}", "", f"Settings: {settings}", "", *extra, "",
-             "| method | size | " + " | ".join(cols) + " | runs |", "| --- | --- | " + " | ".join("---" for _ in cols)
+             "| method | size | " + " | ".join(names) + " | runs |", "| --- | --- | " + " | ".join("---" for _ in cols)
              + " | --- |"]
     for method in methods:
         for size in sizes:
@@ -150,16 +327,27 @@ def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], 
             runs = next(c for c in cells if c is not None)
             values = " | ".join(format_mean_std(c["mean"], c["std"]) if c else "" for c in cells)
             lines.append(f"| {method} | {size} | {values} | {runs['runs']} (+{runs['diverged_runs']} diverged) |")
-    lines += ["", "Paired differences (method - reference) over disjoint groups of runs, verdict at 2 s.e.:", "",
-              "| method | vs | size | " + " | ".join(cols) + " |",
-              "| --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
-    vk = {(r["method"], r["reference"], r["size"], r["metric"]): r for r in verdicts if r["dataset"] == dataset}
-    for method, ref, size in dict.fromkeys((r["method"], r["reference"], r["size"]) for r in verdicts
-                                           if r["dataset"] == dataset):
-        cells = []
-        for m in cols:
-            v = vk.get((method, ref, size, m))
-            cells.append("" if v is None else f"{v['diff']:+.4f}" + (f" ± {v['se']:.4f}" if v["se"] != "" else "")
-                         + f" {v['verdict']}")
-        lines.append(f"| {method} | {ref} | {size} | " + " | ".join(cells) + " |")
+    mine = [r for r in verdicts if r["dataset"] == dataset]
+    lines += ["", f"Paired differences (method - reference) over disjoint groups of runs: mean [{1 - level:.0%} t "
+              f"interval at groups - 1 d.f., per test], {CORRECTION}-corrected p-value, verdict at {level:g} "
+              f"family-wise ({CORRECTION} over the tests of one claim: NLL and both ACE readings against every "
+              f"reference at every tested size; accuracy and RPS a family each); fewer than {MIN_DF} d.f. call "
+              "nothing (not tested). ACE (top-label): the largest probability in 20 equal-count bins (the authors' "
+              "code); ACE (class-wise): 20 equal-count bins per class (Nixon et al.).", "",
+              "| method | vs | size | d.f. | " + " | ".join(names) + " |",
+              "| --- | --- | --- | --- | " + " | ".join("---" for _ in cols) + " |"]
+    vk = {(r["method"], r["reference"], r["size"], r["metric"]): r for r in mine}
+    for method, ref, size in dict.fromkeys((r["method"], r["reference"], r["size"]) for r in mine):
+        df = next(r["df"] for r in mine if (r["method"], r["reference"], r["size"]) == (method, ref, size))
+        cells = ["" if (method, ref, size, m) not in vk else _cell(vk[(method, ref, size, m)]) for m in cols]
+        lines.append(f"| {method} | {ref} | {size} | {df} | " + " | ".join(cells) + " |")
+    claims = []
+    for method in dict.fromkeys(r["method"] for r in mine):
+        readings = [f"under {metrics.LABELS[a]} {claim_holds(mine, dataset, method, metrics_=('nll', a))}"
+                    for a in ACE_READINGS if any(r["metric"] == a for r in mine)]
+        if readings:
+            claims.append(f"- {method}: lower NLL and ACE than {', '.join(dict.fromkeys(r['reference'] for r in mine))}"
+                          f" at every tested size: {'; '.join(readings)}.")
+    if claims:
+        lines += ["", "The claim, per ACE reading:", "", *claims]
     return "\n".join(lines) + "\n\n"
