@@ -141,7 +141,8 @@ print(f"Adam ({cfg.epochs_train} epochs) + SWA ({cfg.epochs_swa} epochs): {time.
 probs = {"Adam": predict(net, data, cfg, gen), "SWA": predict(swa_net, data, cfg, gen)}
 for name, p in probs.items():
     scores = evaluate(p, data.y_test)
-    print(f"{name:4s}: accuracy {scores['accuracy']:.3f}, NLL {scores['nll']:.3f}, ACE {scores['ace']:.3f}")
+    print(f"{name:4s}: accuracy {scores['accuracy']:.3f}, NLL {scores['nll']:.3f}, "
+          f"ACE (top-label) {scores['ace_top_label']:.3f}")
 
 # %% [markdown]
 # ## Step 2: localized SMS-UBU around the SWA point
@@ -213,26 +214,29 @@ plt.show()
 #
 # ## Step 3: calibration before and after
 #
-# The sampler's predictive is the mean of the samples' probabilities. Four numbers per method:
-# accuracy, NLL of the predictive (lower is better: it punishes confident mistakes), ACE (20
-# adaptive bins per class: the mean gap between predicted probability and observed frequency)
-# and the Brier score. We also score each single sample, to see what averaging them buys.
+# The sampler's predictive is the mean of the samples' probabilities. Five numbers per method:
+# accuracy, NLL of the predictive (lower is better: it punishes confident mistakes), ACE in its
+# two readings (the mean gap between predicted probability and observed frequency over 20 bins of
+# equal count: *top-label*, the confidence of the predicted class, as the paper's authors compute
+# it; *class-wise*, every class's probability, as Nixon et al. define it) and the Brier score. We
+# also score each single sample, to see what averaging them buys.
 
 # %%
 probs["SMS-UBU (mean of samples)"] = np.mean(sample_probs, axis=0)
 scores = {name: evaluate(p, data.y_test) for name, p in probs.items()}
-print(f"{'method':28s} {'accuracy':>8s} {'NLL':>7s} {'ACE':>7s} {'Brier':>7s}")
+print(f"{'method':28s} {'accuracy':>8s} {'NLL':>7s} {'ACE top':>8s} {'ACE cls':>8s} {'Brier':>7s}")
 for name, s in scores.items():
-    print(f"{name:28s} {s['accuracy']:8.3f} {s['nll']:7.3f} {s['ace']:7.3f} {s['brier']:7.3f}")
+    print(f"{name:28s} {s['accuracy']:8.3f} {s['nll']:7.3f} {s['ace_top_label']:8.3f} {s['ace_classwise']:8.3f} "
+          f"{s['brier']:7.3f}")
 single = [evaluate(p, data.y_test) for p in sample_probs]
 print(f"{'single samples (range)':28s} {min(s['accuracy'] for s in single):.3f}-"
       f"{max(s['accuracy'] for s in single):.3f} NLL {min(s['nll'] for s in single):.3f}-"
       f"{max(s['nll'] for s in single):.3f}")
 
 swa, ens = scores["SWA"], scores["SMS-UBU (mean of samples)"]
-for metric in ("nll", "ace"):
+for metric in ("nll", "ace_top_label", "ace_classwise"):
     change = ens[metric] - swa[metric]
-    print(f"{metric.upper()}: SMS-UBU {ens[metric]:.3f} vs SWA {swa[metric]:.3f}: "
+    print(f"{metric}: SMS-UBU {ens[metric]:.3f} vs SWA {swa[metric]:.3f}: "
           f"{'lower (better)' if change < 0 else 'higher (worse)'} by {abs(change):.3f} "
           f"({100 * change / swa[metric]:+.0f}%)")
 
@@ -252,7 +256,7 @@ for k, name in enumerate(("SWA", "SMS-UBU (mean of samples)")):
     which = np.clip(np.digitize(confidence, edges) - 1, 0, len(edges) - 2)
     used = [b for b in range(len(edges) - 1) if np.any(which == b)]
     top.plot([confidence[which == b].mean() for b in used], [correct[which == b].mean() for b in used],
-             "o-", label=f"{name}: ACE {scores[name]['ace']:.3f}")
+             "o-", label=f"{name}: ACE (top-label) {scores[name]['ace_top_label']:.3f}")
     counts = np.bincount(which, minlength=len(edges) - 1)
     width = (edges[1] - edges[0]) / 2.2
     bottom.bar(edges[:-1] + (k + 0.5) * width, counts, width=width, label=name)
