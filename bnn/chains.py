@@ -151,15 +151,42 @@ def module_sampler(net, sconf):
     return ModuleSampler(net, sconf)
 
 
-def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig) -> float:
-    """Average per-datum training loss of one epoch from the sum of its batch losses."""
-    m = batches_per_epoch(cfg, data.n)
-    return total / (m * cfg.batch_size) if spec.plan == "iid" else total / data.n
+def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig, steps: int) -> float:
+    """Average per-datum training loss of an epoch of ``steps`` batches from the sum of its batch
+    losses (a partition's batches counted at ``N_D / N_m`` data each)."""
+    per_batch = cfg.batch_size if spec.plan == "iid" else data.n / batches_per_epoch(cfg, data.n)
+    return total / (steps * per_batch)
+
+
+def panel_steps_per_epoch(cfg: RunConfig, n: int, h: float) -> int:
+    """The steps of one epoch of a step-size panel chain at ``h``: ``round(N_m cfg.h / h)`` (at least 1).
+
+    A panel chain runs ``epochs_burn`` and ``epochs_sample`` such epochs, one sample at the end of
+    each, so every step size integrates for the same time ``T = (epochs_burn + epochs_sample) N_m
+    cfg.h`` (up to the rounding) and takes its samples at the same times: a smaller ``h`` takes
+    more steps, and the panel measures the discretization's bias, not a shorter trajectory.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration (its ``h`` is the reference step).
+    n : int
+        Training images.
+    h : float
+        The panel's step size (in the same convention as ``cfg.h``).
+
+    Returns
+    -------
+    int
+        The steps per epoch.
+    """
+    return max(1, round(batches_per_epoch(cfg, n) * cfg.h / h))
 
 
 def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
               epochs_burn: int, epochs_sample: int, evaluate: bool = True,
-              timings: dict | None = None, control_variate: bool = False) -> ChainResult:
+              timings: dict | None = None, control_variate: bool = False,
+              steps_per_epoch: int | None = None) -> ChainResult:
     """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s).
 
     Parameters
@@ -186,6 +213,10 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
         Wall times, appended to by kind.
     control_variate : bool
         The force's control variate at ``x_star_net``'s weights.
+    steps_per_epoch : int or None
+        The steps of one of the chain's epochs (None: the batches of one pass over the data). The
+        step-size panel sets ``N_m h_ref / h`` so that every step size runs for the same time
+        (:func:`panel_steps_per_epoch`); the trace holds the average batch loss per such epoch.
 
     Returns
     -------
@@ -196,7 +227,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
 
     net = copy_state(start_net, start_net.state_dict())
     net.train()
-    m = batches_per_epoch(cfg, data.n)
+    m = batches_per_epoch(cfg, data.n) if steps_per_epoch is None else steps_per_epoch
     sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m,
                             control_variate=control_variate)
     sampler = module_sampler(net, sconf)
@@ -218,7 +249,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
             if data.x.is_cuda:
                 torch.cuda.synchronize()
             seconds.append(time.perf_counter() - t0)
-            trace.append(_epoch_loss(total, spec, data, cfg))
+            trace.append(_epoch_loss(total, spec, data, cfg, m))
             if evaluate and e >= epochs_burn:
                 p = predict(net, data, cfg, gen, timings=timings)
                 acc = p if acc is None else acc + p
@@ -232,7 +263,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
 
 def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
                epochs_burn: int, epochs_sample: int, evaluate: bool = True,
-               timings: dict | None = None) -> list[ChainResult]:
+               timings: dict | None = None, steps_per_epoch: int | None = None) -> list[ChainResult]:
     """``len(starts)`` chains of ``spec`` at once through the torch samplers' multi-chain mode
     (:class:`integrators.torch.ensemble.EnsembleSampler`: one ``vmap`` over the stacked
     parameters, several chains per device). Chain ``k`` starts from ``starts[k]``'s weights and
@@ -264,6 +295,8 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
         Whether the samples' test predictive is computed (False: the trace only).
     timings : dict or None
         Wall times, appended to by kind.
+    steps_per_epoch : int or None
+        The steps of one epoch (None: one pass over the data), as in :func:`run_chain`.
 
     Returns
     -------
@@ -282,7 +315,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     if not starts:
         raise ValueError("run_chains needs at least one starting network")
     n_chains = len(starts)
-    m = batches_per_epoch(cfg, data.n)
+    m = batches_per_epoch(cfg, data.n) if steps_per_epoch is None else steps_per_epoch
     sconf = _sampler_config(spec, x_star_net, data, cfg, h=h, seed=seed, n_steps=(epochs_burn + epochs_sample) * m)
     x0 = torch.stack([torch.nn.utils.parameters_to_vector(s.parameters()).detach() for s in starts])
     sampler = EnsembleSampler(starts[0], sconf, n_chains, x0=x0)
@@ -308,7 +341,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
                 torch.cuda.synchronize()
             seconds.append(time.perf_counter() - t0)
             for k in range(n_chains):
-                traces[k].append(_epoch_loss(float(total[k]), spec, data, cfg))
+                traces[k].append(_epoch_loss(float(total[k]), spec, data, cfg, m))
             if evaluate and e >= epochs_burn:
                 for k in range(n_chains):
                     with torch.no_grad():

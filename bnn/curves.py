@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 # ------------------------------------------------------------------ the regime of the paper's claim
-CURVE_METRICS = ("nll", "accuracy", "ace", "rps")
+CURVE_METRICS = ("nll", "accuracy", "ace_top_label", "ace_classwise", "rps")  # keys of bnn.metrics.METRICS
 
 
 def curve_rows(dataset: str, runs: list) -> list[dict]:
@@ -104,9 +104,9 @@ def overconfidence(summary: list[dict], dataset: str) -> dict | None:
 
 
 def plot_curve(summary: list[dict], dataset: str):
-    """Test NLL, accuracy and ACE of Adam and SWA against the optimizer's steps (mean ± s.d.
-    over runs), and the training loss: the overconfident regime is the NLL rising while the
-    accuracy stays.
+    """Test NLL, accuracy and both ACE readings (top-label, class-wise) of Adam and SWA against the
+    optimizer's steps (mean ± s.d. over runs), and the training loss: the overconfident regime is
+    the NLL rising while the accuracy stays.
 
     Parameters
     ----------
@@ -118,7 +118,8 @@ def plot_curve(summary: list[dict], dataset: str):
     Returns
     -------
     matplotlib.figure.Figure
-        Four panels (test NLL, accuracy, ACE, and the training loss on a log scale); nothing is
+        Five panels (test NLL, accuracy, ACE top-label, ACE class-wise, and the training loss on a
+        log scale), each titled with its metric's name (:data:`bnn.metrics.LABELS`); nothing is
         written.
     """
     import matplotlib
@@ -126,8 +127,10 @@ def plot_curve(summary: list[dict], dataset: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = ("nll", "accuracy", "ace", "train_loss")
-    fig, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.2))
+    from bnn.metrics import LABELS
+
+    panels = ("nll", "accuracy", "ace_top_label", "ace_classwise", "train_loss")
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2))
     for ax, metric in zip(axes, panels, strict=True):
         for stage, color in (("Adam", "C0"), ("SWA", "C1")):
             pts = [r for r in summary if r["dataset"] == dataset and r["stage"] == stage]
@@ -137,7 +140,7 @@ def plot_curve(summary: list[dict], dataset: str):
                         yerr=[p[f"{metric}_std"] or 0.0 for p in pts], marker="o", ms=3, capsize=2, color=color,
                         label=stage)
         ax.set_xlabel("optimizer steps")
-        ax.set_title("training loss" if metric == "train_loss" else f"test {metric}")
+        ax.set_title("training loss" if metric == "train_loss" else f"test {LABELS[metric]}")
         if metric == "train_loss":
             ax.set_yscale("log")
     axes[0].legend(fontsize=7)

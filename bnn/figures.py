@@ -13,16 +13,27 @@ import math
 import numpy as np
 
 from bnn import metrics
-from bnn.metrics import RHAT_NOT_MIXED
 
-PLOTTED = ("accuracy", "nll", "ace", "rps")
+PLOTTED = ("accuracy", "nll", "ace_top_label", "ace_classwise", "rps")  # keys of bnn.metrics.METRICS
+STEP_SIZE_METRICS = ("nll", "ace_top_label", "ace_classwise")  # the step-size panel's
 REFERENCE = ("Adam", "SWA")
-CIFAR10_PAPER = {  # the paper's Table (wide CIFAR-10 network, 4 runs): mean, standard deviation
-    "Adam": {"accuracy": (0.8734, 0.0045), "ace": (0.0150, 0.0011), "nll": (0.5475, 0.0352), "rps": (0.0387, 0.0016)},
-    "SWA": {"accuracy": (0.8943, 0.0046), "ace": (0.0138, 0.0007), "nll": (0.5620, 0.0507), "rps": (0.0340, 0.0016)},
-    "SMS-UBU": {"accuracy": (0.8979, 0.0020), "ace": (0.0054, 0.0003), "nll": (0.3086, 0.0061),
+RHAT_MIXED = 1.1  # the bar the text reads: rank-normalised split R-hat of the training loss below it: mixed enough
+RHAT_STRICT = 1.01  # the strict bar (Vehtari et al. 2021)
+# the paper's Table (wide CIFAR-10 network, 4 runs): mean, standard deviation; its ACE is the authors' code's,
+# the top-label one
+CIFAR10_PAPER = {
+    "Adam": {"accuracy": (0.8734, 0.0045), "ace_top_label": (0.0150, 0.0011), "nll": (0.5475, 0.0352),
+             "rps": (0.0387, 0.0016)},
+    "SWA": {"accuracy": (0.8943, 0.0046), "ace_top_label": (0.0138, 0.0007), "nll": (0.5620, 0.0507),
+            "rps": (0.0340, 0.0016)},
+    "SMS-UBU": {"accuracy": (0.8979, 0.0020), "ace_top_label": (0.0054, 0.0003), "nll": (0.3086, 0.0061),
                 "rps": (0.0285, 0.0006)},
 }
+
+
+def metric_label(metric: str) -> str:
+    """How a figure names a metric: :data:`bnn.metrics.LABELS` (each ACE with its reading), else the key."""
+    return metrics.LABELS.get(metric, metric)
 
 
 def method_runs(runs: list) -> dict:
@@ -156,7 +167,7 @@ def plot_ensembles(rows: list[dict], dataset: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 3.4))
+    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(3.6 * len(PLOTTED), 3.4))
     for ax, metric in zip(axes, PLOTTED, strict=True):
         for method in dict.fromkeys(r["method"] for r in rows if r["dataset"] == dataset):
             pts = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] == metric]
@@ -169,7 +180,7 @@ def plot_ensembles(rows: list[dict], dataset: str):
                         ls="--" if method in REFERENCE else "-")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("ensemble size")
-        ax.set_title(metric)
+        ax.set_title(metric_label(metric))
     diverged = sorted({r["method"] for r in rows if r["dataset"] == dataset and r["diverged_runs"]})
     handles, labels = axes[0].get_legend_handles_labels()
     # below the panels, at a size the report's page (the figure shrunk to its width) still shows readably
@@ -182,8 +193,9 @@ def plot_ensembles(rows: list[dict], dataset: str):
 
 
 def step_size_rows(dataset: str, runs: list) -> list[dict]:
-    """NLL and ACE of single SMS-UBU runs against ``h`` on the runs that carry the panel, with SWA
-    of the same runs as the reference.
+    """NLL and both ACE readings (:data:`STEP_SIZE_METRICS`) of single SMS-UBU runs against ``h`` on
+    the runs that carry the panel, with SWA of the same runs as the reference. Every ``h`` runs for
+    the same integration time (:func:`bnn.chains.panel_steps_per_epoch`).
 
     Parameters
     ----------
@@ -195,9 +207,11 @@ def step_size_rows(dataset: str, runs: list) -> list[dict]:
     Returns
     -------
     list of dict
-        Per method (SWA, or SMS-UBU at one ``h``) and metric (``nll``, ``ace``): ``dataset``,
-        ``method``, ``h`` (``""`` for SWA), ``metric``, ``mean`` and ``std`` over runs (``""``
-        when none or one), ``runs``, ``diverged_runs`` and ``width``; empty without the panel.
+        Per method (SWA, or SMS-UBU at one ``h``) and metric: ``dataset``, ``method``, ``h``
+        (``""`` for SWA), ``metric``, ``mean`` and ``std`` over runs (``""`` when none or one),
+        ``runs``, ``diverged_runs``, ``width``, ``steps_per_epoch`` and ``time`` (the chain's
+        integration time; ``""`` for SWA and for runs that did not record it); empty without the
+        panel.
     """
     panel = [r for r in runs if r["config"]["h_panel"]]
     if not panel:
@@ -208,7 +222,7 @@ def step_size_rows(dataset: str, runs: list) -> list[dict]:
         first = panel[0]["methods"][method]
         if method != "SWA" and first.get("sampler") != "SMS-UBU":
             continue
-        vals = {"nll": [], "ace": []}
+        vals = {m: [] for m in STEP_SIZE_METRICS}
         diverged = []
         for r in panel:
             m = r["methods"][method]
@@ -216,20 +230,31 @@ def step_size_rows(dataset: str, runs: list) -> list[dict]:
                 diverged.append(m["diverged"])
                 continue
             p = np.array(m["probs"])
-            vals["nll"].append(metrics.nll(p, labels))
-            vals["ace"].append(metrics.ace(p, labels))
+            for metric in STEP_SIZE_METRICS:
+                vals[metric].append(metrics.METRICS[metric](p, labels))
         for metric, v in vals.items():
             rows.append({"dataset": dataset, "method": "SWA" if method == "SWA" else "SMS-UBU",
                          "h": "" if method == "SWA" else first["h"], "metric": metric,
                          "mean": float(np.mean(v)) if v else "", "std": float(np.std(v, ddof=1)) if len(v) > 1 else "",
                          "runs": len(v), "diverged_runs": len(diverged),
-                         "width": panel[0]["config"]["width"]})
+                         "width": panel[0]["config"]["width"], "steps_per_epoch": first.get("steps_per_epoch", ""),
+                         "time": first.get("time", "")})
     return rows
 
 
+def _h_label(h: float) -> str:
+    """A step size in at most three significant digits, as ``8.75e-4`` below 0.01."""
+    if h >= 0.01:
+        return f"{h:.3g}"
+    mantissa, exponent = f"{h:.2e}".split("e")
+    return f"{float(mantissa):g}e{int(exponent)}"
+
+
 def plot_step_size(rows: list[dict]):
-    """NLL and ACE of single SMS-UBU runs against ``h``, a dotted line where it diverged, and SWA's
-    level dashed, per data set.
+    """Each metric of the rows against ``h`` (single SMS-UBU runs, mean ± s.d. over runs), at a
+    fixed integration time ``T`` (the steps grow as ``h`` shrinks: the panel measures the
+    discretization's bias, not a shorter trajectory); a grey dotted line where it diverged, and
+    SWA's level per data set in that data set's colour and a line style of its own.
 
     Parameters
     ----------
@@ -239,7 +264,8 @@ def plot_step_size(rows: list[dict]):
     Returns
     -------
     matplotlib.figure.Figure
-        The figure; nothing is written.
+        One panel per metric, titled with its name (each ACE with its reading), the legend below
+        them; nothing is written.
     """
     import matplotlib
 
@@ -247,30 +273,47 @@ def plot_step_size(rows: list[dict]):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
-    for ax, metric in zip(axes, ("nll", "ace"), strict=True):
-        for dataset in dict.fromkeys(r["dataset"] for r in rows):
+    panels = list(dict.fromkeys(r["metric"] for r in rows))
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.4), squeeze=False)
+    axes = axes[0]
+    ref_styles = ("--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
+    for ax, metric in zip(axes, panels, strict=True):
+        for i, dataset in enumerate(datasets):
+            color = f"C{i}"
             pts = sorted((r for r in rows if r["dataset"] == dataset and r["metric"] == metric
                           and r["method"] == "SMS-UBU" and r["mean"] != ""), key=lambda r: r["h"])
-            ax.errorbar([p["h"] for p in pts], [p["mean"] for p in pts],
-                        yerr=[p["std"] or 0.0 for p in pts], marker="o", capsize=2, label=f"SMS-UBU ({dataset})")
+            times = sorted({round(float(p["time"]), 3) for p in pts if p.get("time", "") != ""})
+            at = f", T = {times[0]:g}" if len(times) == 1 else ""
+            ax.errorbar([p["h"] for p in pts], [p["mean"] for p in pts], yerr=[p["std"] or 0.0 for p in pts],
+                        marker="o", ms=4, capsize=2, color=color, label=f"SMS-UBU ({dataset}{at})")
             for p in (r for r in rows if r["dataset"] == dataset and r["metric"] == metric
                       and r["method"] == "SMS-UBU" and r["mean"] == ""):
-                ax.axvline(p["h"], color="C3", ls=":", label=f"diverged at h={p['h']:g}")
+                ax.axvline(p["h"], color="0.5", ls=":", label=f"diverged ({dataset}, h={_h_label(p['h'])})")
             ref = [r for r in rows if r["dataset"] == dataset and r["metric"] == metric and r["method"] == "SWA"]
             if ref and ref[0]["mean"] != "":
-                ax.axhline(ref[0]["mean"], color="k", ls="--", label=f"SWA ({dataset})")
+                ax.axhline(ref[0]["mean"], color=color, lw=1.2, ls=ref_styles[i % len(ref_styles)],
+                           label=f"SWA ({dataset})")
         ax.set_xscale("log")
-        # one label per step size drawn: a log axis spanning about a decade labels its minor ticks too, and
-        # those overlap
+        # one label per step size drawn, compact and slanted (a log axis spanning about a decade labels its minor
+        # ticks too, and those overlap)
         hs = sorted({r["h"] for r in rows if r["method"] == "SMS-UBU" and r["metric"] == metric})
         if hs:
-            ax.set_xticks(hs, [f"{h:g}" for h in hs])
+            ax.set_xticks(hs, [_h_label(h) for h in hs], rotation=45, ha="right", rotation_mode="anchor", fontsize=8)
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        ax.tick_params(axis="y", labelsize=8)
         ax.set_xlabel("h")
-        ax.set_title(f"{metric} of single runs")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+        ax.set_title(metric_label(metric), fontsize=10)
+    handles, labels = {}, []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in handles:
+                handles[lab] = h
+                labels.append(lab)
+    ncol = max(1, min(len(labels), 2 * len(datasets)))
+    fig.legend([handles[lab] for lab in labels], labels, fontsize=9, loc="lower center", ncol=ncol)
+    fig.suptitle("Single SMS-UBU runs against h at a fixed integration time T (more steps at smaller h)", fontsize=10)
+    fig.tight_layout(rect=(0, 0.04 + 0.07 * -(-len(labels) // ncol), 1, 1))  # room for the legend's rows
     return fig
 
 
@@ -314,8 +357,9 @@ def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
 
 
 def plot_traces(traces: list[dict], rhats: list[dict]):
-    """The training loss of the first run's trace chains per epoch, and the R-hats per run
-    against :data:`bnn.metrics.RHAT_NOT_MIXED`.
+    """The training loss of the first run's trace chains per epoch, and the R-hats per run against
+    the bar the text reads (:data:`RHAT_MIXED`, 1.1: below it mixed enough) and the strict one
+    (:data:`RHAT_STRICT`, 1.01), both drawn and labelled.
 
     Parameters
     ----------
@@ -349,7 +393,8 @@ def plot_traces(traces: list[dict], rhats: list[dict]):
     b.plot(range(1, len(good) + 1), [r["rhat"] for r in good], "o", label="Gelman-Rubin R-hat")
     b.plot(range(1, len(good) + 1), [r["rank_split_rhat"] for r in good], "x", label="rank-normalised split R-hat")
     b.axhline(1.0, color="k", lw=0.5)
-    b.axhline(RHAT_NOT_MIXED, color="C3", ls="--", lw=0.8, label=f"{RHAT_NOT_MIXED} (above: not mixed)")
+    b.axhline(RHAT_MIXED, color="C3", ls="--", lw=0.9, label=f"{RHAT_MIXED:g}: the bar used (below: mixed)")
+    b.axhline(RHAT_STRICT, color="C2", ls=":", lw=0.9, label=f"{RHAT_STRICT:g}: strict bar")
     if len(good) <= 20:  # one integer tick per point, labelled 1..n
         b.set_xticks(range(1, len(good) + 1), [str(i) for i in range(1, len(good) + 1)])
     else:
@@ -378,7 +423,8 @@ def cifar10_rows(runs: list) -> list[dict]:
     list of dict
         Per method of :data:`CIFAR10_PAPER` and metric of :data:`PLOTTED`: ``method``, ``metric``,
         ``mean`` and ``std`` (``""`` when none or one run), ``runs``, ``diverged_runs``,
-        ``paper_mean`` and ``paper_std``.
+        ``paper_mean`` and ``paper_std`` (``""`` for ``ace_classwise``: the paper's ACE is the
+        top-label one).
     """
     labels = np.array(runs[0]["labels"])
     rows = []
@@ -388,7 +434,7 @@ def cifar10_rows(runs: list) -> list[dict]:
         scores = [metrics.evaluate(p, labels) for p in probs] if probs is not None else []
         for metric in PLOTTED:
             v = [s[metric] for s in scores]
-            paper = CIFAR10_PAPER[method][metric]
+            paper = CIFAR10_PAPER[method].get(metric, ("", ""))  # the paper reports the top-label ACE only
             rows.append({"method": method, "metric": metric, "mean": float(np.mean(v)) if v else "",
                          "std": float(np.std(v, ddof=1)) if len(v) > 1 else "", "runs": len(v),
                          "diverged_runs": len(diverged), "paper_mean": paper[0], "paper_std": paper[1]})

@@ -15,7 +15,9 @@ For one seed:
    with elastic bounces and friction ``gamma = 1 / rho``; SG-HMC and cyclical SG-HMC on the whole
    posterior (no localization, same friction), as in the paper. ``epochs_burn`` epochs of burn-in,
    then ``epochs_sample`` epochs each ending with one sample; the run's predictive is the mean of
-   the samples' predictive probabilities.
+   the samples' predictive probabilities. The step-size panel (``h_panel``) runs SMS-UBU at other
+   step sizes for the same integration time: an epoch of ``round(N_m h / h_panel)`` steps
+   (:func:`bnn.chains.panel_steps_per_epoch`), the same number of epochs and samples.
 
 With ``curve_every``, Adam's network and the SWA average are also scored on the test set along
 training (the run's ``curve``), from a generator of their own so the networks trained are those
@@ -55,6 +57,7 @@ from bnn.chains import (
     CHANCE_SE,
     ChainResult,
     module_sampler,
+    panel_steps_per_epoch,
     perturbed,
     run_chain,
     run_chains,
@@ -71,6 +74,7 @@ from bnn.config import (
     smallest_input,
     with_overrides,
 )
+from bnn.curves import CURVE_METRICS
 from bnn.training import (
     DATASETS,
     Tensors,
@@ -88,8 +92,9 @@ from integrators.validation import seed_value
 
 __all__ = ["BOUNDARY_WARN", "CHANCE_SE", "DATASETS", "SAMPLERS", "STEP_CONVENTIONS", "ChainResult", "RunConfig",
            "SamplerSpec", "Tensors", "batches_per_epoch", "check_run_fits", "load", "models", "module_sampler",
-           "network_parameters", "perturbed", "predict", "prior_term", "run", "run_bytes", "run_chain", "run_chains",
-           "sample_warnings", "sampler_settings", "sum_loss", "tensors", "train", "with_overrides"]
+           "network_parameters", "panel_steps_per_epoch", "perturbed", "predict", "prior_term", "run", "run_bytes",
+           "run_chain", "run_chains", "sample_warnings", "sampler_settings", "sum_loss", "tensors", "train",
+           "with_overrides"]
 
 
 # Parameter-sized tensors a run keeps besides its samplers': the network and its gradient, Adam's
@@ -222,7 +227,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
                 scores = bnn_metrics.evaluate(predict(model, data, cfg, curve_gen, timings=timings), data.y_test)
                 steps = (e if stage == "Adam" else cfg.epochs_train + e) * m_train
                 curve.append({"stage": stage, "epoch": e, "step": steps,
-                              **{k: scores[k] for k in ("accuracy", "nll", "ace", "rps")}})
+                              **{k: scores[k] for k in CURVE_METRICS}})
     else:
         on_epoch = None
     swa_net, train_losses = train(net, data, cfg, gen, timings, on_epoch=on_epoch)
@@ -239,14 +244,19 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         out["hessian"]["SWA"] = hessian(swa_net)
         out["hessian"]["SWA + N(0, rho^2)"] = hessian(perturbed(swa_net, cfg.rho, gen))
     chains = [(label, cfg.h) for label in cfg.samplers] + [("SMS-UBU", h) for h in cfg.h_panel if h != cfg.h]
+    m_data = batches_per_epoch(cfg, data.n)
     for k, (label, h) in enumerate(chains):
         key = label if h == cfg.h else f"{label} h={h:g}"
         settings = sampler_settings(SAMPLERS[label], cfg, h)
+        # the panel's chains integrate for the main chains' time: more steps per epoch at a smaller h
+        steps = m_data if h == cfg.h else panel_steps_per_epoch(cfg, data.n, h)
+        settings["steps_per_epoch"] = steps
+        settings["time"] = (cfg.epochs_burn + cfg.epochs_sample) * steps * settings["step"]
         if cfg.chains == 1:
             res = run_chain(swa_net, swa_net, SAMPLERS[label], data, cfg, h=settings["step"],
                             seed=derive(seed, "bnn", "sampler", label, k),
                             epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings,
-                            control_variate=settings["control_variate"])
+                            control_variate=settings["control_variate"], steps_per_epoch=steps)
             out["methods"][key] = {"probs": _probs_json(res.probs), "h": h, "diverged": res.diverged,
                                    "sampler": label, "trace": res.trace, "boundary_fraction": res.boundary,
                                    **settings}
@@ -254,7 +264,8 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
             continue
         results = run_chains([swa_net] * cfg.chains, swa_net, SAMPLERS[label], data, cfg, h=settings["step"],
                              seed=derive(seed, "bnn", "sampler", label, k),
-                             epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings)
+                             epochs_burn=cfg.epochs_burn, epochs_sample=cfg.epochs_sample, timings=timings,
+                             steps_per_epoch=steps)
         diverged = [r.diverged for r in results if r.diverged is not None]
         probs = None if diverged else np.mean([r.probs for r in results], axis=0)
         boundary = None if diverged or results[0].boundary is None else float(np.mean([r.boundary for r in results]))

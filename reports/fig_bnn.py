@@ -9,11 +9,11 @@ import os
 import numpy as np
 
 from bnn import curves, figures, presets, verdicts
-from bnn.metrics import RHAT_NOT_MIXED
+from bnn.figures import RHAT_MIXED, RHAT_STRICT
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
-RHAT_MIXED_BAR = 1.1  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
+RHAT_MIXED_BAR = RHAT_MIXED  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
 # fewest runs per data set whose ensembles can test the claim: 8 give disjoint groups of 1, 2 and 4 (regime runs 8,
 # quick 12); the tiny levels' 2 runs give two single-run groups, a standard error from two numbers
 MIN_RUNS_TO_TEST = 8
@@ -31,6 +31,7 @@ COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
         "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"}
 PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
 LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
+ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn.metrics.METRICS: both ACE definitions, each named
 RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
                 methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY)))  # null: diverged
 REQUIRES = ("torch",)  # what its runs import (bnn.presets and this module import without it)
@@ -132,8 +133,10 @@ def _range(values) -> str:
 
 
 def rhat_summary(rows) -> str:
-    """Both R-hats of the training loss (classic and rank-normalised split), and what they say: a
-    value above 1.01 means the chains have not mixed (below 1 is noise of few draws, not a pass)."""
+    """Both R-hats of the training loss (classic and rank-normalised split), and what they say
+    against the bar the figure draws: below :data:`bnn.figures.RHAT_MIXED` (1.1) mixed enough to
+    report, and whether below the strict :data:`bnn.figures.RHAT_STRICT` (1.01) too (below 1 is
+    noise of few draws, not a pass)."""
     n = len(rows)
     classic = [r["rhat"] for r in rows]
     rank = [r["rank_split_rhat"] for r in rows if r.get("rank_split_rhat", "") != ""]
@@ -142,8 +145,13 @@ def rhat_summary(rows) -> str:
         text += f", rank-normalised split {_range(rank)}"
     worst = max(classic + rank)
     draws = sorted({r["draws"] for r in rows if r.get("draws", "") != ""})
-    if worst > RHAT_NOT_MIXED:
-        text += f" (above {RHAT_NOT_MIXED}: not mixed at this preset{f', {draws[0]} draws per chain' if draws else ''})"
+    per_chain = f", {draws[0]} draws per chain" if draws else ""
+    if worst > RHAT_MIXED:
+        text += f" (above {RHAT_MIXED:g}: not mixed at this preset{per_chain})"
+    elif worst > RHAT_STRICT:
+        text += f" (below {RHAT_MIXED:g}: mixed by the bar used; above the strict {RHAT_STRICT:g}{per_chain})"
+    else:
+        text += f" (below the strict {RHAT_STRICT:g}{per_chain})"
     return text
 
 
@@ -179,11 +187,11 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list):
         holds = verdicts.claim_holds(paired, dataset, method)
         parts = []
         for v in paired:
-            if v["method"] == method and v["size"] == 1 and v["metric"] in ("nll", "ace"):
+            if v["method"] == method and v["size"] == 1 and v["metric"] in ("nll", *ACE_READINGS):
                 parts.append(f"{v['metric']} {v['method_mean']:.4f} vs {v['reference']} {v['reference_mean']:.4f} "
                              f"({v['verdict']})")
         per_size = []
-        for metric in ("nll", "ace"):
+        for metric in ("nll", *ACE_READINGS):
             for ref in figures.REFERENCE:
                 vs = [v["verdict"] for v in paired if v["method"] == method and v["metric"] == metric
                       and v["reference"] == ref and v["size"] in sizes]
@@ -239,7 +247,7 @@ def draw(results: list, preset: str) -> Drawing:
         # single runs and the largest ensembles that still have two disjoint groups (a standard deviation)
         sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
         for size in dict.fromkeys((sizes[0], sizes[-1])) if sizes else ():
-            verdicts_here = (ensemble_verdict(rows, dataset, size, m, not untestable) for m in ("nll", "ace"))
+            verdicts_here = (ensemble_verdict(rows, dataset, size, m, not untestable) for m in ("nll", *ACE_READINGS))
             claims = [v for v in verdicts_here if v]
             if claims:
                 measured.append(f"{dataset}, ensembles of {size}: SMS-UBU " + "; ".join(claims))

@@ -249,9 +249,11 @@ def test_metric_values_on_a_valid_three_point_example_are_unchanged():
         "nll": -(math.log(0.1) + math.log(0.4) + math.log(0.7)) / 3,
         # 15 equal-width bins: confidences 0.9 (wrong), 0.6 (wrong), 0.7 (right), each alone in its bin
         "ece": (0.9 + 0.6 + 0.3) / 3,
-        # 20 equal-count bins per class over 3 points: every point alone; class 0 errors |1 - 0.1|, |1 - 0.4|,
-        # |0 - 0.3|, class 1 |0 - 0.9|, |0 - 0.6|, |1 - 0.7|
-        "ace": (0.9 + 0.6 + 0.3 + 0.9 + 0.6 + 0.3) / 6,
+        # class-wise: 20 equal-count bins per class over 3 points: every point alone; class 0 errors |1 - 0.1|,
+        # |1 - 0.4|, |0 - 0.3|, class 1 |0 - 0.9|, |0 - 0.6|, |1 - 0.7|
+        "ace_classwise": (0.9 + 0.6 + 0.3 + 0.9 + 0.6 + 0.3) / 6,
+        # top-label: 20 equal-count bins of the largest probability, every point alone: |0.9 - 0|, |0.6 - 0|, |0.7 - 1|
+        "ace_top_label": (0.9 + 0.6 + 0.3) / 3,
         "brier": ((0.9**2 + 0.9**2) + (0.6**2 + 0.6**2) + (0.3**2 + 0.3**2)) / 3,
         "rps": (0.9**2 + 0.6**2 + 0.3**2) / 3,                     # K = 2: (F_0 - O_0)^2 / (K - 1)
     }

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bnn import curves, pipeline, presets, verdicts
+from bnn import curves, pipeline, presets
 from integrators import data
 
 pytestmark = pytest.mark.torch
@@ -138,7 +138,8 @@ def test_curve_evaluates_adam_and_swa_without_changing_them(variant_runs, one_to
                                                                        ("SWA", 1, 3 * m)]
     assert [p["train_loss"] for p in curve] == res["train_losses"]
     for p in curve:
-        assert 0 <= p["accuracy"] <= 1 and p["nll"] > 0 and 0 <= p["ace"] <= 1
+        assert 0 <= p["accuracy"] <= 1 and p["nll"] > 0
+        assert 0 <= p["ace_top_label"] <= 1 and 0 <= p["ace_classwise"] <= 1
     # the last Adam point scores Adam's network on a different BatchNorm subset: close, and the
     # run without a curve trains the same networks (the curve draws from a generator of its own)
     without = pipeline.run(pipeline.with_overrides(SMALL, samplers=("SMS-UBU", "SMS-UBU (notebook)")), 7)
@@ -147,38 +148,9 @@ def test_curve_evaluates_adam_and_swa_without_changing_them(variant_runs, one_to
     np.testing.assert_array_equal(without["methods"]["SWA"]["probs"], res["methods"]["SWA"]["probs"])
 
 
-def _fake_runs(n, shift):
-    """Runs whose method "B" puts ``shift`` more probability on the true class than "A" (the reference)."""
-    rng = np.random.default_rng(0)
-    labels = rng.integers(0, 2, size=50)
-    runs = []
-    for i in range(n):
-        p = rng.uniform(0.55, 0.8, size=50)
-        a = np.where(labels == 1, p, 1 - p)
-        b = np.clip(np.where(labels == 1, p + shift, 1 - p - shift), 0.01, 0.99)
-        runs.append({"seed": i, "labels": labels.tolist(), "methods": {
-            "A": {"probs": np.stack([1 - a, a], 1).tolist()}, "B": {"probs": np.stack([1 - b, b], 1).tolist()}}})
-    return runs
-
-
-def test_paired_verdicts_name_better_equal_and_worse():
-    better = verdicts.paired_verdicts("d", _fake_runs(8, 0.1), ["B"], references=("A",))
-    by = {(r["size"], r["metric"]): r for r in better}
-    assert {s for s, _ in by} == {1, 2, 4}
-    assert by[(1, "nll")]["verdict"] == "better" and by[(1, "nll")]["diff"] < 0 and by[(1, "nll")]["groups"] == 8
-    assert by[(4, "rps")]["verdict"] == "better" and by[(4, "rps")]["groups"] == 2
-    worse = {(r["size"], r["metric"]): r for r in verdicts.paired_verdicts("d", _fake_runs(8, -0.1), ["B"], ("A",))}
-    assert worse[(1, "nll")]["verdict"] == "worse"
-    same = verdicts.paired_verdicts("d", _fake_runs(8, 0.0), ["B"], ("A",))
-    assert {r["verdict"] for r in same} == {"equal"}
-    assert verdicts.claim_holds(better + [{**r, "method": "B", "metric": "ace", "verdict": "better"} for r in better],
-                               "d", "B") == "holds"
-    assert verdicts.claim_holds(same, "d", "B") == "does not hold"
-
-
 def test_overconfidence_finds_the_lowest_nll_along_training():
     rows = [{"dataset": "d", "seed": s, "stage": "Adam", "epoch": e, "step": 10 * e, "nll": nll + 0.01 * s,
-             "accuracy": 0.9, "ace": 0.1, "rps": 0.1, "train_loss": 1.0 / e}
+             "accuracy": 0.9, "ace_top_label": 0.1, "ace_classwise": 0.1, "rps": 0.1, "train_loss": 1.0 / e}
             for s in range(2) for e, nll in ((1, 0.5), (2, 0.3), (3, 0.4), (4, 0.6))]
     summary = curves.curve_summary(rows)
     assert [r["runs"] for r in summary] == [2] * 4
@@ -246,7 +218,8 @@ def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
     verdicts = list(csv.DictReader(open(rep / "bnn_verdicts.csv")))
     assert {r["method"] for r in verdicts} == {"SMS-UBU", "SMS-UBU (notebook)", "SG-UBU", "SG-HMC"}
     assert {r["reference"] for r in verdicts} == {"Adam", "SWA"}
-    assert {r["verdict"] for r in verdicts} <= {"better", "equal", "worse", "no s.e."}
+    # 2 runs per data set: one group of 2 or two single runs, too few degrees of freedom to call anything
+    assert {r["verdict"].split(":")[0] for r in verdicts} <= {"better", "worse", "not distinguishable", "not tested"}
     text = (rep / "bnn_regime.md").read_text()
     assert "## xray_stratified" in text and "## digits" in text and "pooled and split stratified" in text
     assert "SMS-UBU (notebook) with step h/2 and the control variate at x*" in text
