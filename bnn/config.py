@@ -79,6 +79,9 @@ def data_location(dataset: str, data_path: str | None):
     return datasets.find_data(data_path)
 
 
+PAPER_REFERENCE = ("Adam (paper)", "SWA (paper)")  # the methods of RunConfig.paper_baseline
+
+
 @dataclass(frozen=True)
 class SamplerSpec:
     """A sampler of the comparison: scheme x plan, localized or not, cyclical step size or not.
@@ -204,7 +207,18 @@ class RunConfig:
     curve_every : int
         0, or evaluate Adam's network on the test set after its first epoch, every ``curve_every``
         epochs and after its last, and the SWA average likewise over the SWA epochs (the run's
-        ``curve``: test NLL, accuracy, ACE, RPS against the optimizer's steps).
+        ``curve``: test NLL, accuracy, both ACE readings, RPS against the optimizer's steps).
+    paper_baseline : bool
+        Also train the paper's baseline from the same initial network: Adam for
+        ``paper_epochs_train`` epochs with the power-1 decay stepped once per epoch (the authors'
+        code; the network after the last epoch), then ``paper_epochs_swa`` SWA epochs at
+        ``lr_swa`` from it: the methods ``Adam (paper)`` and ``SWA (paper)``, beside the annealed
+        baseline of ``epochs_train`` / ``epochs_swa`` (decay stepped per batch, to 0), whose SWA
+        point the samplers start from. About ``(paper_epochs_train + paper_epochs_swa) /
+        epochs_train`` more training time (from its own generator: the annealed run is unchanged).
+    paper_epochs_train, paper_epochs_swa : int
+        The paper baseline's Adam epochs (``>= 1``, the paper's 15) and SWA epochs (``>= 0``, the
+        paper's 5).
 
     Raises
     ------
@@ -245,6 +259,9 @@ class RunConfig:
     step_convention: str = "paper"
     control_variate: bool = False
     curve_every: int = 0
+    paper_baseline: bool = False
+    paper_epochs_train: int = 15
+    paper_epochs_swa: int = 5
 
     def __post_init__(self):
         import torch
@@ -262,8 +279,9 @@ class RunConfig:
         if not isinstance(self.step_convention, str) or self.step_convention not in STEP_CONVENTIONS:
             raise ValueError(f"step_convention must be one of {', '.join(map(repr, STEP_CONVENTIONS))}, got "
                              f"{self.step_convention!r}")
-        if not isinstance(self.control_variate, bool):
-            raise ValueError(f"control_variate must be True or False, got {self.control_variate!r}")
+        for name in ("control_variate", "paper_baseline"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.stratified_test is not None and (
                 isinstance(self.stratified_test, bool) or not isinstance(self.stratified_test, numbers.Real)
                 or not 0 < self.stratified_test < 1):
@@ -280,7 +298,8 @@ class RunConfig:
         for name, low in (("batch_size", 1), ("n_eval_batches", 1), ("n_cycles", 1), ("hessian_batch", 1),
                           ("chains", 1), ("epochs_train", 0), ("epochs_swa", 0), ("epochs_burn", 0),
                           ("epochs_sample", 0), ("augment_copies", 0), ("hessian_iters", 0), ("trace_chains", 0),
-                          ("trace_epochs", 0), ("curve_every", 0)):
+                          ("trace_epochs", 0), ("curve_every", 0), ("paper_epochs_train", 1),
+                          ("paper_epochs_swa", 0)):
             int_at_least(name, getattr(self, name), low)
         for name in ("n_train", "n_test"):  # None: the whole split
             if getattr(self, name) is not None:

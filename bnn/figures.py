@@ -13,10 +13,11 @@ import math
 import numpy as np
 
 from bnn import metrics
+from bnn.config import PAPER_REFERENCE  # the paper's baseline (RunConfig.paper_baseline)
 
 PLOTTED = ("accuracy", "nll", "ace_top_label", "ace_classwise", "rps")  # keys of bnn.metrics.METRICS
 STEP_SIZE_METRICS = ("nll", "ace_top_label", "ace_classwise")  # the step-size panel's
-REFERENCE = ("Adam", "SWA")
+REFERENCE = ("Adam", "SWA")  # the annealed baseline (the samplers start from its SWA point)
 RHAT_MIXED = 1.1  # the bar the text reads: rank-normalised split R-hat of the training loss below it: mixed enough
 RHAT_STRICT = 1.01  # the strict bar (Vehtari et al. 2021)
 # the paper's Table (wide CIFAR-10 network, 4 runs): mean, standard deviation; its ACE is the authors' code's,
@@ -32,7 +33,18 @@ CIFAR10_PAPER = {
 
 
 def metric_label(metric: str) -> str:
-    """How a figure names a metric: :data:`bnn.metrics.LABELS` (each ACE with its reading), else the key."""
+    """How a figure names a metric.
+
+    Parameters
+    ----------
+    metric : str
+        A metric's key (of :data:`bnn.metrics.METRICS`, or another).
+
+    Returns
+    -------
+    str
+        Its name in :data:`bnn.metrics.LABELS` (each ACE with its reading), else the key itself.
+    """
     return metrics.LABELS.get(metric, metric)
 
 
@@ -42,7 +54,8 @@ def method_runs(runs: list) -> dict:
     Parameters
     ----------
     runs : list of dict
-        The runs (their ``methods``; the first run's name every method).
+        The runs (their ``methods``; a method some runs lack, e.g. a sampler run on fewer runs,
+        counts the runs that have it).
 
     Returns
     -------
@@ -51,7 +64,7 @@ def method_runs(runs: list) -> dict:
         (None if it diverged in all) and the ``(seed, divergent step)`` of the others.
     """
     out = {}
-    for method in runs[0]["methods"]:
+    for method in dict.fromkeys(m for r in runs for m in r["methods"]):
         probs, diverged = [], []
         for r in runs:
             m = r["methods"].get(method)
@@ -148,7 +161,7 @@ def ensemble_markdown(rows: list[dict], settings: str) -> str:
 
 def plot_ensembles(rows: list[dict], dataset: str):
     """The metrics of :data:`PLOTTED` against the ensemble size, one panel each, every method
-    (mean ± s.d. over disjoint groups; Adam and SWA dashed).
+    (mean ± s.d. over disjoint groups; Adam and SWA dashed, the paper's baseline dotted).
 
     Parameters
     ----------
@@ -177,7 +190,7 @@ def plot_ensembles(rows: list[dict], dataset: str):
             y = [p["mean"] for p in pts]
             err = [p["std"] if p["std"] != "" else 0.0 for p in pts]
             ax.errorbar(x, y, yerr=err, marker="o", ms=3, capsize=2, label=method,
-                        ls="--" if method in REFERENCE else "-")
+                        ls="--" if method in REFERENCE else ":" if method in PAPER_REFERENCE else "-")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("ensemble size")
         ax.set_title(metric_label(metric))

@@ -21,7 +21,10 @@ For one seed:
 
 With ``curve_every``, Adam's network and the SWA average are also scored on the test set along
 training (the run's ``curve``), from a generator of their own so the networks trained are those
-of the same run without it. ``step_convention`` and ``control_variate`` select the authors'
+of the same run without it. With ``paper_baseline``, the paper's Adam (15 epochs, the decay
+stepped per epoch, the last epoch's network) and SWA from it are trained from the same initial
+network and scored too (``Adam (paper)``, ``SWA (paper)``; the samplers start from the annealed
+SWA point). ``step_convention`` and ``control_variate`` select the authors'
 notebook variants (UBU step ``h / 2``, the control variate at ``x*``); the sampler
 ``SMS-UBU (notebook)`` runs with both, beside the paper's ``SMS-UBU``.
 
@@ -65,6 +68,7 @@ from bnn.chains import (
     sampler_settings,
 )
 from bnn.config import (
+    PAPER_REFERENCE,
     SAMPLERS,
     STEP_CONVENTIONS,
     RunConfig,
@@ -79,6 +83,7 @@ from bnn.training import (
     DATASETS,
     Tensors,
     batches_per_epoch,
+    copy_state,
     load,
     predict,
     prior_term,
@@ -156,6 +161,23 @@ def _probs_json(p: np.ndarray | None):
     return None if p is None else np.round(p, 7).tolist()
 
 
+def _paper_baseline(net, data: Tensors, cfg: RunConfig, seed: int, methods: dict, timings: dict) -> list:
+    """The paper's baseline from the initial network ``net`` (trained in place): Adam for
+    ``paper_epochs_train`` epochs, the decay stepped per epoch, then ``paper_epochs_swa`` SWA epochs,
+    from a generator of its own; adds ``Adam (paper)`` and ``SWA (paper)`` to ``methods`` and
+    returns the per-epoch training losses."""
+    gen = torch.Generator(device=data.x.device).manual_seed(derive(seed, "bnn", "paper baseline"))
+    paper = with_overrides(cfg, epochs_train=cfg.paper_epochs_train, epochs_swa=cfg.paper_epochs_swa)
+    own: dict = {}
+    swa_net, losses = train(net, data, paper, gen, own, schedule="per_epoch")
+    for stage, seconds in own.items():
+        timings[f"paper {stage}"] = seconds
+    for name, model in zip(PAPER_REFERENCE, (net, swa_net), strict=True):
+        methods[name] = {"probs": _probs_json(predict(model, data, cfg, gen, timings=timings)), "h": None,
+                         "diverged": None}
+    return losses
+
+
 def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     """One independent run (see the module docstring).
 
@@ -198,6 +220,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     # the training batches, Adam's and SWA's evaluation subsets and the perturbed starting points
     gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "training"))
     net = models.build(cfg.network, width=cfg.width, in_shape=data.in_shape, n_classes=data.n_classes).to(device)
+    initial = copy_state(net, net.state_dict()) if cfg.paper_baseline else None  # the paper baseline's start
     hess_x = data.x[:cfg.hessian_batch]
     hess_y = data.y[:cfg.hessian_batch]
 
@@ -239,6 +262,8 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     for name, model in (("Adam", net), ("SWA", swa_net)):
         out["methods"][name] = {"probs": _probs_json(predict(model, data, cfg, gen, timings=timings)), "h": None,
                                 "diverged": None}
+    if initial is not None:
+        out["paper_train_losses"] = _paper_baseline(initial, data, cfg, seed, out["methods"], timings)
     if cfg.hessian_iters:
         out["hessian"]["Adam"] = hessian(net)
         out["hessian"]["SWA"] = hessian(swa_net)

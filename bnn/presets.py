@@ -6,7 +6,7 @@ CPU levels. One source of truth: the reports module and the benchmark read these
 | ``tiny`` (``make demo``) | scikit-learn digits (8 x 8) | Fashion-MNIST's, width 1/4, batch 300 | 2 | 3, 2, 1, 3 |
 | ``quick`` (2 CPU cores) | PneumoniaMNIST (28 x 28, ``find_medmnist``) | chest X-ray's, width 1/4 | 12 | 8, 4, 4, 8 |
 | ``full`` (GPU, cluster) | Fashion-MNIST, Celeb-A, chest X-ray, CIFAR-10 | the paper's, width 1 | 64 | 15, 5, 10, 30 |
-| ``regime`` (2 CPU cores) | X-ray subset pooled, stratified; digits | 1/8; 1/4 (below) | 8 + 8 | below |
+| ``regime`` (2 CPU cores) | X-ray subset pooled, stratified; digits | 1/8; 1/4 (below) | 32 + 32 | below |
 | ``regime-tiny`` (the tests) | the same, 300 train / 100 test images | 1/16; 1/8 | 2 + 2 | 2, 2, 1, 1 |
 
 ``quick`` is budgeted for about 10 minutes with ``--workers 2`` on 2 cores (one torch thread per
@@ -31,7 +31,8 @@ cost pilots only:
 | Adam (1e-2, power-1 decay) + SWA (1e-3) | 56 + 19 epochs: 4,536 + 1,539 steps | 118 + 39: 4,484 + 1,482 |
 | samplers | 6 burn-in + 14 sample epochs (1,620 steps, 14 samples) | 12 + 30 epochs (1,596 steps, 30 samples) |
 | test metrics along training | Adam and SWA every 4 epochs (and the first, the last) | every 10 epochs |
-| runs; runs with the panel and traces | 8; 4 | 8; 4 |
+| the paper's baseline (``paper_baseline``) | Adam 15 epochs, decay stepped per epoch, + 5 SWA epochs | the same |
+| runs; with every sampler; with the panel and traces | 32; 8; 4 | 32; 8; 4 |
 | step-size panel (SMS-UBU) | h = 5e-4 (the table's), 8.75e-4, 1.75e-3, 3.5e-3 | 2.5e-4 (F-MNIST's), same others |
 | trace chains (SMS-UBU from x* + N(0, rho^2)) | 4 chains x 24 epochs (1,944 steps) | 4 x 50 epochs (1,900 steps) |
 
@@ -49,7 +50,31 @@ steps are points of the panel. The sampler epochs give about 1,600 steps, 2.8 ti
 relaxation times ``2 / gamma`` of the localized dynamics. Cost pilots (one run of each with the
 panel and traces, 2 processes on 2 cores shared with another job): 454 s (X-ray) and 405 s (digits)
 of wall time; idle, about 300 s and 265 s for those runs, 170 s and 150 s for a plain run, so about
-3,600 core-seconds for the 16 runs: about 30 minutes with ``--workers 2`` on 2 idle cores.
+3,600 core-seconds for the 16 runs: about 30 minutes with ``--workers 2`` on 2 idle cores (the
+preset as it was then: 8 runs each, the panel at a fixed number of steps, no paper baseline).
+
+Two baselines. The *annealed* one (``epochs_train`` Adam epochs, the rate decayed per batch to 0,
+then SWA) is trained to the overconfident regime, and the samplers start from its SWA point. The
+*paper's* one (``paper_baseline``: Adam for 15 epochs with the power-1 decay stepped once per
+epoch, the epoch-15 network, then 5 SWA epochs from it; from the same initial network) is the
+baseline the paper's claim is about: its Figures and Tables compare SMS-UBU with Adam and SWA
+trained that way. Both are scored and judged (``Adam (paper)``, ``SWA (paper)``); the samplers
+are not rerun from the paper's SWA point, so a verdict against the paper's baseline compares
+SMS-UBU around the annealed SWA point with it.
+
+Runs: 32 per data set, so that ensembles of 1, 2 and 4 form 32, 16 and 8 disjoint groups and
+every ensemble verdict of SMS-UBU against the baselines has at least 7 degrees of freedom; runs
+0-7 run every sampler (SMS-UBU (notebook), SG-UBU and SG-HMC keep 8 runs: their verdicts at
+sizes 2 and 4 have 3 and 1 degrees of freedom and are not tested), runs 8-31 SMS-UBU alone
+(:attr:`Experiment.sampler_runs`); runs 0-3 carry the panel, at a fixed integration time (a chain
+at ``h`` runs ``round(N_m REGIME_H / h)`` steps per epoch, :func:`bnn.chains.panel_steps_per_epoch`),
+and the traces. Estimated cost, from one-epoch timings of each part on 2 cores under a load of
+about 3.6 (one torch thread): an X-ray training epoch 1.3 s, an SMS-UBU epoch 1.1 s (the notebook
+variant 2.1 s, SG-UBU and SG-HMC 0.7 s), an evaluation 0.24 s; digits 0.3 s, 0.3 s (0.8 s, 0.3 s),
+0.03 s. An X-ray run then costs about 150 s with SMS-UBU alone, 230 s with every sampler and
+470 s with the panel and traces (the paper's baseline about 25 s of each); digits 70 s, 130 s and
+320 s: about 9,900 core-seconds in all, some 80 minutes with ``--workers 2`` at that load and,
+scaled as the pilots' idle to loaded times (about 0.8), some 65 minutes on 2 idle cores.
 
 The ``full`` tables (:data:`PAPER_TABLES`): batch 200, Adam 1e-2 decaying with power 1, SWA at 1e-3,
 ``h`` = 2.5e-4 (Fashion-MNIST, Celeb-A) and 5e-4 (chest X-ray), ``rho`` = 50^(-1/2) (0.2 for
@@ -69,7 +94,7 @@ torch) when first asked.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 from bnn.config import SAMPLERS, RunConfig, data_location
 from integrators.data import DataError
@@ -81,7 +106,9 @@ LEVELS = ("tiny", "quick", "full", "regime", "regime-tiny")
 @dataclass(frozen=True)
 class Experiment:
     """One data set's experiment at one level: the run configuration and how many runs; runs
-    ``0 .. extra_runs - 1`` also carry the step-size panel, the Hessian norms and the traces.
+    ``0 .. extra_runs - 1`` also carry the step-size panel, the Hessian norms and the traces, and
+    runs from ``sampler_runs`` on run SMS-UBU alone (with Adam, SWA and the baselines): the other
+    samplers keep fewer runs.
 
     Attributes
     ----------
@@ -93,6 +120,9 @@ class Experiment:
         Runs in all, and how many of the first carry the extras.
     extras : dict
         The fields of ``config`` those first runs override.
+    sampler_runs : int or None
+        Runs ``0 .. sampler_runs - 1`` run every sampler of ``settings``, the later ones
+        :data:`CORE_SAMPLERS` only (None: every run runs every sampler).
     """
 
     name: str
@@ -100,6 +130,8 @@ class Experiment:
     n_runs: int
     extra_runs: int
     extras: dict
+    _: KW_ONLY
+    sampler_runs: int | None = None
 
     @functools.cached_property
     def config(self) -> RunConfig:
@@ -144,31 +176,38 @@ EXPERIMENTS = {
 
 # ``regime``: the paper's claim where the paper measures it (see the module docstring for the choices)
 REGIME_SAMPLERS = ("SMS-UBU", "SMS-UBU (notebook)", "SG-UBU", "SG-HMC")
+CORE_SAMPLERS = ("SMS-UBU",)  # what the runs after an experiment's sampler_runs still run
+# 32 runs: groups of 1, 2 and 4 give 31, 15 and 7 degrees of freedom (issue 37: every ensemble verdict >= 7)
+REGIME_RUNS, REGIME_SAMPLER_RUNS = 32, 8
 REGIME_H = 1.75e-3  # the tables' h times sqrt(N_paper / N): 5e-4 sqrt(47400 / 4024), 2.5e-4 sqrt(60000 / 1200)
 REGIME_PANEL = (8.75e-4, 3.5e-3)  # with the tables' own h of each data set and REGIME_H: 4 points
 EXPERIMENTS["regime"] = (
     Experiment("xray_stratified", _cfg("xray_subset", "chest_xray", width=0.125, batch_size=50, epochs_train=56,
                                       epochs_swa=19, epochs_burn=6, epochs_sample=14, h=REGIME_H,
-                                      samplers=REGIME_SAMPLERS, stratified_test=0.2, curve_every=4),
-               n_runs=8, extra_runs=4,
+                                      samplers=REGIME_SAMPLERS, stratified_test=0.2, curve_every=4,
+                                      paper_baseline=True),
+               n_runs=REGIME_RUNS, extra_runs=4, sampler_runs=REGIME_SAMPLER_RUNS,
                extras={"h_panel": (5e-4, *REGIME_PANEL), "trace_chains": 4, "trace_epochs": 24}),
     Experiment("digits", _cfg("digits", "fashion_mnist", width=0.25, batch_size=32, epochs_train=118,
                              epochs_swa=39, epochs_burn=12, epochs_sample=30, h=REGIME_H,
-                             samplers=REGIME_SAMPLERS, curve_every=10),
-               n_runs=8, extra_runs=4,
+                             samplers=REGIME_SAMPLERS, curve_every=10, paper_baseline=True),
+               n_runs=REGIME_RUNS, extra_runs=4, sampler_runs=REGIME_SAMPLER_RUNS,
                extras={"h_panel": (2.5e-4, *REGIME_PANEL), "trace_chains": 4, "trace_epochs": 50}),
 )
-# the same code path in seconds (the test suite's level of ``regime``)
+# the same code path in seconds (the test suite's level of ``regime``): the paper baseline shortened too
+_TINY_PAPER = {"paper_baseline": True, "paper_epochs_train": 2, "paper_epochs_swa": 1}
 EXPERIMENTS["regime-tiny"] = (
     Experiment("xray_stratified", _cfg("xray_subset", "chest_xray", width=0.0625, n_train=300, n_test=100,
                                       batch_size=50, epochs_train=2, epochs_swa=2, epochs_burn=1,
                                       epochs_sample=1, h=REGIME_H, samplers=REGIME_SAMPLERS,
-                                      stratified_test=0.2, curve_every=1, n_eval_batches=2),
-               n_runs=2, extra_runs=1, extras={"h_panel": (REGIME_PANEL[0],), "trace_chains": 2, "trace_epochs": 6}),
+                                      stratified_test=0.2, curve_every=1, n_eval_batches=2, **_TINY_PAPER),
+               n_runs=2, extra_runs=1, sampler_runs=1,
+               extras={"h_panel": (REGIME_PANEL[0],), "trace_chains": 2, "trace_epochs": 6}),
     Experiment("digits", _cfg("digits", "fashion_mnist", width=0.125, n_train=300, n_test=100, batch_size=50,
                              epochs_train=2, epochs_swa=2, epochs_burn=1, epochs_sample=1, h=REGIME_H,
-                             samplers=REGIME_SAMPLERS, curve_every=1, n_eval_batches=2),
-               n_runs=2, extra_runs=1, extras={"h_panel": (REGIME_PANEL[0],), "trace_chains": 2, "trace_epochs": 6}),
+                             samplers=REGIME_SAMPLERS, curve_every=1, n_eval_batches=2, **_TINY_PAPER),
+               n_runs=2, extra_runs=1, sampler_runs=1,
+               extras={"h_panel": (REGIME_PANEL[0],), "trace_chains": 2, "trace_epochs": 6}),
 )
 
 
@@ -225,9 +264,10 @@ def run_config(level: str, dataset: str, run: int) -> RunConfig:
         if exp.name == dataset:
             if not 0 <= run < exp.n_runs:
                 raise ValueError(f"run {run} outside 0..{exp.n_runs - 1} for {dataset} at {level}")
-            if run < exp.extra_runs:
-                return RunConfig(**{**exp.config.to_dict(), **exp.extras})
-            return exp.config
+            changes = dict(exp.extras) if run < exp.extra_runs else {}
+            if exp.sampler_runs is not None and run >= exp.sampler_runs:
+                changes["samplers"] = tuple(s for s in exp.config.samplers if s in CORE_SAMPLERS)
+            return RunConfig(**{**exp.config.to_dict(), **changes}) if changes else exp.config
     raise ValueError(f"no experiment {dataset!r} at {level}; have {[e.name for e in experiments(level)]}")
 
 

@@ -199,11 +199,21 @@ def batches_per_epoch(cfg: RunConfig, n: int) -> int:
     return math.ceil(n / cfg.batch_size)
 
 
-def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dict, *, on_epoch=None):
+LR_SCHEDULES = ("per_step", "per_epoch")  # how Adam's polynomial decay is stepped (train's ``schedule``)
+
+
+def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dict, *, on_epoch=None,
+          schedule: str = "per_step"):
     """Adam with polynomial decay (power 1), then SWA at a constant rate; returns the SWA network
-    (a copy) and the per-epoch average training loss. ``on_epoch(stage, epoch, model)``, if given,
-    is called after each epoch (``stage`` ``"Adam"`` or ``"SWA"``, ``epoch`` counted from 1 within
-    the stage, ``model`` the network or, during SWA, the average so far); it must not change them.
+    (a copy) and the per-epoch average training loss.
+
+    ``schedule="per_step"`` (the annealed baseline) decays the rate after every batch, to 0 at the
+    end of the ``epochs_train`` epochs; ``"per_epoch"`` (the paper's baseline, as the authors'
+    code steps ``PolynomialLR`` once per epoch) holds ``lr_adam (1 - e / epochs_train)`` through
+    epoch ``e + 1``, so the last epoch still runs at ``lr_adam / epochs_train``.
+    ``on_epoch(stage, epoch, model)``, if given, is called after each epoch (``stage`` ``"Adam"``
+    or ``"SWA"``, ``epoch`` counted from 1 within the stage, ``model`` the network or, during SWA,
+    the average so far); it must not change them.
 
     The batch objective is ``mean cross-entropy + prior_precision |weights|^2 / (2 N_D)``.
 
@@ -221,6 +231,8 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
         Wall times, appended to under ``adam`` and ``swa``.
     on_epoch : callable or None
         ``on_epoch(stage, epoch, model)``.
+    schedule : {"per_step", "per_epoch"}
+        When the decay steps (:data:`LR_SCHEDULES`).
 
     Returns
     -------
@@ -228,12 +240,21 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
         The SWA network ``x*`` (a copy; Adam's network when ``epochs_swa`` is 0).
     losses : list of float
         The per-epoch average training cross-entropy.
+
+    Raises
+    ------
+    ValueError
+        If ``schedule`` is not one of :data:`LR_SCHEDULES`.
     """
     from torch.optim.swa_utils import AveragedModel
 
+    if schedule not in LR_SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(map(repr, LR_SCHEDULES))}, got {schedule!r}")
+    per_step = schedule == "per_step"
     opt = torch.optim.Adam(net.parameters(), lr=cfg.lr_adam)
     m = batches_per_epoch(cfg, data.n)
-    sched = torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=max(1, cfg.epochs_train * m), power=1.0)
+    sched = torch.optim.lr_scheduler.PolynomialLR(opt, total_iters=max(1, cfg.epochs_train * (m if per_step else 1)),
+                                                  power=1.0)
     swa = AveragedModel(net, use_buffers=False)
     losses = []
     net.train()
@@ -249,11 +270,13 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
             loss = ce + prior_term(net, cfg.prior_precision) / data.n
             loss.backward()
             opt.step()
-            if stage == "adam":
+            if stage == "adam" and per_step:
                 sched.step()
             total += float(ce.detach()) * len(idx)
         if data.x.is_cuda:
             torch.cuda.synchronize()
+        if stage == "adam" and not per_step:
+            sched.step()
         timings.setdefault(stage, []).append(time.perf_counter() - t0)
         losses.append(total / data.n)
 

@@ -217,7 +217,7 @@ def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
                                                           for s in ("Adam", "SWA")}
     verdicts = list(csv.DictReader(open(rep / "bnn_verdicts.csv")))
     assert {r["method"] for r in verdicts} == {"SMS-UBU", "SMS-UBU (notebook)", "SG-UBU", "SG-HMC"}
-    assert {r["reference"] for r in verdicts} == {"Adam", "SWA"}
+    assert {r["reference"] for r in verdicts} == {"Adam", "SWA", "Adam (paper)", "SWA (paper)"}
     # 2 runs per data set: one group of 2 or two single runs, too few degrees of freedom to call anything
     assert {r["verdict"].split(":")[0] for r in verdicts} <= {"better", "worse", "not distinguishable", "not tested"}
     text = (rep / "bnn_regime.md").read_text()
