@@ -100,3 +100,14 @@ def test_block_sampler_refuses_a_config_without_the_control_variate(problem):
     net, _ = problem
     with pytest.raises(ValueError, match="control_variate must be True"):
         _sampler(BlockReferenceSampler, net, control_variate=False)
+
+
+def test_bnn_chains_run_the_control_variate_with_the_block_reference(problem):
+    from bnn.chains import module_sampler
+
+    net, _ = problem
+    cfg = SamplerConfig(h=1e-3, gamma=1.0, n_data=N, batch_size=B, scheme="ubu", plan="sms",
+                        localization=Localization(rho=0.5), control_variate=True)
+    assert type(module_sampler(net, cfg)) is BlockReferenceSampler
+    plain = SamplerConfig(h=1e-3, gamma=1.0, n_data=N, batch_size=B, scheme="ubu", plan="sms")
+    assert type(module_sampler(net, plain)) is ModuleSampler
