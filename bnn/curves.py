@@ -130,7 +130,7 @@ def plot_curve(summary: list[dict], dataset: str):
     from bnn.metrics import LABELS
 
     panels = ("nll", "accuracy", "ace_top_label", "ace_classwise", "train_loss")
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.2))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.2))
     for ax, metric in zip(axes, panels, strict=True):
         for stage, color in (("Adam", "C0"), ("SWA", "C1")):
             pts = [r for r in summary if r["dataset"] == dataset and r["stage"] == stage]
@@ -143,7 +143,7 @@ def plot_curve(summary: list[dict], dataset: str):
         ax.set_title("training loss" if metric == "train_loss" else f"test {LABELS[metric]}")
         if metric == "train_loss":
             ax.set_yscale("log")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=9)
     runs = max((r["runs"] for r in summary if r["dataset"] == dataset), default=0)
     fig.suptitle(f"{dataset}: Adam (power-1 decay) then SWA, test metrics along training (mean ± s.d. over "
                  f"{runs} runs)", fontsize=9)
