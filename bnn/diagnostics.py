@@ -217,8 +217,8 @@ def trace_rhat(traces) -> dict:
     Returns
     -------
     dict
-        ``{"rhat": ..., "rank_split_rhat": ...}``; above :data:`bnn.metrics.RHAT_NOT_MIXED` the
-        chains have not mixed.
+        ``{"rhat": ..., "rank_split_rhat": ...}``; above :data:`bnn.metrics.RHAT_MIXED` the
+        chains have not mixed (above :data:`bnn.metrics.RHAT_STRICT`: not by the strict bar).
 
     Raises
     ------

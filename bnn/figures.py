@@ -18,8 +18,7 @@ from bnn.config import PAPER_REFERENCE  # the paper's baseline (RunConfig.paper_
 PLOTTED = ("accuracy", "nll", "ace_top_label", "ace_classwise", "rps")  # keys of bnn.metrics.METRICS
 STEP_SIZE_METRICS = ("nll", "ace_top_label", "ace_classwise")  # the step-size panel's
 REFERENCE = ("Adam", "SWA")  # the annealed baseline (the samplers start from its SWA point)
-RHAT_MIXED = 1.1  # the bar the text reads: rank-normalised split R-hat of the training loss below it: mixed enough
-RHAT_STRICT = 1.01  # the strict bar (Vehtari et al. 2021)
+RHAT_MIXED, RHAT_STRICT = metrics.RHAT_MIXED, metrics.RHAT_STRICT  # drawn on the R-hat panel
 # the paper's Table (wide CIFAR-10 network, 4 runs): mean, standard deviation; its ACE is the authors' code's,
 # the top-label one
 CIFAR10_PAPER = {

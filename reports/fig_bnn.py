@@ -9,11 +9,10 @@ import os
 import numpy as np
 
 from bnn import curves, figures, presets, verdicts
-from bnn.figures import RHAT_MIXED, RHAT_STRICT
+from bnn.metrics import RHAT_MIXED, RHAT_STRICT
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
-RHAT_MIXED_BAR = RHAT_MIXED  # the regime's bar on the rank-normalised split R-hat (below it: mixed enough to report)
 # fewest runs per data set whose ensembles can test the claim: 8 single runs give 7 degrees of freedom (regime runs 32,
 # quick 12); the tiny levels' 2 runs give two single-run groups, a standard error from two numbers
 MIN_RUNS_TO_TEST = 8
@@ -135,8 +134,8 @@ def _range(values) -> str:
 
 def rhat_summary(rows) -> str:
     """Both R-hats of the training loss (classic and rank-normalised split), and what they say
-    against the bar the figure draws: below :data:`bnn.figures.RHAT_MIXED` (1.1) mixed enough to
-    report, and whether below the strict :data:`bnn.figures.RHAT_STRICT` (1.01) too (below 1 is
+    against the bar the figure draws: below :data:`bnn.metrics.RHAT_MIXED` (1.1) mixed enough to
+    report, and whether below the strict :data:`bnn.metrics.RHAT_STRICT` (1.01) too (below 1 is
     noise of few draws, not a pass)."""
     n = len(rows)
     classic = [r["rhat"] for r in rows]
@@ -185,7 +184,7 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list):
         text.append(f"{dataset}: R-hat of the SMS-UBU training-loss traces ({mine[0]['chains']} chains, "
                     f"{mine[0]['draws']} draws after {mine[0]['burn_in_epochs']} burn-in epochs, {len(mine)} SWA "
                     f"points): Gelman-Rubin {_range([r['rhat'] for r in mine])}, rank-normalised split {_range(rank)} "
-                    f"({'below' if max(rank) < RHAT_MIXED_BAR else 'not all below'} {RHAT_MIXED_BAR})")
+                    f"({'below' if max(rank) < RHAT_MIXED else 'not all below'} {RHAT_MIXED})")
     for method in samplers:
         sizes = sorted({v["size"] for v in paired if v["method"] == method and v["se"] != ""})
         holds = verdicts.claim_holds(paired, dataset, method)

@@ -79,6 +79,10 @@ PACKAGES = [
     "bnn.curves",
     "bnn.figures",
     "bnn.verdicts",
+    "bnn.control_variate",
+    "theory_checks.monte_carlo",
+    "theory_checks.nonlinear",
+    "integrators.targets.double_well",
     # the reports command (docs/api/reports.md)
     "reports.cli",
     "reports.registry",

@@ -96,7 +96,7 @@ def test_rhat_panel_ticks_are_the_points(render, n):
     lo, hi = b.get_xlim()
     assert lo < 1 and hi > n and hi - lo >= 2  # room around a single point
     assert [tuple(line.get_ydata()) for line in b.get_lines() if line.get_linestyle() == "--"] == [
-        (figures.RHAT_NOT_MIXED,) * 2]
+        (figures.RHAT_MIXED,) * 2]
 
 
 @pytest.mark.filterwarnings("ignore:No artists with labels")  # the empty left panel

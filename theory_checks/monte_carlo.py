@@ -31,6 +31,8 @@ import numpy as np
 from theory_checks.checks import Check
 from theory_checks.oracle import UnstableStepError, stationary_moments
 
+__all__ = ["family_critical", "probe_law_check", "target_law_check"]
+
 MC_ALPHA = 1e-5         # family-wise level of each Monte Carlo comparison
 MC_STEPS = 2000         # steps observed at the probe-law check's step size
 TARGET_STEPS = 8000     # steps observed at the target-law check's coarsest step h (the (h, h/2) pair)
@@ -58,7 +60,20 @@ def moment_functions(x, out, data):
 def family_critical(n_compared: int, n_replicates: int) -> float:
     """Two-sided Bonferroni critical value of ``n_compared`` t statistics over ``n_replicates``
     independent chains (Student's t with ``n_replicates - 1`` degrees of freedom) at family-wise
-    level :data:`MC_ALPHA`."""
+    level :data:`MC_ALPHA`.
+
+    Parameters
+    ----------
+    n_compared : int
+        Statistics compared in the family.
+    n_replicates : int
+        Independent replicates (chains) behind each standard error.
+
+    Returns
+    -------
+    float
+        The critical value of ``|estimate - reference| / se``.
+    """
     from scipy.stats import t
     return float(t.isf(MC_ALPHA / (2 * n_compared), max(n_replicates - 1, 1)))
 
@@ -75,7 +90,34 @@ def _schedule(target, plan, bs, h, gamma, observed=MC_STEPS) -> tuple[int, int]:
 
 def probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_plans, backend="numba") -> Check:
     """``monte_carlo[plan]``: Monte Carlo moments at a moderate step against the exact oracle of the
-    probed step, on the Numba kernel or the torch backend (see the module docstring)."""
+    probed step, on the Numba kernel or the torch backend (see the module docstring).
+
+    Parameters
+    ----------
+    module : module or Scheme
+        The scheme, resolved.
+    plan : module or Plan
+        The plan, resolved.
+    target : GaussianTarget
+        The target.
+    gamma : float
+        Friction.
+    batch_size : int
+        Batch size of a minibatch plan (``full`` uses all the data).
+    n_chains, seed : int
+        Chains and seed.
+    n_plans : int
+        Plans checked in the same run (the family of the Bonferroni level).
+    backend : {"numba", "torch"}, default "numba"
+        Where the chains run (and the step is probed).
+
+    Returns
+    -------
+    Check
+        Passed within the family-wise critical value; failed beyond it or when a chain diverged
+        where the step has a stationary law; inconclusive when it has none or the backend cannot
+        run the plan.
+    """
     from integrators import Torch, sample
 
     name = f"monte_carlo[{plan.NAME}]"
@@ -108,7 +150,18 @@ def probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_p
 def extrapolation_weights(p: float) -> np.ndarray:
     """``(alpha, beta)`` with ``a h^p + c h^(p+1) = alpha D_1 + beta D_2`` for the model
     ``m(h) = m_0 + a h^p + c h^(p+1)``, ``D_1 = m(h/2) - m(h)``, ``D_2 = m(h/4) - m(h/2)``
-    (independent of ``h``): ``m_0 = m(h) - alpha D_1 - beta D_2``."""
+    (independent of ``h``): ``m_0 = m(h) - alpha D_1 - beta D_2``.
+
+    Parameters
+    ----------
+    p : float
+        The declared weak order.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(alpha, beta)``.
+    """
     rows = np.array([[2.0 ** -p - 1.0, 2.0 ** -(p + 1) - 1.0],
                      [4.0 ** -p - 2.0 ** -p, 4.0 ** -(p + 1) - 2.0 ** -(p + 1)]])
     return np.array([1.0, 1.0]) @ np.linalg.inv(rows)
@@ -123,8 +176,37 @@ def target_moments(target) -> np.ndarray:
 def target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_plans, *, h: float,
                      order: float | None, claim: bool) -> Check:
     """``target_law[plan]``: the chains extrapolated with the declared weak ``order`` against the
-    target's law (see the module docstring), starting from the step ``h``.  ``claim=False``
-    measures and asserts nothing (``rr``); no declared order leaves it inconclusive."""
+    target's law (see the module docstring), starting from the step ``h``.
+
+    Parameters
+    ----------
+    module : module or Scheme
+        The scheme, resolved.
+    plan : module or Plan
+        The plan, resolved.
+    target : GaussianTarget
+        The target.
+    gamma : float
+        Friction.
+    batch_size : int
+        Batch size of a minibatch plan (``full`` uses all the data).
+    n_chains, seed : int
+        Chains and seed.
+    n_plans : int
+        Plans checked in the same run (the family of the Bonferroni level).
+    h : float
+        The coarsest step (the pairs run at ``h, h/2`` and ``h/2, h/4``).
+    order : float or None
+        The declared weak order ``p`` of the bias model; ``None``: inconclusive.
+    claim : bool
+        ``False`` measures and asserts nothing (``rr``).
+
+    Returns
+    -------
+    Check
+        With the ladder of the largest moment bias at ``h``, ``h/2``, ``h/4`` as its ``hs`` and
+        ``errors``.
+    """
     from bias.coupled import coupled_run
     from integrators.seeds import derive
 

@@ -70,6 +70,8 @@ from theory_checks.checks import Check
 from theory_checks.declared import asserted, expected_weak_order
 from theory_checks.monte_carlo import family_critical
 
+__all__ = ["default_h0", "nonlinear_checks"]
+
 LEVELS = 3            # the finest level L: four coupled pairs, h_0 ... h_0 / 8
 H0_SCALE = 1.0        # h_0 times max(gamma, omega, omega^2 / gamma)
 LEVEL_TIME = 400.0    # simulated time per level, in units of max(1, 1 / gamma)
@@ -144,7 +146,23 @@ def largest_curvature(target, batch_size: int) -> float:
 
 
 def default_h0(target, gamma: float, batch_size: int) -> float:
-    """``H0_SCALE / max(gamma, omega, omega^2 / gamma)`` (:func:`largest_curvature`)."""
+    """The coarsest step of the ladder, ``H0_SCALE / max(gamma, omega, omega^2 / gamma)``, where the
+    step resolves friction, oscillation and drift (``omega^2``: :func:`largest_curvature`).
+
+    Parameters
+    ----------
+    target : Target
+        The target.
+    gamma : float
+        Friction.
+    batch_size : int
+        Batch size of the minibatch plans (a batch's curvature counts).
+
+    Returns
+    -------
+    float
+        ``h_0``.
+    """
     omega2 = largest_curvature(target, batch_size)
     omega = math.sqrt(omega2)
     return H0_SCALE / max(gamma, omega, omega2 / gamma)

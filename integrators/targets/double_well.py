@@ -20,8 +20,17 @@ WEIGHT_MAX = 1e3   # the tilt's and the prior's largest weight
 
 @nb.njit(nogil=True, inline="always")
 def _dw_prior_grad_add(x, arrays, out):
-    """Add the prior's gradient ``lambda x`` to ``out`` (a Numba function; ``arrays[0]`` holds
-    ``(depth, tilt, lambda)``)."""
+    """Add the prior's gradient ``lambda x`` to ``out`` (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(1,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(array([depth, tilt, lambda]),)``.
+    out : numpy.ndarray
+        Shape ``(1,)``, added to in place.
+    """
     out[0] += arrays[0][2] * x[0]
 
 
@@ -32,6 +41,19 @@ def _dw_datum_grad_add(x, i, coef, arrays, out):
     Term 0 is the quartic well ``depth (x^2 - 1)^2`` (gradient ``4 depth x (x^2 - 1)``); term 1
     the soft tilt ``tilt log(1 + e^{-x})`` (gradient ``-tilt sigmoid(-x)``, evaluated without
     overflow for either sign of ``x``).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(1,)``.
+    i : int
+        Index of the data term, 0 or 1.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(array([depth, tilt, lambda]),)``.
+    out : numpy.ndarray
+        Shape ``(1,)``, added to in place.
     """
     depth, tilt = arrays[0][0], arrays[0][1]
     y = x[0]
@@ -48,7 +70,21 @@ def _dw_datum_grad_add(x, i, coef, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _dw_potential(x, arrays):
-    """``lambda x^2 / 2 + depth (x^2 - 1)^2 + tilt log(1 + e^{-x})`` at one point (a Numba function)."""
+    """The potential ``lambda x^2 / 2 + depth (x^2 - 1)^2 + tilt log(1 + e^{-x})`` at one point
+    (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(1,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(array([depth, tilt, lambda]),)``.
+
+    Returns
+    -------
+    float
+        ``f(x)``.
+    """
     depth, tilt, prior = arrays[0][0], arrays[0][1], arrays[0][2]
     y = x[0]
     z = -y
@@ -190,10 +226,27 @@ class DoubleWellTarget(Target):
         return np.array([self._integral(f) / self._norm for f in fns])
 
     def moments(self, k: int = 2) -> np.ndarray:
-        """``E x^j`` for ``j = 1 .. k`` (:meth:`exact_expectations`)."""
+        """``E x^j`` for ``j = 1 .. k`` (:meth:`exact_expectations`).
+
+        Parameters
+        ----------
+        k : int, default 2
+            The highest moment.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(E x, ..., E x^k)``.
+        """
         return self.exact_expectations([lambda x, j=j: x**j for j in range(1, k + 1)])
 
     def typical_scale(self) -> tuple[float, float]:
-        """``(|E x| + 1, sd)`` from the quadrature: the centre's bound and the standard deviation."""
+        """The target's scale, from the quadrature.
+
+        Returns
+        -------
+        tuple of float
+            ``(|E x| + 1, sd)``: a bound on the centre and the standard deviation.
+        """
         m1, m2 = self.moments(2)
         return abs(float(m1)) + 1.0, math.sqrt(max(float(m2 - m1 * m1), 0.0))
