@@ -124,7 +124,9 @@ def conformance():
     hs = [0.025, 0.05, 0.1]
     toolkit = [{"target": "default", "ladders": {s: {p: {"hs": hs, "errors": [c * h for h in hs]} for p in plans}
                                                  for s, c in (("baoab", 0.06), ("ubu", 0.08))}}]
-    records = [{"sampler": name, "target": "default", "library": name.split(".")[0],
+    records = [{"sampler": name, "target": "default", "library": name.split(".")[0], "level": "quick",
+                "checks": [], "failed": ["limit[full]"] if name.startswith("planted") else [],
+                "positive_control": name.startswith("planted"),
                 "plans": {p: {"hs": hs, "errors": [0.1 + 0.02 * i + h for h in hs], "slope": 1.0 + 0.01 * i}
                           for p in plans}}
                for i, name in enumerate(("posteriors.sgld", "blackjax.sgld", "planted.sghmc_noise_x1.05"))]
