@@ -197,6 +197,12 @@ class ModuleSampler:
     def full_reference_gradient(self, loss_fn) -> torch.Tensor:
         """The control variate's ``sum_i grad f_i(x*)``, in batches of ``batch_size`` (``x`` visits ``x*``).
 
+        Exact when a datum's loss does not depend on the rest of its batch.  With batch norm on the
+        current batch it does, the sum depends on the partition, and a plan that redraws its
+        partition (``rr``, ``sms``) makes the correction's sweep average non-zero: the force is
+        biased.  ``bnn.control_variate.BlockReferenceSampler`` recomputes the reference for each
+        period's batches instead (what the BNN pipeline uses).
+
         Parameters
         ----------
         loss_fn : callable
