@@ -187,7 +187,8 @@ def bnn_step_size():
     exp = presets.experiments("tiny")[0]
     hs = sorted({*exp.extras["h_panel"], exp.config.h})
     rows = [{"dataset": "digits", "method": "SMS-UBU", "h": h, "metric": metric, "mean": 0.2 + h * 10,
-             "std": 0.01, "runs": 2, "diverged_runs": 0, "width": 0.25} for h in hs for metric in ("nll", "ace_top_label")]
+             "std": 0.01, "runs": 2, "diverged_runs": 0, "width": 0.25}
+            for h in hs for metric in ("nll", "ace_top_label")]
     rows += [{"dataset": "digits", "method": "SWA", "h": "", "metric": metric, "mean": 0.21, "std": 0.01, "runs": 2,
               "diverged_runs": 0, "width": 0.25} for metric in ("nll", "ace_top_label")]
     return figures.plot_step_size(rows)
