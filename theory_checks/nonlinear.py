@@ -228,16 +228,22 @@ def nonlinear_checks(module, plan_modules, target, batch_size, *, gamma: float =
         target has exact expectations; plans whose order is not a claim (``rr``) are measured
         and assert nothing.
     """
-    h0 = default_h0(target, gamma, batch_size) if h0 is None else float(h0)
-    hs = h0 * 2.0 ** -np.arange(levels + 1)
     names = test_function_names(target.dim)
     n_tests = len(names)
-    exact = None
-    if hasattr(target, "exact_expectations") and target.dim == 1:
-        exact = np.asarray(target.exact_expectations(_python_test_functions()), dtype=float)
+    has_exact = hasattr(target, "exact_expectations") and target.dim == 1
     time_unit = max(1.0, 1.0 / gamma)
     z_limit = family_critical(n_tests * len(plan_modules), n_chains)
-    x0 = np.asarray(target.mode(), dtype=float)
+    ladder = {}  # h_0's ladder, the start and the exact values: computed when a plan first runs
+
+    def prepared():
+        if not ladder:
+            start = default_h0(target, gamma, batch_size) if h0 is None else float(h0)
+            ladder["hs"] = start * 2.0 ** -np.arange(levels + 1)
+            ladder["x0"] = np.asarray(target.mode(), dtype=float)
+            ladder["exact"] = (np.asarray(target.exact_expectations(_python_test_functions()), dtype=float)
+                               if has_exact else None)
+        return ladder["hs"], ladder["x0"], ladder["exact"]
+
     weak, limits = [], []
     for plan in plan_modules:
         wname, lname = f"weak_order[{plan.NAME}]", f"limit[{plan.NAME}]"
@@ -253,9 +259,10 @@ def nonlinear_checks(module, plan_modules, target, batch_size, *, gamma: float =
                 reason = "not checked: the plan has no kernel batch rule"
         if reason:
             weak.append(Check(wname, None, exp_txt, "-", skipped=reason, claim=claim))
-            if exact is not None:
+            if has_exact:
                 limits.append(Check(lname, None, lim_txt, "-", skipped=reason, claim=claim))
             continue
+        hs, x0, exact = prepared()
         bs = None if plan.NAME == "full" else batch_size
         epoch = n_batches(target.n_data, bs or target.n_data)
         runs, diverged = [], ""
@@ -271,11 +278,11 @@ def nonlinear_checks(module, plan_modules, target, batch_size, *, gamma: float =
             runs.append(res)
         if diverged:
             weak.append(Check(wname, None, exp_txt, "-", list(hs), skipped=diverged, claim=claim))
-            if exact is not None:
+            if has_exact:
                 limits.append(Check(lname, None, lim_txt, "-", skipped=diverged, claim=claim))
             continue
         weak.append(_weak_check(wname, exp_txt, hs, runs, names, expected if claim else None, claim, seed))
-        if exact is not None:
+        if has_exact:
             limits.append(_limit_check(lname, lim_txt, runs[-1], names, exact, expected, claim, z_limit))
     return weak + limits
 
