@@ -75,7 +75,7 @@ def family_critical(n_compared: int, n_replicates: int) -> float:
         The critical value of ``|estimate - reference| / se``.
     """
     from scipy.stats import t
-    return float(t.isf(MC_ALPHA / (2 * n_compared), max(n_replicates - 1, 1)))
+    return float(t.isf(MC_ALPHA / (2 * max(n_compared, 1)), max(n_replicates - 1, 1)))
 
 
 def _schedule(target, plan, bs, h, gamma, observed=MC_STEPS) -> tuple[int, int]:

@@ -413,9 +413,12 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
 
     options = dict(gamma=gamma, given_hs=given_hs, strong_hs=strong_hs, strong=strong, monte_carlo=monte_carlo,
                    n_chains=n_chains, seed=seed, backend=backend, capped=capped)
-    checks = []
+    checks, used = [], []
     for key, t, bs, only in runs:
         plans_here = [p for p in plan_modules if only is None or p.NAME in only]
+        if not plans_here:  # the default double well runs none of the plans asked for
+            continue
+        used.append((key, t, bs))
         if isinstance(t, GaussianTarget):
             found = _verify_target(module, plans_here, t, bs, **options)
         else:
@@ -423,7 +426,7 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         checks += [_named(c, key) for c in found]
     label = module.NAME + (" (torch step)" if backend == "torch" else "")
     described = "; ".join(f"{t.name} (d={t.dim}, {t.n_data} data terms, batch size {bs})"
-                          + (f" [@{key}]" if key else "") for key, t, bs, _ in runs)
+                          + (f" [@{key}]" if key else "") for key, t, bs in used)
     return VerifyReport(label, described, checks, time.time() - t0)
 
 
