@@ -88,6 +88,15 @@ def test_the_readmes_map_names_every_package_and_only_files_that_exist():
 
 
 LAYERS = ("integrators", "theory_checks", "bias", "bnn", "tour", "reports")  # each imports only those before it
+# bias's coupled h / h/2 runners import integrators alone; verify measures weak orders with them on
+# targets without an exact law (DESIGN.md), so theory_checks may import these two modules of bias
+SHARED_DOWN = ("bias.coupled", "bias.telescoping")
+
+
+def _imports(path):
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        yield from ([node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else [])
 
 
 def test_no_package_imports_one_that_sits_above_it():
@@ -95,11 +104,14 @@ def test_no_package_imports_one_that_sits_above_it():
     upward = []
     for package in LAYERS:
         for path in sorted((ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-                names = [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else \
-                    [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                for name in names:
-                    other = name.split(".")[0]
-                    if other in LAYERS and LAYERS.index(other) > LAYERS.index(package):
-                        upward.append(f"{path.relative_to(ROOT)} imports {name}")
+            for name in _imports(path):
+                other = name.split(".")[0]
+                if other in LAYERS and LAYERS.index(other) > LAYERS.index(package) and not (
+                        package == "theory_checks" and name in SHARED_DOWN):
+                    upward.append(f"{path.relative_to(ROOT)} imports {name}")
     assert not upward, upward
+    for module in SHARED_DOWN:  # what theory_checks may import stays below it: no cycle
+        path = ROOT / (module.replace(".", "/") + ".py")
+        above = [name for name in _imports(path)
+                 if name.split(".")[0] in LAYERS and name not in SHARED_DOWN and name.split(".")[0] != "integrators"]
+        assert not above, f"{module} imports {above}"
