@@ -10,6 +10,7 @@ import numpy as np
 
 from bnn import curves, figures, presets, verdicts
 from bnn.metrics import RHAT_MIXED, RHAT_STRICT
+from bnn.verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
@@ -85,22 +86,28 @@ def _settings(runs: list) -> str:
 
 
 def ensemble_verdict(rows, dataset, size, metric, testable=True):
-    """SMS-UBU against SWA on one metric at one ensemble size: ``lower`` or ``higher`` where the
-    difference exceeds 2 s.e. over the disjoint groups, ``within 2 s.e.`` otherwise; where the run
-    cannot test the claim (``testable`` False: too few runs) the difference alone, said to be no test."""
+    """SMS-UBU against SWA on one metric at one ensemble size, the summary sentence's reading:
+    ``lower`` or ``higher`` where the difference's 95% t interval over the ``G`` disjoint groups
+    (``G - 1`` degrees of freedom, the two methods' spreads combined) excludes 0, ``not
+    distinguishable`` otherwise; with fewer than :data:`bnn.verdicts.MIN_DF` degrees of freedom, or
+    where the run cannot test the claim (``testable`` False: too few runs), the difference alone,
+    said to be no test.  The corrected verdicts of the regime's tables are
+    :func:`bnn.verdicts.paired_verdicts`'."""
     get = {r["method"]: r for r in rows if r["dataset"] == dataset and r["size"] == size and r["metric"] == metric}
     if "SMS-UBU" not in get or "SWA" not in get:
         return ""
     s, w = get["SMS-UBU"], get["SWA"]
     diff = s["mean"] - w["mean"]
     groups = max(1, min(s["n_groups"], w["n_groups"]))
-    if not testable:
+    if not testable or groups - 1 < MIN_DF:
+        why = "no test" if not testable else f"no test: {groups - 1} d.f. < {MIN_DF}"
         return (f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} (difference {diff:+.4f} over {groups} "
-                f"group{'s' if groups != 1 else ''}: no test)")
-    se = np.hypot(s["std"] or 0.0, w["std"] or 0.0) / np.sqrt(groups)
-    word = ("lower by more than 2 s.e." if diff < -2 * se else "higher by more than 2 s.e." if diff > 2 * se
-            else "within 2 s.e.")
-    return f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} ({word}, {groups} groups)"
+                f"group{'s' if groups != 1 else ''}: {why})")
+    from scipy.stats import t
+    half = float(t.isf(0.025, groups - 1)) * np.hypot(s["std"] or 0.0, w["std"] or 0.0) / np.sqrt(groups)
+    word = "lower" if diff < -half else "higher" if diff > half else "not distinguishable"
+    return (f"{metric} {s['mean']:.4f} vs SWA {w['mean']:.4f} ({word}: difference {diff:+.4f}, 95% t interval "
+            f"+-{half:.4f} at {groups - 1} d.f., {groups} groups, uncorrected)")
 
 
 def too_small(preset: str, by_data: dict) -> str:

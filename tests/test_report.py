@@ -290,15 +290,18 @@ def _ensemble_rows(dataset, sms, swa, std, groups):
 @given(sms=st.floats(0.01, 3.0), swa=st.floats(0.01, 3.0), std=st.floats(0.0, 0.5), groups=st.integers(1, 64),
        testable=st.booleans())
 def test_bnn_verdict_names_a_direction_only_where_the_run_tests_the_claim(sms, swa, std, groups, testable):
+    from scipy.stats import t
+
+    from bnn.verdicts import MIN_DF
     from reports.fig_bnn import ensemble_verdict
     text = ensemble_verdict(_ensemble_rows("d", sms, swa, std, groups), "d", 1, "nll", testable)
     assert text.startswith(f"nll {sms:.4f} vs SWA {swa:.4f} (")
-    if not testable:
+    if not testable or groups - 1 < MIN_DF:  # too few runs, or too few degrees of freedom: no direction
         assert "no test" in text and "higher" not in text and "lower" not in text
         return
-    se = (2 * std**2) ** 0.5 / groups**0.5
-    word = "lower" if sms - swa < -2 * se else "higher" if sms - swa > 2 * se else "within"
-    assert f"({word}" in text and f"{groups} groups" in text
+    half = t.isf(0.025, groups - 1) * (2 * std**2) ** 0.5 / groups**0.5
+    word = "lower" if sms - swa < -half else "higher" if sms - swa > half else "not distinguishable"
+    assert f"({word}:" in text and f"{groups - 1} d.f." in text and f"{groups} groups" in text
 
 
 @settings(max_examples=60, deadline=None)
