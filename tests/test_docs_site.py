@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import html
 import http.server
+import os
 import re
 import shutil
 import subprocess
@@ -135,6 +136,25 @@ def test_every_tour_notebook_has_a_page_with_outputs(site):
         page = (site / "tour" / name / "index.html").read_text()
         assert "data:image/png;base64" in page or "jp-OutputArea-output" in page, f"{name} shows no outputs"
     assert (site / "assets" / "mathjax" / "MathJax.js").exists()
+
+
+def test_every_tour_notebook_ran_cleanly_in_a_kernel_of_its_own(site):
+    """The executed notebooks behind the pages (docs/hooks.py runs each in a fresh kernel, so one
+    that leans on another's names fails): as many figures as the sources show, no error output, no
+    traceback and no NaN printed."""
+    import nbformat
+
+    from tour.notebooks import notebooks
+
+    cache = Path(os.environ.get("SMS_DOCS_TOUR_CACHE", ROOT / ".cache" / "docs-tour")) / "tour"
+    for source in notebooks():
+        executed = nbformat.read(cache / f"{source.stem}.ipynb", as_version=4)
+        outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+        assert not [o for o in outputs if o.get("output_type") == "error"], f"{source.name} raised"
+        images = [o for o in outputs if "image/png" in o.get("data", {})]
+        assert len(images) == source.read_text().count("plt.show()"), f"{source.name}: {len(images)} figures"
+        printed = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
+        assert "Traceback" not in printed and not re.search(r"\bnan\b", printed.lower()), f"{source.name}: NaN"
 
 
 def built_text(site):
