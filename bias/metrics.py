@@ -196,32 +196,6 @@ def ace_classwise(probs, labels, n_bins: int = 20) -> float:
     return float(np.mean(errors))
 
 
-def ace(probs, labels, n_bins: int = 20) -> float:
-    """The class-wise ACE (:func:`ace_classwise`) under the name it had before the top-label
-    reading was added; :func:`all_metrics` and the logistic-regression rows still read it.
-
-    Parameters
-    ----------
-    probs : array_like
-        ``(n, K)`` predicted class probabilities.
-    labels : array_like
-        ``(n,)`` integer labels in ``[0, K)``.
-    n_bins : int
-        Number of bins per class.
-
-    Returns
-    -------
-    float
-        :func:`ace_classwise` of the arguments.
-
-    Raises
-    ------
-    ValueError
-        As :func:`ace_classwise`.
-    """
-    return ace_classwise(probs, labels, n_bins)
-
-
 def rps(probs, labels) -> float:
     """Ranked probability score ``1/(K-1) sum_k (F_k - O_k)^2``, averaged over points.
 
@@ -332,5 +306,5 @@ def all_metrics(probs, labels) -> dict:
     ValueError
         When ``probs`` or ``labels`` is malformed (:func:`check_predictive`).
     """
-    return {"accuracy": accuracy(probs, labels), "nll": nll(probs, labels), "ace": ace(probs, labels),
+    return {"accuracy": accuracy(probs, labels), "nll": nll(probs, labels), "ace": ace_classwise(probs, labels),
             "rps": rps(probs, labels)}

@@ -205,8 +205,8 @@ def test_verdicts_use_only_ensemble_sizes_with_a_standard_deviation(tmp_path):
 # tiny inputs).
 # ---------------------------------------------------------------------------------------------- metrics
 
-METRIC_FUNCTIONS = [metrics.evaluate, bias_metrics.accuracy, bias_metrics.nll, bias_metrics.ace, bias_metrics.rps,
-                    bias_metrics.ece, bias_metrics.brier]
+METRIC_FUNCTIONS = [metrics.evaluate, bias_metrics.accuracy, bias_metrics.nll, bias_metrics.ace_classwise,
+                    bias_metrics.rps, bias_metrics.ece, bias_metrics.brier]
 GOOD_PROBS = [[0.1, 0.9], [0.4, 0.6], [0.3, 0.7]]
 GOOD_LABELS = [0, 0, 1]
 
@@ -235,7 +235,7 @@ def test_metrics_refuse_bad_labels(fn, labels):
         fn(GOOD_PROBS, labels)
 
 
-@pytest.mark.parametrize("fn", [bias_metrics.ace, bias_metrics.ece], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [bias_metrics.ace_classwise, bias_metrics.ece], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("n_bins", [0, -1, 2.5, True, None])
 def test_binned_metrics_refuse_bad_bin_counts(fn, n_bins):
     with pytest.raises(ValueError, match="n_bins"):

@@ -12,7 +12,7 @@ import pytest
 from helpers import draw_files
 
 from bias import figure1, logistic, logistic_output
-from bias.metrics import accuracy, ace, all_metrics, nll, rps
+from bias.metrics import accuracy, ace_classwise, all_metrics, nll, rps
 from bias.noise_floor import expected_binned_w1
 from integrators import GaussianTarget
 from integrators.data import DataError, read_idx
@@ -144,7 +144,7 @@ def test_metrics_known_values():
     rng = np.random.default_rng(0)
     probs = rng.dirichlet(np.ones(4), size=4000)
     calibrated = np.array([rng.choice(4, p=p) for p in probs])
-    assert ace(probs, calibrated) < 0.03 < ace(probs, np.zeros(4000, dtype=int))
+    assert ace_classwise(probs, calibrated) < 0.03 < ace_classwise(probs, np.zeros(4000, dtype=int))
     assert set(all_metrics(probs, calibrated)) == {"accuracy", "nll", "ace", "rps"}
     with pytest.raises(ValueError, match="labels"):
         accuracy(probs, np.full(4000, 7))
@@ -206,7 +206,7 @@ def test_ace_matches_a_direct_equal_count_binning():
     for k in range(3):
         order = np.argsort(probs[:, k], kind="stable").reshape(20, 20)  # 20 bins of 20 points
         per_class.append(np.abs((labels[order] == k).mean(axis=1) - probs[order, k].mean(axis=1)).mean())
-    assert ace(probs, labels) == pytest.approx(np.mean(per_class), rel=1e-12)
+    assert ace_classwise(probs, labels) == pytest.approx(np.mean(per_class), rel=1e-12)
 
 
 def test_diverged_samplers_are_listed_once_with_their_step_sizes():
