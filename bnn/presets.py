@@ -32,7 +32,7 @@ cost pilots only:
 | samplers | 6 burn-in + 14 sample epochs (1,620 steps, 14 samples) | 12 + 30 epochs (1,596 steps, 30 samples) |
 | test metrics along training | Adam and SWA every 4 epochs (and the first, the last) | every 10 epochs |
 | the paper's baseline (``paper_baseline``) | Adam 15 epochs, decay stepped per epoch, + 5 SWA epochs | the same |
-| runs; with every sampler; with the panel and traces | 32; 8; 4 | 32; 8; 4 |
+| runs; with every sampler; with the panel and traces | 32; 8; 2 | 32; 8; 2 |
 | step-size panel (SMS-UBU) | h = 5e-4 (the table's), 8.75e-4, 1.75e-3, 3.5e-3 | 2.5e-4 (F-MNIST's), same others |
 | trace chains (SMS-UBU from x* + N(0, rho^2)) | 4 chains x 24 epochs (1,944 steps) | 4 x 50 epochs (1,900 steps) |
 
@@ -66,15 +66,16 @@ Runs: 32 per data set, so that ensembles of 1, 2 and 4 form 32, 16 and 8 disjoin
 every ensemble verdict of SMS-UBU against the baselines has at least 7 degrees of freedom; runs
 0-7 run every sampler (SMS-UBU (notebook), SG-UBU and SG-HMC keep 8 runs: their verdicts at
 sizes 2 and 4 have 3 and 1 degrees of freedom and are not tested), runs 8-31 SMS-UBU alone
-(:attr:`Experiment.sampler_runs`); runs 0-3 carry the panel, at a fixed integration time (a chain
+(:attr:`Experiment.sampler_runs`); runs 0-1 carry the panel, at a fixed integration time (a chain
 at ``h`` runs ``round(N_m REGIME_H / h)`` steps per epoch, :func:`bnn.chains.panel_steps_per_epoch`),
 and the traces. Estimated cost, from one-epoch timings of each part on 2 cores under a load of
 about 3.6 (one torch thread): an X-ray training epoch 1.3 s, an SMS-UBU epoch 1.1 s (the notebook
 variant 2.1 s, SG-UBU and SG-HMC 0.7 s), an evaluation 0.24 s; digits 0.3 s, 0.3 s (0.8 s, 0.3 s),
 0.03 s. An X-ray run then costs about 150 s with SMS-UBU alone, 230 s with every sampler and
 470 s with the panel and traces (the paper's baseline about 25 s of each); digits 70 s, 130 s and
-320 s: about 9,900 core-seconds in all, some 80 minutes with ``--workers 2`` at that load and,
-scaled as the pilots' idle to loaded times (about 0.8), some 65 minutes on 2 idle cores.
+320 s: about 9,000 core-seconds in all with the panel on runs 0-1 (9,900 with it on 0-3), and,
+scaled as the pilots' idle to loaded times (about 0.8), some 60 minutes with ``--workers 2`` on 2
+idle cores; the measured time is in ``benchmarks/RESULTS.md``.
 
 The ``full`` tables (:data:`PAPER_TABLES`): batch 200, Adam 1e-2 decaying with power 1, SWA at 1e-3,
 ``h`` = 2.5e-4 (Fashion-MNIST, Celeb-A) and 5e-4 (chest X-ray), ``rho`` = 50^(-1/2) (0.2 for
@@ -179,6 +180,7 @@ REGIME_SAMPLERS = ("SMS-UBU", "SMS-UBU (notebook)", "SG-UBU", "SG-HMC")
 CORE_SAMPLERS = ("SMS-UBU",)  # what the runs after an experiment's sampler_runs still run
 # 32 runs: groups of 1, 2 and 4 give 31, 15 and 7 degrees of freedom (issue 37: every ensemble verdict >= 7)
 REGIME_RUNS, REGIME_SAMPLER_RUNS = 32, 8
+REGIME_PANEL_RUNS = 2  # the panel and traces are descriptive: 2 runs keep the level inside 60 min on 2 cores
 REGIME_H = 1.75e-3  # the tables' h times sqrt(N_paper / N): 5e-4 sqrt(47400 / 4024), 2.5e-4 sqrt(60000 / 1200)
 REGIME_PANEL = (8.75e-4, 3.5e-3)  # with the tables' own h of each data set and REGIME_H: 4 points
 EXPERIMENTS["regime"] = (
@@ -186,12 +188,12 @@ EXPERIMENTS["regime"] = (
                                       epochs_swa=19, epochs_burn=6, epochs_sample=14, h=REGIME_H,
                                       samplers=REGIME_SAMPLERS, stratified_test=0.2, curve_every=4,
                                       paper_baseline=True),
-               n_runs=REGIME_RUNS, extra_runs=4, sampler_runs=REGIME_SAMPLER_RUNS,
+               n_runs=REGIME_RUNS, extra_runs=REGIME_PANEL_RUNS, sampler_runs=REGIME_SAMPLER_RUNS,
                extras={"h_panel": (5e-4, *REGIME_PANEL), "trace_chains": 4, "trace_epochs": 24}),
     Experiment("digits", _cfg("digits", "fashion_mnist", width=0.25, batch_size=32, epochs_train=118,
                              epochs_swa=39, epochs_burn=12, epochs_sample=30, h=REGIME_H,
                              samplers=REGIME_SAMPLERS, curve_every=10, paper_baseline=True),
-               n_runs=REGIME_RUNS, extra_runs=4, sampler_runs=REGIME_SAMPLER_RUNS,
+               n_runs=REGIME_RUNS, extra_runs=REGIME_PANEL_RUNS, sampler_runs=REGIME_SAMPLER_RUNS,
                extras={"h_panel": (2.5e-4, *REGIME_PANEL), "trace_chains": 4, "trace_epochs": 50}),
 )
 # the same code path in seconds (the test suite's level of ``regime``): the paper baseline shortened too
