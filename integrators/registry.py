@@ -1,9 +1,15 @@
 """A registry of one kind of thing (schemes, plans): name -> module, or an object with the
 module's attributes.  Everything that iterates over schemes or plans reads its registry; user
-code adds to it with ``register`` and nothing else changes."""
+code adds to it with ``register`` and nothing else changes.  The built-in members are the modules
+of the kind's package that declare its required attributes (:func:`discover`): a new file is a new
+member, with no list to edit."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import math
+import pkgutil
 from collections.abc import Callable
 
 
@@ -48,3 +54,81 @@ class Registry(dict):
             return self[item]
         self.validate(item)
         return item
+
+
+def _declared(path: str) -> dict:
+    """``{name: value node}`` of the names a module's source assigns or defines at top level
+    (imports excluded: a name a module imports is not one it declares)."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out, todo = {}, list(tree.body)
+    while todo:
+        node = todo.pop(0)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out[node.name] = node
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        out[name.id] = node.value
+        elif isinstance(node, ast.If | ast.Try):  # e.g. a definition under ``try: ... except ImportError``
+            todo.extend([*node.body, *getattr(node, "orelse", ()), *getattr(node, "finalbody", ()),
+                         *(n for handler in getattr(node, "handlers", ()) for n in handler.body)])
+    return out
+
+
+def discover(package, required) -> tuple[str, ...]:
+    """The modules of ``package`` whose source declares every name of ``required``, by full name.
+
+    Read from the source with :func:`pkgutil.iter_modules` and :mod:`ast`, so nothing is imported:
+    private modules (``_name``) and ``__main__`` are skipped, and a name a module only imports
+    does not count.  Order: by the module's ``ORDER`` (an integer literal; where the order
+    matters, e.g. the figures of the report), modules without one after those with one, ties
+    by name.  Adding a module to the package is all it takes to join its kind.
+
+    Parameters
+    ----------
+    package : str or module
+        An imported package (or its name).
+    required : sequence of str
+        The names a member declares.
+
+    Returns
+    -------
+    tuple of str
+        The members' full module names, in order.
+
+    Raises
+    ------
+    ValueError
+        If a member's ``ORDER`` is not an integer literal.
+    """
+    package = importlib.import_module(package) if isinstance(package, str) else package
+    found = []
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name.startswith("_"):
+            continue
+        full = f"{package.__name__}.{info.name}"
+        spec = info.module_finder.find_spec(full)
+        origin = getattr(spec, "origin", None)
+        if origin is None or not origin.endswith(".py"):
+            continue
+        names = _declared(origin)
+        if not all(name in names for name in required):
+            continue
+        order = math.inf
+        if "ORDER" in names:
+            try:
+                order = ast.literal_eval(names["ORDER"])
+            except ValueError:
+                order = None
+            if isinstance(order, bool) or not isinstance(order, int):
+                raise ValueError(f"{full}: ORDER must be an integer literal, got {ast.unparse(names['ORDER'])}")
+        found.append((order, info.name, full))
+    return tuple(full for _, _, full in sorted(found))
+
+
+def discover_modules(package, required) -> tuple:
+    """The modules :func:`discover` finds, imported (in its order)."""
+    return tuple(importlib.import_module(name) for name in discover(package, required))

@@ -1,12 +1,12 @@
-"""Plain-numpy references shared by the tests: single steps of every scheme (and, re-exported,
-the oracle's affine step maps and exact stationary covariances), and a toy adapter in numpy."""
+"""Plain-numpy references shared by the tests: single steps of every scheme (each scheme module's
+``reference_step``), the oracle's affine step maps and exact stationary covariances (re-exported),
+and a toy adapter in numpy."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from integrators.schemes import SCHEMES
 from theory_checks.oracle import affine_step_map, stationary_covariance  # noqa: F401
 
 
@@ -24,45 +24,14 @@ def gaussian_batch_force(target, x, batch, scale, x_ref=None):
 
 
 def reference_step(scheme, x, v, g, h, gamma, dW, J, grad):
-    """One step written directly from the update rules; ``grad(x)`` is the step's force.
-
-    ``g`` is the cached force for first-same-as-last schemes.  Returns (x, v, g).
-    """
-    x, v = x.copy(), v.copy()
-    s = math.sqrt(2 * gamma)
-    if scheme == "em":
-        g = grad(x)
-        x, v = x + h * v, v - h * g - h * gamma * v + s * (dW[0] + dW[1])
-    elif scheme == "ubu":
-        tau = h / 2
-        eta = math.exp(-gamma * tau)
-        for half in (0, 1):
-            x = x + (1 - eta) / gamma * v + s / gamma * (dW[half] - J[half])
-            v = eta * v + s * J[half]
-            if half == 0:
-                g = grad(x)
-                v = v - h * g
-    elif scheme == "baoab":
-        v = v - h / 2 * g
-        x = x + h / 2 * v
-        j_full = math.exp(-gamma * h / 2) * J[0] + J[1]
-        v = math.exp(-gamma * h) * v + s * j_full
-        x = x + h / 2 * v
-        g = grad(x)
-        v = v - h / 2 * g
-    elif scheme == "obabo":
-        eta = math.exp(-gamma * h / 2)
-        v = eta * v + s * J[0]
-        v = v - h / 2 * g
-        x = x + h * v
-        g = grad(x)
-        v = v - h / 2 * g
-        v = eta * v + s * J[1]
-    else:
-        raise ValueError(scheme)
-    return x, v, g
-
-
+    """One step of ``scheme`` (a registered name) written directly from its update rule: the
+    ``reference_step`` its module declares, in plain numpy; ``grad(x)`` is the step's force and
+    ``g`` the cached force of first-same-as-last schemes.  Returns (x, v, g)."""
+    module = SCHEMES[scheme]
+    if not callable(getattr(module, "reference_step", None)):
+        raise AssertionError(f"scheme {scheme!r} declares no reference_step(x, v, g, h, gamma, dW, J, grad): "
+                             f"every built-in scheme module gives its rule in plain numpy")
+    return module.reference_step(x.copy(), v.copy(), g, h, gamma, dW, J, grad)
 
 
 def family_z(n_comparisons: int, alpha: float = 1e-5) -> float:

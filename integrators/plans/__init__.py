@@ -11,7 +11,8 @@ A partition cuts a random permutation into ``N_m = ceil(N_D / N_b)`` consecutive
 ``N_b`` indices (the last one may be shorter).  Scaling by ``N_m`` makes the average force over
 one epoch exactly the full gradient, uneven batches included.  A plan never knows the scheme.
 
-A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``) declaring
+A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``; found by
+:func:`integrators.registry.discover`, so a new file is a new plan) declaring
 ``NAME``, ``CODE`` (its rule in the kernel's :func:`next_batches`; ``None`` for a plan with a
 rule of its own, or for a plan that runs in the exact oracle only), for a partition plan its
 batch rule ``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the
@@ -37,9 +38,9 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
-from integrators.plans import full, iid, rr, sms  # the built-in plans (registered below)
+from integrators.plans import rr, sms  # the kernel's built-in partition rules (next_batches, plan_rule)
 from integrators.plans.partitions import n_batches  # noqa: F401  (re-exported)
-from integrators.registry import Registry
+from integrators.registry import Registry, discover_modules
 from integrators.rng import PLAN_STREAM, lane_states, lane_uniforms
 
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
@@ -384,4 +385,5 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     return seq
 
 
-PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, (full, iid, rr, sms))
+# the built-in plans: the modules of this package that declare PLAN_ATTRIBUTES (a new file is a new plan)
+PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, discover_modules(__name__, PLAN_ATTRIBUTES))

@@ -19,6 +19,11 @@ so the arithmetic vectorizes over chains.  A scheme never knows the plan, the ta
 first where a :class:`Scheme` is built, and both where a scheme is registered or a scheme object is
 first used (:func:`resolve_scheme`: ``sample``, ``verify``, the oracle), once per scheme object.
 
+A built-in scheme is a module of this package that declares those attributes (found by
+:func:`integrators.registry.discover`: a new file is a new scheme), its ``ORDER`` (its place in
+tables and figures) and ``reference_step(x, v, g, h, gamma, dW, J, grad)``, the same step for one
+chain in plain numpy, which the tests hold :func:`step` to.
+
 ``SCHEMES`` is the registry that the kernel, the oracle, the coupled chains, the claims table,
 the weak-orders figure and the tests read.  A scheme in user code (a module, or a :class:`Scheme`
 built from a Numba step) joins it with :func:`register_scheme`; nothing else changes.
@@ -30,8 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from integrators.registry import Registry
-from integrators.schemes import baoab, em, obabo, ubu
+from integrators.registry import Registry, discover_modules
 
 SCHEME_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "FSAL", "coefficients", "step")
 
@@ -167,7 +171,9 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
 
 # id(scheme) -> (scheme, its step, its coefficients, their value, whether the step's reads were checked)
 _CHECKED: dict = {}
-_BUILT_IN = (em, baoab, ubu, obabo)  # their steps' reads are tested (tests/test_scheme_contract.py), not probed
+# the modules of this package that declare SCHEME_ATTRIBUTES, in their ORDER; their steps' reads are
+# tested (tests/test_scheme_contract.py), not probed
+_BUILT_IN = discover_modules(__name__, SCHEME_ATTRIBUTES)
 
 
 def _check_scheme(scheme) -> None:

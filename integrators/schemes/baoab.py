@@ -20,6 +20,7 @@ import numpy as np
 from integrators.bounce import reflect
 
 NAME = "baoab"
+ORDER = 2  # its place in tables and figures (integrators.registry.discover)
 WEAK_ORDER = 2.0
 STRONG_ORDER = 1.0
 FSAL = True
@@ -42,6 +43,18 @@ def rotation_ops(h: float, gamma: float) -> list:
     """From the state after a step to the rotated state of :func:`affine_ops`: undo the last
     half kick (``v + h/2 G(x)``, with the batch of the cached force)."""
     return [("kick", -h / 2)]
+
+
+def reference_step(x, v, g, h, gamma, dW, J, grad):
+    """One step of one chain in plain numpy, from the rule above (the tests' reference for
+    :func:`step`): ``x, v, g`` of shape ``(d,)`` (``g`` the cached force), ``dW, J`` ``(2, d)``,
+    ``grad(x)`` the step's force; returns ``(x, v, g)``."""
+    v = v - h / 2 * g
+    x = x + h / 2 * v
+    v = math.exp(-gamma * h) * v + math.sqrt(2 * gamma) * (math.exp(-gamma * h / 2) * J[0] + J[1])
+    x = x + h / 2 * v
+    g = grad(x)
+    return x, v - h / 2 * g, g
 
 
 @nb.njit(nogil=True)

@@ -14,6 +14,7 @@ import numpy as np
 from integrators.bounce import reflect
 
 NAME = "em"
+ORDER = 1  # its place in tables and figures (integrators.registry.discover)
 WEAK_ORDER = 1.0
 STRONG_ORDER = 1.0
 FSAL = False
@@ -26,6 +27,14 @@ def coefficients(h: float, gamma: float) -> np.ndarray:
 def affine_ops(h: float, gamma: float) -> list:
     """The step as operations for the exact oracle (``theory_checks.oracle``)."""
     return [("em", h)]
+
+
+def reference_step(x, v, g, h, gamma, dW, J, grad):
+    """One step of one chain in plain numpy, from the rule above (the tests' reference for
+    :func:`step`): ``x, v, g`` of shape ``(d,)``, ``dW, J`` ``(2, d)``, ``grad(x)`` the step's
+    force; returns ``(x, v, g)``."""
+    g = grad(x)
+    return x + h * v, v - h * g - h * gamma * v + math.sqrt(2 * gamma) * (dW[0] + dW[1]), g
 
 
 @nb.njit(nogil=True)

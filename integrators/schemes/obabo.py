@@ -19,6 +19,7 @@ import numpy as np
 from integrators.bounce import reflect
 
 NAME = "obabo"
+ORDER = 4  # its place in tables and figures (integrators.registry.discover)
 WEAK_ORDER = 2.0
 STRONG_ORDER = 1.0
 FSAL = True
@@ -41,6 +42,18 @@ def rotation_ops(h: float, gamma: float) -> list:
     the last O, ``v <- e^{gamma h/2} (v - sqrt(2 gamma) J_2)`` with the step's own ``J_2`` (noise
     slot 3), then the last half kick."""
     return [("o", -h / 2, [(3, -math.exp(0.5 * gamma * h))]), ("kick", -h / 2)]
+
+
+def reference_step(x, v, g, h, gamma, dW, J, grad):
+    """One step of one chain in plain numpy, from the rule above (the tests' reference for
+    :func:`step`): ``x, v, g`` of shape ``(d,)`` (``g`` the cached force), ``dW, J`` ``(2, d)``,
+    ``grad(x)`` the step's force; returns ``(x, v, g)``."""
+    s, eta = math.sqrt(2 * gamma), math.exp(-gamma * h / 2)
+    v = eta * v + s * J[0] - h / 2 * g
+    x = x + h * v
+    g = grad(x)
+    v = eta * (v - h / 2 * g) + s * J[1]
+    return x, v, g
 
 
 @nb.njit(nogil=True)

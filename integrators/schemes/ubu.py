@@ -17,6 +17,7 @@ import numpy as np
 from integrators.bounce import reflect
 
 NAME = "ubu"
+ORDER = 3  # its place in tables and figures (integrators.registry.discover)
 WEAK_ORDER = 2.0
 STRONG_ORDER = 2.0
 FSAL = False
@@ -31,6 +32,20 @@ def coefficients(h: float, gamma: float) -> np.ndarray:
 def affine_ops(h: float, gamma: float) -> list:
     """The step as operations for the exact oracle (``theory_checks.oracle``)."""
     return [("u", 0), ("kick", h), ("u", 1)]
+
+
+def reference_step(x, v, g, h, gamma, dW, J, grad):
+    """One step of one chain in plain numpy, from the rule above (the tests' reference for
+    :func:`step`): ``x, v, g`` of shape ``(d,)``, ``dW, J`` ``(2, d)``, ``grad(x)`` the step's
+    force; returns ``(x, v, g)``."""
+    s, eta = math.sqrt(2 * gamma), math.exp(-gamma * h / 2)
+    for half in (0, 1):
+        x = x + (1 - eta) / gamma * v + s / gamma * (dW[half] - J[half])
+        v = eta * v + s * J[half]
+        if half == 0:
+            g = grad(x)
+            v = v - h * g
+    return x, v, g
 
 
 @nb.njit(nogil=True, inline="always")
