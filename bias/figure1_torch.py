@@ -20,11 +20,8 @@ from __future__ import annotations
 
 import functools
 
-import torch
-
 from integrators.torch.chains import resolve_device
 from integrators.torch.chains import sample as torch_sample
-from integrators.torch.rng import STREAM_VERSION
 
 # chains per repeat by device type and preset (the Numba presets' counts suit a CPU)
 CHAINS_PER_REPEAT = {"cuda": {"tiny": 2**14, "quick": 2**16, "full": 2**18},
@@ -80,19 +77,6 @@ class Figure1Sampler:
             The chain count (CUDA's, or the CPU's for any other device).
         """
         return CHAINS_PER_REPEAT["cuda" if self.device.type == "cuda" else "cpu"][preset]
-
-    def describe(self) -> dict:
-        """Run metadata: backend, device (with the GPU's name) and versions.
-
-        Returns
-        -------
-        dict
-            ``backend``, ``device``, ``device_name``, ``dtype``, ``torch`` (its version),
-            ``compiled`` and ``rng_stream`` (the random stream's version).
-        """
-        name = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
-        return {"backend": "torch", "device": str(self.device), "device_name": name, "dtype": "float64",
-                "torch": torch.__version__, "compiled": self.compile, "rng_stream": STREAM_VERSION}
 
 
 @functools.lru_cache(maxsize=4)

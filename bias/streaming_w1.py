@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import math
 
-import numba as nb
 import numpy as np
 
 from bias.wasserstein import Normal, _w1_to_cdf
@@ -45,19 +44,6 @@ def histogram_add(values, lo, inv_width, counts, tails):
         samples outside the range are recorded exactly (their count and summed distance to it).
     """
     _histogram_add(values, lo, inv_width, counts, tails, np.full(values.shape[0], -1, dtype=np.int64))
-
-
-@nb.njit(nogil=True)
-def _normal_histogram(n, mean, std, lo, inv_width, counts, tails, rng):
-    block = np.empty(4096)
-    live = np.full(4096, -1, dtype=np.int64)
-    done = 0
-    while done < n:
-        m = min(4096, n - done)
-        for i in range(m):
-            block[i] = mean + std * rng.standard_normal()
-        _histogram_add(block[:m], lo, inv_width, counts, tails, live)
-        done += m
 
 
 def _cached(fn):
@@ -210,20 +196,6 @@ class StreamingW1:
         """
         self.counts += counts
         self.tails += tails
-
-    def add_exact_samples(self, n: int, seed: int = 0) -> None:
-        """Stream ``n`` exact draws of a :class:`Normal` target (for the noise floor).
-
-        Parameters
-        ----------
-        n : int
-            Number of draws.
-        seed : int
-            Seed of the draws.
-        """
-        rng = np.random.default_rng(seed)
-        _normal_histogram(int(n), self.dist.mean, self.dist.std, self.lo, 1.0 / self.width,
-                          self.counts, self.tails, rng)
 
     def value(self) -> float:
         """The exact ``W_1`` between the binned law and ``dist``.

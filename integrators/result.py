@@ -135,12 +135,6 @@ class SampleResult:
         return self._pooled(self.chain_tests).mean(axis=0)
 
     @property
-    def test_se(self) -> np.ndarray:
-        """Standard errors of :attr:`test_means` from the spread of independent chains."""
-        t = self._pooled(self.chain_tests)
-        return t.std(axis=0, ddof=1) / math.sqrt(t.shape[0])
-
-    @property
     def rhat(self) -> np.ndarray | None:
         """Classic R-hat per coordinate over the chains that did not diverge, from their time
         averages of ``x`` and ``x^2`` (:func:`integrators.diagnostics.rhat_from_moments`); about 1

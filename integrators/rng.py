@@ -12,8 +12,8 @@ numpy uses): one 64-bit draw gives the layer (8 bits), the sign (1 bit) and the 
 about 98.5% of draws are accepted at once (the mean of the layers' thresholds,
 ``ziggurat_tables``), the rest go to the wedge test or the exact tail
 ``r + Exp(r)`` sampler.  The hot loops keep a stream's state in registers (``normal_s`` and
-``uniform_s`` take and return the four words); ``stream_normal`` and ``stream_uniform`` read and
-write a state row for code off the hot path.
+``uniform_s`` take and return the four words); ``stream_uniform`` reads and writes a state row
+for code off the hot path.
 """
 
 from __future__ import annotations
@@ -213,13 +213,6 @@ def stream_uniform(row):
     """A uniform double from the stream whose state is the array ``row`` (updated in place)."""
     u, row[0], row[1], row[2], row[3] = uniform_s(row[0], row[1], row[2], row[3])
     return u
-
-
-@nb.njit(nogil=True, inline="always")
-def stream_normal(row):
-    """A standard normal from the stream whose state is the array ``row`` (updated in place)."""
-    z, row[0], row[1], row[2], row[3] = normal_s(row[0], row[1], row[2], row[3])
-    return z
 
 
 @nb.njit(nogil=True)

@@ -157,7 +157,6 @@ class ModuleSampler:
         self.k = 0
         self.diverged_at = torch.full((), NOT_DIVERGED, device=dev, dtype=torch.int64)  # on the device
         self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
-        self._last_batch = None
         self._last_loss = None
 
     # ------------------------------------------------------------------------------ the force
@@ -303,7 +302,6 @@ class ModuleSampler:
         """
         batch = self.next_batch() if batch is None else batch
         self.g = self.force(loss_fn, batch)
-        self._last_batch = batch
 
     def step_size(self, k: int) -> float:
         """The step size of step ``k``.
@@ -361,7 +359,6 @@ class ModuleSampler:
         record_divergence(self.diverged_at, k, self.x, self.g)
         if k % self.config.check_every == 0:
             self.check_finite()
-        self._last_batch = batch
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
     def check_finite(self) -> None:
