@@ -9,6 +9,7 @@ from reports.drawing import Drawing
 from reports.schema import from_dataclass
 
 ID = "figure1"
+ORDER = 30  # its place in the registry, the list and the report
 TITLE = "Figure 1: Wasserstein bias of nine samplers on the 1-D example"
 CLAIM = ("SMS-UBU, SG-UBU without replacement (rr), SMS-BAOAB and SG-BAOAB-rr have W1 bias O(h^2); "
          "the iid and EM samplers O(h); EM diverges at h = 1/4 (paper, Section 3.4, Figure 1).")

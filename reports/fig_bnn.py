@@ -19,6 +19,7 @@ from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, 
 MIN_RUNS_TO_TEST = 8
 
 ID = "bnn"
+ORDER = 70  # its place in the registry, the list and the report
 TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)"
 CLAIM = ("Ensembles of SMS-UBU samples around independent SWA points are better calibrated (lower NLL, ACE, "
          "RPS) than Adam or SWA ensembles of the same size, with a small gain in accuracy (paper, Section 5, "

@@ -11,6 +11,7 @@ from reports.drawing import Drawing
 from reports.schema import ANY, BOOL, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
 
 ID = "conformance"
+ORDER = 60  # its place in the registry, the list and the report
 TITLE = "Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB"
 CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE): SGLD, SGHMC (Euler) and SGNHT "
          "are first-order rules, so order 1 under every plan (the symmetric sweep removes the minibatch error's "

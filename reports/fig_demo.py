@@ -7,6 +7,7 @@ from reports.drawing import Drawing
 from reports.schema import NUMBER, TEXT, ListOf, Nullable, Record
 
 ID = "demo"
+ORDER = 10  # its place in the registry, the list and the report
 TITLE = "SMS-UBU against SG-UBU on the 1-D example, against the exact target"
 CLAIM = ("Symmetric minibatch splitting makes UBU's stationary bias second order in h; SG-UBU (iid "
          "batches) is first order (paper, Sections 2-3).")

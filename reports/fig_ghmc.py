@@ -8,6 +8,7 @@ from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
 
 ID = "ghmc"
+ORDER = 50  # its place in the registry, the list and the report
 TITLE = "SMS-GHMC against SMS-UBU on multinomial logistic regression: error of the predictive and acceptance"
 CLAIM = ("The Metropolized SMS-GHMC reaches the calibration of SMS-UBU only at a much smaller step size (the "
          "paper: h = 1e-5 against 1e-3 on Fashion-MNIST, acceptance 0.844 with L = 10, alpha = 0.7), so it costs "

@@ -12,6 +12,7 @@ from reports.drawing import Drawing
 from reports.schema import TEXT, ListOf, Record, from_dataclass
 
 ID = "logistic"
+ORDER = 40  # its place in the registry, the list and the report
 TITLE = "Bayesian multinomial logistic regression: bias and calibration against h"
 CLAIM = ("SMS-UBU has the smallest bias of the posterior probability of the true class, significantly smaller "
          "than the BAOAB and EM samplers, and the best calibration at the largest step sizes (paper, "

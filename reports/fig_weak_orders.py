@@ -11,6 +11,7 @@ from reports.schema import NUMBER, ListOf, Nullable, Record
 from theory_checks.orders import weak_order
 
 ID = "weak_orders"
+ORDER = 20  # its place in the registry, the list and the report
 TITLE = "Exact stationary variance bias against h, every scheme x plan (1-D example)"
 CLAIM = ("UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sampler and EM have weak "
          "order 1; BAOAB x full has an exact x-variance; EM is unstable at h = 1/4 (design claims table).")

@@ -19,6 +19,8 @@ The experiment contract: each figure or table is one module with
                                before the run starts (paths only), so absent data are said at once
     inputs(unit, preset) (optional)  what identifies a unit's input files (name, size): joins the
                                unit's fingerprint, so a unit computed on other data is stale
+    ORDER (optional)           an integer literal: its place in the registry, ``list`` and the
+                               report (modules without one come last, by name)
 
 Nothing in it writes a file: the command line checks the preset (once, here and in
 ``cli_common``), runs and persists the units through the executor, and writes what ``draw``
@@ -28,7 +30,8 @@ installed) a dict with ``"skipped": why``: either is persisted so that the figur
 absent, but never as done (:func:`unfinished`): ``--resume`` computes it again.  A run with a
 missing-data unit ends with exit code 2 naming it.
 
-Adding a figure is one module and its name in :data:`DEFAULT_MODULES`.
+Adding a figure is one module of this package that declares the contract: the registry finds it
+(:func:`integrators.registry.discover`), with no list to edit.
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ import importlib
 import importlib.util
 import os
 
-DEFAULT_MODULES = ("reports.fig_demo", "reports.fig_weak_orders", "reports.fig1_wasserstein", "reports.fig_logistic",
-                   "reports.fig_ghmc", "reports.fig_conformance", "reports.fig_bnn", "reports.tab_claims")
+from integrators.registry import discover
+
 PRESETS = ("tiny", "quick", "full")
 CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_unit", "draw")
+# the modules of this package whose source declares the contract, in their ORDER
+DEFAULT_MODULES = discover(__package__, CONTRACT)
 
 
 def module_preset(mod, preset: str) -> str:

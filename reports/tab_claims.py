@@ -7,6 +7,7 @@ from reports.schema import TEXT, ListOf, Record
 from theory_checks import claims
 
 ID = "claims"
+ORDER = 80  # its place in the registry, the list and the report
 TITLE = "Claims table: every claim of the design, measured"
 CLAIM = "Every row states the paper's claim; a claim that fails is reported, never hidden."
 COST = {"quick": "~10 s (~45 s the first time: it compiles every scheme x plan kernel)", "full": "~1 min"}

@@ -9,13 +9,24 @@
   :data:`ADAPTERS`, the registry;
 * :mod:`~theory_checks.adapters.planted`: a planted bug the measurement must catch.
 
+A library's adapters are one module of this package that declares ``LIBRARY`` (the library's
+name), ``ADAPTERS`` (a tuple of adapter objects) and, optionally, ``ORDER`` (its place in the
+registry): every such module is found (:func:`integrators.registry.discover`) and its adapters
+join :data:`ADAPTERS`, so adding a library is one new file.
+
 The libraries are imported only when an adapter builds a sampler: this package imports without
 them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement in a test.
 """
 
+from integrators.registry import discover_modules
 from theory_checks.adapters.measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
 from theory_checks.adapters.protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
 from theory_checks.adapters.runs import LEVELS
+
+ADAPTER_MODULE = ("LIBRARY", "ADAPTERS")  # what a module of this package declares to be a library's adapters
+for _module in discover_modules(__name__, ADAPTER_MODULE):
+    for _adapter in _module.ADAPTERS:
+        ADAPTERS.register(_adapter)
 
 __all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
            "checked_positions", "measure_adapter", "resolve_adapter"]

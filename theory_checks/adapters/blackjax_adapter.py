@@ -32,6 +32,8 @@ from integrators.targets import GaussianTarget
 from integrators.validation import int_at_least, positive_float
 from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
 
+LIBRARY = "blackjax"  # the library this module adapts (found by theory_checks.adapters: LIBRARY and ADAPTERS)
+ORDER = 2  # its place in the registry ADAPTERS and the conformance report
 VERSION = "1.7.1"  # the release these adapters' rules were read from and measured with
 
 

@@ -27,6 +27,8 @@ import numpy as np
 from integrators.validation import positive_float
 from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
 
+LIBRARY = "posteriors"  # the library this module adapts (found by theory_checks.adapters: LIBRARY and ADAPTERS)
+ORDER = 1  # its place in the registry ADAPTERS and the conformance report
 VERSION = "0.1.3"  # the release these adapters' rules were read from and measured with
 
 
