@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 from dataclasses import dataclass
 
 from bias.noise_floor import expected_binned_w1
 from bias.streaming_w1 import StreamingW1
 from bias.wasserstein import Normal
 from integrators import GaussianTarget, sample
+from integrators.backends import local_cores
 from integrators.seeds import derive
 from integrators.validation import preset_settings
 
@@ -221,8 +221,8 @@ def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, i
 
 
 def resolve_threads(threads) -> int:
-    if threads is None:  # an executor running several units at once sets SMS_LANGEVIN_THREADS
-        threads = int(os.environ.get("SMS_LANGEVIN_THREADS", 0)) or (os.cpu_count() or 1)
+    if threads is None:
+        threads = local_cores()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
     return threads

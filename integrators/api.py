@@ -93,8 +93,8 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
         A power of two: drive the run with the Brownian path of ``h / path_refine``, coarsened
         exactly to ``h`` (Numba backend only).
     threads : int or None, default None
-        Worker threads of the Numba backend (default: ``SMS_LANGEVIN_THREADS`` or all cores);
-        leave it out when giving ``backend``.
+        Worker threads of the Numba backend (default: every core this process may run on); leave
+        it out when giving ``backend``.
     divergence_bound : float or None, default None
         A chain is reported diverged at the first step where a coordinate of ``x`` or ``v`` is
         non-finite or exceeds it in absolute value (default: ``target.divergence_bound()``, a

@@ -20,8 +20,21 @@ if TYPE_CHECKING:
     from integrators.spec import RunSpec
 
 TILE_SIZE = 256  # about this many chains advance together in the Numba kernel (their arrays stay in L1)
-THREADS_VARIABLE = "SMS_LANGEVIN_THREADS"
 TORCH_DTYPES = ("float64", "float32")
+
+
+def local_cores() -> int:
+    """The cores this process may run on (its affinity where the platform tells it).
+
+    Returns
+    -------
+    int
+        At least 1.
+    """
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -35,8 +48,9 @@ class Numba:
     Parameters
     ----------
     threads : int or None, default None
-        Worker threads, at least 1 (``None``: the environment variable ``SMS_LANGEVIN_THREADS``
-        if set, else every core).
+        Worker threads, at least 1 (``None``: every core this process may run on,
+        :func:`local_cores`).  An executor running units side by side gives each unit its share
+        of the cores, and the unit passes it here.
 
     Attributes
     ----------
@@ -61,26 +75,9 @@ class Numba:
         Returns
         -------
         int
-            ``threads`` if given, else ``SMS_LANGEVIN_THREADS`` (set by an executor running units
-            side by side), else the number of cores.
-
-        Raises
-        ------
-        ValueError
-            If ``SMS_LANGEVIN_THREADS`` is set to anything but a positive integer.
+            ``threads`` if given, else :func:`local_cores`.
         """
-        if self.threads is not None:
-            return self.threads
-        text = os.environ.get(THREADS_VARIABLE, "").strip()  # set by an executor running units side by side
-        if not text:
-            return os.cpu_count() or 1
-        try:
-            value = int(text)
-        except ValueError:
-            value = 0
-        if value < 1:
-            raise ValueError(f"environment variable {THREADS_VARIABLE} must be a positive integer, got {text!r}")
-        return value
+        return self.threads if self.threads is not None else local_cores()
 
     def refuse(self, spec: RunSpec) -> None:
         """Refuse, by name, what the kernel cannot run: a scheme written only in torch.

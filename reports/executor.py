@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import inspect
 import logging
 import multiprocessing
 import os
@@ -30,6 +31,8 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from integrators.backends import local_cores
 
 SCHEDULER_PROTOCOLS = ("tcp", "tls")
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a scheduler's port to accept a connection
@@ -87,19 +90,30 @@ def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int 
     seed : int
         The unit's seed.
     threads : int, optional
-        Threads the unit may use (set as ``SMS_LANGEVIN_THREADS`` in this process).
+        The cores the unit may use, passed to ``run_unit`` as ``threads=`` (None: the unit runs
+        alone here and uses its own default); a ``run_unit`` without that keyword is called
+        without it.
 
     Returns
     -------
     tuple
         ``(result, wall seconds)``.
     """
-    if threads:
-        os.environ["SMS_LANGEVIN_THREADS"] = str(threads)
     mod = importlib.import_module(module_name)
+    options = {"threads": threads} if _takes_threads(mod.run_unit) else {}
     t0 = time.time()
-    result = mod.run_unit(unit, preset, seed)
+    result = mod.run_unit(unit, preset, seed, **options)
     return result, time.time() - t0
+
+
+def _takes_threads(run_unit) -> bool:
+    """Whether ``run_unit`` accepts the keyword ``threads`` (the experiment contract's optional
+    thread count, :mod:`reports.registry`)."""
+    try:
+        parameter = inspect.signature(run_unit).parameters.get("threads")
+    except (TypeError, ValueError):  # no signature to read (a builtin)
+        return False
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
 
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -130,20 +144,6 @@ def _worker_init(parent: int) -> None:
                      daemon=True).start()
 
 
-def local_cores() -> int:
-    """The cores this process may run on (its affinity where the platform tells it).
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:
-        return os.cpu_count() or 1
-
-
 def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False):
     """Yield ``(task, result, seconds)`` as units finish.
 
@@ -152,7 +152,8 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
     tasks : list
         ``(module, unit, preset, seed)`` tuples.
     workers : int
-        Worker processes (1: in process); each gets ``local_cores() // workers`` threads.
+        Worker processes (1: in process); each unit of a pool gets ``local_cores() // workers``
+        threads (:func:`run_task`), each unit on Dask one.
     scheduler : str, optional
         A Dask scheduler's address: run there instead.
     local_dask : bool

@@ -7,7 +7,10 @@ The experiment contract: each figure or table is one module with
     PRESETS                    the presets it knows (``tiny``, the level of make demo, runs ``quick``
                                in a module that does not list it)
     units(preset)              the independent units of work (JSON-serializable dicts)
-    run_unit(unit, preset, seed) -> JSON-serializable result
+    run_unit(unit, preset, seed[, *, threads]) -> JSON-serializable result; ``threads`` (optional
+                               keyword): the cores the unit may use, given by the executor (None
+                               when the unit runs alone in its process), for the unit to pass on
+                               to its backends and thread pools
     RESULT                     the structure of that result (:mod:`reports.schema`), checked before draw
     draw(results, preset) -> reports.drawing.Drawing   (figures, tables, texts, measured numbers)
     BACKENDS (optional)        kernels it offers (the command line adds them to its units)

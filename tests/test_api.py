@@ -1,6 +1,7 @@
 """The public entry point: input validation, divergence reporting, reproducibility."""
 
 import math
+import os
 
 import numba as nb
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 
 from bias.telescoping import telescoping_bias
 from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sample_together
-from integrators.backends import THREADS_VARIABLE, Torch
+from integrators.backends import Numba, Torch, local_cores
 from integrators.result import RHAT_WARN
 from integrators.targets import DIVERGENCE_SDS
 from integrators.torch import chains
@@ -474,12 +475,15 @@ def test_unhashable_or_inexact_options_raise_value_error(kwargs, match):
         sample(T1, **args)
 
 
-def test_bad_thread_variable_is_named(monkeypatch):
-    monkeypatch.setenv(THREADS_VARIABLE, "abc")
-    with pytest.raises(ValueError, match=THREADS_VARIABLE):
-        sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10)
-    monkeypatch.setenv(THREADS_VARIABLE, "1")
-    assert sample(T1, "ubu", "full", h=0.1, n_chains=2, n_steps=10).x.shape == (2, 1)
+def test_numba_threads_are_an_argument_defaulting_to_the_cores_this_process_may_run_on(monkeypatch):
+    """``threads`` is the only channel: the environment sets nothing, and the default follows the
+    process's CPU affinity (what a ``taskset`` or a container grants), not the machine's core count."""
+    monkeypatch.setenv("SMS_LANGEVIN_THREADS", "7")  # the variable of old: read by nothing now
+    assert Numba().resolved_threads() == local_cores()
+    assert Numba(threads=3).resolved_threads() == 3
+    if hasattr(os, "sched_getaffinity"):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4})
+        assert local_cores() == Numba().resolved_threads() == 5
 
 
 # ------------------------------------------------------------- user Numba code out of bounds

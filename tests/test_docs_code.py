@@ -9,6 +9,7 @@ and what runs here: keep them few and visible.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -37,6 +38,18 @@ BASH_SUBSTITUTIONS = [
     (r"--workers \d+", "--workers 1", "one process: the suite runs beside other tests"),
     (r"--out (\S+)", r"--out {tmp}/\1", "into the test's folder"),
 ]
+
+
+def on_one_core():
+    """A ``preexec_fn`` that keeps a subprocess on one core, another per pytest-xdist worker: the
+    kernel's threads and Figure 1's pool default to the cores a process may run on (None where
+    the platform sets no affinity)."""
+    if not hasattr(os, "sched_setaffinity"):
+        return None
+    cores = sorted(os.sched_getaffinity(0))
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    core = cores[int(worker) % len(cores) if worker.isdigit() else 0]
+    return lambda: os.sched_setaffinity(0, {core})
 
 
 def blocks(page: Path, language: str) -> list[str]:
@@ -87,8 +100,7 @@ def python_outcome(tmp_path_factory):
     (tmp / "pages.json").write_text(json.dumps({page_id(p): python_source(p) for p in pages("python")}))
     (tmp / "runner.py").write_text(RUNNER.format(root=str(ROOT)))
     proc = subprocess.run([sys.executable, str(tmp / "runner.py"), str(tmp / "pages.json"), str(tmp / "out.json")],
-                          cwd=tmp, capture_output=True, text=True, timeout=900,
-                          env={**__import__("os").environ, "SMS_LANGEVIN_THREADS": "1"})
+                          cwd=tmp, capture_output=True, text=True, timeout=900, preexec_fn=on_one_core())
     assert (tmp / "out.json").exists(), proc.stderr[-3000:]
     return json.loads((tmp / "out.json").read_text())
 
@@ -124,7 +136,7 @@ def test_bash_blocks_run(page, tmp_path):
     commands = bash_commands(DOCS / page, tmp_path)
     for args in commands:
         proc = subprocess.run(cli() + args, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                              env={**__import__("os").environ, "SMS_LANGEVIN_THREADS": "1"})
+                              preexec_fn=on_one_core())
         assert proc.returncode == 0, f"docs/{page}: sms-langevin {' '.join(args)} failed:\n{proc.stderr[-2000:]}"
 
 

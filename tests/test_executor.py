@@ -207,3 +207,19 @@ def test_ctrl_c_twice_stops_at_once_keeps_finished_units_and_resumes(tmp_path, r
     assert resumed.returncode == 0, resumed.stderr
     assert f"{done} units already done, {6 - done} to run" in resumed.stderr
     assert results(out) == results(reference)
+
+
+def test_each_unit_is_given_its_share_of_the_cores_as_an_argument():
+    """In process a unit runs alone (``threads=None``: its own default, every core); in a pool of
+    N workers each unit gets ``cores // N``; a ``run_unit`` without the keyword is called without it."""
+    from reports.executor import execute, local_cores
+
+    tasks = [("tests.report_fixtures.thread_units", {"i": i}, "quick", i) for i in range(2)]
+    alone = [result for _, result, _ in execute(tasks, workers=1)]
+    assert [r["threads"] for r in alone] == [None, None]
+    assert {r["pid"] for r in alone} == {os.getpid()}
+    pooled = [result for _, result, _ in execute(tasks, workers=2)]
+    assert [r["threads"] for r in pooled] == [max(1, local_cores() // 2)] * 2
+    assert os.getpid() not in {r["pid"] for r in pooled}
+    [(_, plain, _)] = execute([(FAST, {"k": 2, "plan": "sms"}, "quick", 0)], workers=1)
+    assert set(plain) == {"mean", "variance"}

@@ -35,7 +35,7 @@ from hypothesis import strategies as st
 from bias.coupled import CoupledResult, coupled_run
 from bias.telescoping import telescoping_bias
 from integrators import GaussianTarget, LogisticTarget, memory, sms_ghmc
-from integrators.backends import THREADS_VARIABLE, Numba, Torch
+from integrators.backends import Numba, Torch
 from integrators.options import Box, ControlVariate, CyclicalSchedule, Observers
 from integrators.plans import Plan, next_batches
 from integrators.plans import sms as sms_plan
@@ -426,12 +426,6 @@ OPTION_REFUSALS = [
 def test_option_objects_refuse_by_name(factory, kwargs, words):
     with pytest.raises(ValueError, match=words):
         make_option(factory, kwargs)
-
-
-def test_a_bad_thread_count_in_the_environment_is_refused_by_name(monkeypatch):
-    monkeypatch.setenv(THREADS_VARIABLE, "many")
-    with pytest.raises(ValueError, match=f"environment variable {THREADS_VARIABLE} must be a positive integer"):
-        spec_from({}, "numba")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
