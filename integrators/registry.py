@@ -56,11 +56,15 @@ class Registry(dict):
         return item
 
 
-def _declared(path: str) -> dict:
+def _declared(path: str, required=()) -> dict:
     """``{name: value node}`` of the names a module's source assigns or defines at top level
-    (imports excluded: a name a module imports is not one it declares)."""
+    (imports excluded: a name a module imports is not one it declares); empty, without parsing,
+    when a name of ``required`` does not occur in the text."""
     with open(path, encoding="utf-8") as f:
-        tree = ast.parse(f.read(), path)
+        text = f.read()
+    if not all(name in text for name in required):
+        return {}
+    tree = ast.parse(text, path)
     out, todo = {}, list(tree.body)
     while todo:
         node = todo.pop(0)
@@ -114,7 +118,7 @@ def discover(package, required) -> tuple[str, ...]:
         origin = getattr(spec, "origin", None)
         if origin is None or not origin.endswith(".py"):
             continue
-        names = _declared(origin)
+        names = _declared(origin, required)
         if not all(name in names for name in required):
             continue
         order = math.inf
