@@ -227,11 +227,39 @@ def register_scheme(scheme, *, replace: bool = False):
 
 
 def unregister_scheme(name: str) -> None:
+    """Remove a scheme from the registry :data:`SCHEMES`.
+
+    Parameters
+    ----------
+    name : str
+        The scheme's ``NAME``.
+
+    Raises
+    ------
+    ValueError
+        If no scheme of that name is registered.
+    """
     SCHEMES.unregister(name)
 
 
 def resolve_scheme(scheme):
-    """The scheme for a registered name, or the scheme object itself (validated)."""
+    """The scheme for a registered name, or the scheme object itself (validated).
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+
+    Returns
+    -------
+    module or Scheme
+        The scheme.
+
+    Raises
+    ------
+    ValueError
+        If the name is not registered, or the object lacks a scheme's attributes or fails their checks.
+    """
     return SCHEMES.resolve(scheme)
 
 
