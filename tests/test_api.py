@@ -478,7 +478,7 @@ def test_unhashable_or_inexact_options_raise_value_error(kwargs, match):
 def test_numba_threads_are_an_argument_defaulting_to_the_cores_this_process_may_run_on(monkeypatch):
     """``threads`` is the only channel: the environment sets nothing, and the default follows the
     process's CPU affinity (what a ``taskset`` or a container grants), not the machine's core count."""
-    monkeypatch.setenv("SMS_LANGEVIN_THREADS", "7")  # the variable of old: read by nothing now
+    monkeypatch.setenv("SMS_LANGEVIN_THREADS", "7")  # a thread count in the environment changes nothing
     assert Numba().resolved_threads() == local_cores()
     assert Numba(threads=3).resolved_threads() == 3
     if hasattr(os, "sched_getaffinity"):
