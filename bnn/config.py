@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 import os
 from dataclasses import KW_ONLY, asdict, dataclass, replace
 
@@ -17,7 +16,17 @@ import numpy as np
 
 from integrators import data as datasets
 from integrators.memory import check_fits
-from integrators.validation import int_at_least, positive_float
+from integrators.validation import (
+    BOOLEAN,
+    POSITIVE,
+    InstanceOf,
+    Interval,
+    ListOf,
+    OneOf,
+    Optional,
+    at_least,
+    check_parameters,
+)
 
 TRACE_START_CLIP = 5.0  # trace chains start at x* + N(0, rho^2) clipped at this many rho (perturbed)
 
@@ -77,6 +86,12 @@ def data_location(dataset: str, data_path: str | None):
     if not data_path:
         raise ValueError(f"dataset {dataset!r} is read from local files: give data_path (no downloads)")
     return datasets.find_data(data_path)
+
+
+def _architectures():
+    from bnn import models  # (imports torch: read when a configuration is checked)
+
+    return models.ARCHITECTURES
 
 
 PAPER_REFERENCE = ("Adam (paper)", "SWA (paper)")  # the methods of RunConfig.paper_baseline
@@ -220,6 +235,12 @@ class RunConfig:
         The paper baseline's Adam epochs (``>= 1``, the paper's 15) and SWA epochs (``>= 0``, the
         paper's 5).
 
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each checked field (:mod:`integrators.validation`); the rules
+        between fields are checked after them.
+
     Raises
     ------
     ValueError
@@ -263,10 +284,25 @@ class RunConfig:
     paper_epochs_train: int = 15
     paper_epochs_swa: int = 5
 
+    CONSTRAINTS = {
+        "step_convention": OneOf(STEP_CONVENTIONS), "control_variate": BOOLEAN, "paper_baseline": BOOLEAN,
+        "stratified_test": Optional(Interval(float, 0, 1, closed="neither")),
+        "dataset": OneOf(DATASETS), "network": OneOf(_architectures),
+        **dict.fromkeys(("width", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision"), POSITIVE),
+        **dict.fromkeys(("batch_size", "n_eval_batches", "n_cycles", "hessian_batch", "chains",
+                         "paper_epochs_train"), at_least(1)),
+        **dict.fromkeys(("epochs_train", "epochs_swa", "epochs_burn", "epochs_sample", "augment_copies",
+                         "hessian_iters", "trace_chains", "trace_epochs", "curve_every", "paper_epochs_swa"),
+                        at_least(0)),
+        "n_train": Optional(at_least(1)), "n_test": Optional(at_least(1)),  # None: the whole split
+        "samplers": ListOf(OneOf(SAMPLERS), unique=True), "h_panel": ListOf(POSITIVE),
+        "data_path": Optional(InstanceOf(str, "a string (a folder or file)")),
+    }
+    VALID_EXAMPLE = {"dataset": "digits", "network": "fashion_mnist", "width": 0.125, "samplers": ("SMS-UBU", "SG-HMC"),
+                     "h_panel": (1e-4,), "trace_chains": 1, "trace_epochs": 1}
+
     def __post_init__(self):
         import torch
-
-        from bnn import models
 
         for name in ("samplers", "h_panel"):
             value = getattr(self, name)
@@ -276,48 +312,10 @@ class RunConfig:
                 object.__setattr__(self, name, tuple(value))  # frozen: set through object
         if isinstance(self.data_path, os.PathLike):
             object.__setattr__(self, "data_path", os.fspath(self.data_path))
-        if not isinstance(self.step_convention, str) or self.step_convention not in STEP_CONVENTIONS:
-            raise ValueError(f"step_convention must be one of {', '.join(map(repr, STEP_CONVENTIONS))}, got "
-                             f"{self.step_convention!r}")
-        for name in ("control_variate", "paper_baseline"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        if self.stratified_test is not None and (
-                isinstance(self.stratified_test, bool) or not isinstance(self.stratified_test, numbers.Real)
-                or not 0 < self.stratified_test < 1):
-            raise ValueError(f"stratified_test must be None or a fraction in (0, 1), got {self.stratified_test!r}")
-        for name in ("dataset", "network"):
-            if not isinstance(getattr(self, name), str):
-                raise ValueError(f"{name} must be a string, got {getattr(self, name)!r}")
-        if self.network not in models.ARCHITECTURES:
-            raise ValueError(f"unknown network {self.network!r}; choose from {', '.join(models.ARCHITECTURES)}")
-        if self.dataset not in DATASETS:
-            raise ValueError(f"unknown dataset {self.dataset!r}; choose from {', '.join(DATASETS)}")
-        for name in ("width", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision"):
-            positive_float(name, getattr(self, name))
-        for name, low in (("batch_size", 1), ("n_eval_batches", 1), ("n_cycles", 1), ("hessian_batch", 1),
-                          ("chains", 1), ("epochs_train", 0), ("epochs_swa", 0), ("epochs_burn", 0),
-                          ("epochs_sample", 0), ("augment_copies", 0), ("hessian_iters", 0), ("trace_chains", 0),
-                          ("trace_epochs", 0), ("curve_every", 0), ("paper_epochs_train", 1),
-                          ("paper_epochs_swa", 0)):
-            int_at_least(name, getattr(self, name), low)
-        for name in ("n_train", "n_test"):  # None: the whole split
-            if getattr(self, name) is not None:
-                int_at_least(name, getattr(self, name), 1)
+        # checked, not replaced: the fields stay as given (the run's JSON records them so)
+        check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
         if self.epochs_train + self.epochs_swa < 1:
             raise ValueError("epochs_train + epochs_swa must be >= 1")
-        if not isinstance(self.samplers, tuple | list) or not all(isinstance(s, str) for s in self.samplers):
-            raise ValueError(f"samplers must be a tuple of sampler names, got {self.samplers!r}")
-        unknown = [s for s in self.samplers if s not in SAMPLERS]
-        if unknown:
-            raise ValueError(f"unknown sampler {unknown[0]!r}; choose from {', '.join(SAMPLERS)}")
-        if len(set(self.samplers)) != len(self.samplers):
-            raise ValueError(f"samplers must not repeat a sampler, got {self.samplers!r}")
-        if not isinstance(self.h_panel, tuple | list):
-            raise ValueError(f"h_panel must be a tuple of step sizes, got {self.h_panel!r}")
-        for h in self.h_panel:
-            if isinstance(h, bool) or not isinstance(h, numbers.Real) or not (math.isfinite(h) and h > 0):
-                raise ValueError(f"h_panel must hold positive finite step sizes, got {self.h_panel!r}")
         if self.chains > 1 and (self.control_variate or any(SAMPLERS[s].notebook for s in self.samplers)):
             raise ValueError(f"control_variate (and the sampler SMS-UBU (notebook), which uses it) runs one chain "
                              f"per sampler: chains must be 1, got chains={self.chains!r}")
@@ -331,8 +329,6 @@ class RunConfig:
             # which must lie inside the open box |x - x*|_inf < rho_max_factor * rho
             raise ValueError(f"rho_max_factor must be > {TRACE_START_CLIP:g} when trace_chains > 0 (the trace "
                              f"chains start up to {TRACE_START_CLIP:g} rho from x*), got {self.rho_max_factor!r}")
-        if self.data_path is not None and not isinstance(self.data_path, str):
-            raise ValueError(f"data_path must be a string (a folder or file) or None, got {self.data_path!r}")
         # the network is built in this machine's memory first: at least its smallest input's count
         n_params = network_parameters(self.network, self.width, smallest_input(self.network), 2)
         check_fits(f"network={self.network!r} at width={self.width!r} ({count_text(n_params, 'at least ')})",

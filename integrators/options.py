@@ -16,6 +16,7 @@ from integrators.validation import (
     at_least,
     check_parameters,
     finite_array,
+    optional,
     steps,
     test_functions_and_data,
 )
@@ -76,6 +77,7 @@ class Observers:
 
     CONSTRAINTS = {"keep": at_least(0), "full_moments": BOOLEAN, "n_test_functions": at_least(0),
                    "histogram": HISTOGRAM}
+    VALID_EXAMPLE = {"keep": 2, "histogram": (-1.0, 1.0, 4)}
 
     def __post_init__(self):
         values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
@@ -173,6 +175,11 @@ class Localization:
         built, else a flat tensor in the sampler's parameter order or a ``{name: tensor}``
         mapping.
 
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each checked field (:mod:`integrators.validation`).
+
     Raises
     ------
     ValueError
@@ -183,9 +190,11 @@ class Localization:
     rho_max: float | None = None
     x_star: object = None
 
+    CONSTRAINTS = {"rho": POSITIVE, "rho_max": optional(POSITIVE)}
+    VALID_EXAMPLE = {"rho": 0.1, "rho_max": 0.6}
+
     def __post_init__(self):
-        set_fields(self, rho=POSITIVE("rho", self.rho),
-                   rho_max=None if self.rho_max is None else POSITIVE("rho_max", self.rho_max))
+        set_fields(self, **check_parameters({"rho": self.rho, "rho_max": self.rho_max}, self.CONSTRAINTS))
 
     @property
     def half_width(self) -> float:
@@ -207,6 +216,11 @@ class CyclicalSchedule:
     n_cycles : int
         Number of cycles, at least 1 and at most ``n_steps``.
 
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each field (:mod:`integrators.validation`).
+
     Raises
     ------
     ValueError
@@ -217,8 +231,11 @@ class CyclicalSchedule:
     n_steps: int
     n_cycles: int
 
+    CONSTRAINTS = {"n_steps": steps(1), "n_cycles": at_least(1)}
+    VALID_EXAMPLE = {"n_steps": 10, "n_cycles": 2}
+
     def __post_init__(self):
-        set_fields(self, n_steps=steps(1)("n_steps", self.n_steps), n_cycles=at_least(1)("n_cycles", self.n_cycles))
+        set_fields(self, **check_parameters({"n_steps": self.n_steps, "n_cycles": self.n_cycles}, self.CONSTRAINTS))
         if self.n_cycles > self.n_steps:
             raise ValueError(f"n_cycles={self.n_cycles} exceeds n_steps={self.n_steps}")
 

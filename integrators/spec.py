@@ -33,13 +33,13 @@ from integrators.memory import check_fits
 from integrators.options import Box, ControlVariate, Observers, set_fields
 from integrators.plans import FULL, kernel_code, resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.seeds import derive
 from integrators.targets import Target
 from integrators.validation import (
     BOOLEAN,
     POSITIVE,
     SEED,
-    Constraint,
+    PowerOfTwo,
+    Registered,
     at_least,
     batch_size_for,
     check_parameters,
@@ -48,7 +48,6 @@ from integrators.validation import (
     initial_state,
     instance_of,
     optional,
-    power_of_two,
     step_over_friction,
     steps,
 )
@@ -146,15 +145,14 @@ class RunSpec:
 
     CONSTRAINTS = {
         "target": instance_of(Target, "a Target (e.g. GaussianTarget)"),
-        "scheme": Constraint("a registered scheme's name or a scheme object", lambda name, v: resolve_scheme(v)),
-        "plan": Constraint("a registered plan's name or a plan object", lambda name, v: resolve_plan(v)),
+        "scheme": Registered(resolve_scheme, "a registered scheme's name or a scheme object"),
+        "plan": Registered(resolve_plan, "a registered plan's name or a plan object"),
         "h": POSITIVE, "gamma": POSITIVE, "n_chains": at_least(1), "n_steps": steps(1), "burn_in": steps(0),
         "seed": SEED,
         "control_variate": optional(instance_of(ControlVariate, "None or ControlVariate(x_ref)")),
         "box": optional(instance_of(Box, "None or Box(half_width, center)")),
         "observers": instance_of(Observers, "Observers(keep, full_moments, ...)"),
-        "path_refine": Constraint(f"a power of two <= {MAX_PATH_REFINE}",
-                                  lambda name, v: power_of_two(name, v, MAX_PATH_REFINE)),
+        "path_refine": PowerOfTwo(MAX_PATH_REFINE),
         "backend": BACKEND,
     }
 
@@ -246,21 +244,6 @@ class RunSpec:
                    f"full_moments={obs.full_moments}, n_test_functions={obs.n_test_functions} and "
                    f"{obs.n_bins} histogram bins on the {self.backend.NAME} backend",
                    n_bytes, limit=self.backend.memory_limit())
-
-    def derive_seed(self, *labels) -> int:
-        """A seed for a part of an experiment built on this run.
-
-        Parameters
-        ----------
-        *labels : object
-            What names the part (strings, integers).
-
-        Returns
-        -------
-        int
-            :func:`integrators.seeds.derive` of the run's seed and the labels.
-        """
-        return derive(self.seed, *labels)
 
     def replace(self, **changes) -> RunSpec:
         """A copy with some fields changed, checked anew.

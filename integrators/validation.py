@@ -22,8 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -202,85 +201,364 @@ def test_functions_and_data(test_functions, n_test_functions, test_data) -> tupl
     return test_data
 
 
-def histogram_bins(value, name: str = "histogram") -> tuple[float, float, int] | None:
-    """``histogram=(lo, hi, n_bins)`` checked and converted (``None``: no histogram): a tuple, list
-    or 1-d array of three numbers (not a mapping, whose keys would be read), with finite
-    ``lo < hi`` and bins of a positive width whose inverse is finite (the kernels bin by
-    ``(x - lo) * n_bins / (hi - lo)``)."""
-    if value is None:
-        return None
-    try:
-        if not isinstance(value, tuple | list | np.ndarray) or len(value) != 3:
-            raise ValueError
-        parts = [scalar(part) for part in value]
-        if any(isinstance(part, str | bool | np.bool_) for part in parts[:2]):
-            raise ValueError
-        lo, hi, n_bins = float(parts[0]), float(parts[1]), parts[2]
-    except (TypeError, ValueError, IndexError, OverflowError):
-        raise ValueError(f"{name} must be (lo, hi, n_bins), got {value!r}") from None
-    n_bins = whole_number(f"{name}'s n_bins", n_bins, 1)
-    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
-        raise ValueError(f"{name} must be (lo, hi, n_bins) with finite lo < hi and n_bins >= 1, got {value!r}")
-    try:
-        width, inv_width = (hi - lo) / n_bins, n_bins / (hi - lo)
-    except OverflowError:  # n_bins beyond the float range
-        width, inv_width = 0.0, math.inf
-    if not (math.isfinite(hi - lo) and 0.0 < inv_width < math.inf):
-        raise ValueError(f"{name}={value!r} has bins of width (hi - lo) / n_bins = {width:.3g}: "
-                         f"hi - lo and n_bins / (hi - lo) must be finite and positive (the kernels bin by them)")
-    return lo, hi, n_bins
-
-
-def power_of_two(name, value, largest: int) -> int:
-    """An integer ``2**k`` in ``[1, largest]``."""
-    value = int_at_least(name, value, 1)
-    if value & (value - 1) or value > largest:
-        raise ValueError(f"{name} must be a power of two <= 2**{largest.bit_length() - 1}, got {value}")
-    return value
-
-
 # ------------------------------------------------------------------ declared constraints
-@dataclass(frozen=True)
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else f"{type(value).__name__} {text[:60]}..."
+
+
+def _bound(value) -> str:
+    if isinstance(value, int) and value >= 2**20 and not value & (value - 1):
+        return f"2**{value.bit_length() - 1}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def refusal(name: str, value, allowed: str, detail: str = "") -> str:
+    """The one message of a refused argument: ``"{name} must be {allowed}, got {value!r}"``, and
+    ``" ({detail})"`` where a detail helps (which entry of a list, which rule of a histogram)."""
+    return f"{name} must be {allowed}, got {_shown(value)}" + (f" ({detail})" if detail else "")
+
+
 class Constraint:
-    """What an argument may be (``allowed``, for messages and documentation) and the checker that
-    returns its canonical value or raises a ``ValueError`` naming it: ``check(name, value)``."""
+    """What an argument may be, as data.
 
-    allowed: str
-    check: Callable
+    ``str(constraint)`` says what is allowed; ``check(name, value)`` (or calling the constraint)
+    returns the value in its canonical type or raises a ``ValueError`` with the one message of
+    :func:`refusal`; ``invalid_examples()`` lists values it refuses, generated from the
+    declaration (the common test feeds them to every declarer)."""
 
-    def __call__(self, name, value):
+    def __str__(self) -> str:
+        raise NotImplementedError
+
+    def check(self, name: str, value):
+        raise NotImplementedError
+
+    def invalid_examples(self) -> list:
+        return []
+
+    def __call__(self, name: str, value):
         return self.check(name, value)
 
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {self}>"
 
-POSITIVE = Constraint("a positive finite real number", positive_float)
-BOOLEAN = Constraint("True or False", boolean)
-SEED = Constraint("an integer in [0, 2**64)", lambda name, value: seed_value(value, name))
-HISTOGRAM = Constraint("None or (lo, hi, n_bins) with lo < hi", lambda name, value: histogram_bins(value, name))
+    @property
+    def allowed(self) -> str:
+        return str(self)
 
-
-def steps(low: int) -> Constraint:
-    """A number of steps: an integer in ``[low, MAX_STEPS]``."""
-    return Constraint(f"an integer in [{low}, 2**48]", lambda name, value: step_count(name, value, low))
-
-
-def at_least(low: int) -> Constraint:
-    """An integer (not a bool) ``>= low``."""
-    return Constraint(f"an integer >= {low}", lambda name, value: int_at_least(name, value, low))
+    def error(self, name: str, value, detail: str = "") -> ValueError:
+        return ValueError(refusal(name, value, str(self), detail))
 
 
-def optional(constraint: Constraint) -> Constraint:
-    """``None``, or what ``constraint`` allows."""
-    return Constraint(f"None or {constraint.allowed}",
-                      lambda name, value: None if value is None else constraint(name, value))
+_WRONG_TYPES = ("1", None, True, 1j, np.array([1.0, 2.0]))  # a string, nothing, a bool, a complex, an array
 
 
-def instance_of(kind: type, example: str) -> Constraint:
-    """An instance of ``kind`` (``example`` shows one in the message)."""
-    def check(name, value):
-        if not isinstance(value, kind):
-            raise ValueError(f"{name} must be {example}, got {type(value).__name__}: {value!r}")
+class Interval(Constraint):
+    """A number of ``kind`` (``int`` or ``float``) between ``low`` and ``high`` (``None``: no
+    bound; a real number is always finite), ``closed`` on the "left", "right", "both" or
+    "neither" side.  Integers refuse bools and fractions; a 0-d array counts as its number.
+    Returns ``int`` or ``float``."""
+
+    def __init__(self, kind: type, low=None, high=None, *, closed: str = "left"):
+        if kind not in (int, float) or closed not in ("left", "right", "both", "neither"):
+            raise TypeError(f"Interval(kind, ...) takes int or float and closed left/right/both/neither, "
+                            f"got {kind!r}, {closed!r}")
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def _closed(self, side: str) -> bool:
+        return self.closed in (side, "both")
+
+    def __str__(self) -> str:
+        what = "an integer" if self.kind is int else "a finite real number"
+        low, high = self.low, self.high
+        if low is not None and high is not None:
+            what = "an integer" if self.kind is int else "a real number"
+            return (f"{what} in {'[' if self._closed('left') else '('}{_bound(low)}, {_bound(high)}"
+                    f"{']' if self._closed('right') else ')'}")
+        if low is not None:
+            return f"{what} {'>=' if self._closed('left') else '>'} {_bound(low)}"
+        if high is not None:
+            return f"{what} {'<=' if self._closed('right') else '<'} {_bound(high)}"
+        return what
+
+    def check(self, name: str, value):
+        given, value = value, scalar(value)
+        if self.kind is int:
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise self.error(name, given)
+            number = int(value)
+        else:
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise self.error(name, given)
+            try:
+                number = float(value)
+            except OverflowError:
+                raise self.error(name, given, "an integer beyond the float range") from None
+            if not math.isfinite(number):
+                raise self.error(name, given)
+        low, high = self.low, self.high
+        if low is not None and not (number >= low if self._closed("left") else number > low):
+            raise self.error(name, given)
+        if high is not None and not (number <= high if self._closed("right") else number < high):
+            raise self.error(name, given)
+        return number
+
+    def invalid_examples(self) -> list:
+        out = list(_WRONG_TYPES)
+        if self.kind is int:
+            out.append((self.low or 0) + 0.5)  # a fraction
+        else:
+            out += [math.nan, math.inf, -math.inf, 10**400]
+        for bound, side, step in ((self.low, "left", -1), (self.high, "right", 1)):
+            if bound is None:
+                continue
+            if not self._closed(side):
+                out.append(bound)
+            elif self.kind is int:
+                out.append(bound + step)
+            else:
+                out.append(math.nextafter(float(bound), step * math.inf))
+        return out
+
+
+class Boolean(Constraint):
+    """``True`` or ``False`` (numpy's too), nothing else: a string such as "no" would read as true."""
+
+    def __str__(self) -> str:
+        return "True or False"
+
+    def check(self, name: str, value) -> bool:
+        plain = scalar(value)
+        if not isinstance(plain, bool | np.bool_):
+            raise self.error(name, value)
+        return bool(plain)
+
+    def invalid_examples(self) -> list:
+        return ["yes", "no", 1, 0, 1.0, None]
+
+
+class OneOf(Constraint):
+    """One of ``choices`` (a mapping's keys or a sequence; a callable returning them is read when
+    first needed, for a registry that imports heavy modules)."""
+
+    def __init__(self, choices):
+        self._choices = choices if callable(choices) else tuple(choices)
+
+    @property
+    def choices(self) -> tuple:
+        return tuple(self._choices()) if callable(self._choices) else self._choices
+
+    def __str__(self) -> str:
+        return "one of " + ", ".join(map(repr, self.choices))
+
+    def check(self, name: str, value):
+        try:
+            known = any(value == choice and isinstance(value, bool) == isinstance(choice, bool)
+                        for choice in self.choices)
+        except (TypeError, ValueError):
+            known = False
+        if not known:
+            raise self.error(name, value)
         return value
-    return Constraint(example, check)
+
+    def invalid_examples(self) -> list:
+        return [v for v in ("no-such-choice", None, 3.5) if v not in self.choices]
+
+
+class InstanceOf(Constraint):
+    """An instance of ``kind`` (a type or a tuple of types); ``example`` says what one looks like."""
+
+    def __init__(self, kind, example: str):
+        self.kind, self.example = kind, example
+
+    def __str__(self) -> str:
+        return self.example
+
+    def check(self, name: str, value):
+        if not isinstance(value, self.kind):
+            raise self.error(name, value)
+        return value
+
+    def invalid_examples(self) -> list:
+        return [v for v in (object(), "a string", 1.5, None) if not isinstance(v, self.kind)]
+
+
+class Optional(Constraint):
+    """``None``, or what ``constraint`` allows."""
+
+    def __init__(self, constraint: Constraint):
+        self.constraint = constraint
+
+    def __str__(self) -> str:
+        inner = str(self.constraint)
+        return inner if inner.startswith("None or ") else f"None or {inner}"
+
+    def check(self, name: str, value):
+        if value is None:
+            return None
+        try:
+            return self.constraint.check(name, value)
+        except ValueError as error:  # say that None was allowed too
+            detail = str(error).partition(f", got {_shown(value)}")[2]
+            raise self.error(name, value, detail[2:-1] if detail.startswith(" (") else "") from None
+
+    def invalid_examples(self) -> list:
+        return [v for v in self.constraint.invalid_examples() if v is not None]
+
+
+class Registered(Constraint):
+    """A name or object that ``resolve`` accepts (a registry's lookup: a scheme, a plan); the
+    canonical value is what ``resolve`` returns, and its refusal is quoted as the detail."""
+
+    def __init__(self, resolve, allowed: str):
+        self.resolve, self.text = resolve, allowed
+
+    def __str__(self) -> str:
+        return self.text
+
+    def check(self, name: str, value):
+        try:
+            return self.resolve(value)
+        except (ValueError, TypeError, AttributeError) as error:
+            raise self.error(name, value, str(error)) from None
+
+    def invalid_examples(self) -> list:
+        return ["no-such-name", None, 3.5]
+
+
+class ListOf(Constraint):
+    """A list or tuple (or 1-d array) of what ``item`` allows, at least ``min_len`` long, with no
+    entry repeated if ``unique``; a string is refused (it would be read letter by letter).
+    Returns a list of the entries' canonical values."""
+
+    def __init__(self, item: Constraint, *, min_len: int = 0, unique: bool = False):
+        self.item, self.min_len, self.unique = item, min_len, unique
+
+    def __str__(self) -> str:
+        return (f"a list or tuple of {f'{self.min_len} or more ' if self.min_len else ''}entries"
+                + (", none repeated," if self.unique else "") + f" each {self.item}")
+
+    def check(self, name: str, value) -> list:
+        entries = value.tolist() if isinstance(value, np.ndarray) and value.ndim == 1 else value
+        if not isinstance(entries, list | tuple):
+            raise self.error(name, value)
+        if len(entries) < self.min_len:
+            raise self.error(name, value)
+        out = []
+        for i, entry in enumerate(entries):
+            try:
+                out.append(self.item.check(f"{name}[{i}]", entry))
+            except ValueError as error:
+                raise self.error(name, value, str(error)) from None
+        if self.unique and any(entry in entries[:i] for i, entry in enumerate(entries)):
+            raise self.error(name, value, "an entry is repeated")
+        return out
+
+    def invalid_examples(self) -> list:
+        out = ["abc", 3]
+        out += [[bad] for bad in self.item.invalid_examples()[:2]]
+        if self.min_len:
+            out.append([])
+        if self.unique and isinstance(self.item, OneOf) and self.item.choices:
+            out.append([self.item.choices[0]] * 2)
+        return out
+
+
+class PowerOfTwo(Constraint):
+    """An integer ``2**k`` in ``[1, largest]``."""
+
+    def __init__(self, largest: int):
+        self.largest = largest
+
+    def __str__(self) -> str:
+        return f"a power of two in [1, {_bound(self.largest)}]"
+
+    def check(self, name: str, value) -> int:
+        try:
+            number = Interval(int, 1, self.largest, closed="both").check(name, value)
+        except ValueError:
+            raise self.error(name, value) from None
+        if number & (number - 1):
+            raise self.error(name, value)
+        return number
+
+    def invalid_examples(self) -> list:
+        return [*_WRONG_TYPES, 0, 3, 2.0, 2 * self.largest]
+
+
+class Histogram(Constraint):
+    """``None`` or ``(lo, hi, n_bins)``: a tuple, list or 1-d array of three numbers (not a mapping,
+    whose keys would be read), finite ``lo < hi``, an integer ``n_bins >= 1`` (``10.0`` counts),
+    and bins whose width and inverse width are finite and positive (the kernels bin by
+    ``(x - lo) * n_bins / (hi - lo)``).  Returns ``(float, float, int)`` or ``None``."""
+
+    def __str__(self) -> str:
+        return "None or (lo, hi, n_bins) with finite lo < hi, an integer n_bins >= 1 and bins of a finite width"
+
+    def check(self, name: str, value):
+        if value is None:
+            return None
+        try:
+            if not isinstance(value, tuple | list | np.ndarray) or len(value) != 3:
+                raise ValueError
+            parts = [scalar(part) for part in value]
+            if any(isinstance(part, str | bool | np.bool_) for part in parts[:2]):
+                raise ValueError
+            lo, hi, n_bins = float(parts[0]), float(parts[1]), parts[2]
+        except (TypeError, ValueError, IndexError, OverflowError):
+            raise self.error(name, value) from None
+        fraction = isinstance(n_bins, numbers.Real) and not isinstance(n_bins, numbers.Integral | bool)
+        if fraction and math.isfinite(n_bins) and n_bins == int(n_bins):
+            n_bins = int(n_bins)  # 10.0 bins counts
+        if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+            raise self.error(name, value, "n_bins must be an integer >= 1")
+        n_bins = int(n_bins)
+        if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+            raise self.error(name, value, "lo < hi must be finite")
+        try:
+            width, inv_width = (hi - lo) / n_bins, n_bins / (hi - lo)
+        except OverflowError:  # n_bins beyond the float range
+            width, inv_width = 0.0, math.inf
+        if not (math.isfinite(hi - lo) and 0.0 < inv_width < math.inf):
+            raise self.error(name, value, f"bins of width (hi - lo) / n_bins = {width:.3g}: hi - lo and "
+                                          f"n_bins / (hi - lo) must be finite and positive")
+        return lo, hi, n_bins
+
+    def invalid_examples(self) -> list:
+        return ["abc", 5, True, (0.0, 1.0), {0: 1, 1: 2, 2: 3}, ("a", 1.0, 10), (3.0, -3.0, 10), (0.0, math.nan, 10),
+                (0.0, math.inf, 10), (0.0, 1.0, 0), (0.0, 1.0, 2.5), (0.0, 1.0, True), (-1e308, 1e308, 4),
+                (0.0, 5e-324, 4), (0.0, 1.0, 10**400)]
+
+
+POSITIVE = Interval(float, 0, None, closed="neither")
+BOOLEAN = Boolean()
+SEED = Interval(int, 0, 2**64, closed="left")
+HISTOGRAM = Histogram()
+
+
+def steps(low: int) -> Interval:
+    """A number of steps: an integer in ``[low, MAX_STEPS]``."""
+    return Interval(int, low, MAX_STEPS, closed="both")
+
+
+def at_least(low: int) -> Interval:
+    """An integer (not a bool) ``>= low``."""
+    return Interval(int, low, None)
+
+
+def optional(constraint: Constraint) -> Optional:
+    """``None``, or what ``constraint`` allows."""
+    return Optional(constraint)
+
+
+def instance_of(kind, example: str) -> InstanceOf:
+    """An instance of ``kind`` (``example`` says what one looks like in the message)."""
+    return InstanceOf(kind, example)
+
+
+def one_of(choices) -> OneOf:
+    """One of ``choices`` (a mapping's keys or a sequence)."""
+    return OneOf(choices)
 
 
 def check_parameters(values: Mapping, constraints: Mapping) -> dict:
@@ -288,25 +566,26 @@ def check_parameters(values: Mapping, constraints: Mapping) -> dict:
     (in the order of ``constraints``: the first bad argument is the one named)."""
     out = dict(values)
     for name, constraint in constraints.items():
-        out[name] = constraint(name, values[name])
+        out[name] = constraint.check(name, values[name])
     return out
 
 
-def one_of(choices) -> Constraint:
-    """One of ``choices`` (a mapping's keys or a sequence), named in the message."""
-    names = tuple(choices)
-
-    def check(name, value):
-        if value not in names:
-            raise ValueError(f"unknown {name} {value!r}; choose from {', '.join(map(str, names))}")
-        return value
-    return Constraint(f"one of {', '.join(map(str, names))}", check)
+def declares(constraints: Mapping, example: Mapping):
+    """Mark a function as a declarer: ``func.CONSTRAINTS`` (checked by the function itself, with
+    :func:`check_parameters`, at its boundary) and ``func.VALID_EXAMPLE`` (keywords it accepts,
+    from which the common test makes each invalid call)."""
+    def mark(func):
+        func.CONSTRAINTS, func.VALID_EXAMPLE = constraints, example
+        return func
+    return mark
 
 
 def preset_settings(presets: Mapping, preset) -> dict:
     """The settings of ``preset`` in an experiment's ``presets`` table; a ``ValueError`` naming the
     known presets otherwise (every experiment reads its presets through this one check)."""
-    return presets[one_of(presets)("preset", preset)]
+    if not isinstance(preset, str) or preset not in presets:
+        raise ValueError(f"unknown preset {preset!r}; choose from {', '.join(map(str, presets))}")
+    return presets[preset]
 
 
 def integer_labels(labels, where: str = "", error=ValueError) -> np.ndarray:

@@ -70,7 +70,7 @@ def test_an_adapter_missing_a_method_or_a_declaration_is_refused_by_name():
 
 
 def test_measure_refuses_bad_arguments():
-    with pytest.raises(ValueError, match="list of plans"):
+    with pytest.raises(ValueError, match="^plans must be None or a list or tuple of"):
         measure_adapter(ToyULA(), plans="full")
     with pytest.raises(ValueError, match="unknown level"):
         measure_adapter(ToyULA(), plans=["full"], level="huge")

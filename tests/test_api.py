@@ -230,10 +230,11 @@ def refuse_end_to_end(entry, kwargs):
 # (entry point, keywords, what the message says); the same checks on both backends and many more: the
 # tables of tests/test_validation.py
 END_TO_END_REFUSALS = [
-    pytest.param(sample, {"seed": 2**64}, r"seed must be < 2\*\*64", id="sample-seed-beyond-64-bits"),
+    pytest.param(sample, {"seed": 2**64}, r"seed must be an integer in \[0, 2\*\*64\)",
+                 id="sample-seed-beyond-64-bits"),
     pytest.param(sample, {"x_ref": [0.0]}, "x_ref is given but control_variate is false",
                  id="sample-x_ref-without-control-variate"),
-    pytest.param(sample, {"path_refine": 2**21}, r"path_refine must be a power of two <= 2\*\*20",
+    pytest.param(sample, {"path_refine": 2**21}, r"path_refine must be a power of two in \[1, 2\*\*20\]",
                  id="sample-path_refine-2**21"),
     pytest.param(sample, {"n_chains": HUGE}, f"n_chains={HUGE}.*{MEMORY}", id="sample-n_chains-beyond-memory"),
     pytest.param(chains.sample, {"full_moments": "no"}, "full_moments must be True or False",

@@ -82,8 +82,9 @@ def test_absent_data_is_reported_not_replaced(tmp_path):
 
 
 @pytest.mark.parametrize("change,match", [
-    ({"h": 0.0}, "h must be"), ({"samplers": ("HMC",)}, "unknown sampler"), ({"dataset": "mnist"}, "unknown dataset"),
-    ({"epochs_burn": -1}, "epochs_burn"), ({"network": "vgg"}, "unknown network"), ({"h_panel": (-1.0,)}, "h_panel"),
+    ({"h": 0.0}, "h must be"), ({"samplers": ("HMC",)}, "^samplers must be"),
+    ({"dataset": "mnist"}, "^dataset must be"),
+    ({"epochs_burn": -1}, "epochs_burn"), ({"network": "vgg"}, "^network must be"), ({"h_panel": (-1.0,)}, "h_panel"),
     ({"chains": 0}, "chains must be"), ({"chains": 2.0}, "chains must be")])
 def test_run_config_validates(change, match):
     with pytest.raises(ValueError, match=match):

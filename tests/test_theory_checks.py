@@ -191,9 +191,9 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
     # -5e-7 is no rounding error at a scale of 1e-6: the tolerance is relative
     pytest.param(lambda: gaussian_w2([0.0], [[-5e-7]], [0.0], [[1e-6]]), "cov1 must be positive semi-definite",
                  id="gaussian_w2-negative-beyond-a-relative-tolerance"),
-    pytest.param(lambda: verify("ubu", plans="sms"), "plans must be a list of plans, got the string 'sms'",
+    pytest.param(lambda: verify("ubu", plans="sms"), "plans must be None or a list or tuple of .*, got 'sms'",
                  id="verify-a-lone-plan-name"),
-    pytest.param(lambda: verify("ubu", plans=["full"], gamma=-1), "gamma must be positive and finite, got -1",
+    pytest.param(lambda: verify("ubu", plans=["full"], gamma=-1), "gamma must be a finite real number > 0, got -1",
                  id="verify-gamma-negative"),
     pytest.param(lambda: stationary_moments(T1, "ubu", "sms", 0.1, batch_size=1.5), "batch_size must be an integer",
                  id="oracle-batch-fraction"),

@@ -145,7 +145,7 @@ def test_verify_wants_distinct_step_sizes_and_says_when_they_are_unstable():
         verify("ubu", hs=[0.1] * 4, plans=["sms"], strong=False, monte_carlo=False)
     with pytest.raises(ValueError, match="strong_hs must hold at least 2"):
         verify("ubu", strong_hs=[], plans=["sms"], monte_carlo=False)
-    with pytest.raises(ValueError, match="batch_size must be an integer"):
+    with pytest.raises(ValueError, match="^batch_size must be None or an integer >= 1, got 1.5"):
         verify("ubu", batch_size=1.5, plans=["sms"], strong=False, monte_carlo=False)
     report = verify("em", hs=[100, 50, 25, 12], plans=["full"], strong=False, monte_carlo=False)
     stationarity = next(c for c in report.checks if c.name == "stationarity")

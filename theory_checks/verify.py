@@ -55,7 +55,18 @@ import numpy as np
 from integrators.plans import PLANS, kernel_code, n_batches, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, Target
-from integrators.validation import int_at_least, positive_float
+from integrators.validation import (
+    POSITIVE,
+    InstanceOf,
+    ListOf,
+    Optional,
+    Registered,
+    at_least,
+    batch_size_for,
+    check_parameters,
+    declares,
+    int_at_least,
+)
 from theory_checks.checks import Check, VerifyReport
 from theory_checks.declared import asserted, expected_strong_order, expected_weak_order
 from theory_checks.monte_carlo import MC_ALPHA as MC_ALPHA  # the adapters read the same level
@@ -292,6 +303,22 @@ def _fmt_slopes(hs, errors, fit_points: int = 4) -> str:
     return f"slope {fit_slope(hs, errors, fit_points):.3f} (local: {local})"
 
 
+# What verify and theory_checks.adapters.measure_adapter take alike, declared once (each adjusts
+# what it may leave to a default).
+SHARED_CONSTRAINTS = {
+    "plans": Optional(ListOf(Registered(resolve_plan, "a registered plan's name or a plan object"), min_len=1)),
+    "gamma": POSITIVE, "batch_size": at_least(1), "n_chains": at_least(2),
+}
+VERIFY_CONSTRAINTS = {
+    **SHARED_CONSTRAINTS,
+    "target": Optional(InstanceOf(Target, "a Target (a GaussianTarget for the exact checks, or any other for the "
+                                          "Monte Carlo weak orders)")),
+    "batch_size": Optional(at_least(1)), "max_seconds": Optional(POSITIVE), "budget": Optional(POSITIVE),
+}
+
+
+@declares(VERIFY_CONSTRAINTS, {"scheme": "ubu", "plans": ["full"], "target": None, "gamma": 1.0, "batch_size": 1,
+                               "max_seconds": 60.0, "budget": None, "n_chains": 4})
 def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: float = 1.0,
            batch_size: int | None = None, hs=None, strong_hs=STRONG_HS, max_seconds: float | None = None,
            strong: bool = True, monte_carlo: bool = True, n_chains: int = 256, seed: int = 0,
@@ -367,27 +394,20 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         or a number is out of range.
     """
     t0 = time.time()
+    values = check_parameters(locals(), VERIFY_CONSTRAINTS)
+    gamma, batch_size, n_chains = values["gamma"], values["batch_size"], values["n_chains"]
     module = resolve_scheme(scheme)
     backend = probe_backend(module, backend)
-    if isinstance(plans, str):  # a lone name would be read letter by letter
-        raise ValueError(f"plans must be a list of plans, got the string {plans!r} (write [{plans!r}])")
-    plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
-    if not plan_modules:  # nothing would be checked, and the report would read OK
-        raise ValueError(f"plans must name at least one plan (or be None for every registered plan), got {plans!r}")
-    gamma = positive_float("gamma", gamma)
+    plan_modules = [resolve_plan(p) for p in PLANS] if plans is None else values["plans"]
     if budget is not None and max_seconds is not None:
         raise ValueError(f"give max_seconds or its former name budget, not both (got {max_seconds!r} and {budget!r})")
-    cap = max_seconds if budget is None else budget
-    cap = None if cap is None else positive_float("max_seconds" if budget is None else "budget", cap)
+    cap = values["max_seconds"] if budget is None else values["budget"]
     if target is None:
         runs = [(key, t, bs, None) for key, t, bs in default_targets()] + default_nonlinear_targets()
     elif isinstance(target, GaussianTarget):
         runs = [("", target, min(2, target.n_data), None)]
-    elif isinstance(target, Target):  # no exact law: by default the plans whose differences resolve
+    else:  # no exact law: by default the plans whose differences resolve
         runs = [("", target, min(2, target.n_data), NONLINEAR_PLANS if plans is None else None)]
-    else:
-        raise ValueError(f"target must be a Target (a GaussianTarget for the exact checks, or any other for "
-                         f"the Monte Carlo weak orders), got {type(target).__name__}")
     if not isinstance(target, (GaussianTarget, type(None))):
         if not monte_carlo:
             raise ValueError(f"a {type(target).__name__} has no exact law: its checks are all Monte Carlo, and "
@@ -396,15 +416,12 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
             raise ValueError(f"hs is the exact weak-order ladder of a GaussianTarget; a {type(target).__name__}'s "
                              f"ladder is set by theory_checks.nonlinear.default_h0, got hs={hs!r}")
     if batch_size is not None:
-        batch_size = int_at_least("batch_size", batch_size, 1)
         for _, t, _, _ in runs[:1 if target is not None else len(default_targets())]:
-            if batch_size > t.n_data:
-                raise ValueError(f"batch_size must lie in [1, {t.n_data}], got {batch_size!r}")
+            batch_size_for(t, batch_size)
         # the default double well has two data terms: a larger batch is its full batch
         runs = [(key, t, min(batch_size, t.n_data), only) for key, t, _, only in runs]
     given_hs = None if hs is None else ladder("hs", hs, minimum=FIT_POINTS)
     strong_hs = ladder("strong_hs", strong_hs)
-    n_chains = int_at_least("n_chains", n_chains, 2)
 
     def capped() -> str:
         if cap is not None and time.time() - t0 > cap:

@@ -20,7 +20,7 @@ from integrators.validation import (
     BOOLEAN,
     POSITIVE,
     SEED,
-    Constraint,
+    Registered,
     at_least,
     check_parameters,
     instance_of,
@@ -142,13 +142,14 @@ class SamplerConfig:
     CONSTRAINTS = {
         "h": POSITIVE, "gamma": POSITIVE, "n_data": at_least(1),
         # unknown, or with no tensor step / batches from a Numba rule of its own: refused by name
-        "scheme": Constraint("a scheme with a tensor step", lambda name, value: torch_step(value)),
-        "plan": Constraint("a plan with a batch rule", lambda name, value: plan_rule(value)),
+        "scheme": Registered(torch_step, "a scheme with a tensor step"),
+        "plan": Registered(plan_rule, "a plan with a batch rule"),
         "batch_size": optional(at_least(1)), "control_variate": BOOLEAN,
         "localization": optional(instance_of(Localization, "a Localization")),
         "schedule": optional(instance_of(CyclicalSchedule, "a CyclicalSchedule")),
         "seed": SEED, "check_every": at_least(1),
     }
+    VALID_EXAMPLE = {"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2}
 
     def __post_init__(self):
         values = check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)

@@ -86,7 +86,7 @@ import numpy as np
 from integrators.plans import PLANS, plan_rule, resolve_plan
 from integrators.registry import Registry
 from integrators.targets import GaussianTarget
-from integrators.validation import int_at_least, positive_float
+from integrators.validation import POSITIVE, InstanceOf, Optional, at_least, batch_size_for, check_parameters, declares
 from theory_checks.adapters.analysis import (
     exact_check,
     expected_order,
@@ -111,7 +111,7 @@ from theory_checks.adapters.runs import (
 )
 from theory_checks.checks import Check, VerifyReport
 from theory_checks.orders import ladder
-from theory_checks.verify import ASYMPTOTIC, default_target
+from theory_checks.verify import ASYMPTOTIC, SHARED_CONSTRAINTS, default_target
 
 
 def _registry():
@@ -182,6 +182,15 @@ class AdapterReport(VerifyReport):
         return path
 
 
+MEASURE_CONSTRAINTS = {  # verify's declaration, with the defaults measure_adapter derives itself
+    **SHARED_CONSTRAINTS,
+    "target": Optional(InstanceOf(GaussianTarget, "a GaussianTarget (its exact law)")),
+    "gamma": Optional(POSITIVE), "budget": Optional(POSITIVE), "n_chains": Optional(at_least(2)),
+}
+
+
+@declares(MEASURE_CONSTRAINTS, {"adapter": "posteriors.sghmc", "target": None, "plans": ["full"], "gamma": None,
+                                "batch_size": 1, "budget": 10.0, "n_chains": 8})
 def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None, gamma: float | None = None,
                     batch_size: int = 1, level="quick", budget: float | None = None, hs=None,
                     n_chains: int | None = None, seed: int = 0) -> AdapterReport:
@@ -196,21 +205,15 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
     ``runs.asymptotic_edge``, else ``ValueError``); ``n_chains``: fixes the chain count instead of
     deriving it from the detectable effect."""
     t0 = time.time()
+    values = check_parameters(locals(), MEASURE_CONSTRAINTS)
     adapter = resolve_adapter(adapter)
     level = resolve_level(level)
     target = default_target() if target is None else target
-    if not isinstance(target, GaussianTarget):
-        raise ValueError(f"measure_adapter needs a GaussianTarget (its exact law), got {type(target).__name__}")
-    if isinstance(plans, str):
-        raise ValueError(f"plans must be a list of plans, got the string {plans!r} (write [{plans!r}])")
-    plan_modules = [resolve_plan(p) for p in (list(PLANS) if plans is None else plans)]
-    if not plan_modules:
-        raise ValueError(f"plans must name at least one plan (or be None for every registered plan), got {plans!r}")
-    gamma = critical_friction(target) if gamma is None else positive_float("gamma", gamma)
-    batch_size = int_at_least("batch_size", batch_size, 1)
-    if batch_size > target.n_data:
-        raise ValueError(f"batch_size must lie in [1, {target.n_data}], got {batch_size!r}")
-    budget = level.budget if budget is None else positive_float("budget", budget)
+    plan_modules = [resolve_plan(p) for p in PLANS] if plans is None else values["plans"]
+    gamma = critical_friction(target) if gamma is None else values["gamma"]
+    batch_size = batch_size_for(target, values["batch_size"])
+    budget = level.budget if budget is None else values["budget"]
+    n_chains = values["n_chains"]
     given = hs is not None
     if not given:
         hs = default_ladder(target, gamma, batch_size, adapter.DYNAMICS, level.n_h, steps_per_call(adapter))
@@ -222,8 +225,6 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
             raise ValueError(f"hs must lie in (0, {edge:.4g}], the range where {adapter.NAME}'s bias is asymptotic "
                              f"in h on this target (h x rate x steps per call <= {ASYMPTOTIC:g}, "
                              f"runs.asymptotic_edge); got {', '.join(f'{h:.4g}' for h in outside)} outside it")
-    if n_chains is not None:
-        n_chains = int_at_least("n_chains", n_chains, 2)
     whitening = Whitening.of(target)
     names, exact, weights = whitening.names(), whitening.exact(), whitening.weights()
     checks, measurements = [], {}

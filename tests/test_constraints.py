@@ -1,0 +1,172 @@
+"""Every declarer of ``CONSTRAINTS`` refuses every invalid value its declaration generates, in the
+one message format of :func:`integrators.validation.refusal` (scikit-learn's ``check_param_validation``
+is the model): no hand tables of refusals.
+
+A declarer is a class or function of the project's packages with a ``CONSTRAINTS`` mapping of
+:class:`integrators.validation.Constraint` objects; it needs a valid example (its ``VALID_EXAMPLE``
+or an entry of :data:`EXAMPLES` here), else the test fails."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import math
+import pkgutil
+import re
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from integrators import GaussianTarget
+from integrators.validation import BOOLEAN, HISTOGRAM, POSITIVE, SEED, Constraint, Interval, at_least, steps
+
+PACKAGES = ("integrators", "bias", "theory_checks", "bnn", "reports")
+OPTIONAL_LIBRARIES = {"torch", "jax", "jaxlib", "blackjax", "posteriors", "optree", "dask", "distributed"}
+
+# valid examples of declarers whose example holds an object a class attribute could not
+EXAMPLES = {
+    "integrators.spec.RunSpec": lambda: {"target": GaussianTarget.one_d_example(), "scheme": "ubu", "plan": "sms",
+                                         "h": 0.1, "n_chains": 2, "n_steps": 10, "batch_size": 1},
+}
+
+
+def _modules():
+    for package in PACKAGES:
+        yield importlib.import_module(package)
+        for info in pkgutil.walk_packages(importlib.import_module(package).__path__, package + "."):
+            if info.name.rpartition(".")[2] == "__main__":
+                continue  # (importing it runs the command line)
+            try:
+                yield importlib.import_module(info.name)
+            except ModuleNotFoundError as error:  # a module of an optional library that is not installed
+                if (error.name or "").partition(".")[0] not in OPTIONAL_LIBRARIES:
+                    raise
+
+
+def _declarers() -> dict:
+    found = {}
+    for module in _modules():
+        for obj in vars(module).values():
+            if not (inspect.isclass(obj) or inspect.isfunction(obj)) or obj.__module__ != module.__name__:
+                continue
+            own = vars(obj) if inspect.isclass(obj) else getattr(obj, "__dict__", {})
+            if isinstance(own.get("CONSTRAINTS"), Mapping):
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return found
+
+
+DECLARERS = _declarers()
+PARAMETERS = [(key, name) for key, obj in DECLARERS.items() for name in obj.CONSTRAINTS]
+
+
+def _constraints() -> dict:
+    """Every declared constraint (and the module-level ones), by ``str`` and type."""
+    out = {}
+    for constraint in [POSITIVE, BOOLEAN, SEED, HISTOGRAM, steps(0), at_least(1),
+                       *(c for obj in DECLARERS.values() for c in obj.CONSTRAINTS.values())]:
+        if isinstance(constraint, Constraint):
+            out.setdefault(f"{type(constraint).__name__}: {constraint}", constraint)
+    return out
+
+
+CONSTRAINTS = _constraints()
+
+
+def valid_example(key: str) -> dict:
+    obj = DECLARERS[key]
+    if key in EXAMPLES:
+        return dict(EXAMPLES[key]())
+    if "VALID_EXAMPLE" not in getattr(obj, "__dict__", {}):
+        pytest.fail(f"{key} declares CONSTRAINTS but no valid example: give it VALID_EXAMPLE or add it to "
+                    f"tests/test_constraints.py's EXAMPLES")
+    return dict(obj.VALID_EXAMPLE)
+
+
+def build(key: str, kwargs: dict):
+    """Make the class from ``kwargs``, or call the function (skipped where an optional library it
+    needs is not installed)."""
+    try:
+        return DECLARERS[key](**kwargs)
+    except ModuleNotFoundError as error:
+        if (error.name or "").partition(".")[0] in OPTIONAL_LIBRARIES:
+            pytest.skip(f"{key} needs {error.name}, not installed")
+        raise
+
+
+def one_format(name: str, constraint: Constraint) -> str:
+    return f"^{re.escape(name)} must be {re.escape(str(constraint))}, got "
+
+
+def test_the_walk_finds_the_declarers_of_every_package():
+    assert {"integrators.spec.RunSpec", "integrators.options.Observers", "bnn.config.RunConfig",
+            "theory_checks.verify.verify", "theory_checks.adapters.measure.measure_adapter"} <= set(DECLARERS)
+
+
+@pytest.mark.parametrize("key", sorted(DECLARERS))
+def test_every_declarer_declares_constraints_of_its_parameters_and_accepts_its_valid_example(key):
+    obj = DECLARERS[key]
+    assert obj.CONSTRAINTS and all(isinstance(c, Constraint) for c in obj.CONSTRAINTS.values())
+    parameters = inspect.signature(obj).parameters
+    assert set(obj.CONSTRAINTS) <= set(parameters), f"{key} declares constraints of no parameter"
+    example = valid_example(key)
+    if inspect.isclass(obj):
+        build(key, example)
+    else:  # a function's valid call would run it: its example passes the checks at its boundary
+        bound = inspect.signature(obj).bind(**example)
+        bound.apply_defaults()
+        for name, constraint in obj.CONSTRAINTS.items():
+            constraint.check(name, bound.arguments[name])
+
+
+@pytest.mark.parametrize("key, name", PARAMETERS, ids=[f"{key}-{name}" for key, name in PARAMETERS])
+def test_every_declarer_refuses_every_generated_invalid_value_by_name_in_one_format(key, name):
+    constraint = DECLARERS[key].CONSTRAINTS[name]
+    example = valid_example(key)
+    bad_values = constraint.invalid_examples()
+    assert bad_values, f"{constraint!r} generates no invalid value"
+    for bad in bad_values:
+        with pytest.raises(ValueError, match=one_format(name, constraint)):
+            build(key, {**example, name: bad})
+
+
+@pytest.mark.parametrize("key", sorted(CONSTRAINTS))
+def test_every_constraint_says_what_it_allows_and_refuses_its_invalid_examples(key):
+    constraint = CONSTRAINTS[key]
+    assert str(constraint).strip() and str(constraint) != repr(object())
+    for bad in constraint.invalid_examples():
+        with pytest.raises(ValueError, match=one_format("arg", constraint)):
+            constraint.check("arg", bad)
+
+
+INTERVALS = [c for c in CONSTRAINTS.values() if isinstance(c, Interval)] + [
+    Interval(float, 0, 1, closed="neither"), Interval(float, -2.5, 3.0, closed="both"), Interval(int, -3, 7),
+    Interval(int, None, 4, closed="right"), Interval(float, None, None)]
+
+
+@st.composite
+def inside(draw, constraint: Interval):
+    low, high = constraint.low, constraint.high
+    if constraint.kind is int:
+        lo = None if low is None else (low if constraint._closed("left") else low + 1)
+        hi = None if high is None else (high if constraint._closed("right") else high - 1)
+        return draw(st.integers(min_value=lo, max_value=hi))
+    return draw(st.floats(min_value=low, max_value=high, exclude_min=low is not None and not constraint._closed("left"),
+                          exclude_max=high is not None and not constraint._closed("right"),
+                          allow_nan=False, allow_infinity=False))
+
+
+@pytest.mark.parametrize("constraint", INTERVALS, ids=[str(c) for c in INTERVALS])
+@settings(max_examples=50, deadline=None)
+@given(data=st.data())
+def test_any_value_inside_an_interval_passes_as_itself_in_its_canonical_type(constraint, data):
+    value = data.draw(inside(constraint))
+    out = constraint.check("arg", value)
+    assert out == value and type(out) is constraint.kind
+    assert constraint.check("arg", np.array(value)) == out  # a 0-d array counts as its number
+    if constraint.kind is int:
+        assert constraint.check("arg", np.int64(value)) == out if abs(value) < 2**63 else True
+    else:
+        assert math.isfinite(out)
