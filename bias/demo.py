@@ -45,7 +45,7 @@ def hist_edges(target) -> np.ndarray:
     return np.linspace(mean - 4 * sd, mean + 4 * sd, HIST_BINS + 1)
 
 
-def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
+def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0, *, threads: int | None = None) -> dict:
     """One sampler at ``h = 2^-k``: a row of the CSV, and (for the largest step) a histogram.
 
     The chains run for time ``time`` of the preset after a burn-in of time 20, with ``gamma = 1``;
@@ -61,6 +61,8 @@ def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
         A key of :data:`PRESETS`: the number of chains and the time run.
     seed : int
         The seed of the chains.
+    threads : int or None, default None
+        Worker threads of the kernel (None: every core this process may run on).
 
     Returns
     -------
@@ -83,7 +85,7 @@ def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0) -> dict:
     h = 2.0**-k
     edges = hist_edges(target)
     res = sample(target, scheme, plan, h=h, gamma=1.0, n_chains=cfg["n_chains"], n_steps=int(cfg["time"] / h),
-                 burn_in=int(20.0 / h), batch_size=1, seed=seed,
+                 burn_in=int(20.0 / h), batch_size=1, seed=seed, threads=threads,
                  histogram=(edges[0], edges[-1], HIST_BINS) if k == 2 else None)
     row = dict(zip(CSV_COLUMNS, (name, scheme, plan, h, res.mean[0], res.mean_se[0], res.variance[0],
                                  res.variance_se[0], res.variance[0] - exact_var, res.mean[0] - exact_mean,

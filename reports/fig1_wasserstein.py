@@ -28,8 +28,8 @@ RESULT = from_dataclass(figure1.Point)  # draw rebuilds each Point from its unit
 BACKENDS = figure1.BACKENDS  # `sms-langevin run figure1 --backend torch --device cuda` adds both to the units
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    point = figure1.run_point(unit["scheme"], unit["plan"], unit["k"], preset, seed,
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    point = figure1.run_point(unit["scheme"], unit["plan"], unit["k"], preset, seed, threads=threads,
                               backend=unit.get("backend", "numba"), device=unit.get("device"))
     return asdict(point)
 

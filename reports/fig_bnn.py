@@ -4,8 +4,6 @@ preset, the CIFAR-10 table). One unit is one independent run (:func:`bnn.pipelin
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from bnn import curves, figures, presets, verdicts
@@ -43,8 +41,8 @@ def units(preset: str) -> list[dict]:
     return [{"dataset": e.name, "run": i} for e in presets.experiments(preset) for i in range(e.n_runs)]
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed)
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed, threads=threads)
 
 
 def missing_input(unit: dict, preset: str) -> str | None:
@@ -60,16 +58,17 @@ def inputs(unit: dict, preset: str) -> dict | None:
     return presets.data_identity(preset, unit["dataset"])
 
 
-def run_config(cfg, seed: int) -> dict:
-    """One run of :func:`bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it):
-    its result, or ``{"missing": why}`` when the data set's files are absent."""
+def run_config(cfg, seed: int, *, threads: int | None = None) -> dict:
+    """One run of :func:`bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it)
+    on ``threads`` torch threads (None: one): its result, or ``{"missing": why}`` when the data
+    set's files are absent."""
     import torch
 
     from bnn import pipeline
     from integrators.data import DataError
 
     # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
-    torch.set_num_threads(int(os.environ.get("SMS_LANGEVIN_THREADS", 1)))
+    torch.set_num_threads(threads or 1)
     try:
         return pipeline.run(cfg, seed)  # the unit's seed as it is: the run derives its parts' seeds
     except DataError as exc:

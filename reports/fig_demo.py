@@ -21,8 +21,9 @@ def units(preset: str) -> list[dict]:
     return [{"sampler": name, "k": k} for name in demo.SAMPLERS for k in range(2, 6)]
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    out = demo.run_unit(unit["sampler"], unit["k"], preset, seed)  # the unit's seed (store.unit_seed), unreduced
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    # the unit's seed (store.unit_seed), unreduced
+    out = demo.run_unit(unit["sampler"], unit["k"], preset, seed, threads=threads)
     out.pop("summary")
     return out
 
