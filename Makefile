@@ -6,7 +6,7 @@ PIP := $(VENV)/bin/pip
 OUT ?= out/tiny
 TORCH_INDEX ?=  # empty: pip's configured index; https://download.pytorch.org/whl/cpu for the CPU build
 
-.PHONY: demo demo-1d reproduce-full test test-fast test-bounds lint bench clean tour docs docs-serve
+.PHONY: demo demo-1d reproduce-full test test-core test-fast test-bounds lint bench clean tour docs docs-serve
 
 # what the demo needs; the tests' extras (pytest, Dask, the notebook stack: ~45 s more) come on top
 $(VENV)/.installed: pyproject.toml
@@ -30,7 +30,12 @@ test: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30 tests  # two workers: one per core; the slowest tests listed
 
-# the quick tier: every test not marked slow (pyproject.toml's markers), under a minute on 2 cores
+# the tiers (tests/conftest.py puts each test in one: core, statistical, torch, experiment; pyproject.toml's markers):
+# test-core runs the core tier (no statistics, no torch: under 30 s on 2 cores); test-fast the quick tier, every
+# test not marked slow (core and the quick torch tests, under a minute); `-m "not torch"` runs without torch
+test-core: $(VENV)/.installed-test
+	$(PY) -m pytest -q -n 2 --dist loadfile -m core tests
+
 test-fast: $(VENV)/.installed-test
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n 2 --dist loadfile -m "not slow" tests

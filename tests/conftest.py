@@ -1,5 +1,29 @@
+"""The suite's settings, and its tiers, assigned here to every collected test.
+
+Each test is in exactly one tier, marked with it (the first that applies):
+
+* ``torch``: it needs torch. Decided statically (:func:`needs_torch`): its module, at module level,
+  imports torch or a project module that does (transitively), or calls
+  ``pytest.importorskip("torch")``; or the test function's body, a helper or fixture of its module
+  that it uses, imports either; or it uses the ``one_torch_thread`` fixture; or it is parametrized
+  with ``backend="torch"`` (or a backend whose ``NAME`` is ``"torch"``); or it is marked ``torch``.
+* ``experiment``: marked so in its file (a figure, a report, the command line, a notebook); a
+  torch experiment is marked ``slow`` only, and is in the torch tier.
+* ``statistical``: marked ``slow`` in its file: Monte Carlo against standard errors,
+  compilation-heavy runs.
+* ``core``: everything else.
+
+Experiments and statistical tests also carry ``slow``, so ``-m "not slow"`` is the quick tier (core
+and the quick torch tests). Where torch cannot be imported, test modules that need it at module
+level are not collected (listed in the report's header), so ``-m "not torch"`` runs without torch.
+"""
+
+import ast
+import functools
+import importlib.util
 import os
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -15,6 +39,11 @@ settings.register_profile(
 )
 settings.load_profile("project")
 
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+TORCH_FIXTURES = frozenset({"one_torch_thread"})
+OPTIONAL = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
 
 @pytest.fixture
 def one_torch_thread():
@@ -24,3 +53,244 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+# ------------------------------------------------------------------ which modules need torch
+def _project_modules():
+    """Dotted name -> path: the packages at the repository's root, and the modules of tests/ (on sys.path)."""
+    modules = {}
+    for init in sorted(ROOT.glob("*/**/__init__.py")):
+        parts = init.relative_to(ROOT).parent.parts
+        if not all(part.isidentifier() for part in parts) or any(p.startswith(".") for p in parts):
+            continue
+        if not (ROOT.joinpath(parts[0], "__init__.py")).exists():
+            continue
+        modules[".".join(parts)] = init
+        for path in init.parent.glob("*.py"):
+            if path.name != "__init__.py":
+                modules[".".join((*parts, path.stem))] = path
+    for path in TESTS.glob("*.py"):
+        modules.setdefault(path.stem, path)
+    return modules
+
+
+def _is_type_checking(test):
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _catches_import_error(handlers):
+    for handler in handlers:
+        kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+        if handler.type is None or any(isinstance(k, ast.Name) and k.id in OPTIONAL for k in kinds):
+            return True
+    return False
+
+
+def _imports_run_on_import(body):
+    """The import statements that run when ``body`` runs: not inside functions, not under
+    ``if TYPE_CHECKING:``, not in a ``try`` that catches ImportError (an optional import)."""
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        elif isinstance(node, ast.If) and _is_type_checking(node.test):
+            yield from _imports_run_on_import(node.orelse)
+        elif isinstance(node, ast.Try | getattr(ast, "TryStar", ast.Try)):
+            if not _catches_import_error(node.handlers):
+                yield from _imports_run_on_import(node.body)
+            for part in (node.orelse, node.finalbody, *(h.body for h in node.handlers)):
+                yield from _imports_run_on_import(part)
+        else:
+            for field in ("body", "orelse", "finalbody"):
+                if isinstance(getattr(node, field, None), list):
+                    yield from _imports_run_on_import(getattr(node, field))
+
+
+def _all_imports(function):
+    """Every import statement inside a function's body (it may run when the function is called)."""
+    return [node for node in ast.walk(function) if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
+def _imported_names(node, module, is_package, modules):
+    """The modules an import statement imports: external top-level names and project modules (with
+    their parent packages)."""
+    if isinstance(node, ast.Import):
+        targets = [alias.name for alias in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            package = module.split(".") if is_package else module.split(".")[:-1]
+            package = package[:len(package) - node.level + 1]
+            base = ".".join([*package, base] if base else package)
+        targets = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+    found = set()
+    for target in targets:
+        parts = target.split(".")
+        if parts[0] not in modules:
+            found.add(parts[0])  # external: its top-level name
+        for i in range(1, len(parts) + 1):
+            if ".".join(parts[:i]) in modules:
+                found.add(".".join(parts[:i]))
+    return found
+
+
+def _calls_importorskip_torch(tree):
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and node.args[0].value == "torch":
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name == "importorskip":
+                return True
+    return False
+
+
+@functools.cache
+def _parsed(path):
+    return ast.parse(Path(path).read_text(encoding="utf-8"), filename=str(path))
+
+
+@functools.cache
+def torch_modules():
+    """The project's modules whose module-level imports need torch, transitively (with torch itself)."""
+    modules = _project_modules()
+    needs = {}
+    for name, path in modules.items():
+        try:
+            tree = _parsed(path)
+        except SyntaxError:
+            needs[name] = set()
+            continue
+        is_package = path.name == "__init__.py"
+        found = set()
+        for node in _imports_run_on_import(tree.body):
+            found |= _imported_names(node, name, is_package, modules)
+        if _calls_importorskip_torch(ast.Module(body=[n for n in tree.body if not isinstance(
+                n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)], type_ignores=[])):
+            found.add("torch")
+        # a module's parent packages are imported before it
+        parts = name.split(".")
+        found |= {".".join(parts[:i]) for i in range(1, len(parts))} & modules.keys()
+        needs[name] = found - {name}
+    torchy = {"torch"}
+    changed = True
+    while changed:
+        changed = False
+        for name, found in needs.items():
+            if name not in torchy and found & torchy:
+                torchy.add(name)
+                changed = True
+    return frozenset(torchy)
+
+
+@functools.cache
+def _torch_functions(path):
+    """Names of the module-level functions (tests, helpers, fixtures) of a test module that need
+    torch when called: they import torch or a module that needs it, call
+    ``pytest.importorskip("torch")``, or use such a function of the same module."""
+    tree = _parsed(path)
+    modules, torchy = _project_modules(), torch_modules()
+    name = Path(path).stem
+    functions = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            functions.update({f"{node.name}.{f.name}": f for f in node.body
+                              if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)})
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions[node.name] = node
+    needing = set()
+    for key, function in functions.items():
+        imported = set()
+        for node in _all_imports(function):
+            imported |= _imported_names(node, name, False, modules)
+        if imported & torchy or _calls_importorskip_torch(function) or TORCH_FIXTURES & {
+                a.arg for a in function.args.args}:
+            needing.add(key)
+    uses = {key: {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} for key, f in functions.items()}
+    changed = True
+    while changed:
+        changed = False
+        for key in functions.keys() - needing:
+            if uses[key] & needing:
+                needing.add(key)
+                changed = True
+    return frozenset(needing)
+
+
+def module_needs_torch(path):
+    """Whether importing the test module at ``path`` needs torch."""
+    return Path(path).stem in torch_modules()
+
+
+def needs_torch(item):
+    """Whether a collected test needs torch (the rules in this module's docstring)."""
+    path = Path(str(item.path))
+    if item.get_closest_marker("torch") or TORCH_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        for key, value in callspec.params.items():
+            if (key == "backend" and value == "torch") or getattr(value, "NAME", None) == "torch":
+                return True
+    if path.suffix != ".py" or path.parent != TESTS:
+        return False
+    if module_needs_torch(path):
+        return True
+    function = getattr(item, "originalname", None) or item.name.split("[")[0]
+    if getattr(item, "cls", None) is not None:
+        function = f"{item.cls.__name__}.{function}"
+    torchy = _torch_functions(path)
+    return function in torchy or bool(torchy & set(getattr(item, "fixturenames", ())))
+
+
+@functools.cache
+def torch_importable():
+    try:
+        return importlib.util.find_spec("torch") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    path = Path(str(collection_path))
+    if path.suffix == ".py" and path.parent == TESTS and path.name.startswith("test_") \
+            and not torch_importable() and module_needs_torch(path):
+        config.stash.setdefault(_NOT_COLLECTED, []).append(path.name)
+        return True
+    return None
+
+
+_NOT_COLLECTED = pytest.StashKey[list]()
+
+
+def pytest_report_header(config):
+    if not torch_importable():
+        return "torch not importable: test modules that need it at module level are not collected"
+    return None
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    skipped = config.stash.get(_NOT_COLLECTED, [])
+    if skipped:
+        terminalreporter.write_line(f"torch not importable: {len(skipped)} test modules not collected: "
+                                    + ", ".join(sorted(skipped)))
+
+
+# ------------------------------------------------------------------ tiers
+def tier_of(item):
+    """The one tier of a collected test (see this module's docstring)."""
+    if needs_torch(item):
+        return "torch"
+    if item.get_closest_marker("experiment"):
+        return "experiment"
+    return "statistical" if item.get_closest_marker("slow") else "core"
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        tier = tier_of(item)
+        for marker in (tier, "slow") if tier in ("experiment", "statistical") else (tier,):
+            if not item.get_closest_marker(marker):
+                item.add_marker(marker)

@@ -190,7 +190,6 @@ def _cli(args, **kwargs):
 
 
 @pytest.mark.slow
-@pytest.mark.experiment
 def test_other_modules_refuse_the_regime_preset(tmp_path):
     proc = _cli(["run", "demo", "--preset", "regime", "--out", str(tmp_path / "x")])
     assert proc.returncode == 2 and "preset 'regime' is a level of bnn only" in proc.stderr
@@ -202,7 +201,6 @@ def test_other_modules_refuse_the_regime_preset(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.experiment
 @pytest.mark.skipif(not data.SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {data.SHARED_XRAY}")
 def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
     out = tmp_path / "regime"

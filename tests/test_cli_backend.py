@@ -16,7 +16,7 @@ pytest.importorskip("torch")
 
 from reports.store import FolderLock  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+pytestmark = pytest.mark.slow  # an experiment that needs torch: the torch tier (tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 TWIN = "tests.report_fixtures.backend_units"

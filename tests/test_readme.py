@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+pytestmark = pytest.mark.slow  # and each test but the torch one (tests/conftest.py) an experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -81,6 +81,7 @@ def readme_shell_lines() -> list[str]:
     return lines
 
 
+@pytest.mark.experiment
 def test_every_readme_command_has_an_entry_and_every_entry_a_command():
     lines = readme_shell_lines()
     assert len(lines) == len(set(lines)), "a README command appears twice"
@@ -88,6 +89,7 @@ def test_every_readme_command_has_an_entry_and_every_entry_a_command():
     assert set(COMMANDS) - set(lines) == set(), "COMMANDS entries no longer in the README"
 
 
+@pytest.mark.experiment
 @pytest.mark.parametrize("line", [k for k, v in COMMANDS.items() if isinstance(v, CoveredBy)])
 def test_covering_test_exists(line):
     path, name = COMMANDS[line].test.split("::")
@@ -144,6 +146,7 @@ def test_readme_commands_run(tmp_path, capsys, request, small_figure1):
             previous = out
 
 
+@pytest.mark.experiment
 def test_readme_python_blocks_run(capsys):
     text = README.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
