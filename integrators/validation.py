@@ -315,7 +315,7 @@ class Interval(Constraint):
             if not self._closed(side):
                 out.append(bound)
             elif self.kind is int:
-                out.append(bound + step)
+                out += [bound + step, bound + step * 2**64]  # just beyond, and far beyond 64 bits
             else:
                 out.append(math.nextafter(float(bound), step * math.inf))
         return out
@@ -525,9 +525,10 @@ class Histogram(Constraint):
         return lo, hi, n_bins
 
     def invalid_examples(self) -> list:
-        return ["abc", 5, True, (0.0, 1.0), {0: 1, 1: 2, 2: 3}, ("a", 1.0, 10), (3.0, -3.0, 10), (0.0, math.nan, 10),
-                (0.0, math.inf, 10), (0.0, 1.0, 0), (0.0, 1.0, 2.5), (0.0, 1.0, True), (-1e308, 1e308, 4),
-                (0.0, 5e-324, 4), (0.0, 1.0, 10**400)]
+        return ["abc", 5, True, (0.0, 1.0), {0: 1, 1: 2, 2: 3}, {"lo": -1.0, "hi": 1.0, "n_bins": 4}, {-1.0, 1.0, 4},
+                ("a", 1.0, 10), (True, 2.0, 4), (-1.0, np.array([1.0]), 4), (3.0, -3.0, 10), (0.0, math.nan, 10),
+                (0.0, math.inf, 10), (0.0, 1.0, 0), (0.0, 1.0, 2.5), (0.0, 1.0, True),
+                (-1e308, 1e308, 4), (0.0, 5e-324, 4), (0.0, 1e-300, 10**10), (0.0, 1.0, 10**400)]  # bins overflow
 
 
 POSITIVE = Interval(float, 0, None, closed="neither")

@@ -1,7 +1,8 @@
 """Input checks that compile nothing, as tables.
 
-* the declared constraints and checkers of :mod:`integrators.validation`: ``(constraint, bad value,
-  message)`` and what valid values become;
+* the checkers of :mod:`integrators.validation` that are not one argument's constraint, and what
+  valid values become (every declared constraint's refusals are generated from the declarations
+  by tests/test_constraints.py);
 * the run spec (:class:`integrators.spec.RunSpec`, its option objects and
   :meth:`RunSpec.from_options`, i.e. ``sample``'s keywords) on the Numba and the torch backend:
   ``(keywords, message)``, memory requests beyond the machine, and hypothesis properties;
@@ -340,13 +341,6 @@ def test_a_replaced_spec_is_checked_anew():
     given = spec_from({"x0": np.zeros((4, 1))}, "numba")
     with pytest.raises(ValueError, match=r"x0 must have shape \(1,\) or \(8, 1\)"):
         given.replace(n_chains=8)  # a given one is kept, and checked against the new size
-
-
-def test_constraints_name_the_argument_they_check():
-    with pytest.raises(ValueError, match=r"^start_seed must be an integer in \[0, 2\*\*64\), got -1"):
-        SEED("start_seed", -1)
-    with pytest.raises(ValueError, match=r"^bins must be None or \(lo, hi, n_bins\)"):
-        HISTOGRAM("bins", (1, 2))
 
 
 @pytest.mark.slow
@@ -696,17 +690,6 @@ def _tiny_linear_sampler(**config):
     return net, data, cfg, ModuleSampler
 
 
-@pytest.mark.parametrize("config, words", [
-    ({"seed": 2**64}, r"seed must be an integer in \[0, 2\*\*64\), got 18446744073709551616"),
-    ({"control_variate": "yes"}, "control_variate must be True or False"),
-])
-def test_sampler_configs_refuse_by_name(config, words):
-    from integrators.torch.module import SamplerConfig
-
-    with pytest.raises(ValueError, match=words):
-        SamplerConfig(**{"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2, **config})
-
-
 def test_module_sampler_says_when_n_data_exceeds_the_data():
     import torch
 
@@ -817,34 +800,19 @@ def test_bnn_summary_quotes_both_r_hats_and_says_when_chains_have_not_mixed():
 
 
 # ================================================================== issue 34: the validation layer's gaps
-# Histograms whose bin width overflows, step counts beyond any run, test_data without test
-# functions, a batch size under plan="full", mappings read as sequences, boolean positions, 0-d
-# arrays as numbers, and memory checks against the memory available now (and a CUDA device's free
-# memory): each a ValueError naming the argument, before anything compiles or allocates.
+# Test_data without test functions, a batch size under plan="full", boolean positions, 0-d arrays
+# as numbers, and memory checks against the memory available now (and a CUDA device's free
+# memory): each a ValueError naming the argument, before anything compiles or allocates.  (Bins
+# that overflow, step counts beyond 2**48 and histograms that are not three numbers are invalid
+# examples of their declared constraints: tests/test_constraints.py.)
 ON_BOTH = [pytest.param("numba", id="numba"), pytest.param("torch", id="torch", marks=pytest.mark.torch)]
 WIDE = st.floats(min_value=1e308, max_value=1.7e308)  # lo = -WIDE, hi = WIDE: hi - lo overflows to inf
-
-
-@pytest.mark.parametrize("backend", ON_BOTH)
-@pytest.mark.parametrize("bins", [(-1e308, 1e308, 4), (0.0, 5e-324, 4), (0.0, 1e-300, 10**10), (0.0, 1.0, 10**400)],
-                         ids=["width-overflows", "inverse-width-overflows", "bins-too-narrow", "bins-beyond-floats"])
-def test_a_histogram_whose_bins_overflow_is_refused_naming_histogram(bins, backend):
-    with pytest.raises(ValueError, match=r"^histogram must be None or \(lo, hi, n_bins\) .*, got .* \(bins of width"):
-        spec_from({"histogram": bins}, backend)
 
 
 @given(lo=WIDE, hi=WIDE, n_bins=st.integers(1, 10**6))
 def test_any_histogram_whose_width_overflows_is_refused_naming_histogram(lo, hi, n_bins):
     with pytest.raises(ValueError, match=r"^histogram must be None or \(lo, hi, n_bins\) .*, got .* \(bins of width"):
         Observers(histogram=(-lo, hi, n_bins))
-
-
-@pytest.mark.parametrize("backend", ON_BOTH)
-@pytest.mark.parametrize("name", ["n_steps", "burn_in"])
-def test_step_counts_beyond_the_bound_are_refused_by_name(name, backend):
-    for value in (MAX_STEPS + 1, 2**63, 10**30):
-        with pytest.raises(ValueError, match=rf"^{name} must be an integer in \[\d, 2\*\*48\], got {value}$"):
-            spec_from({name: value}, backend)
 
 
 @given(n_steps=st.integers(MAX_STEPS + 1, 2**200))
@@ -887,15 +855,6 @@ def test_a_batch_size_given_to_plan_full_is_checked(batch_size, words, backend):
 @pytest.mark.parametrize("batch_size", [None, 1, 2, np.array(2)])
 def test_plan_full_records_all_the_data_as_its_batch_size(batch_size):
     assert spec_from({"plan": "full", "batch_size": batch_size}, "numba").batch_size == ONE_D.n_data
-
-
-@pytest.mark.parametrize("backend", ON_BOTH)
-@pytest.mark.parametrize("histogram", [{0: 1, 1: 2, 2: 3}, {"lo": -1.0, "hi": 1.0, "n_bins": 4}, {-1.0, 1.0, 4},
-                                       (True, 2.0, 4), (-1.0, np.array([1.0]), 4)],
-                         ids=["index-mapping", "named-mapping", "set", "bool-lo", "array-hi"])
-def test_a_histogram_that_is_not_three_numbers_in_order_is_refused_naming_histogram(histogram, backend):
-    with pytest.raises(ValueError, match=r"^histogram must be None or \(lo, hi, n_bins\)"):
-        spec_from({"histogram": histogram}, backend)
 
 
 @pytest.mark.parametrize("backend", ON_BOTH)
