@@ -108,7 +108,10 @@ def test_every_registered_experiment_follows_the_contract():
     for fid, mod in registry.load().items():
         assert all(hasattr(mod, attr) for attr in registry.CONTRACT), fid
         assert list(inspect.signature(mod.draw).parameters) == ["results", "preset"], fid
-        assert list(inspect.signature(mod.run_unit).parameters) == ["unit", "preset", "seed"], fid
+        params = inspect.signature(mod.run_unit).parameters
+        assert list(params)[:3] == ["unit", "preset", "seed"], fid
+        assert [(n, p.kind, p.default) for n, p in list(params.items())[3:]] in (
+            [], [("threads", inspect.Parameter.KEYWORD_ONLY, None)]), fid  # the executor's share of the cores
         assert set(mod.COST) >= {"quick", "full"} and {"quick", "full"} <= set(mod.PRESETS), fid
         assert isinstance(mod.RESULT, Schema), fid
 
