@@ -50,12 +50,11 @@ def resolution_metadata() -> dict:
                            "included (bias.noise_floor.expected_binned_w1)"}
 
 
-def run_facts(points: list[Point], preset: str, baoab_paper_friction: bool = False,
-              backend: dict | None = None) -> dict:
+def run_facts(points: list[Point], preset: str, *, baoab_paper_friction: bool = False) -> dict:
     """What the figure's ``metadata.json`` records besides the run's metadata.
 
     The friction, the O step, the estimators, the sample counts, the histogram and its bounds
-    (against the smallest plotted W1 and the smallest noise floor), and ``backend``.
+    (against the smallest plotted W1 and the smallest noise floor).
 
     Parameters
     ----------
@@ -65,8 +64,6 @@ def run_facts(points: list[Point], preset: str, baoab_paper_friction: bool = Fal
         The preset the points were run at.
     baoab_paper_friction : bool
         Whether BAOAB ran as the paper's listing (at friction ``gamma / 2``).
-    backend : dict or None
-        A description of the tensor backend (:meth:`bias.figure1_torch.Figure1Sampler.describe`), when given.
 
     Returns
     -------
@@ -79,7 +76,7 @@ def run_facts(points: list[Point], preset: str, baoab_paper_friction: bool = Fal
              "estimator": sorted({q.estimator for q in points if not q.diverged}),
              "samples_per_point": "samples_per_unit * 2^k",
              "samples_per_unit": PRESETS[preset]["samples_per_unit"],
-             "histogram": resolution_metadata(), **(backend or {})}
+             "histogram": resolution_metadata()}
     ok = [q for q in points if not q.diverged]
     if ok:  # the bounds the figure needs: against the smallest plotted W1 and the smallest floor
         res = facts["histogram"]
