@@ -15,13 +15,16 @@ Each test is in exactly one tier, marked with it (the first that applies):
 
 Experiments and statistical tests also carry ``slow``, so ``-m "not slow"`` is the quick tier (core
 and the quick torch tests). Where torch cannot be imported, test modules that need it at module
-level are not collected (listed in the report's header), so ``-m "not torch"`` runs without torch.
+level are not collected (listed in the report's header), so ``-m "not torch"`` runs without torch;
+nor are they where ``-m`` deselects the torch tier (``-m core``), which saves importing them.
 """
 
 import ast
 import functools
 import importlib.util
+import itertools
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -253,12 +256,33 @@ def torch_importable():
         return False
 
 
+def deselects_torch(markexpr):
+    """Whether ``-m markexpr`` deselects every test of the torch tier, whatever its other markers
+    (``core``, ``not torch``): then the modules that need torch need not be imported."""
+    if not markexpr:
+        return False
+    from _pytest.mark.expression import Expression  # pytest's own parser of -m
+    tiers = {"torch": True, "core": False, "statistical": False, "experiment": False}
+    others = sorted(set(re.findall(r"[A-Za-z_][\w.]*", markexpr)) - {"and", "or", "not", *tiers})
+    if len(others) > 8:
+        return False
+    expression = Expression.compile(markexpr)
+    for values in itertools.product((False, True), repeat=len(others)):
+        markers = {**dict(zip(others, values, strict=True)), **tiers}
+        if expression.evaluate(lambda name, /, markers=markers, **kwargs: markers.get(name, False)):
+            return False
+    return True
+
+
 def pytest_ignore_collect(collection_path, config):
     path = Path(str(collection_path))
     if path.suffix == ".py" and path.parent == TESTS and path.name.startswith("test_") \
-            and not torch_importable() and module_needs_torch(path):
-        config.stash.setdefault(_NOT_COLLECTED, []).append(path.name)
-        return True
+            and module_needs_torch(path):
+        if not torch_importable():
+            config.stash.setdefault(_NOT_COLLECTED, []).append(path.name)
+            return True
+        if deselects_torch(config.getoption("markexpr", "")):
+            return True  # every test in it would be deselected
     return None
 
 

@@ -82,6 +82,7 @@ def test_coupled_bad_input():
         telescoping_bias(T1, "ubu", "sms", 0.1, levels=-1, batch_size=1)
 
 
+@pytest.mark.slow
 def test_coupled_chains_take_the_callers_divergence_bound_and_box():
     """The coupled kernel reports divergence at the caller's bound (not a fixed 1e8) and bounces
     in the caller's box, like ``sample``."""

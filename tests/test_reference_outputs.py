@@ -90,6 +90,7 @@ def test_coupled_chains_match_the_reference(scheme):
         same("coupled_t2_indep_coarse", r.coarse)
 
 
+@pytest.mark.slow
 def test_figure1_tiny_points_match_the_reference():
     for s, p, k in [("ubu", "sms", 2), ("baoab", "iid", 3), ("em", "rr", 2)]:
         d = dataclasses.asdict(figure1.run_point(s, p, k, "tiny", seed=0))

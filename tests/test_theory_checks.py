@@ -35,6 +35,7 @@ def test_fit_slope_recovers_power_laws():
     assert np.isnan(fit_slope(hs, np.full(hs.size, np.nan)))
 
 
+@pytest.mark.slow
 def test_weak_order_reports_unstable_steps():
     fit = weak_order(T1, "em", "full", 2.0 ** -np.arange(2, 10))
     assert fit.unstable == [0.25] and np.isnan(fit.errors[0])
@@ -50,6 +51,7 @@ def test_strong_orders_on_the_1d_example(scheme, plan, order):
     assert fit.ci[0] < fit.slope < fit.ci[1]
 
 
+@pytest.mark.slow
 def test_sg_ubu_strong_order_half_with_tight_interval():
     fit = strong_order(T1, "ubu", "iid", 2.0 ** -np.arange(3, 8), batch_size=1, n_chains=2000)
     assert fit.slope == pytest.approx(0.5, abs=0.25)

@@ -77,6 +77,7 @@ def test_sms_whose_backward_sweep_is_not_reversed_fails_the_strong_order():
     assert report.check("strong_order[sms_not_reversed]").passed is False, report.table()
 
 
+@pytest.mark.slow
 def test_report_table_csv_and_plot(tmp_path):
     report = verify("ubu", plans=["full", "iid"], strong=False, monte_carlo=False)
     assert "| weak_order[iid] | 1 |" in report.table() and str(report) == report.table()
@@ -120,6 +121,7 @@ def test_a_user_scheme_with_a_wrong_declared_order_fails(verify_scheme):
         verify_scheme(wrong, strong=False, monte_carlo=False)
 
 
+@pytest.mark.slow
 def test_registered_fixture_adds_and_removes(registered):
     registered(Scheme("aboba_tmp", aboba_step, aboba_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0))
     assert "aboba_tmp" in SCHEMES
@@ -140,6 +142,7 @@ def test_strategies_draw_what_they_promise(target, part, h, gamma):
         assert np.abs(p0 @ p1 - p1 @ p0).max() > 1e-9
 
 
+@pytest.mark.slow
 def test_verify_wants_distinct_step_sizes_and_says_when_they_are_unstable():
     with pytest.raises(ValueError, match="hs must hold at least 4 distinct"):
         verify("ubu", hs=[0.1] * 4, plans=["sms"], strong=False, monte_carlo=False)
@@ -173,6 +176,7 @@ def test_the_default_targets_include_a_3d_one_with_unequal_scales_at_batch_size_
     assert max(scales) / min(scales) >= 2  # the data terms' scales differ
 
 
+@pytest.mark.slow
 def test_a_noise_index_taken_modulo_2_fails_by_name_at_the_defaults():
     """Right in 2-D: the old default (2-D target) passed it; the 3-D default target fails it."""
     report = verify(UBU_NOISE_INDEX_MOD_2, strong=False, monte_carlo=False)
@@ -207,6 +211,7 @@ def test_a_report_is_ok_only_when_every_claim_was_checked_and_passed(outcomes):
     assert {c.status for c in checks} <= {"passed", "failed", "inconclusive", "no claim"}
 
 
+@pytest.mark.slow
 def test_a_wall_clock_cap_gives_the_same_verdicts_or_inconclusive_never_ok():
     """Whatever the cap cuts (all but the probe, or wherever half the run's time falls), the
     verdicts that remain are the uncapped run's, and the report is ok only if nothing was cut:
@@ -271,6 +276,7 @@ def test_a_noise_2_percent_hot_passes_the_probe_law_check_and_fails_against_the_
     assert report.check("target_law[full]").passed is False, report.table()
 
 
+@pytest.mark.slow
 def test_a_kernel_fast_path_the_probe_never_runs_fails_both_monte_carlo_checks():
     """Blocks of 32 chains or more take a wrong fast path: every exact check passes (the probe
     runs a block of 25), the chains do not follow the oracle, nor the target."""

@@ -61,11 +61,13 @@ def test_ubu_passes_weak_order_and_limit_on_the_double_well():
     assert checks["limit[full]"].status == PASSED, checks["limit[full]"].measured
 
 
+@pytest.mark.slow
 def test_curvature_shortcut_fails_weak_order_by_name():
     checks = _checks(UBU_CURVATURE_SHORTCUT)
     assert checks["weak_order[full]"].status == FAILED, checks["weak_order[full]"].measured
 
 
+@pytest.mark.slow
 def test_stencil_force_fails_limit_by_name():
     checks = _checks(UBU_STENCIL_FORCE)
     assert checks["limit[full]"].status == FAILED, checks["limit[full]"].measured
@@ -96,6 +98,7 @@ def _logistic():
     return LogisticTarget(features, labels, prior_precision=1.0)
 
 
+@pytest.mark.slow
 def test_verify_on_logistic_regression_measures_weak_orders_with_no_exact_law():
     report = verify("ubu", target=_logistic(), plans=["full", "rr"], n_chains=64)
     assert [c.name for c in report.checks] == ["weak_order[full]", "weak_order[rr]"]
