@@ -15,7 +15,7 @@ Each test is in exactly one tier, marked with it (the first that applies):
 
 Experiments and statistical tests also carry ``slow``, so ``-m "not slow"`` is the quick tier (core
 and the quick torch tests). Where torch cannot be imported, test modules that need it at module
-level are not collected (listed in the report's header), so ``-m "not torch"`` runs without torch;
+level are not collected (said in the report's header), so ``-m "not torch"`` runs without torch;
 nor are they where ``-m`` deselects the torch tier (``-m core``), which saves importing them.
 """
 
@@ -62,16 +62,15 @@ def one_torch_thread():
 def _project_modules():
     """Dotted name -> path: the packages at the repository's root, and the modules of tests/ (on sys.path)."""
     modules = {}
-    for init in sorted(ROOT.glob("*/**/__init__.py")):
-        parts = init.relative_to(ROOT).parent.parts
-        if not all(part.isidentifier() for part in parts) or any(p.startswith(".") for p in parts):
+    for top in sorted(ROOT.iterdir()):
+        if not (top / "__init__.py").exists() or not top.name.isidentifier():
             continue
-        if not (ROOT.joinpath(parts[0], "__init__.py")).exists():
-            continue
-        modules[".".join(parts)] = init
-        for path in init.parent.glob("*.py"):
-            if path.name != "__init__.py":
-                modules[".".join((*parts, path.stem))] = path
+        for path in sorted(top.rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            if all(part.isidentifier() for part in parts) and (path.parent / "__init__.py").exists():
+                modules[".".join(parts)] = path
     for path in TESTS.glob("*.py"):
         modules.setdefault(path.stem, path)
     return modules

@@ -45,6 +45,7 @@ def test_partitions_are_fresh_each_period():
     assert not all(np.array_equal(a, b) for a, b in zip(seq[:8], seq[8:], strict=True))
 
 
+@pytest.mark.slow
 def test_iid_is_uniform_chi_square():
     n_data, bs, steps = 7, 3, 20_000
     seq = np.concatenate(batch_sequence("iid", n_data, bs, steps, seed=5))

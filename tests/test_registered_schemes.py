@@ -110,6 +110,7 @@ def test_a_built_in_name_registered_with_another_step_is_refused_by_the_torch_ba
     assert integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="ubu", plan="full").scheme == "ubu"
 
 
+@pytest.mark.slow
 def test_an_exact_law_holds_in_the_claims_table_as_in_verify(registered):
     """ABOBA x full: the x-marginal is exact on Gaussians, so the bias is at rounding level and
     has no slope; both report it exact and pass it (the table used to fit a slope of -0.5 and fail)."""

@@ -85,6 +85,7 @@ def test_anisotropic_targets_do_not_commute():
     assert np.abs(a @ b - b @ a).max() > 1e-3
 
 
+@pytest.mark.slow
 def test_contraction_beats_the_bound_under_the_conditions():
     res = contraction_check(anisotropic_gaussian(2, n_data=2), h=0.05, n_chains=4, epochs=(2, 4, 8))
     assert res.conditions_hold and res.holds

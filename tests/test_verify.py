@@ -99,6 +99,7 @@ def test_verify_rejects_bad_input():
         verify("ubu", batch_size=7)
 
 
+@pytest.mark.slow
 def test_a_batch_size_of_3_is_the_default_double_wells_full_batch():
     """The Gaussian defaults have three data terms; the double well two (it takes min(3, 2))."""
     report = verify("ubu", batch_size=3, plans=["sms"], strong=False, monte_carlo=False)
@@ -268,6 +269,7 @@ def test_the_extrapolation_recovers_the_limit_of_the_declared_bias_model(p, m0, 
     assert abs(limit - m0) <= 1e-12 * (1 + abs(m0) + abs(a) + abs(c))
 
 
+@pytest.mark.slow
 def test_a_noise_2_percent_hot_passes_the_probe_law_check_and_fails_against_the_target():
     """The probe reads the hot step, so the kernel agrees with its oracle (monte_carlo passes);
     against the target the extrapolated variances are 4 % high, about 8 standard errors."""
