@@ -91,6 +91,7 @@ def test_bad_input_names_what_is_wrong(samplers, options, match):
         sample_together(T1, samplers, batch_size=1, **{"n_chains": 2, "n_steps": 5, **options})
 
 
+@pytest.mark.slow
 def test_a_minibatch_plan_needs_a_batch_size():
     with pytest.raises(ValueError, match="batch_size"):
         sample_together(T1, [("ubu", "full"), ("ubu", "sms")], n_chains=2, n_steps=5)

@@ -187,6 +187,7 @@ def test_a_noise_index_taken_modulo_2_fails_by_name_at_the_defaults():
     assert old.ok, old.table()
 
 
+@pytest.mark.slow
 def test_a_force_that_scales_the_batch_mean_fails_by_name_at_the_defaults(registered):
     """Equal to the right force at batch size 1 (the old default passed it); caught at batch size 2
     once the plan is registered, with verify's every default."""
@@ -290,6 +291,7 @@ def test_a_kernel_fast_path_the_probe_never_runs_fails_both_monte_carlo_checks()
     assert set(report.failed) == {"monte_carlo[full]", "target_law[full]"}
 
 
+@pytest.mark.slow
 def test_the_target_law_check_asserts_nothing_for_rr_and_is_inconclusive_on_the_torch_step():
     report = verify("ubu", target=unequal_scales_target(), plans=["rr"], strong=False, n_chains=16)
     assert report.check("target_law[rr]").status == "no claim", report.table()
