@@ -158,9 +158,6 @@ def test_a_new_adapter_module_joins_the_adapters(extended):
     assert "toy.ula" in found["adapter"] and found["adapter"][0] == "posteriors.sgld"
 
 
-@pytest.mark.xfail(strict=True, reason="integrators/torch/schemes/__init__.py imports its steps by a typed "
-                                       "list (baoab, em, obabo, ubu): a new scheme needs an edit there until it "
-                                       "discovers them")
 def test_a_new_scheme_file_has_its_tensor_step(extended):
     pytest.importorskip("torch")
     _, found, _ = extended

@@ -113,14 +113,7 @@ from theory_checks.checks import Check, VerifyReport
 from theory_checks.orders import ladder
 from theory_checks.verify import ASYMPTOTIC, SHARED_CONSTRAINTS, default_target
 
-
-def _registry():
-    from theory_checks.adapters import blackjax_adapter, posteriors_adapter
-    return Registry("adapter", REQUIRED_ATTRIBUTES, check_adapter,
-                    (*posteriors_adapter.ADAPTERS, *blackjax_adapter.ADAPTERS))
-
-
-ADAPTERS = _registry()
+ADAPTERS = Registry("adapter", REQUIRED_ATTRIBUTES, check_adapter)  # filled by theory_checks.adapters (discovery)
 
 
 def resolve_adapter(adapter):

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 
 import integrators.schemes as _numba_schemes
+from integrators.registry import discover_modules
 from integrators.schemes import SCHEMES
-from integrators.torch.schemes import baoab, em, obabo, ubu
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class TorchScheme:
 
 # each tensor step beside the Numba module it rewrites (its ``_numba``), not the registry's entry
 # of that name: what user code registers (or unregisters) cannot change what a torch step declares
-TORCH_STEPS = {m.NAME: TorchScheme(m, m._numba) for m in (em, baoab, ubu, obabo)}
+TORCH_STEPS = {m.NAME: TorchScheme(m, m._numba) for m in discover_modules(__name__, ("NAME", "step"))}
 
 # every scheme file of integrators/schemes must get its tensor step (a built-in scheme, not a
 # registered one: those are Numba-only and refused by name in torch_step)
