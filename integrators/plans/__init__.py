@@ -12,14 +12,15 @@ A partition cuts a random permutation into ``N_m = ceil(N_D / N_b)`` consecutive
 one epoch exactly the full gradient, uneven batches included.  A plan never knows the scheme.
 
 A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``; found by
-:func:`integrators.registry.discover`, so a new file is a new plan) declaring
-``NAME``, ``CODE`` (its rule in the kernel's :func:`next_batches`; ``None`` for a plan with a
-rule of its own, or for a plan that runs in the exact oracle only), for a partition plan its
-batch rule ``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the
-partition used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition),
-which the Numba kernel, the torch plans, the coupled chains and the exact oracle all follow,
-or a ``BATCH_RULE`` of its own (a Numba function with the signature of :func:`next_batches`,
-Numba backend only), ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
+:func:`integrators.registry.discover`, so a new file is a new plan) declaring ``NAME``, its batch
+rule in one vocabulary, ``KIND``: ``"full"``, ``"iid"``, or ``"partition"`` with the rule
+``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the partition
+used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition), which every
+backend and the exact oracle follow (:func:`plan_rule` reads the declaration, the one reference
+walker :class:`integrators.plans.walk.PlanWalk` walks it; the Numba kernel derives its fast path
+from it), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
+:func:`next_batches`, Numba backend only); ``CODE`` (the kernel's built-in rule, or ``None``),
+``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
 and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether
 those orders are proved or only observed), ``SOURCE`` (where that claim comes from), and
@@ -74,8 +75,9 @@ class Plan:
         The orders the plan allows a scheme (a sampler's expected order is the smaller of the
         scheme's and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``).
     CODE : int or None, default None
-        One of the kernel's built-in batch rules (0 full, 1 iid, 2 rr, 3 sms), or ``None`` for a
-        plan with a rule of its own or one that runs in the exact oracle only.
+        One of the kernel's built-in batch rules (0 full, 1 iid, 2 rr, 3 sms; it implies ``KIND``
+        and, for 2 and 3, that plan's ``batch_index`` and ``SWEEPS``), or ``None``: the kernel
+        derives its rule from ``KIND`` and ``batch_index``.
     SOURCE : str, default "declared in user code"
         Where the orders come from.
     THEOREM : bool, default True
@@ -90,6 +92,10 @@ class Plan:
         partition used at step ``position`` of the period; every backend and the oracle follow it.
     SWEEPS : int, default 1
         For a partition plan: epochs per fresh partition (``sms``: 2, forward then backward).
+    KIND : str or None, default None
+        What the batches are: ``"full"`` (all data), ``"iid"`` (``batch_size`` indices drawn with
+        replacement) or ``"partition"`` (then ``batch_index`` and ``SWEEPS``); ``None``: read
+        from ``CODE``, or ``"partition"`` when ``batch_index`` is given.
     """
 
     NAME: str
@@ -105,18 +111,81 @@ class Plan:
     BATCH_RULE: object = None
     batch_index: object = None
     SWEEPS: int = 1
+    KIND: str | None = None
+
+
+KINDS = ("full", "iid", "partition")  # the vocabulary of KIND
+
+
+@dataclass(frozen=True)
+class PlanRule:
+    """A plan's batch rule as it declares it: ``kind`` is ``"full"``, ``"iid"`` or ``"partition"``
+    (then ``batch_index(position, n_batches)``, the Python function, and ``sweeps``, epochs per
+    fresh partition).  :func:`plan_rule` reads it; :class:`integrators.plans.walk.PlanWalk` walks it."""
+
+    kind: str
+    batch_index: object = None
+    sweeps: int = 1
+
+
+@dataclass(frozen=True)
+class _Declaration:
+    """Everything a plan declares about its batches, read in one place (:func:`_declared`):
+    ``rule`` (``None``: a Numba ``BATCH_RULE`` of its own, or no rule), the kernel's ``code`` (-1:
+    none of its built-in rules), the Numba ``batch_index`` and ``BATCH_RULE``, ``count_orders``."""
+
+    rule: PlanRule | None
+    code: int | None
+    numba_index: object
+    numba_rule: object
+    count_orders: object
+
+
+def _optional(plan) -> dict:
+    """The one reader of a plan's optional attributes (``None`` where it declares none)."""
+    return {name: getattr(plan, name, None) for name in ("KIND", "CODE", "batch_index", "SWEEPS", "BATCH_RULE",
+                                                         "count_orders")}
+
+
+def _declared(plan) -> _Declaration:
+    """What a plan (an object, not a name) declares about its batches, with what follows from it."""
+    a = _optional(plan)
+    kind, code, index, own = a["KIND"], a["CODE"], a["batch_index"], a["BATCH_RULE"]
+    sweeps = 1 if a["SWEEPS"] is None else a["SWEEPS"]
+    if index is None and code in (RR, SMS):  # a built-in partition rule named by its code
+        index, sweeps = (rr if code == RR else sms).batch_index, (rr if code == RR else sms).SWEEPS
+    if kind is None:
+        kind = {FULL: "full", IID: "iid"}.get(code, "partition" if index is not None else None)
+    rule = None
+    if own is None and kind in KINDS:
+        rule = PlanRule(kind, None if index is None else index.py_func, sweeps) if kind == "partition" \
+            else PlanRule(kind)
+    if code is None and own is None:  # the kernel's fast path: a built-in rule where the declaration is one
+        built_in = {("full", None): FULL, ("iid", None): IID, ("partition", rr.batch_index): RR,
+                    ("partition", sms.batch_index): SMS}
+        code = built_in.get((kind, index if kind == "partition" else None))
+        if code in (RR, SMS) and sweeps != (rr if code == RR else sms).SWEEPS:
+            code = None
+    return _Declaration(rule, code, index, own, a["count_orders"])
 
 
 def _check_plan(plan) -> None:
-    if plan.CODE not in (None, FULL, IID, RR, SMS):
+    a = _optional(plan)
+    kind, code, rule, sweeps = a["KIND"], a["CODE"], a["batch_index"], a["SWEEPS"]
+    if code not in (None, FULL, IID, RR, SMS):
         raise ValueError(f"plan {plan.NAME!r}: CODE must be one of the kernel's rules "
-                         f"{(FULL, IID, RR, SMS)} or None, got {plan.CODE!r}")
-    rule = getattr(plan, "batch_index", None)
+                         f"{(FULL, IID, RR, SMS)} or None, got {code!r}")
+    if kind not in (None, *KINDS):
+        raise ValueError(f"plan {plan.NAME!r}: KIND must be one of {KINDS} or None, got {kind!r}")
+    if kind is not None and code is not None and kind != ("full", "iid", "partition", "partition")[code]:
+        raise ValueError(f"plan {plan.NAME!r}: KIND {kind!r} contradicts CODE {code!r}")
+    if kind == "partition" and rule is None and code is None:
+        raise ValueError(f"plan {plan.NAME!r}: a partition plan declares batch_index(position, n_batches) "
+                         f"and SWEEPS")
     if rule is not None:
         if not hasattr(rule, "py_func"):
             raise ValueError(f"plan {plan.NAME!r}: batch_index must be a Numba function (decorate "
                              f"batch_index(position, n_batches) with @numba.njit), got {type(rule).__name__}")
-        sweeps = getattr(plan, "SWEEPS", None)
         if isinstance(sweeps, bool) or not isinstance(sweeps, int) or sweeps < 1:
             raise ValueError(f"plan {plan.NAME!r}: SWEEPS must be an integer >= 1 (epochs per fresh "
                              f"partition), got {sweeps!r}")
@@ -169,10 +238,11 @@ def kernel_code(plan) -> int:
     """The code the kernel passes to the plan's batch rule; a clear error for a plan the kernel
     cannot run (neither a built-in ``CODE``, a ``batch_index`` nor its own Numba ``BATCH_RULE``)."""
     p = resolve_plan(plan)
-    if p.CODE is None and getattr(p, "BATCH_RULE", None) is None and getattr(p, "batch_index", None) is None:
-        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither CODE, batch_index nor "
+    d = _declared(p)
+    if d.rule is None and d.numba_rule is None:
+        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither CODE, KIND, batch_index nor "
                          f"BATCH_RULE): it runs in the exact oracle only")
-    return -1 if p.CODE is None else p.CODE
+    return -1 if d.code is None else d.code
 
 
 def force_scale(plan, n_data: int, batch_size: int) -> float:
@@ -187,9 +257,8 @@ def period(plan, n_data: int, batch_size: int) -> int:
 def count_orders(plan, n_data: int, batch_size: int) -> int:
     """Number of equally likely batch sequences per period the oracle enumerates."""
     p = resolve_plan(plan)
-    if getattr(p, "count_orders", None) is not None:
-        return p.count_orders(n_data, batch_size)
-    return len(p.outcomes(n_data, batch_size))
+    own = _declared(p).count_orders
+    return len(p.outcomes(n_data, batch_size)) if own is None else own(n_data, batch_size)
 
 
 @nb.njit(nogil=True, inline="always")
@@ -302,43 +371,25 @@ def batch_rule(plan=None):
     from integrators.user_code import guarded  # (imports the kernel's modules: not at import time)
 
     p = resolve_plan(plan)
-    if getattr(p, "BATCH_RULE", None) is not None:
-        return guarded(p.BATCH_RULE, f"plan {p.NAME!r}: BATCH_RULE")
-    if p.CODE is None and getattr(p, "batch_index", None) is not None:
-        return partition_rule(guarded(p.batch_index, f"plan {p.NAME!r}: batch_index"), p.SWEEPS)
+    d = _declared(p)
+    if d.numba_rule is not None:
+        return guarded(d.numba_rule, f"plan {p.NAME!r}: BATCH_RULE")
+    if d.code is None and d.rule is not None and d.rule.kind == "partition":
+        return partition_rule(guarded(d.numba_index, f"plan {p.NAME!r}: batch_index"), d.rule.sweeps)
     return next_batches
-
-
-@dataclass(frozen=True)
-class PlanRule:
-    """How a plan's batches follow from its randomness, for backends other than the Numba kernel:
-    ``kind`` is ``"full"``, ``"iid"`` or ``"partition"`` (then ``batch_index(position, n_batches)``,
-    a Python function, and ``sweeps``, epochs per fresh partition)."""
-
-    kind: str
-    batch_index: object = None
-    sweeps: int = 1
 
 
 def plan_rule(plan) -> PlanRule:
     """The :class:`PlanRule` of a plan, or a ``ValueError`` naming it when its batches come from a
     Numba ``BATCH_RULE`` of its own (only the Numba kernel runs those) or from no rule at all."""
     p = resolve_plan(plan)
-    own = getattr(p, "batch_index", None)
-    if own is not None and getattr(p, "BATCH_RULE", None) is None:
-        return PlanRule("partition", own.py_func, p.SWEEPS)
-    if getattr(p, "BATCH_RULE", None) is None:
-        if p.CODE == FULL:
-            return PlanRule("full")
-        if p.CODE == IID:
-            return PlanRule("iid")
-        if p.CODE in (RR, SMS):
-            built_in = rr if p.CODE == RR else sms
-            return PlanRule("partition", built_in.batch_index.py_func, built_in.SWEEPS)
+    d = _declared(p)
+    if d.rule is not None:
+        return d.rule
     raise ValueError(f"plan {p.NAME!r} has no batch rule this backend can run: it declares "
                      + ("a Numba BATCH_RULE of its own (the Numba backend only); declare batch_index and SWEEPS "
-                        "instead to run it on every backend" if getattr(p, "BATCH_RULE", None) is not None
-                        else "neither CODE nor batch_index (it runs in the exact oracle only)"))
+                        "instead to run it on every backend" if d.numba_rule is not None
+                        else "neither KIND, CODE nor batch_index (it runs in the exact oracle only)"))
 
 
 def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: int = 0):

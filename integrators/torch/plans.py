@@ -3,11 +3,10 @@ batches; the chains stand at the same step of the plan's period, so their batche
 
 ``ChainPlan.next()`` returns the batch indices of every chain, shape ``(n_chains, n_b)`` (``None``
 for the full gradient), contiguous (an even partition is stored batch-major, so every batch has
-the same strides and a compiled step takes them all with one graph).  Partitions cut a random
-permutation into ``N_m = ceil(N_D / N_b)`` batches (the last may be shorter), visited in the order
-of the plan's own rule (:func:`integrators.plans.plan_rule`: ``rr`` in order every epoch, ``sms``
-forward then backward over two epochs, a registered partition plan by its ``batch_index``);
-``iid`` draws ``N_b`` indices with replacement each step.
+the same strides and a compiled step takes them all with one graph).  The batches follow the
+reference walk of the plan's rule (:class:`integrators.plans.walk.PlanWalk`); this module draws
+its randomness: a random permutation per chain for each period of a partition plan, ``N_b``
+indices with replacement each step for ``iid``.
 """
 
 from __future__ import annotations
@@ -16,7 +15,8 @@ import functools
 
 import torch
 
-from integrators.plans import SMALL_SHUFFLE, n_batches, plan_rule
+from integrators.plans import SMALL_SHUFFLE
+from integrators.plans.walk import PlanWalk, cut
 from integrators.torch.rng import bits_to_uniform, words
 
 
@@ -30,16 +30,15 @@ class ChainPlan:
 
     def __init__(self, plan, n_data: int, batch_size: int, stream, n_chains: int, device, *,
                  compile: str | None = None):
-        self.rule = plan_rule(plan)  # a name or a plan object; refused by name without a rule to follow
         self.n_data, self.batch_size = n_data, batch_size
         self.stream = stream if hasattr(stream, "keys") else None
         self.uniforms = stream.uniforms if self.stream is not None else stream
         self.compile = compile if self.stream is not None else None
-        self.m = n_batches(n_data, batch_size)
-        self.position = 0
-        self.perm = None
         self.n_chains, self.device = n_chains, device
-        self.blocks = None
+        # a name or a plan object; refused by name without a rule to follow
+        self.walk = PlanWalk(plan, n_data, batch_size, everything=lambda: None, cut=self._cut,
+                             indices=lambda: self._draw(functools.partial(iid_batch, n_data), batch_size),
+                             permutation=lambda: self._draw(functools.partial(shuffle, n_data), n_data))
 
     def _draw(self, fn, m: int) -> torch.Tensor:
         """``fn`` of the next ``m`` uniforms of every chain, compiled with the uniforms' draw
@@ -56,22 +55,17 @@ class ChainPlan:
         (:func:`shuffle`)."""
         return shuffle(self.n_data, u)
 
+    def _cut(self, perm: torch.Tensor, batch_size: int) -> list:
+        """The partitions' batches, each ``(n_chains, n_b)`` and contiguous (an even partition
+        stored batch-major: one copy, every batch with the same strides)."""
+        if self.n_data % batch_size == 0:
+            m = self.n_data // batch_size
+            return list(perm.view(self.n_chains, m, batch_size).transpose(0, 1).contiguous())
+        return [b.contiguous() for b in cut(perm, batch_size)]
+
     def next(self):
-        if self.rule.kind == "full":
-            return None
-        if self.rule.kind == "iid":
-            return self._draw(functools.partial(iid_batch, self.n_data), self.batch_size)
-        p = self.position
-        if p == 0:
-            self.perm = self._draw(functools.partial(shuffle, self.n_data), self.n_data)
-            if self.n_data % self.batch_size == 0:  # batch-major: every batch contiguous
-                self.blocks = self.perm.view(self.n_chains, self.m, self.batch_size).transpose(0, 1).contiguous()
-        j = self.rule.batch_index(p, self.m)
-        self.position = (p + 1) % (self.rule.sweeps * self.m)
-        if self.n_data % self.batch_size == 0:
-            return self.blocks[j]
-        start = j * self.batch_size
-        return self.perm[:, start:min(start + self.batch_size, self.n_data)].contiguous()
+        """Every chain's next batch, ``(n_chains, n_b)`` (``None`` for the full gradient)."""
+        return self.walk.next()
 
 
 def shuffle(n_data: int, u: torch.Tensor) -> torch.Tensor:
@@ -109,15 +103,8 @@ def compiled_draw(backend: str = "inductor"):
 def plan_batches(plan, n_data: int, batch_size: int, generator: torch.Generator, device):
     """An endless iterator over one chain's batches (1-D index tensors; the full plan yields
     ``arange(N_D)``), drawing from ``generator`` (module mode: the data loader gets these)."""
-    rule = plan_rule(plan)
-    m = n_batches(n_data, batch_size)
+    walk = PlanWalk(plan, n_data, batch_size, everything=lambda: torch.arange(n_data, device=device),
+                    indices=lambda: torch.randint(n_data, (batch_size,), generator=generator, device=device),
+                    permutation=lambda: torch.randperm(n_data, generator=generator, device=device))
     while True:
-        if rule.kind == "full":
-            yield torch.arange(n_data, device=device)
-        elif rule.kind == "iid":
-            yield torch.randint(n_data, (batch_size,), generator=generator, device=device)
-        else:
-            perm = torch.randperm(n_data, generator=generator, device=device)
-            parts = [perm[j * batch_size:min((j + 1) * batch_size, n_data)] for j in range(m)]
-            for position in range(rule.sweeps * m):
-                yield parts[rule.batch_index(position, m)]
+        yield walk.next()

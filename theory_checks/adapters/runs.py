@@ -6,14 +6,15 @@ describes the method as a whole."""
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from integrators.plans import plan_rule, resolve_plan
-from integrators.plans.partitions import n_batches
+from integrators.plans import resolve_plan
+from integrators.plans.walk import PlanWalk, cut
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
 from theory_checks.adapters.protocol import AdapterProblem, checked_positions, mixing_factor, steps_per_call
@@ -112,30 +113,21 @@ def default_ladder(target: GaussianTarget, gamma: float, batch_size: int, dynami
 
 # ----------------------------------------------------------------------------- batches
 class PlanBatches:
-    """Every chain's batch at each step, from the plan's rule (:func:`integrators.plans.plan_rule`):
-    ``full`` all data; ``iid`` ``batch_size`` independent uniform draws per chain; a partition plan
-    a fresh random permutation per chain every period, cut into ``N_m`` batches, the batch of
-    position ``p`` being ``batch_index(p, N_m)``.  Row ``c`` of :meth:`next` is chain ``c``'s."""
+    """Every chain's batch at each step, by the reference walk of the plan's rule
+    (:class:`integrators.plans.walk.PlanWalk`), drawn from ``rng``: ``full`` all data; ``iid``
+    ``batch_size`` independent uniform draws per chain; a partition plan a fresh random
+    permutation per chain every period.  Row ``c`` of :meth:`next` is chain ``c``'s."""
 
     def __init__(self, plan, n_data: int, batch_size: int, n_chains: int, rng: np.random.Generator):
-        self.rule = plan_rule(plan)
-        self.n_data, self.batch_size, self.n_chains, self.rng = n_data, batch_size, n_chains, rng
-        self.m = n_batches(n_data, batch_size)
-        self.position = 0
-        self.perms = None
-        if self.rule.kind == "full":
-            self.all = np.ascontiguousarray(np.broadcast_to(np.arange(n_data), (n_chains, n_data)))
+        every = functools.cache(lambda: np.ascontiguousarray(np.broadcast_to(np.arange(n_data), (n_chains, n_data))))
+        self.walk = PlanWalk(
+            plan, n_data, batch_size, everything=every,
+            indices=lambda: rng.integers(0, n_data, (n_chains, batch_size)),
+            permutation=lambda: rng.permuted(np.tile(np.arange(n_data), (n_chains, 1)), axis=1),
+            cut=lambda perms, bs: [np.ascontiguousarray(b) for b in cut(perms, bs)])
 
     def next(self) -> np.ndarray:
-        if self.rule.kind == "full":
-            return self.all
-        if self.rule.kind == "iid":
-            return self.rng.integers(0, self.n_data, (self.n_chains, self.batch_size))
-        if self.position == 0:
-            self.perms = self.rng.permuted(np.tile(np.arange(self.n_data), (self.n_chains, 1)), axis=1)
-        j = int(self.rule.batch_index(self.position, self.m))
-        self.position = (self.position + 1) % (self.rule.sweeps * self.m)
-        return np.ascontiguousarray(self.perms[:, j * self.batch_size:min((j + 1) * self.batch_size, self.n_data)])
+        return self.walk.next()
 
 
 # ----------------------------------------------------------------------------- statistics
