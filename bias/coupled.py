@@ -30,6 +30,7 @@ import numba as nb
 import numpy as np
 
 from integrators.brownian import pair_cholesky
+from integrators.chain_summary import ChainSummary
 from integrators.kernel import (
     BLOCK_SIZE,
     Divergence,
@@ -212,9 +213,19 @@ class CoupledResult:
     diverged_at: np.ndarray
 
     @property
+    def stats(self) -> ChainSummary:
+        """The pairs' divergence record and pooling rule (every chunk of a pair a replicate)."""
+        return ChainSummary(self.diverged_at, member="coupled pair", unit="coarse step", run=f" at h={self.h:g}")
+
+    @property
     def ok(self):
         """``(n_chains,)``: whether each pair stayed finite."""
-        return self.diverged_at < 0
+        return self.stats.ok
+
+    @property
+    def warnings(self) -> list[str]:
+        """The pairs that diverged, if any (the statistics pool the others)."""
+        return self.stats.warnings
 
     def replicates(self, values):
         """The replicates (chain x chunk) of the pairs that did not diverge.
@@ -234,22 +245,17 @@ class CoupledResult:
         RuntimeError
             When every pair diverged (no estimate; never NaN as a number).
         """
-        if not np.any(self.ok):  # no estimate at all: say so, never return NaN as a number
-            raise RuntimeError(f"every coupled pair diverged at h={self.h:g} (first at coarse step "
-                               f"{int(self.diverged_at.min())}): no estimate")
-        v = values[self.ok]
-        return v.reshape(-1, v.shape[-1])
+        return self.stats.replicates(values)
 
     @property
     def difference(self) -> np.ndarray:
         """Estimate of ``E_{h/2} f - E_h f``."""
-        return self.replicates(self.fine - self.coarse).mean(axis=0)
+        return self.stats.pooled_mean(self.fine - self.coarse)
 
     @property
     def difference_se(self) -> np.ndarray:
         """Standard error of :attr:`difference` over the replicates."""
-        r = self.replicates(self.fine - self.coarse)
-        return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
+        return self.stats.pooled_se(self.fine - self.coarse)
 
     @property
     def difference_variance(self) -> np.ndarray:
@@ -268,7 +274,7 @@ class CoupledResult:
         numpy.ndarray
             ``(n_tests,)``.
         """
-        return self.replicates(self.fine if which == "fine" else self.coarse).mean(axis=0)
+        return self.stats.pooled_mean(self.fine if which == "fine" else self.coarse)
 
     def se(self, which="fine"):
         """Standard error of :meth:`mean` over the replicates.
@@ -281,8 +287,7 @@ class CoupledResult:
         -------
         numpy.ndarray
         """
-        r = self.replicates(self.fine if which == "fine" else self.coarse)
-        return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
+        return self.stats.pooled_se(self.fine if which == "fine" else self.coarse)
 
 
 def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains: int = 64,

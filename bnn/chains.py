@@ -13,6 +13,7 @@ import torch
 
 from bnn.config import STEP_CONVENTIONS, TRACE_START_CLIP, RunConfig, SamplerSpec
 from bnn.training import Tensors, batches_per_epoch, copy_state, predict, sum_loss
+from integrators.divergence import NOT_DIVERGED
 from integrators.seeds import derive
 
 BOUNDARY_WARN = 0.01  # a healthy localized chain puts ~1e-6 of its coordinates on the box's wall, a broken one ~1/6
@@ -224,6 +225,7 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
         Diverged at the first step whose batch loss was not finite, or where the sampler raised.
     """
     from integrators.torch import SamplerDiverged
+    from integrators.torch.divergence import mark_divergence
 
     net = copy_state(start_net, start_net.state_dict())
     net.train()
@@ -234,17 +236,16 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
     loss_fn = sum_loss(data)
     gen = torch.Generator(device=data.x.device).manual_seed(derive(seed, "bnn", "evaluation"))
     trace, seconds, acc, n_samples = [], [], None, 0
-    first_bad = None  # the first step whose batch loss was not finite (the step the chain diverged at)
+    bad_at = torch.full((), NOT_DIVERGED)  # the first step whose batch loss was not finite (the chain diverged)
     try:
         for e in range(epochs_burn + epochs_sample):
             t0 = time.perf_counter()
             total = 0.0
             for _ in range(m):
                 info = sampler.step(loss_fn)
-                loss = float(info.loss)
-                if first_bad is None and not math.isfinite(loss):
-                    first_bad = info.step
-                total += loss
+                loss_host = info.loss.detach().double().cpu()
+                mark_divergence(bad_at, info.step, loss_host)
+                total += float(loss_host)
             sampler.check_finite()
             if data.x.is_cuda:
                 torch.cuda.synchronize()
@@ -255,10 +256,17 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
                 acc = p if acc is None else acc + p
                 n_samples += 1
     except SamplerDiverged as exc:  # (seen at an epoch's end: a non-finite loss may have come first)
+        first_bad = _first_steps(bad_at)[0]
         return ChainResult(None, trace, exc.step if first_bad is None else min(first_bad, exc.step), seconds)
+    first_bad = _first_steps(bad_at)[0]
     if first_bad is not None:  # a non-finite loss the sampler did not raise on: diverged at that step
         return ChainResult(None, trace, first_bad, seconds)
     return ChainResult(acc / n_samples if n_samples else None, trace, None, seconds, sampler.boundary_fraction())
+
+
+def _first_steps(bad_at: torch.Tensor) -> list:
+    """The steps :func:`integrators.torch.divergence.mark_divergence` recorded, per chain (None: none)."""
+    return [None if step == NOT_DIVERGED else step for step in bad_at.reshape(-1).tolist()]
 
 
 def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunConfig, *, h: float, seed: int,
@@ -309,6 +317,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
         If ``starts`` is empty.
     """
     from integrators.torch import SamplerDiverged
+    from integrators.torch.divergence import mark_divergence
     from integrators.torch.ensemble import EnsembleSampler, chain_seed
     from integrators.torch.posterior_terms import boundary_fraction
 
@@ -325,7 +334,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
     gens = [torch.Generator(device=data.x.device).manual_seed(derive(chain_seed(sconf.seed, k), "bnn", "evaluation"))
             for k in range(n_chains)]
     traces, seconds, acc, n_samples = [[] for _ in range(n_chains)], [], [None] * n_chains, 0
-    first_bad = [None] * n_chains  # per chain, the first step whose batch loss was not finite
+    bad_at = torch.full((n_chains,), NOT_DIVERGED)  # per chain, the first step whose batch loss was not finite
     try:
         for e in range(epochs_burn + epochs_sample):
             t0 = time.perf_counter()
@@ -333,9 +342,7 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
             for _ in range(m):
                 step = sampler.step(loss_fn)
                 losses = sampler.last_loss.double().cpu()
-                for k in (~torch.isfinite(losses)).nonzero().flatten().tolist():
-                    if first_bad[k] is None:
-                        first_bad[k] = step
+                mark_divergence(bad_at, step, losses)
                 total += losses
             if data.x.is_cuda:
                 torch.cuda.synchronize()
@@ -351,7 +358,8 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
                 n_samples += 1
     except SamplerDiverged as exc:
         return [ChainResult(None, t, exc.step if bad is None else min(bad, exc.step), seconds)
-                for t, bad in zip(traces, first_bad, strict=True)]
+                for t, bad in zip(traces, _first_steps(bad_at), strict=True)]
+    first_bad = _first_steps(bad_at)
     loc = sconf.localization
     boundary = [None if loc is None else boundary_fraction(sampler.x[k], sampler.x_star, loc.half_width)
                 for k in range(n_chains)]

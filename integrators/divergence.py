@@ -5,7 +5,11 @@ from 1 (step ``k`` takes the state after ``k - 1`` steps to the state after ``k`
 recorded is always the **first** step whose result (the state after it, or the force it leaves
 for the next step) is non-finite or, where a bound applies, beyond the bound: not the step at
 which the divergence happened to be noticed, and never a step made up when the true one is
-unknown.
+unknown.  One detector per backend applies the rule: :func:`integrators.kernel.mark_diverged` on
+the Numba kernel (chains mode, the coupled chains, GHMC) and
+:func:`integrators.torch.divergence.mark_divergence` on tensors (chains mode, module mode, the
+ensembles, the BNN chains' batch losses).  Results pool the chains that did not diverge by one
+rule, :class:`integrators.chain_summary.ChainSummary`.
 
 **Chains mode** (:func:`integrators.sample` on the Numba kernel, :func:`integrators.torch.chains.sample`
 on tensors) and the **coupled chains** (:func:`bias.coupled.coupled_run`).  A chain diverges at the

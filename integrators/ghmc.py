@@ -26,6 +26,7 @@ import numba as nb
 import numpy as np
 
 from integrators.bounce import make_box, reflect
+from integrators.chain_summary import ChainSummary
 from integrators.kernel import (
     BLOCK_SIZE,
     Divergence,
@@ -43,7 +44,6 @@ from integrators.kernel import (
 from integrators.memory import check_fits
 from integrators.observers import add_moments, no_observers, observe_chains
 from integrators.plans import SMS, next_batches, resolve_plan
-from integrators.result import format_values
 from integrators.rng import (
     PATH_STREAM,
     PLAN_STREAM,
@@ -169,7 +169,25 @@ def _make_ghmc_kernel(force, potential):
 
 @dataclass
 class GHMCResult:
-    """Per-chain averages after burn-in, acceptance rate and divergence of an SMS-GHMC run."""
+    """Per-chain averages after burn-in, acceptance rate and divergence of an SMS-GHMC run; its
+    statistics are those of :attr:`stats` (:class:`integrators.chain_summary.ChainSummary`, R-hat
+    included), and its warnings add the chains that hardly moved.
+
+    Parameters
+    ----------
+    chain_mean, chain_second_moment : numpy.ndarray
+        Per-chain averages of ``x`` and ``x**2`` over the iterations after burn-in ``(n_chains, d)``.
+    acceptance_rate : float
+        Accepted proposals over all chains and iterations.
+    chain_acceptance : numpy.ndarray
+        Per chain, its acceptance rate ``(n_chains,)``.
+    diverged_at : numpy.ndarray
+        Per chain, the first iteration at which it diverged (-1: never).
+    x : numpy.ndarray
+        Final positions ``(n_chains, d)`` (NaN for diverged chains).
+    n_draws : int or None, default None
+        Iterations after burn-in (R-hat's draws per chain; None: no R-hat).
+    """
 
     chain_mean: np.ndarray
     chain_second_moment: np.ndarray
@@ -177,45 +195,49 @@ class GHMCResult:
     chain_acceptance: np.ndarray
     diverged_at: np.ndarray
     x: np.ndarray
+    n_draws: int | None = None
+
+    @property
+    def stats(self) -> ChainSummary:
+        """The pooled statistics of the chains, which every statistic below reads."""
+        return ChainSummary(self.diverged_at, self.chain_mean, self.chain_second_moment, self.n_draws,
+                            unit="iteration", run=" in SMS-GHMC")
 
     @property
     def ok(self) -> np.ndarray:
         """The chains that did not diverge (every statistic pools these)."""
-        return self.diverged_at < 0
-
-    def _pooled(self) -> np.ndarray:
-        if not np.any(self.ok):
-            raise RuntimeError(f"every chain diverged (first at iteration {int(self.diverged_at.min())}): "
-                               f"no statistic to give; use a smaller h")
-        return self.ok
+        return self.stats.ok
 
     @property
     def mean(self):
-        return self.chain_mean[self._pooled()].mean(axis=0)
+        """The pooled mean of ``x``."""
+        return self.stats.mean
 
     @property
     def mean_se(self):
-        m = self.chain_mean[self._pooled()]
-        return m.std(axis=0, ddof=1) / math.sqrt(m.shape[0])
+        """The standard error of :attr:`mean`."""
+        return self.stats.mean_se
 
     @property
     def variance(self):
-        return self.chain_second_moment[self._pooled()].mean(axis=0) - self.mean**2
+        """The pooled variance of ``x`` per coordinate."""
+        return self.stats.variance
 
     @property
     def variance_se(self):
-        ok = self._pooled()
-        lin = self.chain_second_moment[ok] - 2 * self.mean * self.chain_mean[ok]
-        return lin.std(axis=0, ddof=1) / math.sqrt(lin.shape[0])
+        """The standard error of :attr:`variance` (delta method)."""
+        return self.stats.variance_se
+
+    @property
+    def rhat(self):
+        """R-hat per coordinate (:attr:`integrators.chain_summary.ChainSummary.rhat`)."""
+        return self.stats.rhat
 
     @property
     def warnings(self) -> list[str]:
-        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong)."""
-        out = []
-        n_diverged = int(np.sum(~self.ok))
-        if n_diverged:
-            out.append(f"{n_diverged} of {len(self.ok)} chains diverged (first at iteration "
-                       f"{int(self.diverged_at[~self.ok].min())})")
+        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong):
+        divergence, R-hat, chains that accepted no proposal or a low acceptance rate."""
+        out = self.stats.warnings
         stuck = int(np.sum(self.chain_acceptance[self.ok] == 0))
         if stuck:
             out.append(f"{stuck} of {int(np.sum(self.ok))} chains accepted no proposal: they never left their "
@@ -225,12 +247,8 @@ class GHMCResult:
         return out
 
     def summary(self) -> str:
-        if not np.any(self.ok):
-            return f"SMS-GHMC: DIVERGED (all chains; first at iteration {int(self.diverged_at.min())})"
-        msg = (f"SMS-GHMC: acceptance {self.acceptance_rate:.3g}, "
-               f"mean={format_values(self.mean)} +/- {format_values(self.mean_se)}, "
-               f"var={format_values(self.variance)} +/- {format_values(self.variance_se)}")
-        return msg + "".join(f"; WARNING: {w}" for w in self.warnings)
+        """One line: acceptance, mean and variance with their standard errors, R-hat and warnings."""
+        return self.stats.summary("SMS-GHMC", lead=f"acceptance {self.acceptance_rate:.3g}, ", warnings=self.warnings)
 
 
 def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
@@ -324,4 +342,4 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
                make_work_buffers(n, d, target.n_data, batch_size, 0))
     n_stat = n_iter - burn_in
     return GHMCResult(sum_x / n_stat, sum_xx / n_stat, float(accepted.sum() / (n_chains * n_iter)),
-                      accepted / n_iter, diverged_at, x)
+                      accepted / n_iter, diverged_at, x, n_stat)

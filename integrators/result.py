@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from integrators.diagnostics import rhat_from_moments
-
-RHAT_WARN = 1.1  # a result whose chains disagree beyond this (R-hat of the first moments) says so
+from integrators.chain_summary import ChainSummary
 
 
 @dataclass
@@ -73,14 +70,21 @@ class SampleResult:
     meta: dict = field(default_factory=dict)
 
     @property
+    def stats(self) -> ChainSummary:
+        """The pooled statistics of the chains (:class:`integrators.chain_summary.ChainSummary`),
+        which every statistic below reads."""
+        return ChainSummary(self.diverged_at, self.chain_mean, self.chain_second_moment, self.n_steps - self.burn_in,
+                            run=f" in {self.scheme} x {self.plan} at h={self.h:g}")
+
+    @property
     def ok(self) -> np.ndarray:
         """Per chain, whether it never diverged (boolean, shape ``(n_chains,)``)."""
-        return self.diverged_at < 0
+        return self.stats.ok
 
     @property
     def n_diverged(self) -> int:
         """The number of chains that diverged."""
-        return int(np.sum(~self.ok))
+        return self.stats.n_diverged
 
     @property
     def diverged(self) -> bool:
@@ -90,49 +94,37 @@ class SampleResult:
     @property
     def first_divergence_step(self) -> int | None:
         """The earliest step at which a chain diverged (``None``: none did)."""
-        steps = self.diverged_at[~self.ok]
-        return int(steps.min()) if steps.size else None
-
-    def _pooled(self, per_chain):
-        if not np.any(self.ok):
-            raise RuntimeError(
-                f"all {len(self.ok)} chains of {self.scheme} x {self.plan} at h={self.h} diverged "
-                f"(first at step {self.first_divergence_step}); no statistics to report")
-        return per_chain[self.ok]
+        return self.stats.first_divergence_step
 
     @property
     def mean(self) -> np.ndarray:
         """The mean of ``x`` over the chains that did not diverge, shape ``(d,)``."""
-        return self._pooled(self.chain_mean).mean(axis=0)
+        return self.stats.mean
 
     @property
     def second_moment(self) -> np.ndarray:
         """The mean of ``x**2`` (per coordinate) over the chains that did not diverge, shape ``(d,)``."""
-        return self._pooled(self.chain_second_moment).mean(axis=0)
+        return self.stats.second_moment
 
     @property
     def variance(self) -> np.ndarray:
         """The variance of each coordinate, :attr:`second_moment` minus :attr:`mean` squared."""
-        return self.second_moment - self.mean**2
+        return self.stats.variance
 
     @property
     def mean_se(self) -> np.ndarray:
         """Standard error of :attr:`mean` from the spread of independent chains."""
-        m = self._pooled(self.chain_mean)
-        return m.std(axis=0, ddof=1) / math.sqrt(m.shape[0])
+        return self.stats.mean_se
 
     @property
     def variance_se(self) -> np.ndarray:
         """Standard error of :attr:`variance` (delta method over independent chains)."""
-        m1 = self._pooled(self.chain_mean)
-        m2 = self._pooled(self.chain_second_moment)
-        lin = m2 - 2.0 * self.mean * m1
-        return lin.std(axis=0, ddof=1) / math.sqrt(m1.shape[0])
+        return self.stats.variance_se
 
     @property
     def test_means(self) -> np.ndarray:
         """The test functions' means over the chains that did not diverge."""
-        return self._pooled(self.chain_tests).mean(axis=0)
+        return self.stats.pooled_mean(self.chain_tests)
 
     @property
     def rhat(self) -> np.ndarray | None:
@@ -141,27 +133,14 @@ class SampleResult:
         when the chains agree within their own spread, large when they disagree far beyond their
         standard errors (chains still on their way somewhere).  ``None`` with fewer than 2 chains
         or 2 post-burn-in steps."""
-        n_stat = self.n_steps - self.burn_in
-        if int(np.sum(self.ok)) < 2 or n_stat < 2:
-            return None
-        return rhat_from_moments(self.chain_mean[self.ok], self.chain_second_moment[self.ok], n_stat)
+        return self.stats.rhat
 
     @property
     def warnings(self) -> list[str]:
-        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong)."""
-        out = []
-        if self.diverged:
-            out.append(f"{self.n_diverged} of {len(self.ok)} chains diverged (first at step "
-                       f"{self.first_divergence_step}); statistics pool the others")
-        rhat = self.rhat
-        if rhat is not None:
-            worst = float(np.nanmax(rhat)) if np.any(~np.isnan(rhat)) else math.nan
-            if math.isnan(worst):
-                out.append("the chains did not move (no spread within or between them): no estimate")
-            elif worst > RHAT_WARN:
-                out.append(f"chains disagree far beyond their standard errors (R-hat {worst:.3g} > "
-                           f"{RHAT_WARN}): not converged, the numbers are not an estimate")
-        return out
+        """Why the pooled statistics should not be read as estimates (empty when nothing is wrong):
+        divergence, chains that did not move, R-hat above
+        :data:`integrators.chain_summary.RHAT_WARN`."""
+        return self.stats.warnings
 
     def summary(self) -> str:
         """One line: the sampler, mean and variance with their standard errors, R-hat per
@@ -173,20 +152,4 @@ class SampleResult:
         str
             The line (``DIVERGED`` with the first step when every chain diverged).
         """
-        if not np.any(self.ok):
-            return (f"{self.scheme} x {self.plan}, h={self.h:g}: DIVERGED "
-                    f"(all chains; first at step {self.first_divergence_step})")
-        msg = (f"{self.scheme} x {self.plan}, h={self.h:g}, gamma={self.gamma:g}: "
-               f"mean={format_values(self.mean)} +/- {format_values(self.mean_se)}, "
-               f"var={format_values(self.variance)} +/- {format_values(self.variance_se)}")
-        rhat = self.rhat
-        if rhat is not None:
-            msg += f", R-hat={format_values(rhat)}"
-        for warning in self.warnings:
-            msg += f"; WARNING: {warning}"
-        return msg
-
-
-def format_values(values) -> str:
-    """Numbers as ``[a, b, ...]`` with 4 significant digits (summaries)."""
-    return "[" + ", ".join(f"{val:.4g}" for val in np.ravel(values)) + "]"
+        return self.stats.summary(f"{self.scheme} x {self.plan}, h={self.h:g}", settings=f", gamma={self.gamma:g}")

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from bias.telescoping import telescoping_bias
 from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sample_together
 from integrators.backends import Numba, Torch, local_cores
-from integrators.result import RHAT_WARN
+from integrators.chain_summary import RHAT_WARN
 from integrators.targets import DIVERGENCE_SDS
 from integrators.torch import chains
 

@@ -28,6 +28,7 @@ from integrators.result import SampleResult
 from integrators.rng import PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM  # one list of stream kinds, both backends
 from integrators.spec import RunSpec
 from integrators.torch.bounce import make_reflect
+from integrators.torch.divergence import mark_divergence
 from integrators.torch.plans import ChainPlan
 from integrators.torch.rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
 from integrators.torch.schemes import torch_step
@@ -93,11 +94,10 @@ class TensorObservers:
         self.keep, self.stride, self.kept = keep, n_keep_stride, 0
 
     def check(self, k, x, v, g):
-        """Mark and park chains that left the bound at step ``k`` (an int or a 0-d device tensor);
-        returns the mask of live chains.  Branch-free: no value is read back to the host."""
-        size = torch.maximum(x.abs().amax(1), v.abs().amax(1))
-        bad = ~(size <= self.bound)  # NaN counts as bad
-        self.diverged_at.copy_(torch.where(bad & (self.diverged_at < 0), k, self.diverged_at))
+        """Mark (:func:`integrators.torch.divergence.mark_divergence`) and park chains that left
+        the bound at step ``k`` (an int or a 0-d device tensor); returns the mask of live chains.
+        Branch-free: no value is read back to the host."""
+        mark_divergence(self.diverged_at, k, x, v, bound=self.bound)
         dead = (self.diverged_at >= 0)[:, None]
         x.masked_fill_(dead, 0.0)
         v.masked_fill_(dead, 0.0)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import torch
 
-from integrators.divergence import NOT_DIVERGED
 from integrators.torch.bounce import make_reflect
 from integrators.torch.config import SamplerConfig, prior_precisions
+from integrators.torch.divergence import mark_divergence
 from integrators.torch.flat import FlatParameters
 from integrators.torch.plans import plan_batches
 from integrators.torch.rng import GeneratorNormals
@@ -43,9 +43,9 @@ def record_divergence(diverged_at: torch.Tensor, k: int, x: torch.Tensor, g: tor
     """Write step ``k`` into ``diverged_at`` (in place, per chain: ``x`` and ``g`` of shape
     ``(..., P)``, ``diverged_at`` of shape ``(...)``) where the state or the force is not finite and
     no step is recorded yet.  No value is read back to the host, so it runs every step and the
-    checks every ``check_every`` steps still name the first step (:mod:`integrators.divergence`)."""
-    bad = ~(torch.isfinite(x).all(-1) & torch.isfinite(g).all(-1))
-    diverged_at.copy_(torch.where(bad & (diverged_at == NOT_DIVERGED), k, diverged_at))
+    checks every ``check_every`` steps still name the first step (:mod:`integrators.divergence`):
+    :func:`integrators.torch.divergence.mark_divergence` with no bound."""
+    mark_divergence(diverged_at, k, x, g)
 
 
 def chain_streams(config: SamplerConfig, params: FlatParameters, seed: int, generator=None):
