@@ -166,7 +166,7 @@ def batch_mean_scale(n_data, batch_size):
 
 # sms whose force scales the batch mean instead of the sum (the kernel's own sms batch rule)
 SMS_BATCH_MEAN = Plan("sms_batch_mean", sms.outcomes, batch_mean_scale, sms.period, WEAK_ORDER=2.0,
-                      STRONG_ORDER=2.0, CODE=sms.CODE, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
+                      STRONG_ORDER=2.0, KIND=sms.KIND, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
 
 __all__ = ["BAOAB_SQRT_ONE_MINUS_ETA", "SMS_BATCH_MEAN", "SMS_NOT_REVERSED", "UBU_BLOCK_FAST_PATH", "UBU_HALF_KICK",
            "UBU_INDEPENDENT_J", "UBU_NOISE_2_PERCENT_HOT", "UBU_NOISE_INDEX_MOD_2", "next_batches", "np"]

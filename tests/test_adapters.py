@@ -12,7 +12,7 @@ from helpers import ToyULA
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from integrators.plans import batch_sequence, n_batches
+from integrators.plans import PLANS, batch_sequence, n_batches
 from integrators.targets import GaussianTarget
 from theory_checks.adapters import ADAPTERS, AdapterProblem, check_adapter, checked_positions, measure_adapter
 from theory_checks.adapters.analysis import expected_order
@@ -100,12 +100,12 @@ def test_plan_batches_follow_each_plans_rule_chain_by_chain():
     n_data, bs, n = 5, 2, 3
     m = n_batches(n_data, bs)
     sms = PlanBatches("sms", n_data, bs, n, np.random.default_rng(0))
-    period = [sms.next() for _ in range(2 * m)]
+    period = [sms.next() for _ in range(PLANS["sms"].SWEEPS * m)]  # forward, then backward
     for c in range(n):
         forward = [tuple(b[c]) for b in period[:m]]
         assert sorted(i for b in forward for i in b) == list(range(n_data))  # an epoch is a partition
         assert forward == [tuple(b[c]) for b in period[m:]][::-1]           # then the same batches reversed
-    assert [len(b) for b in batch_sequence("sms", n_data, bs, 2 * m)] == [b.shape[1] for b in period]
+    assert [len(b) for b in batch_sequence("sms", n_data, bs, len(period))] == [b.shape[1] for b in period]
     rr = PlanBatches("rr", n_data, bs, n, np.random.default_rng(0))
     epochs = [[rr.next() for _ in range(m)] for _ in range(2)]
     assert all(sorted(np.concatenate([b[c] for b in e]).tolist()) == list(range(n_data)) for e in epochs

@@ -1,14 +1,31 @@
-"""Plans: batch usage, palindromic order, uniformity, and exact sweep averages of the force."""
+"""Plans: batch usage, palindromic order, uniformity, exact sweep averages of the force, and the
+reference walk of every plan against the outcomes it declares."""
 
+import itertools
 import math
+from collections import Counter
 
+import numba as nb
 import numpy as np
 import pytest
 import scipy.stats
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrators.plans import batch_sequence, force_scale, n_batches
+from integrators.plans import (
+    FULL,
+    IID,
+    PLANS,
+    SMS,
+    Plan,
+    batch_sequence,
+    force_scale,
+    kernel_code,
+    n_batches,
+    plan_rule,
+    register_plan,
+)
+from integrators.plans.walk import period_batches
 from integrators.targets import GaussianTarget, force_data, force_for
 
 sizes = st.integers(1, 23).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n)))
@@ -19,9 +36,10 @@ sizes = st.integers(1, 23).flatmap(lambda n: st.tuples(st.just(n), st.integers(1
 def test_sms_is_palindromic_partition_used_twice(sizes, seed, periods):
     n_data, bs = sizes
     m = n_batches(n_data, bs)
-    seq = batch_sequence("sms", n_data, bs, 2 * m * periods, seed)
+    steps = PLANS["sms"].SWEEPS * m  # a period: the partition forward, then backward
+    seq = batch_sequence("sms", n_data, bs, steps * periods, seed)
     for p in range(periods):
-        block = seq[2 * m * p: 2 * m * (p + 1)]
+        block = seq[steps * p: steps * (p + 1)]
         forward, backward = block[:m], block[m:]
         for j in range(m):
             np.testing.assert_array_equal(forward[j], backward[m - 1 - j])
@@ -54,7 +72,6 @@ def test_iid_is_uniform_chi_square():
     assert p_value > 1e-3, counts
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("n_data", [6, 11])  # the masked-pass shuffle (<= 8 data) and the gather one
 def test_permutations_are_uniform_chi_square(n_data):
     """The shuffle puts every datum in the first batch equally often."""
@@ -95,7 +112,7 @@ def test_sweep_average_force_is_full_gradient(plan, d, sizes, seed, cv):
     tdata = force_data(target, control_variate=cv, x_ref=rng.normal(size=d) if cv else None)
     scale = force_scale(plan, n_data, bs)
     x = rng.normal(size=d)
-    steps = n_batches(n_data, bs) * (2 if plan == "sms" else 1)
+    steps = n_batches(n_data, bs) * PLANS[plan].SWEEPS
     total = np.zeros(d)
     out = np.zeros(d)
     for batch in batch_sequence(plan, n_data, bs, steps, seed):
@@ -123,3 +140,123 @@ def test_iid_force_is_unbiased():
 def test_unknown_plan():
     with pytest.raises(ValueError, match="plan"):
         batch_sequence("nope", 4, 2, 1)
+
+
+SMALL = [(1, 1), (2, 1), (2, 2), (3, 1), (3, 2), (4, 2), (4, 3), (5, 2)]  # (n_data, batch_size)
+
+
+def walked_law(plan, n_data, batch_size, array):
+    """``{period's batch sequence: probability}`` of the reference walk, over every outcome of
+    the plan's randomness (each permutation for a partition plan, each index tuple for iid),
+    batches as sorted tuples (how ``outcomes`` writes them)."""
+    kind = plan_rule(plan).kind
+    draws = (itertools.permutations(range(n_data)) if kind == "partition" else
+             itertools.product(range(n_data), repeat=batch_size) if kind == "iid" else [tuple(range(n_data))])
+    law = Counter()
+    draws = list(draws)
+    for draw in draws:
+        batches = period_batches(plan, n_data, batch_size, array(draw))
+        law[tuple(tuple(sorted(int(i) for i in b)) for b in batches)] += 1 / len(draws)
+    return law
+
+
+def declared_law(plan, n_data, batch_size):
+    law = Counter()
+    for prob, seq in plan.outcomes(n_data, batch_size):
+        law[tuple(tuple(sorted(b)) for b in seq)] += prob
+    return law
+
+
+def walkable_plans():
+    """Every registered plan whose batches every backend walks (a Numba-only rule is not walked)."""
+    out = []
+    for plan in PLANS.values():
+        try:
+            plan_rule(plan)
+        except ValueError:
+            continue
+        out.append(plan)
+    return out
+
+
+def assert_walk_matches_outcomes(array, plans):
+    for plan in plans:
+        for n_data, bs in SMALL:
+            bs = n_data if plan_rule(plan).kind == "full" else bs
+            walked, declared = walked_law(plan, n_data, bs, array), declared_law(plan, n_data, bs)
+            assert walked.keys() == declared.keys(), (plan.NAME, n_data, bs)
+            for seq, prob in declared.items():
+                assert math.isclose(walked[seq], prob, rel_tol=1e-12), (plan.NAME, n_data, bs, seq)
+
+
+def test_the_walk_of_every_plan_has_the_law_its_outcomes_declare_on_numpy_arrays():
+    """For every registered plan and small sizes, the reference walk over every draw of the plan's
+    randomness gives exactly the batch sequences (and probabilities) the plan's ``outcomes`` enumerate."""
+    plans = walkable_plans()
+    assert {"full", "iid", "rr", "sms"} <= {p.NAME for p in plans}
+    assert_walk_matches_outcomes(lambda draw: np.array(draw, dtype=np.int64), plans)
+
+
+def test_the_walk_of_every_plan_has_the_law_its_outcomes_declare_on_torch_tensors():
+    import torch
+
+    assert_walk_matches_outcomes(lambda draw: torch.tensor(draw, dtype=torch.int64), walkable_plans())
+
+
+def test_the_walk_follows_a_user_plans_declared_sweeps():
+    """A partition plan declared in user code (three sweeps: forward, backward, forward) is walked
+    by its own rule, and its outcomes agree with the walk."""
+    from integrators.plans.partitions import partition_plan_functions
+
+    @nb.njit
+    def there_and_back_and_there(position, n_batches):
+        sweep, k = divmod(position, n_batches)
+        return n_batches - 1 - k if sweep == 1 else k
+
+    fs, period, count, outcomes = partition_plan_functions(3, there_and_back_and_there)
+    plan = Plan("thrice", outcomes, fs, period, count_orders=count, batch_index=there_and_back_and_there, SWEEPS=3)
+    assert_walk_matches_outcomes(lambda draw: np.array(draw, dtype=np.int64), [plan])
+    batches = period_batches(plan, 4, 2, np.array([3, 1, 0, 2]))
+    assert [b.tolist() for b in batches] == [[3, 1], [0, 2], [0, 2], [3, 1], [3, 1], [0, 2]]
+
+
+def test_a_plan_declared_by_its_kind_alone_runs_the_kernels_built_in_rule():
+    """``KIND`` (with ``batch_index`` and ``SWEEPS`` for a partition) is the whole declaration: the
+    kernel's code follows from it, and the batches are those of the built-in plan it copies."""
+    full, iid, sms = PLANS["full"], PLANS["iid"], PLANS["sms"]
+    copies = {FULL: Plan("full_kind", full.outcomes, full.force_scale, full.period, KIND=full.KIND),
+              IID: Plan("iid_kind", iid.outcomes, iid.force_scale, iid.period, KIND=iid.KIND),
+              SMS: Plan("sms_kind", sms.outcomes, sms.force_scale, sms.period, KIND=sms.KIND,
+                        batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)}
+    for code, copy in copies.items():
+        original = {FULL: full, IID: iid, SMS: sms}[code]
+        assert kernel_code(copy) == code == kernel_code(original)
+        assert plan_rule(copy) == plan_rule(original)
+        bs = 5 if code == FULL else 2
+        for a, b in zip(batch_sequence(copy, 5, bs, 9, seed=3), batch_sequence(original, 5, bs, 9, seed=3),
+                        strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_a_partition_plan_with_a_rule_of_its_own_gets_no_built_in_code():
+    sms = PLANS["sms"]
+
+    @nb.njit
+    def backward(position, n_batches):
+        return n_batches - 1 - position
+
+    own = Plan("backward", sms.outcomes, sms.force_scale, sms.period, batch_index=backward)
+    assert kernel_code(own) == -1 and plan_rule(own).kind == "partition" and plan_rule(own).sweeps == 1
+    once = Plan("sms_once", sms.outcomes, sms.force_scale, sms.period, batch_index=sms.batch_index, SWEEPS=1)
+    assert kernel_code(once) == -1  # sms's rule over one sweep is not the kernel's sms
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"KIND": "shuffled"}, "KIND must be one of"),
+    ({"KIND": "iid", "CODE": FULL}, "KIND 'iid' contradicts CODE 0"),
+    ({"KIND": "partition"}, "a partition plan declares batch_index"),
+])
+def test_a_plan_whose_kind_is_not_a_rule_is_refused_by_name(fields, message):
+    full = PLANS["full"]
+    with pytest.raises(ValueError, match=f"plan 'bad_kind': {message}"):
+        register_plan(Plan("bad_kind", full.outcomes, full.force_scale, full.period, **fields))

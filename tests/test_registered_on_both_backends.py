@@ -19,7 +19,7 @@ from user_schemes import ABOBA_BOTH
 from integrators import GaussianTarget, Plan, batch_sequence, sample
 from integrators.plans import next_batches, plan_rule
 from integrators.plans import rr as rr_plan
-from integrators.plans.partitions import n_batches, partition_outcomes
+from integrators.plans.partitions import n_batches, partition_plan_functions
 
 torch = pytest.importorskip("torch")
 
@@ -35,11 +35,10 @@ def backward_forward(position, n_batches):
     return n_batches - 1 - position if position < n_batches else position - n_batches
 
 
-BACKWARD_FORWARD = Plan("backward_forward", force_scale=rr_plan.force_scale,
-                        period=lambda n_data, batch_size: 2 * n_batches(n_data, batch_size),
-                        outcomes=lambda n_data, batch_size: partition_outcomes(n_data, batch_size, 2,
-                                                                               backward_forward.py_func),
-                        WEAK_ORDER=2.0, batch_index=backward_forward, SWEEPS=2)
+TWO_SWEEPS = 2  # backward, then forward over each partition
+_scale, _period, _count, _outcomes = partition_plan_functions(TWO_SWEEPS, backward_forward)
+BACKWARD_FORWARD = Plan("backward_forward", force_scale=_scale, period=_period, outcomes=_outcomes,
+                        count_orders=_count, WEAK_ORDER=2.0, batch_index=backward_forward, SWEEPS=TWO_SWEEPS)
 NUMBA_RULE_ONLY = Plan("numba_rule_only", force_scale=rr_plan.force_scale, period=rr_plan.period,
                        outcomes=rr_plan.outcomes, BATCH_RULE=next_batches, CODE=None)
 
@@ -47,8 +46,9 @@ NUMBA_RULE_ONLY = Plan("numba_rule_only", force_scale=rr_plan.force_scale, perio
 def follows_the_rule(sequence, n_data, batch_size):
     """Whether a sequence of batches is, period by period, one partition visited backward then forward."""
     m = n_batches(n_data, batch_size)
-    for start in range(0, len(sequence) - 2 * m + 1, 2 * m):
-        period = [sorted(int(i) for i in b) for b in sequence[start:start + 2 * m]]
+    steps = BACKWARD_FORWARD.SWEEPS * m  # a period: backward, then forward
+    for start in range(0, len(sequence) - steps + 1, steps):
+        period = [sorted(int(i) for i in b) for b in sequence[start:start + steps]]
         partition = period[m:]  # the forward sweep: w_1 ... w_m
         if sorted(i for b in partition for i in b) != list(range(n_data)):
             return False
@@ -69,7 +69,7 @@ def test_both_backends_draw_the_declared_batch_order(registered):
     @given(n_data=st.integers(2, 12), batch_size=st.integers(1, 5), seed=st.integers(0, 2**32))
     def check(n_data, batch_size, seed):
         batch_size = min(batch_size, n_data)
-        steps = 3 * 2 * n_batches(n_data, batch_size)
+        steps = 3 * BACKWARD_FORWARD.SWEEPS * n_batches(n_data, batch_size)
         assert follows_the_rule(batch_sequence("backward_forward", n_data, batch_size, steps, seed=seed),
                                 n_data, batch_size)
         plan = ChainPlan("backward_forward", n_data, batch_size,

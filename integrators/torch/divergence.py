@@ -31,12 +31,15 @@ def mark_divergence(diverged_at: torch.Tensor, step, *values: torch.Tensor, boun
     bound : float or None, default None
         The largest absolute value allowed (a finite number); None: finiteness only.
     """
-    bad = None
-    for value in values:
-        flat = value.reshape(*diverged_at.shape, -1)
-        if bound is None:
-            out = ~torch.isfinite(flat).all(-1)
-        else:
-            out = ~(flat.abs().amax(-1) <= bound)  # NaN compares False: beyond every bound
-        bad = out if bad is None else bad | out
+    flat = [value.reshape(*diverged_at.shape, -1) for value in values]
+    if bound is None:
+        finite = torch.isfinite(flat[0]).all(-1)
+        for value in flat[1:]:
+            finite = finite & torch.isfinite(value).all(-1)
+        bad = ~finite
+    else:
+        size = flat[0].abs().amax(-1)
+        for value in flat[1:]:
+            size = torch.maximum(size, value.abs().amax(-1))  # NaN propagates
+        bad = ~(size <= bound)  # NaN compares False: beyond every bound
     diverged_at.copy_(torch.where(bad & (diverged_at == NOT_DIVERGED), step, diverged_at))
