@@ -131,8 +131,8 @@ class PlanRule:
 @dataclass(frozen=True)
 class _Declaration:
     """Everything a plan declares about its batches, read in one place (:func:`_declared`):
-    ``rule`` (``None``: a Numba ``BATCH_RULE`` of its own, or no rule), the kernel's ``code`` (-1:
-    none of its built-in rules), the Numba ``batch_index`` and ``BATCH_RULE``, ``count_orders``."""
+    ``rule`` (``None``: a Numba ``BATCH_RULE`` of its own, or no rule), the kernel's ``code``
+    (``None``: none of its built-in rules), the Numba ``batch_index`` and ``BATCH_RULE``, ``count_orders``."""
 
     rule: PlanRule | None
     code: int | None
@@ -147,25 +147,27 @@ def _optional(plan) -> dict:
                                                          "count_orders")}
 
 
+_PARTITIONS = {RR: rr, SMS: sms}  # the kernel's built-in partition rules, by code
+
+
 def _declared(plan) -> _Declaration:
     """What a plan (an object, not a name) declares about its batches, with what follows from it."""
     a = _optional(plan)
     kind, code, index, own = a["KIND"], a["CODE"], a["batch_index"], a["BATCH_RULE"]
     sweeps = 1 if a["SWEEPS"] is None else a["SWEEPS"]
-    if index is None and code in (RR, SMS):  # a built-in partition rule named by its code
-        index, sweeps = (rr if code == RR else sms).batch_index, (rr if code == RR else sms).SWEEPS
+    if index is None and code in _PARTITIONS:  # a built-in partition rule named by its code
+        index, sweeps = _PARTITIONS[code].batch_index, _PARTITIONS[code].SWEEPS
     if kind is None:
         kind = {FULL: "full", IID: "iid"}.get(code, "partition" if index is not None else None)
     rule = None
-    if own is None and kind in KINDS:
-        rule = PlanRule(kind, None if index is None else index.py_func, sweeps) if kind == "partition" \
-            else PlanRule(kind)
-    if code is None and own is None:  # the kernel's fast path: a built-in rule where the declaration is one
-        built_in = {("full", None): FULL, ("iid", None): IID, ("partition", rr.batch_index): RR,
-                    ("partition", sms.batch_index): SMS}
-        code = built_in.get((kind, index if kind == "partition" else None))
-        if code in (RR, SMS) and sweeps != (rr if code == RR else sms).SWEEPS:
-            code = None
+    if own is None and kind == "partition":
+        rule = PlanRule(kind, index.py_func, sweeps)
+    elif own is None and kind in KINDS:
+        rule = PlanRule(kind)
+    if code is None and own is None:  # the kernel's fast path where the declaration is one of its rules
+        code = {"full": FULL, "iid": IID}.get(kind)
+        if kind == "partition":
+            code = next((c for c, m in _PARTITIONS.items() if index is m.batch_index and sweeps == m.SWEEPS), None)
     return _Declaration(rule, code, index, own, a["count_orders"])
 
 
