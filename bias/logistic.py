@@ -13,7 +13,7 @@ Conventions: friction ``gamma = 1``; BAOAB as in the paper's listings (O step wi
 standard one).
 
 Data: scikit-learn's digits (shipped inside the package, the embedded default) or Fashion-MNIST
-from local IDX files (``data_dir``), both read by :mod:`integrators.data` and turned into features
+from local IDX files (``data_dir``), both read by :mod:`data_sets` and turned into features
 here (:func:`digits_features`, :func:`fashion_features`).
 
 Its outputs as data (the verdicts, the figure) are :mod:`bias.logistic_output`.
@@ -27,10 +27,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+import data_sets as datasets
 from bias.metrics import all_metrics
 from bias.telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget
-from integrators import data as datasets
 from integrators.seeds import derive
 from integrators.targets import softmax_probabilities
 from integrators.validation import preset_settings
@@ -127,7 +127,7 @@ class Row:
 def digits_features(n_components: int | None = 16, n_train: int = 1200, seed: int = 0):
     """Scikit-learn's digits as features.
 
-    The digits of :func:`integrators.data.embedded_digits` (the same split for ``seed``) as the
+    The digits of :func:`data_sets.embedded_digits` (the same split for ``seed``) as the
     pixel counts 0..16, standardized on the training set, reduced to ``n_components`` principal
     components scaled to unit variance, plus a constant feature for the intercept.
 
@@ -164,7 +164,7 @@ def fashion_features(folder):
     Parameters
     ----------
     folder : str or path-like
-        The folder of the IDX files (:func:`integrators.data.load_fashion_mnist`).
+        The folder of the IDX files (:func:`data_sets.load_fashion_mnist`).
 
     Returns
     -------

@@ -14,7 +14,7 @@ from dataclasses import KW_ONLY, asdict, dataclass, replace
 
 import numpy as np
 
-from integrators import data as datasets
+import data_sets as datasets
 from integrators.memory import check_fits
 from integrators.validation import (
     BOOLEAN,
@@ -39,9 +39,9 @@ def _synthetic_fashion(n_train=60000, n_test=10000, seed=0):
     return datasets.synthetic((1, 28, 28), 10, n_train=n_train, n_test=n_test, seed=seed)
 
 
-# each data set's loader; ``xray_subset`` is PneumoniaMNIST wherever integrators.data.find_medmnist
+# each data set's loader; ``xray_subset`` is PneumoniaMNIST wherever data_sets.find_medmnist
 # finds it (data_path, SMS_LANGEVIN_DATA_DIR, ~/.medmnist, ...), the others are read from the file or
-# folder data_path names (a relative name is looked up by integrators.data.find_data)
+# folder data_path names (a relative name is looked up by data_sets.find_data)
 DATASETS = {
     "digits": lambda cfg: datasets.embedded_digits(),
     "xray_subset": lambda cfg: datasets.load_medmnist(cfg.data_path),
@@ -74,7 +74,7 @@ def data_location(dataset: str, data_path: str | None):
     ValueError
         If ``dataset`` is unknown, or a data set read from files has no ``data_path``
         (``xray_subset`` needs none).
-    integrators.data.DataError
+    data_sets.DataError
         If the files are found nowhere: the message says where it looked and how to get them.
     """
     if not isinstance(dataset, str) or dataset not in DATASETS:
@@ -198,12 +198,12 @@ class RunConfig:
     data_path : str or None
         The local files of a data set read from disk (no downloads): a file or folder, a relative
         name looked up in ``SMS_LANGEVIN_DATA_DIR`` and the development data folder
-        (:func:`integrators.data.find_data`); for ``xray_subset`` a ``.npz`` file or a folder
+        (:func:`data_sets.find_data`); for ``xray_subset`` a ``.npz`` file or a folder
         searched first, None to search ``SMS_LANGEVIN_DATA_DIR`` and ``~/.medmnist``
-        (:func:`integrators.data.find_medmnist`).
+        (:func:`data_sets.find_medmnist`).
     stratified_test : float or None
         None (the data set's own splits), or a fraction in ``(0, 1)``: both splits pooled and split
-        again by class (:meth:`integrators.data.ImageData.stratified`, seed 0: one split for every
+        again by class (:meth:`data_sets.ImageData.stratified`, seed 0: one split for every
         run), the class ratio equal in train and test up to one image per class.
     step_convention : {"paper", "notebook"}
         ``"paper"`` (a UBU sampler steps by ``h``, the paper's text) or ``"notebook"`` (by ``h / 2``,

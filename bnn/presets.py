@@ -83,7 +83,7 @@ Celeb-A), ``rho_max = 6 rho``, ``gamma = 1 / rho``; the chest X-ray training set
 (rotations, shifts, crops, brightness) to about 9 times its size (the paper: 5,217 -> 47,400).
 Step sizes are used as the tables print them (the authors' released code ran UBU at half of that,
 see the design). Real data is read from the folders ``fashion-mnist/``, ``celeba/``, ``chest_xray/``
-and ``cifar-10-batches-py/``, found by :func:`integrators.data.find_data` in the folder of
+and ``cifar-10-batches-py/``, found by :func:`data_sets.find_data` in the folder of
 ``SMS_LANGEVIN_DATA_DIR`` (set by ``--data-dir``); a data set whose files are absent is reported as
 absent (:func:`missing_data` says so before a run starts), never replaced by something else.
 
@@ -98,7 +98,7 @@ import functools
 from dataclasses import KW_ONLY, dataclass
 
 from bnn.config import SAMPLERS, RunConfig, data_location
-from integrators.data import DataError
+from data_sets import DataError
 from integrators.validation import int_at_least
 
 LEVELS = ("tiny", "quick", "full", "regime", "regime-tiny")
@@ -146,7 +146,7 @@ def _cfg(dataset: str, network: str, **fields) -> dict:
 
 
 _ALL = tuple(SAMPLERS)
-# the folders are names, found where the user keeps data (integrators.data.find_data)
+# the folders are names, found where the user keeps data (data_sets.find_data)
 _PAPER_SETTINGS = {
     "fashion_mnist": _cfg("fashion_mnist", "fashion_mnist", h=2.5e-4, rho=50**-0.5, samplers=_ALL,
                           data_path="fashion-mnist"),

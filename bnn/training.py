@@ -12,10 +12,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+import data_sets as datasets
 from bnn import models
 from bnn.augment import augment
 from bnn.config import DATASETS, RunConfig
-from integrators import data as datasets
 from integrators.seeds import derive
 
 
@@ -29,7 +29,7 @@ def load(cfg: RunConfig) -> datasets.ImageData:
 
     Returns
     -------
-    integrators.data.ImageData
+    data_sets.ImageData
         The images, on the host.
 
     Raises
@@ -81,7 +81,7 @@ def tensors(d: datasets.ImageData, cfg: RunConfig, device, seed: int) -> Tensors
 
     Parameters
     ----------
-    d : integrators.data.ImageData
+    d : data_sets.ImageData
         The data set (:func:`load`).
     cfg : RunConfig
         The run's configuration.

@@ -29,9 +29,9 @@ place :func:`find_medmnist` looks), read from where it lies, never copied.
 :func:`read_idx` reads one IDX file.
 """
 
-from integrators.data.find import DATA_DIR_ENV, SHARED_XRAY, find_data, find_medmnist
-from integrators.data.idx import DataError, read_idx
-from integrators.data.layout import (
+from data_sets.find import DATA_DIR_ENV, SHARED_XRAY, find_data, find_medmnist
+from data_sets.idx import DataError, read_idx
+from data_sets.layout import (
     FASHION_MNIST,
     MEDMNIST,
     MEDMNIST_DEFAULT,
@@ -41,7 +41,7 @@ from integrators.data.layout import (
     Part,
     check_layout,
 )
-from integrators.data.loaders import (
+from data_sets.loaders import (
     CELEBA_ATTRS,
     CIFAR_TEST,
     CIFAR_TRAIN,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from integrators.data.idx import DataError
-from integrators.data.layout import MEDMNIST
+from data_sets.idx import DataError
+from data_sets.layout import MEDMNIST
 
 DATA_DIR_ENV = "SMS_LANGEVIN_DATA_DIR"
 # the development setup's data folder beside the repository: the last place searched (the tests' data)
@@ -56,7 +56,7 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
     Parameters
     ----------
     name : str
-        A key of :data:`integrators.data.MEDMNIST` (``"pneumoniamnist"``, ``"bloodmnist"``, ...).
+        A key of :data:`data_sets.MEDMNIST` (``"pneumoniamnist"``, ``"bloodmnist"``, ...).
     data_dir : str, path-like or None
         A ``.npz`` file, or a folder searched first.
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from integrators.data.idx import DataError
+from data_sets.idx import DataError
 from integrators.validation import int_at_least, integer_labels
 
 

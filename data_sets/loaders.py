@@ -1,5 +1,5 @@
 """The loaders: each data set read from its standard public format in a local folder (or shipped
-inside a package), checked by :func:`integrators.data.layout.check_layout`."""
+inside a package), checked by :func:`data_sets.layout.check_layout`."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from integrators.data.find import find_medmnist
-from integrators.data.idx import FASHION_FILES, DataError, find_idx_file, read_idx
-from integrators.data.layout import (
+from data_sets.find import find_medmnist
+from data_sets.idx import FASHION_FILES, DataError, find_idx_file, read_idx
+from data_sets.layout import (
     FASHION_MNIST,
     MEDMNIST,
     MEDMNIST_DEFAULT,
@@ -296,7 +296,7 @@ def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None,
     """A MedMNIST ``.npz`` (``train_images``, ``train_labels``, ``val_*``, ``test_*``; images uint8
     ``(n, H, W)`` or ``(n, H, W, C)``, labels ``(n, 1)``); with ``include_val`` the validation split
     joins the training set. ``path``: the file, or a folder searched first, or None: the file is
-    found by :func:`integrators.data.find_medmnist` (``SMS_LANGEVIN_DATA_DIR``, ``~/.medmnist``, ...).
+    found by :func:`data_sets.find_medmnist` (``SMS_LANGEVIN_DATA_DIR``, ``~/.medmnist``, ...).
     ``dataset``: the set the file holds, a key of :data:`MEDMNIST` (its classes and channels); None:
     the set the file name declares (:func:`medmnist_set`), PneumoniaMNIST if it names none.
     ``n_classes``: None (the set's) or an integer >= 2 (a relabelled file). The whole layout is

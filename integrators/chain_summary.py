@@ -26,7 +26,18 @@ RHAT_WARN = 1.1  # chains that disagree beyond this (R-hat of the first moments)
 
 
 def format_values(values) -> str:
-    """Numbers as ``[a, b, ...]`` with 4 significant digits (summaries)."""
+    """Numbers as ``[a, b, ...]`` with 4 significant digits (summaries).
+
+    Parameters
+    ----------
+    values : array_like
+        The numbers (flattened).
+
+    Returns
+    -------
+    str
+        The bracketed list.
+    """
     return "[" + ", ".join(f"{val:.4g}" for val in np.ravel(values)) + "]"
 
 
@@ -101,11 +112,33 @@ class ChainSummary:
         return v.reshape(-1, v.shape[-1])
 
     def pooled_mean(self, values) -> np.ndarray:
-        """The mean of :meth:`replicates`, shape ``(k,)``."""
+        """The mean of :meth:`replicates`.
+
+        Parameters
+        ----------
+        values : array_like
+            Per-chain values, chains first.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(k,)``: the mean over the replicates of the chains that did not diverge.
+        """
         return self.replicates(values).mean(axis=0)
 
     def pooled_se(self, values) -> np.ndarray:
-        """The standard error of :meth:`pooled_mean`: ``std(ddof=1) / sqrt(n_replicates)``."""
+        """The standard error of :meth:`pooled_mean`: ``std(ddof=1) / sqrt(n_replicates)``.
+
+        Parameters
+        ----------
+        values : array_like
+            Per-chain values, chains first.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(k,)``.
+        """
         r = self.replicates(values)
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 

@@ -13,8 +13,8 @@ from reports.store import unit_seed
 
 def cmd_claims(args, figures) -> int:
     """The claims table alone, computed in this process and written into ``--out`` (no units kept)."""
-    from integrators.metadata import metadata
     from reports import tab_claims
+    from reports.metadata import metadata
     check_preset(args.preset)
     level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)

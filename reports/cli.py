@@ -200,7 +200,7 @@ def _use_data_dir(data_dir) -> None:
     folder = Path(data_dir).expanduser()
     if not folder.is_dir():
         raise CliError(f"--data-dir {data_dir}: {'not a folder' if folder.exists() else 'no such folder'}")
-    from integrators.data import DATA_DIR_ENV
+    from data_sets import DATA_DIR_ENV
     os.environ[DATA_DIR_ENV] = str(folder.resolve())
 
 
@@ -251,7 +251,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             tasks.append(task)
             prints[(fid, store.path(fid, unit))] = wanted
     by_module = {mod.__name__: fid for fid, mod in figures.items()}
-    from integrators.metadata import metadata
+    from reports.metadata import metadata
 
     def save(task, result, seconds):
         module, unit, preset, seed = task
@@ -397,6 +397,7 @@ def cmd_report(args, figures) -> int:
 
 def cmd_tour(args, figures) -> int:
     """Execute the tour into ``OUT/report/tour``; a report already in ``OUT`` is rebuilt to link it."""
+    from reports.metadata import metadata
     from tour.build import NotebookFailed, build
     from tour.notebooks import notebooks
     out = out_path(args.out)
@@ -410,7 +411,7 @@ def cmd_tour(args, figures) -> int:
     check_out(out)  # creates the folder: only once the names have passed
     with _lock(out):  # a run or report swapping OUT/report in meanwhile would drop what the tour writes
         try:
-            pages = build(out / "report" / "tour", args.notebooks,
+            pages = build(out / "report" / "tour", args.notebooks, run_metadata=metadata(seed=0, preset="tour"),
                           progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))
         except NotebookFailed as exc:
             print(f"sms-langevin: {exc}", file=sys.stderr)

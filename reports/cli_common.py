@@ -38,7 +38,7 @@ def out_path(text: str) -> Path:
 
 
 def check_out(out: Path) -> None:
-    from integrators.metadata import unwritable
+    from reports.metadata import unwritable
     problem = unwritable(out)
     if problem:
         raise CliError(f"cannot write to --out {out}: {problem}")

@@ -65,7 +65,7 @@ def run_config(cfg, seed: int, *, threads: int | None = None) -> dict:
     import torch
 
     from bnn import pipeline
-    from integrators.data import DataError
+    from data_sets import DataError
 
     # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
     torch.set_num_threads(threads or 1)

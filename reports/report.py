@@ -19,8 +19,8 @@ import secrets
 import shutil
 from pathlib import Path
 
-from integrators.metadata import LIBRARIES
 from reports.drawing import write_metadata
+from reports.metadata import LIBRARIES
 from tour.page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)

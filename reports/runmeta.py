@@ -21,7 +21,7 @@ import importlib.metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPUTING_PACKAGES = ("integrators", "bias", "theory_checks", "bnn")
+COMPUTING_PACKAGES = ("integrators", "data_sets", "bias", "theory_checks", "bnn")
 
 
 @functools.cache

@@ -4,10 +4,20 @@ and a toy adapter in numpy."""
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 import numpy as np
 
 from integrators.schemes import SCHEMES
 from theory_checks.oracle import affine_step_map, stationary_covariance  # noqa: F401
+
+
+def project_packages() -> tuple[str, ...]:
+    """The project's top-level packages, read from pyproject.toml's package list (the one place they are typed)."""
+    with open(Path(__file__).resolve().parents[1] / "pyproject.toml", "rb") as f:
+        packages = tomllib.load(f)["tool"]["setuptools"]["packages"]
+    return tuple(dict.fromkeys(p.split(".")[0] for p in packages))
 
 
 def gaussian_batch_force(target, x, batch, scale, x_ref=None):

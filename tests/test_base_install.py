@@ -129,17 +129,17 @@ def test_pyproject_lists_every_package_and_ships_the_tours_sources():
     """The explicit package list of ``pyproject.toml`` (explicit because ``tour.sources`` maps to
     ``docs/tour``) holds every package folder of the project: a new one cannot be left out of a wheel."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    tops = ["bias", "bnn", "integrators", "reports", "theory_checks", "tour"]
+    tops = [p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file() and p.name not in ("tests", "benchmarks")]
     found = find_packages(where=str(ROOT), include=[f"{t}*" for t in tops] + tops)
     assert sorted(config["packages"]) == sorted([*found, "tour.sources"])
     assert config["package-dir"] == {"tour.sources": "docs/tour"}
 
 
 def _copy_of_metadata_module(folder: Path):
-    """``integrators/metadata.py`` loaded from a copy in ``folder/integrators``, as an installed package is."""
-    (folder / "integrators").mkdir(parents=True)
-    shutil.copy(ROOT / "integrators" / "metadata.py", folder / "integrators" / "metadata.py")
-    spec = importlib.util.spec_from_file_location("copied_metadata", folder / "integrators" / "metadata.py")
+    """``reports/metadata.py`` loaded from a copy in ``folder/reports``, as an installed package is."""
+    (folder / "reports").mkdir(parents=True)
+    shutil.copy(ROOT / "reports" / "metadata.py", folder / "reports" / "metadata.py")
+    spec = importlib.util.spec_from_file_location("copied_metadata", folder / "reports" / "metadata.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -165,7 +165,7 @@ def test_metadata_of_an_installed_copy_names_its_version_never_a_bare_unknown(tm
 
 
 def test_metadata_in_this_checkout_records_its_commit():
-    from integrators.metadata import code_source, git_commit
+    from reports.metadata import code_source, git_commit
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not run from a git checkout")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

@@ -8,10 +8,10 @@ import pytest
 import torch
 from helpers import draw_files
 
+import data_sets as data
 from bias import metrics as bias_metrics
 from bnn import augment as bnn_augment
 from bnn import diagnostics, metrics, models, pipeline, presets
-from integrators import data
 from reports import fig_bnn, schema
 
 pytestmark = pytest.mark.torch

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import data_sets as data
 from bnn import curves, pipeline, presets
-from integrators import data
 
 pytestmark = pytest.mark.torch
 

@@ -16,13 +16,15 @@ from collections.abc import Mapping
 
 import numpy as np
 import pytest
+from conftest import torch_modules
+from helpers import project_packages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from integrators import GaussianTarget
 from integrators.validation import BOOLEAN, HISTOGRAM, POSITIVE, SEED, Constraint, Interval, at_least, steps
 
-PACKAGES = ("integrators", "bias", "theory_checks", "bnn", "reports")
+PACKAGES = project_packages()
 OPTIONAL_LIBRARIES = {"torch", "jax", "jaxlib", "blackjax", "posteriors", "optree", "dask", "distributed"}
 
 # valid examples of declarers whose example holds an object a class attribute could not
@@ -58,16 +60,34 @@ def _declarers() -> dict:
 
 
 DECLARERS = _declarers()
-PARAMETERS = [(key, name) for key, obj in DECLARERS.items() for name in obj.CONSTRAINTS]
+
+
+def _needs_torch(key: str) -> bool:
+    """Whether checking ``key``'s arguments needs torch: its module does, or it is the BNN half's
+    (whose architecture names come from bnn.models)."""
+    module = DECLARERS[key].__module__
+    return module in torch_modules() or module.partition(".")[0] == "bnn"
+
+
+def _param(*values, key: str, id: str):
+    return pytest.param(*values, id=id, marks=[pytest.mark.torch] if _needs_torch(key) else [])
+
+
+PARAMETERS = [_param(key, name, key=key, id=f"{key}-{name}") for key, obj in DECLARERS.items()
+              for name in obj.CONSTRAINTS]
 
 
 def _constraints() -> dict:
-    """Every declared constraint (and the module-level ones), by ``str`` and type."""
-    out = {}
-    for constraint in [POSITIVE, BOOLEAN, SEED, HISTOGRAM, steps(0), at_least(1),
-                       *(c for obj in DECLARERS.values() for c in obj.CONSTRAINTS.values())]:
-        if isinstance(constraint, Constraint):
-            out.setdefault(f"{type(constraint).__name__}: {constraint}", constraint)
+    """Every declared constraint (and the module-level ones), each once, keyed by where it is declared
+    (no ``str`` at collection: some constraints' text is read from torch modules)."""
+    out, seen = {}, set()
+    module_level = {"POSITIVE": POSITIVE, "BOOLEAN": BOOLEAN, "SEED": SEED, "HISTOGRAM": HISTOGRAM,
+                    "steps(0)": steps(0), "at_least(1)": at_least(1)}
+    declared = {f"{key}.{name}": (key, c) for key, obj in DECLARERS.items() for name, c in obj.CONSTRAINTS.items()}
+    for where, (key, constraint) in {**{k: (None, c) for k, c in module_level.items()}, **declared}.items():
+        if isinstance(constraint, Constraint) and id(constraint) not in seen:
+            seen.add(id(constraint))
+            out[where] = (key, constraint)
     return out
 
 
@@ -104,7 +124,7 @@ def test_the_walk_finds_the_declarers_of_every_package():
             "theory_checks.verify.verify", "theory_checks.adapters.measure.measure_adapter"} <= set(DECLARERS)
 
 
-@pytest.mark.parametrize("key", sorted(DECLARERS))
+@pytest.mark.parametrize("key", [_param(key, key=key, id=key) for key in sorted(DECLARERS)])
 def test_every_declarer_declares_constraints_of_its_parameters_and_accepts_its_valid_example(key):
     obj = DECLARERS[key]
     assert obj.CONSTRAINTS and all(isinstance(c, Constraint) for c in obj.CONSTRAINTS.values())
@@ -120,7 +140,7 @@ def test_every_declarer_declares_constraints_of_its_parameters_and_accepts_its_v
             constraint.check(name, bound.arguments[name])
 
 
-@pytest.mark.parametrize("key, name", PARAMETERS, ids=[f"{key}-{name}" for key, name in PARAMETERS])
+@pytest.mark.parametrize("key, name", PARAMETERS)
 def test_every_declarer_refuses_every_generated_invalid_value_by_name_in_one_format(key, name):
     constraint = DECLARERS[key].CONSTRAINTS[name]
     example = valid_example(key)
@@ -131,16 +151,18 @@ def test_every_declarer_refuses_every_generated_invalid_value_by_name_in_one_for
             build(key, {**example, name: bad})
 
 
-@pytest.mark.parametrize("key", sorted(CONSTRAINTS))
-def test_every_constraint_says_what_it_allows_and_refuses_its_invalid_examples(key):
-    constraint = CONSTRAINTS[key]
+@pytest.mark.parametrize("where", [
+    pytest.param(where, id=where, marks=[pytest.mark.torch] if key is not None and _needs_torch(key) else [])
+    for where, (key, _) in sorted(CONSTRAINTS.items())])
+def test_every_constraint_says_what_it_allows_and_refuses_its_invalid_examples(where):
+    constraint = CONSTRAINTS[where][1]
     assert str(constraint).strip() and str(constraint) != repr(object())
     for bad in constraint.invalid_examples():
         with pytest.raises(ValueError, match=one_format("arg", constraint)):
             constraint.check("arg", bad)
 
 
-INTERVALS = [c for c in CONSTRAINTS.values() if isinstance(c, Interval)] + [
+INTERVALS = [c for _, c in CONSTRAINTS.values() if isinstance(c, Interval)] + [
     Interval(float, 0, 1, closed="neither"), Interval(float, -2.5, 3.0, closed="both"), Interval(int, -3, 7),
     Interval(int, None, 4, closed="right"), Interval(float, None, None)]
 

@@ -1,4 +1,4 @@
-"""integrators.data: every loader on small files written here in its format; bad files give clear errors."""
+"""data_sets: every loader on small files written here in its format; bad files give clear errors."""
 
 import gzip
 import pickle
@@ -9,9 +9,9 @@ import pytest
 import torch
 from PIL import Image
 
+import data_sets as data
 from bnn import augment as bnn_augment
-from integrators import data
-from integrators.data import DataError
+from data_sets import DataError
 
 pytestmark = pytest.mark.torch
 

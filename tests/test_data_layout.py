@@ -1,4 +1,4 @@
-"""integrators.data's layout check on MedMNIST ``.npz`` files: generated files with one defect each (a split's
+"""data_sets's layout check on MedMNIST ``.npz`` files: generated files with one defect each (a split's
 image shape, a channel axis, dtypes, labels out of range or fractional, empty splits, missing keys, a
 file that is no ``.npz``) raise a DataError naming the file and the field; valid files load."""
 
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrators import data
-from integrators.data import DataError
+import data_sets as data
+from data_sets import DataError
 
 pytestmark = pytest.mark.torch
 
@@ -269,7 +269,7 @@ PLACES = ("given", "env", "home", "dev")  # the search order of find_medmnist
 def places(tmp_path, monkeypatch):
     """Four empty folders standing for the search places: a folder given, $SMS_LANGEVIN_DATA_DIR,
     ~/.medmnist (HOME moved) and the development setup's data folder."""
-    from integrators.data import find
+    from data_sets import find
 
     folders = {p: tmp_path / p for p in PLACES}
     for f in folders.values():

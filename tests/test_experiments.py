@@ -14,8 +14,8 @@ from helpers import draw_files
 from bias import figure1, logistic, logistic_output
 from bias.metrics import accuracy, ace_classwise, all_metrics, nll, rps
 from bias.noise_floor import expected_binned_w1
+from data_sets import DataError, read_idx
 from integrators import GaussianTarget
-from integrators.data import DataError, read_idx
 from reports import fig1_wasserstein, fig_logistic, schema
 from reports.drawing import write_drawing
 

@@ -21,10 +21,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import ToyULA
+from helpers import ToyULA, project_packages
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("integrators", "bias", "bnn", "reports", "theory_checks", "tour")
+PACKAGES = project_packages()
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", "out", ".git", ".cache", "site")
 
 FIGURE = '''\

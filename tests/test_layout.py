@@ -10,9 +10,10 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import project_packages
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("integrators", "bias", "theory_checks", "bnn", "reports", "tour")
+PACKAGES = project_packages()
 
 
 def python_files():
@@ -87,7 +88,8 @@ def test_the_readmes_map_names_every_package_and_only_files_that_exist():
     assert not missing, f"the README's map names what the tree lacks: {missing}"
 
 
-LAYERS = ("integrators", "theory_checks", "bias", "bnn", "tour", "reports")  # each imports only those before it
+# each imports only those before it
+LAYERS = ("integrators", "data_sets", "theory_checks", "bias", "bnn", "tour", "reports")
 # bias's coupled h / h/2 runners import integrators alone; verify measures weak orders with them on
 # targets without an exact law (DESIGN.md), so theory_checks may import these two modules of bias
 SHARED_DOWN = ("bias.coupled", "bias.telescoping")

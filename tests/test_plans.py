@@ -72,6 +72,7 @@ def test_iid_is_uniform_chi_square():
     assert p_value > 1e-3, counts
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_data", [6, 11])  # the masked-pass shuffle (<= 8 data) and the gather one
 def test_permutations_are_uniform_chi_square(n_data):
     """The shuffle puts every datum in the first batch equally often."""

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from helpers import project_packages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from tour.exercises import Computed, Hashed
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
 ROOT = Path(__file__).resolve().parents[1]
-PROJECT_PACKAGES = ("integrators", "theory_checks", "bias", "reports", "tour", "bnn")
+PROJECT_PACKAGES = project_packages()
 
 # The right answers of the stored (hashed) exercises: the tests must know them; the notebooks and
 # the checker's source do not show them.

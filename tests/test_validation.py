@@ -9,7 +9,7 @@
 * the checks of the other entry points that size or run chains (``coupled_run``, ``sms_ghmc``,
   ``telescoping_bias``);
 * the input checks of modules whose test files live elsewhere (bias.coupled, bias.wasserstein,
-  bias.streaming_w1, bias.metrics, integrators.targets, integrators.memory, integrators.metadata,
+  bias.streaming_w1, bias.metrics, integrators.targets, integrators.memory, reports.metadata,
   the torch module sampler, bnn, reports.fig_bnn), each in a section named after its module.
 
 Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` runs every
@@ -344,6 +344,7 @@ def test_a_replaced_spec_is_checked_anew():
 
 
 @pytest.mark.slow
+@pytest.mark.torch
 def test_torch_iid_memory_estimate_has_no_per_datum_permutation(monkeypatch):
     """1,000 chains x 200,000 data: a permutation each would need 4.8 GB (rr), none under iid.
     With a 1 GiB limit the rr run is refused by name, iid fits."""
@@ -386,6 +387,7 @@ def test_any_integer_number_of_chains_is_accepted(n_chains):
     assert spec.n_chains == n_chains and spec.x0.shape == (n_chains, 1)
 
 
+@pytest.mark.torch  # (BACKENDS holds the torch backend)
 @given(n_chains=st.integers(10**11, 10**300), backend=st.sampled_from(BACKENDS))
 def test_any_number_of_chains_beyond_the_memory_is_refused_naming_it(n_chains, backend):
     with pytest.raises(ValueError, match=f"^n_chains={n_chains} with d=1.*{MEMORY}"):
@@ -667,12 +669,12 @@ def test_check_fits_compares_with_the_limit_it_is_given():
     assert physical_memory_bytes() is None or physical_memory_bytes() > 2**28
 
 
-# ================================================================== integrators.metadata
+# ================================================================== reports.metadata
 def test_every_output_records_the_versions_of_the_libraries_it_ran_on():
     import sklearn
     import torch
 
-    from integrators.metadata import LIBRARIES, metadata
+    from reports.metadata import LIBRARIES, metadata
     meta = metadata(0, "tiny")
     assert all(meta[name] != "absent" for name in LIBRARIES)  # the test environment has them all
     assert meta["torch"] == torch.__version__ and meta["scikit-learn"] == sklearn.__version__
@@ -782,7 +784,7 @@ def test_run_configs_take_arrays_for_tuples_and_paths_for_strings():
 
 
 def test_synthetic_data_takes_a_numpy_shape():
-    from integrators.data import synthetic
+    from data_sets import synthetic
 
     assert synthetic(np.array([1, 4, 4]), 3, n_train=4, n_test=2).x_train.shape == (4, 1, 4, 4)
 

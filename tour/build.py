@@ -139,17 +139,18 @@ def write_index(path: Path, pages: list[Page], report_link: str | None) -> None:
     path.write_text(page, encoding="utf-8")
 
 
-def write_metadata(path: Path, pages: list[Page]) -> None:
-    from integrators.metadata import metadata
-    meta = metadata(seed=0, preset="tour")
+def write_metadata(path: Path, pages: list[Page], run_metadata: dict) -> None:
+    meta = dict(run_metadata)
     meta["notebooks"] = {p.source.name: {"seconds": round(p.seconds, 1), "page": p.html} for p in pages}
     meta["seed"] = "each notebook fixes its own seeds in its cells"
     path.write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def build(out_dir: Path | str, names=None, *, timeout: int = CELL_TIMEOUT, progress=None) -> list[Page]:
+def build(out_dir: Path | str, names=None, *, run_metadata: dict, timeout: int = CELL_TIMEOUT,
+          progress=None) -> list[Page]:
     """Execute the notebooks (all, or those ``names`` selects) and write their pages, the index and
-    the metadata into ``out_dir``; returns the pages in order."""
+    the metadata (``run_metadata``, the caller's run metadata, with each notebook's time) into
+    ``out_dir``; returns the pages in order."""
     sources = notebooks(names)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -170,5 +171,5 @@ def build(out_dir: Path | str, names=None, *, timeout: int = CELL_TIMEOUT, progr
             progress(f"{source.stem}: {pages[-1].seconds:.0f} s")
     report_index = out_dir.parent / "index.html"
     write_index(out_dir / "index.html", pages, "../index.html" if report_index.exists() else None)
-    write_metadata(out_dir / "metadata.json", pages)
+    write_metadata(out_dir / "metadata.json", pages, run_metadata)
     return pages

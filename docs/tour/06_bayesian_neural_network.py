@@ -50,12 +50,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+import data_sets as datasets
 from bnn import models
 from bnn.config import RunConfig
 from bnn.metrics import evaluate
 from bnn.presets import REGIME_H
 from bnn.training import batches_per_epoch, load, predict, sum_loss, tensors, train
-from integrators import data as datasets
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
 from tour import check, question
 
@@ -68,7 +68,7 @@ torch.set_num_threads(1)
 # ## The data: chest X-rays (or the embedded digits)
 #
 # PneumoniaMNIST (28 x 28 chest X-rays, normal vs pneumonia, MedMNIST format), found by
-# `integrators.data.find_medmnist`: in the folder of `SMS_LANGEVIN_DATA_DIR`, then in `~/.medmnist`,
+# `data_sets.find_medmnist`: in the folder of `SMS_LANGEVIN_DATA_DIR`, then in `~/.medmnist`,
 # where `pip install medmnist` and
 # `python -c "import medmnist; medmnist.PneumoniaMNIST(split='train', download=True)"` save it, then
 # in the development setup's data folder (a 5,030-image subset, on which the numbers quoted below were
