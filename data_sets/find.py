@@ -13,7 +13,7 @@ from data_sets.layout import MEDMNIST
 
 DATA_DIR_ENV = "SMS_LANGEVIN_DATA_DIR"
 # the development setup's data folder beside the repository: the last place searched (the tests' data)
-DEV_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DEV_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 SHARED_XRAY = DEV_DATA / "pneumoniamnist-subset.npz"
 # ``medmnist`` saves ``<name>.npz`` (28 x 28) in ``~/.medmnist`` (its ``DEFAULT_ROOT``, the home folder
 # from ``os.path.expanduser``; the package reads no environment variable to move it)

@@ -396,3 +396,10 @@ def test_a_configured_data_folder_wins_over_a_stray_copy_in_the_working_folder(p
     assert data.find_data("./fashion-mnist") == Path("./fashion-mnist")  # a path is taken as it is
     with pytest.raises(DataError, match="not found"):
         data.find_data("./celeba")
+
+
+def test_the_development_data_folder_is_the_shared_folder_beside_the_repository():
+    """Where the tests' data is looked for last: ``../shared/data`` of the checkout (a path, existing or not)."""
+    from data_sets.find import DEV_DATA, SHARED_XRAY
+    root = Path(__file__).resolve().parents[1]
+    assert DEV_DATA == root.parent / "shared" / "data" and SHARED_XRAY.parent == DEV_DATA
