@@ -231,3 +231,17 @@ def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
     again = _cli(["run", "bnn", "--preset", "regime-tiny", "--resume", "--out", str(out)], timeout=300)
     assert again.returncode == 0 and "4 units already done, 0 to run" in again.stderr
 
+
+
+@pytest.mark.experiment
+def test_the_prepared_device_run_of_a_level_draws_its_tables(tmp_path, one_torch_thread):
+    """benchmarks/bnn_level_on_device.py (the GPU run of ``regime``) at its smallest: two units of
+    ``regime-tiny`` on the CPU, drawn into the report's files."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bnn_level_on_device",
+                                                  Path(__file__).resolve().parents[1] / "benchmarks"
+                                                  / "bnn_level_on_device.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["--level", "regime-tiny", "--device", "cpu", "--units", "2", "--out", str(tmp_path)]) == 0
+    assert all((tmp_path / name).exists() for name in ("bnn_regime.md", "bnn_verdicts.csv", "metadata.json"))
