@@ -312,8 +312,12 @@ class RunConfig:
                 object.__setattr__(self, name, tuple(value))  # frozen: set through object
         if isinstance(self.data_path, os.PathLike):
             object.__setattr__(self, "data_path", os.fspath(self.data_path))
-        # checked, not replaced: the fields stay as given (the run's JSON records them so)
-        check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
+        # checked; a field given as a numpy number or 0-d array is stored as its canonical Python value (the
+        # run's JSON records it), a Python value stays as given
+        canonical = check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
+        for name, value in canonical.items():
+            if isinstance(getattr(self, name), np.generic | np.ndarray):
+                object.__setattr__(self, name, value)
         if self.epochs_train + self.epochs_swa < 1:
             raise ValueError("epochs_train + epochs_swa must be >= 1")
         if self.chains > 1 and (self.control_variate or any(SAMPLERS[s].notebook for s in self.samplers)):

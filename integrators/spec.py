@@ -159,12 +159,12 @@ class RunSpec:
     def __post_init__(self):
         values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
         target = values["target"]
-        kernel_code(values["plan"])  # a plan with no batch rule runs in the exact oracle only
+        code = kernel_code(values["plan"])  # a plan with no batch rule runs in the exact oracle only
         if values["burn_in"] >= values["n_steps"]:
             raise ValueError(f"burn_in must be smaller than n_steps={values['n_steps']}, got {values['burn_in']}")
         step_over_friction(values["h"], values["gamma"])
         batch_size = values["batch_size"]
-        if values["plan"].CODE == FULL:  # a batch size given for every plan of a loop is checked, then
+        if code == FULL:  # (from CODE or KIND) a batch size given for every plan of a loop is checked, then
             if batch_size is not None:  # the spec records what runs: all the data
                 batch_size_for(target, batch_size)
             batch_size = target.n_data

@@ -475,3 +475,15 @@ def test_power_iteration_does_not_call_a_flipping_iterate_converged():
 def test_power_iteration_refuses_bad_arguments(kwargs, name):
     with pytest.raises(ValueError, match=name):
         diagnostics.power_iteration(lambda u: u, **{"dim": 3, **kwargs})
+
+
+def test_a_config_given_numpy_values_stores_python_values_its_json_can_hold():
+    import json
+    from dataclasses import asdict, replace
+
+    from bnn import presets
+    cfg = replace(presets.run_config("regime-tiny", "digits", 0), control_variate=np.True_,
+                  stratified_test=np.array(0.2), paper_baseline=np.bool_(False))
+    assert (cfg.control_variate, cfg.stratified_test, cfg.paper_baseline) == (True, 0.2, False)
+    assert type(cfg.control_variate) is bool and type(cfg.stratified_test) is float
+    json.dumps(asdict(cfg))

@@ -281,7 +281,7 @@ def test_tour_page_figures_load_and_math_is_typeset(browser, served, site):
 def test_tour_builder_page_is_typeset_offline(browser, tmp_path):
     from tour.build import build
 
-    pages = build(tmp_path, ["04"])
+    pages = build(tmp_path, ["04"], run_metadata={"seed": 0, "preset": "tour"})
     page = tmp_path / pages[0].html
     assert (tmp_path / "mathjax" / "MathJax.js").exists()
     open_typeset(browser, page.as_uri())

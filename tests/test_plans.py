@@ -237,6 +237,12 @@ def test_a_plan_declared_by_its_kind_alone_runs_the_kernels_built_in_rule():
         for a, b in zip(batch_sequence(copy, 5, bs, 9, seed=3), batch_sequence(original, 5, bs, 9, seed=3),
                         strict=True):
             np.testing.assert_array_equal(a, b)
+    # the run spec reads the kind too: a full plan needs no batch size and records all the data
+    from integrators.spec import RunSpec
+    target = GaussianTarget.one_d_example()
+    for batch_size in (None, 1):
+        spec = RunSpec(target, "ubu", copies[FULL], h=0.1, n_chains=2, n_steps=4, batch_size=batch_size)
+        assert spec.batch_size == target.n_data
 
 
 def test_a_partition_plan_with_a_rule_of_its_own_gets_no_built_in_code():
