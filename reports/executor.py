@@ -152,8 +152,9 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
     tasks : list
         ``(module, unit, preset, seed)`` tuples.
     workers : int
-        Worker processes (1: in process); each unit of a pool gets ``local_cores() // workers``
-        threads (:func:`run_task`), each unit on Dask one.
+        Worker processes (1: in process); a unit of a pool whose ``run_unit`` takes ``threads`` gets
+        ``local_cores() // workers`` threads (:func:`run_task`), each unit on Dask one; a unit whose
+        ``run_unit`` does not take it runs its backends at their default (all cores).
     scheduler : str, optional
         A Dask scheduler's address: run there instead.
     local_dask : bool
