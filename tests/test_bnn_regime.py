@@ -233,7 +233,6 @@ def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
 
 
 
-@pytest.mark.experiment
 def test_the_prepared_device_run_of_a_level_draws_its_tables(tmp_path, one_torch_thread):
     """benchmarks/bnn_level_on_device.py (the GPU run of ``regime``) at its smallest: two units of
     ``regime-tiny`` on the CPU, drawn into the report's files."""

@@ -108,7 +108,7 @@ def test_verify_on_logistic_regression_measures_weak_orders_with_no_exact_law():
         verify("ubu", target=_logistic(), monte_carlo=False)
     with pytest.raises(ValueError, match="hs is the exact weak-order ladder"):
         verify("ubu", target=_logistic(), hs=[0.1, 0.05, 0.025, 0.0125])
-    with pytest.raises(ValueError, match="target must be a Target"):
+    with pytest.raises(ValueError, match="target must be None or a Target"):
         verify("ubu", target=np.eye(2))
 
 
