@@ -164,7 +164,7 @@ class RunSpec:
             raise ValueError(f"burn_in must be smaller than n_steps={values['n_steps']}, got {values['burn_in']}")
         step_over_friction(values["h"], values["gamma"])
         batch_size = values["batch_size"]
-        if code == FULL:  # (from CODE or KIND) a batch size given for every plan of a loop is checked, then
+        if code == FULL:  # (from KIND) a batch size given for every plan of a loop is checked, then
             if batch_size is not None:  # the spec records what runs: all the data
                 batch_size_for(target, batch_size)
             batch_size = target.n_data

@@ -58,7 +58,7 @@ def _new_files(root: Path) -> dict:
     scheme = (ROOT / "integrators/schemes/em.py").read_text()
     tensor = (ROOT / "integrators/torch/schemes/em.py").read_text()
     plan = (ROOT / "integrators/plans/rr.py").read_text()
-    assert 'NAME = "em"\nORDER = 1' in scheme and "import em as _numba" in tensor and 'NAME = "rr"\nCODE = 2' in plan
+    assert 'NAME = "em"\nORDER = 1' in scheme and "import em as _numba" in tensor and 'NAME = "rr"\n' in plan
     adapter = "import numpy as np\n\nLIBRARY = \"toy\"\n\n\n" + textwrap.dedent(inspect.getsource(ToyULA)) \
         + "\n\nADAPTERS = (ToyULA(),)\n"
     return {
@@ -66,8 +66,7 @@ def _new_files(root: Path) -> dict:
                                                                     'NAME = "em_copy"\nORDER = 5'),
                    "integrators/torch/schemes/em_copy.py": tensor.replace("import em as _numba",
                                                                           "import em_copy as _numba")},
-        "plan": {"integrators/plans/rr_copy.py": plan.replace('NAME = "rr"\nCODE = 2',
-                                                               'NAME = "rr_copy"\nCODE = None')},
+        "plan": {"integrators/plans/rr_copy.py": plan.replace('NAME = "rr"\n', 'NAME = "rr_copy"\n')},
         "figure": {"reports/fig_extension_probe.py": FIGURE},
         "adapter": {"theory_checks/adapters/toy_adapter.py": adapter},
     }

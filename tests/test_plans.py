@@ -260,7 +260,6 @@ def test_a_partition_plan_with_a_rule_of_its_own_gets_no_built_in_code():
 
 @pytest.mark.parametrize(("fields", "message"), [
     ({"KIND": "shuffled"}, "KIND must be one of"),
-    ({"KIND": "iid", "CODE": FULL}, "KIND 'iid' contradicts CODE 0"),
     ({"KIND": "partition"}, "a partition plan declares batch_index"),
 ])
 def test_a_plan_whose_kind_is_not_a_rule_is_refused_by_name(fields, message):

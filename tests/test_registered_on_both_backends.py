@@ -40,7 +40,7 @@ _scale, _period, _count, _outcomes = partition_plan_functions(TWO_SWEEPS, backwa
 BACKWARD_FORWARD = Plan("backward_forward", force_scale=_scale, period=_period, outcomes=_outcomes,
                         count_orders=_count, WEAK_ORDER=2.0, batch_index=backward_forward, SWEEPS=TWO_SWEEPS)
 NUMBA_RULE_ONLY = Plan("numba_rule_only", force_scale=rr_plan.force_scale, period=rr_plan.period,
-                       outcomes=rr_plan.outcomes, BATCH_RULE=next_batches, CODE=None)
+                       outcomes=rr_plan.outcomes, BATCH_RULE=next_batches)
 
 
 def follows_the_rule(sequence, n_data, batch_size):

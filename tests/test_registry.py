@@ -213,7 +213,7 @@ def throwaway():
     ubu, sms = SCHEMES["ubu"], PLANS["sms"]
     scheme = register_scheme(Scheme("ubu_copy", ubu.step, ubu.coefficients, WEAK_ORDER=2.0, STRONG_ORDER=2.0))
     plan = register_plan(Plan("sms_copy", sms.outcomes, sms.force_scale, sms.period, WEAK_ORDER=2.0,
-                              STRONG_ORDER=2.0, CODE=sms.CODE))
+                              STRONG_ORDER=2.0))
     yield scheme, plan
     unregister_scheme("ubu_copy")
     unregister_plan("sms_copy")

@@ -256,7 +256,7 @@ def test_a_user_plan_without_a_theorem_makes_no_claim_for_any_scheme():
     from integrators.plans import Plan, sms
 
     observed = Plan("sms_observed", sms.outcomes, sms.force_scale, sms.period, WEAK_ORDER=2.0, STRONG_ORDER=2.0,
-                    CODE=sms.CODE, THEOREM=False, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
+                    THEOREM=False, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)
     report = verify("ubu", plans=[observed], strong=False, monte_carlo=False)
     assert report.check("weak_order[sms_observed]").status == "no claim", report.table()
     assert report.ok and "(observed, not a claim)" in report.check("weak_order[sms_observed]").expected

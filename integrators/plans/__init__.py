@@ -18,9 +18,8 @@ rule in one vocabulary, ``KIND``: ``"full"``, ``"iid"``, or ``"partition"`` with
 used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition), which every
 backend and the exact oracle follow (:func:`plan_rule` reads the declaration, the one reference
 walker :class:`integrators.plans.walk.PlanWalk` walks it; the Numba kernel derives its fast path
-from it), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
-:func:`next_batches`, Numba backend only); ``CODE`` (the kernel's built-in rule, or ``None``),
-``WEAK_ORDER`` / ``STRONG_ORDER`` (the
+from it privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
+:func:`next_batches`, Numba backend only); ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
 and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether
 those orders are proved or only observed), ``SOURCE`` (where that claim comes from), and
@@ -45,8 +44,8 @@ from integrators.registry import Registry, discover_modules
 from integrators.rng import PLAN_STREAM, lane_states, lane_uniforms
 
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
-FULL, IID, RR, SMS = 0, 1, 2, 3  # the kernel's batch rules (each plan module's CODE)
-PLAN_ATTRIBUTES = ("NAME", "CODE", "WEAK_ORDER", "STRONG_ORDER", "force_scale", "period", "outcomes")
+FULL, IID, RR, SMS = 0, 1, 2, 3  # the kernel's built-in batch rules, derived from a plan's declaration
+PLAN_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "force_scale", "period", "outcomes")
 
 
 @dataclass(frozen=True)
@@ -74,10 +73,6 @@ class Plan:
     WEAK_ORDER, STRONG_ORDER : float or None, default None
         The orders the plan allows a scheme (a sampler's expected order is the smaller of the
         scheme's and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``).
-    CODE : int or None, default None
-        One of the kernel's built-in batch rules (0 full, 1 iid, 2 rr, 3 sms; it implies ``KIND``
-        and, for 2 and 3, that plan's ``batch_index`` and ``SWEEPS``), or ``None``: the kernel
-        derives its rule from ``KIND`` and ``batch_index``.
     SOURCE : str, default "declared in user code"
         Where the orders come from.
     THEOREM : bool, default True
@@ -94,8 +89,8 @@ class Plan:
         For a partition plan: epochs per fresh partition (``sms``: 2, forward then backward).
     KIND : str or None, default None
         What the batches are: ``"full"`` (all data), ``"iid"`` (``batch_size`` indices drawn with
-        replacement) or ``"partition"`` (then ``batch_index`` and ``SWEEPS``); ``None``: read
-        from ``CODE``, or ``"partition"`` when ``batch_index`` is given.
+        replacement) or ``"partition"`` (then ``batch_index`` and ``SWEEPS``); ``None``:
+        ``"partition"`` when ``batch_index`` is given.
     """
 
     NAME: str
@@ -104,7 +99,6 @@ class Plan:
     period: object
     WEAK_ORDER: float | None = None
     STRONG_ORDER: float | None = None
-    CODE: int | None = None
     SOURCE: str = "declared in user code"
     THEOREM: bool = True
     count_orders: object = None
@@ -131,8 +125,8 @@ class PlanRule:
 @dataclass(frozen=True)
 class _Declaration:
     """Everything a plan declares about its batches, read in one place (:func:`_declared`):
-    ``rule`` (``None``: a Numba ``BATCH_RULE`` of its own, or no rule), the kernel's ``code``
-    (``None``: none of its built-in rules), the Numba ``batch_index`` and ``BATCH_RULE``, ``count_orders``."""
+    ``rule`` (``None``: a Numba ``BATCH_RULE`` of its own, or no rule), the kernel's built-in rule
+    ``code`` it matches (``None``: none), the Numba ``batch_index`` and ``BATCH_RULE``, ``count_orders``."""
 
     rule: PlanRule | None
     code: int | None
@@ -143,7 +137,7 @@ class _Declaration:
 
 def _optional(plan) -> dict:
     """The one reader of a plan's optional attributes (``None`` where it declares none)."""
-    return {name: getattr(plan, name, None) for name in ("KIND", "CODE", "batch_index", "SWEEPS", "BATCH_RULE",
+    return {name: getattr(plan, name, None) for name in ("KIND", "batch_index", "SWEEPS", "BATCH_RULE",
                                                          "count_orders")}
 
 
@@ -153,35 +147,26 @@ _PARTITIONS = {RR: rr, SMS: sms}  # the kernel's built-in partition rules, by co
 def _declared(plan) -> _Declaration:
     """What a plan (an object, not a name) declares about its batches, with what follows from it."""
     a = _optional(plan)
-    kind, code, index, own = a["KIND"], a["CODE"], a["batch_index"], a["BATCH_RULE"]
+    kind, index, own = a["KIND"], a["batch_index"], a["BATCH_RULE"]
     sweeps = 1 if a["SWEEPS"] is None else a["SWEEPS"]
-    if index is None and code in _PARTITIONS:  # a built-in partition rule named by its code
-        index, sweeps = _PARTITIONS[code].batch_index, _PARTITIONS[code].SWEEPS
-    if kind is None:
-        kind = {FULL: "full", IID: "iid"}.get(code, "partition" if index is not None else None)
-    rule = None
+    if kind is None and index is not None:
+        kind = "partition"
+    rule, code = None, None
     if own is None and kind == "partition":
         rule = PlanRule(kind, index.py_func, sweeps)
+        # the kernel's fast path where the declaration is one of its built-in partition rules
+        code = next((c for c, m in _PARTITIONS.items() if index is m.batch_index and sweeps == m.SWEEPS), None)
     elif own is None and kind in KINDS:
-        rule = PlanRule(kind)
-    if code is None and own is None:  # the kernel's fast path where the declaration is one of its rules
-        code = {"full": FULL, "iid": IID}.get(kind)
-        if kind == "partition":
-            code = next((c for c, m in _PARTITIONS.items() if index is m.batch_index and sweeps == m.SWEEPS), None)
+        rule, code = PlanRule(kind), {"full": FULL, "iid": IID}[kind]
     return _Declaration(rule, code, index, own, a["count_orders"])
 
 
 def _check_plan(plan) -> None:
     a = _optional(plan)
-    kind, code, rule, sweeps = a["KIND"], a["CODE"], a["batch_index"], a["SWEEPS"]
-    if code not in (None, FULL, IID, RR, SMS):
-        raise ValueError(f"plan {plan.NAME!r}: CODE must be one of the kernel's rules "
-                         f"{(FULL, IID, RR, SMS)} or None, got {code!r}")
+    kind, rule, sweeps = a["KIND"], a["batch_index"], a["SWEEPS"]
     if kind not in (None, *KINDS):
         raise ValueError(f"plan {plan.NAME!r}: KIND must be one of {KINDS} or None, got {kind!r}")
-    if kind is not None and code is not None and kind != ("full", "iid", "partition", "partition")[code]:
-        raise ValueError(f"plan {plan.NAME!r}: KIND {kind!r} contradicts CODE {code!r}")
-    if kind == "partition" and rule is None and code is None:
+    if kind == "partition" and rule is None:
         raise ValueError(f"plan {plan.NAME!r}: a partition plan declares batch_index(position, n_batches) "
                          f"and SWEEPS")
     if rule is not None:
@@ -219,8 +204,8 @@ def register_plan(plan, *, replace: bool = False):
     Raises
     ------
     ValueError
-        If the plan lacks a required attribute, its ``NAME`` is empty, its ``CODE`` is not one
-        of the kernel's rules, its ``batch_index`` is not a Numba function picking a batch of the
+        If the plan lacks a required attribute, its ``NAME`` is empty, its ``KIND`` is not one
+        of :data:`KINDS`, its ``batch_index`` is not a Numba function picking a batch of the
         partition at every step, its ``SWEEPS`` is not an integer ``>= 1``, or another plan has
         its name and ``replace`` is false.
     """
@@ -238,11 +223,11 @@ def resolve_plan(plan):
 
 def kernel_code(plan) -> int:
     """The code the kernel passes to the plan's batch rule; a clear error for a plan the kernel
-    cannot run (neither a built-in ``CODE``, a ``batch_index`` nor its own Numba ``BATCH_RULE``)."""
+    cannot run (neither ``KIND``, a ``batch_index`` nor its own Numba ``BATCH_RULE``)."""
     p = resolve_plan(plan)
     d = _declared(p)
     if d.rule is None and d.numba_rule is None:
-        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither CODE, KIND, batch_index nor "
+        raise ValueError(f"plan {p.NAME!r} declares no kernel batch rule (neither KIND, batch_index nor "
                          f"BATCH_RULE): it runs in the exact oracle only")
     return -1 if d.code is None else d.code
 
@@ -391,7 +376,7 @@ def plan_rule(plan) -> PlanRule:
     raise ValueError(f"plan {p.NAME!r} has no batch rule this backend can run: it declares "
                      + ("a Numba BATCH_RULE of its own (the Numba backend only); declare batch_index and SWEEPS "
                         "instead to run it on every backend" if d.numba_rule is not None
-                        else "neither KIND, CODE nor batch_index (it runs in the exact oracle only)"))
+                        else "neither KIND nor batch_index (it runs in the exact oracle only)"))
 
 
 def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: int = 0):

@@ -6,7 +6,6 @@
 import math
 
 NAME = "full"
-CODE = 0  # KIND as the Numba kernel's built-in rule (integrators.spec reads it)
 KIND = "full"  # its batch rule (:data:`integrators.plans.KINDS`)
 WEAK_ORDER = math.inf  # no cap: the sampler keeps the scheme's declared orders
 STRONG_ORDER = math.inf

@@ -12,7 +12,6 @@ import math
 import numpy as np
 
 NAME = "iid"
-CODE = 1  # KIND as the Numba kernel's built-in rule (integrators.spec reads it)
 KIND = "iid"  # its batch rule (:data:`integrators.plans.KINDS`)
 WEAK_ORDER = 1.0
 STRONG_ORDER = 0.5

@@ -9,7 +9,6 @@ import numba as nb
 from integrators.plans.partitions import partition_plan_functions
 
 NAME = "rr"
-CODE = 2  # KIND as the Numba kernel's built-in rule (integrators.spec reads it)
 KIND = "partition"  # its batch rule (:data:`integrators.plans.KINDS`)
 WEAK_ORDER = 2.0      # observed on the paper's 1-D example (Fig. 1); no theorem
 STRONG_ORDER = None   # measured only

@@ -12,7 +12,6 @@ import numba as nb
 from integrators.plans.partitions import partition_plan_functions
 
 NAME = "sms"
-CODE = 3  # KIND as the Numba kernel's built-in rule (integrators.spec reads it)
 KIND = "partition"  # its batch rule (:data:`integrators.plans.KINDS`)
 WEAK_ORDER = 2.0
 STRONG_ORDER = 2.0
