@@ -12,7 +12,8 @@ Each test is in exactly one tier, marked with it (the first that applies):
   either (:func:`script_needs_torch`); or it is marked ``torch`` (a documentation page whose code
   imports either: :func:`code_needs_torch`).
 * ``experiment``: marked so in its file (a figure, a report, the command line, a notebook); a
-  torch experiment is marked ``slow`` only, and is in the torch tier.
+  torch experiment is marked ``slow`` only, and is in the torch tier (one of a module marked
+  ``experiment`` keeps that mark, so ``-m experiment`` selects it too; ``-m "not torch"`` does not).
 * ``statistical``: marked ``slow`` in its file: Monte Carlo against standard errors,
   compilation-heavy runs.
 * ``core``: everything else.
@@ -233,12 +234,13 @@ def _calls_torch_backend(node):
 
 
 def script_needs_torch(path):
-    """Whether running the Python script at ``path`` needs torch: an import anywhere in it, or a module
-    named in its ``BENCH_ARGS["requires"]``, is torch or a project module that needs it."""
+    """Whether running the Python script at ``path`` needs torch: an import it runs on import (not an
+    optional one), or a module named in its ``BENCH_ARGS["requires"]`` (what it imports when it runs),
+    is torch or a project module that needs it."""
     modules, torchy = _project_modules(), torch_modules()
     tree = _parsed(path)
     found = set()
-    for node in _all_imports(tree):
+    for node in _imports_run_on_import(tree.body):
         found |= _imported_names(node, "__main__", False, modules)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BENCH_ARGS" for t in node.targets):
