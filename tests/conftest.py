@@ -4,11 +4,16 @@ Each test is in exactly one tier, marked with it (the first that applies):
 
 * ``torch``: it needs torch. Decided statically (:func:`needs_torch`): its module, at module level,
   imports torch or a project module that does (transitively), or calls
-  ``pytest.importorskip("torch")``; or the test function's body, a helper or fixture of its module
-  that it uses, imports either; or it uses the ``one_torch_thread`` fixture; or it is parametrized
-  with ``backend="torch"`` (or a backend whose ``NAME`` is ``"torch"``); or it is marked ``torch``.
+  ``pytest.importorskip("torch")``; or the test function's body, a helper, fixture or module-level
+  string of its module that it uses, imports either, calls ``pytest.importorskip("torch")``, calls
+  something with ``backend="torch"`` or holds Python code (a subprocess's script) that imports
+  either; or it uses the ``one_torch_thread`` fixture; or it is parametrized with
+  ``backend="torch"``, a backend whose ``NAME`` is ``"torch"`` or a Python script that imports
+  either (:func:`script_needs_torch`); or it is marked ``torch`` (a documentation page whose code
+  imports either: :func:`code_needs_torch`).
 * ``experiment``: marked so in its file (a figure, a report, the command line, a notebook); a
-  torch experiment is marked ``slow`` only, and is in the torch tier.
+  torch experiment is marked ``slow`` only, and is in the torch tier (one of a module marked
+  ``experiment`` keeps that mark, so ``-m experiment`` selects it too; ``-m "not torch"`` does not).
 * ``statistical``: marked ``slow`` in its file: Monte Carlo against standard errors,
   compilation-heavy runs.
 * ``core``: everything else.
@@ -73,6 +78,12 @@ def _project_modules():
                 modules[".".join(parts)] = path
     for path in TESTS.glob("*.py"):
         modules.setdefault(path.stem, path)
+    for init in TESTS.glob("*/__init__.py"):  # packages of tests/ (report_fixtures): by both names
+        for path in sorted(init.parent.rglob("*.py")):
+            parts = path.relative_to(TESTS).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            modules.setdefault(".".join(parts), path)
+            modules.setdefault(".".join(("tests", *parts)), path)
     return modules
 
 
@@ -187,14 +198,96 @@ def torch_modules():
     return frozenset(torchy)
 
 
+def _code_imports(text, modules):
+    """The modules a string of Python code imports (anywhere in it), or nothing where it is not code."""
+    if "import" not in text:
+        return set()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return set()
+    found = set()
+    for node in _all_imports(tree):
+        found |= _imported_names(node, "__code__", False, modules)
+    return found
+
+
+def _docstring(node):
+    body = getattr(node, "body", None)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        return body[0].value
+    return None
+
+
+def _runs_torch_code(node, modules, torchy):
+    """Whether ``node`` holds a string of Python code (run in a subprocess, say) that imports torch or
+    a project module that needs it (docstrings aside)."""
+    doc = _docstring(node)
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n is not doc
+               and _code_imports(n.value, modules) & torchy for n in ast.walk(node))
+
+
+def _calls_torch_backend(node):
+    """Whether ``node`` calls something with the keyword ``backend="torch"``."""
+    return any(isinstance(n, ast.keyword) and n.arg == "backend" and isinstance(n.value, ast.Constant)
+               and n.value.value == "torch" for n in ast.walk(node))
+
+
+def script_needs_torch(path):
+    """Whether running the Python script at ``path`` needs torch: an import it runs on import (not an
+    optional one), or a module named in its ``BENCH_ARGS["requires"]`` (what it imports when it runs),
+    is torch or a project module that needs it."""
+    modules, torchy = _project_modules(), torch_modules()
+    tree = _parsed(path)
+    found = set()
+    for node in _imports_run_on_import(tree.body):
+        found |= _imported_names(node, "__main__", False, modules)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "BENCH_ARGS" for t in node.targets):
+            try:
+                found |= set(ast.literal_eval(node.value).get("requires", []))
+            except (ValueError, AttributeError):
+                pass
+    return bool(found & torchy)
+
+
+def code_needs_torch(text):
+    """Whether a piece of Python code (a documentation page's code block) imports torch or a project
+    module that needs it."""
+    return bool(_code_imports(text, _project_modules()) & torch_modules())
+
+
+def value_needs_torch(value):
+    """Whether a test's parameter value needs torch: a backend whose ``NAME`` is ``"torch"``, or a
+    Python script that needs it (:func:`script_needs_torch`)."""
+    if getattr(value, "NAME", None) == "torch":
+        return True
+    return isinstance(value, Path) and value.suffix == ".py" and value.is_file() and script_needs_torch(value)
+
+
+def declarer_needs_torch(obj):
+    """Whether calling ``obj`` (a function or a class of the project) needs torch: its module does, or
+    it (a method of it) or a function of its module that it uses imports torch when called."""
+    module = obj.__module__
+    if module in torch_modules():
+        return True
+    path = _project_modules().get(module)
+    if path is None:
+        return False
+    torchy = _torch_functions(path, module)
+    name = obj.__qualname__
+    return name in torchy or any(key.startswith(name + ".") for key in torchy)
+
+
 @functools.cache
-def _torch_functions(path):
-    """Names of the module-level functions (tests, helpers, fixtures) of a test module that need
-    torch when called: they import torch or a module that needs it, call
-    ``pytest.importorskip("torch")``, or use such a function of the same module."""
+def _torch_functions(path, name=None):
+    """Names of the module-level functions (tests, helpers, fixtures) and methods of a module that
+    need torch when called: they import torch or a module that needs it, call
+    ``pytest.importorskip("torch")``, call with ``backend="torch"``, run a string of code that imports
+    it, or use such a function or module-level string of the same module."""
     tree = _parsed(path)
     modules, torchy = _project_modules(), torch_modules()
-    name = Path(path).stem
+    name = name or Path(path).stem
     functions = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
@@ -208,8 +301,12 @@ def _torch_functions(path):
         for node in _all_imports(function):
             imported |= _imported_names(node, name, False, modules)
         if imported & torchy or _calls_importorskip_torch(function) or TORCH_FIXTURES & {
-                a.arg for a in function.args.args}:
+                a.arg for a in function.args.args} or _calls_torch_backend(function) \
+                or _runs_torch_code(function, modules, torchy):
             needing.add(key)
+    for node in tree.body:  # module-level strings of code that imports torch (a subprocess's script)
+        if isinstance(node, ast.Assign) and _runs_torch_code(node, modules, torchy):
+            needing |= {t.id for t in node.targets if isinstance(t, ast.Name)}
     uses = {key: {n.id for n in ast.walk(f) if isinstance(n, ast.Name)} for key, f in functions.items()}
     changed = True
     while changed:
@@ -218,7 +315,7 @@ def _torch_functions(path):
             if uses[key] & needing:
                 needing.add(key)
                 changed = True
-    return frozenset(needing)
+    return frozenset(needing & functions.keys())
 
 
 def module_needs_torch(path):
@@ -234,7 +331,7 @@ def needs_torch(item):
     callspec = getattr(item, "callspec", None)
     if callspec is not None:
         for key, value in callspec.params.items():
-            if (key == "backend" and value == "torch") or getattr(value, "NAME", None) == "torch":
+            if (key == "backend" and value == "torch") or value_needs_torch(value):
                 return True
     if path.suffix != ".py" or path.parent != TESTS:
         return False
@@ -278,7 +375,9 @@ def pytest_ignore_collect(collection_path, config):
     if path.suffix == ".py" and path.parent == TESTS and path.name.startswith("test_") \
             and module_needs_torch(path):
         if not torch_importable():
-            config.stash.setdefault(_NOT_COLLECTED, []).append(path.name)
+            not_collected = config.stash.setdefault(_NOT_COLLECTED, [])
+            if path.name not in not_collected:  # (asked once per collector above it)
+                not_collected.append(path.name)
             return True
         if deselects_torch(config.getoption("markexpr", "")):
             return True  # every test in it would be deselected

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import pytest
-from conftest import torch_modules
+from conftest import declarer_needs_torch
 from helpers import project_packages
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -63,10 +63,9 @@ DECLARERS = _declarers()
 
 
 def _needs_torch(key: str) -> bool:
-    """Whether checking ``key``'s arguments needs torch: its module does, or it is the BNN half's
-    (whose architecture names come from bnn.models)."""
-    module = DECLARERS[key].__module__
-    return module in torch_modules() or module.partition(".")[0] == "bnn"
+    """Whether checking ``key``'s arguments needs torch (conftest's rule: its module, or a function it
+    uses, imports torch or a module that does)."""
+    return declarer_needs_torch(DECLARERS[key])
 
 
 def _param(*values, key: str, id: str):

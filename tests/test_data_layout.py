@@ -182,8 +182,10 @@ def _pneumonia(tmp_path, **change):
      r"\[test_images\].*empty"),
     ({"val_images": np.zeros((2, 30, 28), np.uint8)}, r"\[val_images\]"),
 ])
-def test_the_issue_examples_are_refused_before_any_training(tmp_path, change, message):
-    """The examples of the issue, through the pipeline's loader of the quick preset's data set."""
+def test_mismatched_shapes_channels_labels_and_empty_splits_are_refused_before_any_training(tmp_path, change,
+                                                                                             message):
+    """A file whose splits disagree in shape, have extra channels, labels outside the classes or no
+    rows, through the pipeline's loader of the quick preset's data set."""
     from bnn import pipeline
 
     path = _pneumonia(tmp_path, **change)

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import code_needs_torch
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -94,10 +95,20 @@ RUNNER = textwrap.dedent("""
 """)
 
 
+def python_page(page: Path):
+    """The page as a test parameter: in the torch tier where its code imports torch or a module that does."""
+    needs = code_needs_torch("\n".join(blocks(page, "python")))
+    return pytest.param(page_id(page), marks=[pytest.mark.torch] if needs else [])
+
+
 @pytest.fixture(scope="module")
-def python_outcome(tmp_path_factory):
+def python_outcome(tmp_path_factory, request):
+    """Each selected page's outcome (the pages of the tests this run selected, in one subprocess)."""
     tmp = tmp_path_factory.mktemp("docs-python")
-    (tmp / "pages.json").write_text(json.dumps({page_id(p): python_source(p) for p in pages("python")}))
+    selected = {item.callspec.params["page"] for item in request.session.items
+                if getattr(item, "originalname", None) == "test_python_blocks_run"}
+    (tmp / "pages.json").write_text(json.dumps({page_id(p): python_source(p) for p in pages("python")
+                                                if page_id(p) in selected}))
     (tmp / "runner.py").write_text(RUNNER.format(root=str(ROOT)))
     proc = subprocess.run([sys.executable, str(tmp / "runner.py"), str(tmp / "pages.json"), str(tmp / "out.json")],
                           cwd=tmp, capture_output=True, text=True, timeout=900, preexec_fn=on_one_core())
@@ -105,7 +116,7 @@ def python_outcome(tmp_path_factory):
     return json.loads((tmp / "out.json").read_text())
 
 
-@pytest.mark.parametrize("page", [page_id(p) for p in pages("python")])
+@pytest.mark.parametrize("page", [python_page(p) for p in pages("python")])
 def test_python_blocks_run(page, python_outcome):
     result = python_outcome[page]
     assert result["ok"], f"a python block of docs/{page} failed:\n{result['error']}"

@@ -12,9 +12,9 @@
   bias.streaming_w1, bias.metrics, integrators.targets, integrators.memory, reports.metadata,
   the torch module sampler, bnn, reports.fig_bnn), each in a section named after its module.
 
-Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` runs every
-table (and the end-to-end refusals of tests/test_api.py) in a fresh interpreter and
-finds the kernel caches empty.  The few refusals that go through ``sample``, ``sample_together``
+Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` and its torch twin
+run every table (and the end-to-end refusals of tests/test_api.py) in a fresh interpreter and
+find the kernel caches empty.  The few refusals that go through ``sample``, ``sample_together``
 and the torch chains' ``sample`` end to end are in tests/test_api.py; the theory checks'
 in tests/test_theory_checks.py.
 """
@@ -524,20 +524,30 @@ def unrefused(runner, cases) -> list[str]:
     return wrong
 
 
-NO_KERNEL_SCRIPT = """
-import json, sys
+# the refusal tables of this file, the cases of one backend: those that need torch, or the others
+NO_KERNEL_TABLES = """
+import sys
 sys.path.insert(0, {tests!r})
+import test_validation
+from conftest import value_needs_torch
+tables = {{name: (runner, [c for c in cases if any(v == "torch" or value_needs_torch(v) for v in c.values)
+                          == {torch}]) for name, (runner, cases) in test_validation.REFUSAL_TABLES.items()}}
+"""
+# and the end-to-end refusals of tests/test_api.py (which imports the torch backend)
+NO_KERNEL_END_TO_END = """
+import test_api
+tables["end to end"] = (test_api.refuse_end_to_end, test_api.END_TO_END_REFUSALS)
+"""
+NO_KERNEL_SCRIPT = """
+import json
 import bias.coupled
 import integrators.kernel as kernel
-import test_api
 import test_validation
 from integrators import GaussianTarget
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import lane_force_for
 
-tables = dict(test_validation.REFUSAL_TABLES)
-tables["end to end"] = (test_api.refuse_end_to_end, test_api.END_TO_END_REFUSALS)
 wrong = [w for runner, cases in tables.values() for w in test_validation.unrefused(runner, cases)]
 found = {{"cases": sum(len(cases) for _, cases in tables.values()), "wrong": wrong,
          "kernels": len(kernel._KERNELS), "kernel groups": len(kernel._GROUP_KERNELS),
@@ -549,22 +559,38 @@ print(json.dumps(found))
 """
 
 
-@pytest.mark.slow
-def test_the_refusal_tables_compile_no_kernel():
-    """Every refusal table of this file and the end-to-end refusals of tests/test_api.py,
-    run in a fresh interpreter (a test process may hold kernels of other tests), leave the Numba
-    kernel caches empty: no kernel was compiled, nor even looked up."""
+def no_kernel_run(script: str, torch: bool) -> tuple[dict, int]:
+    """``script`` run in a fresh interpreter (a test process may hold kernels of other tests): what it
+    found, and how many cases of this file's tables are of the backend asked for."""
     import json
 
+    from conftest import value_needs_torch
+
     tests = os.path.dirname(os.path.abspath(__file__))
-    done = subprocess.run([sys.executable, "-c", NO_KERNEL_SCRIPT.format(tests=tests)], capture_output=True,
+    done = subprocess.run([sys.executable, "-c", script.format(tests=tests, torch=torch)], capture_output=True,
                           text=True, cwd=os.path.dirname(tests), check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.strip().splitlines()[-1])
-    expected = sum(len(cases) for _, cases in REFUSAL_TABLES.values())
-    assert found["wrong"] == [] and found["cases"] > expected
     assert (found["kernels"], found["kernel groups"], found["compiled coupled kernels"]) == (0, 0, 0)
     assert found["kernels after a lookup"] == 1
+    return found, sum(len([c for c in cases if any(v == "torch" or value_needs_torch(v) for v in c.values)
+                           == torch]) for _, cases in REFUSAL_TABLES.values())
+
+
+@pytest.mark.slow
+def test_the_refusal_tables_compile_no_kernel():
+    """Every case of this file's refusal tables that needs no torch leaves the Numba kernel caches
+    empty: no kernel was compiled, nor even looked up."""
+    found, expected = no_kernel_run(NO_KERNEL_TABLES + NO_KERNEL_SCRIPT, torch=False)
+    assert found["wrong"] == [] and found["cases"] == expected > 0
+
+
+@pytest.mark.slow
+def test_the_torch_and_end_to_end_refusals_compile_no_kernel():
+    """The torch cases of this file's refusal tables and the end-to-end refusals of tests/test_api.py
+    leave the Numba kernel caches empty."""
+    found, expected = no_kernel_run(NO_KERNEL_TABLES + NO_KERNEL_END_TO_END + NO_KERNEL_SCRIPT, torch=True)
+    assert found["wrong"] == [] and found["cases"] > expected > 0
 
 
 # ================================================================== bias.coupled

@@ -1,0 +1,36 @@
+"""integrators.result: a SampleResult's statistics are those of the chains that did not diverge
+(pooled by integrators.chain_summary, tested in tests/test_chain_summary.py), built here by hand."""
+
+import numpy as np
+import pytest
+
+from integrators.result import SampleResult
+
+
+def result(diverged_at, chain_mean, chain_second_moment, chain_tests=None):
+    n, d = np.shape(chain_mean)
+    nan = np.full((n, d), np.nan)
+    return SampleResult("ubu", "sms", 0.1, 1.0, 110, 10, 0, np.asarray(chain_mean, float),
+                        np.asarray(chain_second_moment, float), None, chain_tests, None,
+                        np.asarray(diverged_at), nan, nan)
+
+
+def test_statistics_read_only_the_chains_that_did_not_diverge():
+    res = result([-1, 40, -1], [[1.0], [np.nan], [3.0]], [[2.0], [np.nan], [10.0]],
+                 chain_tests=np.array([[0.5], [np.nan], [1.5]]))
+    assert res.ok.tolist() == [True, False, True] and res.n_diverged == 1 and res.diverged
+    assert res.first_divergence_step == 40
+    np.testing.assert_allclose(res.mean, [2.0])
+    np.testing.assert_allclose(res.second_moment, [6.0])
+    np.testing.assert_allclose(res.variance, [6.0 - 4.0])
+    np.testing.assert_allclose(res.test_means, [1.0])
+    assert np.all(np.isfinite(res.mean_se)) and res.mean_se[0] > 0
+    assert "ubu x sms" in res.summary()
+
+
+def test_a_result_whose_chains_all_diverged_names_the_first_step_instead_of_an_estimate():
+    res = result([7, 3], [[np.nan], [np.nan]], [[np.nan], [np.nan]])
+    assert res.n_diverged == 2 and res.first_divergence_step == 3
+    for statistic in ("mean", "variance", "mean_se"):
+        with pytest.raises(RuntimeError, match=r"every chain diverged in ubu x sms at h=0.1 \(first at step 3\)"):
+            getattr(res, statistic)
