@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bias.telescoping import telescoping_bias
-from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sample_together
+from integrators import (
+    SCHEMES,
+    GaussianTarget,
+    LogisticTarget,
+    MultinomialLogisticTarget,
+    RunSpec,
+    sample,
+    sample_together,
+)
 from integrators.backends import Numba, Torch, local_cores
 from integrators.chain_summary import RHAT_WARN
 from integrators.targets import DIVERGENCE_SDS
@@ -283,7 +291,7 @@ def test_every_entry_point_reports_the_divergence_the_target_bound_defines():
     np.testing.assert_array_equal(torch_default.diverged_at, torch_target.diverged_at)
     assert np.all(torch_loose.diverged_at > torch_default.diverged_at)  # the bound matters here
     with pytest.raises(RuntimeError, match="diverged at h=1"):
-        telescoping_bias(ONE_D, "em", "full", 1.0, levels=1, base_epochs=20, n_chains=4)
+        telescoping_bias(RunSpec.from_options(ONE_D, "em", "full", h=1.0, n_chains=4), levels=1, base_epochs=20)
 
 
 # -------------------------------------------------------------------------------------
@@ -334,9 +342,9 @@ def test_any_valid_configuration_runs(kind, scheme, plan, d, n, bs_frac, h, gamm
 def test_any_valid_coupled_configuration_runs(kind, scheme, plan, coupling, d, n, h, cv, seed):
     from bias.coupled import coupled_run
     target = make_target(kind, np.random.default_rng(seed), d, n)
-    res = coupled_run(target, scheme, plan, h, n_chains=2, n_coarse_steps=40, burn_in=4, seed=seed,
-                      batch_size=None if plan == "full" else max(1, n // 2), coupling=coupling,
-                      control_variate=cv)
+    res = coupled_run(RunSpec.from_options(target, scheme, plan, h=h, n_chains=2, n_steps=40, burn_in=4, seed=seed,
+                                           batch_size=None if plan == "full" else max(1, n // 2), control_variate=cv),
+                      coupling=coupling)
     if np.all(res.ok):
         assert np.all(np.isfinite(res.difference))
 

@@ -21,6 +21,7 @@ in tests/test_theory_checks.py.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
@@ -441,14 +442,16 @@ def test_integers_beyond_float_range_are_refused_by_name(kwargs):
 
 
 # ================================================================== other entry points
-COUPLED = dict(target=ONE_D, scheme="ubu", plan="sms", h=0.1, n_chains=4, n_coarse_steps=50, burn_in=5,
-               batch_size=1)
-GHMC = dict(target=ONE_D, h=0.1, batch_size=1, n_iter=20, n_chains=4)
-LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h0=0.1, levels=1, base_epochs=2)
+COUPLED = dict(target=ONE_D, scheme="ubu", plan="sms", h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
+GHMC = dict(target=ONE_D, plan="sms", h=0.1, batch_size=1, n_steps=20, n_chains=4)
+LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h=0.1, levels=1, base_epochs=2)
 
 
 def call_entry(entry, kwargs):
-    entry(**kwargs)
+    """The loop's own keywords (keyword-only after the spec) to the loop, the rest to its spec."""
+    own = set(inspect.signature(entry).parameters) - {"spec"}
+    entry(RunSpec.from_options(**{k: v for k, v in kwargs.items() if k not in own}),
+          **{k: v for k, v in kwargs.items() if k in own})
 
 
 # (entry point, its keywords, what the message says): each refuses before compiling
@@ -475,9 +478,9 @@ ENTRY_POINT_REFUSALS = [
     pytest.param(sms_ghmc, {**GHMC, "alpha": 1.0}, r"alpha must be a number in \[0, 1\)", id="ghmc-alpha-one"),
     pytest.param(sms_ghmc, {**GHMC, "h": -0.1}, "h must be positive and finite", id="ghmc-h-negative"),
     pytest.param(sms_ghmc, {**GHMC, "batch_size": 3}, "batch_size=3 is larger than the data", id="ghmc-batch"),
-    pytest.param(sms_ghmc, {**GHMC, "burn_in": 20}, "burn_in must be smaller than n_iter=20", id="ghmc-burn-in"),
-    pytest.param(sms_ghmc, {**GHMC, "n_iter": 2**63}, r"n_iter must be <= 2\*\*48", id="ghmc-n_iter-bound"),
-    pytest.param(sms_ghmc, {**GHMC, "n_iter": 10**30, "burn_in": 2**60}, r"n_iter must be <= 2\*\*48",
+    pytest.param(sms_ghmc, {**GHMC, "burn_in": 20}, "burn_in must be smaller than n_steps=20", id="ghmc-burn-in"),
+    pytest.param(sms_ghmc, {**GHMC, "n_steps": 2**63}, r"n_steps must be <= 2\*\*48", id="ghmc-n_iter-bound"),
+    pytest.param(sms_ghmc, {**GHMC, "n_steps": 10**30, "burn_in": 2**60}, r"n_steps must be <= 2\*\*48",
                  id="ghmc-n_iter-huge"),
     pytest.param(sms_ghmc, {**GHMC, "target": "gauss"}, "target must be a Target, got str", id="ghmc-target"),
     pytest.param(telescoping_bias, {**LADDER, "levels": True}, "levels must be an integer", id="ladder-levels-bool"),
