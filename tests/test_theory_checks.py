@@ -157,6 +157,8 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
     pytest.param(lambda: strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=2000), [0.1, 0.05], n_boot=0),
                  "n_boot must be >= 1",
                  id="strong_order-n_boot-zero"),
+    pytest.param(lambda: strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=8, v0=[0.0]), [0.1, 0.05]),
+                 "leave v0 out of the spec", id="strong_order-v0-given"),
     pytest.param(lambda: strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=8), []),
                  "hs must hold at least 2",
                  id="strong_order-empty-ladder"),
