@@ -22,6 +22,7 @@ about 1.03 means the change did not slow the kernel).
 from __future__ import annotations
 
 import argparse
+import inspect
 import io
 import re
 import statistics
@@ -109,13 +110,21 @@ def seeded_outputs(integrators, bias) -> dict:
     for i, res in enumerate(integrators.sample_together(t1, [("ubu", "sms"), ("em", "iid"), ("baoab", "full")],
                                                         h=0.1, n_chains=40, n_steps=200, batch_size=1, seed=5)):
         put(f"together_{i}", res)
+    takes_spec = "spec" in inspect.signature(coupled).parameters  # loops take a RunSpec since issue 36
     for independent in (False, True):
-        res = coupled(t2, "ubu", "sms", 0.1, 1.0, n_chains=10, n_coarse_steps=100, burn_in=10, seed=4, batch_size=2,
-                      independent_paths=independent)
+        if takes_spec:
+            res = coupled(integrators.RunSpec.from_options(t2, "ubu", "sms", h=0.1, gamma=1.0, n_chains=10, n_steps=100,
+                                                           burn_in=10, seed=4, batch_size=2),
+                          independent_paths=independent)
+        else:
+            res = coupled(t2, "ubu", "sms", 0.1, 1.0, n_chains=10, n_coarse_steps=100, burn_in=10, seed=4,
+                          batch_size=2, independent_paths=independent)
         for name in ("fine", "coarse", "diverged_at"):
             if hasattr(res, name):
                 out[f"coupled_{'independent' if independent else 'shared'}.{name}"] = np.asarray(getattr(res, name))
-    put("ghmc", integrators.sms_ghmc(t2, 0.1, 1, n_iter=200, n_chains=12, seed=2),
+    put("ghmc", integrators.sms_ghmc(integrators.RunSpec.from_options(t2, plan="sms", h=0.1, batch_size=1, n_steps=200,
+                                                                      n_chains=12, seed=2)) if takes_spec
+        else integrators.sms_ghmc(t2, 0.1, 1, n_iter=200, n_chains=12, seed=2),
         ("x", "chain_mean", "chain_second_moment", "chain_acceptance", "diverged_at"))
     for scheme, plan, k in (("ubu", "sms", 3), ("baoab", "rr", 4), ("em", "iid", 5)):  # h = 1/8, 1/16, 1/32
         point = figure1.run_point(scheme, plan, k, "tiny", seed=0)

@@ -19,7 +19,7 @@ import scipy.special
 
 from bias import figure1
 from bias.coupled import coupled_run
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, RunSpec, sample
 
 # ------------------------------------------------------------------------------ tolerances
 # On one machine a seeded run repeats bit for bit (the exactness tests: threads, tiling, resume,
@@ -162,13 +162,15 @@ def main():
     for scheme in ("em", "baoab", "ubu", "obabo"):
         for plan in ("full", "iid", "rr", "sms"):
             for coupling in ("shared", "independent"):
-                r = coupled_run(T1, scheme, plan, 0.1, 1.0, n_chains=20, n_coarse_steps=200, burn_in=20,
-                                seed=4, batch_size=None if plan == "full" else 1, coupling=coupling)
+                r = coupled_run(RunSpec.from_options(T1, scheme, plan, h=0.1, gamma=1.0, n_chains=20, n_steps=200,
+                                                     burn_in=20, seed=4, batch_size=None if plan == "full" else 1),
+                                coupling=coupling)
                 arrays[f"coupled_{scheme}_{plan}_{coupling}_fine"] = r.fine
                 arrays[f"coupled_{scheme}_{plan}_{coupling}_coarse"] = r.coarse
                 arrays[f"coupled_{scheme}_{plan}_{coupling}_div"] = r.diverged_at
-    r = coupled_run(T2, "ubu", "sms", 0.1, 1.0, n_chains=10, n_coarse_steps=100, burn_in=10, seed=4,
-                    batch_size=2, independent_paths=True, control_variate=True, x_ref=T2_X_REF)
+    r = coupled_run(RunSpec.from_options(T2, "ubu", "sms", h=0.1, gamma=1.0, n_chains=10, n_steps=100, burn_in=10,
+                                         seed=4, batch_size=2, control_variate=True, x_ref=T2_X_REF),
+                    independent_paths=True)
     arrays["coupled_t2_indep_fine"] = r.fine
     arrays["coupled_t2_indep_coarse"] = r.coarse
     # Figure 1 tiny: a few points (all of them with the flag)

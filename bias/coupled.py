@@ -49,7 +49,7 @@ from integrators.kernel import (
 )
 from integrators.memory import check_fits
 from integrators.observers import Observers, no_observers, observe_chains
-from integrators.plans import IID, kernel_code, resolve_plan
+from integrators.plans import IID, kernel_code
 from integrators.rng import (
     COARSE_PLAN_STREAM,
     PATH_STREAM,
@@ -58,11 +58,10 @@ from integrators.rng import (
     lane_normal_matrix,
     lane_states,
 )
-from integrators.schemes import resolve_scheme
 from integrators.seeds import derive
 from integrators.spec import RunSpec
 from integrators.targets import force_data, lane_force_for
-from integrators.validation import boolean, int_at_least, test_functions_and_data
+from integrators.validation import boolean, int_at_least
 
 COUPLINGS = ("shared", "independent")
 INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled baseline's coarse chain's seed's labels
@@ -290,34 +289,30 @@ class CoupledResult:
         return self.stats.pooled_se(self.fine if which == "fine" else self.coarse)
 
 
-def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains: int = 64,
-                n_coarse_steps: int = 10_000, burn_in: int = 1000, seed: int = 0, batch_size=None,
-                coupling: str = "shared", test_functions=None, n_test_functions: int = 2, test_data=(),
-                test_every: int = 1, n_chunks: int = 4, x0=None, control_variate=False, x_ref=None,
-                independent_paths: bool = False, box_center=None, box_half_width=None,
-                divergence_bound: float | None = None) -> CoupledResult:
-    """Run ``n_chains`` coupled (h, h/2) pairs; see the module docstring.
+def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1, n_chunks: int = 4,
+                independent_paths: bool = False) -> CoupledResult:
+    """Run ``spec.n_chains`` coupled (h, h/2) pairs; see the module docstring.
+
+    The spec describes the coarse chains: ``spec.h`` is the coarse step (the fine chains run at
+    ``h/2``), ``spec.n_steps`` and ``spec.burn_in`` are counted in coarse steps, and the test
+    functions are the spec's observers' (default :func:`first_coordinates`, ``x_0`` and ``x_0^2``).
+    A pair is reported diverged (and parked) at the first coarse step where a coordinate of either
+    chain is non-finite or exceeds ``spec.divergence_bound``.
 
     Parameters
     ----------
-    target, scheme, plan, h, gamma, n_chains, n_coarse_steps, burn_in, seed, batch_size, x0, control_variate, x_ref
-        As in :func:`integrators.sample`; ``h`` is the coarse step (the fine chains run at ``h/2``)
-        and steps are counted at ``h``.
-    coupling : {"shared", "independent"}
+    spec : RunSpec
+        Target, scheme, plan, coarse step, friction, chains, steps, burn-in, seed, batch size,
+        ``x0``, control variate, box, divergence bound and test functions, on the Numba backend.
+    coupling : {"shared", "independent"}, default "shared"
         Whether the coarse chains reuse the fine chains' batches or permutations.
-    test_functions, n_test_functions, test_data
-        A Numba ``f(x, out, data)`` (default :func:`first_coordinates`), the length of ``out``,
-        and ``data``.
-    test_every, n_chunks
-        Observe every ``test_every`` coarse steps after burn-in; equal time chunks per chain
-        (the replicates of the standard errors).
-    independent_paths : bool
+    test_every : int, default 1
+        Observe every ``test_every`` coarse steps after burn-in.
+    n_chunks : int, default 4
+        Equal time chunks per chain (the replicates of the standard errors).
+    independent_paths : bool, default False
         Drive the coarse chain by a different Brownian path (and its own batches): the uncoupled
         baseline against which the coupling's variance reduction is measured.
-    box_center, box_half_width, divergence_bound
-        The elastic bounce, as in ``sample``; a pair is reported diverged (and parked) at the first
-        coarse step where a coordinate of either chain is non-finite or exceeds the bound (default
-        ``target.divergence_bound()``).
 
     Returns
     -------
@@ -327,38 +322,42 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     Raises
     ------
     ValueError
-        On an argument the run's spec refuses, an unknown ``coupling``, or a ``test_every`` that
-        observes no step.
+        On a spec the coupled kernel cannot run (another backend, ``v0``, ``path_refine``, or
+        observers other than test functions), an unknown ``coupling``, a ``test_every`` that
+        observes no step, or arrays that would not fit in memory.
+
+    Examples
+    --------
+    >>> from integrators import GaussianTarget, RunSpec
+    >>> spec = RunSpec.from_options(GaussianTarget.one_d_example(), "ubu", "sms", h=0.1, n_chains=4,
+    ...                             n_steps=200, burn_in=20, batch_size=1, seed=1)
+    >>> coupled_run(spec).fine.shape
+    (4, 4, 2)
     """
-    control_variate = boolean("control_variate", control_variate)
-    # the arguments sample() also takes, checked alike by the spec of the coarse chains (nothing compiles)
-    run = RunSpec.from_options(target, scheme, plan, h=h, gamma=gamma, n_chains=n_chains, n_steps=n_coarse_steps,
-                               burn_in=burn_in, seed=seed, batch_size=batch_size, x0=x0,
-                               control_variate=control_variate, x_ref=x_ref, box_center=box_center,
-                               box_half_width=box_half_width, divergence_bound=divergence_bound)
-    h, gamma, n_chains, n_coarse_steps, burn_in, batch_size, seed = (
-        run.h, run.gamma, run.n_chains, run.n_steps, run.burn_in, run.batch_size, run.seed)
+    spec.refuse_for("coupled_run")
     if coupling not in COUPLINGS:
         raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
     test_every = int_at_least("test_every", test_every, 1)
-    if test_every > n_coarse_steps - burn_in:
-        raise ValueError(f"test_every must be at most n_coarse_steps - burn_in = {n_coarse_steps - burn_in}, "
+    if test_every > spec.n_steps - spec.burn_in:
+        raise ValueError(f"test_every must be at most n_steps - burn_in = {spec.n_steps - spec.burn_in}, "
                          f"got {test_every} (no step would be observed)")
     independent_paths = boolean("independent_paths", independent_paths)
     n_chunks = int_at_least("n_chunks", n_chunks, 1)
+    target, h, gamma, seed = spec.target, spec.h, spec.gamma, spec.seed
+    n_chains, n_coarse_steps, burn_in, batch_size = spec.n_chains, spec.n_steps, spec.burn_in, spec.batch_size
+    obs = spec.observers
+    test_functions, n_test_functions, test_data = obs.test_functions, obs.n_test_functions, obs.test_data
     if test_functions is None:
-        test_functions, n_test_functions = first_coordinates, 2
-    else:
-        n_test_functions = int_at_least("n_test_functions", n_test_functions, 1)
-        test_data = test_functions_and_data(test_functions, n_test_functions, test_data)
+        test_functions, n_test_functions, test_data = first_coordinates, 2, ()
     check_fits(f"n_chains={n_chains} with d={target.dim}, n_chunks={n_chunks} and {n_test_functions} test functions",
-               8.0 * n_chains * (2 * n_chunks * n_test_functions + 2 * target.dim + 1))
-    module = resolve_scheme(scheme)
-    plan_module = resolve_plan(plan)
+               spec.backend.memory_bytes(spec, loop="coupled", n_chunks=n_chunks))
+    module = spec.scheme_module
+    plan_module = spec.plan_module
     kernel = _coupled_kernel_for(module, lane_force_for(target), plan_module)
-    tdata = force_data(target, control_variate, x_ref)
+    cv = spec.control_variate
+    tdata = force_data(target, cv is not None, None if cv is None else cv.x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
-    box, x_init, divergence_bound = run.box_arrays(), run.x0, run.divergence_bound
+    box, x_init, divergence_bound = spec.box_arrays(), spec.x0, spec.divergence_bound
     fine = np.zeros((n_chains, n_chunks, n_test_functions))
     coarse = np.zeros_like(fine)
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
@@ -388,13 +387,8 @@ def coupled_run(target, scheme, plan, h: float, gamma: float = 1.0, *, n_chains:
     fine, coarse = fine / counts[None, :, None], coarse / counts[None, :, None]  # chunk sums -> chunk averages
     if independent_paths:
         # the uncoupled baseline: rerun the coarse chain on another seed's path and batches
-        other = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=n_coarse_steps,
-                            burn_in=burn_in, seed=derive(seed, *INDEPENDENT_SEED_LABELS), batch_size=batch_size,
-                            coupling="independent", test_functions=test_functions,
-                            n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
-                            n_chunks=n_chunks, x0=x0, control_variate=control_variate, x_ref=x_ref,
-                            box_center=box_center, box_half_width=box_half_width,
-                            divergence_bound=divergence_bound)
+        other = coupled_run(spec.replace(seed=derive(seed, *INDEPENDENT_SEED_LABELS)), coupling="independent",
+                            test_every=test_every, n_chunks=n_chunks)
         coarse = other.coarse  # chunk averages already
         # a pair diverged at the earlier of its two runs' divergence steps (-1: neither diverged)
         both = (diverged_at >= 0) & (other.diverged_at >= 0)

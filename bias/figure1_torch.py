@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import functools
 
+from integrators.api import sample
+from integrators.backends import Torch
 from integrators.torch.chains import resolve_device
-from integrators.torch.chains import sample as torch_sample
 
 # chains per repeat by device type and preset (the Numba presets' counts suit a CPU)
 CHAINS_PER_REPEAT = {"cuda": {"tiny": 2**14, "quick": 2**16, "full": 2**18},
@@ -29,11 +30,11 @@ CHAINS_PER_REPEAT = {"cuda": {"tiny": 2**14, "quick": 2**16, "full": 2**18},
 
 
 class Figure1Sampler:
-    """``integrators.torch.chains.sample`` on one device in float64, with the figure's chain count;
-    ``compile`` (default: on CUDA only) runs the compiled step.
+    """:func:`integrators.sample` on the torch backend, one device in float64, with the figure's chain
+    count; ``compile`` (default: on CUDA only) runs the compiled step.
 
-    Calling it runs ``integrators.torch.chains.sample(target, scheme, plan, **kwargs)`` on
-    ``device`` in float64.
+    Calling it runs ``integrators.sample(target, scheme, plan, backend=Torch(device, "float64",
+    compile), **kwargs)``.
 
     Parameters
     ----------
@@ -60,8 +61,7 @@ class Figure1Sampler:
         self.compile = self.device.type == "cuda" if compile is None else bool(compile)
 
     def __call__(self, target, scheme, plan, **kwargs):
-        return torch_sample(target, scheme, plan, device=self.device, dtype="float64", compile=self.compile,
-                            **kwargs)
+        return sample(target, scheme, plan, backend=Torch(self.device, "float64", self.compile), **kwargs)
 
     def chains_per_repeat(self, preset: str) -> int:
         """The chains of one repeat at ``preset`` on this device type (:data:`CHAINS_PER_REPEAT`).

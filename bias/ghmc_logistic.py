@@ -38,7 +38,7 @@ import numpy as np
 
 from bias import logistic
 from bias.metrics import all_metrics
-from integrators import MultinomialLogisticTarget, sample, sms_ghmc
+from integrators import MultinomialLogisticTarget, RunSpec, sample, sms_ghmc
 from integrators.validation import preset_settings
 
 SAMPLERS = ("SMS-GHMC", "SMS-UBU")
@@ -154,9 +154,10 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         return out
     h = float(unit["h"])
     if unit["sampler"] == "SMS-GHMC":
-        res = sms_ghmc(target, h=h, batch_size=logistic.BATCH_SIZE, n_sweeps=cfg["n_sweeps"], alpha=cfg["alpha"],
-                       n_iter=cfg["n_iter"], burn_in=cfg["n_iter"] // 5, n_chains=cfg["n_chains"], seed=seed,
-                       x0=mode, control_variate=True)
+        res = sms_ghmc(RunSpec.from_options(target, plan="sms", h=h, batch_size=logistic.BATCH_SIZE,
+                                            n_steps=cfg["n_iter"], burn_in=cfg["n_iter"] // 5, n_chains=cfg["n_chains"],
+                                            seed=seed, x0=mode, control_variate=True), n_sweeps=cfg["n_sweeps"],
+                       alpha=cfg["alpha"])
         ok = res.diverged_at < 0
         out.update({"acceptance": res.acceptance_rate, "n_sweeps": cfg["n_sweeps"], "alpha": cfg["alpha"],
                     "iterations": cfg["n_iter"]})

@@ -30,7 +30,7 @@ import numpy as np
 import data_sets as datasets
 from bias.metrics import all_metrics
 from bias.telescoping import telescoping_bias
-from integrators import MultinomialLogisticTarget
+from integrators import MultinomialLogisticTarget, RunSpec
 from integrators.seeds import derive
 from integrators.targets import softmax_probabilities
 from integrators.validation import preset_settings
@@ -261,11 +261,11 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
     n_tests = 1 + len(y_test) * k_classes
     t0 = time.time()
     mode = target.mode()  # start and control-variate reference, computed once for every level
-    res = telescoping_bias(target, scheme, plan, cfg["h0"], levels=cfg["levels"], gamma=gamma,
-                           base_epochs=cfg["base_epochs"], n_chains=cfg["n_chains"], seed=seed,
-                           batch_size=BATCH_SIZE, test_functions=predictive_test_functions,
-                           n_test_functions=n_tests, test_data=(x_test, y_test), test_every=5,
-                           x0=mode, control_variate=True, x_ref=mode, on_diverge="skip")
+    res = telescoping_bias(RunSpec.from_options(target, scheme, plan, h=cfg["h0"], gamma=gamma,
+                                                n_chains=cfg["n_chains"], seed=seed, batch_size=BATCH_SIZE,
+                                                test_functions=predictive_test_functions, n_test_functions=n_tests,
+                                                test_data=(x_test, y_test), x0=mode, control_variate=True, x_ref=mode),
+                           levels=cfg["levels"], base_epochs=cfg["base_epochs"], test_every=5, on_diverge="skip")
     # per test point, the probability of its true class: entries 1 + i K + y_i
     true_cols = 1 + np.arange(len(y_test)) * k_classes + y_test
     boot = res.bootstrap_biases(lambda b: float(np.mean(np.abs(b[true_cols]))),

@@ -18,7 +18,8 @@ import numpy as np
 from bias.coupled import coupled_run
 from integrators.plans import n_batches
 from integrators.seeds import derive
-from integrators.validation import int_at_least, real_number, seed_value
+from integrators.spec import RunSpec
+from integrators.validation import int_at_least, real_number
 
 
 @dataclass
@@ -115,32 +116,29 @@ def level_seed(seed: int, level: int) -> int:
     return derive(seed, "telescoping", level)
 
 
-def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3, gamma: float = 1.0,
-                     base_epochs: int = 2000, burn_fraction: float = 0.1, n_chains: int = 32,
-                     seed: int = 0, batch_size=None, coupling: str = "shared", test_functions=None,
-                     n_test_functions: int = 2, test_data=(), test_every: int = 1, n_chunks: int = 4,
-                     x0=None, control_variate=False, x_ref=None, on_diverge: str = "raise") -> TelescopingResult:
+def telescoping_bias(spec: RunSpec, *, levels: int = 3, base_epochs: int = 2000, burn_fraction: float = 0.1,
+                     coupling: str = "shared", test_every: int = 1, n_chunks: int = 4,
+                     on_diverge: str = "raise") -> TelescopingResult:
     """Run levels ``l = 0 .. levels`` and return the level differences; see the module docstring.
+
+    Level ``l`` is the coupled run (:func:`bias.coupled.coupled_run`) of ``spec`` with the coarse
+    step ``spec.h 2^-l``, ``base_epochs 2^l`` epochs of coarse steps (the spec's ``n_steps`` and
+    ``burn_in`` are replaced by these), ``burn_fraction`` of them burn-in, and the seed
+    :func:`level_seed` ``(spec.seed, l)``.
 
     Parameters
     ----------
-    target, scheme, plan
-        The target, scheme and minibatch plan, as :func:`integrators.sample` takes them.
-    h0 : float
-        The coarse step of level 0; level ``l`` couples ``h_0 2^-l`` with its half.
-    levels : int
+    spec : RunSpec
+        The coupled runs' description; ``spec.h`` is level 0's coarse step ``h_0``.
+    levels : int, default 3
         The finest level ``L`` (at most :data:`MAX_LEVELS`).
-    gamma : float
-        Friction.
-    base_epochs : int
+    base_epochs : int, default 2000
         Epochs of level 0; level ``l`` runs ``base_epochs 2^l`` epochs.
-    burn_fraction : float
+    burn_fraction : float, default 0.1
         Fraction of each level's steps discarded, in ``[0, 1)``.
-    n_chains, seed, batch_size, coupling, test_functions, n_test_functions, test_data, test_every, n_chunks
-        Passed to :func:`bias.coupled.coupled_run` (``seed`` through :func:`level_seed`).
-    x0, control_variate, x_ref
+    coupling, test_every, n_chunks
         Passed to :func:`bias.coupled.coupled_run`.
-    on_diverge : {"raise", "skip"}
+    on_diverge : {"raise", "skip"}, default "raise"
         A level whose chains diverge raises ``RuntimeError`` (``"raise"``) or, with ``"skip"``,
         gets NaN differences (so only the biases of that level and coarser ones are NaN) and is
         listed in ``diverged``.
@@ -153,9 +151,18 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
     Raises
     ------
     ValueError
-        On a bad ``on_diverge``, ``levels``, ``base_epochs``, ``seed`` or ``burn_fraction``.
+        On a bad ``on_diverge``, ``levels``, ``base_epochs`` or ``burn_fraction``, or what
+        :func:`bias.coupled.coupled_run` refuses.
     RuntimeError
         When a level diverges and ``on_diverge="raise"``.
+
+    Examples
+    --------
+    >>> from integrators import GaussianTarget, RunSpec
+    >>> spec = RunSpec.from_options(GaussianTarget.one_d_example(), "ubu", "sms", h=0.25, n_chains=4,
+    ...                             batch_size=1)
+    >>> telescoping_bias(spec, levels=1, base_epochs=20).hs.tolist()
+    [0.25, 0.125]
     """
     if on_diverge not in ("raise", "skip"):
         raise ValueError(f"on_diverge must be 'raise' or 'skip', got {on_diverge!r}")
@@ -163,21 +170,18 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
     if levels > MAX_LEVELS:  # each level doubles the steps: 2^levels times the first level's work
         raise ValueError(f"levels must be at most {MAX_LEVELS} (level l runs 2^l times level 0's steps), got {levels}")
     base_epochs = int_at_least("base_epochs", base_epochs, 1)
-    seed = seed_value(seed)  # the user's seed checked as such; each level's is derived from it below
     burn_fraction = real_number("burn_fraction", burn_fraction)
     if not 0 <= burn_fraction < 1:
         raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
-    epoch = n_batches(target.n_data, batch_size or target.n_data)
+    epoch = n_batches(spec.target.n_data, spec.batch_size)
+    scheme, plan, h0 = spec.scheme_module.NAME, spec.plan_module.NAME, spec.h
     hs, diffs, ses, coarse, diverged, replicates = [], [], [], [], {}, []
     for level in range(levels + 1):
         h = h0 * 2.0**-level
         steps = int(base_epochs * 2**level * epoch)
-        res = coupled_run(target, scheme, plan, h, gamma, n_chains=n_chains, n_coarse_steps=steps,
-                          burn_in=int(burn_fraction * steps), seed=level_seed(seed, level), batch_size=batch_size,
-                          coupling=coupling, test_functions=test_functions,
-                          n_test_functions=n_test_functions, test_data=test_data, test_every=test_every,
-                          n_chunks=n_chunks,
-                          x0=x0, control_variate=control_variate, x_ref=x_ref)
+        res = coupled_run(spec.replace(h=h, n_steps=steps, burn_in=int(burn_fraction * steps),
+                                       seed=level_seed(spec.seed, level)),
+                          coupling=coupling, test_every=test_every, n_chunks=n_chunks)
         hs.append(h)
         if not np.all(res.ok):  # a level with any diverged pair is not used
             first = int(res.diverged_at[res.diverged_at >= 0].min())
@@ -198,18 +202,16 @@ def telescoping_bias(target, scheme: str, plan: str, h0: float, levels: int = 3,
                              replicates)
 
 
-def variance_reduction(target, scheme: str, plan: str, h: float, **kwargs) -> dict:
+def variance_reduction(spec: RunSpec, **options) -> dict:
     """Variance of one replicate's level difference for the coupled pair (shared and independent
     batches) and for independent chains; the ratios say what the coupling buys.
 
     Parameters
     ----------
-    target, scheme, plan
-        The target, scheme and minibatch plan.
-    h : float
-        The coarse step.
-    **kwargs
-        Further arguments of :func:`bias.coupled.coupled_run`.
+    spec : RunSpec
+        The coupled run (``spec.h`` the coarse step).
+    **options
+        Further options of :func:`bias.coupled.coupled_run` (``test_every``, ``n_chunks``).
 
     Returns
     -------
@@ -221,7 +223,7 @@ def variance_reduction(target, scheme: str, plan: str, h: float, **kwargs) -> di
     variants = (("shared", {"coupling": "shared"}), ("independent_batches", {"coupling": "independent"}),
                 ("independent_chains", {"independent_paths": True}))
     for name, extra in variants:
-        res = coupled_run(target, scheme, plan, h, **kwargs, **extra)
+        res = coupled_run(spec, **options, **extra)
         out[name] = res.difference_variance
     out["reduction_vs_independent_chains"] = out["independent_chains"] / np.maximum(out["shared"], 1e-300)
     out["shared_vs_independent_batches"] = out["independent_batches"] / np.maximum(out["shared"], 1e-300)

@@ -98,29 +98,48 @@ class Numba:
             raise ValueError(f"scheme {spec.scheme_module.NAME!r} is written only in torch (step=None, TORCH_STEP): "
                              f"the Numba backend cannot run it; pass backend=Torch()")
 
-    def memory_bytes(self, spec: RunSpec) -> float:
-        """About how many bytes of arrays ``spec`` holds on the kernel.
+    def memory_bytes(self, spec: RunSpec, loop: str = "sample", *, n_chunks: int = 1) -> float:
+        """About how many bytes of arrays ``spec`` holds on the kernel, for each loop that runs it.
 
         Parameters
         ----------
         spec : RunSpec
             The run.
+        loop : {"sample", "coupled", "ghmc"}, default "sample"
+            What runs the spec: :func:`integrators.sample` (and the strong-order ladder, made of
+            such runs), :func:`bias.coupled.coupled_run` or :func:`integrators.sms_ghmc`.
+        n_chunks : int, default 1
+            The coupled run's time chunks per chain.
 
         Returns
         -------
         float
-            Every per-chain array counted about twice (the initial layout and the threads'
-            stacks), plus per thread the histogram's counts and a tile's batch and permutation
-            buffers over the data.
+            ``"sample"``: every per-chain array counted about twice (the initial layout and the
+            threads' stacks), plus per thread the histogram's counts and a tile's batch and
+            permutation buffers over the data; ``"coupled"``: both chains' chunk sums of the test
+            functions (default two), the state and the divergence record; ``"ghmc"``: the state,
+            proposal, sums and random streams.
+
+        Raises
+        ------
+        ValueError
+            If ``loop`` is not one of the three.
         """
+        obs, dim, n = spec.observers, spec.target.dim, spec.n_chains
+        if loop == "coupled":
+            n_tests = obs.n_test_functions if obs.test_functions is not None else 2  # coupled's default pair
+            return 8.0 * n * (2 * n_chunks * n_tests + 2 * dim + 1)
+        if loop == "ghmc":
+            return 8.0 * n * (7 * dim + 4 * STATE_WORDS)
+        if loop != "sample":
+            raise ValueError(f"unknown loop {loop!r}; choose from 'sample', 'coupled', 'ghmc'")
         # every per-chain array about twice (the initial layout and the threads' stacks); per thread, the
         # histogram's counts and a tile's batch and permutation buffers over the data (int32, two of them)
-        obs, dim = spec.observers, spec.target.dim
         per_chain = (6 * dim + (dim * dim if obs.full_moments else 0) + obs.n_test_functions + obs.keep * dim
                      + 4 * STATE_WORDS)
-        per_thread = obs.n_bins + min(spec.n_chains, TILE_SIZE) * spec.target.n_data
-        n_threads = min(self.resolved_threads(), math.ceil(spec.n_chains / TILE_SIZE))
-        return 8.0 * (2 * spec.n_chains * per_chain + n_threads * per_thread)
+        per_thread = obs.n_bins + min(n, TILE_SIZE) * spec.target.n_data
+        n_threads = min(self.resolved_threads(), math.ceil(n / TILE_SIZE))
+        return 8.0 * (2 * n * per_chain + n_threads * per_thread)
 
     def memory_limit(self) -> float | None:
         """The memory a run may fill.

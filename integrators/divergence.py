@@ -11,7 +11,7 @@ the Numba kernel (chains mode, the coupled chains, GHMC) and
 ensembles, the BNN chains' batch losses).  Results pool the chains that did not diverge by one
 rule, :class:`integrators.chain_summary.ChainSummary`.
 
-**Chains mode** (:func:`integrators.sample` on the Numba kernel, :func:`integrators.torch.chains.sample`
+**Chains mode** (:func:`integrators.sample` on the Numba kernel, ``backend=Torch()``
 on tensors) and the **coupled chains** (:func:`bias.coupled.coupled_run`).  A chain diverges at the
 first step after which a coordinate of its position ``x`` or velocity ``v`` is not finite or exceeds
 ``divergence_bound`` in absolute value (default ``target.divergence_bound()``, the same on both

@@ -21,6 +21,7 @@ import math
 import numbers
 from collections import namedtuple
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numba as nb
 import numpy as np
@@ -47,24 +48,18 @@ from integrators.plans import SMS, next_batches, resolve_plan
 from integrators.rng import (
     PATH_STREAM,
     PLAN_STREAM,
-    STATE_WORDS,
     VELOCITY_STREAM,
     lane_normal_matrix,
     lane_normals,
     lane_states,
     lane_uniforms,
 )
-from integrators.targets import Target, force_data, lane_force_for
+from integrators.targets import force_data, lane_force_for
 from integrators.targets.force import target_function
-from integrators.validation import (
-    batch_size_for,
-    divergence_bound_for,
-    initial_state,
-    int_at_least,
-    positive_float,
-    seed_value,
-    step_count,
-)
+from integrators.validation import int_at_least
+
+if TYPE_CHECKING:
+    from integrators.spec import RunSpec
 
 LOW_ACCEPTANCE = 0.05  # below this rate GHMC chains hardly move: the warning says so
 
@@ -251,9 +246,8 @@ class GHMCResult:
         return self.stats.summary("SMS-GHMC", lead=f"acceptance {self.acceptance_rate:.3g}, ", warnings=self.warnings)
 
 
-def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_in=0, n_chains=16,
-             seed=0, x0=None, control_variate=False, divergence_bound=None) -> GHMCResult:
-    """Run SMS-GHMC (the paper's supplement, Algorithm 7) on ``n_chains`` independent chains.
+def sms_ghmc(spec: RunSpec, *, n_sweeps: int = 1, alpha: float = 0.7) -> GHMCResult:
+    """Run SMS-GHMC (the paper's supplement, Algorithm 7) on ``spec.n_chains`` independent chains.
 
     Each iteration draws a fresh random partition ``w_1 .. w_Nm`` and runs ``L`` sweeps of leapfrog
     steps ``x += h/2 v; v -= h G(x, w_b); x += h/2 v`` forward over the batches and then backward,
@@ -264,31 +258,16 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
 
     Parameters
     ----------
-    target : Target
-        The potential.
-    h : float
-        Leapfrog step size, positive.
-    batch_size : int
-        Minibatch size in ``[1, n_data]``: partitions into ``ceil(N_D / batch_size)`` batches.
+    spec : RunSpec
+        The run, with plan ``"sms"``: ``h`` is the leapfrog step, ``n_steps`` the iterations
+        ``K``, ``burn_in`` the iterations left out of the statistics; also target, chains (at
+        least 2), seed, batch size, ``x0``, control variate and divergence bound, on the Numba
+        backend.  The proposal is leapfrog, whatever the spec's scheme; initial velocities are
+        standard normal.
     n_sweeps : int, default 1
         ``L``, forward-and-backward sweeps per proposal, at least 1.
     alpha : float, default 0.7
         Partial refreshment, in ``[0, 1)``.
-    n_iter : int, default 1000
-        Iterations ``K``, at least 1.
-    burn_in : int, default 0
-        Iterations left out of the statistics, smaller than ``n_iter``.
-    n_chains : int, default 16
-        Independent chains, at least 2.
-    seed : int, default 0
-        An integer in ``[0, 2**64)``; chain ``c``'s numbers depend on the seed and ``c`` only.
-    x0 : array_like or None, default None
-        Initial positions, shape ``(d,)`` or ``(n_chains, d)`` (default:
-        ``target.initial_point()``); initial velocities are standard normal.
-    control_variate : bool, default False
-        Use the control-variate force at the L-BFGS mode.
-    divergence_bound : float or None, default None
-        As in :func:`sample` (default ``target.divergence_bound()``).
 
     Returns
     -------
@@ -299,26 +278,31 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     Raises
     ------
     ValueError
-        Naming the argument, if ``target`` is not a Target or any value is outside what it
-        allows (``burn_in >= n_iter`` included), or the arrays would not fit in memory.
+        Naming the argument, if the plan is not ``"sms"``, the spec sets what GHMC does not run
+        (another backend, ``v0``, ``path_refine``, a box, observers), ``n_chains < 2``, an option is
+        outside what it allows, or the arrays would not fit in memory.
+
+    Examples
+    --------
+    >>> from integrators import GaussianTarget, RunSpec
+    >>> spec = RunSpec.from_options(GaussianTarget.one_d_example(), plan="sms", h=0.1, n_chains=4,
+    ...                             n_steps=50, batch_size=1, seed=1)
+    >>> 0 < sms_ghmc(spec, n_sweeps=2).acceptance_rate <= 1
+    True
     """
-    if not isinstance(target, Target):
-        raise ValueError(f"target must be a Target, got {type(target).__name__}")
-    h = positive_float("h", h)
-    batch_size = batch_size_for(target, batch_size)
+    if spec.plan_module.NAME != "sms":
+        raise ValueError(f"sms_ghmc runs the sms plan's sweeps: the spec's plan must be 'sms', got "
+                         f"{spec.plan_module.NAME!r}")
+    spec.refuse_for("sms_ghmc", unread=("box", "observers"))
     n_sweeps = int_at_least("n_sweeps", n_sweeps, 1)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 <= alpha < 1.0):
         raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
-    n_iter = step_count("n_iter", n_iter, 1)
-    burn_in = step_count("burn_in", burn_in, 0)
-    if burn_in >= n_iter:
-        raise ValueError(f"burn_in must be smaller than n_iter={n_iter}, got {burn_in}")
-    n_chains = int_at_least("n_chains", n_chains, 2)
-    seed = seed_value(seed)
-    divergence_bound = divergence_bound_for(target, divergence_bound)
+    n_chains = int_at_least("n_chains", spec.n_chains, 2)
+    target, h, batch_size, seed = spec.target, spec.h, spec.batch_size, spec.seed
+    n_iter, burn_in, divergence_bound = spec.n_steps, spec.burn_in, spec.divergence_bound
     d = target.dim
-    check_fits(f"n_chains={n_chains} with d={d}", 8.0 * n_chains * (7 * d + 4 * STATE_WORDS))
-    x = initial_state("x0", x0, n_chains, d, target.initial_point())
+    check_fits(f"n_chains={n_chains} with d={d}", spec.backend.memory_bytes(spec, loop="ghmc"))
+    x = spec.x0.copy()
     v = lane_normal_matrix(lane_states(seed, VELOCITY_STREAM, 0, n_chains), d)
     sum_x = np.zeros((n_chains, d))
     sum_xx = np.zeros((n_chains, d))
@@ -326,7 +310,8 @@ def sms_ghmc(target, h, batch_size, *, n_sweeps=1, alpha=0.7, n_iter=1000, burn_
     diverged_at = np.full(n_chains, -1, dtype=np.int64)
     sms = resolve_plan("sms")
     kernel = ghmc_kernel_for(lane_force_for(target), target_function(type(target), "potential"))
-    forces = Forces(force_data(target, control_variate), make_box(d))
+    cv = spec.control_variate
+    forces = Forces(force_data(target, cv is not None, None if cv is None else cv.x_ref), make_box(d))
     schedule = Schedule(n_iter, burn_in, 1)
     coef = np.array([h])
     for b in range(math.ceil(n_chains / BLOCK_SIZE)):

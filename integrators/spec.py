@@ -245,6 +245,40 @@ class RunSpec:
                    f"{obs.n_bins} histogram bins on the {self.backend.NAME} backend",
                    n_bytes, limit=self.backend.memory_limit())
 
+    def refuse_for(self, loop: str, *, unread: tuple = ()) -> None:
+        """Refuse, by name, what a loop over chains (coupled, GHMC) does not run.
+
+        Such a loop runs on the Numba kernel with the path at ``h`` and draws its own initial
+        velocities; ``unread`` names further options it does not read (``"box"``,
+        ``"observers"``: every observer; ``"test_functions"``: only these observers).
+
+        Parameters
+        ----------
+        loop : str
+            The loop's name, for the message.
+        unread : tuple of str, default ()
+            Options the loop does not read, refused when set.
+
+        Raises
+        ------
+        ValueError
+            If the backend is not Numba, ``v0`` is given, ``path_refine != 1``, observers other
+            than test functions are set, or an option of ``unread`` is set.
+        """
+        obs = self.observers
+        refused = {
+            "backend": not isinstance(self.backend, Numba),
+            "v0": self._given_states[1] is not None,
+            "path_refine": self.path_refine != 1,
+            "keep": obs.keep != 0, "full_moments": obs.full_moments, "histogram": obs.histogram is not None,
+            "box": "box" in unread and self.box is not None,
+            "test_functions": "observers" in unread and obs.test_functions is not None,
+        }
+        named = [name for name, set_ in refused.items() if set_]
+        if named:
+            raise ValueError(f"{loop} runs on the Numba backend with its own velocities and observers: it cannot "
+                             f"run {', '.join(named)} (leave {'it' if len(named) == 1 else 'them'} at the default)")
+
     def replace(self, **changes) -> RunSpec:
         """A copy with some fields changed, checked anew.
 

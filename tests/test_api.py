@@ -10,11 +10,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bias.telescoping import telescoping_bias
-from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sample_together
+from integrators import (
+    SCHEMES,
+    GaussianTarget,
+    LogisticTarget,
+    MultinomialLogisticTarget,
+    RunSpec,
+    sample,
+    sample_together,
+)
 from integrators.backends import Numba, Torch, local_cores
 from integrators.chain_summary import RHAT_WARN
 from integrators.targets import DIVERGENCE_SDS
-from integrators.torch import chains
 
 T1 = GaussianTarget.one_d_example()
 
@@ -219,6 +226,11 @@ MEMORY = "GiB of arrays, more than this machine's"
 LONE = "samplers must be a list of .scheme, plan. pairs"
 
 
+def on_torch(target, scheme, plan, *, compile=False, **options):
+    """``sample`` on the torch backend (CPU, float64)."""
+    return sample(target, scheme, plan, backend=Torch(compile=compile), **options)
+
+
 def refuse_end_to_end(entry, kwargs):
     if entry is sample_together:
         sample_together(ONE_D, **{"samplers": [("ubu", "sms")], "batch_size": 1, "h": 0.1, "n_chains": 2,
@@ -237,11 +249,11 @@ END_TO_END_REFUSALS = [
     pytest.param(sample, {"path_refine": 2**21}, r"path_refine must be a power of two in \[1, 2\*\*20\]",
                  id="sample-path_refine-2**21"),
     pytest.param(sample, {"n_chains": HUGE}, f"n_chains={HUGE}.*{MEMORY}", id="sample-n_chains-beyond-memory"),
-    pytest.param(chains.sample, {"full_moments": "no"}, "full_moments must be True or False",
+    pytest.param(on_torch, {"full_moments": "no"}, "full_moments must be True or False",
                  id="torch-full_moments-string"),
-    pytest.param(chains.sample, {"histogram": (-3.0, 3.0, HUGE)}, f"{HUGE} histogram bins.*{MEMORY}",
+    pytest.param(on_torch, {"histogram": (-3.0, 3.0, HUGE)}, f"{HUGE} histogram bins.*{MEMORY}",
                  id="torch-histogram-beyond-memory"),
-    pytest.param(chains.sample, {"compile": "maybe"}, "compile='maybe' is not a torch.compile backend",
+    pytest.param(on_torch, {"compile": "maybe"}, "compile='maybe' is not a torch.compile backend",
                  id="torch-compile-word"),
     pytest.param(sample_together, {"samplers": "ubu"}, LONE, id="together-a-lone-name"),
     pytest.param(sample_together, {"samplers": {"ubu": "sms"}}, LONE, id="together-a-mapping"),
@@ -261,7 +273,7 @@ def test_unusual_but_valid_options_run_end_to_end():
     """Options the checks once refused, run (their canonical values: tests/test_validation.py):
     integral float histogram bins on both backends, a path refinement of 8 (2**62 was accepted and
     never ended; the bound is 2**20), and a scalar x0 and x_ref for a one-dimensional target."""
-    for run in (sample, chains.sample):
+    for run in (sample, on_torch):
         assert run(ONE_D, "ubu", "sms", **RUN, histogram=(-3, 3, 10.0)).histogram.sum() > 0
     assert not sample(ONE_D, "ubu", "sms", **RUN, path_refine=2**3).diverged
     res = sample(ONE_D, "ubu", "sms", **RUN, x0=0.5, control_variate=True, x_ref=-0.9)
@@ -275,15 +287,15 @@ def test_every_entry_point_reports_the_divergence_the_target_bound_defines():
     chains and torch used a fixed bound of 1e8 and returned differences of 1e11 as numbers)."""
     numba_run = sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3)
     assert np.all(numba_run.diverged_at > 0)
-    torch_default = chains.sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3)
-    torch_target = chains.sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3,
-                                 divergence_bound=ONE_D.divergence_bound())
-    torch_loose = chains.sample(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3, divergence_bound=1e8)
+    torch_default = on_torch(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3)
+    torch_target = on_torch(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3,
+                            divergence_bound=ONE_D.divergence_bound())
+    torch_loose = on_torch(ONE_D, "em", "full", h=1.0, n_chains=4, n_steps=44, seed=3, divergence_bound=1e8)
     assert np.all(torch_default.diverged_at > 0)
     np.testing.assert_array_equal(torch_default.diverged_at, torch_target.diverged_at)
     assert np.all(torch_loose.diverged_at > torch_default.diverged_at)  # the bound matters here
     with pytest.raises(RuntimeError, match="diverged at h=1"):
-        telescoping_bias(ONE_D, "em", "full", 1.0, levels=1, base_epochs=20, n_chains=4)
+        telescoping_bias(RunSpec.from_options(ONE_D, "em", "full", h=1.0, n_chains=4), levels=1, base_epochs=20)
 
 
 # -------------------------------------------------------------------------------------
@@ -334,9 +346,9 @@ def test_any_valid_configuration_runs(kind, scheme, plan, d, n, bs_frac, h, gamm
 def test_any_valid_coupled_configuration_runs(kind, scheme, plan, coupling, d, n, h, cv, seed):
     from bias.coupled import coupled_run
     target = make_target(kind, np.random.default_rng(seed), d, n)
-    res = coupled_run(target, scheme, plan, h, n_chains=2, n_coarse_steps=40, burn_in=4, seed=seed,
-                      batch_size=None if plan == "full" else max(1, n // 2), coupling=coupling,
-                      control_variate=cv)
+    res = coupled_run(RunSpec.from_options(target, scheme, plan, h=h, n_chains=2, n_steps=40, burn_in=4, seed=seed,
+                                           batch_size=None if plan == "full" else max(1, n // 2), control_variate=cv),
+                      coupling=coupling)
     if np.all(res.ok):
         assert np.all(np.isfinite(res.difference))
 
@@ -556,7 +568,7 @@ print(sample(Mine(), "ubu", "sms", batch_size=1, n_chains=4, n_steps=20).chain_m
 """,
     # the potential is read by SMS-GHMC's accept/reject and by mode() (the control variate's point)
     "potential_reads_past_means": """
-from integrators import sms_ghmc
+from integrators import RunSpec, sms_ghmc
 from integrators.targets import GaussianTarget as G
 @nb.njit
 def potential_reads_past_means(x, arrays):
@@ -565,7 +577,7 @@ class Mine(G):
     potential = staticmethod(potential_reads_past_means)
 target = G.one_d_example()
 target.__class__ = Mine
-print(sms_ghmc(target, h=0.1, n_iter=4, burn_in=1, n_chains=4, batch_size=1).acceptance)
+print(sms_ghmc(RunSpec(target, plan="sms", h=0.1, n_steps=4, burn_in=1, n_chains=4, batch_size=1)).acceptance)
 """,
     "mode_reads_past_means": """
 from integrators.targets import GaussianTarget as G

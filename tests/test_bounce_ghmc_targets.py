@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, sample, sms_ghmc
+from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, RunSpec, sample, sms_ghmc
 from integrators.bounce import make_box, reflect
 
 T1 = GaussianTarget.one_d_example()
@@ -52,7 +52,8 @@ def test_every_scheme_stays_in_box(scheme):
 
 @pytest.mark.slow
 def test_ghmc_acceptance_tends_to_one():
-    rates = [sms_ghmc(T1, h, batch_size=1, n_sweeps=2, n_iter=400, n_chains=8, seed=1).acceptance_rate
+    rates = [sms_ghmc(RunSpec.from_options(T1, plan="sms", h=h, batch_size=1, n_steps=400, n_chains=8, seed=1),
+                      n_sweeps=2).acceptance_rate
              for h in (0.4, 0.1, 0.02, 0.005)]
     assert all(b >= a - 0.01 for a, b in zip(rates, rates[1:], strict=False)), rates
     assert rates[-1] > 0.99
@@ -60,8 +61,8 @@ def test_ghmc_acceptance_tends_to_one():
 
 @pytest.mark.slow
 def test_ghmc_matches_target_moments():
-    res = sms_ghmc(T1, 0.1, batch_size=1, n_sweeps=3, alpha=0.5, n_iter=4000, burn_in=400,
-                   n_chains=64, seed=2)
+    res = sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1, n_steps=4000, burn_in=400, n_chains=64,
+                                        seed=2), n_sweeps=3, alpha=0.5)
     assert abs(res.mean[0] - T1.mean[0]) < 4 * res.mean_se[0]
     assert abs(res.variance[0] - T1.covariance[0, 0]) < 4 * res.variance_se[0]
     assert 0.5 < res.acceptance_rate < 1.0
@@ -71,23 +72,23 @@ def test_ghmc_matches_target_moments():
 def test_ghmc_that_accepts_nothing_says_so_instead_of_reporting_its_start():
     """At h = 1e6 every proposal is rejected: the chains stay at x0, and mean 0 with standard
     error 0 used to be reported as an estimate without a word."""
-    stuck = sms_ghmc(T1, 1e6, batch_size=1, n_iter=20, n_chains=4, seed=3)
+    stuck = sms_ghmc(RunSpec.from_options(T1, plan="sms", h=1e6, batch_size=1, n_steps=20, n_chains=4, seed=3))
     assert stuck.acceptance_rate == 0.0
     assert any("accepted no proposal" in w for w in stuck.warnings)
     assert "WARNING" in stuck.summary()
-    fine = sms_ghmc(T1, 0.05, batch_size=1, n_iter=200, n_chains=4, seed=3)
+    fine = sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.05, batch_size=1, n_steps=200, n_chains=4, seed=3))
     assert fine.warnings == [] and "WARNING" not in fine.summary()
 
 
 def test_ghmc_bad_input():
     with pytest.raises(ValueError, match="alpha"):
-        sms_ghmc(T1, 0.1, batch_size=1, alpha=1.0)
+        sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1, n_chains=16), alpha=1.0)
     with pytest.raises(ValueError, match="batch_size"):
-        sms_ghmc(T1, 0.1, batch_size=5)
+        sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=5, n_chains=16))
     with pytest.raises(ValueError, match="divergence_bound"):
-        sms_ghmc(T1, 0.1, 1, divergence_bound=-1.0)
+        sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1, divergence_bound=-1.0, n_chains=16))
     with pytest.raises(TypeError):
-        sms_ghmc(T1, 0.1, 1, 2)  # options are keyword-only
+        sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1), 2)  # options are keyword-only
 
 
 @pytest.mark.slow
@@ -95,12 +96,15 @@ def test_ghmc_chains_depend_on_their_index_only_and_divergence_is_reported():
     """SMS-GHMC runs on the stepping core: chain c's numbers depend on the seed and c only (its
     own streams), and a chain beyond the divergence bound is reported at its step, parked and
     returned as NaN, as in ``sample``."""
-    few = sms_ghmc(T1, 0.1, 1, n_sweeps=2, n_iter=60, n_chains=3, seed=4)
-    more = sms_ghmc(T1, 0.1, 1, n_sweeps=2, n_iter=60, n_chains=7, seed=4)
+    few = sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1, n_steps=60, n_chains=3, seed=4),
+                   n_sweeps=2)
+    more = sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1, n_steps=60, n_chains=7, seed=4),
+                    n_sweeps=2)
     for f in ("chain_mean", "chain_second_moment", "chain_acceptance", "x"):
         np.testing.assert_array_equal(getattr(few, f), getattr(more, f)[:3], err_msg=f)
     assert few.acceptance_rate > 0.5 and np.all(few.diverged_at < 0)
-    tight = sms_ghmc(T1, 0.1, 1, n_iter=20, n_chains=4, divergence_bound=1e-3)
+    tight = sms_ghmc(RunSpec.from_options(T1, plan="sms", h=0.1, batch_size=1, n_steps=20, n_chains=4,
+                                          divergence_bound=1e-3))
     assert np.all(tight.diverged_at == 1) and np.all(np.isnan(tight.x))
 
 

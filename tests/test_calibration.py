@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, RunSpec, sample
 from integrators.ghmc import GHMCResult, sms_ghmc
 from theory_checks.oracle import stationary_moments
 
@@ -109,8 +109,8 @@ def ghmc_z(result_type=GHMCResult):
     Metropolized scheme), one per seed."""
     zm, zv = [], []
     for seed in range(N_SEEDS):
-        res = sms_ghmc(TARGET, 0.4, 2, n_sweeps=1, alpha=0.5, n_iter=60, burn_in=20, n_chains=128, seed=seed,
-                       x0=TARGET.mean)
+        res = sms_ghmc(RunSpec.from_options(TARGET, plan="sms", h=0.4, batch_size=2, n_steps=60, burn_in=20,
+                                            n_chains=128, seed=seed, x0=TARGET.mean), n_sweeps=1, alpha=0.5)
         res = result_type(**{k: getattr(res, k) for k in GHMCResult.__dataclass_fields__})
         zm.append((res.mean[0] - TARGET.mean[0]) / res.mean_se[0])
         zv.append((res.variance[0] - TARGET.covariance[0, 0]) / res.variance_se[0])
@@ -149,8 +149,8 @@ def test_coupled_result_difference_and_mean_standard_errors_are_calibrated():
     exact_diff = exact_fine - np.array([coarse.mean[0], coarse.second_moment[0, 0]])
     zd, zf = [], []
     for seed in range(N_SEEDS):
-        res = coupled_run(TARGET, "em", "full", h, gamma, n_chains=128, n_coarse_steps=140, burn_in=60, seed=seed,
-                          n_chunks=1, x0=TARGET.mean)
+        res = coupled_run(RunSpec.from_options(TARGET, "em", "full", h=h, gamma=gamma, n_chains=128, n_steps=140,
+                                               burn_in=60, seed=seed, x0=TARGET.mean), n_chunks=1)
         zd.append((res.difference - exact_diff) / res.difference_se)
         zf.append((res.mean("fine") - exact_fine) / res.se("fine"))
     zd, zf = np.array(zd), np.array(zf)

@@ -6,7 +6,7 @@ import pytest
 
 from bias.coupled import COUPLINGS, coupled_run
 from bias.telescoping import telescoping_bias, variance_reduction
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, RunSpec, sample
 from integrators.plans import PLANS, Plan, register_plan, shuffle_lanes, unregister_plan
 from theory_checks.oracle import stationary_moments
 
@@ -20,8 +20,8 @@ T1 = GaussianTarget.one_d_example()
 @pytest.mark.slow
 def test_each_chain_of_a_coupled_pair_has_its_own_law(scheme, plan, coupling):
     h = 0.125
-    res = coupled_run(T1, scheme, plan, h, n_chains=48, n_coarse_steps=12_000, burn_in=400, batch_size=1,
-                      coupling=coupling, seed=3)
+    res = coupled_run(RunSpec.from_options(T1, scheme, plan, h=h, n_chains=48, n_steps=12_000, burn_in=400,
+                                           batch_size=1, seed=3), coupling=coupling)
     for which, step in (("fine", h / 2), ("coarse", h)):
         exact = stationary_moments(T1, scheme, plan, step, 1.0, batch_size=1)
         want = np.array([exact.mean[0], exact.second_moment[0, 0]])
@@ -36,8 +36,8 @@ def test_the_uncoupled_baselines_coarse_chain_has_its_own_law():
     """With ``independent_paths`` the coarse chain runs on another seed's path: chunk averages of
     the same law as the coupled pair's (once divided by the chunk length, not twice)."""
     h = 0.125
-    res = coupled_run(T1, "ubu", "sms", h, n_chains=48, n_coarse_steps=12_000, burn_in=400, batch_size=1, seed=3,
-                      independent_paths=True)
+    res = coupled_run(RunSpec.from_options(T1, "ubu", "sms", h=h, n_chains=48, n_steps=12_000, burn_in=400,
+                                           batch_size=1, seed=3), independent_paths=True)
     for which, step in (("fine", h / 2), ("coarse", h)):
         exact = stationary_moments(T1, "ubu", "sms", step, 1.0, batch_size=1)
         want = np.array([exact.mean[0], exact.second_moment[0, 0]])
@@ -46,8 +46,8 @@ def test_the_uncoupled_baselines_coarse_chain_has_its_own_law():
 
 @pytest.mark.slow
 def test_coupling_reduces_the_level_variance_at_least_tenfold(capsys):
-    out = variance_reduction(T1, "ubu", "sms", 0.125, batch_size=1, n_chains=32, n_coarse_steps=4000,
-                             burn_in=400)
+    out = variance_reduction(RunSpec.from_options(T1, "ubu", "sms", h=0.125, batch_size=1, n_chains=32, n_steps=4000,
+                                                  burn_in=400))
     with capsys.disabled():
         print(f"\nvariance of the level difference (x, x^2): coupled {out['shared']}, "
               f"independent chains {out['independent_chains']}, reduction "
@@ -58,14 +58,15 @@ def test_coupling_reduces_the_level_variance_at_least_tenfold(capsys):
 
 @pytest.mark.slow
 def test_shared_batches_help_under_iid():
-    out = variance_reduction(T1, "baoab", "iid", 0.125, batch_size=1, n_chains=32, n_coarse_steps=4000,
-                             burn_in=400)
+    out = variance_reduction(RunSpec.from_options(T1, "baoab", "iid", h=0.125, batch_size=1, n_chains=32, n_steps=4000,
+                                                  burn_in=400))
     assert out["shared_vs_independent_batches"][1] > 1.2
 
 
 @pytest.mark.slow
 def test_telescoping_sum_matches_the_oracle():
-    res = telescoping_bias(T1, "ubu", "sms", 0.25, levels=3, batch_size=1, base_epochs=400, n_chains=32)
+    res = telescoping_bias(RunSpec.from_options(T1, "ubu", "sms", h=0.25, batch_size=1, n_chains=32), levels=3,
+                           base_epochs=400)
     hs = [0.25 * 2.0**-k for k in range(5)]
     exact = [stationary_moments(T1, "ubu", "sms", h, 1.0, batch_size=1) for h in hs]
     for level in range(4):
@@ -77,9 +78,10 @@ def test_telescoping_sum_matches_the_oracle():
 
 def test_coupled_bad_input():
     with pytest.raises(ValueError, match="coupling"):
-        coupled_run(T1, "ubu", "sms", 0.1, batch_size=1, coupling="psychic")
+        coupled_run(RunSpec.from_options(T1, "ubu", "sms", h=0.1, batch_size=1, n_chains=64, n_steps=10_000,
+                                         burn_in=1000), coupling="psychic")
     with pytest.raises(ValueError, match="levels"):
-        telescoping_bias(T1, "ubu", "sms", 0.1, levels=-1, batch_size=1)
+        telescoping_bias(RunSpec.from_options(T1, "ubu", "sms", h=0.1, batch_size=1, n_chains=32), levels=-1)
 
 
 @pytest.mark.slow
@@ -89,20 +91,23 @@ def test_coupled_chains_take_the_callers_divergence_bound_and_box():
     from integrators import GaussianTarget
 
     target = GaussianTarget.one_d_example()
-    loose = coupled_run(target, "ubu", "sms", 0.1, 1.0, n_chains=8, n_coarse_steps=200, burn_in=10, seed=1,
-                        batch_size=1)
-    tight = coupled_run(target, "ubu", "sms", 0.1, 1.0, n_chains=8, n_coarse_steps=200, burn_in=10, seed=1,
-                        batch_size=1, divergence_bound=1e-3)
+    loose = coupled_run(RunSpec.from_options(target, "ubu", "sms", h=0.1, gamma=1.0, n_chains=8, n_steps=200,
+                                             burn_in=10, seed=1, batch_size=1))
+    tight = coupled_run(RunSpec.from_options(target, "ubu", "sms", h=0.1, gamma=1.0, n_chains=8, n_steps=200,
+                                             burn_in=10, seed=1, batch_size=1, divergence_bound=1e-3))
     assert np.all(loose.diverged_at < 0) and np.all(tight.diverged_at == 1)
-    boxed = coupled_run(target, "ubu", "sms", 0.1, 1.0, n_chains=8, n_coarse_steps=400, burn_in=10, seed=1,
-                        batch_size=1, box_center=target.mean, box_half_width=0.05, x0=target.mean)
+    boxed = coupled_run(RunSpec.from_options(target, "ubu", "sms", h=0.1, gamma=1.0, n_chains=8, n_steps=400,
+                                             burn_in=10, seed=1, batch_size=1, box_center=target.mean,
+                                             box_half_width=0.05, x0=target.mean))
     mean_fine = boxed.mean("fine")[0]
     assert abs(mean_fine - target.mean[0]) < 0.05  # E x stays in the box
     with pytest.raises(ValueError, match="divergence_bound"):
-        coupled_run(target, "ubu", "sms", 0.1, divergence_bound=-1.0, batch_size=1)
+        coupled_run(RunSpec.from_options(target, "ubu", "sms", h=0.1, divergence_bound=-1.0, batch_size=1, n_chains=64,
+                                         n_steps=10_000, burn_in=1000))
     with pytest.raises(ValueError, match="box"):
-        coupled_run(target, "ubu", "sms", 0.1, batch_size=1, box_center=target.mean, box_half_width=0.05,
-                    x0=target.mean + 1.0)
+        coupled_run(RunSpec.from_options(target, "ubu", "sms", h=0.1, batch_size=1, box_center=target.mean,
+                                         box_half_width=0.05, x0=target.mean + 1.0, n_chains=64, n_steps=10_000,
+                                         burn_in=1000))
 
 
 # ------------------------------------------------------- plans with their own Numba batch rule
@@ -168,13 +173,15 @@ def test_a_plan_with_its_own_batch_rule_runs_in_the_coupled_chains(rule_plans, s
     every_datum, sms_copy = rule_plans
     target = GaussianTarget(np.array([[-1.0, 0.5], [0.3, 2.0], [1.2, -0.4]]), np.stack([np.eye(2)] * 3) * 0.7,
                             prior_precision=0.2 * np.eye(2))
-    kw = dict(n_chains=11, n_coarse_steps=60, burn_in=5, seed=2, n_chunks=3)
-    _same_coupled(coupled_run(target, scheme, every_datum, 0.2, batch_size=3, **kw),
-                  coupled_run(target, scheme, "full", 0.2, **kw))
+    kw = dict(n_chains=11, n_steps=60, burn_in=5, seed=2)
+    _same_coupled(coupled_run(RunSpec.from_options(target, scheme, every_datum, h=0.2, batch_size=3, **kw), n_chunks=3),
+                  coupled_run(RunSpec.from_options(target, scheme, "full", h=0.2, **kw), n_chunks=3))
     register_plan(sms_copy)  # by name, as a registered plan, too
     for coupling in COUPLINGS:
-        _same_coupled(coupled_run(target, scheme, "sms_rule_copy", 0.2, batch_size=2, coupling=coupling, **kw),
-                      coupled_run(target, scheme, "sms", 0.2, batch_size=2, coupling=coupling, **kw))
+        _same_coupled(coupled_run(RunSpec.from_options(target, scheme, "sms_rule_copy", h=0.2, batch_size=2, **kw),
+                                  coupling=coupling, n_chunks=3),
+                      coupled_run(RunSpec.from_options(target, scheme, "sms", h=0.2, batch_size=2, **kw),
+                                  coupling=coupling, n_chunks=3))
 
 
 @pytest.mark.slow
@@ -183,8 +190,8 @@ def test_the_fine_chain_of_a_pair_is_samples_chain_at_half_the_step(scheme, plan
     """One stepping core: the fine chains are ``sample``'s chains at ``h / 2`` with the same seed
     (path, batches, initial velocities), observed at every other step."""
     h, n_coarse, burn = 0.2, 40, 4
-    pairs = coupled_run(T1, scheme, plan, h, n_chains=9, n_coarse_steps=n_coarse, burn_in=burn, seed=5,
-                        batch_size=1, n_chunks=1)
+    pairs = coupled_run(RunSpec.from_options(T1, scheme, plan, h=h, n_chains=9, n_steps=n_coarse, burn_in=burn, seed=5,
+                                             batch_size=1), n_chunks=1)
     res = sample(T1, scheme=scheme, plan=plan, h=h / 2, n_chains=9, n_steps=2 * n_coarse, burn_in=2 * burn,
                  keep=n_coarse - burn, seed=5, batch_size=1)
     x = res.samples[:, :, 0]  # fine steps 2 burn + 2, 2 burn + 4, ...: the coarse steps observed

@@ -20,7 +20,7 @@ import pytest
 
 from bias import figure1
 from bias.coupled import coupled_run
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, RunSpec, sample
 
 REFERENCE = np.load(Path(__file__).parent / "data" / "reference_outputs.npz")
 SAMPLE_FIELDS = ("chain_mean", "chain_second_moment", "chain_outer", "samples", "x", "v", "diverged_at",
@@ -77,15 +77,16 @@ def test_divergence_and_bounce_match_the_reference():
 @pytest.mark.parametrize("scheme", ["ubu"])
 def test_coupled_chains_match_the_reference(scheme):
     for plan in ("full", "iid", "rr", "sms"):
-        r = coupled_run(GaussianTarget.one_d_example(), scheme, plan, 0.1, 1.0, n_chains=20, n_coarse_steps=200,
-                        burn_in=20, seed=4, batch_size=None if plan == "full" else 1, coupling="shared")
+        r = coupled_run(RunSpec.from_options(GaussianTarget.one_d_example(), scheme, plan, h=0.1, gamma=1.0,
+                                             n_chains=20, n_steps=200, burn_in=20, seed=4,
+                                             batch_size=None if plan == "full" else 1), coupling="shared")
         same(f"coupled_{scheme}_{plan}_shared_fine", r.fine)
         same(f"coupled_{scheme}_{plan}_shared_coarse", r.coarse)
         same(f"coupled_{scheme}_{plan}_shared_div", r.diverged_at)
     if scheme == "ubu":
-        r = coupled_run(two_d_target(), "ubu", "sms", 0.1, 1.0, n_chains=10, n_coarse_steps=100, burn_in=10,
-                        seed=4, batch_size=2, independent_paths=True, control_variate=True,
-                        x_ref=reference_outputs.T2_X_REF)
+        r = coupled_run(RunSpec.from_options(two_d_target(), "ubu", "sms", h=0.1, gamma=1.0, n_chains=10, n_steps=100,
+                                             burn_in=10, seed=4, batch_size=2, control_variate=True,
+                                             x_ref=reference_outputs.T2_X_REF), independent_paths=True)
         same("coupled_t2_indep_fine", r.fine)
         same("coupled_t2_indep_coarse", r.coarse)
 

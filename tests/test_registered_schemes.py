@@ -79,20 +79,20 @@ def test_importing_the_torch_backend_after_registering_a_scheme_works():
 
 def test_the_torch_backend_refuses_a_scheme_registered_for_numba_only_by_name(registered, one_torch_thread):
     import integrators.torch
-    from integrators.torch.chains import sample as torch_sample
+    from integrators import Torch, sample
 
     registered(ABOBA)
     target = GaussianTarget.one_d_example()
     for scheme in ("aboba", ABOBA):  # by name, and the scheme object itself
         with pytest.raises(ValueError, match=r"'aboba' has no torch step"):
-            torch_sample(target, scheme=scheme, plan="sms", h=0.1, n_chains=4, n_steps=3, batch_size=1)
+            sample(target, scheme=scheme, plan="sms", h=0.1, n_chains=4, n_steps=3, batch_size=1, backend=Torch())
     with pytest.raises(ValueError, match=r"'aboba' has no torch step"):
         integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="aboba", plan="full")
     with pytest.raises(ValueError, match=r"unknown scheme 'rk4'"):
         integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="rk4", plan="full")
     # the built-in schemes still run (by name or as the scheme module)
     for scheme in ("ubu", SCHEMES["ubu"]):
-        res = torch_sample(target, scheme=scheme, plan="sms", h=0.1, n_chains=4, n_steps=3, batch_size=1)
+        res = sample(target, scheme=scheme, plan="sms", h=0.1, n_chains=4, n_steps=3, batch_size=1, backend=Torch())
         assert res.scheme == "ubu" and np.all(np.isfinite(res.x))
 
 

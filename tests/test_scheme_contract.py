@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from integrators import SCHEMES, GaussianTarget, Scheme, register_scheme, sample
+from integrators import SCHEMES, GaussianTarget, RunSpec, Scheme, register_scheme, sample
 from integrators.schemes import REPRESENTATIVE_STEPS, check_coefficients, check_step_reads, resolve_scheme
 from theory_checks.verify import verify
 
@@ -114,7 +114,9 @@ def small_telescoping(**kwargs):
 
     options = dict(levels=1, base_epochs=4, n_chains=4, batch_size=1)
     options.update(kwargs)
-    return telescoping_bias(ONE_D, options.pop("scheme", "ubu"), options.pop("plan", "sms"), 0.1, **options)
+    loop = {k: options.pop(k) for k in list(options) if k in ("levels", "base_epochs", "burn_fraction")}
+    return telescoping_bias(RunSpec.from_options(ONE_D, options.pop("scheme", "ubu"), options.pop("plan", "sms"), h=0.1,
+                                                 **options), **loop)
 
 
 @pytest.mark.slow
@@ -127,7 +129,7 @@ def test_level_seeds_stay_in_range_and_come_from_derive():
     assert all(0 <= level_seed(s, level) < 2**64 for s in (2**64 - 50, 2**64 - 1) for level in (0, 1))
     top = small_telescoping(seed=2**64 - 50)  # level 1 used to fail with a seed the user never passed
     assert np.all(np.isfinite(top.differences))
-    with pytest.raises(ValueError, match=r"seed must be < 2\*\*64, got 18446744073709551616"):
+    with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*64\), got 18446744073709551616"):
         small_telescoping(seed=2**64)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import draw_files
 
-from integrators import GaussianTarget
+from integrators import GaussianTarget, RunSpec
 from reports import tab_claims
 from theory_checks import declared
 from theory_checks.claims import FAILS, HOLDS, HOLDS_FASTER, claims_table
@@ -46,23 +46,24 @@ def test_weak_order_reports_unstable_steps():
                                                ("em", "full", 1.0), ("baoab", "full", 1.0)])
 @pytest.mark.slow
 def test_strong_orders_on_the_1d_example(scheme, plan, order):
-    fit = strong_order(T1, scheme, plan, 2.0 ** -np.arange(3, 8), batch_size=1, n_chains=400, sweeps=4)
+    fit = strong_order(RunSpec.from_options(T1, scheme, plan, batch_size=1, n_chains=400), 2.0 ** -np.arange(3, 8),
+                       sweeps=4)
     assert fit.slope == pytest.approx(order, abs=0.25)
     assert fit.ci[0] < fit.slope < fit.ci[1]
 
 
 @pytest.mark.slow
 def test_sg_ubu_strong_order_half_with_tight_interval():
-    fit = strong_order(T1, "ubu", "iid", 2.0 ** -np.arange(3, 8), batch_size=1, n_chains=2000)
+    fit = strong_order(RunSpec.from_options(T1, "ubu", "iid", batch_size=1, n_chains=2000), 2.0 ** -np.arange(3, 8))
     assert fit.slope == pytest.approx(0.5, abs=0.25)
     assert fit.ci_half_width < 0.1
 
 
 def test_strong_order_rejects_bad_ladders():
     with pytest.raises(ValueError, match="powers of two"):
-        strong_order(T1, "ubu", "full", [0.1, 0.03])
+        strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=2000), [0.1, 0.03])
     with pytest.raises(ValueError, match="batch_size"):
-        strong_order(T1, "ubu", "sms", [0.1, 0.05])
+        strong_order(RunSpec.from_options(T1, "ubu", "sms", n_chains=2000), [0.1, 0.05])
 
 
 def test_gaussian_w2_closed_forms():
@@ -119,7 +120,7 @@ def test_quick_claims_table(tmp_path):
 
 @pytest.mark.slow
 def test_strong_order_lists_diverged_step_sizes_instead_of_reporting_nan_silently():
-    fit = strong_order(T1, "em", "full", [4.0, 2.0, 1.0 / 64, 1.0 / 128], n_chains=8, n_boot=5)
+    fit = strong_order(RunSpec.from_options(T1, "em", "full", n_chains=8), [4.0, 2.0, 1.0 / 64, 1.0 / 128], n_boot=5)
     assert fit.unstable == [4.0, 2.0]
     assert np.all(np.isnan(fit.errors[:2])) and np.all(np.isfinite(fit.errors[2:]))
 
@@ -140,7 +141,7 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
     with pytest.raises(ValueError, match=LADDER_WORDS):
         weak_order(T1, "ubu", "sms", hs, batch_size=1)
     with pytest.raises(ValueError, match=LADDER_WORDS):
-        strong_order(T1, "ubu", "full", hs, n_chains=8, n_boot=5)
+        strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=8), hs, n_boot=5)
 
 
 @pytest.mark.parametrize("call, words", [
@@ -153,9 +154,13 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
                  id="weak_order-fit_points-zero"),
     pytest.param(lambda: weak_order(T1, "ubu", "full", [0.1, 0.05], statistic="nope"), "unknown statistic 'nope'",
                  id="weak_order-unknown-statistic"),
-    pytest.param(lambda: strong_order(T1, "ubu", "full", [0.1, 0.05], n_boot=0), "n_boot must be >= 1",
+    pytest.param(lambda: strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=2000), [0.1, 0.05], n_boot=0),
+                 "n_boot must be >= 1",
                  id="strong_order-n_boot-zero"),
-    pytest.param(lambda: strong_order(T1, "ubu", "full", [], n_chains=8), "hs must hold at least 2",
+    pytest.param(lambda: strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=8, v0=[0.0]), [0.1, 0.05]),
+                 "leave v0 out of the spec", id="strong_order-v0-given"),
+    pytest.param(lambda: strong_order(RunSpec.from_options(T1, "ubu", "full", n_chains=8), []),
+                 "hs must hold at least 2",
                  id="strong_order-empty-ladder"),
     pytest.param(lambda: local_slopes([0.1, 0.2, 0.3], [0.01, 0.02]), "same length", id="local_slopes-lengths"),
     pytest.param(lambda: contraction_check(T1, h=0.05, epochs=(2,)), "epochs must hold at least 2",

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 from integrators import PLANS, SCHEMES, GaussianTarget  # noqa: E402
 from integrators.plans import period  # noqa: E402
-from integrators.torch.chains import sample  # noqa: E402
+from integrators.torch.chains import _sample as sample  # noqa: E402  (given noise, batches, device)
 from integrators.torch.rng import (  # noqa: E402
     CounterNormals,
     counters_per_normals,

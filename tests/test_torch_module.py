@@ -25,7 +25,7 @@ from integrators.torch import (  # noqa: E402
     SamplerConfig,
     SamplerDiverged,
 )
-from integrators.torch.chains import sample as torch_sample  # noqa: E402
+from integrators.torch.chains import _sample as torch_sample  # noqa: E402  (given noise and batches)
 from integrators.torch.ensemble import EnsembleSampler, chain_seed  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py

@@ -21,6 +21,7 @@ in tests/test_theory_checks.py.
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 import re
@@ -441,14 +442,16 @@ def test_integers_beyond_float_range_are_refused_by_name(kwargs):
 
 
 # ================================================================== other entry points
-COUPLED = dict(target=ONE_D, scheme="ubu", plan="sms", h=0.1, n_chains=4, n_coarse_steps=50, burn_in=5,
-               batch_size=1)
-GHMC = dict(target=ONE_D, h=0.1, batch_size=1, n_iter=20, n_chains=4)
-LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h0=0.1, levels=1, base_epochs=2)
+COUPLED = dict(target=ONE_D, scheme="ubu", plan="sms", h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
+GHMC = dict(target=ONE_D, plan="sms", h=0.1, batch_size=1, n_steps=20, n_chains=4)
+LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h=0.1, levels=1, base_epochs=2)
 
 
 def call_entry(entry, kwargs):
-    entry(**kwargs)
+    """The loop's own keywords (keyword-only after the spec) to the loop, the rest to its spec."""
+    own = set(inspect.signature(entry).parameters) - {"spec"}
+    entry(RunSpec.from_options(**{k: v for k, v in kwargs.items() if k not in own}),
+          **{k: v for k, v in kwargs.items() if k in own})
 
 
 # (entry point, its keywords, what the message says): each refuses before compiling
@@ -467,19 +470,30 @@ ENTRY_POINT_REFUSALS = [
                  id="coupled-test_every-beyond-the-run"),
     pytest.param(coupled_run, {**COUPLED, "coupling": "tight"}, "unknown coupling 'tight'", id="coupled-coupling"),
     pytest.param(coupled_run, {**COUPLED, "test_functions": three_arguments, "n_test_functions": 0},
-                 "n_test_functions must be >= 1", id="coupled-n_test_functions-zero"),
+                 "test_functions needs n_test_functions >= 1", id="coupled-n_test_functions-zero"),
     pytest.param(coupled_run, {**COUPLED, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="coupled-n_chains-memory"),
     pytest.param(coupled_run, {**COUPLED, "n_chunks": HUGE}, f"n_chunks={HUGE}.*GiB", id="coupled-n_chunks-memory"),
+    pytest.param(coupled_run, {**COUPLED, "keep": 3}, "coupled_run runs on the Numba backend .*cannot run keep",
+                 id="coupled-keep"),
+    pytest.param(coupled_run, {**COUPLED, "v0": [0.0], "path_refine": 2}, "cannot run v0, path_refine .leave them",
+                 id="coupled-v0-path_refine"),
+    pytest.param(coupled_run, {**COUPLED, "backend": Torch()}, "cannot run backend", id="coupled-torch"),
+    pytest.param(sms_ghmc, {**GHMC, "plan": "rr"}, "the spec's plan must be 'sms', got 'rr'", id="ghmc-plan"),
+    pytest.param(sms_ghmc, {**GHMC, "box_half_width": 5.0}, "sms_ghmc runs .*cannot run box", id="ghmc-box"),
+    pytest.param(sms_ghmc, {**GHMC, "test_functions": three_arguments, "n_test_functions": 1},
+                 "cannot run test_functions", id="ghmc-test_functions"),
     pytest.param(sms_ghmc, {**GHMC, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="ghmc-n_chains-memory"),
     pytest.param(sms_ghmc, {**GHMC, "n_chains": 1}, "n_chains must be >= 2", id="ghmc-one-chain"),
     pytest.param(sms_ghmc, {**GHMC, "alpha": 1.0}, r"alpha must be a number in \[0, 1\)", id="ghmc-alpha-one"),
-    pytest.param(sms_ghmc, {**GHMC, "h": -0.1}, "h must be positive and finite", id="ghmc-h-negative"),
+    pytest.param(sms_ghmc, {**GHMC, "h": -0.1}, r"h must be a finite real number > 0", id="ghmc-h-negative"),
     pytest.param(sms_ghmc, {**GHMC, "batch_size": 3}, "batch_size=3 is larger than the data", id="ghmc-batch"),
-    pytest.param(sms_ghmc, {**GHMC, "burn_in": 20}, "burn_in must be smaller than n_iter=20", id="ghmc-burn-in"),
-    pytest.param(sms_ghmc, {**GHMC, "n_iter": 2**63}, r"n_iter must be <= 2\*\*48", id="ghmc-n_iter-bound"),
-    pytest.param(sms_ghmc, {**GHMC, "n_iter": 10**30, "burn_in": 2**60}, r"n_iter must be <= 2\*\*48",
-                 id="ghmc-n_iter-huge"),
-    pytest.param(sms_ghmc, {**GHMC, "target": "gauss"}, "target must be a Target, got str", id="ghmc-target"),
+    pytest.param(sms_ghmc, {**GHMC, "burn_in": 20}, "burn_in must be smaller than n_steps=20", id="ghmc-burn-in"),
+    pytest.param(sms_ghmc, {**GHMC, "n_steps": 2**63}, r"n_steps must be an integer in \[1, 2\*\*48\]",
+                 id="ghmc-n_steps-bound"),
+    pytest.param(sms_ghmc, {**GHMC, "n_steps": 10**30, "burn_in": 2**60},
+                 r"n_steps must be an integer in \[1, 2\*\*48\]", id="ghmc-n_steps-huge"),
+    pytest.param(sms_ghmc, {**GHMC, "target": "gauss"}, "target must be a Target .e.g. GaussianTarget., got 'gauss'",
+                 id="ghmc-target"),
     pytest.param(telescoping_bias, {**LADDER, "levels": True}, "levels must be an integer", id="ladder-levels-bool"),
     pytest.param(telescoping_bias, {**LADDER, "levels": 1.5}, "levels must be an integer",
                  id="ladder-levels-fraction"),

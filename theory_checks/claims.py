@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, RunSpec, sample
 from integrators.plans import PLANS, kernel_code, resolve_plan
 from integrators.schemes import SCHEMES, resolve_scheme
 from integrators.validation import preset_settings
@@ -123,8 +123,10 @@ def strong_order_rows(preset: str) -> list[dict]:
                                  "-" if expected is None else f"strong order {expected:g}", f"not measured: {exc}",
                                  "-", NOT_ASSERTED, preset))
                 continue
-            fit = strong_order(target, scheme, plan, hs, 1.0, None if plan == "full" else batch_size,
-                               n_chains=cfg["strong_chains"], sweeps=cfg["strong_sweeps"], n_boot=200)
+            fit = strong_order(RunSpec.from_options(target, scheme, plan, gamma=1.0,
+                                                    batch_size=None if plan == "full" else batch_size,
+                                                    n_chains=cfg["strong_chains"]), hs, sweeps=cfg["strong_sweeps"],
+                               n_boot=200)
             if expected is None:
                 cited = "measured (no claim)"
             local = ", ".join(f"{s:.2f}" for s in fit.local_slopes)

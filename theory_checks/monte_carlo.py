@@ -208,6 +208,7 @@ def target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_
         ``errors``.
     """
     from bias.coupled import coupled_run
+    from integrators import RunSpec
     from integrators.seeds import derive
 
     name = f"target_law[{plan.NAME}]"
@@ -220,9 +221,11 @@ def target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_
     for level, coarse in enumerate((h, h / 2)):
         burn, steps = _schedule(target, plan, bs, coarse, gamma,
                                 TARGET_STEPS if level == 0 else int(SECOND_PAIR_TIME * TARGET_STEPS * h / coarse))
-        run = coupled_run(target, module, plan, coarse, gamma, n_chains=n_chains, n_coarse_steps=steps,
-                          burn_in=burn, seed=derive(seed, "verify", "target_law", plan.NAME, level), batch_size=bs,
-                          test_functions=moment_functions, n_test_functions=n_tests, n_chunks=1, x0=target.mean)
+        run = coupled_run(RunSpec.from_options(target, module, plan, h=coarse, gamma=gamma, n_chains=n_chains,
+                                               n_steps=steps, burn_in=burn,
+                                               seed=derive(seed, "verify", "target_law", plan.NAME, level),
+                                               batch_size=bs, test_functions=moment_functions, n_test_functions=n_tests,
+                                               x0=target.mean), n_chunks=1)
         if not np.all(run.ok):
             try:  # diverged where the step has a stationary law: a failure; where it has none: no verdict
                 stationary_moments(target, module, plan, coarse, gamma, bs, maps="probed")

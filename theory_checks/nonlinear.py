@@ -64,6 +64,7 @@ from scipy.stats import norm
 
 from bias.coupled import coupled_run
 from bias.telescoping import level_seed
+from integrators import RunSpec
 from integrators.plans import kernel_code, n_batches
 from integrators.targets.force import target_function
 from theory_checks.checks import Check
@@ -268,10 +269,11 @@ def nonlinear_checks(module, plan_modules, target, batch_size, *, gamma: float =
         runs, diverged = [], ""
         for level, h in enumerate(hs):
             steps = epoch * max(1, math.ceil(LEVEL_TIME * time_unit / (h * epoch)))
-            res = coupled_run(target, module, plan, float(h), gamma, n_chains=n_chains, n_coarse_steps=steps,
-                              burn_in=int(BURN_FRACTION * steps), seed=level_seed(seed, level), batch_size=bs,
-                              test_functions=leading_coordinates, n_test_functions=n_tests, n_chunks=N_CHUNKS,
-                              x0=x0)
+            res = coupled_run(RunSpec.from_options(target, module, plan, h=float(h), gamma=gamma, n_chains=n_chains,
+                                                   n_steps=steps, burn_in=int(BURN_FRACTION * steps),
+                                                   seed=level_seed(seed, level), batch_size=bs,
+                                                   test_functions=leading_coordinates, n_test_functions=n_tests, x0=x0),
+                              n_chunks=N_CHUNKS)
             if not np.all(res.ok):
                 diverged = f"not checked: chains diverged at h={h:.3g}"
                 break

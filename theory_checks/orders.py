@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from integrators import sample
-from integrators.plans import n_batches, resolve_plan
+from integrators import RunSpec
+from integrators.plans import n_batches
 from integrators.seeds import derive
-from integrators.targets import GaussianTarget, Target
+from integrators.targets import GaussianTarget
 from integrators.validation import int_at_least
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
 
@@ -124,10 +124,8 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
                     unstable=unstable)
 
 
-def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
-                 batch_size: int | None = None, n_chains: int = 2000, sweeps: int = 8,
-                 ref_levels: int = 3, seed: int = 0, n_boot: int = 300, fit_points: int | None = None,
-                 x0=None) -> OrderFit:
+def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_boot: int = 300,
+                 fit_points: int | None = None) -> OrderFit:
     """Claim checked: the pathwise (strong) L2 error of ``scheme x plan`` against the
     full-gradient dynamics is ``O(h^q)``: ``q = 2`` for UBU with full gradients and for SMS-UBU at
     sweep ends (the paper's main theorem), 1 for EM and BAOAB, 1/2 under ``iid`` (Thm. SG-UBU).
@@ -137,34 +135,70 @@ def strong_order(target: Target, scheme: str, plan: str, hs, gamma: float = 1.0,
     periods of the plan (two epochs) at the largest ``h``, hence a whole number of sweeps at every
     ``h``.  Error: ``sqrt(mean over chains |x_h(T) - x_ref(T)|^2)``; slope on all (or the
     ``fit_points`` finest) step sizes, with a percentile bootstrap interval over chains.
+
+    Parameters
+    ----------
+    spec : RunSpec
+        Target, scheme, plan, friction, chains (at least 2), seed, batch size, ``x0`` and the
+        rest of each run; each run is ``spec.replace(...)`` with a step of ``hs``, its steps to
+        the horizon, no burn-in and the ladder's shared initial velocities (so the spec's ``h``,
+        ``n_steps``, ``burn_in`` and ``path_refine`` are not read, and ``v0`` is refused).
+    hs : array_like
+        The step sizes, largest first, each a power of two times the finest.
+    sweeps : int, default 8
+        Periods of the plan at the largest ``h`` (the horizon).
+    ref_levels : int, default 3
+        The reference runs at ``min(hs) / 2**ref_levels``.
+    n_boot : int, default 300
+        Bootstrap resamples of the chains for the slope's interval.
+    fit_points : int or None, default None
+        Fit the slope on the ``fit_points`` finest step sizes (``None``: all).
+
+    Returns
+    -------
+    OrderFit
+        Errors, slope, local slopes, bootstrap interval and the unstable step sizes.
+
+    Raises
+    ------
+    ValueError
+        On a bad option, ``v0`` given, fewer than 2 chains, or step sizes that are not powers of
+        two times the finest.
+    RuntimeError
+        When the reference diverges.
+
+    Examples
+    --------
+    >>> from integrators import GaussianTarget, RunSpec
+    >>> spec = RunSpec.from_options(GaussianTarget.one_d_example(), "ubu", "full", n_chains=8)
+    >>> round(strong_order(spec, [0.2, 0.1, 0.05], n_boot=5).slope)
+    2
     """
     hs = ladder("hs", hs)
-    n_chains = int_at_least("n_chains", n_chains, 2)
+    int_at_least("n_chains", spec.n_chains, 2)
     sweeps = int_at_least("sweeps", sweeps, 1)
     ref_levels = int_at_least("ref_levels", ref_levels, 0)
     n_boot = int_at_least("n_boot", n_boot, 1)
     if fit_points is not None:
         int_at_least("fit_points", fit_points, 2)
+    if spec.v0 is not None:
+        raise ValueError("strong_order draws the ladder's shared initial velocities: leave v0 out of the spec")
     h_ref = hs[-1] / 2**ref_levels
     ratios = hs / h_ref
     if not np.allclose(ratios, np.round(ratios)) or any(int(round(r)) & (int(round(r)) - 1) for r in ratios):
         raise ValueError("step sizes must be powers of two times the finest one")
-    plan_name = resolve_plan(plan).NAME
-    if plan_name != "full" and batch_size is None:
-        raise ValueError(f"batch_size is required for plan {plan_name!r}")
-    steps_per_sweep = 2 * n_batches(target.n_data, batch_size or target.n_data)
+    target, n_chains, seed = spec.target, spec.n_chains, spec.seed
+    steps_per_sweep = 2 * n_batches(target.n_data, spec.batch_size)
     horizon = sweeps * steps_per_sweep * hs[0]
-    x0 = target.initial_point() if x0 is None else np.asarray(x0, dtype=float)
     v0 = np.random.default_rng(derive(seed, "strong_order", "velocity")).standard_normal((n_chains, target.dim))
-    common = dict(gamma=gamma, n_chains=n_chains, seed=seed, x0=x0, v0=v0)
-    ref = sample(target, "ubu", "full", h=h_ref, n_steps=int(round(horizon / h_ref)), **common)
+    ref = spec.replace(scheme="ubu", plan="full", h=h_ref, n_steps=int(round(horizon / h_ref)), burn_in=0,
+                       path_refine=1, v0=v0).run()
     if ref.diverged:
         raise RuntimeError(f"the reference (UBU x full at h={h_ref:g}) diverged at step {ref.first_divergence_step}: "
                            f"the target is not one these step sizes can sample")
     sq, unstable = [], []
     for h, r in zip(hs, ratios, strict=True):
-        run = sample(target, scheme, plan, h=h, n_steps=int(round(horizon / h)), batch_size=batch_size,
-                     path_refine=int(round(r)), **common)
+        run = spec.replace(h=h, n_steps=int(round(horizon / h)), burn_in=0, path_refine=int(round(r)), v0=v0).run()
         if run.diverged:  # an error of nan, listed as unstable (as weak_order does)
             unstable.append(float(h))
             sq.append(np.full(n_chains, np.nan))

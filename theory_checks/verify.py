@@ -52,6 +52,7 @@ import time
 
 import numpy as np
 
+from integrators import RunSpec
 from integrators.plans import PLANS, kernel_code, n_batches, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, Target
@@ -538,8 +539,9 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
         if reason:
             checks.append(_not_run(name, exp_txt, reason, claim))
             continue
-        fit = strong_order(target, module, plan, strong_hs, gamma, None if plan.NAME == "full" else batch_size,
-                           n_chains=n_chains, sweeps=4, seed=seed, n_boot=100)
+        fit = strong_order(RunSpec.from_options(target, module, plan, gamma=gamma,
+                                                batch_size=None if plan.NAME == "full" else batch_size,
+                                                n_chains=n_chains, seed=seed), strong_hs, sweeps=4, n_boot=100)
         passed = bool(fit.slope >= expected - STRONG_SLACK) if claim else None
         checks.append(Check(name, passed, exp_txt,
                             f"slope {fit.slope:.3f} (95% CI [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}])",

@@ -140,11 +140,12 @@ EXERCISES: dict[str, Hashed | Computed] = {
                   ("8e02ca5b83a89a663f215c3c", "9101afc19a4102542357eaba", "da60d9f7b9eb1001fb9d0fc9"), tol=0.2),
     # 4. strong order
     "4.1": Hashed("The strong order of UBU x full, measured (rounded to the nearest half).",
-                  "Read strong_order(target, 'ubu', 'full', hs).slope, or the ratio of errors when h halves.",
+                  "Read strong_order(RunSpec(target, 'ubu', 'full'), hs).slope, or the ratio of errors when h "
+                  "halves.",
                   ("24c9ede1e6c7483b7a37f098", "2ae305f9b7728959ec0cccfd", "6fb42f688251a9f64a690481"), tol=0.25),
     "4.2": Hashed("The strong order of UBU x iid (SG-UBU), rounded to the nearest quarter.",
                   "With replacement, the force noise is a martingale: it adds up like sqrt of the number of "
-                  "steps. Measure strong_order(..., plan='iid', batch_size=1).",
+                  "steps. Measure strong_order(RunSpec(target, 'ubu', 'iid', batch_size=1), hs).",
                   ("f6f6906fb0833754826ecddc", "9f33e57e112c977caf4013a7", "a9944ecbae9583c172289241"), tol=0.1),
     # 5. Figure 1
     "5.1": Computed("W1 distance between N(0, 1) and N(0, 1.1^2).",

@@ -41,7 +41,7 @@ import numpy as np
 from bias.coupled import coupled_run
 from bias.logistic import digits_features, predictive_test_functions
 from bias.telescoping import telescoping_bias
-from integrators import MultinomialLogisticTarget
+from integrators import MultinomialLogisticTarget, RunSpec
 from theory_checks.orders import local_slopes
 from tour import check, question
 
@@ -68,8 +68,8 @@ true_cols = 1 + np.arange(len(y_test)) * K + y_test
 common = dict(batch_size=100, test_functions=predictive_test_functions, n_test_functions=n_tests,
               test_data=(x_test, y_test), x0=mode, control_variate=True, x_ref=mode)
 
-pair = coupled_run(target, "ubu", "sms", 2.0**-5, n_chains=16, n_coarse_steps=1600, burn_in=160, seed=0,
-                   **common)
+pair = coupled_run(RunSpec.from_options(target, "ubu", "sms", h=2.0**-5, n_chains=16, n_steps=1600, burn_in=160,
+                                        seed=0, **common))
 fine_se, diff_se = pair.se("fine")[true_cols], pair.difference_se[true_cols]
 print(f"standard error of E_h/2 p_true, one chain alone: {np.mean(fine_se):.2e} (mean over test points)")
 print(f"standard error of the difference E_h/2 - E_h:      {np.mean(diff_se):.2e}  "
@@ -92,8 +92,8 @@ print(f"standard error of the difference E_h/2 - E_h:      {np.mean(diff_se):.2e
 # %%
 runs = {}
 for plan in ("sms", "iid"):
-    runs[plan] = telescoping_bias(target, "ubu", plan, h0=2.0**-4, levels=2, base_epochs=60, n_chains=16,
-                                  seed=1, **common)
+    runs[plan] = telescoping_bias(RunSpec.from_options(target, "ubu", plan, h=2.0**-4, n_chains=16, seed=1, **common),
+                                  levels=2, base_epochs=60)
 
 fig, ax = plt.subplots(figsize=(6, 4))
 for plan, res in runs.items():

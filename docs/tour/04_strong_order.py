@@ -32,7 +32,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from integrators import GaussianTarget, sample
+from integrators import GaussianTarget, RunSpec, sample
 from theory_checks.orders import strong_order
 from tour import check, question
 
@@ -79,8 +79,9 @@ for h, xs in paths.items():
 hs = 2.0 ** -np.arange(2, 6)
 fits = {}
 for plan in ("full", "sms", "iid"):
-    fits[plan] = strong_order(target, "ubu", plan, hs, gamma=gamma, batch_size=None if plan == "full" else 1,
-                              n_chains=400, sweeps=4, seed=1, n_boot=200)
+    fits[plan] = strong_order(RunSpec.from_options(target, "ubu", plan, gamma=gamma,
+                                                   batch_size=None if plan == "full" else 1, n_chains=400, seed=1), hs,
+                              sweeps=4, n_boot=200)
 
 fig, ax = plt.subplots(figsize=(6, 4))
 for plan, fit in fits.items():

@@ -1,6 +1,7 @@
 """The samplers of :mod:`integrators` on tensors (CPU or CUDA, float32 or float64).
 
-* chains mode (:func:`integrators.torch.chains.sample`): ``n_chains`` chains of an analytic target
+* chains mode (``integrators.sample(..., backend=Torch())``, adapter
+  :func:`integrators.torch.chains.run_spec`): ``n_chains`` chains of an analytic target
   advance together as a tensor dimension, with the Numba kernel's streaming observers;
 * module mode (:class:`integrators.torch.module.ModuleSampler`): one posterior over an
   ``nn.Module``'s parameters in one flat buffer, with localization, bounces, a prior on chosen

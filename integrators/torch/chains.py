@@ -11,9 +11,10 @@ is parked at the origin and drops out of every statistic (its final state is NaN
 
 Randomness is counter-based (:class:`integrators.torch.rng.CounterNormals`): chain ``c``'s path,
 batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
-For cross-backend tests :func:`sample` also takes ``noise=(dW, J)`` (the kernel's layout
+For cross-backend tests :func:`run_spec` (and the private :func:`_sample`, which builds the spec
+from ``sample``'s keywords) also takes ``noise=(dW, J)`` (the kernel's layout
 ``(n_steps, 2, d, n_chains)``) and ``batches`` (the sequence ``replay`` of ``tests/replay.py``
-takes) in place of the draws.  ``compile=True`` runs the step through ``torch.compile``.
+takes) in place of the draws.  ``Torch(compile=True)`` runs the step through ``torch.compile``.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def observe(x, obs) -> None:
 @functools.lru_cache(maxsize=4)
 def compiled_step(backend: str = "inductor"):
     """:func:`fused_step` and :func:`observe` through ``torch.compile`` (one wrapper per backend,
-    reused by every call of :func:`sample`: graphs are cached by scheme, plan kind and shapes, not
+    reused by every run: graphs are cached by scheme, plan kind and shapes, not
     by ``h``)."""
     # every (scheme, plan kind, force) is a graph of its own: Figure 1 alone needs more than
     # dynamo's default of 8 per function, beyond which it would fall back to eager for good
@@ -177,11 +178,11 @@ def _explicit_batches(batches, n, dev):
     return iter(out)
 
 
-def sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
-           noise=None, batches=None, **options) -> SampleResult:
-    """``integrators.sample(target, scheme, plan, backend=Torch(device, dtype, compile), **options)``,
-    and for cross-backend tests ``noise=(dW, J)`` / ``batches`` in place of the draws (see the
-    module docstring).  ``options`` are :func:`integrators.sample`'s keywords; those the torch
+def _sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
+            noise=None, batches=None, **options) -> SampleResult:
+    """For tests: ``integrators.sample(target, scheme, plan, backend=Torch(device, dtype, compile),
+    **options)`` with ``noise=(dW, J)`` / ``batches`` in place of the draws (see the module
+    docstring).  ``options`` are :func:`integrators.sample`'s keywords; those the torch
     backend does not run (``test_functions``, ``path_refine``, ``threads``) are refused by name."""
     spec = RunSpec.from_options(target, scheme, plan, backend=Torch(device, dtype, compile), **options)
     return run_spec(spec, noise=noise, batches=batches)
