@@ -450,6 +450,8 @@ LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h=0.1, levels=1, base_epo
 def call_entry(entry, kwargs):
     """The loop's own keywords (keyword-only after the spec) to the loop, the rest to its spec."""
     own = set(inspect.signature(entry).parameters) - {"spec"}
+    if kwargs.get("backend") == "torch":  # built here: collecting the table needs no torch
+        kwargs = {**kwargs, "backend": Torch()}
     entry(RunSpec.from_options(**{k: v for k, v in kwargs.items() if k not in own}),
           **{k: v for k, v in kwargs.items() if k in own})
 
@@ -477,7 +479,8 @@ ENTRY_POINT_REFUSALS = [
                  id="coupled-keep"),
     pytest.param(coupled_run, {**COUPLED, "v0": [0.0], "path_refine": 2}, "cannot run v0, path_refine .leave them",
                  id="coupled-v0-path_refine"),
-    pytest.param(coupled_run, {**COUPLED, "backend": Torch()}, "cannot run backend", id="coupled-torch"),
+    pytest.param(coupled_run, {**COUPLED, "backend": "torch"}, "cannot run backend", id="coupled-torch",
+                 marks=pytest.mark.torch),
     pytest.param(sms_ghmc, {**GHMC, "plan": "rr"}, "the spec's plan must be 'sms', got 'rr'", id="ghmc-plan"),
     pytest.param(sms_ghmc, {**GHMC, "box_half_width": 5.0}, "sms_ghmc runs .*cannot run box", id="ghmc-box"),
     pytest.param(sms_ghmc, {**GHMC, "test_functions": three_arguments, "n_test_functions": 1},
@@ -600,6 +603,7 @@ def test_the_refusal_tables_compile_no_kernel():
 
 
 @pytest.mark.slow
+@pytest.mark.torch  # its cases build the torch backend in the subprocess
 def test_the_torch_and_end_to_end_refusals_compile_no_kernel():
     """The torch cases of this file's refusal tables and the end-to-end refusals of tests/test_api.py
     leave the Numba kernel caches empty."""
