@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from bias import figure1
+from experiments.figure1 import compute as figure1
 from reports.drawing import Drawing
 from reports.schema import from_dataclass
 

@@ -42,7 +42,7 @@ A sampler that diverges is marked diverged at that ``h`` (with the first diverge
 plotted as a number.
 
 Backends: the Numba kernel (default) or ``backend="torch"`` on ``device`` (``cpu`` or ``cuda``),
-:mod:`bias.figure1_torch` (the same schemes and plans on tensors; its chain count per
+:mod:`experiments.figure1.torch_backend` (the same schemes and plans on tensors; its chain count per
 repeat is its own, so that a GPU has enough chains to fill it; its runs go one at a time).
 
 Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
@@ -55,9 +55,9 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 
-from bias.figure1_output import plot, resolution_metadata, run_facts, table
-from bias.figure1_schedule import Group, clear_control_cache, completion_order
-from bias.figure1_setup import (
+from experiments.figure1.output import plot, resolution_metadata, run_facts, table
+from experiments.figure1.schedule import Group, clear_control_cache, completion_order
+from experiments.figure1.setup import (
     BACKENDS,
     DIVERGENCE_BOUND,
     PRESETS,
@@ -150,7 +150,7 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -198,7 +198,7 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -292,7 +292,7 @@ def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 

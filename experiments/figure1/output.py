@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from bias.figure1_setup import PRESETS, SAMPLERS, Point, histogram_layout, target_law
+from experiments.figure1.setup import PRESETS, SAMPLERS, Point, histogram_layout, target_law
 from integrators import GaussianTarget
 
 
@@ -19,7 +19,7 @@ def table(points: list[Point], slopes: dict, *, with_seconds: bool = True) -> li
     points : list of Point
         The figure's points.
     slopes : dict
-        ``{(scheme, plan): local slope}`` (:func:`bias.figure1.local_slopes`).
+        ``{(scheme, plan): local slope}`` (:func:`experiments.figure1.compute.local_slopes`).
     with_seconds : bool
         False leaves out the wall time, so that runs on different executors give byte-identical files.
 
@@ -47,7 +47,7 @@ def resolution_metadata() -> dict:
     return {"lo": lo, "hi": hi, "n_bins": n_bins, "bin_width": width,
             "binning_bound_plain": 0.5 * width, "binning_bound_control_variate": 1.5 * width,
             "noise_floor": "exact expectation of the plain statistic for N exact draws, binning "
-                           "included (bias.noise_floor.expected_binned_w1)"}
+                           "included (experiments.figure1.noise_floor.expected_binned_w1)"}
 
 
 def run_facts(points: list[Point], preset: str, *, baoab_paper_friction: bool = False) -> dict:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bias.figure1_setup import (
+from bias.streaming_w1 import StreamingW1, w1_with_control
+from bias.wasserstein import Normal
+from experiments.figure1.setup import (
     DIVERGENCE_BOUND,
     PRESETS,
     SAMPLERS,
@@ -23,8 +25,6 @@ from bias.figure1_setup import (
     sampler_for,
     target_law,
 )
-from bias.streaming_w1 import StreamingW1, w1_with_control
-from bias.wasserstein import Normal
 from integrators import GaussianTarget, sample_together
 from integrators.validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full

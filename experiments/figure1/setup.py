@@ -1,7 +1,7 @@
 """Figure 1's set-up: the samplers and presets, the W1 numbers of one point (:class:`Point`),
 the histogram every W1 is read from and its noise floor, and each point's step size, repeats,
 chains and burn-in (:func:`point_config`) on the Numba or the tensor backend (:func:`sampler_for`).
-:mod:`bias.figure1` describes the figure."""
+:mod:`experiments.figure1.compute` describes the figure."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import functools
 import math
 from dataclasses import dataclass
 
-from bias.noise_floor import expected_binned_w1
 from bias.streaming_w1 import StreamingW1
 from bias.wasserstein import Normal
+from experiments.figure1.noise_floor import expected_binned_w1
 from integrators import GaussianTarget, sample
 from integrators.backends import local_cores
 from integrators.seeds import derive
@@ -135,7 +135,7 @@ def histogram_layout(law: Normal) -> tuple[float, float, int]:
 def noise_floor(law: Normal, n_samples: int) -> float:
     """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's histogram.
 
-    :func:`bias.noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
+    :func:`experiments.figure1.noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
     that step size.
 
     Parameters
@@ -162,14 +162,14 @@ def sampler_for(backend: str, device=None):
     Parameters
     ----------
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
     Returns
     -------
     callable
-        :func:`integrators.sample`, or a :class:`bias.figure1_torch.Figure1Sampler`.
+        :func:`integrators.sample`, or a :class:`experiments.figure1.torch_backend.Figure1Sampler`.
 
     Raises
     ------
@@ -182,7 +182,7 @@ def sampler_for(backend: str, device=None):
         if device not in (None, "cpu"):
             raise ValueError(f"the numba backend runs on the CPU; device={device!r} needs backend='torch'")
         return sample
-    from bias.figure1_torch import figure1_sampler
+    from experiments.figure1.torch_backend import figure1_sampler
     return figure1_sampler(device)
 
 

@@ -1,9 +1,9 @@
 """SMS-GHMC (supplement, Algorithm 7) against SMS-UBU on the multinomial logistic regression of
-Section 3.4 (the supplement's section D); the computation is :mod:`bias.ghmc_logistic`."""
+Section 3.4 (the supplement's section D); the computation is :mod:`experiments.ghmc.compute`."""
 
 from __future__ import annotations
 
-from bias import ghmc_logistic
+from experiments.ghmc import compute as ghmc_logistic
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
 
