@@ -8,7 +8,7 @@
   noise is that of the sampler's small pathwise difference from a chain of known law.
 
 The exact expectation of :class:`StreamingW1`'s value for ``n`` exact draws of the target (the
-noise floor of the plain statistic, binning included) is :func:`experiments.figure1.noise_floor.expected_binned_w1`.
+noise floor of the plain statistic, binning included) is :func:`bias.noise_floor.expected_binned_w1`.
 """
 
 from __future__ import annotations

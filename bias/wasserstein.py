@@ -8,7 +8,7 @@
 * :func:`scipy_w1`: scipy's ``W_1`` between two samples, the reference for cross-checks.
 
 ``W_1`` to an exact law for sample counts too large to store (a fixed histogram) is
-:mod:`bias.streaming_w1`; the exact noise floor of that statistic is :mod:`experiments.figure1.noise_floor`.
+:mod:`bias.streaming_w1`; the exact noise floor of that statistic is :mod:`bias.noise_floor`.
 """
 
 from __future__ import annotations

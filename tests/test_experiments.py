@@ -12,11 +12,11 @@ import pytest
 from helpers import draw_files
 
 from bias.metrics import accuracy, ace_classwise, all_metrics, nll, rps
+from bias.noise_floor import expected_binned_w1
 from data_sets import DataError, read_idx
 from experiments import figure1 as fig1_wasserstein
 from experiments import logistic as fig_logistic
 from experiments.figure1 import compute as figure1
-from experiments.figure1.noise_floor import expected_binned_w1
 from experiments.logistic import compute as logistic
 from experiments.logistic import output as logistic_output
 from integrators import GaussianTarget

@@ -6,9 +6,9 @@ import scipy.integrate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bias.noise_floor import EXACT_BELOW, expected_binned_w1
 from bias.streaming_w1 import StreamingW1, w1_with_control
 from bias.wasserstein import Normal, scipy_w1, wasserstein_samples, wasserstein_to_distribution
-from experiments.figure1.noise_floor import EXACT_BELOW, expected_binned_w1
 from integrators.observers import histogram_add as kernel_histogram_add
 
 

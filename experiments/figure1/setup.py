@@ -9,9 +9,9 @@ import functools
 import math
 from dataclasses import dataclass
 
+from bias.noise_floor import expected_binned_w1
 from bias.streaming_w1 import StreamingW1
 from bias.wasserstein import Normal
-from experiments.figure1.noise_floor import expected_binned_w1
 from integrators import GaussianTarget, sample
 from integrators.backends import local_cores
 from integrators.seeds import derive
@@ -135,7 +135,7 @@ def histogram_layout(law: Normal) -> tuple[float, float, int]:
 def noise_floor(law: Normal, n_samples: int) -> float:
     """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's histogram.
 
-    :func:`experiments.figure1.noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
+    :func:`bias.noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
     that step size.
 
     Parameters
