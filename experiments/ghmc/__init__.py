@@ -27,8 +27,9 @@ def units(preset: str) -> list[dict]:
     return ghmc_logistic.units(preset)
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    return ghmc_logistic.run_unit(unit, preset, seed)  # the unit's seed (store.unit_seed), unreduced
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    # the unit's seed (store.unit_seed), unreduced
+    return ghmc_logistic.run_unit(unit, preset, seed, threads=threads)
 
 
 def draw(results: list, preset: str) -> Drawing:

@@ -114,7 +114,7 @@ def epochs_per_chain(preset: str) -> int:
     return 2 * cfg["n_sweeps"] * cfg["n_iter"]
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
     """The predictive of one (sampler, h) from its chains' final states, or the reference predictive.
 
     Parameters
@@ -125,6 +125,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         The preset (``tiny``, ``quick`` or ``full``).
     seed : int
         The unit's seed.
+    threads : int or None
+        The cores of SMS-UBU's Numba kernel (None: every core; results do not depend on it).
 
     Returns
     -------
@@ -145,7 +147,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     if unit["sampler"] == REFERENCE:
         h = min(cfg["ubu_h"]) / 4
         res = _sms_ubu(target, mode, (x_test, y_test), h=h, n_chains=cfg["ref_chains"], epochs=cfg["ref_epochs"],
-                       seed=seed)
+                       seed=seed, threads=threads)
         ok = res.ok
         probs = res.chain_tests[ok, 1:].mean(axis=0).reshape(len(y_test), target.n_classes)
         out.update({"h": h, "epochs_per_chain": cfg["ref_epochs"], "chains": int(ok.sum()),
@@ -163,7 +165,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         first = int(res.diverged_at[~ok].min()) if (~ok).any() else None
     elif unit["sampler"] == "SMS-UBU":
         res = _sms_ubu(target, mode, (x_test, y_test), h=h, n_chains=cfg["n_chains"],
-                       epochs=epochs_per_chain(preset), seed=seed)
+                       epochs=epochs_per_chain(preset), seed=seed, threads=threads)
         ok = res.ok
         first = res.first_divergence_step
         out["steps"] = res.n_steps
@@ -181,7 +183,7 @@ def _p_true(target, states, x_test, y_test) -> np.ndarray:
     return np.array([target.predict_proba(x, x_test)[np.arange(len(y_test)), y_test] for x in states])
 
 
-def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: int):
+def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: int, threads: int | None = None):
     """SMS-UBU at friction 1 from the mode for ``epochs`` passes (a fifth of them burn-in), the
     predictive probabilities averaged over time as test functions (every run of SMS-UBU here goes
     through this one kernel, compiled once)."""
@@ -190,7 +192,7 @@ def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: 
     return sample(target, "ubu", "sms", h=h, gamma=1.0, n_chains=n_chains, n_steps=n_steps, burn_in=n_steps // 5,
                   batch_size=logistic.BATCH_SIZE, x0=mode, control_variate=True, x_ref=mode, seed=seed,
                   test_functions=logistic.predictive_test_functions,
-                  n_test_functions=1 + y_test.size * target.n_classes, test_data=(x_test, y_test))
+                  n_test_functions=1 + y_test.size * target.n_classes, test_data=(x_test, y_test), threads=threads)
 
 
 def jackknife_error(chain_p_true: np.ndarray, p_ref: np.ndarray) -> tuple[float, float]:
