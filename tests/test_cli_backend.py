@@ -126,7 +126,7 @@ def test_figure1_runs_its_own_tiny_level():
     from reports import registry
 
     assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"
-    assert len(fig1_wasserstein.units("tiny")) == 36
+    assert len(fig1_wasserstein.units("tiny")) == 12  # a unit per scheme and step size, three points each
 
 
 def test_tour_refuses_a_folder_a_run_is_writing(tmp_path):

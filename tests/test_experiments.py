@@ -29,7 +29,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 def test_figure1_tiny_draws_outputs_and_marks_divergence(tmp_path):
     points = figure1.compute("tiny")
     assert len(points) == 36
-    results = [({"scheme": q.scheme, "plan": q.plan, "k": round(-math.log2(q.h))}, asdict(q)) for q in points]
+    results = [({"scheme": s, "k": k}, {"points": [asdict(q) for q in points
+                                                   if q.scheme == s and round(-math.log2(q.h)) == k]})
+               for s, k in figure1.units("tiny")]  # the executor's units: three points each
+    assert sorted(len(res["points"]) for _, res in results) == [3] * 12
     for _, result in results:  # the diverged points (w1 nan) included
         schema.check(result, fig1_wasserstein.RESULT)
     drawing = fig1_wasserstein.draw(results, "tiny")
@@ -85,7 +88,6 @@ def test_figure1_paper_friction_runs_baoab_at_half_friction():
 def test_figure1_numbers_do_not_depend_on_the_thread_count():
     # the runs of a group are scheduled on a pool: one worker or several give the same numbers
     one = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=1)
-    figure1.clear_control_cache()  # the shared control is recomputed too
     three = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=3)
     strip = [{k: v for k, v in asdict(q).items() if k != "seconds"} for q in one + three]
     assert repr(strip[:2]) == repr(strip[2:])
