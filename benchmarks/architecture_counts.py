@@ -4,7 +4,7 @@
 on two checkouts.
 
 The source packages are the top-level folders of ``--root`` that hold an ``__init__.py``, except
-``tests``, ``benchmarks`` and ``docs`` (here: integrators, bias, theory_checks, bnn, reports,
+``tests``, ``benchmarks`` and ``docs`` (here: integrators, data_sets, bias, theory_checks, bnn, reports, experiments,
 tour); found by listing, so a package added or renamed is counted without editing this file.
 Every rule is approximate and stated in :data:`RULES`, printed with the counts; the output also
 lists what each rule matched (``path:line name``) so that a reader can audit it.

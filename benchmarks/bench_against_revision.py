@@ -1,9 +1,9 @@
 """The working tree against an earlier git revision, in one process: the same seeded outputs, and
 the speed of ``sample``'s kernel.
 
-The ``integrators`` and ``bias`` packages of ``REV`` are exported (``git archive``) to a temporary
-folder as ``integrators_before`` and ``bias_before`` (their imports renamed), so both versions run
-in the same process on the same machine.
+The ``integrators`` and ``bias`` packages of ``REV`` (and ``experiments``, where ``REV`` has it) are
+exported (``git archive``) to a temporary folder as ``integrators_before``, ``bias_before`` ...
+(their imports renamed), so both versions run in the same process on the same machine.
 
 Outputs (``--outputs``): seeded runs of ``sample`` (every scheme x plan, with a control variate, a
 box, a refined path, a histogram, thinned samples and full moments), ``sample_together``, the
@@ -41,14 +41,17 @@ BENCH_ARGS = {"cpu": "needs a git revision to compare with: python benchmarks/be
               "smallest": ["HEAD", "--repeats", "1", "--chains", "256", "--steps", "20"]}
 
 
-PACKAGES = ("integrators", "bias")
+PACKAGES = ("integrators", "bias", "experiments")  # experiments: Figure 1's module since it left bias
 
 
 def export_before(rev: str, root: Path) -> None:
     """Raises ValueError (one line) when ``rev``'s ``integrators`` cannot be exported."""
+    cwd = Path(__file__).resolve().parents[1]
     try:
-        data = subprocess.run(["git", "archive", rev, *PACKAGES], check=True, capture_output=True,
-                              cwd=Path(__file__).resolve().parents[1]).stdout
+        present = subprocess.run(["git", "ls-tree", "--name-only", rev], check=True, capture_output=True,
+                                 cwd=cwd).stdout.decode().split()
+        data = subprocess.run(["git", "archive", rev, *[p for p in PACKAGES if p in present]],
+                              check=True, capture_output=True, cwd=cwd).stdout
     except (OSError, subprocess.CalledProcessError) as exc:
         why = exc.stderr.decode(errors="replace").strip() if isinstance(exc, subprocess.CalledProcessError) else exc
         raise ValueError(f"cannot export integrators/ at revision {rev!r} (git archive in "
@@ -56,7 +59,8 @@ def export_before(rev: str, root: Path) -> None:
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(root, filter="data")
     for package in PACKAGES:
-        (root / package).rename(root / f"{package}_before")
+        if (root / package).exists():
+            (root / package).rename(root / f"{package}_before")
     for package in PACKAGES:
         for path in (root / f"{package}_before").rglob("*.py"):
             text = path.read_text()
@@ -76,12 +80,23 @@ def workloads(module, n_chains: int, n_steps: int):
     return {"plain": lambda: module.sample(target, **kw), "histogram": lambda: module.sample(target, **with_hist)}
 
 
+def figure1_module(bias):
+    """Figure 1's points: ``bias.figure1`` in revisions before the experiments package, else
+    ``experiments.figure1.compute`` (``experiments_before`` beside ``bias_before``)."""
+    from importlib import import_module
+
+    try:
+        return import_module(f"{bias.__name__}.figure1")
+    except ModuleNotFoundError:
+        return import_module(f"experiments{bias.__name__.removeprefix('bias')}.figure1.compute")
+
+
 def seeded_outputs(integrators, bias) -> dict:
     """Arrays of seeded runs through the public entry points (see the module docstring)."""
     from importlib import import_module
 
     coupled = import_module(f"{bias.__name__}.coupled").coupled_run
-    figure1 = import_module(f"{bias.__name__}.figure1")
+    figure1 = figure1_module(bias)
     t1 = integrators.GaussianTarget.one_d_example()
     rng = np.random.default_rng(7)
     q, _ = np.linalg.qr(rng.normal(size=(2, 2)))

@@ -1,4 +1,4 @@
-"""What the conformance report costs (:mod:`reports.fig_conformance`): one preset's samplers on the
+"""What the conformance report costs (:mod:`experiments.conformance`): one preset's samplers on the
 default target, every plan, each unit (one sampler) in a process of a pool of ``--workers``.
 
 The chains each plan runs follow from the limit error the measurement must detect
@@ -27,7 +27,7 @@ BENCH_ARGS = {"cpu": {"tiny": ["--level", "tiny", "--adapters", "1", "--plans", 
 def run_one(args: tuple) -> tuple[dict, float]:
     """One unit of the report (a sampler on the default target; every plan unless ``plans``): its
     record and its seconds."""
-    from reports import fig_conformance
+    from experiments import conformance as fig_conformance
     from theory_checks.adapters import conformance
 
     name, preset, seed, plans = args
@@ -71,7 +71,7 @@ def _plain(steps: int) -> None:
 
 
 def main() -> None:
-    from reports import fig_conformance
+    from experiments import conformance as fig_conformance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", default="quick", choices=fig_conformance.PRESETS,

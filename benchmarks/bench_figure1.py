@@ -32,7 +32,7 @@ import resource
 import time
 from dataclasses import asdict
 
-from bias import figure1
+from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, sample, sample_together
 from integrators.backends import TILE_SIZE
 

@@ -1,5 +1,5 @@
 """Every unit of a BNN preset level run on one torch device in one process, with the same unit
-seeds as ``sms-langevin run bnn`` (``reports.store.unit_seed``), then drawn by ``reports.fig_bnn``
+seeds as ``sms-langevin run bnn`` (``reports.store.unit_seed``), then drawn by ``experiments.bnn``
 into ``--out``: the ``regime`` level's tables and verdicts on a GPU, comparable with a CPU run's.
 
     PYTHONPATH=. python3 benchmarks/bnn_level_on_device.py --level regime --device cuda --out OUT
@@ -33,8 +33,8 @@ def main(argv=None) -> int:
 
     import torch
 
-    from bnn import pipeline, presets
-    from reports import fig_bnn
+    from experiments import bnn as fig_bnn
+    from experiments.bnn import pipeline, presets
     from reports.drawing import write_drawing, write_metadata
     from reports.metadata import metadata
     from reports.store import unit_seed

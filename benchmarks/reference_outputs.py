@@ -17,8 +17,8 @@ import math
 import numpy as np
 import scipy.special
 
-from bias import figure1
 from bias.coupled import coupled_run
+from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, RunSpec, sample
 
 # ------------------------------------------------------------------------------ tolerances

@@ -26,7 +26,7 @@ import inspect
 
 import numba as nb
 
-TOOLKIT_PACKAGES = ("integrators", "bias", "bnn", "theory_checks", "reports", "tour")
+TOOLKIT_PACKAGES = ("integrators", "bias", "bnn", "theory_checks", "reports", "tour", "experiments")
 
 
 class UserCodeError(RuntimeError):

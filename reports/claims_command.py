@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 
@@ -13,8 +14,10 @@ from reports.store import unit_seed
 
 def cmd_claims(args, figures) -> int:
     """The claims table alone, computed in this process and written into ``--out`` (no units kept)."""
-    from reports import tab_claims
     from reports.metadata import metadata
+    # the registry's claims table, also where SMS_LANGEVIN_REPORT_MODULES leaves it out of ``figures``
+    tab_claims = figures.get("claims") or next(
+        mod for mod in map(importlib.import_module, registry.DEFAULT_MODULES) if mod.ID == "claims")
     check_preset(args.preset)
     level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)

@@ -144,7 +144,8 @@ def _worker_init(parent: int) -> None:
                      daemon=True).start()
 
 
-def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False):
+def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False, *,
+            threads: int | None = None):
     """Yield ``(task, result, seconds)`` as units finish.
 
     Parameters
@@ -159,6 +160,9 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
         A Dask scheduler's address: run there instead.
     local_dask : bool
         Run on a local Dask cluster of ``workers`` processes.
+    threads : int, optional
+        The cores of each unit run in this process (``workers`` 1), passed as ``run_unit``'s
+        ``threads`` (None: the unit's default, all cores).
 
     Yields
     ------
@@ -176,7 +180,7 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
         return
     if workers <= 1 or len(tasks) <= 1:
         for task in tasks:
-            result, seconds = run_task(*task)
+            result, seconds = run_task(*task, threads)
             yield task, result, seconds
         return
     workers = min(workers, len(tasks))

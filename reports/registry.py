@@ -1,6 +1,6 @@
 """The registry of figures and tables.
 
-The experiment contract: each figure or table is one module with
+The experiment contract: each figure or table is one module (or package) of ``experiments`` with
 
     ID, TITLE, CLAIM           what it is and what the paper claims
     COST                       {"quick": "...", "full": "..."}: rough cost per preset
@@ -33,8 +33,8 @@ installed) a dict with ``"skipped": why``: either is persisted so that the figur
 absent, but never as done (:func:`unfinished`): ``--resume`` computes it again.  A run with a
 missing-data unit ends with exit code 2 naming it.
 
-Adding a figure is one module of this package that declares the contract: the registry finds it
-(:func:`integrators.registry.discover`), with no list to edit.
+Adding a figure is one module (or subpackage) of the ``experiments`` package that declares the
+contract: the registry finds it (:func:`integrators.registry.discover`), with no list to edit.
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ from integrators.registry import discover
 
 PRESETS = ("tiny", "quick", "full")
 CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_unit", "draw")
-# the modules of this package whose source declares the contract, in their ORDER
-DEFAULT_MODULES = discover(__package__, CONTRACT)
+# the modules of the experiments package whose source declares the contract, in their ORDER
+DEFAULT_MODULES = discover("experiments", CONTRACT)
 
 
 def module_preset(mod, preset: str) -> str:

@@ -98,7 +98,7 @@ def test_run_all_without_torch_runs_the_others_and_exits_2_naming_the_extra(tmp_
     ``report`` of a run that holds it stops in one line too."""
     out = tmp_path / "out"
     proc = cli_without_extras(["run", "all", "--preset", "tiny", "--out", str(out)], tmp_path,
-                              modules="tests.report_fixtures.fast_units,reports.fig_bnn")
+                              modules="tests.report_fixtures.fast_units,experiments.bnn")
     assert_one_line_error(proc, "bnn not run", "pip install 'sms-langevin[torch]'")
     assert sorted(p.name for p in (out / "units").iterdir()) == ["fast"]
     assert json.loads((out / "run.json").read_text())["ids"] == ["fast"]
@@ -107,7 +107,7 @@ def test_run_all_without_torch_runs_the_others_and_exits_2_naming_the_extra(tmp_
     page = (out / "report" / "index.html").read_bytes()
     (out / "run.json").write_text(json.dumps({**json.loads((out / "run.json").read_text()), "ids": ["fast", "bnn"]}))
     proc = cli_without_extras(["report", "--out", str(out)], tmp_path,
-                              modules="tests.report_fixtures.fast_units,reports.fig_bnn")
+                              modules="tests.report_fixtures.fast_units,experiments.bnn")
     assert_one_line_error(proc, "bnn not drawn", "pip install 'sms-langevin[torch]'")
     assert (out / "report" / "index.html").read_bytes() == page
 

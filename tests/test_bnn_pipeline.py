@@ -1,4 +1,4 @@
-"""bnn.pipeline and the reports module on a very small configuration (seconds)."""
+"""experiments.bnn.pipeline and the reports module on a very small configuration (seconds)."""
 
 import csv
 import math
@@ -11,8 +11,10 @@ from helpers import draw_files
 import data_sets as data
 from bias import metrics as bias_metrics
 from bnn import augment as bnn_augment
-from bnn import diagnostics, metrics, models, pipeline, presets
-from reports import fig_bnn, schema
+from bnn import diagnostics, metrics, models
+from experiments import bnn as fig_bnn
+from experiments.bnn import pipeline, presets
+from reports import schema
 
 pytestmark = pytest.mark.torch
 
@@ -61,7 +63,7 @@ def test_diverging_sampler_is_reported_with_its_step():
 
 @pytest.mark.slow
 def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
-    from reports import fig_bnn
+    from experiments import bnn as fig_bnn
 
     info = draw_files(fig_bnn, [({"dataset": "digits", "run": i}, r) for i, r in enumerate(two_runs)], "tiny",
                       tmp_path)
@@ -75,7 +77,7 @@ def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
 
 
 def test_absent_data_is_reported_not_replaced(tmp_path):
-    from reports import fig_bnn
+    from experiments import bnn as fig_bnn
 
     info = draw_files(fig_bnn, [({"dataset": "celeba", "run": 0}, {"missing": "x: file not found"})], "full", tmp_path)
     assert "celeba: data absent (x: file not found)" in info["measured"]
@@ -102,7 +104,9 @@ def test_presets_cover_every_level_and_the_paper_tables():
 
 
 def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
-    from reports import fig_bnn, fig_demo, registry
+    from experiments import bnn as fig_bnn
+    from experiments import demo as fig_demo
+    from reports import registry
 
     assert "tiny" in registry.PRESETS
     assert registry.module_preset(fig_demo, "tiny") == "quick"
@@ -183,7 +187,7 @@ def test_run_with_several_chains_per_sampler_averages_them(one_thread):
 def test_verdicts_use_only_ensemble_sizes_with_a_standard_deviation(tmp_path):
     """Four runs give ensembles of 1, 2 and 4; one group of 4 has no standard deviation, so the
     measured verdicts speak of sizes 1 and 2 only."""
-    from reports import fig_bnn
+    from experiments import bnn as fig_bnn
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, size=40)
@@ -481,7 +485,7 @@ def test_a_config_given_numpy_values_stores_python_values_its_json_can_hold():
     import json
     from dataclasses import asdict, replace
 
-    from bnn import presets
+    from experiments.bnn import presets
     cfg = replace(presets.run_config("regime-tiny", "digits", 0), control_variate=np.True_,
                   stratified_test=np.array(0.2), paper_baseline=np.bool_(False))
     assert (cfg.control_variate, cfg.stratified_test, cfg.paper_baseline) == (True, 0.2, False)

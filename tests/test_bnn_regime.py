@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import data_sets as data
-from bnn import curves, pipeline, presets
+from experiments.bnn import curves, pipeline, presets
 
 pytestmark = pytest.mark.torch
 
@@ -184,7 +184,7 @@ def test_regime_levels_hold_every_sampler_the_panel_and_the_traces():
 def _cli(args, **kwargs):
     env = os.environ.copy()
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env["SMS_LANGEVIN_REPORT_MODULES"] = "reports.fig_demo,reports.fig_bnn"
+    env["SMS_LANGEVIN_REPORT_MODULES"] = "experiments.demo,experiments.bnn"
     return subprocess.run([sys.executable, "-m", "reports", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, **kwargs)
 

@@ -91,8 +91,8 @@ def test_no_command_prints_the_commands():
 
 
 def test_claims_takes_every_preset_run_claims_takes(tmp_path, monkeypatch):
+    from experiments import claims as tab_claims
     from reports import cli as cli_module
-    from reports import tab_claims
 
     seen = []
 
@@ -122,10 +122,11 @@ def test_report_on_a_folder_a_run_is_writing_is_one_line(tmp_path, units_written
 def test_figure1_runs_its_own_tiny_level():
     """``run figure1 --preset tiny`` runs Figure 1's tiny preset (it ran quick while the registry did
     not know of it: minutes more on the torch route)."""
-    from reports import fig1_wasserstein, registry
+    from experiments import figure1 as fig1_wasserstein
+    from reports import registry
 
     assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"
-    assert len(fig1_wasserstein.units("tiny")) == 36
+    assert len(fig1_wasserstein.units("tiny")) == 12  # a unit per scheme and step size, three points each
 
 
 def test_tour_refuses_a_folder_a_run_is_writing(tmp_path):

@@ -1,4 +1,4 @@
-"""The conformance report (:mod:`reports.fig_conformance`, :mod:`theory_checks.adapters.conformance`):
+"""The conformance report (:mod:`experiments.conformance`, :mod:`theory_checks.adapters.conformance`):
 the toolkit's exact lines have the orders the design declares, the measured order is read as the
 interval allows, a sampler whose library is absent is skipped by name, and a measured toy sampler
 goes through the report's unit, persisted form and drawing."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from helpers import ToyULA, draw_files
 
-from reports import fig_conformance
+from experiments import conformance as fig_conformance
 from theory_checks.adapters import conformance
 from theory_checks.adapters.analysis import SLOPE_TOL
 from theory_checks.adapters.protocol import missing_library

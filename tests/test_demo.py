@@ -7,8 +7,8 @@ import json
 import pytest
 from helpers import draw_files
 
-from bias import demo
-from reports import fig_demo
+from experiments import demo as fig_demo
+from experiments.demo import compute as demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 

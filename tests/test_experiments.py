@@ -11,12 +11,16 @@ import numpy as np
 import pytest
 from helpers import draw_files
 
-from bias import figure1, logistic, logistic_output
 from bias.metrics import accuracy, ace_classwise, all_metrics, nll, rps
 from bias.noise_floor import expected_binned_w1
 from data_sets import DataError, read_idx
+from experiments import figure1 as fig1_wasserstein
+from experiments import logistic as fig_logistic
+from experiments.figure1 import compute as figure1
+from experiments.logistic import compute as logistic
+from experiments.logistic import output as logistic_output
 from integrators import GaussianTarget
-from reports import fig1_wasserstein, fig_logistic, schema
+from reports import schema
 from reports.drawing import write_drawing
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
@@ -25,7 +29,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 def test_figure1_tiny_draws_outputs_and_marks_divergence(tmp_path):
     points = figure1.compute("tiny")
     assert len(points) == 36
-    results = [({"scheme": q.scheme, "plan": q.plan, "k": round(-math.log2(q.h))}, asdict(q)) for q in points]
+    results = [({"scheme": s, "k": k}, {"points": [asdict(q) for q in points
+                                                   if q.scheme == s and round(-math.log2(q.h)) == k]})
+               for s, k in figure1.units("tiny")]  # the executor's units: three points each
+    assert sorted(len(res["points"]) for _, res in results) == [3] * 12
     for _, result in results:  # the diverged points (w1 nan) included
         schema.check(result, fig1_wasserstein.RESULT)
     drawing = fig1_wasserstein.draw(results, "tiny")
@@ -81,7 +88,6 @@ def test_figure1_paper_friction_runs_baoab_at_half_friction():
 def test_figure1_numbers_do_not_depend_on_the_thread_count():
     # the runs of a group are scheduled on a pool: one worker or several give the same numbers
     one = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=1)
-    figure1.clear_control_cache()  # the shared control is recomputed too
     three = figure1.run_points("ubu", ("sms", "iid"), 3, "tiny", 5, threads=3)
     strip = [{k: v for k, v in asdict(q).items() if k != "seconds"} for q in one + three]
     assert repr(strip[:2]) == repr(strip[2:])

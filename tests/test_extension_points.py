@@ -67,7 +67,7 @@ def _new_files(root: Path) -> dict:
                    "integrators/torch/schemes/em_copy.py": tensor.replace("import em as _numba",
                                                                           "import em_copy as _numba")},
         "plan": {"integrators/plans/rr_copy.py": plan.replace('NAME = "rr"\n', 'NAME = "rr_copy"\n')},
-        "figure": {"reports/fig_extension_probe.py": FIGURE},
+        "figure": {"experiments/extension_probe.py": FIGURE},
         "adapter": {"theory_checks/adapters/toy_adapter.py": adapter},
     }
 
@@ -75,8 +75,8 @@ def _new_files(root: Path) -> dict:
 PROBE = '''
 import contextlib, io, json, sys
 root = sys.argv[1]
-import integrators, reports, theory_checks
-assert all(m.__file__.startswith(root) for m in (integrators, reports, theory_checks)), "not the copy"
+import experiments, integrators, reports, theory_checks
+assert all(m.__file__.startswith(root) for m in (experiments, integrators, reports, theory_checks)), "not the copy"
 from integrators.plans import PLANS
 from integrators.schemes import SCHEMES
 from reports import registry

@@ -9,8 +9,9 @@ from helpers import draw_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bias import ghmc_logistic
-from reports import fig_ghmc, registry, schema
+from experiments import ghmc as fig_ghmc
+from experiments.ghmc import compute as ghmc_logistic
+from reports import registry, schema
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -35,7 +36,7 @@ def test_units_cover_both_samplers_at_every_step_and_one_reference():
         assert [u["h"] for u in units if u["sampler"] == "SMS-GHMC"] == list(cfg["ghmc_h"])
         assert [u["h"] for u in units if u["sampler"] == "SMS-UBU"] == list(cfg["ubu_h"])
         assert sum(u["sampler"] == "reference" for u in units) == 1
-    assert "reports.fig_ghmc" in registry.DEFAULT_MODULES
+    assert "experiments.ghmc" in registry.DEFAULT_MODULES
     assert registry.module_preset(fig_ghmc, "tiny") == "tiny"  # its own cheap level in make demo
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         ghmc_logistic.units("huge")

@@ -89,7 +89,7 @@ def test_the_readmes_map_names_every_package_and_only_files_that_exist():
 
 
 # each imports only those before it
-LAYERS = ("integrators", "data_sets", "theory_checks", "bias", "bnn", "tour", "reports")
+LAYERS = ("integrators", "data_sets", "theory_checks", "bias", "bnn", "tour", "reports", "experiments")
 # bias's coupled h / h/2 runners import integrators alone; verify measures weak orders with them on
 # targets without an exact law (DESIGN.md), so theory_checks may import these two modules of bias
 SHARED_DOWN = ("bias.coupled", "bias.telescoping")

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bias import figure1
 from bias.coupled import coupled_run
+from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, RunSpec, sample
 
 REFERENCE = np.load(Path(__file__).parent / "data" / "reference_outputs.npz")

@@ -275,7 +275,9 @@ def test_the_report_opens_with_an_introduction_and_contents_and_says_each_sectio
 
 
 def test_a_section_with_its_own_level_says_the_preset_alone():
-    from reports import fig_bnn, fig_weak_orders, report
+    from experiments import bnn as fig_bnn
+    from experiments import weak_orders as fig_weak_orders
+    from reports import report
     assert report.section_preset(fig_bnn, "tiny") == "tiny"
     assert report.section_preset(fig_weak_orders, "tiny") == "tiny (runs this section's quick level)"
     assert report.section_preset(fig_weak_orders, "full") == "full"
@@ -292,8 +294,8 @@ def _ensemble_rows(dataset, sms, swa, std, groups):
 def test_bnn_verdict_names_a_direction_only_where_the_run_tests_the_claim(sms, swa, std, groups, testable):
     from scipy.stats import t
 
-    from bnn.verdicts import MIN_DF
-    from reports.fig_bnn import ensemble_verdict
+    from experiments.bnn import ensemble_verdict
+    from experiments.bnn.verdicts import MIN_DF
     text = ensemble_verdict(_ensemble_rows("d", sms, swa, std, groups), "d", 1, "nll", testable)
     assert text.startswith(f"nll {sms:.4f} vs SWA {swa:.4f} (")
     if not testable or groups - 1 < MIN_DF:  # too few runs, or too few degrees of freedom: no direction
@@ -308,7 +310,7 @@ def test_bnn_verdict_names_a_direction_only_where_the_run_tests_the_claim(sms, s
 @given(counts=st.dictionaries(st.sampled_from(["digits", "xray", "xray_stratified", "cifar10"]),
                               st.integers(1, 70), min_size=1))
 def test_bnn_section_says_when_its_preset_cannot_test_the_claim(counts):
-    from reports.fig_bnn import MIN_RUNS_TO_TEST, too_small
+    from experiments.bnn import MIN_RUNS_TO_TEST, too_small
     text = too_small("tiny", {d: [{}] * n for d, n in counts.items()})
     small = {d: n for d, n in counts.items() if d != "cifar10" and n < MIN_RUNS_TO_TEST}
     assert bool(text) == bool(small)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from helpers import draw_files
 
+from experiments import claims as tab_claims
 from integrators import GaussianTarget, RunSpec
-from reports import tab_claims
 from theory_checks import declared
 from theory_checks.claims import FAILS, HOLDS, HOLDS_FASTER, claims_table
 from theory_checks.contraction import contraction_check

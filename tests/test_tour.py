@@ -109,7 +109,7 @@ def test_checker_bad_input_names_it():
 # ---------------------------------------------------------------------------- the public API
 def public_modules() -> set[str]:
     """Modules the README documents: the files of its "What is here" table and dotted names in
-    backticks (``bias.figure1.run`` documents ``bias.figure1``)."""
+    backticks (``experiments.figure1.compute.run`` documents ``experiments.figure1.compute``)."""
     text = (ROOT / "README.md").read_text()
     modules = set()
     for line in text.splitlines():
@@ -156,7 +156,8 @@ def code_of(path: Path) -> str:
 
 def test_the_private_api_check_catches_private_names():
     public = public_modules()
-    assert {"integrators", "integrators.brownian", "theory_checks.oracle", "bias.figure1", "tour"} <= public
+    assert {"integrators", "integrators.brownian", "theory_checks.oracle", "experiments.figure1.compute",
+            "tour"} <= public
     assert {"bnn", "bnn.training", "bnn.metrics", "integrators.torch", "theory_checks.verify"} <= public
     assert private_uses("from integrators.api import _fmt", public)
     assert private_uses("from integrators.rng import lane_states", public)   # rng.py: not in the README

@@ -10,7 +10,7 @@
   ``telescoping_bias``);
 * the input checks of modules whose test files live elsewhere (bias.coupled, bias.wasserstein,
   bias.streaming_w1, bias.metrics, integrators.targets, integrators.memory, reports.metadata,
-  the torch module sampler, bnn, reports.fig_bnn), each in a section named after its module.
+  the torch module sampler, bnn, experiments.bnn), each in a section named after its module.
 
 Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` and its torch twin
 run every table (and the end-to-end refusals of tests/test_api.py) in a fresh interpreter and
@@ -821,7 +821,7 @@ def test_hessian_norm_takes_integer_labels_of_any_width():
 def test_run_configs_take_arrays_for_tuples_and_paths_for_strings():
     import pathlib
 
-    from bnn.pipeline import RunConfig
+    from experiments.bnn.pipeline import RunConfig
 
     cfg = RunConfig("digits", "fashion_mnist", h_panel=np.array([3e-4, 3e-3]), data_path=pathlib.Path("/tmp"))
     assert cfg.h_panel == (3e-4, 3e-3) and cfg.data_path == "/tmp" and cfg.to_dict()["h_panel"] == (3e-4, 3e-3)
@@ -833,9 +833,9 @@ def test_synthetic_data_takes_a_numpy_shape():
     assert synthetic(np.array([1, 4, 4]), 3, n_train=4, n_test=2).x_train.shape == (4, 1, 4, 4)
 
 
-# ================================================================== reports.fig_bnn
+# ================================================================== experiments.bnn
 def test_bnn_summary_quotes_both_r_hats_and_says_when_chains_have_not_mixed():
-    from reports.fig_bnn import rhat_summary
+    from experiments.bnn import rhat_summary
 
     unmixed = rhat_summary([{"rhat": 0.872, "rank_split_rhat": 1.64, "draws": 4}])
     assert "0.872" in unmixed and "rank-normalised split 1.640" in unmixed and "not mixed" in unmixed

@@ -31,8 +31,8 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bias.figure1 import PRESETS, local_slopes, run_points, target_law
 from bias.wasserstein import Normal, wasserstein_samples, wasserstein_to_distribution
+from experiments.figure1.compute import PRESETS, local_slopes, run_points, target_law
 from integrators import GaussianTarget
 from tour import check, question
 
@@ -120,7 +120,7 @@ plt.show()
 
 # %% [markdown]
 # The whole figure, nine samplers with their CSV and metadata, is one command:
-# `sms-langevin run figure1 --preset quick` (or `bias.figure1.compute("quick")` for the points);
+# `sms-langevin run figure1 --preset quick` (or `experiments.figure1.compute.compute("quick")` for the points);
 # the `full` preset is the paper's $10^7 \cdot 2^k$ samples per point.
 #
 # ## Exercises

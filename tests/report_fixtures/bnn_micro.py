@@ -1,10 +1,10 @@
 """Two BNN runs at a micro size (digits, width 1/8, seconds each) through the real unit function
-and drawing of :mod:`reports.fig_bnn`: the Dask test's registry."""
+and drawing of :mod:`experiments.bnn`: the Dask test's registry."""
 
 from __future__ import annotations
 
-from bnn.pipeline import RunConfig
-from reports import fig_bnn
+from experiments import bnn as fig_bnn
+from experiments.bnn.pipeline import RunConfig
 
 ID = "bnn_micro"
 TITLE = "BNN runs at a micro size"

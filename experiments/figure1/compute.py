@@ -31,10 +31,11 @@ state), so a repeat's runs go in one call of :func:`integrators.sample_together`
 of a step's cost on this example, is drawn once for the four (a scheme's three plans
 and its control; the three schemes together would share it among twelve, but their twelve
 histograms then miss the caches enough to make the figure slower), and each run's numbers are
-those of its own ``sample()`` call.  All calls go to one pool of ``threads`` workers
-(one thread each; the kernel releases the GIL), queued at once with the finest ``h`` first, and a
-group's W1 numbers are read off as soon as its calls are done while the other calls keep the
-cores busy.  F and the integrated cdf on the histogram's grid are computed once per layout.
+those of its own ``sample()`` call.  A group is one unit of the executor
+(:mod:`reports.executor`, persisted and resumed as every experiment's units): its calls go to a
+pool of up to ``threads`` workers (the kernel releases the GIL), the threads split among them.
+:func:`compute` runs the units in this process, the finest ``h`` first.  F and the integrated cdf on
+the histogram's grid are computed once per layout.
 Every histogram has ``n_bins`` bins of width ``2 W1_BOUND`` over +-12 sd (in :func:`run_facts`): the plotted estimate's
 binning bound is ``1.5`` bin widths, the plain one's half a bin width; ``benchmarks/bench_figure1.py``
 prints the former as a fraction of the smallest plotted W1.
@@ -42,7 +43,7 @@ A sampler that diverges is marked diverged at that ``h`` (with the first diverge
 plotted as a number.
 
 Backends: the Numba kernel (default) or ``backend="torch"`` on ``device`` (``cpu`` or ``cuda``),
-:mod:`bias.figure1_torch` (the same schemes and plans on tensors; its chain count per
+:mod:`experiments.figure1.torch_backend` (the same schemes and plans on tensors; its chain count per
 repeat is its own, so that a GPU has enough chains to fill it; its runs go one at a time).
 
 Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
@@ -54,10 +55,11 @@ from __future__ import annotations
 
 import math
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
-from bias.figure1_output import plot, resolution_metadata, run_facts, table
-from bias.figure1_schedule import Group, clear_control_cache, completion_order
-from bias.figure1_setup import (
+from experiments.figure1.output import plot, resolution_metadata, run_facts, table
+from experiments.figure1.schedule import Group
+from experiments.figure1.setup import (
     BACKENDS,
     DIVERGENCE_BOUND,
     PRESETS,
@@ -77,7 +79,7 @@ from integrators.validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 __all__ = ["BACKENDS", "DIVERGENCE_BOUND", "PRESETS", "SAMPLERS", "Point", "chain_steps",
-           "clear_control_cache", "histogram_layout", "local_slopes", "noise_floor", "plot", "point_config",
+           "histogram_layout", "local_slopes", "noise_floor", "plot", "point_config",
            "resolution_metadata", "compute", "run_facts", "run_point", "run_points", "sampler_for", "table",
            "target_law", "units"]
 
@@ -150,7 +152,7 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -198,7 +200,7 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -223,10 +225,10 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
 
 
 def units(preset: str = "quick"):
-    """The independent units of work: one per (sampler, step size).
+    """The independent units of work: one per scheme and step size.
 
-    The three plans of a scheme at one step size come together so that they share the cached
-    full-gradient control.
+    A unit is a group: the three plans of the scheme at that step size and their shared
+    full-gradient control, on one Brownian path per repeat (:func:`run_points`).
 
     Parameters
     ----------
@@ -236,9 +238,50 @@ def units(preset: str = "quick"):
     Returns
     -------
     list of tuple
-        ``(scheme, plan, k)`` per unit, grouped by scheme and step size.
+        ``(scheme, k)`` per unit.
     """
-    return [(s, p, k) for s, k in scheme_step_groups(preset) for p in plans_of(s)]
+    return list(scheme_step_groups(preset))
+
+
+def run_group(scheme: str, k: int, preset: str, seed: int, *, threads: int | None = None,
+              baoab_paper_friction: bool = False, control_variate: bool = True, backend: str = "numba",
+              device=None) -> dict:
+    """One unit: the points of ``scheme``'s three plans at ``h = 2^-k``, JSON-ready.
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme (``ubu``, ``baoab`` or ``em``).
+    k : int
+        The step size is ``h = 2^-k``.
+    preset : str
+        The preset (``tiny``, ``quick`` or ``full``).
+    seed : int
+        The unit's seed (repeat ``r`` runs with ``derive(seed, "figure1", k, r)``).
+    threads : int or None
+        Cores (default: all).
+    baoab_paper_friction : bool
+        BAOAB as the paper's listing, at friction ``gamma / 2``.
+    control_variate : bool
+        Also run the full-gradient control and report the control-variate estimate.
+    backend : {"numba", "torch"}
+        The backend.
+    device : str or None
+        The tensor backend's device.
+
+    Returns
+    -------
+    dict
+        ``{"points": [Point as a dict per plan]}``.
+
+    Raises
+    ------
+    ValueError
+        If the preset, the sampler, ``threads`` or the backend and device are not known or valid.
+    """
+    points = run_points(scheme, plans_of(scheme), k, preset, seed, baoab_paper_friction=baoab_paper_friction,
+                        control_variate=control_variate, threads=threads, backend=backend, device=device)
+    return {"points": [asdict(q) for q in points]}
 
 
 def local_slopes(points: list[Point], field: str = "w1") -> dict:
@@ -274,8 +317,8 @@ def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_
             device=None) -> list[Point]:
     """Every point of the figure in one process, returned.
 
-    No file is written: ``sms-langevin run figure1`` draws and writes them.  The three plans of a
-    scheme at one step size and their shared control run together.
+    No file is written: ``sms-langevin run figure1`` draws and writes them.  The units
+    (:func:`units`) run through the executor in this process, with the figure's seed.
 
     Parameters
     ----------
@@ -292,7 +335,7 @@ def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`bias.figure1_torch`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -306,25 +349,23 @@ def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_
     ValueError
         If the preset, ``threads`` or the backend and device are not known or valid.
     """
+    from reports.executor import execute
+
     preset_settings(PRESETS, preset)
     threads = resolve_threads(threads)
     sampler_for(backend, device)  # validates the pair
-    n_units = len(units(preset))
-
-    # one pool for the whole figure and every call queued at once, the costliest (finest h)
-    # first, so that all cores stay busy to the end; W1 is read off each group as it completes
-    groups = {(s, k): Group.make(s, plans_of(s), k, preset, seed, 1.0, baoab_paper_friction, control_variate,
-                                  (backend, device)) for s, k in scheme_step_groups(preset)}
+    options = {"baoab_paper_friction": baoab_paper_friction, "control_variate": control_variate,
+               "backend": backend, "device": None if device is None else str(device)}
+    # the executor in this process: one unit per group, the costliest (finest h) first, each with
+    # the seed ``seed`` itself (the command line's units have their own, ``reports.store.unit_seed``)
+    tasks = [(__package__, {"scheme": s, "k": k, **options}, preset, seed)
+             for s, k in sorted(units(preset), key=lambda sk: -sk[1])]
+    n_points = sum(len(plans_of(s)) for s, _ in units(preset))
     by_group: dict = {}
-    with ThreadPoolExecutor(max_workers=threads if backend == "numba" else 1) as pool:
-        # (one scheme's runs per call: twelve samplers' histograms in one call, 14 MB, miss the
-        # caches so much that the figure ran 1.5x slower than with four, in spite of the path)
-        queued = {key: groups[key].submit(pool, 1) for key in sorted(groups, key=lambda sk: -sk[1])}
-        for key in completion_order(queued):
-            by_group[key] = groups[key].finish(queued.pop(key))  # (its calls' results can go once read)
-            for q in by_group[key]:
-                n_done = sum(map(len, by_group.values()))
-                if progress:
-                    progress(f"[{n_done}/{n_units}] {q.scheme} x {q.plan}, h = 2^-{key[1]}: "
-                             f"{'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
-    return [q for key in scheme_step_groups(preset) for q in by_group[key]]
+    for (_, unit, _, _), result, _ in execute(tasks, threads=threads):
+        by_group[unit["scheme"], unit["k"]] = [Point(**q) for q in result["points"]]
+        for q in by_group[unit["scheme"], unit["k"]]:
+            if progress:
+                progress(f"[{sum(map(len, by_group.values()))}/{n_points}] {q.scheme} x {q.plan}, "
+                         f"h = 2^-{unit['k']}: {'DIVERGED' if q.diverged else f'W1 {q.w1:.3e}'}")
+    return [q for key in units(preset) for q in by_group[key]]

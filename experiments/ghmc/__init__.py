@@ -1,9 +1,9 @@
 """SMS-GHMC (supplement, Algorithm 7) against SMS-UBU on the multinomial logistic regression of
-Section 3.4 (the supplement's section D); the computation is :mod:`bias.ghmc_logistic`."""
+Section 3.4 (the supplement's section D); the computation is :mod:`experiments.ghmc.compute`."""
 
 from __future__ import annotations
 
-from bias import ghmc_logistic
+from experiments.ghmc import compute as ghmc_logistic
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
 
@@ -27,8 +27,9 @@ def units(preset: str) -> list[dict]:
     return ghmc_logistic.units(preset)
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    return ghmc_logistic.run_unit(unit, preset, seed)  # the unit's seed (store.unit_seed), unreduced
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    # the unit's seed (store.unit_seed), unreduced
+    return ghmc_logistic.run_unit(unit, preset, seed, threads=threads)
 
 
 def draw(results: list, preset: str) -> Drawing:

@@ -1,14 +1,14 @@
 """Bayesian neural networks (Section 5, Algorithm 4): calibrated ensembles from SMS-UBU around SWA
 points against Adam and SWA, the step-size panel, traces + R-hat, Hessian norms (and, at the full
-preset, the CIFAR-10 table). One unit is one independent run (:func:`bnn.pipeline.run`)."""
+preset, the CIFAR-10 table). One unit is one independent run (:func:`experiments.bnn.pipeline.run`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bnn import curves, figures, presets, verdicts
 from bnn.metrics import RHAT_MIXED, RHAT_STRICT
-from bnn.verdicts import MIN_DF
+from experiments.bnn import curves, figures, presets, verdicts
+from experiments.bnn.verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
@@ -34,7 +34,7 @@ LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
 ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn.metrics.METRICS: both ACE definitions, each named
 RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
                 methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY)))  # null: diverged
-REQUIRES = ("torch",)  # what its runs import (bnn.presets and this module import without it)
+REQUIRES = ("torch",)  # what its runs import (experiments.bnn.presets and this module import without it)
 
 
 def units(preset: str) -> list[dict]:
@@ -47,25 +47,25 @@ def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) 
 
 def missing_input(unit: dict, preset: str) -> str | None:
     """Why a unit's data set is absent (asked before a run starts; paths only), else None."""
-    from bnn import presets
+    from experiments.bnn import presets
     return presets.missing_data(preset, unit["dataset"])
 
 
 def inputs(unit: dict, preset: str) -> dict | None:
     """The data file or folder a unit reads (name and size): part of its fingerprint, so a unit
     computed on the development subset is not reused for the full PneumoniaMNIST, nor the reverse."""
-    from bnn import presets
+    from experiments.bnn import presets
     return presets.data_identity(preset, unit["dataset"])
 
 
 def run_config(cfg, seed: int, *, threads: int | None = None) -> dict:
-    """One run of :func:`bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it)
+    """One run of :func:`experiments.bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it)
     on ``threads`` torch threads (None: one): its result, or ``{"missing": why}`` when the data
     set's files are absent."""
     import torch
 
-    from bnn import pipeline
     from data_sets import DataError
+    from experiments.bnn import pipeline
 
     # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
     torch.set_num_threads(threads or 1)
@@ -89,10 +89,10 @@ def ensemble_verdict(rows, dataset, size, metric, testable=True):
     """SMS-UBU against SWA on one metric at one ensemble size, the summary sentence's reading:
     ``lower`` or ``higher`` where the difference's 95% t interval over the ``G`` disjoint groups
     (``G - 1`` degrees of freedom, the two methods' spreads combined) excludes 0, ``not
-    distinguishable`` otherwise; with fewer than :data:`bnn.verdicts.MIN_DF` degrees of freedom, or
+    distinguishable`` otherwise; with fewer than :data:`experiments.bnn.verdicts.MIN_DF` degrees of freedom, or
     where the run cannot test the claim (``testable`` False: too few runs), the difference alone,
     said to be no test.  The corrected verdicts of the regime's tables are
-    :func:`bnn.verdicts.paired_verdicts`'."""
+    :func:`experiments.bnn.verdicts.paired_verdicts`'."""
     get = {r["method"]: r for r in rows if r["dataset"] == dataset and r["size"] == size and r["metric"] == metric}
     if "SMS-UBU" not in get or "SWA" not in get:
         return ""

@@ -2,7 +2,7 @@
 
     sms-langevin run demo --preset quick --out out/demo      (make demo-1d)
 
-The figure ``demo`` of the reports (:mod:`reports.fig_demo`) runs :func:`run_unit` per sampler and
+The figure ``demo`` of the reports (:mod:`experiments.demo`) runs :func:`run_unit` per sampler and
 step size; :func:`table` gives the numbers behind the plot (columns :data:`CSV_COLUMNS`) and
 :func:`plot` the figure (sample densities at the largest step next to the exact density, and the
 bias of the stationary variance against ``h`` on log-log axes).  Nothing here writes a file.

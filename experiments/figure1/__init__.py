@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
-from bias import figure1
+from experiments.figure1 import compute as figure1
 from reports.drawing import Drawing
-from reports.schema import from_dataclass
+from reports.schema import ListOf, Record, from_dataclass
 
 ID = "figure1"
 ORDER = 30  # its place in the registry, the list and the report
@@ -20,22 +18,24 @@ COST = {"tiny": "~15 s, mostly compiling (numba); ~12 min with --backend torch o
 
 
 def units(preset: str) -> list[dict]:
-    return [{"scheme": s, "plan": p, "k": k} for s, p, k in figure1.units(preset)]
+    # one per scheme and step size: its three plans and their control on one path per repeat
+    return [{"scheme": s, "k": k} for s, k in figure1.units(preset)]
 
 
 PRESETS = tuple(figure1.PRESETS)  # its own tiny level (`--preset tiny` ran quick before it was declared)
-RESULT = from_dataclass(figure1.Point)  # draw rebuilds each Point from its unit's result
+RESULT = Record(points=ListOf(from_dataclass(figure1.Point)))  # draw rebuilds each Point
 BACKENDS = figure1.BACKENDS  # `sms-langevin run figure1 --backend torch --device cuda` adds both to the units
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    point = figure1.run_point(unit["scheme"], unit["plan"], unit["k"], preset, seed, threads=threads,
-                              backend=unit.get("backend", "numba"), device=unit.get("device"))
-    return asdict(point)
+    # the options figure1.compute adds to its units, at their defaults in the command line's
+    options = {name: unit[name] for name in ("baoab_paper_friction", "control_variate") if name in unit}
+    return figure1.run_group(unit["scheme"], unit["k"], preset, seed, threads=threads,
+                             backend=unit.get("backend", "numba"), device=unit.get("device"), **options)
 
 
 def draw(results: list, preset: str) -> Drawing:
-    points = [figure1.Point(**res) for _, res in results]
+    points = [figure1.Point(**q) for _, res in results for q in res["points"]]
     slopes = figure1.local_slopes(points)
     names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}
     text = "; ".join(f"{names[p]}-{s.upper()}: {v:.2f}" for (s, p), v in slopes.items())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bias import demo
+from experiments.demo import compute as demo
 from reports.drawing import Drawing
 from reports.schema import NUMBER, TEXT, ListOf, Nullable, Record
 

@@ -16,7 +16,7 @@ Data: scikit-learn's digits (shipped inside the package, the embedded default) o
 from local IDX files (``data_dir``), both read by :mod:`data_sets` and turned into features
 here (:func:`digits_features`, :func:`fashion_features`).
 
-Its outputs as data (the verdicts, the figure) are :mod:`bias.logistic_output`.
+Its outputs as data (the verdicts, the figure) are :mod:`experiments.logistic.output`.
 """
 
 from __future__ import annotations
@@ -296,7 +296,7 @@ def compute(preset: str = "quick", seed: int = 0, *, data_dir=None, progress=Non
 
     No file is written: ``sms-langevin run logistic`` draws and writes the figure of the embedded
     digits. For Fashion-MNIST from ``data_dir``, draw the rows with
-    ``reports.fig_logistic.draw([({}, {"rows": [asdict(r) for r in rows], "data": source})], preset)``
+    ``experiments.logistic.draw([({}, {"rows": [asdict(r) for r in rows], "data": source})], preset)``
     and write them with :func:`reports.drawing.write_drawing`.
 
     Parameters

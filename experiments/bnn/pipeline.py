@@ -78,7 +78,6 @@ from bnn.config import (
     smallest_input,
     with_overrides,
 )
-from bnn.curves import CURVE_METRICS
 from bnn.training import (
     DATASETS,
     Tensors,
@@ -91,6 +90,7 @@ from bnn.training import (
     tensors,
     train,
 )
+from experiments.bnn.curves import CURVE_METRICS
 from integrators.memory import check_fits, device_memory_bytes
 from integrators.seeds import derive
 from integrators.validation import seed_value

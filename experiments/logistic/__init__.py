@@ -6,7 +6,8 @@ from dataclasses import asdict
 
 import numpy as np
 
-from bias import logistic, logistic_output
+from experiments.logistic import compute as logistic
+from experiments.logistic import output as logistic_output
 from integrators import MultinomialLogisticTarget
 from reports.drawing import Drawing
 from reports.schema import TEXT, ListOf, Record, from_dataclass

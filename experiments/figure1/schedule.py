@@ -1,17 +1,18 @@
-"""Figure 1's runs: the ``sample()`` calls of each point and of the full-gradient control it shares
-with the other plans of its scheme and step size (kept in a small cache), scheduled on a thread
-pool so that every core stays busy, and the W1 numbers read off their histograms."""
+"""Figure 1's runs: the ``sample()`` calls of the points of one scheme at one step size and of the
+full-gradient control they share (one unit of the executor), scheduled on a thread pool so that
+every core of the unit stays busy, and the W1 numbers read off their histograms."""
 
 from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 
 import numpy as np
 
-from bias.figure1_setup import (
+from bias.streaming_w1 import StreamingW1, w1_with_control
+from bias.wasserstein import Normal
+from experiments.figure1.setup import (
     DIVERGENCE_BOUND,
     PRESETS,
     SAMPLERS,
@@ -23,8 +24,6 @@ from bias.figure1_setup import (
     sampler_for,
     target_law,
 )
-from bias.streaming_w1 import StreamingW1, w1_with_control
-from bias.wasserstein import Normal
 from integrators import GaussianTarget, sample_together
 from integrators.validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
@@ -107,44 +106,28 @@ class _Control:
     noise: float
 
 
-_CONTROLS: dict = {}  # the last few controls, shared by the three plans of a scheme at one h
-
-
-def clear_control_cache() -> None:
-    """Forget the cached controls (the next point recomputes its control)."""
-    _CONTROLS.clear()
-
-
 def _control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds,
-                  backend=("numba", None)) -> tuple[tuple, list[Run], Normal | None]:
-    """The control's runs still to do (none when cached or when the full-gradient scheme is unstable)."""
-    key = (scheme, h, g, chains, burn, per_chain, tuple(seeds), backend)
-    if key in _CONTROLS:
-        return key, [], None
+                      backend=("numba", None)) -> tuple[list[Run], Normal | None]:
+    """The control's runs and its exact law (none where the full-gradient scheme is unstable)."""
     try:
         _, cov = stationary_full(scheme, target, h, g)
     except UnstableStepError:
-        return key, [], None
+        return [], None
     exact = Normal(float(target.mean[0]), float(math.sqrt(cov[0, 0])))
-    return key, [Run(scheme, "full", h, g, chains, burn, per_chain, sd, backend) for sd in seeds], exact
+    return [Run(scheme, "full", h, g, chains, burn, per_chain, sd, backend) for sd in seeds], exact
 
 
-def _store_control(key, runs, exact, done, law) -> _Control | None:
-    """The control of ``runs`` (None where one of them diverged), cached under ``key``."""
-    value = None
-    if runs and not any(done[r][1] >= 0 for r in runs):
-        hists = [done[r][0] for r in runs]
-        pooled = StreamingW1(law, *histogram_layout(law))
-        for hist in hists:
-            pooled.merge(hist.counts, hist.tails)
-        own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
-        own.merge(pooled.counts, pooled.tails)
-        value = _Control(hists, pooled, exact, own.value())
-    _CONTROLS.pop(key, None)
-    while len(_CONTROLS) >= 3:
-        _CONTROLS.pop(next(iter(_CONTROLS)))
-    _CONTROLS[key] = value
-    return value
+def _control(runs, exact, done, law) -> _Control | None:
+    """The control of ``runs`` (None where one of them diverged)."""
+    if not runs or any(done[r][1] >= 0 for r in runs):
+        return None
+    hists = [done[r][0] for r in runs]
+    pooled = StreamingW1(law, *histogram_layout(law))
+    for hist in hists:
+        pooled.merge(hist.counts, hist.tails)
+    own = StreamingW1(exact, pooled.lo, pooled.hi, pooled.n_bins)
+    own.merge(pooled.counts, pooled.tails)
+    return _Control(hists, pooled, exact, own.value())
 
 
 def _mean_error(values: list[float]) -> float:
@@ -172,14 +155,10 @@ class Group:
         The target's law (of the first coordinate).
     sampler_runs : dict
         ``{plan: [Run per repeat]}``.
-    control_key : tuple or None
-        The control's key in the cache (None without the control variate).
     control_runs : list of Run
-        The control's runs still to do (empty when cached, unstable or not asked for).
+        The control's runs (empty when unstable or not asked for).
     control_law : bias.wasserstein.Normal or None
         The exact stationary law of the full-gradient scheme when its runs are to do.
-    cached_control : object
-        The control taken from the cache when the group was made (None otherwise).
     """
 
     scheme: str
@@ -188,18 +167,15 @@ class Group:
     n_samples: int
     law: Normal
     sampler_runs: dict
-    control_key: tuple | None
     control_runs: list
     control_law: Normal | None
-    cached_control: object = None  # the control taken from _CONTROLS when the group was made
 
     @classmethod
     def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
              backend=("numba", None)):
         """The group of ``scheme``'s ``plans`` at ``h = 2^-k``, with its control's runs.
 
-        The plans' repeats share their seeds (common random numbers), and so does the control;
-        a control already in the cache is held by the group and not run again.
+        The plans' repeats share their seeds (common random numbers), and so does the control.
 
         Parameters
         ----------
@@ -218,7 +194,7 @@ class Group:
         baoab_paper_friction : bool
             Run BAOAB at friction ``gamma / 2``, as the paper's listing.
         control_variate : bool
-            Also run (or take from the cache) the full-gradient control.
+            Also run the full-gradient control.
         backend : tuple
             ``(backend, device)``.
 
@@ -242,15 +218,12 @@ class Group:
         seeds = repeat_seeds(seed, k, reps)
         runs = {plan: [Run(scheme, plan, h, g, chains, burn, per_chain, sd, backend) for sd in seeds]
                 for plan in plans}
-        key, control_runs, exact = (_control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
-                                    if control_variate else (None, [], None))
-        # (held by the group: other groups finishing in between may evict it from the bounded cache)
-        cached = _CONTROLS.get(key) if key is not None and not control_runs else None
-        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, key, control_runs, exact,
-                   cached)
+        control_runs, exact = (_control_runs_for(target, scheme, h, g, chains, burn, per_chain, seeds, backend)
+                               if control_variate else ([], None))
+        return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, control_runs, exact)
 
     def runs(self) -> list[Run]:
-        """Every run of the group: the plans' repeats, then the control's runs still to do.
+        """Every run of the group: the plans' repeats, then the control's runs.
 
         Returns
         -------
@@ -290,7 +263,7 @@ class Group:
     def finish(self, futures: dict) -> list[Point]:
         """Wait for the runs and compute the W1 numbers of every point.
 
-        The control's runs, if any, are pooled and cached; each point's seconds are an equal
+        The control's runs, if any, are pooled; each point's seconds are an equal
         share of the kernel seconds of the calls its runs were in.
 
         Parameters
@@ -306,9 +279,7 @@ class Group:
         done = {r: f.result()[0][i] for r, (f, i, _) in futures.items()}
         # the kernel seconds of this group's runs: an equal share of each call they were in
         seconds = sum(f.result()[1] / size for f, _, size in futures.values()) / len(self.plans)
-        controls = self.cached_control
-        if self.control_key is not None and self.control_runs:
-            controls = _store_control(self.control_key, self.control_runs, self.control_law, done, self.law)
+        controls = _control(self.control_runs, self.control_law, done, self.law)
         floor = noise_floor(self.law, self.n_samples)
         return [_point(self.scheme, plan, 2.0**-self.k, [done[r] for r in self.sampler_runs[plan]], controls,
                        self.n_samples, floor, self.law, seconds) for plan in self.plans]
@@ -335,26 +306,3 @@ def _point(scheme, plan, h, repeats, controls, n_samples, floor, law, seconds) -
     return Point(scheme, plan, h, n_samples, w1, mc, floor, bound, False, -1, seconds,
                  "control_variate", w1_plain, mc_plain, controls.noise)
 
-
-def completion_order(queued: dict):
-    """The keys of ``queued`` (``{key: {run: (future, index, size)}}``) in the order their last
-    future completes.
-
-    Parameters
-    ----------
-    queued : dict
-        ``{key: {run: (future, index, size)}}``, as :meth:`Group.submit` returns per key.
-
-    Yields
-    ------
-    object
-        Each key, once all its futures are done.
-    """
-    pending = {key: {f for f, _, _ in runs.values()} for key, runs in queued.items()}
-    while pending:
-        running = {f for futures in pending.values() for f in futures if not f.done()}
-        if running:  # (waiting on a set that holds a done future would return at once: a busy loop)
-            wait(running, return_when=FIRST_COMPLETED)
-        for key in [key for key, futures in pending.items() if all(f.done() for f in futures)]:
-            del pending[key]
-            yield key

@@ -4,7 +4,7 @@ supplement D, "Comparison with Symmetric Minibatch Splitting HMC").
 The paper ran SMS-GHMC (Algorithm 7, :func:`integrators.sms_ghmc`) with the same control variate,
 batch size and data as its SMS-UBU runs and found the same calibration only at a step 100 times
 smaller (``h = 1e-5``, ``L = 10`` sweeps per proposal, ``alpha = 0.7``, acceptance 0.844), hence at
-a far larger cost.  Here both samplers run on the data of :mod:`bias.logistic` (scikit-learn's
+a far larger cost.  Here both samplers run on the data of :mod:`experiments.logistic.compute` (scikit-learn's
 digits after PCA, prior precision 50, batch 200, control variate at the L-BFGS mode, every chain
 started at the mode) and are scored against one reference predictive:
 
@@ -36,8 +36,8 @@ import math
 
 import numpy as np
 
-from bias import logistic
 from bias.metrics import all_metrics
+from experiments.logistic import compute as logistic
 from integrators import MultinomialLogisticTarget, RunSpec, sample, sms_ghmc
 from integrators.validation import preset_settings
 
@@ -45,7 +45,7 @@ SAMPLERS = ("SMS-GHMC", "SMS-UBU")
 REFERENCE = "reference"
 STUCK = 0.1  # a run whose chains spread less than this fraction of the reference's never left the mode
 PRESETS = {
-    # ``data``: the preset of bias.logistic whose data set is used (tiny: PCA 8, 400 training images)
+    # ``data``: the preset of experiments.logistic.compute whose data set is used (tiny: PCA 8, 400 training images)
     "tiny": {"data": "tiny", "n_chains": 12, "n_iter": 25, "n_sweeps": 10, "alpha": 0.7,
              "ghmc_h": (0.04, 0.01), "ubu_h": (2.0**-4, 2.0**-6), "ref_chains": 16, "ref_epochs": 400},
     "quick": {"data": "quick", "n_chains": 16, "n_iter": 60, "n_sweeps": 10, "alpha": 0.7,
@@ -80,7 +80,7 @@ def units(preset: str) -> list[dict]:
 
 
 def problem(preset: str):
-    """The data and posterior of :mod:`bias.logistic`, and its mode (every chain's start).
+    """The data and posterior of :mod:`experiments.logistic.compute`, and its mode (every chain's start).
 
     Parameters
     ----------
@@ -114,7 +114,7 @@ def epochs_per_chain(preset: str) -> int:
     return 2 * cfg["n_sweeps"] * cfg["n_iter"]
 
 
-def run_unit(unit: dict, preset: str, seed: int) -> dict:
+def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
     """The predictive of one (sampler, h) from its chains' final states, or the reference predictive.
 
     Parameters
@@ -125,6 +125,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         The preset (``tiny``, ``quick`` or ``full``).
     seed : int
         The unit's seed.
+    threads : int or None
+        The cores of SMS-UBU's Numba kernel (None: every core; results do not depend on it).
 
     Returns
     -------
@@ -145,7 +147,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     if unit["sampler"] == REFERENCE:
         h = min(cfg["ubu_h"]) / 4
         res = _sms_ubu(target, mode, (x_test, y_test), h=h, n_chains=cfg["ref_chains"], epochs=cfg["ref_epochs"],
-                       seed=seed)
+                       seed=seed, threads=threads)
         ok = res.ok
         probs = res.chain_tests[ok, 1:].mean(axis=0).reshape(len(y_test), target.n_classes)
         out.update({"h": h, "epochs_per_chain": cfg["ref_epochs"], "chains": int(ok.sum()),
@@ -164,7 +166,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         first = int(res.diverged_at[~ok].min()) if (~ok).any() else None
     elif unit["sampler"] == "SMS-UBU":
         res = _sms_ubu(target, mode, (x_test, y_test), h=h, n_chains=cfg["n_chains"],
-                       epochs=epochs_per_chain(preset), seed=seed)
+                       epochs=epochs_per_chain(preset), seed=seed, threads=threads)
         ok = res.ok
         first = res.first_divergence_step
         out["steps"] = res.n_steps
@@ -182,7 +184,7 @@ def _p_true(target, states, x_test, y_test) -> np.ndarray:
     return np.array([target.predict_proba(x, x_test)[np.arange(len(y_test)), y_test] for x in states])
 
 
-def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: int):
+def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: int, threads: int | None = None):
     """SMS-UBU at friction 1 from the mode for ``epochs`` passes (a fifth of them burn-in), the
     predictive probabilities averaged over time as test functions (every run of SMS-UBU here goes
     through this one kernel, compiled once)."""
@@ -191,7 +193,7 @@ def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: 
     return sample(target, "ubu", "sms", h=h, gamma=1.0, n_chains=n_chains, n_steps=n_steps, burn_in=n_steps // 5,
                   batch_size=logistic.BATCH_SIZE, x0=mode, control_variate=True, x_ref=mode, seed=seed,
                   test_functions=logistic.predictive_test_functions,
-                  n_test_functions=1 + y_test.size * target.n_classes, test_data=(x_test, y_test))
+                  n_test_functions=1 + y_test.size * target.n_classes, test_data=(x_test, y_test), threads=threads)
 
 
 def jackknife_error(chain_p_true: np.ndarray, p_ref: np.ndarray) -> tuple[float, float]:
