@@ -39,10 +39,12 @@ BOUND = re.compile(r"(^|_)bound($|_)", re.IGNORECASE)  # bound, divergence_bound
 IN_PLACE = {"copy_", "fill_", "masked_fill_", "index_fill_", "index_put_", "__setitem__"}
 
 RULES = {
-    "public_names": "module-level names defined (def, class, assignment; imports excluded) in public modules "
-                    "(no part of the dotted module path starts with '_'; a package's __init__ is the package), "
-                    "not starting with '_', plus the methods not starting with '_' of those names that are "
-                    "classes (properties included)",
+    "public_names": "the names users can import: for each public module (no part of the dotted module path "
+                    "starts with '_'; a package's __init__ is the package), its literal __all__ where it declares "
+                    "one (names it imports included), else its module-level names defined (def, class, "
+                    "assignment; imports excluded) not starting with '_'; plus the methods not starting with '_' "
+                    "(properties included) of the classes among those names, followed through imports to their "
+                    "definition and counted once per class wherever it is offered",
     "run_option_places": f"functions and methods (nested ones included, public or not) with >= {MANY_PARAMETERS} "
                          "named parameters (self/cls and *args/**kwargs not counted), and classes declared with "
                          f"@dataclass or as NamedTuple with >= {MANY_PARAMETERS} annotated fields",
@@ -171,32 +173,78 @@ def module_level_names(tree: ast.Module) -> dict[str, ast.AST]:
     return names
 
 
-def public_names(module: str, tree: ast.Module) -> list[str]:
-    if not is_public_module(module):
-        return []
-    found = []
-    for name, node in module_level_names(tree).items():
-        if name.startswith("_"):
+def imported_names(module: str, tree: ast.Module, is_package: bool) -> dict[str, tuple[str, str]]:
+    """``{name: (module, name there)}`` of the top-level ``from X import a as b`` of a module (relative
+    imports resolved against ``module``)."""
+    out = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom):
             continue
-        found.append(f"{module}.{name}")
-        if isinstance(node, ast.ClassDef):
-            found += [f"{module}.{name}.{m.name}" for m in node.body
-                      if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and not m.name.startswith("_")]
-    return found
+        if node.level:
+            parts = module.split(".") if is_package else module.split(".")[:-1]
+            parts = parts[:len(parts) - node.level + 1]
+            source = ".".join(parts + ([node.module] if node.module else []))
+        else:
+            source = node.module
+        for alias in node.names:
+            if alias.name != "*":
+                out[alias.asname or alias.name] = (source, alias.name)
+    return out
 
 
-def all_size(tree: ast.Module) -> int | None:
-    """The length of a literal ``__all__`` (``+=`` of literals added); None where there is none."""
-    size = None
+def all_names(tree: ast.Module) -> list[str] | None:
+    """The strings of a literal ``__all__`` (``+=`` of literals added); None where there is none."""
+    names = None
     for node in tree.body:
         target = (node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1
                   else node.target if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else None)
         if not (isinstance(target, ast.Name) and target.id == "__all__"):
             continue
         if isinstance(node.value, (ast.List, ast.Tuple, ast.Set)):
-            n = len(node.value.elts)
-            size = n if isinstance(node, (ast.Assign, ast.AnnAssign)) or size is None else size + n
-    return size
+            new = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            names = new if isinstance(node, (ast.Assign, ast.AnnAssign)) or names is None else names + new
+    return names
+
+
+def all_size(tree: ast.Module) -> int | None:
+    """The length of a literal ``__all__``; None where there is none."""
+    names = all_names(tree)
+    return None if names is None else len(names)
+
+
+def public_names(trees: dict[str, tuple[ast.Module, bool]]) -> dict[str, list[str]]:
+    """``{module: the public names it offers}`` by the rule of :data:`RULES`; ``trees`` maps every
+    module to ``(syntax tree, is a package)``, so an offered class is followed to its definition."""
+    defined = {m: module_level_names(t) for m, (t, _) in trees.items()}
+    imports = {m: imported_names(m, t, pkg) for m, (t, pkg) in trees.items()}
+
+    def definition(module, name, depth=0):
+        if depth > 20 or module not in trees:
+            return None
+        if name in defined[module]:
+            return module, name, defined[module][name]
+        if name in imports[module]:
+            return definition(*imports[module][name], depth + 1)
+        return None
+
+    out, seen = {}, set()
+    for module, (tree, _) in trees.items():
+        if not is_public_module(module):
+            out[module] = []
+            continue
+        offered = all_names(tree)
+        if offered is None:
+            offered = [n for n in defined[module] if not n.startswith("_")]
+        found = []
+        for name in offered:
+            found.append(f"{module}.{name}")
+            where = definition(module, name)
+            if where and isinstance(where[2], ast.ClassDef) and where[:2] not in seen:
+                seen.add(where[:2])
+                found += [f"{module}.{name}.{m.name}" for m in where[2].body
+                          if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and not m.name.startswith("_")]
+        out[module] = found
+    return out
 
 
 def n_parameters(func, is_method: bool) -> int:
@@ -344,16 +392,21 @@ def count(root: Path) -> dict:
     packages = source_packages(root)
     found = {key: [] for key in RULES}
     per_package, all_sizes = {}, {}
+    parsed = {}
     for package in packages:
-        stats = Counter()
         for path in sorted((root / package).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             text = path.read_text(encoding="utf-8")
-            tree = ast.parse(text, filename=rel)
-            module = module_name(root, path)
+            parsed[path] = rel, text, ast.parse(text, filename=rel), module_name(root, path)
+    offered = public_names({module: (tree, path.name == "__init__.py")
+                            for path, (_, _, tree, module) in parsed.items()})
+    for package in packages:
+        stats = Counter()
+        for path in sorted((root / package).rglob("*.py")):
+            rel, text, tree, module = parsed[path]
             kinds = line_kinds(text, tree)
             n_lines = len(text.splitlines())
-            names = public_names(module, tree)
+            names = offered[module]
             raises = raises_value_error(tree)
             stats.update(files=1, lines=n_lines, public_names=len(names), raise_value_error=len(raises),
                          **{f"{k}_lines": v for k, v in kinds.items()})

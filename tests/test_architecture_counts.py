@@ -60,9 +60,10 @@ def test_refuses_a_root_that_is_not_a_folder(tmp_path):
 SYNTHETIC = {
     "pkg/__init__.py": '''"""The package."""
 
-from pkg.core import sample
+from pkg._private import Engine
+from .core import Options, sample
 
-__all__ = ["sample", "Options"]
+__all__ = ["sample", "Options", "Engine"]
 VERSION = 1
 ''',
     "pkg/core.py": '''import dataclasses
@@ -129,6 +130,14 @@ else:
 
 
 PUBLIC_LOOKING = 1
+
+
+class Engine:
+    def run(self):
+        return 0
+
+    def _inner(self):
+        return 1
 ''',
     "pkg/plans/__init__.py": '"""Plans."""\n',
     "pkg/plans/sms.py": '''SWEEPS = 2
@@ -245,10 +254,7 @@ is code, not a docstring"""
 
 
 def test_each_rule_counts_what_it_states_on_a_synthetic_tree(tmp_path):
-    for rel, text in SYNTHETIC.items():
-        path = tmp_path / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+    write_tree(tmp_path, SYNTHETIC)
     out = counts_module.count(tmp_path)
     found = {k: sorted(v.split(" ")[1] for v in out["found"][k]) for k in
              ("run_option_places", "memory_formulas", "plan_walkers", "divergence_detectors")}
@@ -257,26 +263,52 @@ def test_each_rule_counts_what_it_states_on_a_synthetic_tree(tmp_path):
                      "plan_walkers": ["sweeps_of", "walk"],
                      "divergence_detectors": ["first_bad_step", "mark", "record"]}
     names = {n.removeprefix("pkg.") for n in out["found"]["public_names"]}
-    assert names == {"VERSION", "core.Options", "core.Options.total", "core.Nine", "core.sample", "core.nine",
-                     "core.Runner", "core.Runner.run", "core.Runner.build", "core.LIMIT",
-                     "plans.sms.SWEEPS", "plans.sms.batch_index",
-                     "walk.walk", "walk.sweeps_of", "walk.Sampler", "walk.Sampler.next_batches",
-                     "walk.Sampler.step", "walk.plan_name",
-                     *(f"memory.{n}" for n in ("run_bytes", "available_memory_bytes", "memory_limit", "check",
-                                               "check_plain", "check_fits")),
-                     *(f"divergence.{n}" for n in ("mark", "record", "first_bad_step", "check_input",
-                                                   "boundary_share", "check_start")),
-                     "lines.f", "long.LONG"}
-    assert out["packages"] == ["other", "pkg"] and out["all_sizes"] == {"pkg": 2}
+    assert names == (OFFERED_BY_DEFINITION - {"VERSION", "core.Options.total"}
+                     | {"sample", "Options", "Options.total", "Engine", "Engine.run"})
+    assert out["all_sizes"] == {"pkg": 3}
     c = out["counts"]
     assert {k: c[k] for k in ("public_names", "run_option_places", "memory_formulas", "plan_walkers",
                               "divergence_detectors", "raise_value_error", "source_files", "test_lines",
                               "test_files", "files_over_374_lines")} == {
-        "public_names": 32, "run_option_places": 4, "memory_formulas": 2, "plan_walkers": 2,
+        "public_names": 35, "run_option_places": 4, "memory_formulas": 2, "plan_walkers": 2,
         "divergence_detectors": 3, "raise_value_error": 3, "source_files": 11, "test_lines": 3, "test_files": 1,
         "files_over_374_lines": 1}
     assert out["found"]["files_over_374_lines"] == ["pkg/long.py (375 lines)"]
     assert out["per_package"]["other"] == dict.fromkeys(out["per_package"]["other"], 0) | {"files": 1}
+
+
+def test_a_class_offered_twice_counts_its_methods_once_under_the_first_name(tmp_path):
+    write_tree(tmp_path, SYNTHETIC)
+    found = counts_module.count(tmp_path)["found"]["public_names"]
+    assert "pkg.Options.total" in found and "pkg.core.Options.total" not in found
+    assert "pkg.core.Options" in found and "pkg.Engine.run" in found and not any("_private" in n for n in found)
+
+
+def test_without_all_a_tree_counts_the_names_its_public_modules_define(tmp_path):
+    """The rule before __all__ counted: a revision without __all__ keeps its count."""
+    write_tree(tmp_path, SYNTHETIC | {"pkg/__init__.py": SYNTHETIC["pkg/__init__.py"].replace("__all__", "_all")})
+    out = counts_module.count(tmp_path)
+    assert {n.removeprefix("pkg.") for n in out["found"]["public_names"]} == OFFERED_BY_DEFINITION
+    assert out["counts"]["public_names"] == len(OFFERED_BY_DEFINITION) == 32 and out["all_sizes"] == {}
+
+
+def write_tree(root, files):
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+OFFERED_BY_DEFINITION = {"VERSION", "core.Options", "core.Options.total", "core.Nine", "core.sample", "core.nine",
+                         "core.Runner", "core.Runner.run", "core.Runner.build", "core.LIMIT",
+                         "plans.sms.SWEEPS", "plans.sms.batch_index",
+                         "walk.walk", "walk.sweeps_of", "walk.Sampler", "walk.Sampler.next_batches",
+                         "walk.Sampler.step", "walk.plan_name",
+                         *(f"memory.{n}" for n in ("run_bytes", "available_memory_bytes", "memory_limit", "check",
+                                                   "check_plain", "check_fits")),
+                         *(f"divergence.{n}" for n in ("mark", "record", "first_bad_step", "check_input",
+                                                       "boundary_share", "check_start")),
+                         "lines.f", "long.LONG"}
 
 
 def test_lines_are_split_into_code_docstring_comment_and_blank():
