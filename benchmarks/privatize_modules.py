@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -211,6 +212,8 @@ def main(argv=None) -> int:
     parser.add_argument("--table", type=Path, default=TABLE, help="the public surface (default: %(default)s)")
     parser.add_argument("--dry-run", action="store_true", help="print what would change, change nothing")
     parser.add_argument("--allow-dirty", action="store_true", help="run on a tree with uncommitted changes")
+    parser.add_argument("--ruff", default=shutil.which("ruff") or str(Path(sys.executable).with_name("ruff")),
+                        help="ruff, run to sort the imports of the rewritten files (default: %(default)s)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
     if not args.allow_dirty and git(root, "status", "--porcelain", "--untracked-files=no").strip():
@@ -224,7 +227,7 @@ def main(argv=None) -> int:
         if not args.dry_run:
             git(root, "mv", str(old.relative_to(root)), str(new.relative_to(root)))
     skip = {args.table.resolve(), Path(__file__).resolve()}
-    changed = 0
+    changed, rewritten_py = 0, []
     for rel in git(root, "ls-files").splitlines():
         path = root / rel
         if path.resolve() in skip or not path.is_file() or not (path.suffix in SUFFIXES or path.name == "Makefile"):
@@ -246,6 +249,15 @@ def main(argv=None) -> int:
             print(f"rewrote {rel} ({n_lines} lines)")
             if not args.dry_run:
                 path.write_text(new, encoding="utf-8")
+                rewritten_py += [rel] if path.suffix == ".py" else []
+    if rewritten_py:  # a renamed module sorts elsewhere among its imports
+        if Path(args.ruff).is_file():
+            proc = subprocess.run([args.ruff, "check", "--fix", "--select", "I001", "--quiet", *rewritten_py],
+                                  cwd=root, capture_output=True, text=True)
+            print(f"sorted imports with ruff ({args.ruff}): exit {proc.returncode}")
+        else:
+            print(f"warning: no ruff at {args.ruff}: sort the imports of the {len(rewritten_py)} rewritten .py "
+                  "files (ruff check --fix --select I001)")
     for package, entry in table["packages"].items():
         declared = package_all(root, package)
         if "all" in entry and declared != set(entry["all"]):
