@@ -161,9 +161,22 @@ def rewrite_imports(text: str, module: str, is_package: bool, renames: dict[str,
     return "".join(lines)
 
 
-def rewrite_text(text: str, renames: dict[str, str]) -> str:
-    """Dotted names and paths of old modules renamed."""
-    text = DOTTED.sub(lambda m: rename_dotted(m.group(0), renames), text)
+MODULE_CONTEXT = re.compile(r"(\bfrom |\bimport |import_module\(['\"]|^\s*::: )$")
+
+
+def rewrite_text(text: str, renames: dict[str, str], exported: dict[str, set[str]]) -> str:
+    """Dotted names and paths of old modules renamed.  ``pkg.name`` alone, where ``pkg.__all__`` lists
+    ``name`` (``theory_checks.verify``, ``tour.notebooks``: a module and the function it exports), names
+    the exported object and is left, except as the module of an import, ``import_module`` or ``:::``."""
+    def rename(m):
+        name = m.group(0)
+        package, _, last = name.rpartition(".")
+        line_start = text.rfind("\n", 0, m.start()) + 1
+        if last in exported.get(package, ()) and not MODULE_CONTEXT.search(text[line_start:m.start()]):
+            return name
+        return rename_dotted(name, renames)
+
+    text = DOTTED.sub(rename, text)
     for old, new in renames.items():
         o, n = old.replace(".", "/"), new.replace(".", "/")
         text = re.sub(rf"(?<![\w/.]){re.escape(o)}(?=\.py\b|/)", n, text)
@@ -227,6 +240,7 @@ def main(argv=None) -> int:
         if not args.dry_run:
             git(root, "mv", str(old.relative_to(root)), str(new.relative_to(root)))
     skip = {args.table.resolve(), Path(__file__).resolve()}
+    exported = {package: package_all(root, package) for package in {old.rsplit(".", 1)[0] for old in renames}}
     changed, rewritten_py = 0, []
     for rel in git(root, "ls-files").splitlines():
         path = root / rel
@@ -240,7 +254,7 @@ def main(argv=None) -> int:
         if path.suffix == ".py":
             module, is_package = module_of(root, path)
             new = rewrite_imports(new, module, is_package, renames)
-        new = rewrite_text(new, renames)
+        new = rewrite_text(new, renames, exported)
         if user_facing(rel):
             new = point_users_at_packages(root, new, renames)
         if new != text:
