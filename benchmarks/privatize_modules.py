@@ -119,8 +119,10 @@ def module_of(root: Path, path: Path) -> tuple[str, bool]:
     return ".".join(parts), False
 
 
-def rewrite_imports(text: str, module: str, is_package: bool, renames: dict[str, str]) -> str:
-    """``from P import mod`` -> ``from P import _mod as mod`` and relative module paths renamed."""
+def rewrite_imports(text: str, module: str, is_package: bool, renames: dict[str, str],
+                    exported: dict[str, set[str]]) -> str:
+    """``from P import mod`` -> ``from P import _mod as mod`` (unless ``P.__all__`` lists ``mod``: then it
+    imports what ``P`` exports) and relative module paths renamed."""
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -142,7 +144,7 @@ def rewrite_imports(text: str, module: str, is_package: bool, renames: dict[str,
         names = []
         for alias in node.names:
             full = f"{source}.{alias.name}"
-            if full in renames and not alias.name.startswith("_"):
+            if full in renames and alias.name not in exported.get(source, ()):
                 names.append(f"_{alias.name} as {alias.asname or alias.name}")
                 changed = True
             else:
@@ -253,7 +255,7 @@ def main(argv=None) -> int:
         new = text
         if path.suffix == ".py":
             module, is_package = module_of(root, path)
-            new = rewrite_imports(new, module, is_package, renames)
+            new = rewrite_imports(new, module, is_package, renames, exported)
         new = rewrite_text(new, renames, exported)
         if user_facing(rel):
             new = point_users_at_packages(root, new, renames)
