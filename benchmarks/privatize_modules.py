@@ -27,7 +27,8 @@ packages included), in ``.py .md .toml .yml .yaml .cfg .ini .txt`` files and ``M
   ``from .mod import x`` -> ``from ._mod import x`` (Python files, parsed with ``ast``);
 * in what users read (README.md, docs/**/*.md, docs/tour/*.py): ``from a._mod import x, y`` ->
   ``from a import x, y`` when ``a/__init__.py``'s ``__all__`` lists every one of the names (so run
-  this again after the ``__init__`` lists are written).
+  this again after the ``__init__`` lists are written);
+* the README's map (rows ``| `folder/` | ...``): a bare ``name.py`` that is now ``_name.py``.
 """
 
 from __future__ import annotations
@@ -216,6 +217,25 @@ def point_users_at_packages(root: Path, text: str, renames: dict[str, str]) -> s
     return "".join(fix(line) for line in text.splitlines(keepends=True))
 
 
+def readme_map(root: Path, text: str) -> str:
+    """In the README's rows ``| `folder/` | ... `name.py` ... |``: a file named there that the folder
+    lacks, but whose ``_name.py`` it holds (at any depth), is named by its new name."""
+    def fix(line: str) -> str:
+        m = re.match(r"\|\s*`(\w+)/`\s*\|", line)
+        if not m or not (root / m.group(1)).is_dir():
+            return line
+        folder = root / m.group(1)
+
+        def name(n):
+            stem = n.group(1)
+            if any(folder.rglob(f"{stem}.py")) or not any(folder.rglob(f"_{stem}.py")):
+                return n.group(0)
+            return f"`_{stem}.py`"
+        return re.sub(r"`(\w+)\.py`", name, line)
+
+    return "".join(fix(line) for line in text.splitlines(keepends=True))
+
+
 def user_facing(rel: str) -> bool:
     return rel == "README.md" or (rel.startswith("docs/") and rel.endswith(".md")) or \
         re.fullmatch(r"docs/tour/[^/]+\.py", rel) is not None
@@ -259,6 +279,8 @@ def main(argv=None) -> int:
         new = rewrite_text(new, renames, exported)
         if user_facing(rel):
             new = point_users_at_packages(root, new, renames)
+        if rel == "README.md":
+            new = readme_map(root, new)
         if new != text:
             changed += 1
             n_lines = sum(a != b for a, b in zip(text.splitlines(), new.splitlines(), strict=False))
