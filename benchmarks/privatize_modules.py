@@ -221,7 +221,7 @@ def readme_map(root: Path, text: str) -> str:
     """In the README's rows ``| `folder/` | ... `name.py` ... |``: a file named there that the folder
     lacks, but whose ``_name.py`` it holds (at any depth), is named by its new name."""
     def fix(line: str) -> str:
-        m = re.match(r"\|\s*`(\w+)/`\s*\|", line)
+        m = re.match(r"\|\s*`([\w/]+?)/`\s*\|", line)
         if not m or not (root / m.group(1)).is_dir():
             return line
         folder = root / m.group(1)
