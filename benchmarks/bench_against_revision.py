@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 # how `sms-langevin bench` runs this script: not at all, for the reason given (it needs a revision to compare with);
-# "smallest": its smallest run, which the tests make (see reports.bench_command.cmd_bench)
+# "smallest": its smallest run, which the tests make (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": "needs a git revision to compare with: python benchmarks/bench_against_revision.py REV",
               "smallest": ["HEAD", "--repeats", "1", "--chains", "256", "--steps", "20"]}
 

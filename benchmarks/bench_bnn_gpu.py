@@ -35,7 +35,7 @@ import torch  # noqa: E402
 from experiments.bnn import pipeline  # noqa: E402
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
-# BENCH_ARGS["cpu"][P] (small CPU-sized runs); skipped where torch is absent (see reports.bench_command.cmd_bench)
+# BENCH_ARGS["cpu"][P] (small CPU-sized runs); skipped where torch is absent (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"requires": ["torch"],
               "cpu": {"tiny": ["--smoke"], "quick": ["--tiny", "--epochs", "1"], "full": ["--tiny"]},
               "cuda": {"tiny": ["--device", "cuda", "--tiny"], "quick": ["--device", "cuda"],

@@ -2,7 +2,7 @@
 default target, every plan, each unit (one sampler) in a process of a pool of ``--workers``.
 
 The chains each plan runs follow from the limit error the measurement must detect
-(``theory_checks.adapters.analysis.DETECTABLE_LIMIT``), so the time is set by that effect, not by a
+(``theory_checks.adapters._analysis.DETECTABLE_LIMIT``), so the time is set by that effect, not by a
 budget.  Printed: the wall time, the chain-steps run (chains x steps x steps per call, summed),
 and the ratio of the wall time to a plain reference measured in the same process: one
 ``integrators.sample`` run (UBU x sms, 2-D default target) of the same number of chain-steps,
@@ -18,7 +18,7 @@ import argparse
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--level", "tiny", "--adapters", "1", "--plans", "full"],
                       "quick": ["--level", "quick"], "full": ["--level", "full"]},
               "requires": ["posteriors", "blackjax"]}
@@ -28,7 +28,7 @@ def run_one(args: tuple) -> tuple[dict, float]:
     """One unit of the report (a sampler on the default target; every plan unless ``plans``): its
     record and its seconds."""
     from experiments import conformance as fig_conformance
-    from theory_checks.adapters import conformance
+    from theory_checks.adapters import _conformance as conformance
 
     name, preset, seed, plans = args
     t0 = time.perf_counter()
@@ -43,8 +43,8 @@ def run_one(args: tuple) -> tuple[dict, float]:
 
 def chain_steps(rec: dict) -> int:
     """Chain-steps a record ran: chains x (burn-in + window) calls x steps per call, every plan."""
-    from theory_checks.adapters.conformance import conformance_adapters
-    from theory_checks.adapters.protocol import steps_per_call
+    from theory_checks.adapters._conformance import conformance_adapters
+    from theory_checks.adapters._protocol import steps_per_call
 
     per_call = steps_per_call(conformance_adapters()[rec["sampler"]])
     return sum(n * sum(calls) * per_call for m in rec["plans"].values()
@@ -63,7 +63,7 @@ def reference(total: int, workers: int) -> float:
 
 def _plain(steps: int) -> None:
     from integrators import sample
-    from theory_checks.verify import default_target
+    from theory_checks._verify import default_target
 
     chains = 4096
     sample(default_target(), "ubu", "sms", h=0.05, gamma=2.0, n_chains=chains, n_steps=max(steps // chains, 1),
@@ -89,7 +89,7 @@ def main() -> None:
         plans = None if args.plans is None else args.plans.split(",")
         results = list(pool.map(run_one, [(n, args.level, args.seed, plans) for n in names]))
     wall = time.perf_counter() - t0
-    from theory_checks.adapters.conformance import control_verdict, is_control
+    from theory_checks.adapters._conformance import control_verdict, is_control
 
     measured = [rec for rec, _ in results if "skipped" not in rec]
     total = sum(chain_steps(rec) for rec in measured)

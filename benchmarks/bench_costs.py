@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench);
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports._bench_command.cmd_bench);
 # tiny: the cheapest figure alone (what tests/test_benchmarks.py runs), quick: every figure at its make-demo level
 BENCH_ARGS = {"cpu": {"tiny": [],
                       "quick": ["demo:quick", "weak_orders:quick", "figure1:tiny", "logistic:tiny", "ghmc:tiny",

@@ -34,10 +34,10 @@ from dataclasses import asdict
 
 from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, sample, sample_together
-from integrators.backends import TILE_SIZE
+from integrators._backends import TILE_SIZE
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (it writes no files)
-# (see reports.bench_command.cmd_bench)
+# (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--preset", "tiny", "--kernel-steps", "1e5"],
                       "quick": ["--preset", "quick", "--kernel-steps", "2e6"],
                       "full": ["--preset", "full"]}}

@@ -6,9 +6,9 @@ run, one thread (CPU seconds of this thread, so that other load on the machine m
 
   (a) ns per add of the observer as it was: a per-chain loop that skips parked chains and calls a
       per-value add written ``if value < lo ... elif value >= hi ... else counts[i] += 1``;
-  (b) ns per add of :func:`integrators.observers.histogram_add`, the kernel's loop now (in-range test
+  (b) ns per add of :func:`integrators._observers.histogram_add`, the kernel's loop now (in-range test
       first, one tight loop per step over the tile), with float64 counts and with int32 counts
-      (what ``sample()`` uses wherever no bin can overflow: :func:`integrators.observers.histogram_counts`);
+      (what ``sample()`` uses wherever no bin can overflow: :func:`integrators._observers.histogram_counts`);
   (c) the kernel's chain-steps per second at the figure's finest step size (2,048 chains, tiles
       of ``TILE_SIZE``), without the histogram and with it, one (scheme, plan) per scheme.
 
@@ -30,10 +30,10 @@ import numpy as np
 
 from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, sample
-from integrators.backends import TILE_SIZE
-from integrators.observers import histogram_add
+from integrators._backends import TILE_SIZE
+from integrators._observers import histogram_add
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--steps", "200", "--kernel-steps", "2e5"],
                       "quick": ["--steps", "1000", "--kernel-steps", "3e6"], "full": []}}
 

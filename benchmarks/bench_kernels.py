@@ -23,14 +23,14 @@ import numba as nb
 import numpy as np
 
 from integrators import GaussianTarget, sample
-from integrators.backends import TILE_SIZE
-from integrators.brownian import pair_cholesky
-from integrators.kernel import aligned_zeros, draw_step_path, make_work_buffers
-from integrators.rng import lane_states
+from integrators._backends import TILE_SIZE
+from integrators._brownian import pair_cholesky
+from integrators._kernel import aligned_zeros, draw_step_path, make_work_buffers
+from integrators._rng import lane_states
 
 H, GAMMA = 0.1, 1.0
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--chains", "2000", "--steps", "40"], "quick": ["--chains", "20000", "--steps", "200"],
                       "full": []}}
 

@@ -30,9 +30,9 @@ from integrators import GaussianTarget
 from integrators.plans import force_scale
 from integrators.schemes import ubu as ubu_numba
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
-from integrators.torch.chains import TensorObservers, compiled_step, fused_step, observe
-from integrators.torch.plans import ChainPlan
-from integrators.torch.rng import (
+from integrators.torch._chains import TensorObservers, compiled_step, fused_step, observe
+from integrators.torch._plans import ChainPlan
+from integrators.torch._rng import (
     CounterNormals,
     box_muller,
     counter_normals,
@@ -41,8 +41,8 @@ from integrators.torch.rng import (
     pairs_from_normals,
     words,
 )
+from integrators.torch._targets import torch_force
 from integrators.torch.schemes import ubu
-from integrators.torch.targets import torch_force
 
 FMNIST_PARAMETERS = 1_265_258  # the supplement's Table 1
 
@@ -59,7 +59,7 @@ def counter_normals_v1(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: t
     return torch.cat([z1, z2])[:m]
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
-# BENCH_ARGS["cpu"][P]; skipped where torch is absent (see reports.bench_command.cmd_bench)
+# BENCH_ARGS["cpu"][P]; skipped where torch is absent (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"requires": ["torch"],
               "cpu": {"tiny": ["--device", "cpu", "--smoke"],
                       "quick": ["--device", "cpu", "--small", "--no-compile", "--chains", "4096"],
@@ -148,7 +148,7 @@ def bench_module(device, n_data, reps, rounds, batch=200):
 def bench_chains(device, n_chains, steps, compile_too):
     """(b): the normals alone (torch.randn, the previous and the current counter-based streams) and
     the sampler's step, as it was (stream v1, eager plan, the step without observers compiled) and
-    as it is (:func:`integrators.torch.chains.fused_step`: normals, plan draws, force, UBU,
+    as it is (:func:`integrators.torch._chains.fused_step`: normals, plan draws, force, UBU,
     divergence check and the histogram observer in one compiled graph), all in this one run."""
     target = GaussianTarget.one_d_example()
     h, gamma, dt = 1 / 16, 1.0, torch.float64

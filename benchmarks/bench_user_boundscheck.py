@@ -1,4 +1,4 @@
-"""What bounds checking costs user Numba code in the kernel (:mod:`integrators.user_code`).
+"""What bounds checking costs user Numba code in the kernel (:mod:`integrators._user_code`).
 
 User Numba functions that the kernel calls run recompiled with ``boundscheck=True`` behind a
 wrapper that names them in any error.  In one run, one thread, ``sample()`` wall time after a
@@ -31,10 +31,10 @@ import numba as nb
 import numpy as np
 
 from integrators import GaussianTarget, Scheme, sample
-from integrators.bounce import reflect
-from integrators.user_code import guarded
+from integrators._bounce import reflect
+from integrators._user_code import guarded
 
-# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports.bench_command.cmd_bench)
+# how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cpu"][P] (see reports._bench_command.cmd_bench)
 BENCH_ARGS = {"cpu": {"tiny": ["--chains", "64", "--steps", "200", "--repeats", "1", "--cases", "c"],
                       "quick": ["--chains", "256", "--steps", "1000", "--repeats", "2"], "full": []}}
 

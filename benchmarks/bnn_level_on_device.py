@@ -35,8 +35,8 @@ def main(argv=None) -> int:
 
     from experiments import bnn as fig_bnn
     from experiments.bnn import pipeline, presets
+    from reports._metadata import metadata
     from reports.drawing import write_drawing, write_metadata
-    from reports.metadata import metadata
     from reports.store import unit_seed
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():

@@ -25,10 +25,10 @@ def sequences() -> dict:
     import torch
 
     from integrators.plans import PLANS, Plan, batch_sequence, period, plan_rule
-    from integrators.plans.partitions import partition_plan_functions
-    from integrators.torch.plans import ChainPlan, plan_batches
-    from integrators.torch.rng import CounterNormals
-    from theory_checks.adapters.runs import PlanBatches
+    from integrators.plans._partitions import partition_plan_functions
+    from integrators.torch._plans import ChainPlan, plan_batches
+    from integrators.torch._rng import CounterNormals
+    from theory_checks.adapters._runs import PlanBatches
 
     @nb.njit(inline="always")
     def backward_forward(position, n_batches):

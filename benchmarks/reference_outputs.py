@@ -17,7 +17,7 @@ import math
 import numpy as np
 import scipy.special
 
-from bias.coupled import coupled_run
+from bias._coupled import coupled_run
 from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, RunSpec, sample
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from integrators.validation import int_at_least, positive_float
+from integrators._validation import int_at_least, positive_float
 
 # Layer codes: ("conv", c) 3x3 convolution, padding 1 | ("act",) Softplus | ("bn",) BatchNorm of the
 # current width | ("pool", p) 2x2 max-pooling, stride 2, padding p | ("flat",) | ("lin", n) Linear

@@ -14,8 +14,8 @@ import torch.nn.functional as F
 
 import data_sets as datasets
 from bnn import models
-from bnn.augment import augment
-from bnn.config import DATASETS, RunConfig
+from bnn._augment import augment
+from bnn._config import DATASETS, RunConfig
 from integrators.seeds import derive
 
 

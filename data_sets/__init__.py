@@ -29,9 +29,9 @@ place :func:`find_medmnist` looks), read from where it lies, never copied.
 :func:`read_idx` reads one IDX file.
 """
 
-from data_sets.find import DATA_DIR_ENV, SHARED_XRAY, find_data, find_medmnist
-from data_sets.idx import DataError, read_idx
-from data_sets.layout import (
+from data_sets._find import DATA_DIR_ENV, SHARED_XRAY, find_data, find_medmnist
+from data_sets._idx import DataError, read_idx
+from data_sets._layout import (
     FASHION_MNIST,
     MEDMNIST,
     MEDMNIST_DEFAULT,
@@ -41,7 +41,7 @@ from data_sets.layout import (
     Part,
     check_layout,
 )
-from data_sets.loaders import (
+from data_sets._loaders import (
     CELEBA_ATTRS,
     CIFAR_TEST,
     CIFAR_TRAIN,

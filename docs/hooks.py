@@ -3,17 +3,17 @@
 * The guided tour: every notebook ``docs/tour/NN_name.py`` becomes a page ``tour/NN_name/`` with
   its outputs.  The executed notebook comes from a cache keyed by the source's hash
   (``.cache/docs-tour/``; ``SMS_DOCS_TOUR_CACHE`` moves it): a notebook whose source changed is
-  executed again (``tour.build.execute``, a fresh kernel), the others are reused, and an executed
+  executed again (``tour._build.execute``, a fresh kernel), the others are reused, and an executed
   notebook that ``make tour`` / ``sms-langevin tour`` wrote from the same source (in
   ``SMS_DOCS_TOUR_FROM``, default ``out/tiny/report/tour``) is taken as it is.  mkdocs-jupyter
   renders them; the tour's index page and its navigation entries are generated from
   ``tour.notebooks``, so a new notebook appears without editing ``mkdocs.yml``.
 * Mathematics offline: MathJax 2.7 from the jupyter-server-mathjax package is copied into
   ``site/assets/mathjax/`` and configured by ``javascripts/mathjax-config.js`` (generated from
-  ``tour.page_style.MATHJAX_CONFIG``, shared with the tour's own HTML pages); the notebook pages'
+  ``tour._page_style.MATHJAX_CONFIG``, shared with the tour's own HTML pages); the notebook pages'
   own MathJax loader (mkdocs-jupyter's) is removed, the site's typesets them.
 * Sphinx roles in docstrings: ``SphinxRoles`` (a griffe extension that ``mkdocs.yml`` gives
-  mkdocstrings) turns ``:func:`derive```, ``:class:`~integrators.spec.RunSpec``` ... into
+  mkdocstrings) turns ``:func:`derive```, ``:class:`~integrators._spec.RunSpec``` ... into
   cross-references, the name resolved as Sphinx would (the object's scope, then its parents'), as
   *optional* autorefs: a link where the target is documented on the site, plain code elsewhere.
 """
@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tour.page_style import MATHJAX_CONFIG, copy_mathjax  # noqa: E402
+from tour._page_style import MATHJAX_CONFIG, copy_mathjax  # noqa: E402
 
 log = logging.getLogger("mkdocs.hooks.tour")
 TOUR_NAV_TITLE = "Guided tour"
@@ -119,7 +119,7 @@ def stored_hash(ipynb: Path) -> str | None:
 def executed_notebook(source: Path) -> Path:
     """The executed notebook of ``source`` in the cache, executing it only when no executed copy of
     this exact source exists (in the cache or in ``make tour``'s output)."""
-    from tour import build
+    from tour import _build as build
 
     digest = source_hash(source)
     cached = CACHE / "tour" / f"{source.stem}.ipynb"
@@ -140,8 +140,8 @@ def executed_notebook(source: Path) -> Path:
 
 
 def on_config(config):
-    from tour import build
-    from tour.notebooks import notebooks
+    from tour import _build as build
+    from tour._notebooks import notebooks
 
     sources = notebooks()
     pages = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reports.drawing import Drawing
 from reports.schema import TEXT, ListOf, Record
-from theory_checks import claims
+from theory_checks import _claims as claims
 
 ID = "claims"
 ORDER = 80  # its place in the registry, the list and the report

@@ -1,7 +1,7 @@
 """Other libraries' samplers under the toolkit's measurement: every adapted sampler (posteriors,
 BlackJAX, and a planted bug as positive control) x every plan, its stationary bias against the
 exact Gaussian target over a ladder of step sizes, beside the toolkit's UBU and BAOAB (exact
-oracle). The computation is :mod:`theory_checks.adapters.conformance`; one unit is one sampler on
+oracle). The computation is :mod:`theory_checks.adapters._conformance`; one unit is one sampler on
 one target (or the toolkit's exact lines of one target). A sampler whose library is not installed
 is skipped and named (``pip install -e '.[adapters]'``)."""
 
@@ -31,7 +31,7 @@ RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(Map
                       exact_gaussian_x=BOOL, gamma=NUMBER,
                       level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
                       checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))))
-LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters.runs.LEVELS
+LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
 COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up to 512 chains); seconds without them",
@@ -43,7 +43,7 @@ COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up
 def tiny_samplers() -> tuple[str, ...]:
     """The ``tiny`` level's samplers: the first registered adapter of each library, and the positive
     controls (every sampler of the registry at the other levels)."""
-    from theory_checks.adapters.conformance import conformance_adapters
+    from theory_checks.adapters._conformance import conformance_adapters
 
     first = {}
     for name, adapter in conformance_adapters().items():
@@ -52,7 +52,7 @@ def tiny_samplers() -> tuple[str, ...]:
 
 
 def units(preset: str) -> list[dict]:
-    from theory_checks.adapters.conformance import conformance_adapters
+    from theory_checks.adapters._conformance import conformance_adapters
 
     names = tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
     return ([{"sampler": "toolkit", "target": t} for t in TARGETS[preset]]
@@ -60,8 +60,8 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    from theory_checks.adapters import conformance
-    from theory_checks.adapters.protocol import LibraryMissing
+    from theory_checks.adapters import _conformance as conformance
+    from theory_checks.adapters._protocol import LibraryMissing
 
     if unit["sampler"] == "toolkit":
         return conformance.toolkit_record(unit["target"])
@@ -77,7 +77,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 def rows(records: list[dict]) -> list[dict]:
     """One row per sampler x target x plan: expectation, measured slope and interval, verdicts, and
     for a positive control whether it was detected."""
-    from theory_checks.adapters.conformance import check_of, control_verdict, is_control, order_class, sms_effect
+    from theory_checks.adapters._conformance import check_of, control_verdict, is_control, order_class, sms_effect
 
     out = []
     for r in records:
@@ -112,7 +112,7 @@ def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
 
 def control_note(records: list[dict]) -> str:
     """The positive controls' verdicts in one line ("" without controls)."""
-    from theory_checks.adapters.conformance import control_verdict, is_control
+    from theory_checks.adapters._conformance import control_verdict, is_control
 
     parts = [f"{r['sampler']} on {r['target']}: {control_verdict(r)}" for r in records if is_control(r)]
     return "Positive controls: " + "; ".join(parts) + "." if parts else ""
@@ -168,7 +168,7 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
 
 
 def draw(results: list, preset: str) -> Drawing:
-    from theory_checks.adapters.conformance import order_class, sms_effect
+    from theory_checks.adapters._conformance import order_class, sms_effect
 
     toolkit = [res for _, res in results if res["sampler"] == "toolkit"]
     skipped = [res for _, res in results if "skipped" in res]

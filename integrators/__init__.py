@@ -1,14 +1,14 @@
 """Reference kinetic Langevin integrators (EM, BAOAB, UBU, OBABO) crossed with minibatch plans
 (full, iid, rr, sms), driven by one exactly coarsenable Brownian path, in Numba."""
 
-from integrators.api import SampleResult, sample, sample_together
-from integrators.backends import Numba, Torch
-from integrators.brownian import BrownianPath, coarsen, pair_cholesky, pair_covariance
-from integrators.ghmc import sms_ghmc
-from integrators.options import Box, ControlVariate, Observers
+from integrators._api import SampleResult, sample, sample_together
+from integrators._backends import Numba, Torch
+from integrators._brownian import BrownianPath, coarsen, pair_cholesky, pair_covariance
+from integrators._ghmc import sms_ghmc
+from integrators._options import Box, ControlVariate, Observers
+from integrators._spec import RunSpec
 from integrators.plans import PLANS, Plan, batch_sequence, register_plan
 from integrators.schemes import SCHEMES, Scheme, register_scheme
-from integrators.spec import RunSpec
 from integrators.targets import GaussianTarget, LogisticTarget, MultinomialLogisticTarget
 
 __all__ = [

@@ -13,7 +13,7 @@ entropy, the labels as its spawn key), whose hashing makes streams for different
 independent in practice, and returns 64 bits of its output.  The same seed and labels give the
 same number on every machine and in every process (string labels are hashed with BLAKE2b, not
 Python's salted ``hash``).  Within one sampler run the chains' streams come from
-:mod:`integrators.rng` (the seed, the stream kind and the chain's index); :func:`derive` is for
+:mod:`integrators._rng` (the seed, the stream kind and the chain's index); :func:`derive` is for
 everything above one run.
 """
 
@@ -24,7 +24,7 @@ import numbers
 
 import numpy as np
 
-from integrators.validation import seed_value
+from integrators._validation import seed_value
 
 SEED_BITS = 64
 

@@ -1,3 +1,3 @@
-from reports.cli import entry
+from reports._cli import entry
 
 entry()

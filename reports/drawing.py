@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports.tables import write_rows
+from reports._tables import write_rows
 
 
 @dataclass
@@ -87,7 +87,7 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
 
 
 def write_metadata(path: Path, meta: dict) -> Path:
-    """Write a run's or a figure's metadata (from :func:`reports.metadata.metadata`) as JSON.
+    """Write a run's or a figure's metadata (from :func:`reports._metadata.metadata`) as JSON.
 
     Parameters
     ----------

@@ -17,7 +17,7 @@ The experiment contract: each figure or table is one module (or package) of ``ex
     REQUIRES (optional)        modules of an optional extra that its units and runs import (the
                                module itself imports without them): :func:`lacking`
     LIBRARIES (optional)       other libraries' distributions it measures (their versions join
-                               each unit's fingerprint: ``reports.runmeta``)
+                               each unit's fingerprint: ``reports._runmeta``)
     missing_input(unit, preset) (optional)  why a unit's input data are absent, else None: asked
                                before the run starts (paths only), so absent data are said at once
     inputs(unit, preset) (optional)  what identifies a unit's input files (name, size): joins the

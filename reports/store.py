@@ -3,7 +3,7 @@
 ``<out>/units/<figure id>/<unit key>.json`` holds ``{"key", "unit", "result", "meta", "checksum"}``;
 the checksum (SHA-256 of the canonical JSON of key, unit, result and meta) detects a corrupt or
 truncated file, which is then recomputed, never silently reused.  ``meta["fingerprint"]``
-(:mod:`reports.runmeta`) says what the result depends on; :meth:`Store.load` given the wanted
+(:mod:`reports._runmeta`) says what the result depends on; :meth:`Store.load` given the wanted
 fingerprint raises :class:`StaleUnit` when it differs.
 
 A run holds ``<out>/.lock`` (an advisory ``flock``, released by the OS even when the run is
@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from integrators.seeds import derive
-from reports.runmeta import differences
+from reports._runmeta import differences
 
 
 def unit_key(unit: dict) -> str:

@@ -7,9 +7,9 @@ import numba as nb
 import numpy as np
 
 from integrators import Plan, Scheme
-from integrators.bounce import reflect
+from integrators._bounce import reflect
 from integrators.plans import n_batches, next_batches, shuffle_lanes, sms
-from integrators.plans.partitions import ordered_partitions
+from integrators.plans._partitions import ordered_partitions
 from integrators.schemes import baoab, ubu
 
 

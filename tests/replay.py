@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from integrators.bounce import make_box
+from integrators._bounce import make_box
 from integrators.plans import force_scale, resolve_plan
 from integrators.schemes import SCHEMES
 from integrators.targets import force_data, lane_force_for

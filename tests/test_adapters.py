@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from integrators.plans import PLANS, batch_sequence, n_batches
 from integrators.targets import GaussianTarget
+from theory_checks._verify import default_target
 from theory_checks.adapters import ADAPTERS, AdapterProblem, check_adapter, checked_positions, measure_adapter
-from theory_checks.adapters.analysis import expected_order
-from theory_checks.adapters.measure import resolve_adapter
-from theory_checks.adapters.runs import PlanBatches
+from theory_checks.adapters._analysis import expected_order
+from theory_checks.adapters._measure import resolve_adapter
+from theory_checks.adapters._runs import PlanBatches
 from theory_checks.testing import assert_verified
-from theory_checks.verify import default_target
 
 pytestmark = pytest.mark.slow
 
@@ -194,7 +194,7 @@ def test_expected_orders_come_from_the_rule_and_the_plan():
 def test_genuine_sghmc_passes_and_the_noise_scaled_copy_fails_the_limit_check():
     """Noise x1.05 heats the law by 1.05^2 at every h: the extrapolated bias b0 ~ 0.10 is flagged
     (and the oracle of em disagrees), while the genuine sampler's limit is within tolerance."""
-    from theory_checks.adapters.planted import NOISY_SGHMC
+    from theory_checks.adapters._planted import NOISY_SGHMC
     target = GaussianTarget.one_d_example()
     options = dict(target=target, plans=["full"], level="tiny", n_chains=8000, seed=3)
     report = assert_verified("posteriors.sghmc", **options)
@@ -219,8 +219,8 @@ def test_a_library_sampler_at_a_tiny_level_gives_a_finite_order_with_an_interval
 def test_chain_count_follows_the_detectable_effect_and_the_report_writes_its_table_csv_and_plot(tmp_path):
     """Tiny: a pilot of 32 chains asks for the chains that detect a 0.04 limit error, capped at the
     level's 512, which cannot: the limit claims say so (inconclusive), never pass."""
-    from theory_checks.adapters.conformance import conformance_table
-    from theory_checks.adapters.runs import LEVELS
+    from theory_checks.adapters._conformance import conformance_table
+    from theory_checks.adapters._runs import LEVELS
     report = measure_adapter(ToyULA(), plans=["full", "sms"], level="tiny", seed=0)
     assert all(m.n_chains[0] == LEVELS["tiny"].max_chains for m in report.measurements.values())
     assert "cannot detect a limit error of 0.04" in report.check("limit[sms]").verdict, report.table()
@@ -274,7 +274,7 @@ def test_measure_adapter_refuses_positions_of_a_wrong_shape_naming_the_adapter(m
 
 # ------------------------------------------------------------------ sensitivity (issue 35, item 5)
 def _fitted(b0, se, n=1000):
-    from theory_checks.adapters.runs import PlanMeasurement
+    from theory_checks.adapters._runs import PlanMeasurement
     m = PlanMeasurement("full", np.array([0.1, 0.05, 0.025]), [n] * 3, [(1, 1)] * 3, [np.zeros((2, 5))] * 3,
                         np.zeros((3, 5)), np.zeros((3, 5)), np.zeros(3), np.zeros(3), 0.0)
     m.intercept, m.intercept_se = np.array(b0, float), np.full(5, se)
@@ -285,7 +285,7 @@ def test_the_limit_tolerance_follows_the_standard_error_and_the_detectable_effec
     """The same b0 = 0.04 fails with se small enough to detect it, is inconclusive ("cannot detect")
     when se is too large, and b0 = 0 passes only when a 0.04 error would have been detected; the
     chains asked for bring se to the detectable level (se ~ 1/sqrt(n))."""
-    from theory_checks.adapters.analysis import DETECTABLE_LIMIT, chains_to_detect, detectable_se, limit_check
+    from theory_checks.adapters._analysis import DETECTABLE_LIMIT, chains_to_detect, detectable_se, limit_check
     names = [f"c{k}" for k in range(5)]
     small = detectable_se(5)
     hot = [0, 0, DETECTABLE_LIMIT, 0, DETECTABLE_LIMIT]
@@ -299,7 +299,7 @@ def test_the_limit_tolerance_follows_the_standard_error_and_the_detectable_effec
 
 
 def test_step_sizes_outside_the_asymptotic_range_are_refused_naming_the_range():
-    from theory_checks.adapters.runs import asymptotic_edge, critical_friction
+    from theory_checks.adapters._runs import asymptotic_edge, critical_friction
     target = default_target()
     edge = asymptotic_edge(target, critical_friction(target), 1, ToyULA.DYNAMICS)
     with pytest.raises(ValueError, match=rf"hs must lie in \(0, {edge:.4g}\].*got 0.2, 0.1 outside it"):
@@ -310,15 +310,15 @@ def test_step_sizes_outside_the_asymptotic_range_are_refused_naming_the_range():
 
 
 def test_a_ladder_longer_than_the_level_allows_is_inconclusive_not_run():
-    from theory_checks.adapters.runs import Level
+    from theory_checks.adapters._runs import Level
     report = measure_adapter(ToyULA(), plans=["full"], level=Level("short", 3, 32, 64, 10, max_calls=10), seed=0)
     assert not report.measurements and not report.failed
     assert "the level allows 10" in report.check("limit[full]").verdict and "limit[full]" in report.inconclusive
 
 
 def test_blackjax_sghmc_stationary_law_tends_to_temperature_l_over_l_minus_1():
+    from theory_checks.adapters._runs import Whitening
     from theory_checks.adapters.blackjax_adapter import BlackJAXSGHMC
-    from theory_checks.adapters.runs import Whitening
     target = default_target()
     w = Whitening.of(target)
     for steps in (2, 3, 10):
@@ -334,10 +334,10 @@ def test_blackjax_sghmc_fitted_limit_is_its_computed_limit(monkeypatch):
     within its interval (the limit check fails), and the bias at each h is the exact stationary
     law's (Lyapunov equation) within its family-wise interval.  Chains start at the target and
     relax fast at these h: a shorter burn-in and window keep the test cheap."""
-    from theory_checks.adapters import runs
-    from theory_checks.adapters.analysis import family_z, limit_z
+    from theory_checks.adapters import _runs as runs
+    from theory_checks.adapters._analysis import family_z, limit_z
+    from theory_checks.adapters._runs import Whitening, asymptotic_edge, critical_friction
     from theory_checks.adapters.blackjax_adapter import BlackJAXSGHMC
-    from theory_checks.adapters.runs import Whitening, asymptotic_edge, critical_friction
     monkeypatch.setattr(runs, "BURN_IN", 3.0)
     monkeypatch.setattr(runs, "WINDOW", 5.0)
     target, adapter = GaussianTarget.one_d_example(), BlackJAXSGHMC(num_integration_steps=3)
@@ -358,7 +358,7 @@ def test_blackjax_sghmc_fitted_limit_is_its_computed_limit(monkeypatch):
 def test_a_sampler_two_percent_too_hot_fails_the_limit_at_quick_and_the_genuine_one_passes():
     """Noise x1.02 (limit error 0.0404, the detectable effect): the chains the quick level asks
     for detect it by name; the genuine sampler's limit check passes (not inconclusive)."""
-    from theory_checks.adapters.planted import HOT_SGHMC
+    from theory_checks.adapters._planted import HOT_SGHMC
     hot = measure_adapter(HOT_SGHMC, plans=["full"], level="quick", seed=11)
     assert "limit[full]" in hot.failed, hot.table()
     genuine = measure_adapter("posteriors.sghmc", plans=["full"], level="quick", seed=11)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bias.telescoping import telescoping_bias
+from bias._telescoping import telescoping_bias
 from integrators import (
     SCHEMES,
     GaussianTarget,
@@ -19,8 +19,8 @@ from integrators import (
     sample,
     sample_together,
 )
-from integrators.backends import Numba, Torch, local_cores
-from integrators.chain_summary import RHAT_WARN
+from integrators._backends import Numba, Torch, local_cores
+from integrators._chain_summary import RHAT_WARN
 from integrators.targets import DIVERGENCE_SDS
 
 T1 = GaussianTarget.one_d_example()
@@ -97,7 +97,7 @@ def test_tiling_never_changes_results(monkeypatch, tile, lanes):
     """How chains are tiled in the kernel (padding lanes and tile widths that are no multiple of a
     vector included) changes no number: 257 chains with a box, FSAL BAOAB, iid batches, a histogram
     and thinned samples, against tiles of 256."""
-    import integrators.chains as chains
+    import integrators._chains as chains
 
     kw = dict(scheme="baoab", plan="iid", h=0.15, n_chains=257, n_steps=120, burn_in=20, batch_size=1,
               seed=5, keep=4, box_center=[-0.8], box_half_width=[1.5], x0=[-0.8], histogram=(-3.0, 2.0, 50))
@@ -137,7 +137,7 @@ def test_histogram_counts_every_kept_state_of_every_live_chain_once(seed, bound,
 def test_histogram_counts_the_same_in_float64_where_int32_could_overflow(monkeypatch):
     """A run that could pass int32 in a bin counts in float64 (``COUNT_DTYPE_LIMIT``): the same
     histogram, tails and statistics as the int32 counts of a smaller run would give."""
-    import integrators.observers as observers
+    import integrators._observers as observers
 
     kw = dict(scheme="baoab", plan="iid", h=0.15, n_chains=40, n_steps=80, burn_in=20, batch_size=1,
               seed=3, x0=[-0.8], histogram=(-3.0, 2.0, 50))
@@ -184,7 +184,7 @@ def test_logistic_and_control_variate_run():
 @given(shape=st.lists(st.integers(0, 40), min_size=1, max_size=3),
        dtype=st.sampled_from([np.float64, np.int32, np.uint64, np.int64]))
 def test_aligned_zeros_start_on_a_cache_line(shape, dtype):
-    from integrators.kernel import ALIGN_BYTES, aligned_zeros
+    from integrators._kernel import ALIGN_BYTES, aligned_zeros
 
     a = aligned_zeros(tuple(shape), dtype)
     assert a.shape == tuple(shape) and a.dtype == dtype and a.flags.c_contiguous
@@ -346,7 +346,7 @@ def test_any_valid_configuration_runs(kind, scheme, plan, d, n, bs_frac, h, gamm
        seed=st.integers(0, 1000))
 @pytest.mark.slow
 def test_any_valid_coupled_configuration_runs(kind, scheme, plan, coupling, d, n, h, cv, seed):
-    from bias.coupled import coupled_run
+    from bias._coupled import coupled_run
     target = make_target(kind, np.random.default_rng(seed), d, n)
     res = coupled_run(RunSpec.from_options(target, scheme, plan, h=h, n_chains=2, n_steps=40, burn_in=4, seed=seed,
                                            batch_size=None if plan == "full" else max(1, n // 2), control_variate=cv),
@@ -609,7 +609,7 @@ def test_user_numba_code_out_of_bounds_ends_in_a_python_error_naming_it(name):
                           cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr[-2000:])
     last = done.stderr.strip().splitlines()[-1]
-    assert last.startswith("integrators.user_code.UserCodeError") and f"__main__.{name}" in last, done.stderr[-2000:]
+    assert last.startswith("integrators._user_code.UserCodeError") and f"__main__.{name}" in last, done.stderr[-2000:]
     assert "out of bounds" in last and not done.stdout, (done.stdout, last)
 
 
@@ -625,7 +625,7 @@ def test_a_test_function_writing_out_of_bounds_raises_naming_it_and_in_bounds_ru
     """The property behind the subprocess tests, in process (a bounds check raises before the
     write): ``out[index]`` with ``out`` of ``n_tests`` values runs iff ``-n_tests <= index < n_tests``
     (Numba wraps negative indices as numpy does), else a UserCodeError naming the function."""
-    from integrators.user_code import UserCodeError
+    from integrators._user_code import UserCodeError
 
     kw = dict(n_chains=3, n_steps=5, batch_size=1, test_functions=_writes_at_index_from_test_data,
               n_test_functions=n_tests, test_data=(np.array([float(index)]),))
@@ -651,9 +651,9 @@ def test_a_user_function_with_an_optional_argument_still_compiles():
 def test_only_user_numba_code_is_guarded():
     """The toolkit's own functions (built-in steps, rules, observers) are returned as they are:
     they keep full speed; a user function gets a wrapper, one per (function, role)."""
-    from integrators.observers import no_test_functions
+    from integrators._observers import no_test_functions
+    from integrators._user_code import guarded
     from integrators.plans import next_batches
-    from integrators.user_code import guarded
 
     for name in ("ubu", "baoab", "em", "obabo"):
         assert guarded(SCHEMES[name].step, "step") is SCHEMES[name].step

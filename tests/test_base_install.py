@@ -36,7 +36,7 @@ HIDE_EXTRAS = textwrap.dedent(f"""
             if name.split(".")[0] in {EXTRA_MODULES!r}:
                 raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
     sys.meta_path.insert(0, _Absent())
-    from reports.cli import main
+    from reports._cli import main
     raise SystemExit(main(sys.argv[1:]))
 """)
 
@@ -119,7 +119,7 @@ def test_tour_without_the_notebook_stack_says_to_install_the_tour_extra(tmp_path
 
 
 def test_an_installation_without_the_tours_sources_is_refused_not_an_empty_tour(tmp_path, monkeypatch):
-    where = importlib.import_module("tour.notebooks")  # the package's name ``notebooks`` is the function
+    where = importlib.import_module("tour._notebooks")  # the package's name ``notebooks`` is the function
     monkeypatch.setattr(where, "NOTEBOOK_DIR", tmp_path)
     with pytest.raises(ValueError, match="sources are not installed"):
         where.notebooks()
@@ -136,7 +136,7 @@ def test_pyproject_lists_every_package_and_ships_the_tours_sources():
 
 
 def _copy_of_metadata_module(folder: Path):
-    """``reports/metadata.py`` loaded from a copy in ``folder/reports``, as an installed package is."""
+    """``reports/_metadata.py`` loaded from a copy in ``folder/reports``, as an installed package is."""
     (folder / "reports").mkdir(parents=True)
     shutil.copy(ROOT / "reports" / "metadata.py", folder / "reports" / "metadata.py")
     spec = importlib.util.spec_from_file_location("copied_metadata", folder / "reports" / "metadata.py")
@@ -165,7 +165,7 @@ def test_metadata_of_an_installed_copy_names_its_version_never_a_bare_unknown(tm
 
 
 def test_metadata_in_this_checkout_records_its_commit():
-    from reports.metadata import code_source, git_commit
+    from reports._metadata import code_source, git_commit
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("not run from a git checkout")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.bench_command import read_bench_args
+from reports._bench_command import read_bench_args
 from reports.registry import PRESETS
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
@@ -29,7 +29,7 @@ TIMEOUT = 1800  # a guard against a hung run, not a measurement
 def bench_args(script: Path) -> dict:
     """The script's ``BENCH_ARGS``, read by the function ``sms-langevin bench`` reads it with."""
     spec = read_bench_args(script)
-    assert spec is not None, f"{script.name} declares no BENCH_ARGS (how `sms-langevin bench` runs it: see reports.cli)"
+    assert spec is not None, f"{script.name} declares no BENCH_ARGS (how `sms-langevin bench` runs it)"
     return spec
 
 

@@ -1,11 +1,11 @@
 """The BNN chains' control variate with batch norm: the correction averages to zero over the
-batches the sampler draws (bnn.control_variate)."""
+batches the sampler draws (bnn._control_variate)."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from bnn.control_variate import BlockReferenceSampler, block_length
+from bnn._control_variate import BlockReferenceSampler, block_length
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
 
 N, B = 48, 12  # 4 batches per partition
@@ -103,7 +103,7 @@ def test_block_sampler_refuses_a_config_without_the_control_variate(problem):
 
 
 def test_bnn_chains_run_the_control_variate_with_the_block_reference(problem):
-    from bnn.chains import module_sampler
+    from bnn._chains import module_sampler
 
     net, _ = problem
     cfg = SamplerConfig(h=1e-3, gamma=1.0, n_data=N, batch_size=B, scheme="ubu", plan="sms",

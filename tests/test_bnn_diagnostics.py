@@ -1,4 +1,4 @@
-"""bnn.diagnostics: Hessian power iteration against an explicit Hessian, R-hat of traces against ArviZ."""
+"""bnn._diagnostics: Hessian power iteration against an explicit Hessian, R-hat of traces against ArviZ."""
 
 import copy
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from bnn import diagnostics, models
+from bnn import _diagnostics as diagnostics
+from bnn import models
 
 pytestmark = pytest.mark.torch
 

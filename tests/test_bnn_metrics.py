@@ -1,11 +1,11 @@
-"""bnn.metrics: hand-computed cases and properties of the calibration metrics and ensembles."""
+"""bnn._metrics: hand-computed cases and properties of the calibration metrics and ensembles."""
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bnn import metrics
+from bnn import _metrics as metrics
 
 pytestmark = pytest.mark.torch
 

@@ -9,9 +9,11 @@ import torch
 from helpers import draw_files
 
 import data_sets as data
-from bias import metrics as bias_metrics
-from bnn import augment as bnn_augment
-from bnn import diagnostics, metrics, models
+from bias import _metrics as bias_metrics
+from bnn import _augment as bnn_augment
+from bnn import _diagnostics as diagnostics
+from bnn import _metrics as metrics
+from bnn import models
 from experiments import bnn as fig_bnn
 from experiments.bnn import pipeline, presets
 from reports import schema
@@ -156,7 +158,7 @@ def test_chains_at_once_follow_the_single_chain_trajectories(swa_point, label):
     """The multi-chain mode (one vmap over stacked parameters) gives chain k the noise, batches and
     evaluation subsets of the single chain seeded chain_seed(seed, k): the same trajectory, so the
     same loss trace and predictive up to float64 rounding (the tolerances are derived above)."""
-    from integrators.torch.ensemble import chain_seed
+    from integrators.torch._ensemble import chain_seed
 
     data, swa, starts = swa_point
     spec = pipeline.SAMPLERS[label]

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from integrators import SCHEMES, GaussianTarget, LogisticTarget, MultinomialLogisticTarget, RunSpec, sample, sms_ghmc
-from integrators.bounce import make_box, reflect
+from integrators._bounce import make_box, reflect
 
 T1 = GaussianTarget.one_d_example()
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrators.brownian import BrownianPath, coarsen, draw_pairs, pair_cholesky, pair_covariance
+from integrators._brownian import BrownianPath, coarsen, draw_pairs, pair_cholesky, pair_covariance
 
 
 @mp.workdps(60)  # (a local precision: other test files set mpmath's global one, in the same process)

@@ -21,7 +21,7 @@ import pytest
 from scipy import stats
 
 from integrators import GaussianTarget, RunSpec, sample
-from integrators.ghmc import GHMCResult, sms_ghmc
+from integrators._ghmc import GHMCResult, sms_ghmc
 from theory_checks.oracle import stationary_moments
 
 ALPHA = 1e-3    # family-wise false-alarm rate of one result type's calibration
@@ -141,7 +141,7 @@ def test_a_zeroed_delta_method_term_fails_the_ghmc_calibration():
 def test_coupled_result_difference_and_mean_standard_errors_are_calibrated():
     """Coupled EM chains at h and h/2 (full gradient, observed at every coarse step): the level
     difference of x and x^2, and the fine chains' mean of x^2, against the oracle at both steps."""
-    from bias.coupled import coupled_run
+    from bias._coupled import coupled_run
 
     h, gamma = 0.4, 1.5
     fine, coarse = (stationary_moments(TARGET, "em", "full", step, gamma) for step in (h / 2, h))
@@ -160,12 +160,12 @@ def test_coupled_result_difference_and_mean_standard_errors_are_calibrated():
 
 @pytest.mark.slow
 def test_the_adapters_measured_bias_standard_errors_are_calibrated():
-    """The adapters' measurement (:func:`theory_checks.adapters.runs.measure_plan`, fixed chains)
+    """The adapters' measurement (:func:`theory_checks.adapters._runs.measure_plan`, fixed chains)
     on a numpy ULA adapter, whose law on a 1-D Gaussian is known in closed form: variance
     ``2 / (P (2 - h P))``, mean exact; its whitened bias vector against that, in its own s.e."""
     from helpers import ToyULA
 
-    from theory_checks.adapters.runs import LEVELS, Whitening, measure_plan
+    from theory_checks.adapters._runs import LEVELS, Whitening, measure_plan
 
     target, h = GaussianTarget.one_d_example(), 0.1
     p, mu = float(target.precision[0, 0]), target.mean

@@ -1,6 +1,6 @@
-"""The shared statistics of every result type (:mod:`integrators.chain_summary`) against direct
+"""The shared statistics of every result type (:mod:`integrators._chain_summary`) against direct
 numpy on synthetic draws, the result types against it, and the torch backend's one divergence
-detector (:mod:`integrators.torch.divergence`) through each of its callers."""
+detector (:mod:`integrators.torch._divergence`) through each of its callers."""
 
 import math
 
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bias.coupled import CoupledResult
-from integrators.chain_summary import RHAT_WARN, ChainSummary
-from integrators.ghmc import GHMCResult
-from integrators.result import SampleResult
+from bias._coupled import CoupledResult
+from integrators._chain_summary import RHAT_WARN, ChainSummary
+from integrators._ghmc import GHMCResult
+from integrators._result import SampleResult
 
 DIVERGED_OFFSET = 1e3  # a diverged chain's moments sit here: pooling it would move every statistic
 
@@ -168,7 +168,7 @@ STATES = [[0.5, -1.0], [np.nan, 0.0], [0.0, np.inf], [3.0, 0.0], [1.9, -1.9]]
 
 
 def _detector(diverged_at, step, x, bound):
-    from integrators.torch.divergence import mark_divergence
+    from integrators.torch._divergence import mark_divergence
 
     mark_divergence(diverged_at, step, x, bound=bound)
 
@@ -176,7 +176,7 @@ def _detector(diverged_at, step, x, bound):
 def _chains_observers(diverged_at, step, x, bound):
     import torch
 
-    from integrators.torch.chains import TensorObservers
+    from integrators.torch._chains import TensorObservers
 
     obs = TensorObservers(len(diverged_at), x.shape[1], "cpu", False, None, 0, 1, bound)
     obs.diverged_at.copy_(diverged_at)
@@ -189,7 +189,7 @@ def _chains_observers(diverged_at, step, x, bound):
 def _posterior_terms(diverged_at, step, x, bound):
     import torch
 
-    from integrators.torch.posterior_terms import record_divergence
+    from integrators.torch._posterior_terms import record_divergence
 
     record_divergence(diverged_at, step, x, torch.zeros_like(x))
 
@@ -210,7 +210,7 @@ def test_every_torch_caller_marks_the_first_step_of_a_non_finite_or_out_of_bound
 def test_the_torch_detector_takes_one_chain_and_several_values_of_any_shape():
     import torch
 
-    from integrators.torch.divergence import mark_divergence
+    from integrators.torch._divergence import mark_divergence
 
     one = torch.tensor(-1)
     mark_divergence(one, 4, torch.tensor(1.0))  # a loss: one number per chain

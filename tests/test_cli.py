@@ -187,7 +187,7 @@ def test_hints_name_the_out_folder_and_a_lost_run_json_rebuilds_what_was_run(tmp
 
 def _options():
     """Every option string the CLI declares, per command (read from its own parser)."""
-    from reports.cli import build_parser
+    from reports._cli import build_parser
     parser = build_parser()
     sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
     return {name: [s for a in p._actions for s in a.option_strings] for name, p in sub.choices.items()}
@@ -222,7 +222,7 @@ def argv(draw, tmp):
 
 
 def run_main(args):
-    from reports.cli import main
+    from reports._cli import main
     err, out = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     os.chdir(FUZZ_DIR)  # an output folder given as a relative path lands in the fuzz folder
@@ -266,7 +266,7 @@ def test_cli_fuzz_never_gives_a_traceback(args):
 def test_more_local_workers_than_cores_are_reduced_to_the_cores(tmp_path):
     """``--workers 100000`` once started that many processes (each compiling kernels): a run that
     never ended.  Now it runs on as many processes as the machine has cores and says so."""
-    from reports.executor import local_cores
+    from reports._executor import local_cores
 
     proc = cli(["run", "fast", "--workers", "100000", "--out", str(tmp_path / "w")])
     assert proc.returncode == 0, proc.stderr
@@ -326,8 +326,8 @@ def test_a_unit_file_of_the_wrong_structure_is_one_line_naming_it(tmp_path, quic
 def test_bench_in_an_installed_package_says_where_the_benchmarks_are(tmp_path, monkeypatch):
     import argparse
 
-    from reports import bench_command
-    from reports.cli_common import CliError
+    from reports import _bench_command as bench_command
+    from reports._cli_common import CliError
 
     monkeypatch.setattr(bench_command, "__file__", str(tmp_path / "site-packages" / "reports" / "bench_command.py"))
     with pytest.raises(CliError, match="not installed with the package: run `sms-langevin bench` in a clone"):
@@ -337,7 +337,7 @@ def test_bench_in_an_installed_package_says_where_the_benchmarks_are(tmp_path, m
 def test_main_in_process_gives_the_callers_ctrl_c_back_after_an_interrupt(monkeypatch, capsys):
     import signal
 
-    from reports import cli as cli_module
+    from reports import _cli as cli_module
 
     def interrupted(args, figures):
         os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the command runs

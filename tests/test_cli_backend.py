@@ -92,7 +92,7 @@ def test_no_command_prints_the_commands():
 
 def test_claims_takes_every_preset_run_claims_takes(tmp_path, monkeypatch):
     from experiments import claims as tab_claims
-    from reports import cli as cli_module
+    from reports import _cli as cli_module
 
     seen = []
 

@@ -1,4 +1,4 @@
-"""The conformance report (:mod:`experiments.conformance`, :mod:`theory_checks.adapters.conformance`):
+"""The conformance report (:mod:`experiments.conformance`, :mod:`theory_checks.adapters._conformance`):
 the toolkit's exact lines have the orders the design declares, the measured order is read as the
 interval allows, a sampler whose library is absent is skipped by name, and a measured toy sampler
 goes through the report's unit, persisted form and drawing."""
@@ -10,11 +10,11 @@ import pytest
 from helpers import ToyULA, draw_files
 
 from experiments import conformance as fig_conformance
-from theory_checks.adapters import conformance
-from theory_checks.adapters.analysis import SLOPE_TOL
-from theory_checks.adapters.protocol import missing_library
-from theory_checks.adapters.runs import LEVELS, critical_friction
-from theory_checks.verify import default_target
+from theory_checks._verify import default_target
+from theory_checks.adapters import _conformance as conformance
+from theory_checks.adapters._analysis import SLOPE_TOL
+from theory_checks.adapters._protocol import missing_library
+from theory_checks.adapters._runs import LEVELS, critical_friction
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -126,6 +126,6 @@ def test_a_positive_control_is_reported_detected_or_not_with_the_reason():
 
 
 def test_the_positive_controls_include_one_at_the_detectable_effect():
-    from theory_checks.adapters.analysis import DETECTABLE_LIMIT
+    from theory_checks.adapters._analysis import DETECTABLE_LIMIT
     factors = sorted(a.noise_factor for a in conformance.positive_controls().values())
     assert factors == [1.02, 1.05] and abs(factors[0] ** 2 - 1 - DETECTABLE_LIMIT) < 0.001

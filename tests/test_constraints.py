@@ -1,9 +1,9 @@
 """Every declarer of ``CONSTRAINTS`` refuses every invalid value its declaration generates, in the
-one message format of :func:`integrators.validation.refusal` (scikit-learn's ``check_param_validation``
+one message format of :func:`integrators._validation.refusal` (scikit-learn's ``check_param_validation``
 is the model): no hand tables of refusals.
 
 A declarer is a class or function of the project's packages with a ``CONSTRAINTS`` mapping of
-:class:`integrators.validation.Constraint` objects; it needs a valid example (its ``VALID_EXAMPLE``
+:class:`integrators._validation.Constraint` objects; it needs a valid example (its ``VALID_EXAMPLE``
 or an entry of :data:`EXAMPLES` here), else the test fails."""
 
 from __future__ import annotations
@@ -22,14 +22,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from integrators import GaussianTarget
-from integrators.validation import BOOLEAN, HISTOGRAM, POSITIVE, SEED, Constraint, Interval, at_least, steps
+from integrators._validation import BOOLEAN, HISTOGRAM, POSITIVE, SEED, Constraint, Interval, at_least, steps
 
 PACKAGES = project_packages()
 OPTIONAL_LIBRARIES = {"torch", "jax", "jaxlib", "blackjax", "posteriors", "optree", "dask", "distributed"}
 
 # valid examples of declarers whose example holds an object a class attribute could not
 EXAMPLES = {
-    "integrators.spec.RunSpec": lambda: {"target": GaussianTarget.one_d_example(), "scheme": "ubu", "plan": "sms",
+    "integrators._spec.RunSpec": lambda: {"target": GaussianTarget.one_d_example(), "scheme": "ubu", "plan": "sms",
                                          "h": 0.1, "n_chains": 2, "n_steps": 10, "batch_size": 1},
 }
 
@@ -119,8 +119,8 @@ def one_format(name: str, constraint: Constraint) -> str:
 
 
 def test_the_walk_finds_the_declarers_of_every_package():
-    assert {"integrators.spec.RunSpec", "integrators.options.Observers", "bnn.config.RunConfig",
-            "theory_checks.verify.verify", "theory_checks.adapters.measure.measure_adapter"} <= set(DECLARERS)
+    assert {"integrators._spec.RunSpec", "integrators._options.Observers", "bnn._config.RunConfig",
+            "theory_checks._verify.verify", "theory_checks.adapters._measure.measure_adapter"} <= set(DECLARERS)
 
 
 @pytest.mark.parametrize("key", [_param(key, key=key, id=key) for key in sorted(DECLARERS)])

@@ -4,8 +4,8 @@ import numba as nb
 import numpy as np
 import pytest
 
-from bias.coupled import COUPLINGS, coupled_run
-from bias.telescoping import telescoping_bias, variance_reduction
+from bias._coupled import COUPLINGS, coupled_run
+from bias._telescoping import telescoping_bias, variance_reduction
 from integrators import GaussianTarget, RunSpec, sample
 from integrators.plans import PLANS, Plan, register_plan, shuffle_lanes, unregister_plan
 from theory_checks.oracle import stationary_moments

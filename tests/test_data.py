@@ -10,7 +10,7 @@ import torch
 from PIL import Image
 
 import data_sets as data
-from bnn import augment as bnn_augment
+from bnn import _augment as bnn_augment
 from data_sets import DataError
 
 pytestmark = pytest.mark.torch

@@ -271,7 +271,7 @@ PLACES = ("given", "env", "home", "dev")  # the search order of find_medmnist
 def places(tmp_path, monkeypatch):
     """Four empty folders standing for the search places: a folder given, $SMS_LANGEVIN_DATA_DIR,
     ~/.medmnist (HOME moved) and the development setup's data folder."""
-    from data_sets import find
+    from data_sets import _find as find
 
     folders = {p: tmp_path / p for p in PLACES}
     for f in folders.values():
@@ -371,7 +371,7 @@ def test_missing_data_says_which_unit_lacks_its_files_and_finds_them_once_presen
 
 
 def test_the_quick_preset_reads_the_file_the_finder_finds(places):
-    from bnn import config
+    from bnn import _config as config
     from experiments.bnn import presets
 
     path = _pneumonia(places["home"])
@@ -403,6 +403,6 @@ def test_a_configured_data_folder_wins_over_a_stray_copy_in_the_working_folder(p
 
 def test_the_development_data_folder_is_the_shared_folder_beside_the_repository():
     """Where the tests' data is looked for last: ``../shared/data`` of the checkout (a path, existing or not)."""
-    from data_sets.find import DEV_DATA, SHARED_XRAY
+    from data_sets._find import DEV_DATA, SHARED_XRAY
     root = Path(__file__).resolve().parents[1]
     assert DEV_DATA == root.parent / "shared" / "data" and SHARED_XRAY.parent == DEV_DATA

@@ -1,4 +1,4 @@
-"""R-hat (integrators.diagnostics) against hand-computed values, ArviZ, and its defining properties."""
+"""R-hat (integrators._diagnostics) against hand-computed values, ArviZ, and its defining properties."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from integrators.diagnostics import (
+from integrators._diagnostics import (
     gelman_rubin_rhat,
     rank_normalized_split_rhat,
     rhat_from_moments,

@@ -1,9 +1,9 @@
-"""integrators.divergence: what a divergence records (the policy itself is tested where each sampler
+"""integrators._divergence: what a divergence records (the policy itself is tested where each sampler
 applies it: tests/test_chain_summary.py, tests/test_torch_module.py and the coupled chains' tests)."""
 
 import pickle
 
-from integrators.divergence import NOT_DIVERGED, SamplerDiverged
+from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 
 
 def test_a_divergence_names_its_first_step_and_what_was_not_finite():

@@ -3,7 +3,7 @@ temporary folder, served on 127.0.0.1 by a python http.server thread, opened wit
 driven by selenium + chromium-driver (every host but 127.0.0.1 resolves to nothing).  Checks: the
 search finds `sample`, the API page of `integrators.sample` lists its parameters, a tour page's
 figures load, MathJax typesets the method page and a tour page (no raw TeX left in the text), and
-nothing is fetched from another host.  The same raw-TeX check on a page of `tour.build.build`,
+nothing is fetched from another host.  The same raw-TeX check on a page of `tour._build.build`,
 opened from disk.  And `--strict` is proven to bite: a copy of the config with a broken link fails.
 Read from the built files: no Sphinx role (`:func:`...``) is left as text (the griffe extension of
 docs/hooks.py makes them links), a known one became a link to its target, each tour page is titled
@@ -130,7 +130,7 @@ def tour_pages(site):
 
 
 def test_every_tour_notebook_has_a_page_with_outputs(site):
-    from tour.notebooks import notebooks
+    from tour._notebooks import notebooks
 
     assert tour_pages(site) == [p.stem for p in notebooks()]
     for name in tour_pages(site):
@@ -145,7 +145,7 @@ def test_every_tour_notebook_ran_cleanly_in_a_kernel_of_its_own(site):
     traceback and no NaN printed."""
     import nbformat
 
-    from tour.notebooks import notebooks
+    from tour._notebooks import notebooks
 
     cache = Path(os.environ.get("SMS_DOCS_TOUR_CACHE", ROOT / ".cache" / "docs-tour")) / "tour"
     for source in notebooks():
@@ -179,16 +179,16 @@ def test_sphinx_roles_became_links_to_their_targets(site):
     """Roles resolved as Sphinx would: an attribute of the class (``:attr:`rhat``` in
     ``SampleResult``), a re-export followed to its definition (``:func:`integrators.sample```)."""
     page = (site / "api" / "integrators" / "index.html").read_text()
-    for title, target in (("rhat", "integrators.result.SampleResult.rhat"),
-                          ("integrators.sample", "integrators.api.sample")):
+    for title, target in (("rhat", "integrators._result.SampleResult.rhat"),
+                          ("integrators.sample", "integrators._api.sample")):
         link = (rf'<a class="autorefs[^"]*"[^>]*href="[^"]*#{re.escape(target)}"[^>]*>'
                 rf"<code>{re.escape(title)}</code></a>")
         assert re.search(link, page), f"no link <code>{title}</code> -> #{target} on the API page"
 
 
 def test_every_tour_page_is_titled_by_its_notebook(site):
-    from tour.build import read, title_and_promise
-    from tour.notebooks import notebooks
+    from tour._build import read, title_and_promise
+    from tour._notebooks import notebooks
 
     for source in notebooks():
         title, _ = title_and_promise(read(source))
@@ -200,7 +200,7 @@ def test_every_tour_page_is_titled_by_its_notebook(site):
 def test_tour_builder_page_is_titled_by_its_notebook(tmp_path):
     import nbformat
 
-    from tour.build import write_page
+    from tour._build import write_page
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# 9. A title & more\n\nText."),
                                          nbformat.v4.new_code_cell("1")])
@@ -253,7 +253,7 @@ def test_api_page_of_sample_lists_its_parameters(browser, served):
     from selenium.webdriver.common.by import By
 
     browser.get(served + "/api/integrators/")
-    heading = browser.find_element(By.ID, "integrators.api.sample")
+    heading = browser.find_element(By.ID, "integrators._api.sample")
     section = heading.find_element(By.XPATH, "./following-sibling::div[1]")
     text = section.text
     for parameter in ("target", "scheme", "plan", "h", "gamma", "n_chains", "batch_size", "path_refine", "backend"):
@@ -280,7 +280,7 @@ def test_tour_page_figures_load_and_math_is_typeset(browser, served, site):
 
 
 def test_tour_builder_page_is_typeset_offline(browser, tmp_path):
-    from tour.build import build
+    from tour._build import build
 
     pages = build(tmp_path, ["04"], run_metadata={"seed": 0, "preset": "tour"})
     page = tmp_path / pages[0].html

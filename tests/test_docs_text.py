@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from integrators.chain_summary import format_values
-from integrators.result import SampleResult
+from integrators._chain_summary import format_values
+from integrators._result import SampleResult
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 GUIDES = sorted((DOCS / "guides").glob("*.md")) + [DOCS / "getting-started.md"]

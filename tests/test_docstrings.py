@@ -26,7 +26,7 @@ The rule:
    ``Yields``.
 4. A callable has a ``Raises`` section naming ``ValueError`` (resp. ``TypeError``) when it raises
    that exception in its own body, when it calls a checker of the validation layer
-   (:mod:`integrators.validation`, which raises ``ValueError`` naming the argument), and, for a
+   (:mod:`integrators._validation`, which raises ``ValueError`` naming the argument), and, for a
    class, when its ``__init__`` / ``__post_init__`` does so or it declares ``CONSTRAINTS`` (checked by
    the validation layer when it is made).  The entry points in :data:`VALIDATING_ENTRY_POINTS`
    validate their input one call deeper (in the spec they build) and must name ``ValueError`` too.
@@ -183,12 +183,12 @@ def _own_body_nodes(func):
 
 def _validation_names(func) -> set[str]:
     """Global names of ``func``'s module bound to checkers of the validation layer."""
-    from integrators.validation import Constraint
+    from integrators._validation import Constraint
 
     names = set()
     for name, value in getattr(func, "__globals__", {}).items():
         if isinstance(value, Constraint) or (
-                inspect.isfunction(value) and value.__module__ == "integrators.validation"):
+                inspect.isfunction(value) and value.__module__ == "integrators._validation"):
             names.add(name)
     return names
 
@@ -419,4 +419,4 @@ def test_the_api_pages_are_the_navigation_of_the_api_reference():
                    if isinstance(item, dict) and "API reference" in item)
     listed = sorted(next(iter(entry.values())) for entry in section)
     assert listed == sorted(f"api/{page.name}" for page in API_PAGES.glob("*.md"))
-    assert "integrators" in TABLE and "integrators.api" in MEMBERS and "theory_checks.verify" in TABLE
+    assert "integrators" in TABLE and "integrators._api" in MEMBERS and "theory_checks.verify" in TABLE

@@ -212,7 +212,7 @@ def test_ctrl_c_twice_stops_at_once_keeps_finished_units_and_resumes(tmp_path, r
 def test_each_unit_is_given_its_share_of_the_cores_as_an_argument():
     """In process a unit runs alone (``threads=None``: its own default, every core); in a pool of
     N workers each unit gets ``cores // N``; a ``run_unit`` without the keyword is called without it."""
-    from reports.executor import execute, local_cores
+    from reports._executor import execute, local_cores
 
     tasks = [("tests.report_fixtures.thread_units", {"i": i}, "quick", i) for i in range(2)]
     alone = [result for _, result, _ in execute(tasks, workers=1)]

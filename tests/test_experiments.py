@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from helpers import draw_files
 
-from bias.metrics import accuracy, ace_classwise, all_metrics, nll, rps
-from bias.noise_floor import expected_binned_w1
+from bias._metrics import accuracy, ace_classwise, all_metrics, nll, rps
+from bias._noise_floor import expected_binned_w1
 from data_sets import DataError, read_idx
 from experiments import figure1 as fig1_wasserstein
 from experiments import logistic as fig_logistic

@@ -80,7 +80,7 @@ assert all(m.__file__.startswith(root) for m in (experiments, integrators, repor
 from integrators.plans import PLANS
 from integrators.schemes import SCHEMES
 from reports import registry
-from reports.cli import main
+from reports._cli import main
 from theory_checks.adapters import ADAPTERS
 listed = io.StringIO()
 with contextlib.redirect_stdout(listed):

@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 SAVE_DPI = 120  # reports.drawing.write_drawing's PNG resolution
-PAGE_PX = 1100  # the report page's width (tour.page_style.STYLE: body max-width), images scaled to fit it
+PAGE_PX = 1100  # the report page's width (tour._page_style.STYLE: body max-width), images scaled to fit it
 READABLE_PX = 8.0  # the least height of legend text on that page
 TOLERANCE_PX = 1.0
 TICK_GAP_PX = 2.0  # the least space between two tick labels of one axis

@@ -1,5 +1,5 @@
 """The layout's rules that a reader of the tree relies on: no file imports another package's
-underscore names (a package's private helpers are its own), and ``integrators/api.py`` holds the
+underscore names (a package's private helpers are its own), and ``integrators/_api.py`` holds the
 public entry points only, no package imports one that sits above it (:data:`LAYERS`), and the
 README's map of the code ("What is here") matches the tree."""
 
@@ -47,9 +47,9 @@ def private_imports(path: Path) -> list[str]:
 
 def test_the_check_finds_private_imports(tmp_path):
     probe = ROOT / "tests" / "_layout_probe.py"
-    probe.write_text("from integrators.api import _fmt\nimport bias.metrics as d\nd._find\nfrom tests import _x\n")
+    probe.write_text("from integrators._api import _fmt\nimport bias._metrics as d\nd._find\nfrom tests import _x\n")
     try:
-        assert private_imports(probe) == ["from integrators.api import _fmt", "d._find"]
+        assert private_imports(probe) == ["from integrators._api import _fmt", "d._find"]
     finally:
         probe.unlink()
 
@@ -92,7 +92,7 @@ def test_the_readmes_map_names_every_package_and_only_files_that_exist():
 LAYERS = ("integrators", "data_sets", "theory_checks", "bias", "bnn", "tour", "reports", "experiments")
 # bias's coupled h / h/2 runners import integrators alone; verify measures weak orders with them on
 # targets without an exact law (DESIGN.md), so theory_checks may import these two modules of bias
-SHARED_DOWN = ("bias.coupled", "bias.telescoping")
+SHARED_DOWN = ("bias._coupled", "bias._telescoping")
 
 
 def _imports(path):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from integrators import SCHEMES, GaussianTarget, sample
 from integrators.plans import period
-from theory_checks.declared import asserted, expected_weak_order, registered_pairs
+from theory_checks._declared import asserted, expected_weak_order, registered_pairs
 from theory_checks.oracle import (
     UnstableStepError,
     count_orders,

@@ -25,7 +25,7 @@ from integrators.plans import (
     plan_rule,
     register_plan,
 )
-from integrators.plans.walk import period_batches
+from integrators.plans._walk import period_batches
 from integrators.targets import GaussianTarget, force_data, force_for
 
 sizes = st.integers(1, 23).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n)))
@@ -207,7 +207,7 @@ def test_the_walk_of_every_plan_has_the_law_its_outcomes_declare_on_torch_tensor
 def test_the_walk_follows_a_user_plans_declared_sweeps():
     """A partition plan declared in user code (three sweeps: forward, backward, forward) is walked
     by its own rule, and its outcomes agree with the walk."""
-    from integrators.plans.partitions import partition_plan_functions
+    from integrators.plans._partitions import partition_plan_functions
 
     @nb.njit
     def there_and_back_and_there(position, n_batches):
@@ -238,7 +238,7 @@ def test_a_plan_declared_by_its_kind_alone_runs_the_kernels_built_in_rule():
                         strict=True):
             np.testing.assert_array_equal(a, b)
     # the run spec reads the kind too: a full plan needs no batch size and records all the data
-    from integrators.spec import RunSpec
+    from integrators._spec import RunSpec
     target = GaussianTarget.one_d_example()
     for batch_size in (None, 1):
         spec = RunSpec(target, "ubu", copies[FULL], h=0.1, n_chains=2, n_steps=4, batch_size=batch_size)

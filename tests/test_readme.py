@@ -120,7 +120,7 @@ def _run(entry: Run, tmp: Path, previous: Path, capsys, request) -> str:
         subst["{scheduler}"] = request.getfixturevalue("scheduler")
     argv = [subst.get(a, a).replace("{tmp}", str(tmp)) for a in entry.argv]
     if argv[0] == "sms-langevin":
-        from reports.cli import main
+        from reports._cli import main
         code = main(argv[1:])
         captured = capsys.readouterr()
         assert code == 0, captured.err

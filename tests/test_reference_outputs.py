@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bias.coupled import coupled_run
+from bias._coupled import coupled_run
 from experiments.figure1 import compute as figure1
 from integrators import GaussianTarget, RunSpec, sample
 

@@ -19,13 +19,13 @@ from user_schemes import ABOBA_BOTH
 from integrators import GaussianTarget, Plan, batch_sequence, sample
 from integrators.plans import next_batches, plan_rule
 from integrators.plans import rr as rr_plan
-from integrators.plans.partitions import n_batches, partition_plan_functions
+from integrators.plans._partitions import n_batches, partition_plan_functions
 
 torch = pytest.importorskip("torch")
 
 from test_torch_parity import assert_relative, gaussian_3d, trajectories  # noqa: E402
 
-from integrators.backends import Torch  # noqa: E402
+from integrators._backends import Torch  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]
 
@@ -59,8 +59,8 @@ def follows_the_rule(sequence, n_data, batch_size):
 
 @pytest.mark.slow
 def test_both_backends_draw_the_declared_batch_order(registered):
-    from integrators.torch.plans import ChainPlan
-    from integrators.torch.rng import CounterNormals
+    from integrators.torch._plans import ChainPlan
+    from integrators.torch._rng import CounterNormals
 
     registered(BACKWARD_FORWARD)
     assert plan_rule(BACKWARD_FORWARD).kind == "partition"

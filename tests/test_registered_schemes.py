@@ -1,7 +1,7 @@
 """A scheme registered from user code (the README's ``register_scheme(ABOBA)``) breaks nothing
 else: ``import integrators.torch`` still works and the torch backend refuses the scheme by name
 (it has no tensor step), and the claims table's weak-order rows give the verdicts ``verify``
-gives (one rule: :func:`theory_checks.verify.weak_order_verdict`), for a scheme with an exact law
+gives (one rule: :func:`theory_checks._verify.weak_order_verdict`), for a scheme with an exact law
 (ABOBA with full gradients: exact x-marginal on Gaussians) and for ones with a first-order bias.
 Registrations go through the ``registered`` fixture, which removes them after each test."""
 
@@ -16,8 +16,8 @@ from user_schemes import ABOBA, ABOBA_BROKEN, aboba_coefficients, aboba_step  # 
 
 from integrators import GaussianTarget, Scheme
 from integrators.schemes import SCHEMES
-from theory_checks.claims import FAILS, HOLDS, NOT_ASSERTED, weak_order_rows
-from theory_checks.verify import verify, weak_order_verdict
+from theory_checks._claims import FAILS, HOLDS, NOT_ASSERTED, weak_order_rows
+from theory_checks._verify import verify, weak_order_verdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # integrators.torch is imported inside the tests, never by importing this module: the subprocess

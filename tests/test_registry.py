@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from integrators import GaussianTarget
-from integrators.bounce import make_box
+from integrators._bounce import make_box
 from integrators.plans import PLANS, Plan, register_plan, resolve_plan, unregister_plan
 from integrators.schemes import SCHEMES, Scheme, register_scheme, unregister_scheme
 from integrators.targets import force_data, lane_force_for
-from theory_checks.declared import expected_strong_order, expected_weak_order
+from theory_checks._declared import expected_strong_order, expected_weak_order
+from theory_checks._probe import probe_step_map
 from theory_checks.oracle import (
     affine_force,
     path_noise_covariance,
@@ -26,7 +27,6 @@ from theory_checks.oracle import (
     stationary_moments,
     step_map,
 )
-from theory_checks.probe import probe_step_map
 
 DECLARED = sorted(name for name, s in SCHEMES.items() if getattr(s, "affine_ops", None) is not None)
 TOL = 1e-13
@@ -222,7 +222,7 @@ def throwaway():
 @pytest.mark.slow
 def test_a_scheme_and_plan_registered_in_a_test_appear_in_the_claims_table_and_the_figure(throwaway, tmp_path):
     from experiments import weak_orders as fig_weak_orders
-    from theory_checks.claims import weak_order_rows
+    from theory_checks._claims import weak_order_rows
 
     rows = {r["claim"]: r for r in weak_order_rows("quick")}
     for claim in ("weak order of UBU_COPY x sms (variance bias, 1-D example)",

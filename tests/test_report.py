@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from reports import cli  # noqa: E402
+from reports import _cli as cli  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -182,7 +182,7 @@ def test_a_killed_report_build_is_cleaned_up_and_an_interrupted_swap_restored(tm
     (out / ".report-tmp-123-dead").mkdir()
     (out / ".report-tmp-123-dead" / "half.csv").write_text("k,pl")
     os.rename(out / "report", out / ".report-old-123-dead")  # killed between the swap's two renames
-    from reports.report import remove_stale_staging
+    from reports._report import remove_stale_staging
     assert remove_stale_staging(out) == 1
     assert snapshot(out / "report") == before
     assert sorted(p.name for p in out.iterdir()) == [".lock", "report", "run.json", "units"]
@@ -210,7 +210,7 @@ def test_progress_into_a_log_writes_whole_lines_at_most_every_few_seconds(gaps, 
     """Not on a terminal (``make demo > log``): whole lines, the first and the last unit always,
     and between them one line whenever ``every`` seconds have passed since the last (a clock
     advanced by ``gaps`` stands in for the units' durations)."""
-    from reports.progress import Progress
+    from reports._progress import Progress
     now = [0.0]
     stream = _Log()
     progress = Progress(len(gaps), label="tiny", stream=stream, every=every, clock=lambda: now[0])
@@ -230,7 +230,7 @@ def test_progress_into_a_log_writes_whole_lines_at_most_every_few_seconds(gaps, 
 
 
 def test_progress_on_a_terminal_is_one_bar_and_off_when_disabled():
-    from reports.progress import Progress
+    from reports._progress import Progress
     bar, off = _Terminal(), _Log()
     for stream, enabled in ((bar, None), (off, False)):
         progress = Progress(3, label="quick", stream=stream, enabled=enabled)
@@ -277,7 +277,7 @@ def test_the_report_opens_with_an_introduction_and_contents_and_says_each_sectio
 def test_a_section_with_its_own_level_says_the_preset_alone():
     from experiments import bnn as fig_bnn
     from experiments import weak_orders as fig_weak_orders
-    from reports import report
+    from reports import _report as report
     assert report.section_preset(fig_bnn, "tiny") == "tiny"
     assert report.section_preset(fig_weak_orders, "tiny") == "tiny (runs this section's quick level)"
     assert report.section_preset(fig_weak_orders, "full") == "full"

@@ -1,10 +1,10 @@
-"""integrators.result: a SampleResult's statistics are those of the chains that did not diverge
-(pooled by integrators.chain_summary, tested in tests/test_chain_summary.py), built here by hand."""
+"""integrators._result: a SampleResult's statistics are those of the chains that did not diverge
+(pooled by integrators._chain_summary, tested in tests/test_chain_summary.py), built here by hand."""
 
 import numpy as np
 import pytest
 
-from integrators.result import SampleResult
+from integrators._result import SampleResult
 
 
 def result(diverged_at, chain_mean, chain_second_moment, chain_tests=None):

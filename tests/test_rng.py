@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from integrators.rng import (
+from integrators._rng import (
     ZIG_F,
     ZIG_K,
     ZIG_W,
@@ -122,7 +122,7 @@ def test_chain_states_depend_only_on_seed_kind_and_index():
 
 def test_splitmix64_reference_values():
     """Vigna's splitmix64.c from seed 1234567 (the stream seeding's generator)."""
-    from integrators.rng import splitmix64_fill
+    from integrators._rng import splitmix64_fill
 
     out = np.empty(3, dtype=np.uint64)
     splitmix64_fill(np.uint64(1234567), 0, out)

@@ -16,7 +16,7 @@ import pytest
 
 from integrators import SCHEMES, GaussianTarget, RunSpec, Scheme, register_scheme, sample
 from integrators.schemes import REPRESENTATIVE_STEPS, check_coefficients, check_step_reads, resolve_scheme
-from theory_checks.verify import verify
+from theory_checks._verify import verify
 
 UBU = SCHEMES["ubu"]
 ONE_D = GaussianTarget.one_d_example()
@@ -110,7 +110,7 @@ def test_a_scheme_object_is_checked_once():
 
 # ------------------------------------------------------------------ the telescoping estimator's arguments
 def small_telescoping(**kwargs):
-    from bias.telescoping import telescoping_bias
+    from bias._telescoping import telescoping_bias
 
     options = dict(levels=1, base_epochs=4, n_chains=4, batch_size=1)
     options.update(kwargs)
@@ -121,7 +121,7 @@ def small_telescoping(**kwargs):
 
 @pytest.mark.slow
 def test_level_seeds_stay_in_range_and_come_from_derive():
-    from bias.telescoping import level_seed
+    from bias._telescoping import level_seed
     from integrators.seeds import derive
 
     levels = [level_seed(7, level) for level in range(4)]

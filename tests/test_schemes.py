@@ -7,7 +7,7 @@ from helpers import gaussian_batch_force, reference_step
 from hypothesis import given
 from hypothesis import strategies as st
 
-from integrators.bounce import make_box
+from integrators._bounce import make_box
 from integrators.schemes import SCHEMES
 from integrators.targets import GaussianTarget, LogisticTarget, force_data, force_for, lane_force_for
 

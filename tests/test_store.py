@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reports import runmeta
+from reports import _runmeta as runmeta
 from reports.store import FolderLock, UnsafeLock
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,10 +8,13 @@ from helpers import draw_files
 
 from experiments import claims as tab_claims
 from integrators import GaussianTarget, RunSpec
-from theory_checks import declared
-from theory_checks.claims import FAILS, HOLDS, HOLDS_FASTER, claims_table
-from theory_checks.contraction import contraction_check
-from theory_checks.lemmas import variance_lemma_check
+from theory_checks import _declared as declared
+from theory_checks._claims import FAILS, HOLDS, HOLDS_FASTER, claims_table
+from theory_checks._contraction import contraction_check
+from theory_checks._lemmas import variance_lemma_check
+from theory_checks._probe import probe_step_map
+from theory_checks._scaling import dimension_scaling, gaussian_w2
+from theory_checks._verify import verify
 from theory_checks.oracle import affine_force, spectral_radius, stationary_covariance, stationary_moments
 from theory_checks.orders import (
     anisotropic_gaussian,
@@ -21,9 +24,6 @@ from theory_checks.orders import (
     strong_order,
     weak_order,
 )
-from theory_checks.probe import probe_step_map
-from theory_checks.scaling import dimension_scaling, gaussian_w2
-from theory_checks.verify import verify
 
 T1 = GaussianTarget.one_d_example()
 
@@ -243,8 +243,8 @@ def test_verify_the_claims_table_and_the_adapters_read_one_declaration_of_what_i
     from types import SimpleNamespace
 
     from integrators.plans import resolve_plan
-    from theory_checks.adapters.analysis import expected_order
-    from theory_checks.claims import NOT_ASSERTED, weak_order_rows
+    from theory_checks._claims import NOT_ASSERTED, weak_order_rows
+    from theory_checks.adapters._analysis import expected_order
 
     claimed = bool(resolve_plan(plan).THEOREM)
     assert declared.plan_asserts(plan) is claimed

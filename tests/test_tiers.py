@@ -149,7 +149,7 @@ def test_tests_that_need_torch_through_another_process_are_in_the_torch_tier(wit
 
 def test_code_needs_torch_where_it_imports_torch_or_a_module_that_does():
     assert conftest.code_needs_torch("import torch")
-    assert conftest.code_needs_torch("x = 1\nfrom integrators.torch.chains import sample")
+    assert conftest.code_needs_torch("x = 1\nfrom integrators.torch._chains import sample")
     assert conftest.code_needs_torch("def f():\n    from bnn import models\n")  # imported when called
     assert not conftest.code_needs_torch("import numpy as np\nfrom integrators import sample")
     assert not conftest.code_needs_torch("the torch backend: import it")  # prose, not code
@@ -186,9 +186,9 @@ def test_a_function_needs_torch_where_it_runs_code_or_a_backend_that_does(tmp_pa
 
 
 def test_a_declarer_needs_torch_where_checking_it_imports_torch():
-    from bnn.config import RunConfig
-    from integrators.spec import RunSpec
-    from theory_checks.verify import verify
+    from bnn._config import RunConfig
+    from integrators._spec import RunSpec
+    from theory_checks._verify import verify
 
     assert conftest.declarer_needs_torch(RunConfig)  # its checks read bnn.models
     assert not conftest.declarer_needs_torch(RunSpec) and not conftest.declarer_needs_torch(verify)

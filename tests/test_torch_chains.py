@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 
 from integrators import PLANS, SCHEMES, GaussianTarget  # noqa: E402
 from integrators.plans import period  # noqa: E402
-from integrators.torch.chains import _sample as sample  # noqa: E402  (given noise, batches, device)
-from integrators.torch.rng import (  # noqa: E402
+from integrators.torch._chains import _sample as sample  # noqa: E402  (given noise, batches, device)
+from integrators.torch._rng import (  # noqa: E402
     CounterNormals,
     counters_per_normals,
     mantissa_uniform,
@@ -89,7 +89,7 @@ def test_bit_cast_uniforms_are_the_open_interval_grid():
 def test_quadrant_polynomial_cos_sin_are_within_an_ulp_or_two():
     import mpmath
 
-    from integrators.torch.rng import cos_sin_turns
+    from integrators.torch._rng import cos_sin_turns
 
     quarter = 2**30  # the quadrant edges of the 32-bit angle grid, and random points
     k = [0, 1, 2**32 - 1] + [j * quarter + e for j in (1, 2, 3) for e in (-1, 0, 1)]
@@ -142,8 +142,8 @@ def test_counter_normals_are_independent_across_chains_counters_and_pair_halves(
 def test_fused_step_draws_the_documented_stream():
     """The step's path noise is ``CounterNormals(seed, PATH_STREAM).normals(4 d)`` per step, the
     initial velocity ``normals(d)`` of the velocity stream: fed back as explicit noise, the same run."""
-    from integrators.brownian import pair_cholesky
-    from integrators.torch.chains import PATH_STREAM, VELOCITY_STREAM
+    from integrators._brownian import pair_cholesky
+    from integrators.torch._chains import PATH_STREAM, VELOCITY_STREAM
 
     target, n, d, steps, h, gamma, seed = small_target(), 5, 2, 30, 0.1, 1.3, 4
     free = sample(target, "ubu", "full", h=h, gamma=gamma, n_chains=n, n_steps=steps, seed=seed, keep=steps)
@@ -216,7 +216,7 @@ def test_figure1_point_on_the_torch_backend(monkeypatch):
 
 
 def test_cli_backend_flags(tmp_path):
-    from reports.cli import main
+    from reports._cli import main
 
     assert main(["run", "claims", "--backend", "torch", "--out", str(tmp_path / "a")]) == 2
     assert main(["run", "figure1", "--device", "cuda", "--out", str(tmp_path / "b")]) == 2
@@ -224,7 +224,7 @@ def test_cli_backend_flags(tmp_path):
 
 @pytest.mark.parametrize("n_data", [2, 3, 12])
 def test_plan_shuffles_are_uniform_permutations(n_data):
-    from integrators.torch.plans import ChainPlan
+    from integrators.torch._plans import ChainPlan
 
     n = 6000
     plan = ChainPlan("rr", n_data, 1, CounterNormals(2, 1, torch.arange(n), torch.float64).uniforms, n, "cpu")

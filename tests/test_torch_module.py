@@ -17,7 +17,7 @@ nn = torch.nn
 F = torch.nn.functional
 
 from integrators import SCHEMES, MultinomialLogisticTarget, batch_sequence  # noqa: E402
-from integrators.brownian import draw_pairs  # noqa: E402
+from integrators._brownian import draw_pairs  # noqa: E402
 from integrators.torch import (  # noqa: E402
     CyclicalSchedule,
     Localization,
@@ -25,8 +25,8 @@ from integrators.torch import (  # noqa: E402
     SamplerConfig,
     SamplerDiverged,
 )
-from integrators.torch.chains import _sample as torch_sample  # noqa: E402  (given noise and batches)
-from integrators.torch.ensemble import EnsembleSampler, chain_seed  # noqa: E402
+from integrators.torch._chains import _sample as torch_sample  # noqa: E402  (given noise and batches)
+from integrators.torch._ensemble import EnsembleSampler, chain_seed  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py
 
@@ -244,11 +244,11 @@ def test_control_variate_force_equals_the_plain_force_on_the_whole_data():
 # underflows, a model that is no nn.Module, a prior callable that does not give one number, dropout
 # inside an ensemble's vmap; a prior mapping may name frozen parameters (as x_star mappings may); a
 # localized run whose samples sit on the box's wall or at chance accuracy is flagged, not reported
-# as an estimate; a divergence names the first non-finite step (integrators.divergence), however
+# as an estimate; a divergence names the first non-finite step (integrators._divergence), however
 # rarely the sampler checks.
 
 from experiments.bnn import pipeline  # noqa: E402
-from integrators.divergence import NOT_DIVERGED  # noqa: E402
+from integrators._divergence import NOT_DIVERGED  # noqa: E402
 
 N_PARAMS = 3 * 4 + 4 + 4 * 2 + 2
 

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tour import EXERCISES, check, notebooks, question
-from tour.exercises import Computed, Hashed
+from tour._exercises import Computed, Hashed
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -150,18 +150,18 @@ def private_uses(source: str, public: set[str]) -> list[str]:
 
 
 def code_of(path: Path) -> str:
-    from tour.build import read
+    from tour._build import read
     return "\n".join(c.source for c in read(path).cells if c.cell_type == "code")
 
 
 def test_the_private_api_check_catches_private_names():
     public = public_modules()
-    assert {"integrators", "integrators.brownian", "theory_checks.oracle", "experiments.figure1.compute",
+    assert {"integrators", "integrators._brownian", "theory_checks.oracle", "experiments.figure1.compute",
             "tour"} <= public
-    assert {"bnn", "bnn.training", "bnn.metrics", "integrators.torch", "theory_checks.verify"} <= public
-    assert private_uses("from integrators.api import _fmt", public)
-    assert private_uses("from integrators.rng import lane_states", public)   # rng.py: not in the README
-    assert private_uses("import integrators.kernel as k\nk._KERNELS", public)
+    assert {"bnn", "bnn.training", "bnn._metrics", "integrators.torch", "theory_checks.verify"} <= public
+    assert private_uses("from integrators._api import _fmt", public)
+    assert private_uses("from integrators._rng import lane_states", public)   # rng.py: not in the README
+    assert private_uses("import integrators._kernel as k\nk._KERNELS", public)
     assert not private_uses("from integrators import sample\nimport numpy as np\nx.__doc__", public)
 
 
@@ -172,7 +172,7 @@ def test_notebook_uses_only_the_documented_public_api(path):
 
 @pytest.mark.parametrize("path", notebooks(), ids=lambda p: p.stem)
 def test_notebook_source_states_its_goal_and_ends_with_exercises(path):
-    from tour.build import read, title_and_promise
+    from tour._build import read, title_and_promise
     nb = read(path)
     title, promise = title_and_promise(nb)
     assert title != "untitled" and "able to" in promise
@@ -197,7 +197,7 @@ def test_tour_has_its_seven_notebooks_in_order():
 
 
 def test_the_authors_digest_reproduces_every_stored_answer():
-    from tour.exercises import digest
+    from tour._exercises import digest
     for exercise_id, answer in HASHED_ANSWERS.items():
         exercise = EXERCISES[exercise_id]
         assert set(digest(exercise_id, answer, tol=exercise.tol)) == set(exercise.digests), exercise_id

@@ -1,15 +1,15 @@
 """Input checks that compile nothing, as tables.
 
-* the checkers of :mod:`integrators.validation` that are not one argument's constraint, and what
+* the checkers of :mod:`integrators._validation` that are not one argument's constraint, and what
   valid values become (every declared constraint's refusals are generated from the declarations
   by tests/test_constraints.py);
-* the run spec (:class:`integrators.spec.RunSpec`, its option objects and
+* the run spec (:class:`integrators._spec.RunSpec`, its option objects and
   :meth:`RunSpec.from_options`, i.e. ``sample``'s keywords) on the Numba and the torch backend:
   ``(keywords, message)``, memory requests beyond the machine, and hypothesis properties;
 * the checks of the other entry points that size or run chains (``coupled_run``, ``sms_ghmc``,
   ``telescoping_bias``);
-* the input checks of modules whose test files live elsewhere (bias.coupled, bias.wasserstein,
-  bias.streaming_w1, bias.metrics, integrators.targets, integrators.memory, reports.metadata,
+* the input checks of modules whose test files live elsewhere (bias._coupled, bias._wasserstein,
+  bias._streaming_w1, bias._metrics, integrators.targets, integrators._memory, reports._metadata,
   the torch module sampler, bnn, experiments.bnn), each in a section named after its module.
 
 Nothing here compiles a Numba kernel: :func:`test_the_refusal_tables_compile_no_kernel` and its torch twin
@@ -34,15 +34,14 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from bias.coupled import CoupledResult, coupled_run
-from bias.telescoping import telescoping_bias
-from integrators import GaussianTarget, LogisticTarget, memory, sms_ghmc
-from integrators.backends import Numba, Torch
-from integrators.options import Box, ControlVariate, CyclicalSchedule, Observers
-from integrators.plans import Plan, next_batches
-from integrators.plans import sms as sms_plan
-from integrators.spec import MAX_PATH_REFINE, RunSpec
-from integrators.validation import (
+from bias._coupled import CoupledResult, coupled_run
+from bias._telescoping import telescoping_bias
+from integrators import GaussianTarget, LogisticTarget, sms_ghmc
+from integrators import _memory as memory
+from integrators._backends import Numba, Torch
+from integrators._options import Box, ControlVariate, CyclicalSchedule, Observers
+from integrators._spec import MAX_PATH_REFINE, RunSpec
+from integrators._validation import (
     BOOLEAN,
     HISTOGRAM,
     MAX_STEPS,
@@ -61,7 +60,9 @@ from integrators.validation import (
     step_over_friction,
     whole_number,
 )
-from integrators.validation import test_functions_and_data as functions_and_data  # (not a test)
+from integrators._validation import test_functions_and_data as functions_and_data  # (not a test)
+from integrators.plans import Plan, next_batches
+from integrators.plans import sms as sms_plan
 
 ONE_D = GaussianTarget.one_d_example()  # d = 1, two data
 RUN = dict(h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
@@ -88,7 +89,7 @@ NO_RULE = Plan("no_rule", sms_plan.outcomes, sms_plan.force_scale, sms_plan.peri
 OWN_RULE = Plan("own_rule", sms_plan.outcomes, sms_plan.force_scale, sms_plan.period, BATCH_RULE=next_batches)
 
 
-# ================================================================== integrators.validation
+# ================================================================== integrators._validation
 # the checkers that are not constraints of one argument: (call, what the message says)
 CHECKER_REFUSALS = [
     pytest.param(lambda: finite_array("x0", "a"), "x0 must be an array of numbers, got str", id="finite-array-word"),
@@ -175,7 +176,7 @@ def test_check_parameters_names_the_first_bad_argument_in_declared_order():
     assert instance_of(int, "an int")("k", 3) == 3
 
 
-# ================================================================== integrators.spec
+# ================================================================== integrators._spec
 def backend_named(name):
     return Torch() if name == "torch" else None
 
@@ -557,8 +558,8 @@ tables["end to end"] = (test_api.refuse_end_to_end, test_api.END_TO_END_REFUSALS
 """
 NO_KERNEL_SCRIPT = """
 import json
-import bias.coupled
-import integrators.kernel as kernel
+import bias._coupled
+import integrators._kernel as kernel
 import test_validation
 from integrators import GaussianTarget
 from integrators.plans import resolve_plan
@@ -568,7 +569,7 @@ from integrators.targets import lane_force_for
 wrong = [w for runner, cases in tables.values() for w in test_validation.unrefused(runner, cases)]
 found = {{"cases": sum(len(cases) for _, cases in tables.values()), "wrong": wrong,
          "kernels": len(kernel._KERNELS), "kernel groups": len(kernel._GROUP_KERNELS),
-         "compiled coupled kernels": sum(len(k.overloads) for k in bias.coupled._KERNELS.values())}}
+         "compiled coupled kernels": sum(len(k.overloads) for k in bias._coupled._KERNELS.values())}}
 # the caches watched are those a run fills: looking a kernel up (which compiles nothing yet) adds to them
 kernel.kernel_for(resolve_scheme("ubu"), lane_force_for(GaussianTarget.one_d_example()), resolve_plan("sms"))
 found["kernels after a lookup"] = len(kernel._KERNELS)
@@ -611,7 +612,7 @@ def test_the_torch_and_end_to_end_refusals_compile_no_kernel():
     assert found["wrong"] == [] and found["cases"] > expected > 0
 
 
-# ================================================================== bias.coupled
+# ================================================================== bias._coupled
 def test_a_coupled_result_whose_pairs_all_diverged_has_no_estimate():
     values = np.full((2, 4, 2), np.nan)
     res = CoupledResult(0.5, values, values, np.array([3, 7]))
@@ -620,10 +621,10 @@ def test_a_coupled_result_whose_pairs_all_diverged_has_no_estimate():
             what(res)
 
 
-# ================================================================== bias.wasserstein, bias.streaming_w1
+# ================================================================== bias._wasserstein, bias._streaming_w1
 @pytest.mark.parametrize("mean, std", [(0.0, 0.0), (0.0, -1.0), (np.nan, 1.0), ("a", 1.0), (0.0, True)])
 def test_normal_laws_check_their_parameters(mean, std):
-    from bias.wasserstein import Normal
+    from bias._wasserstein import Normal
 
     with pytest.raises(ValueError, match="Normal's (mean|std) must be"):
         Normal(mean, std)
@@ -636,15 +637,15 @@ def test_normal_laws_check_their_parameters(mean, std):
     (-1.0, 1.0, HUGE, f"n_bins={HUGE}.*GiB"),
 ])
 def test_streaming_histograms_check_their_range_and_bins(lo, hi, n_bins, words):
-    from bias.streaming_w1 import StreamingW1
-    from bias.wasserstein import Normal
+    from bias._streaming_w1 import StreamingW1
+    from bias._wasserstein import Normal
 
     with pytest.raises(ValueError, match=words):
         StreamingW1(Normal(0.0, 1.0), lo, hi, n_bins)
 
 
 def test_a_streaming_histogram_needs_a_law():
-    from bias.streaming_w1 import StreamingW1
+    from bias._streaming_w1 import StreamingW1
 
     with pytest.raises(ValueError, match="dist must be a law"):
         StreamingW1("normal", 0.0, 1.0, 10)
@@ -653,20 +654,20 @@ def test_a_streaming_histogram_needs_a_law():
 def test_laws_and_histograms_take_0d_arrays_tensors_and_integral_floats():
     import torch
 
-    from bias.streaming_w1 import StreamingW1
-    from bias.wasserstein import Normal
+    from bias._streaming_w1 import StreamingW1
+    from bias._wasserstein import Normal
 
     assert Normal(np.array(0.5), torch.tensor(2.0)) == Normal(0.5, 2.0)
     assert StreamingW1(Normal(0.0, 1.0), -5, 5, 1000.0).n_bins == 1000
     assert StreamingW1(Normal(0.0, 1.0), np.array(-1.0), torch.tensor(1.0), 10).hi == 1.0
 
 
-# ================================================================== bias.metrics
+# ================================================================== bias._metrics
 PROBS = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4]])
 
 
 def test_ace_takes_more_bins_than_points():
-    from bias.metrics import ace_classwise
+    from bias._metrics import ace_classwise
 
     assert ace_classwise(PROBS, [0, 1, 1], n_bins=3) == ace_classwise(PROBS, [0, 1, 1], n_bins=10**12)
 
@@ -675,7 +676,7 @@ def test_ace_takes_more_bins_than_points():
 def test_nll_takes_half_precision_probabilities(half):
     import torch
 
-    from bias.metrics import nll
+    from bias._metrics import nll
 
     logits = torch.tensor([[2.0, -1.0, 0.3], [0.1, 0.2, 3.0]])
     probs = torch.softmax(logits.to(getattr(torch, half)), 1).float().numpy()
@@ -683,7 +684,7 @@ def test_nll_takes_half_precision_probabilities(half):
 
 
 def test_accuracy_takes_boolean_labels():
-    from bias.metrics import accuracy
+    from bias._metrics import accuracy
 
     assert accuracy([[0.3, 0.7], [0.8, 0.2]], np.array([True, False])) == 1.0
 
@@ -703,9 +704,9 @@ def test_a_one_term_one_dimensional_gaussian_takes_scalars():
     assert GaussianTarget(0.0, 1.0).dim == 1 and GaussianTarget([0.0], 1.0).n_data == 1
 
 
-# ================================================================== integrators.memory
+# ================================================================== integrators._memory
 def test_check_fits_compares_with_the_limit_it_is_given():
-    from integrators.memory import check_fits, physical_memory_bytes
+    from integrators._memory import check_fits, physical_memory_bytes
 
     check_fits("n=1", 1.0, limit=1.0)
     with pytest.raises(ValueError, match="n=2 needs about"):
@@ -713,12 +714,12 @@ def test_check_fits_compares_with_the_limit_it_is_given():
     assert physical_memory_bytes() is None or physical_memory_bytes() > 2**28
 
 
-# ================================================================== reports.metadata
+# ================================================================== reports._metadata
 def test_every_output_records_the_versions_of_the_libraries_it_ran_on():
     import sklearn
     import torch
 
-    from reports.metadata import LIBRARIES, metadata
+    from reports._metadata import LIBRARIES, metadata
     meta = metadata(0, "tiny")
     assert all(meta[name] != "absent" for name in LIBRARIES)  # the test environment has them all
     assert meta["torch"] == torch.__version__ and meta["scikit-learn"] == sklearn.__version__
@@ -799,7 +800,7 @@ def test_a_state_dict_is_a_reference_point():
 
 
 def test_ensembles_take_numpy_integers_like_every_other_count():
-    from integrators.torch.ensemble import EnsembleSampler
+    from integrators.torch._ensemble import EnsembleSampler
 
     net, _, cfg, _ = _tiny_linear_sampler()
     assert EnsembleSampler(net, cfg, np.int64(2)).n_chains == 2
@@ -810,7 +811,8 @@ def test_ensembles_take_numpy_integers_like_every_other_count():
 def test_hessian_norm_takes_integer_labels_of_any_width():
     import torch
 
-    from bnn import diagnostics, models
+    from bnn import _diagnostics as diagnostics
+    from bnn import models
 
     cnn = models.build("chest_xray", width=1 / 128, in_shape=(1, 6, 6), n_classes=3)
     x, y = torch.rand(6, 1, 6, 6), torch.randint(0, 3, (6,))
@@ -957,8 +959,8 @@ def test_a_zero_dimensional_array_is_checked_as_its_number(name, value, words):
 def test_zero_dimensional_tensors_count_as_their_numbers():
     import torch
 
-    from integrators.options import Localization
-    from integrators.torch.config import SamplerConfig
+    from integrators._options import Localization
+    from integrators.torch._config import SamplerConfig
 
     same_spec(spec_from({"h": torch.tensor(0.05, dtype=torch.float64), "n_chains": torch.tensor(3)}, "torch"),
               spec_from({"h": 0.05, "n_chains": 3}, "torch"))
@@ -1031,7 +1033,7 @@ def test_torch_on_a_cuda_device_is_checked_against_its_free_memory(monkeypatch):
     refused by name; the host's memory is not asked."""
     import torch
 
-    import integrators.torch.chains as torch_chains
+    import integrators.torch._chains as torch_chains
 
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (8 * GIB, 80 * GIB))
     monkeypatch.setattr(torch_chains, "resolve_device", lambda device: torch.device(device))
@@ -1049,7 +1051,7 @@ def test_torch_on_a_cuda_device_is_checked_against_its_free_memory(monkeypatch):
 def test_module_mode_checks_the_device_free_memory(monkeypatch):
     import torch
 
-    from integrators.torch.config import SamplerConfig, check_sampler_fits
+    from integrators.torch._config import SamplerConfig, check_sampler_fits
 
     class Params:  # the three things check_sampler_fits reads of a FlatParameters
         dtype, device = torch.float64, torch.device("cpu")

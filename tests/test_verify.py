@@ -21,10 +21,10 @@ from planted_bugs import (
 from user_schemes import ABOBA, AOBOA, aboba_coefficients, aboba_step
 
 from integrators import SCHEMES, Scheme
-from theory_checks.checks import Check, VerifyReport
-from theory_checks.monte_carlo import extrapolation_weights
+from theory_checks._checks import Check, VerifyReport
+from theory_checks._monte_carlo import extrapolation_weights
+from theory_checks._verify import default_target, default_targets, unequal_scales_target, verify
 from theory_checks.testing import assert_verified, frictions, gaussian_targets, is_allowed, partitions, step_sizes
-from theory_checks.verify import default_target, default_targets, unequal_scales_target, verify
 
 STRONG_HS = tuple(2.0 ** -np.arange(3, 7))
 QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
@@ -158,9 +158,9 @@ def test_verify_wants_distinct_step_sizes_and_says_when_they_are_unstable():
 
 def test_package_import_of_verify_is_the_function_not_its_module():
     import theory_checks
-    import theory_checks.verify  # noqa: F401  (importing the submodule again must not rebind the name)
+    import theory_checks._verify  # noqa: F401  (importing the submodule again must not rebind the name)
     from theory_checks import verify as from_package
-    from theory_checks.verify import verify as from_module
+    from theory_checks._verify import verify as from_module
 
     assert callable(from_package) and from_package is from_module is theory_checks.verify
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from integrators import SCHEMES, Scheme
-from theory_checks.verify import verify
+from theory_checks._verify import verify
 
 GAMMAS = (0.1, 1.0, 10.0, 100.0, 1000.0)
 EXACT = dict(strong=False, monte_carlo=False)

@@ -1,4 +1,4 @@
-"""Weak orders on a target without an exact law (theory_checks.nonlinear) and the double well's
+"""Weak orders on a target without an exact law (theory_checks._nonlinear) and the double well's
 quadrature: correct schemes pass, affine-exact bugs (invisible on Gaussian targets) fail by name."""
 
 import mpmath
@@ -10,8 +10,8 @@ from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import DoubleWellTarget, LogisticTarget
 from theory_checks import verify
-from theory_checks.checks import FAILED, PASSED
-from theory_checks.nonlinear import nonlinear_checks
+from theory_checks._checks import FAILED, PASSED
+from theory_checks._nonlinear import nonlinear_checks
 
 FULL = [resolve_plan("full")]
 

@@ -18,8 +18,8 @@ torch = pytest.importorskip("torch")
 
 from integrators import SCHEMES, GaussianTarget, Scheme, Torch, sample  # noqa: E402
 from integrators.torch.schemes import baoab as torch_baoab  # noqa: E402
-from theory_checks.probe import probe_step_map  # noqa: E402
-from theory_checks.verify import default_target, verify  # noqa: E402
+from theory_checks._probe import probe_step_map  # noqa: E402
+from theory_checks._verify import default_target, verify  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]
 MAP_TOL = 1e-13  # relative to the map's largest entry: the two steps round alike, up to libm's exp

@@ -6,10 +6,10 @@ import scipy.integrate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bias.noise_floor import EXACT_BELOW, expected_binned_w1
-from bias.streaming_w1 import StreamingW1, w1_with_control
-from bias.wasserstein import Normal, scipy_w1, wasserstein_samples, wasserstein_to_distribution
-from integrators.observers import histogram_add as kernel_histogram_add
+from bias._noise_floor import EXACT_BELOW, expected_binned_w1
+from bias._streaming_w1 import StreamingW1, w1_with_control
+from bias._wasserstein import Normal, scipy_w1, wasserstein_samples, wasserstein_to_distribution
+from integrators._observers import histogram_add as kernel_histogram_add
 
 
 class GenericNormal(Normal):

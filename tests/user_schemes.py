@@ -8,7 +8,7 @@ import numba as nb
 import numpy as np
 
 from integrators import Scheme
-from integrators.bounce import reflect
+from integrators._bounce import reflect
 
 
 @nb.njit(nogil=True)

@@ -17,7 +17,7 @@ transition uses one batch; the x-marginal is unchanged).  Then
   of the period.
 
 The step's map is read off the scheme's declared ``affine_ops`` (``maps="declared"``) or off
-its compiled step by probing (``maps="probed"``, :mod:`theory_checks.probe`; the state is then
+its compiled step by probing (``maps="probed"``, :mod:`theory_checks._probe`; the state is then
 ``(x, v, g)`` with the cached force, and no rotation is needed), and the force's ``(H_w, b_w)``
 off the Numba force itself (control variates included), so the oracle referees the very code
 that runs.  Schemes and plans come from their registries (``integrators.schemes.SCHEMES``,
@@ -33,13 +33,13 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from integrators.brownian import pair_covariance
+from integrators._brownian import pair_covariance
+from integrators._validation import batch_size_for, boolean, finite_array, positive_float
 from integrators.plans import count_orders as plan_count_orders
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import GaussianTarget, force_data, force_for
-from integrators.validation import batch_size_for, boolean, finite_array, positive_float
-from theory_checks.probe import checked_batch, probe_step_map
+from theory_checks._probe import checked_batch, probe_step_map
 
 MAPS = ("declared", "probed")
 AT = ("average", "period_end")  # the law averaged over the period's steps, or at its ends

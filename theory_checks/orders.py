@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators import RunSpec
+from integrators._validation import int_at_least
 from integrators.plans import n_batches
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
-from integrators.validation import int_at_least
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
 
 

@@ -8,7 +8,7 @@ sampler behind an adapter (:mod:`theory_checks.adapters`), is three lines:
     def test_my_scheme():
         assert_verified(MY_SCHEME)          # or assert_verified(MyAdapter()), or "posteriors.sgld"
 
-:func:`assert_verified` runs :func:`theory_checks.verify.verify` (a scheme) or
+:func:`assert_verified` runs :func:`theory_checks._verify.verify` (a scheme) or
 :func:`theory_checks.adapters.measure_adapter` (an adapter) and fails with the report's table when
 a check fails or a claim is inconclusive (unless allowed by name: ``allow_inconclusive``).
 The strategies draw what a property test of a sampler needs: step sizes and frictions
@@ -24,8 +24,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from integrators.targets import GaussianTarget
-from theory_checks.checks import VerifyReport
-from theory_checks.verify import verify
+from theory_checks._checks import VerifyReport
+from theory_checks._verify import verify
 
 ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapter declares (a scheme has step too)
 

@@ -31,7 +31,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bias.wasserstein import Normal, wasserstein_samples, wasserstein_to_distribution
+from bias._wasserstein import Normal, wasserstein_samples, wasserstein_to_distribution
 from experiments.figure1.compute import PRESETS, local_slopes, run_points, target_law
 from integrators import GaussianTarget
 from tour import check, question
@@ -65,7 +65,7 @@ print(f"W1 of 10^5 draws of a 5% wider normal: {w1_wider:.2e}  (exactly 0.05 sig
 # ## The control variate
 #
 # A second-order sampler's bias at $h = 1/32$ is about $10^{-4}$: to see it the plain estimate
-# needs an enormous $N$. The trick (`bias.streaming_w1.w1_with_control`): run, on the *same*
+# needs an enormous $N$. The trick (`bias._streaming_w1.w1_with_control`): run, on the *same*
 # Brownian path and initial velocities, the same scheme with the *full* gradient. Its stationary
 # law is exactly Gaussian, with the variance the oracle gives (notebook 1). Then
 #

@@ -52,8 +52,8 @@ import torch
 
 import data_sets as datasets
 from bnn import models
-from bnn.config import RunConfig
-from bnn.metrics import evaluate
+from bnn._config import RunConfig
+from bnn._metrics import evaluate
 from bnn.training import batches_per_epoch, load, predict, sum_loss, tensors, train
 from experiments.bnn.presets import REGIME_H
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
@@ -126,7 +126,7 @@ plt.show()
 # `epochs_swa` epochs at the constant rate `lr_swa`, averaging the weights at the end of each:
 # that average is the SWA point $x^*$. `predict` gives the test-set predictive probabilities
 # (BatchNorm statistics from one training-mode pass over `n_eval_batches` batches, as in the
-# paper), and `bnn.metrics.evaluate` scores them.
+# paper), and `bnn._metrics.evaluate` scores them.
 
 # %%
 torch.manual_seed(0)   # the initial weights

@@ -38,9 +38,9 @@ import numba as nb
 import numpy as np
 
 from integrators import Scheme, pair_covariance
-from integrators.bounce import reflect
+from integrators._bounce import reflect
+from theory_checks._verify import default_target, default_targets, verify
 from theory_checks.oracle import stationary_moments
-from theory_checks.verify import default_target, default_targets, verify
 from tour import check, question
 
 target = default_target()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bnn.metrics import RHAT_MIXED, RHAT_STRICT
+from bnn._metrics import RHAT_MIXED, RHAT_STRICT
 from experiments.bnn import curves, figures, presets, verdicts
 from experiments.bnn.verdicts import MIN_DF
 from reports.drawing import Drawing
@@ -31,7 +31,7 @@ COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
         "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"}
 PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
 LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
-ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn.metrics.METRICS: both ACE definitions, each named
+ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn._metrics.METRICS: both ACE definitions, each named
 RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
                 methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY)))  # null: diverged
 REQUIRES = ("torch",)  # what its runs import (experiments.bnn.presets and this module import without it)
@@ -141,8 +141,8 @@ def _range(values) -> str:
 
 def rhat_summary(rows) -> str:
     """Both R-hats of the training loss (classic and rank-normalised split), and what they say
-    against the bar the figure draws: below :data:`bnn.metrics.RHAT_MIXED` (1.1) mixed enough to
-    report, and whether below the strict :data:`bnn.metrics.RHAT_STRICT` (1.01) too (below 1 is
+    against the bar the figure draws: below :data:`bnn._metrics.RHAT_MIXED` (1.1) mixed enough to
+    report, and whether below the strict :data:`bnn._metrics.RHAT_STRICT` (1.01) too (below 1 is
     noise of few draws, not a pass)."""
     n = len(rows)
     classic = [r["rhat"] for r in rows]

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 # ------------------------------------------------------------------ the regime of the paper's claim
-CURVE_METRICS = ("nll", "accuracy", "ace_top_label", "ace_classwise", "rps")  # keys of bnn.metrics.METRICS
+CURVE_METRICS = ("nll", "accuracy", "ace_top_label", "ace_classwise", "rps")  # keys of bnn._metrics.METRICS
 
 
 def curve_rows(dataset: str, runs: list) -> list[dict]:
@@ -119,7 +119,7 @@ def plot_curve(summary: list[dict], dataset: str):
     -------
     matplotlib.figure.Figure
         Five panels (test NLL, accuracy, ACE top-label, ACE class-wise, and the training loss on a
-        log scale), each titled with its metric's name (:data:`bnn.metrics.LABELS`); nothing is
+        log scale), each titled with its metric's name (:data:`bnn._metrics.LABELS`); nothing is
         written.
     """
     import matplotlib
@@ -127,7 +127,7 @@ def plot_curve(summary: list[dict], dataset: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from bnn.metrics import LABELS
+    from bnn._metrics import LABELS
 
     panels = ("nll", "accuracy", "ace_top_label", "ace_classwise", "train_loss")
     fig, axes = plt.subplots(1, len(panels), figsize=(3.0 * len(panels), 3.2))

@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 
-from bnn import metrics
-from bnn.config import PAPER_REFERENCE  # the paper's baseline (RunConfig.paper_baseline)
+from bnn import _metrics as metrics
+from bnn._config import PAPER_REFERENCE  # the paper's baseline (RunConfig.paper_baseline)
 
-PLOTTED = ("accuracy", "nll", "ace_top_label", "ace_classwise", "rps")  # keys of bnn.metrics.METRICS
+PLOTTED = ("accuracy", "nll", "ace_top_label", "ace_classwise", "rps")  # keys of bnn._metrics.METRICS
 STEP_SIZE_METRICS = ("nll", "ace_top_label", "ace_classwise")  # the step-size panel's
 REFERENCE = ("Adam", "SWA")  # the annealed baseline (the samplers start from its SWA point)
 RHAT_MIXED, RHAT_STRICT = metrics.RHAT_MIXED, metrics.RHAT_STRICT  # drawn on the R-hat panel
@@ -37,12 +37,12 @@ def metric_label(metric: str) -> str:
     Parameters
     ----------
     metric : str
-        A metric's key (of :data:`bnn.metrics.METRICS`, or another).
+        A metric's key (of :data:`bnn._metrics.METRICS`, or another).
 
     Returns
     -------
     str
-        Its name in :data:`bnn.metrics.LABELS` (each ACE with its reading), else the key itself.
+        Its name in :data:`bnn._metrics.LABELS` (each ACE with its reading), else the key itself.
     """
     return metrics.LABELS.get(metric, metric)
 
@@ -78,7 +78,7 @@ def method_runs(runs: list) -> dict:
 
 
 def ensemble_rows(dataset: str, runs: list) -> list[dict]:
-    """Per method, ensemble size and metric, :func:`bnn.metrics.ensemble_scores` over the runs.
+    """Per method, ensemble size and metric, :func:`bnn._metrics.ensemble_scores` over the runs.
 
     Parameters
     ----------
@@ -207,7 +207,7 @@ def plot_ensembles(rows: list[dict], dataset: str):
 def step_size_rows(dataset: str, runs: list) -> list[dict]:
     """NLL and both ACE readings (:data:`STEP_SIZE_METRICS`) of single SMS-UBU runs against ``h`` on
     the runs that carry the panel, with SWA of the same runs as the reference. Every ``h`` runs for
-    the same integration time (:func:`bnn.chains.panel_steps_per_epoch`).
+    the same integration time (:func:`bnn._chains.panel_steps_per_epoch`).
 
     Parameters
     ----------
@@ -347,7 +347,7 @@ def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
         row (``dataset``, ``seed``, ``chains`` not diverged, ``burn_in_epochs``, ``draws``,
         ``diverged_chains``, ``rhat``, ``rank_split_rhat``; ``""`` with fewer than 2 chains or 4 draws).
     """
-    from bnn.diagnostics import trace_rhat
+    from bnn._diagnostics import trace_rhat
 
     traces, rhats = [], []
     for r in runs:

@@ -17,7 +17,7 @@ For one seed:
    then ``epochs_sample`` epochs each ending with one sample; the run's predictive is the mean of
    the samples' predictive probabilities. The step-size panel (``h_panel``) runs SMS-UBU at other
    step sizes for the same integration time: an epoch of ``round(N_m h / h_panel)`` steps
-   (:func:`bnn.chains.panel_steps_per_epoch`), the same number of epochs and samples.
+   (:func:`bnn._chains.panel_steps_per_epoch`), the same number of epochs and samples.
 
 With ``curve_every``, Adam's network and the SWA average are also scored on the test set along
 training (the run's ``curve``), from a generator of their own so the networks trained are those
@@ -53,9 +53,9 @@ import time
 import numpy as np
 import torch
 
-from bnn import metrics as bnn_metrics
+from bnn import _metrics as bnn_metrics
 from bnn import models
-from bnn.chains import (
+from bnn._chains import (
     BOUNDARY_WARN,
     CHANCE_SE,
     ChainResult,
@@ -67,7 +67,7 @@ from bnn.chains import (
     sample_warnings,
     sampler_settings,
 )
-from bnn.config import (
+from bnn._config import (
     PAPER_REFERENCE,
     SAMPLERS,
     STEP_CONVENTIONS,
@@ -91,9 +91,9 @@ from bnn.training import (
     train,
 )
 from experiments.bnn.curves import CURVE_METRICS
-from integrators.memory import check_fits, device_memory_bytes
+from integrators._memory import check_fits, device_memory_bytes
+from integrators._validation import seed_value
 from integrators.seeds import derive
-from integrators.validation import seed_value
 
 __all__ = ["BOUNDARY_WARN", "CHANCE_SE", "DATASETS", "SAMPLERS", "STEP_CONVENTIONS", "ChainResult", "RunConfig",
            "SamplerSpec", "Tensors", "batches_per_epoch", "check_run_fits", "load", "models", "module_sampler",
@@ -111,7 +111,7 @@ def run_bytes(cfg: RunConfig, n_params: float) -> float:
     """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters.
 
     :data:`PIPELINE_BUFFERS` copies, one per trace chain's start, and
-    :data:`integrators.torch.config.SAMPLER_BUFFERS` per chain running at once (``chains``, or
+    :data:`integrators.torch._config.SAMPLER_BUFFERS` per chain running at once (``chains``, or
     ``trace_chains`` when those run at once), in the default dtype (the activations come on top).
 
     Parameters
@@ -126,7 +126,7 @@ def run_bytes(cfg: RunConfig, n_params: float) -> float:
     float
         The bytes.
     """
-    from integrators.torch.config import SAMPLER_BUFFERS
+    from integrators.torch._config import SAMPLER_BUFFERS
 
     at_once = max(cfg.chains, cfg.trace_chains) if cfg.chains > 1 else 1
     return n_params * (PIPELINE_BUFFERS + cfg.trace_chains + SAMPLER_BUFFERS * at_once) \
@@ -204,8 +204,8 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         If ``cfg`` is not a :class:`RunConfig`, ``seed`` or ``device`` is invalid (both checked
         before the data are loaded), or the run's buffers exceed the device's memory.
     """
-    from bnn.diagnostics import hessian_norm
-    from integrators.torch.chains import resolve_device
+    from bnn._diagnostics import hessian_norm
+    from integrators.torch._chains import resolve_device
 
     if not isinstance(cfg, RunConfig):
         raise ValueError(f"cfg must be a RunConfig, got {type(cfg).__name__}")

@@ -67,7 +67,7 @@ every ensemble verdict of SMS-UBU against the baselines has at least 7 degrees o
 0-7 run every sampler (SMS-UBU (notebook), SG-UBU and SG-HMC keep 8 runs: their verdicts at
 sizes 2 and 4 have 3 and 1 degrees of freedom and are not tested), runs 8-31 SMS-UBU alone
 (:attr:`Experiment.sampler_runs`); runs 0-1 carry the panel, at a fixed integration time (a chain
-at ``h`` runs ``round(N_m REGIME_H / h)`` steps per epoch, :func:`bnn.chains.panel_steps_per_epoch`),
+at ``h`` runs ``round(N_m REGIME_H / h)`` steps per epoch, :func:`bnn._chains.panel_steps_per_epoch`),
 and the traces. Estimated cost, from one-epoch timings of each part on 2 cores under a load of
 about 3.6 (one torch thread): an X-ray training epoch 1.3 s, an SMS-UBU epoch 1.1 s (the notebook
 variant 2.1 s, SG-UBU and SG-HMC 0.7 s), an evaluation 0.24 s; digits 0.3 s, 0.3 s (0.8 s, 0.3 s),
@@ -88,7 +88,7 @@ and ``cifar-10-batches-py/``, found by :func:`data_sets.find_data` in the folder
 absent (:func:`missing_data` says so before a run starts), never replaced by something else.
 
 Importing this module does not import torch: the tables hold each configuration's arguments, and
-:attr:`Experiment.config` makes the :class:`bnn.config.RunConfig` (which sizes its network with
+:attr:`Experiment.config` makes the :class:`bnn._config.RunConfig` (which sizes its network with
 torch) when first asked.
 """
 
@@ -97,9 +97,9 @@ from __future__ import annotations
 import functools
 from dataclasses import KW_ONLY, dataclass
 
-from bnn.config import SAMPLERS, RunConfig, data_location
+from bnn._config import SAMPLERS, RunConfig, data_location
 from data_sets import DataError
-from integrators.validation import int_at_least
+from integrators._validation import int_at_least
 
 LEVELS = ("tiny", "quick", "full", "regime", "regime-tiny")
 
@@ -303,7 +303,7 @@ def missing_data(preset: str, dataset: str) -> str | None:
 
 
 def _data_location(preset: str, dataset: str):
-    """Where the files of ``dataset``'s experiment at ``preset`` lie (:func:`bnn.config.data_location`)."""
+    """Where the files of ``dataset``'s experiment at ``preset`` lie (:func:`bnn._config.data_location`)."""
     if not isinstance(dataset, str):
         raise ValueError(f"dataset must be a string, got {dataset!r}")
     for exp in experiments(preset):

@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from bnn import metrics
+from bnn import _metrics as metrics
 from experiments.bnn.figures import REFERENCE, format_mean_std
 
 LOWER_IS_BETTER = {"accuracy": False, "nll": True, "ace_top_label": True, "ace_classwise": True, "rps": True,
@@ -158,7 +158,7 @@ def paired_verdicts(dataset: str, runs: list, methods, *, references=REFERENCE, 
     sizes : iterable of int
         The ensemble sizes (group sizes); a size with no full group is skipped.
     metrics_ : iterable of str
-        The metrics of :func:`bnn.metrics.evaluate` compared, keys of :data:`LOWER_IS_BETTER`.
+        The metrics of :func:`bnn._metrics.evaluate` compared, keys of :data:`LOWER_IS_BETTER`.
     claim_metrics : iterable of str
         The metrics whose tests form the claim's one family (the others: a family each).
     level : float

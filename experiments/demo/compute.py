@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from integrators import GaussianTarget, sample
-from integrators.validation import preset_settings
+from integrators._validation import preset_settings
 
 SAMPLERS = {"SMS-UBU": ("ubu", "sms"), "SG-UBU": ("ubu", "iid")}
 PRESETS = {"quick": {"n_chains": 4000, "time": 800.0}, "tiny": {"n_chains": 400, "time": 100.0},

@@ -3,7 +3,7 @@
 Nine samplers (UBU, BAOAB, EM each x sms, iid, rr), ``gamma = 1``, ``h = 2^-k`` for k = 2..5 and
 ``N = samples_per_unit * 2^k`` post-burn-in samples per point (the paper: ``10^7 * 2^k``).  The
 statistic is ``W_1`` between the law of the chains and the exact target, streamed through a
-histogram (:class:`bias.streaming_w1.StreamingW1`: memory independent of ``N``).
+histogram (:class:`bias._streaming_w1.StreamingW1`: memory independent of ``N``).
 
 Two estimates per point, both in the CSV:
 
@@ -11,7 +11,7 @@ Two estimates per point, both in the CSV:
   scheme with the full gradient on the same Brownian path and initial velocities; its stationary
   law is exactly Gaussian (variance from the oracle's Lyapunov solution), so
   ``F_sampler - F_control + F_control_exact`` estimates the sampler's cdf without bias and with the
-  noise of the two chains' small pathwise difference (:func:`bias.streaming_w1.w1_with_control`).
+  noise of the two chains' small pathwise difference (:func:`bias._streaming_w1.w1_with_control`).
   Where the full-gradient scheme is unstable (EM at ``h = 1/4``) the point falls back to the
   plain estimate and says so.
 * ``w1_plain``: the empirical ``W_1`` of the ``N`` samples alone, as in the paper.  At ``N = 10^7
@@ -32,7 +32,7 @@ of a step's cost on this example, is drawn once for the four (a scheme's three p
 and its control; the three schemes together would share it among twelve, but their twelve
 histograms then miss the caches enough to make the figure slower), and each run's numbers are
 those of its own ``sample()`` call.  A group is one unit of the executor
-(:mod:`reports.executor`, persisted and resumed as every experiment's units): its calls go to a
+(:mod:`reports._executor`, persisted and resumed as every experiment's units): its calls go to a
 pool of up to ``threads`` workers (the kernel releases the GIL), the threads split among them.
 :func:`compute` runs the units in this process, the finest ``h`` first.  F and the integrated cdf on
 the histogram's grid are computed once per layout.
@@ -75,7 +75,7 @@ from experiments.figure1.setup import (
     target_law,
 )
 from integrators import GaussianTarget
-from integrators.validation import preset_settings
+from integrators._validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 __all__ = ["BACKENDS", "DIVERGENCE_BOUND", "PRESETS", "SAMPLERS", "Point", "chain_steps",
@@ -349,7 +349,7 @@ def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_
     ValueError
         If the preset, ``threads`` or the backend and device are not known or valid.
     """
-    from reports.executor import execute
+    from reports._executor import execute
 
     preset_settings(PRESETS, preset)
     threads = resolve_threads(threads)

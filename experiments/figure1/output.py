@@ -47,7 +47,7 @@ def resolution_metadata() -> dict:
     return {"lo": lo, "hi": hi, "n_bins": n_bins, "bin_width": width,
             "binning_bound_plain": 0.5 * width, "binning_bound_control_variate": 1.5 * width,
             "noise_floor": "exact expectation of the plain statistic for N exact draws, binning "
-                           "included (bias.noise_floor.expected_binned_w1)"}
+                           "included (bias._noise_floor.expected_binned_w1)"}
 
 
 def run_facts(points: list[Point], preset: str, *, baoab_paper_friction: bool = False) -> dict:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bias.streaming_w1 import StreamingW1, w1_with_control
-from bias.wasserstein import Normal
+from bias._streaming_w1 import StreamingW1, w1_with_control
+from bias._wasserstein import Normal
 from experiments.figure1.setup import (
     DIVERGENCE_BOUND,
     PRESETS,
@@ -25,7 +25,7 @@ from experiments.figure1.setup import (
     target_law,
 )
 from integrators import GaussianTarget, sample_together
-from integrators.validation import preset_settings
+from integrators._validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
 
 
@@ -151,13 +151,13 @@ class Group:
         The step size is ``h = 2^-k``.
     n_samples : int
         ``N``, the post-burn-in samples of each point (all repeats).
-    law : bias.wasserstein.Normal
+    law : bias._wasserstein.Normal
         The target's law (of the first coordinate).
     sampler_runs : dict
         ``{plan: [Run per repeat]}``.
     control_runs : list of Run
         The control's runs (empty when unstable or not asked for).
-    control_law : bias.wasserstein.Normal or None
+    control_law : bias._wasserstein.Normal or None
         The exact stationary law of the full-gradient scheme when its runs are to do.
     """
 

@@ -9,13 +9,13 @@ import functools
 import math
 from dataclasses import dataclass
 
-from bias.noise_floor import expected_binned_w1
-from bias.streaming_w1 import StreamingW1
-from bias.wasserstein import Normal
+from bias._noise_floor import expected_binned_w1
+from bias._streaming_w1 import StreamingW1
+from bias._wasserstein import Normal
 from integrators import GaussianTarget, sample
-from integrators.backends import local_cores
+from integrators._backends import local_cores
+from integrators._validation import preset_settings
 from integrators.seeds import derive
-from integrators.validation import preset_settings
 
 SAMPLERS = [(s, p) for s in ("ubu", "baoab", "em") for p in ("sms", "iid", "rr")]
 
@@ -103,7 +103,7 @@ def target_law(target: GaussianTarget) -> Normal:
 
     Returns
     -------
-    bias.wasserstein.Normal
+    bias._wasserstein.Normal
         Its first coordinate's mean and standard deviation.
     """
     return Normal(float(target.mean[0]), float(math.sqrt(target.covariance[0, 0])))
@@ -119,7 +119,7 @@ def histogram_layout(law: Normal) -> tuple[float, float, int]:
 
     Parameters
     ----------
-    law : bias.wasserstein.Normal
+    law : bias._wasserstein.Normal
         The target's law.
 
     Returns
@@ -135,12 +135,12 @@ def histogram_layout(law: Normal) -> tuple[float, float, int]:
 def noise_floor(law: Normal, n_samples: int) -> float:
     """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's histogram.
 
-    :func:`bias.noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
+    :func:`bias._noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
     that step size.
 
     Parameters
     ----------
-    law : bias.wasserstein.Normal
+    law : bias._wasserstein.Normal
         The target's law.
     n_samples : int
         ``N``.

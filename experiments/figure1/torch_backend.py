@@ -10,7 +10,7 @@ call into the compiled step, its launches); so ``C`` is as small as keeps the de
 (``2^20`` made it 93%), on a CPU ``2^10 .. 2^14`` chains make a step's fixed cost (tens of small
 tensor operations) small next to its arithmetic.
 
-On CUDA the step runs compiled (:func:`integrators.torch.chains.compiled_step`): one graph per
+On CUDA the step runs compiled (:func:`integrators.torch._chains.compiled_step`): one graph per
 scheme and plan kind, compiled at the first point and reused by every other (the step size, the
 counters and the recording flag are tensors).  On a CPU it runs eagerly by default: compiling the
 figure's graphs costs about as much as running its small presets.
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import functools
 
-from integrators.api import sample
-from integrators.backends import Torch
-from integrators.torch.chains import resolve_device
+from integrators._api import sample
+from integrators._backends import Torch
+from integrators.torch._chains import resolve_device
 
 # chains per repeat by device type and preset (the Numba presets' counts suit a CPU)
 CHAINS_PER_REPEAT = {"cuda": {"tiny": 2**14, "quick": 2**16, "full": 2**18},
@@ -39,7 +39,7 @@ class Figure1Sampler:
     Parameters
     ----------
     device : str or torch.device
-        The device (``cpu``, ``cuda``, ...), resolved by ``integrators.torch.chains.resolve_device``.
+        The device (``cpu``, ``cuda``, ...), resolved by ``integrators.torch._chains.resolve_device``.
     compile : bool or None
         Run the compiled step; None (default) compiles on CUDA only.
 

@@ -21,7 +21,7 @@ started at the mode) and are scored against one reference predictive:
   averaged over time and over ``ref_chains`` chains through test functions.
 
 Reported per (sampler, h): the acceptance rate (SMS-GHMC), the passes over the data per chain,
-accuracy, NLL, ACE, RPS of the predictive (:mod:`bias.metrics`), the mean over test points of
+accuracy, NLL, ACE, RPS of the predictive (:mod:`bias._metrics`), the mean over test points of
 ``|p(true class) - p_ref(true class)|`` with its standard error by the jackknife over chains, and
 the spread ratio: the standard deviation of ``p(true class)`` over the chains' final states
 (averaged over test points) over that of the reference's chains. A run whose chains never left the
@@ -36,10 +36,10 @@ import math
 
 import numpy as np
 
-from bias.metrics import all_metrics
+from bias._metrics import all_metrics
 from experiments.logistic import compute as logistic
 from integrators import MultinomialLogisticTarget, RunSpec, sample, sms_ghmc
-from integrators.validation import preset_settings
+from integrators._validation import preset_settings
 
 SAMPLERS = ("SMS-GHMC", "SMS-UBU")
 REFERENCE = "reference"

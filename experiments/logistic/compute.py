@@ -3,10 +3,10 @@
 Bayesian multinomial logistic regression with prior ``N(0, sigma^2 I)``, ``sigma = 50^-1/2``
 (precision 50), batch size 200, control variate at the L-BFGS minimizer, and five samplers:
 SG-HMC (EM x iid), BAOAB x iid, BAOAB x sms, UBU x iid, UBU x sms.  For each sampler and a ladder
-of step sizes it reports the telescoping bias (:mod:`bias.telescoping`) of the posterior
+of step sizes it reports the telescoping bias (:mod:`bias._telescoping`) of the posterior
 probability of the true class of each test point, averaged in absolute value over the test set
 (the paper's "average bias of probability of true class"), and the accuracy, NLL, ACE and RPS of
-the posterior-mean predictive at each step size (metric definitions in :mod:`bias.metrics`).
+the posterior-mean predictive at each step size (metric definitions in :mod:`bias._metrics`).
 
 Conventions: friction ``gamma = 1``; BAOAB as in the paper's listings (O step with
 ``exp(-gamma h / 2)``, i.e. standard BAOAB at friction ``gamma / 2``; ``paper_baoab=False`` runs the
@@ -28,12 +28,12 @@ import numba as nb
 import numpy as np
 
 import data_sets as datasets
-from bias.metrics import all_metrics
-from bias.telescoping import telescoping_bias
+from bias._metrics import all_metrics
+from bias._telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget, RunSpec
+from integrators._validation import preset_settings
 from integrators.seeds import derive
 from integrators.targets import softmax_probabilities
-from integrators.validation import preset_settings
 
 SAMPLERS = [("em", "iid"), ("baoab", "iid"), ("baoab", "sms"), ("ubu", "iid"), ("ubu", "sms")]
 NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms"): "SMS-BAOAB",
@@ -97,7 +97,7 @@ class Row:
     p_true : float
         Mean over the test set of the posterior mean of p(true class).
     accuracy, nll, ace, rps : float
-        The predictive metrics (:mod:`bias.metrics`).
+        The predictive metrics (:mod:`bias._metrics`).
     seconds : float
         Seconds since the sampler's ladder started.
     diverged : str

@@ -17,7 +17,7 @@ rule in one vocabulary, ``KIND``: ``"full"``, ``"iid"``, or ``"partition"`` with
 ``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the partition
 used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition), which every
 backend and the exact oracle follow (:func:`plan_rule` reads the declaration, the one reference
-walker :class:`integrators.plans.walk.PlanWalk` walks it; the Numba kernel derives its fast path
+walker :class:`integrators.plans._walk.PlanWalk` walks it; the Numba kernel derives its fast path
 from it privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
 :func:`next_batches`, Numba backend only); ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
@@ -38,10 +38,10 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from integrators._rng import PLAN_STREAM, lane_states, lane_uniforms
 from integrators.plans import rr, sms  # the kernel's built-in partition rules (next_batches, plan_rule)
-from integrators.plans.partitions import n_batches  # noqa: F401  (re-exported)
+from integrators.plans._partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.registry import Registry, discover_modules
-from integrators.rng import PLAN_STREAM, lane_states, lane_uniforms
 
 SMALL_SHUFFLE = 8  # up to this many data, shuffles swap by masked passes instead of gathers
 FULL, IID, RR, SMS = 0, 1, 2, 3  # the kernel's built-in batch rules, derived from a plan's declaration
@@ -115,7 +115,7 @@ KINDS = ("full", "iid", "partition")  # the vocabulary of KIND
 class PlanRule:
     """A plan's batch rule as it declares it: ``kind`` is ``"full"``, ``"iid"`` or ``"partition"``
     (then ``batch_index(position, n_batches)``, the Python function, and ``sweeps``, epochs per
-    fresh partition).  :func:`plan_rule` reads it; :class:`integrators.plans.walk.PlanWalk` walks it."""
+    fresh partition).  :func:`plan_rule` reads it; :class:`integrators.plans._walk.PlanWalk` walks it."""
 
     kind: str
     batch_index: object = None
@@ -251,7 +251,7 @@ def count_orders(plan, n_data: int, batch_size: int) -> int:
 @nb.njit(nogil=True, inline="always")
 def shuffle_lanes(perm, states, u):
     """Fisher-Yates shuffle of every column ``perm[:, c]`` in place, chain ``c`` drawing from its
-    stream ``states[:, c]`` (word-major, :mod:`integrators.rng`); ``u`` (shape ``(n,)``) is scratch."""
+    stream ``states[:, c]`` (word-major, :mod:`integrators._rng`); ``u`` (shape ``(n,)``) is scratch."""
     n_data, n = perm.shape
     for i in range(n_data - 1, 0, -1):
         lane_uniforms(states, u)
@@ -280,7 +280,7 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
 
     The chains of a block stand at the same step of the plan's period, ``position[0]`` (shared;
     partitions cut alike, so every chain's batch has the same length); each chain has its own
-    permutation ``perm[:, c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators.rng`).
+    permutation ``perm[:, c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators._rng`).
     A new period shuffles each ``perm[:, c]``, or, when ``source`` is not empty, copies ``source``
     (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes
     its batch once, on the first call.  ``u`` (shape ``(n,)``) is scratch.
@@ -352,10 +352,10 @@ def batch_rule(plan=None):
     """The Numba batch rule of a plan: its own ``BATCH_RULE`` (same signature as
     :func:`next_batches`), the rule made from its ``batch_index`` (:func:`partition_rule`), or
     the built-in rules, :func:`next_batches`.  A rule or ``batch_index`` from user code is
-    bounds-checked and named in its errors (:func:`integrators.user_code.guarded`)."""
+    bounds-checked and named in its errors (:func:`integrators._user_code.guarded`)."""
     if plan is None:
         return next_batches
-    from integrators.user_code import guarded  # (imports the kernel's modules: not at import time)
+    from integrators._user_code import guarded  # (imports the kernel's modules: not at import time)
 
     p = resolve_plan(plan)
     d = _declared(p)

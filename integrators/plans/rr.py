@@ -6,7 +6,7 @@ visited in order, force scaled by ``N_m = ceil(N_D / N_b)``.
 
 import numba as nb
 
-from integrators.plans.partitions import partition_plan_functions
+from integrators.plans._partitions import partition_plan_functions
 
 NAME = "rr"
 KIND = "partition"  # its batch rule (:data:`integrators.plans.KINDS`)

@@ -9,7 +9,7 @@ The palindrome cancels the first-order error of the sweep: weak (and, for UBU, s
 
 import numba as nb
 
-from integrators.plans.partitions import partition_plan_functions
+from integrators.plans._partitions import partition_plan_functions
 
 NAME = "sms"
 KIND = "partition"  # its batch rule (:data:`integrators.plans.KINDS`)

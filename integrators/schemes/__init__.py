@@ -3,7 +3,7 @@
 the next step's batch), ``coefficients(h, gamma)``, a Numba ``step`` and, optionally,
 ``affine_ops(h, gamma)`` (the step as operations, interpreted by the exact oracle in
 ``theory_checks.oracle``; without it the oracle reads the step's affine map off the compiled
-``step`` itself by probing, see ``theory_checks.probe``).  First-same-as-last schemes write
+``step`` itself by probing, see ``theory_checks._probe``).  First-same-as-last schemes write
 ``affine_ops`` in a rotated form and declare ``rotation_ops(h, gamma)``: the operations taking
 the state after a step to the rotated state (with the noise they undo, in the step's own path
 slots, when the rotation crosses an O step).
@@ -141,9 +141,9 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
     :data:`REPRESENTATIVE_STEPS`' first point): one step of a small block on a Gaussian target, with
     ``coef`` followed by :data:`PAD` ones and then by as many NaN; a state that is finite with the
     ones and not with the NaN read past the end (the kernel would read whatever memory follows)."""
-    from integrators.bounce import make_box
+    from integrators._bounce import make_box
+    from integrators._user_code import guarded
     from integrators.targets import GaussianTarget, force_data, lane_force_for
-    from integrators.user_code import guarded
 
     step = guarded(scheme.step, f"scheme {scheme.NAME!r}: step")  # user code: a write past an array raises
     d, n = 2, 4

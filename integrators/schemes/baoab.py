@@ -17,7 +17,7 @@ import math
 import numba as nb
 import numpy as np
 
-from integrators.bounce import reflect
+from integrators._bounce import reflect
 
 NAME = "baoab"
 ORDER = 2  # its place in tables and figures (integrators.registry.discover)

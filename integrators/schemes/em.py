@@ -11,7 +11,7 @@ import math
 import numba as nb
 import numpy as np
 
-from integrators.bounce import reflect
+from integrators._bounce import reflect
 
 NAME = "em"
 ORDER = 1  # its place in tables and figures (integrators.registry.discover)

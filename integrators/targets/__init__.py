@@ -8,11 +8,11 @@ at a reference point ``xh``) is assembled from them by :func:`make_force`; a tar
 which plan or scheme drives it.
 """
 
-from integrators.targets.base import DIVERGENCE_SDS, LEGACY_DIVERGENCE_BOUND, MAX_DIM, Target
-from integrators.targets.double_well import DoubleWellTarget
-from integrators.targets.force import force_data, force_for, lane_force_for, make_force, make_lane_force
-from integrators.targets.gaussian import GaussianTarget
-from integrators.targets.logistic import LogisticTarget, MultinomialLogisticTarget, softmax_probabilities
+from integrators.targets._base import DIVERGENCE_SDS, LEGACY_DIVERGENCE_BOUND, MAX_DIM, Target
+from integrators.targets._double_well import DoubleWellTarget
+from integrators.targets._force import force_data, force_for, lane_force_for, make_force, make_lane_force
+from integrators.targets._gaussian import GaussianTarget
+from integrators.targets._logistic import LogisticTarget, MultinomialLogisticTarget, softmax_probabilities
 
 __all__ = ["DIVERGENCE_SDS", "LEGACY_DIVERGENCE_BOUND", "MAX_DIM", "DoubleWellTarget", "GaussianTarget",
            "LogisticTarget", "MultinomialLogisticTarget", "Target", "force_data", "force_for", "lane_force_for",

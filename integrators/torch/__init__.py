@@ -1,21 +1,21 @@
 """The samplers of :mod:`integrators` on tensors (CPU or CUDA, float32 or float64).
 
 * chains mode (``integrators.sample(..., backend=Torch())``, adapter
-  :func:`integrators.torch.chains.run_spec`): ``n_chains`` chains of an analytic target
+  :func:`integrators.torch._chains.run_spec`): ``n_chains`` chains of an analytic target
   advance together as a tensor dimension, with the Numba kernel's streaming observers;
 * module mode (:class:`integrators.torch.module.ModuleSampler`): one posterior over an
   ``nn.Module``'s parameters in one flat buffer, with localization, bounces, a prior on chosen
   parameter groups, a control variate and the cyclical step-size schedule;
-* ensembles (:class:`integrators.torch.ensemble.EnsembleSampler`): several chains of one network at
+* ensembles (:class:`integrators.torch._ensemble.EnsembleSampler`): several chains of one network at
   once through ``torch.func.functional_call`` and ``vmap``.
 
 Every scheme's update is in :mod:`integrators.torch.schemes` (the coefficients and constants come
-from the Numba scheme modules), the path pair's law from :mod:`integrators.brownian`; what a
-divergence is in each mode, and what it records or raises, in :mod:`integrators.divergence`
+from the Numba scheme modules), the path pair's law from :mod:`integrators._brownian`; what a
+divergence is in each mode, and what it records or raises, in :mod:`integrators._divergence`
 (:class:`SamplerDiverged` is that module's, re-exported here).
 """
 
-from integrators.divergence import SamplerDiverged
+from integrators._divergence import SamplerDiverged
 from integrators.torch.module import (
     CyclicalSchedule,
     FlatParameters,

@@ -30,16 +30,16 @@ The schemes are the tensor steps of :mod:`integrators.torch.schemes` (the same u
 coefficients as the Numba kernel), the noise the path pair ``(dW, J)`` over each half step drawn
 from a seeded ``torch.Generator`` on the parameters' device.  ``schedule=CyclicalSchedule(...)``
 gives the cyclical step size of Zhang et al. (2020) (cyclical SG-HMC is ``scheme="em"``,
-``plan="iid"`` with it).  Divergence follows the one policy of :mod:`integrators.divergence`
+``plan="iid"`` with it).  Divergence follows the one policy of :mod:`integrators._divergence`
 (:class:`SamplerDiverged` names the first step whose result was not finite); a request whose
-buffers cannot fit in the device's memory (:data:`integrators.torch.config.SAMPLER_BUFFERS`) is refused with a
+buffers cannot fit in the device's memory (:data:`integrators.torch._config.SAMPLER_BUFFERS`) is refused with a
 ``ValueError`` before anything is allocated.
 
-The set-up shared with the ensembles (:mod:`integrators.torch.ensemble`) is written once, in
-:mod:`integrators.torch.config` (:class:`SamplerConfig`, its prior and memory) and
-:mod:`integrators.torch.posterior_terms` (``chain_streams``: a chain's generators, in the order both
+The set-up shared with the ensembles (:mod:`integrators.torch._ensemble`) is written once, in
+:mod:`integrators.torch._config` (:class:`SamplerConfig`, its prior and memory) and
+:mod:`integrators.torch._posterior_terms` (``chain_streams``: a chain's generators, in the order both
 draw from them; ``quadratic_terms``: the prior, the localization and its box); the parameters'
-flat layout is :class:`integrators.torch.flat.FlatParameters`.
+flat layout is :class:`integrators.torch._flat.FlatParameters`.
 """
 
 from __future__ import annotations
@@ -49,17 +49,17 @@ from dataclasses import dataclass
 
 import torch
 
-from integrators.divergence import NOT_DIVERGED, SamplerDiverged
-from integrators.options import CyclicalSchedule, Localization
-from integrators.torch.config import SamplerConfig, check_sampler_fits, run_metadata, weights_prior
-from integrators.torch.flat import FlatParameters
-from integrators.torch.posterior_terms import (
+from integrators._divergence import NOT_DIVERGED, SamplerDiverged
+from integrators._options import CyclicalSchedule, Localization
+from integrators.torch._config import SamplerConfig, check_sampler_fits, run_metadata, weights_prior
+from integrators.torch._flat import FlatParameters
+from integrators.torch._posterior_terms import (
     chain_streams,
     check_finite_input,
     quadratic_terms,
     record_divergence,
 )
-from integrators.torch.rng import pair_factors, pairs_from_normals
+from integrators.torch._rng import pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
 
 __all__ = ["CyclicalSchedule", "FlatParameters", "Localization", "ModuleSampler", "SamplerConfig", "StepInfo",
@@ -199,7 +199,7 @@ class ModuleSampler:
         Exact when a datum's loss does not depend on the rest of its batch.  With batch norm on the
         current batch it does, the sum depends on the partition, and a plan that redraws its
         partition (``rr``, ``sms``) makes the correction's sweep average non-zero: the force is
-        biased.  ``bnn.control_variate.BlockReferenceSampler`` recomputes the reference for each
+        biased.  ``bnn._control_variate.BlockReferenceSampler`` recomputes the reference for each
         period's batches instead (what the BNN pipeline uses).
 
         Parameters
@@ -393,7 +393,7 @@ class ModuleSampler:
         Returns
         -------
         float or None
-            :func:`integrators.torch.posterior_terms.boundary_fraction` (None without localization).
+            :func:`integrators.torch._posterior_terms.boundary_fraction` (None without localization).
         """
         return self.terms.boundary_fraction(self.x)
 

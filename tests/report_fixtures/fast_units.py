@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from integrators.brownian import pair_cholesky
+from integrators._brownian import pair_cholesky
 from reports.drawing import Drawing
 from reports.schema import NUMBER, Record
 

@@ -1,13 +1,13 @@
 """Other libraries' samplers behind one protocol, measured by the toolkit.
 
-* :mod:`~theory_checks.adapters.protocol`: what an adapter declares and does
+* :mod:`~theory_checks.adapters._protocol`: what an adapter declares and does
   (:class:`SamplerAdapter`, :func:`check_adapter`, :func:`checked_positions`, :class:`AdapterProblem`);
 * :mod:`~theory_checks.adapters.posteriors_adapter`: posteriors' sgld, sghmc, baoa, sgnht;
 * :mod:`~theory_checks.adapters.blackjax_adapter`: BlackJAX's sgld, sghmc, sgnht;
-* :mod:`~theory_checks.adapters.measure`: :func:`measure_adapter` (bias of the stationary law
+* :mod:`~theory_checks.adapters._measure`: :func:`measure_adapter` (bias of the stationary law
   against an exact Gaussian target, its order and its limit, over every plan) and
   :data:`ADAPTERS`, the registry;
-* :mod:`~theory_checks.adapters.planted`: a planted bug the measurement must catch.
+* :mod:`~theory_checks.adapters._planted`: a planted bug the measurement must catch.
 
 A library's adapters are one module of this package that declares ``LIBRARY`` (the library's
 name), ``ADAPTERS`` (a tuple of adapter objects) and, optionally, ``ORDER`` (its place in the
@@ -19,9 +19,9 @@ them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement i
 """
 
 from integrators.registry import discover_modules
-from theory_checks.adapters.measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
-from theory_checks.adapters.protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
-from theory_checks.adapters.runs import LEVELS
+from theory_checks.adapters._measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
+from theory_checks.adapters._protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
+from theory_checks.adapters._runs import LEVELS
 
 ADAPTER_MODULE = ("LIBRARY", "ADAPTERS")  # what a module of this package declares to be a library's adapters
 for _module in discover_modules(__name__, ADAPTER_MODULE):

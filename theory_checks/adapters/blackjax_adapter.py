@@ -28,9 +28,9 @@ import math
 
 import numpy as np
 
+from integrators._validation import int_at_least, positive_float
 from integrators.targets import GaussianTarget
-from integrators.validation import int_at_least, positive_float
-from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
+from theory_checks.adapters._protocol import AdapterProblem, ThermostatAdapter, missing_library
 
 LIBRARY = "blackjax"  # the library this module adapts (found by theory_checks.adapters: LIBRARY and ADAPTERS)
 ORDER = 2  # its place in the registry ADAPTERS and the conformance report
@@ -275,7 +275,7 @@ class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
     ``pi(x) N(m; 0, I) N(xi; alpha, 1/d)``.  Expected weak order 1.  ``xi`` is shared by all
     coordinates, so chains are mapped with ``jax.vmap`` (``CHAINS = "vmapped"``), one thermostat
     each; ``xi`` starts at ``alpha`` (BlackJAX's default).  The thermostat relaxes more slowly than
-    the positions at large friction (:func:`~theory_checks.adapters.protocol.thermostat_time`);
+    the positions at large friction (:func:`~theory_checks.adapters._protocol.thermostat_time`);
     burn-in and window follow the slower of the two, twice over (``MIXING_FACTOR``)."""
 
     NAME = "blackjax.sgnht"

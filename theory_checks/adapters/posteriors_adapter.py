@@ -24,8 +24,8 @@ import warnings
 
 import numpy as np
 
-from integrators.validation import positive_float
-from theory_checks.adapters.protocol import AdapterProblem, ThermostatAdapter, missing_library
+from integrators._validation import positive_float
+from theory_checks.adapters._protocol import AdapterProblem, ThermostatAdapter, missing_library
 
 LIBRARY = "posteriors"  # the library this module adapts (found by theory_checks.adapters: LIBRARY and ADAPTERS)
 ORDER = 1  # its place in the registry ADAPTERS and the conformance report
@@ -245,7 +245,7 @@ class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
     update over chains with ``torch.func.vmap`` (``randomness="different"``), one ``xi`` per
     chain, which is SGNHT as a user runs it on a ``d``-dimensional problem.  ``xi`` starts at
     ``alpha`` (posteriors' default).  The thermostat relaxes more slowly than the positions at
-    large friction (:func:`~theory_checks.adapters.protocol.thermostat_time`); burn-in and window
+    large friction (:func:`~theory_checks.adapters._protocol.thermostat_time`); burn-in and window
     follow the slower of the two, twice over (``MIXING_FACTOR``)."""
 
     NAME = "posteriors.sgnht"

@@ -1,0 +1,134 @@
+"""Where data files are found: an explicit path or data directory, the environment variable
+:data:`DATA_DIR_ENV`, the ``medmnist`` package's download folder, and last the development setup's
+data folder beside the repository (:data:`DEV_DATA`). Only paths are checked here (no file is read),
+so asking whether a data set is present costs a few ``stat`` calls."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from data_sets._idx import DataError
+from data_sets._layout import MEDMNIST
+
+DATA_DIR_ENV = "SMS_LANGEVIN_DATA_DIR"
+# the development setup's data folder beside the repository: the last place searched (the tests' data)
+DEV_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+SHARED_XRAY = DEV_DATA / "pneumoniamnist-subset.npz"
+# ``medmnist`` saves ``<name>.npz`` (28 x 28) in ``~/.medmnist`` (its ``DEFAULT_ROOT``, the home folder
+# from ``os.path.expanduser``; the package reads no environment variable to move it)
+MEDMNIST_HOME = (".medmnist",)
+
+
+def _search_dirs(data_dir, *, medmnist: bool) -> list[tuple[Path | None, str]]:
+    """The folders searched, in order, each with how a message names it (never the developer's path;
+    None for an unset environment variable, named in the message all the same)."""
+    dirs = []
+    if data_dir is not None:
+        dirs.append((Path(data_dir), f"the data directory given ({data_dir})"))
+    env = os.environ.get(DATA_DIR_ENV)
+    dirs.append((Path(env), f"${DATA_DIR_ENV} ({env})") if env else (None, f"${DATA_DIR_ENV} (not set)"))
+    if medmnist:
+        dirs.append((Path.home().joinpath(*MEDMNIST_HOME),
+                     "~/.medmnist (where the medmnist package saves its downloads)"))
+    dirs.append((DEV_DATA, "the development setup's data folder beside the repository"))
+    return dirs
+
+
+def _looked(dirs: list[tuple[Path | None, str]]) -> str:
+    return "; ".join(label for _, label in dirs)
+
+
+def _data_dir(data_dir) -> str | Path | None:
+    if data_dir is not None and not isinstance(data_dir, str | os.PathLike):
+        raise ValueError(f"data_dir must be a folder or file path (str or Path) or None, got {data_dir!r}")
+    return data_dir
+
+
+def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike | None = None) -> Path:
+    """The ``.npz`` file of the MedMNIST set ``name``, searched in order in: ``data_dir`` (a file is
+    taken as it is; a folder is searched), the folder named by the environment variable
+    :data:`DATA_DIR_ENV` (``SMS_LANGEVIN_DATA_DIR``), ``~/.medmnist`` (where
+    ``medmnist.<Set>(split=..., download=True)`` saves ``<name>.npz``), and last the development
+    setup's data folder beside the repository. In each folder ``<name>.npz`` is looked for, then
+    ``<name>-subset.npz``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`data_sets.MEDMNIST` (``"pneumoniamnist"``, ``"bloodmnist"``, ...).
+    data_dir : str, path-like or None
+        A ``.npz`` file, or a folder searched first.
+
+    Returns
+    -------
+    pathlib.Path
+        The first file found.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not a MedMNIST set this package reads, or ``data_dir`` is not a path.
+    DataError
+        If no file is found (or ``data_dir`` names a ``.npz`` file that does not exist): the message
+        says where it looked and how to obtain the data.
+    """
+    if not isinstance(name, str) or name.lower() not in MEDMNIST:
+        raise ValueError(f"name must be one of {', '.join(MEDMNIST)}, got {name!r}")
+    name = name.lower()
+    data_dir = _data_dir(data_dir)
+    if data_dir is not None and Path(data_dir).suffix.lower() == ".npz":
+        if Path(data_dir).is_file():
+            return Path(data_dir)
+        raise DataError(f"{data_dir}: file not found")
+    dirs = _search_dirs(data_dir, medmnist=True)
+    for folder, _ in dirs:
+        for file in () if folder is None else (f"{name}.npz", f"{name}-subset.npz"):
+            if (folder / file).is_file():
+                return folder / file
+    cls = MEDMNIST[name].name
+    raise DataError(f"{name}.npz not found; looked in {_looked(dirs)}. To get it: pip install medmnist, then "
+                    f"python -c \"import medmnist; medmnist.{cls}(split='train', download=True)\" (saves "
+                    f"~/.medmnist/{name}.npz); or put {name}.npz in a folder and set {DATA_DIR_ENV} to it "
+                    f"(or pass its path)")
+
+
+def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = None) -> Path:
+    """A data set's file or folder.  A path (absolute, or starting with ``./`` or ``../``) is taken as
+    it is; a bare name (``"fashion-mnist"``) is looked for inside ``data_dir``, the folder of
+    :data:`DATA_DIR_ENV` (``SMS_LANGEVIN_DATA_DIR``), the development setup's data folder beside the
+    repository, and last the working folder (so a configured folder wins over a stray copy there).
+
+    Parameters
+    ----------
+    name : str or path-like
+        The file or folder (``"fashion-mnist"``, ``"cifar-10-batches-py"``, a full path).
+    data_dir : str, path-like or None
+        A folder searched first.
+
+    Returns
+    -------
+    pathlib.Path
+        The first match.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` or ``data_dir`` is not a path.
+    DataError
+        If it is found nowhere: the message says where it looked and how to point to the data.
+    """
+    if not isinstance(name, str | os.PathLike) or not os.fspath(name):
+        raise ValueError(f"name must be a non-empty file or folder path, got {name!r}")
+    data_dir = _data_dir(data_dir)
+    path = Path(name)
+    explicit = path.is_absolute() or os.fspath(name).startswith(("./", "../"))
+    dirs = [] if explicit else _search_dirs(data_dir, medmnist=False)
+    for folder in [folder for folder, _ in dirs if folder is not None] + [Path.cwd()] * (not explicit):
+        if (folder / path).exists():
+            return folder / path
+    if explicit and path.exists():
+        return path
+    where = f"; also looked in {_looked(dirs)}" if dirs else ""
+    raise DataError(f"{path}: not found{where}. Put it in a folder and set {DATA_DIR_ENV} to that folder "
+                    f"(or pass its full path); nothing is downloaded")

@@ -1,0 +1,280 @@
+"""Chains mode: ``n_chains`` independent chains of an analytic target as a tensor dimension.
+
+:func:`run_spec` is the torch backend's adapter: it runs a :class:`integrators._spec.RunSpec` whose
+backend is :class:`integrators._backends.Torch` (what ``integrators.sample(..., backend=Torch(...))``
+builds) and returns the same :class:`integrators._result.SampleResult` as the Numba kernel, on any
+device, in float32 or float64, with the
+kernel's streaming observers: running first and second moments (and ``x x^T`` on request), a
+histogram of the first coordinate for :class:`bias._streaming_w1.StreamingW1`, thinned samples, and
+divergence: a chain whose state leaves ``[-bound, bound]`` or is not finite has its step recorded,
+is parked at the origin and drops out of every statistic (its final state is NaN).
+
+Randomness is counter-based (:class:`integrators.torch._rng.CounterNormals`): chain ``c``'s path,
+batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
+For cross-backend tests :func:`run_spec` (and the private :func:`_sample`, which builds the spec
+from ``sample``'s keywords) also takes ``noise=(dW, J)`` (the kernel's layout
+``(n_steps, 2, d, n_chains)``) and ``batches`` (the sequence ``replay`` of ``tests/replay.py``
+takes) in place of the draws.  ``Torch(compile=True)`` runs the step through ``torch.compile``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+
+from integrators._backends import Torch
+from integrators._result import SampleResult
+from integrators._rng import PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM  # one list of stream kinds, both backends
+from integrators._spec import RunSpec
+from integrators.torch._bounce import make_reflect
+from integrators.torch._divergence import mark_divergence
+from integrators.torch._plans import ChainPlan
+from integrators.torch._rng import STREAM_VERSION, CounterNormals, counters_per_normals, normal_pairs, pair_factors
+from integrators.torch._targets import torch_force
+from integrators.torch.schemes import torch_step
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+def resolve_device(device) -> torch.device:
+    try:
+        dev = torch.device("cpu" if device is None else device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must name a torch device (cpu, cuda, cuda:1), got {device!r}") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"device {device!r} asked for, but only {torch.cuda.device_count()} CUDA device(s) here")
+    mps = getattr(torch.backends, "mps", None)
+    if dev.type not in ("cpu", "cuda") and not (dev.type == "mps" and mps is not None and mps.is_available()):
+        raise ValueError(f"device must be cpu or an available cuda (or mps) device, got {device!r}")
+    return dev
+
+
+def resolve_compile(compile) -> bool | str:
+    """``compile``: ``True``, ``False`` or a ``torch.compile`` backend's name."""
+    if not isinstance(compile, (bool, str)):
+        raise ValueError(f"compile must be True, False or a torch.compile backend's name, got {compile!r}")
+    if isinstance(compile, str) and compile not in torch.compiler.list_backends(exclude_tags=()):
+        raise ValueError(f"compile={compile!r} is not a torch.compile backend; choose True, False or one of "
+                         f"{', '.join(torch.compiler.list_backends(exclude_tags=()))}")
+    return compile
+
+
+def resolve_dtype(dtype) -> torch.dtype:
+    if isinstance(dtype, str):
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {sorted(DTYPES)}, got {dtype!r}")
+        return DTYPES[dtype]
+    if dtype not in DTYPES.values():
+        raise ValueError(f"dtype must be torch.float64 or torch.float32, got {dtype!r}")
+    return dtype
+
+
+class TensorObservers:
+    """Running sums after burn-in, the first-coordinate histogram and divergence, on the device."""
+
+    def __init__(self, n, d, dev, full_moments, histogram, keep, n_keep_stride, bound):
+        f64 = torch.float64
+        self.sum_x = torch.zeros(n, d, device=dev, dtype=f64)
+        self.sum_xx = torch.zeros(n, d, device=dev, dtype=f64)
+        self.sum_outer = torch.zeros(n, d, d, device=dev, dtype=f64) if full_moments else None
+        self.diverged_at = torch.full((n,), -1, device=dev, dtype=torch.int64)
+        self.bound = bound
+        self.hist = None
+        if histogram is not None:
+            lo, hi, n_bins = histogram
+            self.hist_lo, self.hist_hi, self.n_bins = lo, hi, n_bins
+            self.inv_width = n_bins / (hi - lo)
+            self.hist = torch.zeros(n_bins, device=dev, dtype=f64)
+            self.tails = torch.zeros(4, device=dev, dtype=f64)
+        # NaN where a chain has no sample to give (keep beyond the post-burn-in steps), as on Numba
+        self.samples = torch.full((n, keep, d), torch.nan, device=dev, dtype=f64) if keep else None
+        self.keep, self.stride, self.kept = keep, n_keep_stride, 0
+
+    def check(self, k, x, v, g):
+        """Mark (:func:`integrators.torch._divergence.mark_divergence`) and park chains that left
+        the bound at step ``k`` (an int or a 0-d device tensor); returns the mask of live chains.
+        Branch-free: no value is read back to the host."""
+        mark_divergence(self.diverged_at, k, x, v, bound=self.bound)
+        dead = (self.diverged_at >= 0)[:, None]
+        x.masked_fill_(dead, 0.0)
+        v.masked_fill_(dead, 0.0)
+        g.masked_fill_(dead, 0.0)
+        return ~dead
+
+    def add(self, x, live):
+        """Add the live chains' states to the running sums and the histogram (``live``: a bool
+        mask ``(n, 1)``; a chain that is not live adds zeros).  The histogram is a scatter-add
+        into its bins (``index_add_``, no per-step tensor of ``n_bins``, no host read)."""
+        xd = x.to(torch.float64) * live
+        self.sum_x += xd
+        self.sum_xx += xd * xd
+        if self.sum_outer is not None:
+            self.sum_outer += xd[:, :, None] * xd[:, None, :]
+        if self.hist is not None:
+            first, w = xd[:, 0], live[:, 0].to(torch.float64)
+            below = (first < self.hist_lo).to(torch.float64) * w
+            above = (first >= self.hist_hi).to(torch.float64) * w
+            inside = w - below - above
+            idx = ((first - self.hist_lo) * self.inv_width).floor().clamp(0, self.n_bins - 1).to(torch.int64)
+            self.hist.index_add_(0, idx, inside)
+            self.tails += torch.stack([below.sum(), (below * (self.hist_lo - first)).sum(),
+                                       above.sum(), (above * (first - self.hist_hi)).sum()])
+
+    def keep_sample(self, k, burn_in, x):
+        if self.kept < self.keep and (k - burn_in) % self.stride == 0:
+            # a diverged chain has no sample to give: NaN, as on the Numba backend (integrators._divergence)
+            self.samples[:, self.kept] = torch.where((self.diverged_at < 0)[:, None], x.to(torch.float64), torch.nan)
+            self.kept += 1
+
+
+def fused_step(scheme_step, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, obs):
+    """One step of every chain as one function of tensors (what ``torch.compile`` makes one graph
+    of): the path normals at the stream's counter (:func:`integrators.torch._rng.normal_pairs`), the
+    scheme with its force on ``batch``, and the divergence check at step ``counters[1]``.
+    ``counters = [path counter, step]`` (int64, on the device) advance in place; nothing is read
+    back to the host, so a step never waits for the device.  ``coef``, ``factors`` and ``scale`` are
+    tensors: a new ``h`` is new data, not a new graph.  After burn-in :func:`observe` follows."""
+    n, d = x.shape
+    zc, zs = normal_pairs(keys, counters[0], 2 * d, x.dtype)  # (2d, n) each
+    l11, l21, l22 = factors[0], factors[1], factors[2]
+    z0, z1, z2, z3 = zc[:d].T, zc[d:].T, zs[:d].T, zs[d:].T   # the rows of counter_normals(.., 4d, ..)
+    dW = (l11 * z0, l11 * z2)
+    J = (l21 * z0 + l22 * z1, l21 * z2 + l22 * z3)
+    g = scheme_step(x, v, g, coef, dW, J, lambda y: force(y, batch, scale), reflect)
+    counters[0] += counters_per_normals(4 * d)
+    counters[1] += 1
+    obs.check(counters[1], x, v, g)
+    return g
+
+
+def observe(x, obs) -> None:
+    """The observers after burn-in (running sums, the histogram): a graph of its own, the same for
+    every scheme and plan, and no work at all during burn-in."""
+    obs.add(x, (obs.diverged_at >= 0)[:, None].logical_not())
+
+
+@functools.lru_cache(maxsize=4)
+def compiled_step(backend: str = "inductor"):
+    """:func:`fused_step` and :func:`observe` through ``torch.compile`` (one wrapper per backend,
+    reused by every run: graphs are cached by scheme, plan kind and shapes, not
+    by ``h``)."""
+    # every (scheme, plan kind, force) is a graph of its own: Figure 1 alone needs more than
+    # dynamo's default of 8 per function, beyond which it would fall back to eager for good
+    config = torch._dynamo.config
+    limit = "recompile_limit" if hasattr(config, "recompile_limit") else "cache_size_limit"
+    setattr(config, limit, max(getattr(config, limit), 64))
+    return torch.compile(fused_step, backend=backend), torch.compile(observe, backend=backend)
+
+
+def _explicit_batches(batches, n, dev):
+    out = []
+    for b in batches:
+        t = torch.as_tensor(np.asarray(b), dtype=torch.int64, device=dev)
+        out.append(t[None, :].expand(n, -1) if t.ndim == 1 else t.T)
+    return iter(out)
+
+
+def _sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
+            noise=None, batches=None, **options) -> SampleResult:
+    """For tests: ``integrators.sample(target, scheme, plan, backend=Torch(device, dtype, compile),
+    **options)`` with ``noise=(dW, J)`` / ``batches`` in place of the draws (see the module
+    docstring).  ``options`` are :func:`integrators.sample`'s keywords; those the torch
+    backend does not run (``test_functions``, ``path_refine``, ``threads``) are refused by name."""
+    spec = RunSpec.from_options(target, scheme, plan, backend=Torch(device, dtype, compile), **options)
+    return run_spec(spec, noise=noise, batches=batches)
+
+
+def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
+    """Run a checked spec whose backend is :class:`integrators._backends.Torch`."""
+    target, wanted, backend_spec = spec.target, spec.observers, spec.backend
+    module = torch_step(spec.scheme)
+    scheme = module.NAME
+    n_chains, n_steps, burn_in, batch_size, seed = spec.n_chains, spec.n_steps, spec.burn_in, spec.batch_size, spec.seed
+    keep, full_moments, histogram = wanted.keep, wanted.full_moments, wanted.histogram
+    dev, dt = torch.device(backend_spec.device), DTYPES[backend_spec.dtype]
+    compile = backend_spec.compile
+    backend = ("inductor" if compile is True else compile) if compile else None
+    d, n = target.dim, n_chains
+    box = spec.box_arrays()
+    x0, v_given = spec.x0, spec.v0
+    coef = tuple(float(c) for c in module.coefficients(spec.h, spec.gamma))
+    factors = pair_factors(spec.gamma, spec.h)
+    control_variate = spec.control_variate is not None
+    force_of = torch_force(target, dev, dt, control_variate, None if spec.control_variate is None
+                           else spec.control_variate.x_ref)
+    scale = spec.plan_module.force_scale(target.n_data, batch_size)
+    reflect = None
+    if box[2][0]:
+        reflect = make_reflect(torch.as_tensor(box[0], device=dev, dtype=dt),
+                               torch.as_tensor(box[1], device=dev, dtype=dt))
+
+    chains = torch.arange(n, device=dev)
+    x = torch.as_tensor(x0, device=dev, dtype=dt).clone()
+    if v_given is None:
+        v = CounterNormals(seed, VELOCITY_STREAM, chains, dt).normals(d).T.contiguous()
+    else:
+        v = torch.as_tensor(v_given, device=dev, dtype=dt).clone()
+    if noise is not None:
+        dW_all = torch.as_tensor(np.asarray(noise[0]), device=dev, dtype=dt)
+        J_all = torch.as_tensor(np.asarray(noise[1]), device=dev, dtype=dt)
+        if dW_all.shape != (n_steps, 2, d, n) or J_all.shape != dW_all.shape:
+            raise ValueError(f"noise must be (dW, J) of shape {(n_steps, 2, d, n)}, got "
+                             f"{tuple(dW_all.shape)} and {tuple(J_all.shape)}")
+        dW_all, J_all = dW_all.transpose(2, 3), J_all.transpose(2, 3)  # (n_steps, 2, n, d)
+    path = CounterNormals(seed, PATH_STREAM, chains, dt)
+    if batches is not None:
+        if len(batches) != n_steps + int(module.FSAL):
+            raise ValueError(f"{scheme} needs {n_steps + int(module.FSAL)} batches for {n_steps} steps, "
+                             f"got {len(batches)}")
+        source = _explicit_batches(batches, n, dev)
+        next_batch = lambda: next(source)  # noqa: E731
+    else:
+        plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
+        next_batch = ChainPlan(spec.plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
+
+    obs = TensorObservers(n, d, dev, full_moments, histogram, keep,
+                     max(1, (n_steps - burn_in) // keep) if keep else 1, spec.divergence_bound)
+    g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
+    if noise is not None:  # the explicit path of the cross-backend tests, step by step
+        for k in range(1, n_steps + 1):
+            batch = next_batch()
+            g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
+                            lambda y, b=batch: force_of(y, b, scale), reflect)
+            ok = obs.check(k, x, v, g)
+            if k > burn_in:
+                obs.add(x, ok)
+                obs.keep_sample(k, burn_in, x)
+    else:
+        step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
+        as_tensor = functools.partial(torch.tensor, device=dev, dtype=dt)
+        coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
+        counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
+        for k in range(1, n_steps + 1):
+            g = step_fn(module.step, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
+                        counters, obs)
+            if k > burn_in:
+                observe_fn(x, obs)
+                obs.keep_sample(k, burn_in, x)
+    diverged_at = obs.diverged_at.cpu().numpy()
+    x_out = x.to(torch.float64).cpu().numpy()
+    v_out = v.to(torch.float64).cpu().numpy()
+    x_out[diverged_at >= 0] = np.nan
+    v_out[diverged_at >= 0] = np.nan
+    n_stat = n_steps - burn_in
+    return SampleResult(
+        scheme=scheme, plan=spec.plan_module.NAME, h=spec.h, gamma=spec.gamma, n_steps=n_steps, burn_in=burn_in,
+        seed=seed,
+        chain_mean=obs.sum_x.cpu().numpy() / n_stat, chain_second_moment=obs.sum_xx.cpu().numpy() / n_stat,
+        chain_outer=obs.sum_outer.cpu().numpy() / n_stat if full_moments else None, chain_tests=None,
+        samples=obs.samples.cpu().numpy() if keep else None, diverged_at=diverged_at, x=x_out, v=v_out,
+        histogram=obs.hist.cpu().numpy() if histogram is not None else None,
+        histogram_tails=obs.tails.cpu().numpy() if histogram is not None else None,
+        meta={"batch_size": batch_size, "n_chains": n, "control_variate": control_variate,
+              "target": target.name, "backend": "torch", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
+              "torch": torch.__version__, "compiled": compile,
+              "rng_stream": STREAM_VERSION},
+    )

@@ -1,0 +1,235 @@
+"""A module-mode sampler's configuration (:class:`SamplerConfig`, checked when made), its prior
+precisions by parameter (:func:`prior_precisions`), its run metadata, and the memory its buffers
+take (:func:`check_sampler_fits` refuses a request that cannot fit before anything is allocated)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import KW_ONLY, dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from integrators._memory import check_fits, device_memory_bytes
+from integrators._options import CyclicalSchedule, Localization
+from integrators._validation import (
+    BOOLEAN,
+    POSITIVE,
+    SEED,
+    Registered,
+    at_least,
+    check_parameters,
+    instance_of,
+    optional,
+    step_over_friction,
+)
+from integrators.plans import force_scale, plan_rule
+from integrators.torch.schemes import torch_step
+
+if TYPE_CHECKING:
+    from integrators.torch._flat import FlatParameters
+
+# Flat parameter-sized tensors a sampler holds at its peak, per chain: the state x, v, the force g
+# and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
+# four normals and the path pair (dW, J) drawn from them, and the bounce's temporaries.
+SAMPLER_BUFFERS = 20
+
+
+LOCALIZATION_BUFFERS = 7  # of those, held only with localization: its curvature, shift, x* and the bounce's
+
+
+def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) -> float:
+    """Bytes ``n_chains`` chains of a sampler of ``n_params`` parameters hold at their peak:
+    :data:`SAMPLER_BUFFERS` flat tensors each, and each chain's plan (a permutation of the
+    ``n_data`` indices as int64; the batch for ``iid``)."""
+    itemsize = torch.empty((), dtype=dtype, device="meta").element_size()
+    plan = config.effective_batch_size if config.plan == "iid" else config.n_data
+    buffers = SAMPLER_BUFFERS - (0 if config.localization is not None else LOCALIZATION_BUFFERS)
+    return float(n_chains) * (float(n_params) * buffers * itemsize + 8.0 * plan)
+
+
+def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1) -> None:
+    """Refuse (``ValueError`` naming ``request``) ``n_chains`` chains over ``params`` whose buffers
+    exceed the memory free on their device now (:func:`integrators._memory.device_memory_bytes`:
+    a CUDA device's free memory, else this machine's available memory), before any of them is
+    allocated."""
+    n, dtype, device = len(params), params.dtype, params.device
+    check_fits(f"{request} ({n} parameters of {str(dtype).replace('torch.', '')} on {device}, "
+               f"n_data={config.n_data}, plan {config.plan!r})",
+               sampler_bytes(n, dtype, config, n_chains), limit=device_memory_bytes(device))
+
+
+def weights_prior(precision: float = 1.0) -> Callable[[str, torch.Tensor], float]:
+    """The design's BNN prior: ``precision`` on weights, none on biases.
+
+    Parameters
+    ----------
+    precision : float, default 1.0
+        The prior precision of every parameter whose name ends in ``weight``.
+
+    Returns
+    -------
+    callable
+        ``rule(name, param) -> float``: ``precision`` for a name ending in ``weight``, else 0
+        (a ``SamplerConfig.prior``).
+    """
+    return lambda name, param: precision if name.endswith("weight") else 0.0
+
+
+@dataclass(frozen=True)
+class SamplerConfig:
+    """Everything that defines a module-mode sampler, checked when made.
+
+    Parameters
+    ----------
+    h : float
+        Step size, positive.
+    gamma : float
+        Friction, positive, with ``h / gamma >= 1e-12`` (the paper's localized runs use
+        ``gamma = 1 / rho``).
+    n_data : int
+        Number of data terms ``N_D``, at least 1.
+    scheme : str, default "ubu"
+        A registered scheme with a tensor step (keyword-only from here on).
+    plan : str, default "sms"
+        A registered plan with a batch rule every backend runs.
+    batch_size : int or None, default None
+        Batch size in ``[1, n_data]``; required except for ``plan="full"``.
+    prior : float or mapping or callable, default 1.0
+        A number (that precision on weights only, :func:`weights_prior`), a mapping
+        ``{parameter name: precision}`` (others 0) or a callable ``(name, param) -> precision``.
+    localization : Localization or None, default None
+        The localized posterior and its box (module mode's constrained sampling).
+    control_variate : bool, default False
+        Use the control-variate force at the localization's ``x_star`` (needs ``localization``).
+    schedule : CyclicalSchedule or None, default None
+        A cyclical step size.
+    seed : int, default 0
+        An integer in ``[0, 2**64)``.
+    check_every : int, default 1
+        Steps between the finiteness checks, at least 1 (each one waits for the device).
+
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each checked field (:mod:`integrators._validation`).
+
+    Raises
+    ------
+    ValueError
+        Naming the argument, if a field breaks its constraint (an unknown scheme or plan, or
+        one the tensor backend cannot run, included), ``h / gamma`` is too small, ``batch_size``
+        is missing or larger than the data, or ``control_variate`` is asked without
+        ``localization``.
+    """
+
+    h: float
+    gamma: float
+    n_data: int
+    _: KW_ONLY
+    scheme: str = "ubu"
+    plan: str = "sms"
+    batch_size: int | None = None
+    prior: object = 1.0
+    localization: Localization | None = None
+    control_variate: bool = False
+    schedule: CyclicalSchedule | None = None
+    seed: int = 0
+    check_every: int = 1
+
+    CONSTRAINTS = {
+        "h": POSITIVE, "gamma": POSITIVE, "n_data": at_least(1),
+        # unknown, or with no tensor step / batches from a Numba rule of its own: refused by name
+        "scheme": Registered(torch_step, "a scheme with a tensor step"),
+        "plan": Registered(plan_rule, "a plan with a batch rule"),
+        "batch_size": optional(at_least(1)), "control_variate": BOOLEAN,
+        "localization": optional(instance_of(Localization, "a Localization")),
+        "schedule": optional(instance_of(CyclicalSchedule, "a CyclicalSchedule")),
+        "seed": SEED, "check_every": at_least(1),
+    }
+    VALID_EXAMPLE = {"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2}
+
+    def __post_init__(self):
+        values = check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
+        for name in ("h", "gamma", "n_data", "batch_size", "control_variate", "seed", "check_every"):
+            object.__setattr__(self, name, values[name])  # canonical (a 0-d array becomes its number)
+        step_over_friction(self.h, self.gamma)  # the rule every backend applies
+        if self.batch_size is None and plan_rule(self.plan).kind != "full":
+            raise ValueError(f"batch_size is required for plan {self.plan!r}")
+        if self.batch_size is not None and self.batch_size > self.n_data:
+            raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
+        if self.control_variate and self.localization is None:
+            raise ValueError("control_variate needs a reference point: give localization (its x_star)")
+
+    @property
+    def effective_batch_size(self) -> int:
+        """The batch size a step uses: ``batch_size``, or ``n_data`` when it is not given."""
+        return self.n_data if self.batch_size is None else self.batch_size
+
+    def step_size(self, k: int) -> float:
+        """The step size of step ``k``.
+
+        Parameters
+        ----------
+        k : int
+            The step, counted from 1.
+
+        Returns
+        -------
+        float
+            ``h``, times the schedule's factor of step ``k`` if there is a schedule.
+        """
+        return self.h if self.schedule is None else self.h * self.schedule.factor(k)
+
+    @property
+    def scale(self) -> float:
+        """The plan's force scale for ``n_data`` and the effective batch size (``N_m`` for partitions)."""
+        return force_scale(self.plan, self.n_data, self.effective_batch_size)
+
+
+def prior_precisions(named_params, prior, frozen=()) -> list[float]:
+    """Per-parameter prior precision from ``SamplerConfig.prior``.  A mapping may also name the
+    ``frozen`` parameters (``requires_grad=False``, as an ``x_star`` mapping may): they do not
+    move, so their precision is accepted and has no effect; a callable must return one number
+    per parameter."""
+    if isinstance(prior, numbers.Real) and not isinstance(prior, bool):
+        rule = weights_prior(float(prior))
+    elif isinstance(prior, Mapping):
+        names = {name for name, _ in named_params}
+        unknown = sorted(set(prior) - names - set(frozen))
+        if unknown:
+            raise ValueError(f"prior names unknown parameters {unknown}; the model has {sorted(names)}")
+        rule = lambda name, param: prior.get(name, 0.0)  # noqa: E731
+    elif callable(prior):
+        rule = prior
+    else:
+        raise ValueError(f"prior must be a number, a mapping or a callable, got {prior!r}")
+    out = []
+    for name, param in named_params:
+        value = rule(name, param)
+        try:
+            if isinstance(value, str | bytes | bool) or getattr(value, "ndim", 0) != 0:
+                raise TypeError  # (a string or a flag would read as a number; an array is one per coordinate)
+            prec = float(value)
+        except (TypeError, ValueError, RuntimeError):
+            shape = getattr(value, "shape", None)
+            got = f"{type(value).__name__} of shape {tuple(shape)}" if shape is not None else repr(value)
+            raise ValueError(f"prior must give one precision per parameter: prior({name!r}, param) returned "
+                             f"{got}, not a number") from None
+        if not (math.isfinite(prec) and prec >= 0):
+            raise ValueError(f"prior precision of {name} must be finite and >= 0, got {prec}")
+        out.append(prec)
+    return out
+
+
+def run_metadata(config: SamplerConfig, x: torch.Tensor, n_chains: int) -> dict:
+    loc, sched = config.localization, config.schedule
+    return {"backend": "torch", "device": str(x.device), "dtype": str(x.dtype).replace("torch.", ""),
+            "torch": torch.__version__, "scheme": config.scheme, "plan": config.plan, "h": config.h,
+            "gamma": config.gamma, "n_data": config.n_data, "batch_size": config.effective_batch_size,
+            "seed": config.seed, "n_parameters": int(x.shape[-1]), "n_chains": n_chains,
+            "rho": None if loc is None else loc.rho, "rho_max": None if loc is None else loc.half_width,
+            "control_variate": config.control_variate,
+            "schedule": None if sched is None else {"n_steps": sched.n_steps, "n_cycles": sched.n_cycles}}

@@ -1,0 +1,108 @@
+"""The parts of a module-mode posterior that do not come from the data, shared by the sampler
+(:mod:`integrators.torch.module`) and the ensembles (:mod:`integrators.torch._ensemble`): the prior,
+the localization and its box (:func:`quadratic_terms`), a chain's random sources
+(:func:`chain_streams`), and the checks of starting values, divergence and the box's wall."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from integrators.torch._bounce import make_reflect
+from integrators.torch._config import SamplerConfig, prior_precisions
+from integrators.torch._divergence import mark_divergence
+from integrators.torch._flat import FlatParameters
+from integrators.torch._plans import plan_batches
+from integrators.torch._rng import GeneratorNormals
+
+BOUNDARY_BAND = 1.0 / 6.0  # a coordinate within this fraction of rho_max of the box's wall "sits on the box"
+
+
+def boundary_fraction(x: torch.Tensor, x_star: torch.Tensor, half_width: float) -> float:
+    """The fraction of the coordinates of ``x`` (any shape ending in the parameters) within
+    :data:`BOUNDARY_BAND` ``* half_width`` of the wall of the box ``|x - x*|_inf < half_width``.
+    Under the localized posterior (``half_width = 6 rho``) a coordinate gets there with probability
+    below 1e-6 from the Gaussian term; a chain whose step is too large for the posterior scatters
+    over the box (or piles on its walls) and puts about a sixth or more of its coordinates there."""
+    y = (x - x_star).abs()
+    return float((y >= (1.0 - BOUNDARY_BAND) * half_width).double().mean())
+
+
+def check_finite_input(name: str, value: torch.Tensor) -> None:
+    """Refuse a non-finite starting value by name (bad input, not a divergence)."""
+    bad = ~torch.isfinite(value)
+    if bool(bad.any()):
+        first = tuple(int(i) for i in bad.nonzero()[0])  # (chain, coordinate) for an ensemble's x0
+        raise ValueError(f"{name} contains non-finite values ({int(bad.sum())} of {value.numel()}, the first "
+                         f"at index {first[0] if len(first) == 1 else first})")
+
+
+def record_divergence(diverged_at: torch.Tensor, k: int, x: torch.Tensor, g: torch.Tensor) -> None:
+    """Write step ``k`` into ``diverged_at`` (in place, per chain: ``x`` and ``g`` of shape
+    ``(..., P)``, ``diverged_at`` of shape ``(...)``) where the state or the force is not finite and
+    no step is recorded yet.  No value is read back to the host, so it runs every step and the
+    checks every ``check_every`` steps still name the first step (:mod:`integrators._divergence`):
+    :func:`integrators.torch._divergence.mark_divergence` with no bound."""
+    mark_divergence(diverged_at, k, x, g)
+
+
+def chain_streams(config: SamplerConfig, params: FlatParameters, seed: int, generator=None):
+    """One chain's random sources: ``(normals, batches)``.  The path normals (and the starting
+    velocity, the first draw a sampler takes from them after this) come from a ``torch.Generator``
+    on the parameters' device seeded with ``seed`` (or ``generator``, already seeded); the plan's
+    batches from a second generator, seeded with the first generator's first draw."""
+    dev = params.device
+    normals = GeneratorNormals(seed, dev, params.dtype, generator)
+    plan_gen = torch.Generator(device=dev)
+    plan_gen.manual_seed(int(torch.randint(2**62, (1,), generator=normals.generator, device=dev)))
+    return normals, plan_batches(config.plan, config.n_data, config.effective_batch_size, plan_gen, dev)
+
+
+@dataclass(frozen=True)
+class QuadraticTerms:
+    """The terms of the force that do not come from the data, and the localization's box:
+
+        G(x) = scale * grad L(x; w) + curvature * x - shift                 (:meth:`linear`)
+
+    with ``curvature = prior + 1/rho^2`` and ``shift = x*/rho^2`` under localization (``prior``,
+    the prior precision per coordinate, and no shift without), ``reflect`` the elastic bounce off
+    the box ``|x - x*|_inf < half_width`` (None without localization).  Built by
+    :func:`quadratic_terms`; ``x`` may hold one chain ``(P,)`` or several ``(K, P)``."""
+
+    prior: torch.Tensor
+    curvature: torch.Tensor
+    shift: torch.Tensor | None = None
+    x_star: torch.Tensor | None = None
+    half_width: float | None = None
+    reflect: Callable | None = None
+
+    def linear(self, x: torch.Tensor) -> torch.Tensor:
+        """``curvature * x - shift`` (a new tensor, to which the data's force is added)."""
+        g = torch.mul(x, self.curvature)
+        if self.shift is not None:
+            g.sub_(self.shift)
+        return g
+
+    def boundary_fraction(self, x: torch.Tensor) -> float | None:
+        """:func:`boundary_fraction` of ``x`` in the box (None without localization)."""
+        return None if self.x_star is None else boundary_fraction(x, self.x_star, self.half_width)
+
+
+def quadratic_terms(config: SamplerConfig, params: FlatParameters, x: torch.Tensor, *,
+                    outside: str) -> QuadraticTerms:
+    """The prior of ``config`` on ``params`` and, with ``config.localization``, its ``x*`` (the
+    model's parameters when the sampler is built, or the given flat tensor or mapping, which must be
+    finite), precision ``1/rho^2`` and box of half width ``rho_max`` (default ``6 rho``).  The
+    starting point(s) ``x`` must lie inside the box (else ``ValueError``: ``outside`` says whose)."""
+    prior = params.per_coordinate(prior_precisions(params.named, config.prior, params.frozen))
+    loc = config.localization
+    if loc is None:
+        return QuadraticTerms(prior, prior)
+    x_star = params.x.detach().clone() if loc.x_star is None else params.flatten(loc.x_star)
+    half = loc.half_width
+    if not bool(((x - x_star).abs() < half).all()):
+        raise ValueError(f"{outside} outside the box |x - x_star|_inf < rho_max")
+    reflect = make_reflect(x_star, torch.tensor(half, device=params.device, dtype=params.dtype))
+    return QuadraticTerms(prior, prior + 1.0 / loc.rho**2, x_star / loc.rho**2, x_star, half, reflect)

@@ -1,0 +1,49 @@
+"""What the command line's commands share: the one-line user error (:class:`CliError`, exit code
+2) and the checks of ``--preset`` and ``--out``."""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from reports import registry
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit code 2."""
+
+
+def check_preset(preset, figures=None, ids=None):
+    """A preset every module runs (``registry.PRESETS``), or one that each of the selected figures
+    ``ids`` (None: some figure of ``figures``) declares in its own ``PRESETS`` (a module-specific
+    level such as bnn's ``regime``)."""
+    if preset in registry.PRESETS:
+        return
+    own = {fid: getattr(mod, "PRESETS", ()) for fid, mod in (figures or {}).items()}
+    holders = [fid for fid, presets in own.items() if preset in presets]
+    if holders and (ids is None or all(fid in holders for fid in ids)):
+        return
+    if holders:
+        lack = [fid for fid in ids if fid not in holders]
+        raise CliError(f"preset {preset!r} is a level of {', '.join(holders)} only; {', '.join(lack)} has no such "
+                       f"level (run `sms-langevin run {' '.join(holders)} --preset {preset}`, or choose from "
+                       f"{', '.join(registry.PRESETS)})")
+    raise CliError(f"unknown preset {preset!r}; choose from {', '.join(registry.PRESETS)}")
+
+
+def out_path(text: str) -> Path:
+    if not text.strip():
+        raise CliError("--out must name a folder, got an empty string")
+    return Path(text)
+
+
+def check_out(out: Path) -> None:
+    from reports._metadata import unwritable
+    problem = unwritable(out)
+    if problem:
+        raise CliError(f"cannot write to --out {out}: {problem}")
+
+
+def backend_flags(backend: dict) -> str:
+    """`` --backend B --device D`` of a run's backend options (``{}``: none), shell-quoted."""
+    return "".join(f" --{k} {shlex.quote(str(v))}" for k, v in backend.items())

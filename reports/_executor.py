@@ -1,0 +1,313 @@
+"""Executors: run units locally (in process or in worker processes) or on a Dask cluster.
+
+Results come back to the caller as each unit finishes, so the caller persists it at once.  A
+unit's seed is derived from the run seed and the unit (``store.unit_seed``), never from where or in
+which order it runs, so every executor gives identical results.
+
+Local worker processes die with the run that started them: they are started with ``spawn`` (a fresh
+interpreter, which inherits neither the output folder's lock nor the parent's threads), ask Linux to
+kill them when their parent dies (``PR_SET_PDEATHSIG``), and elsewhere (or should that signal be
+missed) a watchdog thread ends a worker whose parent is gone.  A killed run therefore leaves no
+worker computing, blocked, or holding ``<out>/.lock``; ``--resume`` recomputes what was lost.
+
+Ctrl-C belongs to the run, not its workers: local workers (of the pool or of a local Dask cluster)
+start with SIGINT ignored, and on an interrupt the run drops the queued units and kills its workers
+at once instead of waiting for them, so it stops within seconds, once or however often Ctrl-C is
+pressed (the command line ignores further interrupts while it stops).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import inspect
+import logging
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from integrators._backends import local_cores
+
+SCHEDULER_PROTOCOLS = ("tcp", "tls")
+CONNECT_TIMEOUT = 3.0  # seconds to wait for a scheduler's port to accept a connection
+
+
+class SchedulerError(Exception):
+    """The Dask scheduler could not be used (bad address, nothing listening, dask missing)."""
+
+
+def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """``None`` if ``address`` (``tcp://host:port``, ``tls://host:port`` or ``host:port``) accepts a
+    TCP connection within ``timeout`` seconds, else the reason in words.
+
+    Parameters
+    ----------
+    address : str
+        The scheduler's address.
+    timeout : float
+        Seconds to wait for the port to accept a connection.
+
+    Returns
+    -------
+    str or None
+        None when the scheduler is reachable, else why not.
+    """
+    protocol, sep, rest = address.partition("://")
+    if not sep:
+        protocol, rest = "tcp", address
+    if protocol not in SCHEDULER_PROTOCOLS:
+        return (f"unsupported protocol {protocol!r}; give a Dask scheduler address such as "
+                f"tcp://host:8786")
+    host, colon, port_text = rest.rpartition(":")
+    host = host.strip("[]")
+    if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        return "expected host:port (for example tcp://127.0.0.1:8786)"
+    try:
+        with socket.create_connection((host, int(port_text)), timeout=timeout):
+            pass
+    except OSError as exc:
+        return f"cannot connect ({exc.strerror or exc.__class__.__name__}); is a Dask scheduler running there?"
+    return None
+
+
+def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
+    """Run one unit (in whatever process this is).
+
+    Parameters
+    ----------
+    module_name : str
+        The figure or table module.
+    unit : dict
+        The unit spec.
+    preset : str
+        The preset.
+    seed : int
+        The unit's seed.
+    threads : int, optional
+        The cores the unit may use, passed to ``run_unit`` as ``threads=`` (None: the unit runs
+        alone here and uses its own default); a ``run_unit`` without that keyword is called
+        without it.
+
+    Returns
+    -------
+    tuple
+        ``(result, wall seconds)``.
+    """
+    mod = importlib.import_module(module_name)
+    options = {"threads": threads} if _takes_threads(mod.run_unit) else {}
+    t0 = time.time()
+    result = mod.run_unit(unit, preset, seed, **options)
+    return result, time.time() - t0
+
+
+def _takes_threads(run_unit) -> bool:
+    """Whether ``run_unit`` accepts the keyword ``threads`` (the experiment contract's optional
+    thread count, :mod:`reports.registry`)."""
+    try:
+        parameter = inspect.signature(run_unit).parameters.get("threads")
+    except (TypeError, ValueError):  # no signature to read (a builtin)
+        return False
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+WATCHDOG_SECONDS = 0.5  # how often a worker checks that its parent is alive
+
+
+def _watch_parent(parent: int) -> None:
+    while True:
+        time.sleep(WATCHDOG_SECONDS)
+        if os.getppid() != parent:  # orphaned: re-parented to init or a subreaper
+            os._exit(1)
+
+
+def _worker_init(parent: int) -> None:
+    """Initializer of every local worker process: die with the parent ``parent``, and leave Ctrl-C to
+    it (a terminal sends SIGINT to the whole process group; the parent then kills the workers, so a
+    worker never turns the interrupt into a failed unit or keeps computing its queue)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still ends an orphan
+    if os.getppid() != parent:  # the parent died before the signal was asked for
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), name="sms-langevin-parent-watchdog",
+                     daemon=True).start()
+
+
+def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False, *,
+            threads: int | None = None):
+    """Yield ``(task, result, seconds)`` as units finish.
+
+    Parameters
+    ----------
+    tasks : list
+        ``(module, unit, preset, seed)`` tuples.
+    workers : int
+        Worker processes (1: in process); a unit of a pool whose ``run_unit`` takes ``threads`` gets
+        ``local_cores() // workers`` threads (:func:`run_task`), each unit on Dask one; a unit whose
+        ``run_unit`` does not take it runs its backends at their default (all cores).
+    scheduler : str, optional
+        A Dask scheduler's address: run there instead.
+    local_dask : bool
+        Run on a local Dask cluster of ``workers`` processes.
+    threads : int, optional
+        The cores of each unit run in this process (``workers`` 1), passed as ``run_unit``'s
+        ``threads`` (None: the unit's default, all cores).
+
+    Yields
+    ------
+    tuple
+        ``(task, result, seconds)``, in the order the units finish.
+
+    Raises
+    ------
+    SchedulerError
+        When the Dask executor cannot be used (dask missing, no scheduler there).
+    """
+    cores = local_cores()
+    if scheduler or local_dask:
+        yield from _dask(tasks, workers, scheduler)
+        return
+    if workers <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            result, seconds = run_task(*task, threads)
+            yield task, result, seconds
+        return
+    workers = min(workers, len(tasks))
+    threads = max(1, cores // workers)
+    # the workers start with Ctrl-C ignored (inherited), so none dies mid-import; a press in these
+    # few milliseconds is lost (a handler of ours would not be inherited, and the workers need SIG_IGN)
+    with _sigint_ignored():
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_worker_init, initargs=(os.getpid(),))
+        futures = {pool.submit(run_task, *task, threads): task for task in tasks}
+    try:
+        for fut in as_completed(futures):
+            result, seconds = fut.result()
+            yield futures[fut], result, seconds
+    except BaseException:
+        _stop_at_once(pool)  # Ctrl-C, a failed unit, or the caller gone: never wait for the queued units
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop_at_once(pool: ProcessPoolExecutor) -> None:
+    """End a worker pool without waiting for its units: the queue is dropped, the workers killed.
+
+    A second Ctrl-C during this is ignored (it would otherwise leave the pool half shut, its
+    manager thread joined at exit while workers wait on the call queue: a hang); the caller's
+    handler is restored before returning, so the interrupt that led here still propagates."""
+    with _sigint_ignored():
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                proc.kill()
+        for proc in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                proc.join(timeout=5)
+        pool.shutdown(wait=False)
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:  # it sees the dead workers and ends; never waited on without a limit
+            manager.join(timeout=5)
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ctrl-C ignored inside the block (in the main thread; elsewhere signals cannot be set), the
+    previous handler restored after it."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _dask(tasks, workers, scheduler):
+    try:
+        from dask.distributed import Client, LocalCluster
+        from dask.distributed import as_completed as dask_completed
+    except ImportError:
+        raise SchedulerError("the Dask executor needs dask.distributed: pip install 'sms-langevin[dask]'") from None
+    if not tasks:
+        return
+    cluster = None
+    try:
+        if scheduler:
+            client = Client(scheduler, timeout=f"{int(CONNECT_TIMEOUT * 3)}s")
+        else:
+            with _sigint_ignored():  # its worker processes inherit it: Ctrl-C is the run's, which closes them
+                cluster = LocalCluster(n_workers=max(1, min(workers, len(tasks))), threads_per_worker=1,
+                                       processes=True, dashboard_address=None)
+            client = Client(cluster)
+    except (OSError, TimeoutError, ValueError) as exc:
+        if cluster is not None:
+            cluster.close()
+        where = scheduler or "a local Dask cluster"
+        first = (str(exc).splitlines() or [""])[0]
+        raise SchedulerError(f"cannot use {where}: {exc.__class__.__name__}: {first}") from None
+    futures = {}
+    try:
+        futures = {client.submit(run_task, *task, 1, pure=False): task for task in tasks}
+        for fut in dask_completed(list(futures)):
+            result, seconds = fut.result()
+            yield futures[fut], result, seconds
+    except BaseException:
+        with _sigint_ignored(), _quiet("distributed"):  # stopping: the units in flight are dropped, not awaited
+            if cluster is not None:
+                _kill_local_workers(cluster)
+            with contextlib.suppress(Exception):
+                client.cancel(list(futures), force=True)
+            _close_dask(client, cluster, timeout=DASK_CLOSE_SECONDS)
+        raise
+    with _quiet("distributed"):  # a nanny killing a worker that is slow to stop is no news to the user
+        _close_dask(client, cluster)
+
+
+DASK_CLOSE_SECONDS = 3  # an interrupted run's local cluster: how long its workers get to stop before they are killed
+
+
+def _kill_local_workers(cluster) -> None:
+    """SIGKILL the worker processes of a local cluster (their units are lost; ``--resume`` redoes them)."""
+    for nanny in list(getattr(cluster, "workers", {}).values()):
+        pid = getattr(getattr(getattr(nanny, "process", None), "process", None), "pid", None)
+        if pid:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _close_dask(client, cluster, timeout=None) -> None:
+    with contextlib.suppress(Exception):
+        client.close(**({"timeout": timeout} if timeout else {}))
+    if cluster is not None:
+        with contextlib.suppress(Exception):
+            cluster.close(**({"timeout": timeout} if timeout else {}))
+
+
+@contextlib.contextmanager
+def _quiet(logger_name: str):
+    """The warnings of the logger and its children (workers killed while stopping) held back inside
+    the block."""
+    names = [logger_name] + [n for n in logging.root.manager.loggerDict if n.startswith(logger_name + ".")]
+    loggers = [logging.getLogger(n) for n in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)

@@ -1,0 +1,272 @@
+"""The report: ``index.md`` and ``index.html`` (opens from disk, no server) with every figure
+(PNG, and PDF linked), its caption (what the paper claims, what was measured), links to the CSVs,
+the claims table and the run metadata.
+
+The HTML carries a small script that, once the page has loaded, records on ``<body>`` how many
+images loaded (``data-images-ok`` / ``data-images-total``): the headless-browser test reads it.
+
+A report is replaced whole: it is drawn into a staging folder beside it (:func:`staging_folder`)
+and swapped in once every file is written (:func:`swap_in`), so a failure part-way (a full disk)
+leaves the previous report, or none, never a half-written file.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from reports._metadata import LIBRARIES
+from reports.drawing import write_metadata
+from tour._page_style import CHECK_SCRIPT, STYLE
+
+STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
+OLD_PREFIX = ".report-old-"  # the previous report during a swap
+KEPT = ("tour",)  # parts of a report other commands write (`sms-langevin tour`): carried into the next one
+
+
+def remove_stale_staging(out: Path) -> int:
+    """Delete what a killed report build left in ``out``; a swap killed between its two renames
+    (no ``report`` folder, the previous one aside) gets its previous report back.  Returns how many
+    folders were removed.  Call it holding ``out``'s lock.
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The output folder.
+
+    Returns
+    -------
+    int
+        How many folders were removed.
+    """
+    report = out / "report"
+    olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.stat().st_mtime)
+    if olds and not report.exists():
+        os.rename(olds.pop(), report)
+    stale = list(out.glob(f"{STAGING_PREFIX}*")) + olds
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return len(stale)
+
+
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)  # no space needed, and the previous report's files stay untouched
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def staging_folder(out: Path) -> Path:
+    """A new empty folder beside ``out/report`` to draw the next report into, holding the parts of the
+    previous report that other commands wrote (:data:`KEPT`).
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The output folder (created if absent).
+
+    Returns
+    -------
+    pathlib.Path
+        The staging folder.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+    staging.mkdir()
+    try:
+        for name in KEPT:
+            if (out / "report" / name).is_dir():
+                shutil.copytree(out / "report" / name, staging / name, symlinks=True, copy_function=_link_or_copy)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def swap_in(staging: Path, report: Path) -> None:
+    """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then
+    deleted).
+
+    Parameters
+    ----------
+    staging : pathlib.Path
+        The finished staging folder.
+    report : pathlib.Path
+        The report folder it replaces.
+    """
+    old = None
+    if report.exists():
+        old = report.with_name(f"{OLD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
+        os.rename(report, old)
+    try:
+        os.rename(staging, report)
+    except BaseException:
+        if old is not None:
+            os.rename(old, report)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _md_table_to_html(md: str) -> str:
+    lines = [ln for ln in md.splitlines() if ln.startswith("|")]
+    if len(lines) < 2:
+        return ""
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:]]
+    out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
+    for r in rows:
+        verdict = r[-1] if r else ""
+        cls = "fails" if verdict == "fails" else ("holds" if verdict.startswith("holds") else "")
+        out.append(f"<tr class='{cls}'>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _run_record(report_dir: Path, drawn: dict) -> dict:
+    """The run's preset, seed, ids and backend as ``run.json`` beside the report records them (the
+    command line writes it before drawing), else what the units' metadata say."""
+    try:
+        record = json.loads((report_dir.parent / "run.json").read_text())
+    except (OSError, ValueError):
+        record = {}
+    if not isinstance(record, dict):
+        record = {}
+    seed = next((d["meta"].get("run_seed") for d in drawn.values() if d["meta"]), None)
+    ids, backend = record.get("ids"), record.get("backend")
+    return {"seed": record.get("seed", seed), "ids": ids if isinstance(ids, list) else None,
+            "backend": backend if isinstance(backend, dict) else {}}
+
+
+def _regenerate(preset: str, run: dict, drawn: dict) -> str:
+    """The command that recomputes this report (the folder holding it in place of OUT)."""
+    from reports import registry
+    from reports._cli_common import backend_flags
+    ids = run["ids"] or list(drawn)
+    try:
+        everything = list(registry.load()) == list(ids)
+    except Exception:  # a registry that no longer imports: name the ids
+        everything = False
+    what = "all" if everything else " ".join(ids)
+    seed = f" --seed {run['seed']}" if run["seed"] is not None else ""
+    return f"sms-langevin run {what} --preset {preset}{seed}{backend_flags(run['backend'])} --out OUT"
+
+
+def section_preset(mod, preset: str) -> str:
+    """The preset a section ran, in words: ``preset``, and the module's own level where it differs
+    (``tiny`` runs ``quick`` in a module without a tiny level: :func:`reports.registry.module_preset`).
+
+    Parameters
+    ----------
+    mod : module
+        The section's figure or table module.
+    preset : str
+        The run's preset.
+
+    Returns
+    -------
+    str
+        For instance ``"tiny"``, or ``"tiny (runs this section's quick level)"``.
+    """
+    from reports.registry import module_preset
+    level = module_preset(mod, preset)
+    return preset if level == preset else f"{preset} (runs this section's {level} level)"
+
+
+def _table_body(table_md: str) -> str:
+    """A table's Markdown without its own top-level title (the section's heading stands for it)."""
+    lines = table_md.splitlines()
+    while lines and (lines[0].startswith("# ") or not lines[0].strip()):
+        lines.pop(0)
+    return "\n".join(lines)
+
+
+def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
+    """Write ``index.md``, ``index.html`` and ``metadata.json`` of the report into ``report_dir``:
+    an introduction (what the report is, the run's preset and seed, how to regenerate it), a list
+    of contents, then one section per figure with the preset it ran.
+
+    Parameters
+    ----------
+    report_dir : pathlib.Path
+        The (staging) report folder; each figure's files are already in ``report_dir/<id>``.
+    drawn : dict
+        ``{figure id: {"module", "info", "meta", "wall"}}`` in report order: the module, its
+        ``{"files", "measured", "table"}``, the run metadata of one of its units, and its units'
+        compute seconds.
+    preset : str
+        The run's preset.
+    """
+    report_dir.mkdir(parents=True, exist_ok=True)
+    any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
+    meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}
+    meta["preset"] = preset
+    meta["compute_seconds"] = {fid: round(d["wall"], 1) for fid, d in drawn.items()}
+    run = _run_record(report_dir, drawn)
+    toured = (report_dir / "tour" / "index.html").exists()  # written by `sms-langevin tour`
+    command = _regenerate(preset, run, drawn)
+    seed = "" if run["seed"] is None else f", run seed {run['seed']}"
+    smaller = {fid for fid, d in drawn.items() if section_preset(d["module"], preset) != preset}
+    intro = (f"This report reruns the experiments of the SMS-Langevin toolkit (the paper's claims on symmetric "
+             f"minibatch splitting for kinetic Langevin samplers) at the preset {preset}{seed}. Each section is "
+             "one figure or table: the paper's claim, what this run measured, and its data files (CSV, PDF, "
+             "metadata.json). A preset smaller than full runs smaller problems with fewer samples: read each "
+             "measurement with its section's preset (the BNN section says when its preset cannot test the claim)"
+             + (f"; sections without a {preset} level of their own run their quick level, as each says" if smaller
+                else "") + ".")
+    regen = (f"Regenerate it with `{command}` (OUT: the folder holding this report), or redraw it from the "
+             "saved results with `sms-langevin report --out OUT`.")
+    contents = [(fid, d["module"].TITLE) for fid, d in drawn.items()]
+    if toured:
+        contents.append(("tour", "Guided tour"))
+    contents.append(("metadata", "Run metadata"))
+    md = [f"# SMS-Langevin report (preset `{preset}`)", "", intro, "", regen, "", "Contents:", ""]
+    md += [f"- [{title}](#{anchor})" for anchor, title in contents] + [""]
+    body = [f"<h1>SMS-Langevin report (preset <code>{html.escape(preset)}</code>)</h1>",
+            f"<p class='intro'>{html.escape(intro)}</p>",
+            f"<p>Regenerate it with <code>{html.escape(command)}</code> (OUT: the folder holding this report), or "
+            "redraw it from the saved results with <code>sms-langevin report --out OUT</code>.</p>",
+            "<nav><b>Contents</b><ol>" + "".join(f"<li><a href='#{anchor}'>{html.escape(title)}</a></li>"
+                                                  for anchor, title in contents) + "</ol></nav>"]
+    for fid, d in drawn.items():
+        mod, info = d["module"], d["info"]
+        ran = section_preset(mod, preset)
+        md += [f"<a id='{fid}'></a>", "", f"## {mod.TITLE}", "", f"Preset: {ran}.", ""]
+        body.append(f"<h2 id='{fid}'>{html.escape(mod.TITLE)}</h2>")
+        body.append(f"<p class='preset'>Preset: {html.escape(ran)}.</p>")
+        pngs = [f for f in info["files"] if f.endswith(".png")]
+        others = [f for f in info["files"] if not f.endswith(".png")]
+        for png in pngs:  # a figure of several panels files: each image says which it is
+            alt = mod.TITLE if len(pngs) == 1 else f"{mod.TITLE}: {Path(png).stem.replace('_', ' ')}"
+            md.append(f"![{alt}]({fid}/{png})")
+            body.append(f"<figure><img src='{fid}/{png}' alt='{html.escape(alt)}'>")
+        caption = f"Claim: {mod.CLAIM} Measured: {info['measured']}"
+        md += ["", caption, ""]
+        links = " · ".join(f"[{f}]({fid}/{f})" for f in others)
+        md += [f"Files: {links}", ""]
+        html_links = " · ".join(f"<a href='{fid}/{f}'>{html.escape(f)}</a>" for f in others)
+        cap = (f"<figcaption><b>Claim:</b> {html.escape(mod.CLAIM)}<br><b>Measured:</b> "
+               f"{html.escape(info['measured'])}<br>Files: {html_links}</figcaption>")
+        body.append(cap + ("</figure>" if pngs else ""))
+        if "table" in info:
+            table_md = (report_dir / fid / info["table"]).read_text()
+            md += [_table_body(table_md), ""]
+            body.append(_md_table_to_html(table_md))
+    if toured:
+        md += ["<a id='tour'></a>", "", "## Guided tour", "", "[Notebooks with exercises, executed](tour/index.html)",
+               ""]
+        body.append("<h2 id='tour'>Guided tour</h2><p><a href='tour/index.html'>Notebooks with exercises, "
+                    "executed</a>: kinetic Langevin, stochastic gradients, bias, strong order, Figure 1, a Bayesian "
+                    "neural network, verifying your own sampler.</p>")
+    meta_text = json.dumps(meta, indent=2)
+    md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
+    body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
+    (report_dir / "index.md").write_text("\n".join(md))
+    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
+            f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")
+    (report_dir / "index.html").write_text(page)
+    write_metadata(report_dir / "metadata.json", meta)

@@ -1,0 +1,78 @@
+"""What a run left in its folder, read back for ``sms-langevin report``: its ``run.json`` (ids,
+preset, seed, backend), checked, or, when that file is lost or unreadable, the same read from its
+unit files."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from reports._cli_common import CliError, check_preset
+
+
+def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str], dict]:
+    """Preset, seed, ids and backend of the run in ``out``, from ``run.json`` or, where that is
+    unreadable, from its unit files; ``preset`` (given) overrides the recorded one."""
+    try:
+        run_meta = json.loads((out / "run.json").read_text())
+        if not isinstance(run_meta, dict):
+            raise ValueError("not an object")
+    except (OSError, ValueError) as exc:
+        run_meta = infer_run(out, figures)
+        print(f"warning: {out / 'run.json'} unreadable ({exc.__class__.__name__}); rebuilding "
+              f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
+    ids = run_meta.get("ids")
+    if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
+        raise CliError(f"{out / 'run.json'}: ids must be a list of figure ids, got {ids!r}")
+    ids = [i for i in ids if i in figures]
+    if not ids:
+        raise CliError(f"no figure of this registry has persisted units in {out}")
+    preset = preset or run_meta.get("preset", "quick")
+    try:
+        check_preset(preset, figures, ids)  # a given preset passed its check before: a failure here is run.json's
+    except CliError as exc:
+        raise CliError(f"{out / 'run.json'}: {exc}") from None
+    seed = run_meta.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise CliError(f"{out / 'run.json'}: seed must be an integer >= 0, got {seed!r}")
+    backend = run_meta.get("backend") or {}
+    if not (isinstance(backend, dict) and set(backend) <= {"backend", "device"}
+            and all(isinstance(v, str) for v in backend.values())):
+        raise CliError(f"{out / 'run.json'}: backend must be {{}} or {{'backend': ..., 'device': ...}}, "
+                       f"got {backend!r}")
+    return preset, seed, ids, backend
+
+
+def infer_run(out: Path, figures) -> dict:
+    """Ids, preset and seed of a run whose ``run.json`` is lost, read from its unit files."""
+    ids, fprint = [], {}
+    for fid in figures:
+        files = sorted(p for p in (out / "units" / fid).glob("*.json") if not p.name.startswith("."))
+        if files:
+            ids.append(fid)
+            if not fprint:
+                try:
+                    fprint = json.loads(files[0].read_text())["meta"]["fingerprint"]
+                except (OSError, ValueError, KeyError, TypeError):
+                    fprint = {}
+    meta = {"ids": ids}
+    if isinstance(fprint, dict):
+        meta.update({k: fprint[k] for k, name in (("preset", "preset"), ("run_seed", "seed")) if k in fprint})
+        if "run_seed" in meta:
+            meta["seed"] = meta.pop("run_seed")
+    meta["backend"] = infer_backend(out, figures)
+    return meta
+
+
+def infer_backend(out: Path, figures) -> dict:
+    """The ``{"backend", "device"}`` of the units of a figure that offers backends (``{}``: Numba)."""
+    for fid, mod in figures.items():
+        if getattr(mod, "BACKENDS", None):
+            for path in sorted((out / "units" / fid).glob("*.json")):
+                try:
+                    unit = json.loads(path.read_text())["unit"]
+                    return {k: unit[k] for k in ("backend", "device") if k in unit}
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
+    return {}
