@@ -1,10 +1,10 @@
 """Checks of the paper's claims by measurement: the exact Gaussian oracle, weak and strong order
 estimation, dimension scaling, contraction, the variance lemma and the claims table.
 
-``from theory_checks import verify`` gives the function :func:`theory_checks._verify.verify` (not its
-module), so ``verify(MyScheme)`` works after either import."""
+``from theory_checks import verify`` gives the function :func:`theory_checks.verify`."""
 
 from theory_checks._checks import VerifyReport
-from theory_checks._verify import verify  # binds the name to the function, over the submodule
+from theory_checks._claims import claims_table
+from theory_checks._verify import default_target, default_targets, verify
 
-__all__ = ["VerifyReport", "verify"]
+__all__ = ["VerifyReport", "claims_table", "default_target", "default_targets", "verify"]

@@ -57,9 +57,6 @@ from bnn import _metrics as bnn_metrics
 from bnn import models
 from bnn._chains import (
     BOUNDARY_WARN,
-    CHANCE_SE,
-    ChainResult,
-    module_sampler,
     panel_steps_per_epoch,
     perturbed,
     run_chain,
@@ -70,23 +67,18 @@ from bnn._chains import (
 from bnn._config import (
     PAPER_REFERENCE,
     SAMPLERS,
-    STEP_CONVENTIONS,
     RunConfig,
-    SamplerSpec,
     count_text,
     network_parameters,
     smallest_input,
     with_overrides,
 )
 from bnn.training import (
-    DATASETS,
     Tensors,
     batches_per_epoch,
     copy_state,
     load,
     predict,
-    prior_term,
-    sum_loss,
     tensors,
     train,
 )
@@ -94,13 +86,6 @@ from experiments.bnn.curves import CURVE_METRICS
 from integrators._memory import check_fits, device_memory_bytes
 from integrators._validation import seed_value
 from integrators.seeds import derive
-
-__all__ = ["BOUNDARY_WARN", "CHANCE_SE", "DATASETS", "SAMPLERS", "STEP_CONVENTIONS", "ChainResult", "RunConfig",
-           "SamplerSpec", "Tensors", "batches_per_epoch", "check_run_fits", "load", "models", "module_sampler",
-           "network_parameters", "panel_steps_per_epoch", "perturbed", "predict", "prior_term", "run", "run_bytes",
-           "run_chain", "run_chains", "sample_warnings", "sampler_settings", "sum_loss", "tensors", "train",
-           "with_overrides"]
-
 
 # Parameter-sized tensors a run keeps besides its samplers': the network and its gradient, Adam's
 # two moments, the SWA average and the SWA copy, the saved Adam state and x*.

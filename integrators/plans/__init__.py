@@ -425,3 +425,6 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
 
 # the built-in plans: the modules of this package that declare PLAN_ATTRIBUTES (a new file is a new plan)
 PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, discover_modules(__name__, PLAN_ATTRIBUTES))
+
+__all__ = ["KINDS", "PLANS", "PLAN_ATTRIBUTES", "Plan", "PlanRule", "batch_sequence", "plan_rule", "register_plan",
+           "resolve_plan", "unregister_plan"]
