@@ -32,8 +32,18 @@ def fold(y, w):
 
 @nb.njit(nogil=True, inline="always")
 def reflect(x, v, box):
-    """Apply the bounce in place to a block of chains (``x, v`` of shape ``(n, d)``);
-    ``box = (center, half_width, active)``; no-op when inactive."""
+    """Apply the elastic bounce in place to a block of chains: each coordinate outside the box is
+    folded back in, and its velocity flips sign once per reflection; a no-op when inactive.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n, d)
+        Positions, changed in place.
+    v : ndarray, shape (n, d)
+        Velocities, changed in place.
+    box : tuple
+        ``(center, half_width, active)``: arrays of shape ``(d,)``, ``(d,)`` and ``(1,)``.
+    """
     center, half_width, active = box
     if not active[0]:
         return

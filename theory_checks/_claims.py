@@ -189,7 +189,25 @@ SECTIONS = (weak_order_rows, divergence_rows, strong_order_rows, dimension_rows,
 
 
 def claims_table(preset: str = "quick", progress=None) -> list[dict]:
-    """Measure every claim of :data:`SECTIONS` at ``preset``; the rows, in order."""
+    """Measure every claim of the paper the toolkit checks, section by section.
+
+    Parameters
+    ----------
+    preset : str
+        ``"tiny"``, ``"quick"`` or ``"full"``: the sizes of the measurements.
+    progress : callable, optional
+        Called with one line of text after each section.
+
+    Returns
+    -------
+    list of dict
+        One row per claim, in order: the claim, the measured value, its uncertainty and the verdict.
+
+    Raises
+    ------
+    ValueError
+        If ``preset`` is not one this module knows.
+    """
     preset_settings(PRESETS, preset)
     rows = []
     t0 = time.time()

@@ -91,7 +91,13 @@ TERM_SCALES = (0.5, 1.0, 2.0)  # the 3-D default target's data terms: curvatures
 
 
 def default_target() -> GaussianTarget:
-    """Three Gaussian data terms in 2-D whose precisions do not commute, with a prior."""
+    """Three Gaussian data terms in 2-D whose precisions do not commute, with a prior.
+
+    Returns
+    -------
+    GaussianTarget
+        The target :func:`verify` checks first.
+    """
     from theory_checks.orders import anisotropic_gaussian
     return anisotropic_gaussian(2, n_data=3)
 
@@ -139,7 +145,13 @@ def default_targets() -> list[tuple[str, GaussianTarget, int]]:
     keep their plain names); ``("3d", unequal_scales_target(), 2)``: three non-commuting terms of
     unequal scales in 3-D at batch size 2 (uneven batches of 2 and 1; checks named ``...@3d``).
     The second finds what the first cannot: a step whose indexing is right only in 2-D, and a
-    force that scales the batch mean where it should scale the sum (equal at batch size 1)."""
+    force that scales the batch mean where it should scale the sum (equal at batch size 1).
+
+    Returns
+    -------
+    list of (str, GaussianTarget, int)
+        The key of each target's checks, the target and its batch size.
+    """
     return [("", default_target(), 1), ("3d", unequal_scales_target(), 2)]
 
 

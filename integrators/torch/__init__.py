@@ -6,7 +6,7 @@
 * module mode (:class:`integrators.torch.module.ModuleSampler`): one posterior over an
   ``nn.Module``'s parameters in one flat buffer, with localization, bounces, a prior on chosen
   parameter groups, a control variate and the cyclical step-size schedule;
-* ensembles (:class:`integrators.torch.EnsembleSampler`): several chains of one network at
+* ensembles (:class:`integrators.torch._ensemble.EnsembleSampler`): several chains of one network at
   once through ``torch.func.functional_call`` and ``vmap``.
 
 Every scheme's update is in :mod:`integrators.torch.schemes` (the coefficients and constants come
@@ -16,7 +16,6 @@ divergence is in each mode, and what it records or raises, in :mod:`integrators.
 """
 
 from integrators._divergence import SamplerDiverged
-from integrators.torch._ensemble import EnsembleSampler
 from integrators.torch.module import (
     CyclicalSchedule,
     FlatParameters,
@@ -28,5 +27,5 @@ from integrators.torch.module import (
 )
 from integrators.torch.schemes import TORCH_STEPS
 
-__all__ = ["CyclicalSchedule", "EnsembleSampler", "FlatParameters", "Localization", "ModuleSampler", "SamplerConfig",
+__all__ = ["CyclicalSchedule", "FlatParameters", "Localization", "ModuleSampler", "SamplerConfig",
            "SamplerDiverged", "StepInfo", "TORCH_STEPS", "weights_prior"]
