@@ -1,5 +1,6 @@
 """The layout's rules that a reader of the tree relies on: no file imports another package's
-underscore names (a package's private helpers are its own), and ``integrators/_api.py`` holds the
+underscore names (a package's private helpers are its own; its private modules, ``_name.py``, are
+the implementation other packages and the tests may import), and ``integrators/_api.py`` holds the
 public entry points only, no package imports one that sits above it (:data:`LAYERS`), and the
 README's map of the code ("What is here") matches the tree."""
 
@@ -21,8 +22,14 @@ def python_files():
         yield from sorted((ROOT / folder).rglob("*.py"))
 
 
+def is_module(dotted: str) -> bool:
+    folder = ROOT.joinpath(*dotted.split("."))
+    return folder.with_suffix(".py").is_file() or (folder / "__init__.py").is_file()
+
+
 def private_imports(path: Path) -> list[str]:
-    """``from P... import _x`` and ``m._x`` for a module ``m`` of package ``P``, in a file outside ``P``."""
+    """``from P... import _x`` and ``m._x`` for a module ``m`` of package ``P``, in a file outside ``P``,
+    where ``_x`` is not a module."""
     own = path.relative_to(ROOT).parts[0]
     tree = ast.parse(path.read_text(), filename=str(path))
     aliases, found = {}, []
@@ -31,7 +38,8 @@ def private_imports(path: Path) -> list[str]:
             package = node.module.split(".")[0]
             if package in PACKAGES and package != own:
                 found += [f"from {node.module} import {a.name}" for a in node.names
-                          if a.name.startswith("_") and not a.name.startswith("__")]
+                          if a.name.startswith("_") and not a.name.startswith("__")
+                          and not is_module(f"{node.module}.{a.name}")]
                 aliases.update({a.asname or a.name: package for a in node.names})
         elif isinstance(node, ast.Import):
             for a in node.names:
@@ -47,7 +55,8 @@ def private_imports(path: Path) -> list[str]:
 
 def test_the_check_finds_private_imports(tmp_path):
     probe = ROOT / "tests" / "_layout_probe.py"
-    probe.write_text("from integrators._api import _fmt\nimport bias._metrics as d\nd._find\nfrom tests import _x\n")
+    probe.write_text("from integrators._api import _fmt\nimport bias._metrics as d\nd._find\nfrom tests import _x\n"
+                     "from integrators import _api\n")
     try:
         assert private_imports(probe) == ["from integrators._api import _fmt", "d._find"]
     finally:
@@ -61,7 +70,7 @@ def test_no_file_imports_another_packages_underscore_names():
 
 
 def test_api_holds_the_public_entry_points_only():
-    tree = ast.parse((ROOT / "integrators" / "api.py").read_text())
+    tree = ast.parse((ROOT / "integrators" / "_api.py").read_text())
     defined = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))]
     assert defined == ["sample", "sample_together"]
 
