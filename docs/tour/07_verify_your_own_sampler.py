@@ -37,9 +37,8 @@ import matplotlib.pyplot as plt
 import numba as nb
 import numpy as np
 
-from integrators import Scheme, pair_covariance
-from integrators._bounce import reflect
-from theory_checks._verify import default_target, default_targets, verify
+from integrators import Scheme, pair_covariance, reflect
+from theory_checks import default_target, default_targets, verify
 from theory_checks.oracle import stationary_moments
 from tour import check, question
 
