@@ -38,8 +38,7 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bias._coupled import coupled_run
-from bias._telescoping import telescoping_bias
+from bias import coupled_run, telescoping_bias
 from experiments.logistic.compute import digits_features, predictive_test_functions
 from integrators import MultinomialLogisticTarget, RunSpec
 from theory_checks.orders import local_slopes

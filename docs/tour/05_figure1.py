@@ -31,7 +31,7 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 
-from bias._wasserstein import Normal, wasserstein_samples, wasserstein_to_distribution
+from bias import Normal, wasserstein_samples, wasserstein_to_distribution
 from experiments.figure1.compute import PRESETS, local_slopes, run_points, target_law
 from integrators import GaussianTarget
 from tour import check, question

@@ -51,9 +51,7 @@ import numpy as np
 import torch
 
 import data_sets as datasets
-from bnn import models
-from bnn._config import RunConfig
-from bnn._metrics import evaluate
+from bnn import RunConfig, evaluate, models
 from bnn.training import batches_per_epoch, load, predict, sum_loss, tensors, train
 from experiments.bnn.presets import REGIME_H
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
