@@ -261,7 +261,8 @@ def main(argv=None) -> int:
         print(f"git mv {old.relative_to(root)} {new.relative_to(root)}")
         if not args.dry_run:
             git(root, "mv", str(old.relative_to(root)), str(new.relative_to(root)))
-    skip = {args.table.resolve(), Path(__file__).resolve()}
+    # RESULTS.md records past runs under the names they had
+    skip = {args.table.resolve(), Path(__file__).resolve(), (root / "benchmarks/RESULTS.md").resolve()}
     exported = {package: package_all(root, package) for package in {old.rsplit(".", 1)[0] for old in renames}}
     changed, rewritten_py = 0, []
     for rel in git(root, "ls-files").splitlines():
