@@ -138,8 +138,8 @@ def test_pyproject_lists_every_package_and_ships_the_tours_sources():
 def _copy_of_metadata_module(folder: Path):
     """``reports/_metadata.py`` loaded from a copy in ``folder/reports``, as an installed package is."""
     (folder / "reports").mkdir(parents=True)
-    shutil.copy(ROOT / "reports" / "metadata.py", folder / "reports" / "metadata.py")
-    spec = importlib.util.spec_from_file_location("copied_metadata", folder / "reports" / "metadata.py")
+    shutil.copy(ROOT / "reports" / "_metadata.py", folder / "reports" / "_metadata.py")
+    spec = importlib.util.spec_from_file_location("copied_metadata", folder / "reports" / "_metadata.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

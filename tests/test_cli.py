@@ -329,7 +329,7 @@ def test_bench_in_an_installed_package_says_where_the_benchmarks_are(tmp_path, m
     from reports import _bench_command as bench_command
     from reports._cli_common import CliError
 
-    monkeypatch.setattr(bench_command, "__file__", str(tmp_path / "site-packages" / "reports" / "bench_command.py"))
+    monkeypatch.setattr(bench_command, "__file__", str(tmp_path / "site-packages" / "reports" / "_bench_command.py"))
     with pytest.raises(CliError, match="not installed with the package: run `sms-langevin bench` in a clone"):
         bench_command.cmd_bench(argparse.Namespace(preset="quick", dir=None, out=None), {})
 

@@ -91,7 +91,7 @@ def test_computed_answers_accept_their_relative_tolerance_only():
 
 def test_words_are_normalized_and_answers_are_not_stored_readably():
     assert EXERCISES["1.2"].is_right("1.2", " BAOAB ") and not EXERCISES["1.2"].is_right("1.2", "ubu")
-    source = (ROOT / "tour" / "exercises.py").read_text()
+    source = (ROOT / "tour" / "_exercises.py").read_text()
     assert "'baoab'" in source  # only inside the question's list of choices
     assert not re.search(r"5\.25e-3|0\.00525", source)
 
