@@ -69,24 +69,15 @@ INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled base
 
 @nb.njit(nogil=True)
 def first_coordinates(x, out, data):
-    """Default test functions: ``x_0`` and ``x_0^2``.
-
-    Parameters
-    ----------
-    x, out, data
-        One chain's position ``(d,)``, the values ``(2,)`` (filled), the test data (unused).
-    """
+    """Default test functions: ``x_0`` and ``x_0^2`` of one chain's position, written into ``out`` ``(2,)``."""
     out[0] = x[0]
     out[1] = x[0] * x[0]
 
 
 @nb.njit(nogil=True, inline="always")
 def _coarse_batches(rule, shared, plan, perm_c, pos_c, states_c, out, fine_batches, n_fine, perm_f, u):
-    """The coarse chains' next batches: the fine chains' first batches of the step (the built-in
-    ``iid``, shared), or the plan's rule with, at a new period, the fine chains' permutations
-    (shared) or their own.  A plan's own ``BATCH_RULE`` gets the fine permutations as its
-    ``source`` argument (it copies them at a new period, as :func:`next_batches` does).  Returns
-    the number of batches written to ``out``."""
+    """The coarse chains' next batches (shared: the fine chains' first batches for ``iid``, else the
+    plan's rule fed the fine permutations as ``source``); returns the number written to ``out``."""
     if shared and plan.code == IID:
         for j in range(n_fine):
             for c in range(out.shape[1]):

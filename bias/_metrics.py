@@ -22,26 +22,7 @@ ROW_SUM_TOL = 1e-2  # |sum_k p_k - 1| per row: bfloat16 softmax outputs are off 
 
 def check_predictive(probs, labels) -> tuple[np.ndarray, np.ndarray]:
     """``(probs, labels)`` as float ``(n, K)`` and int64 ``(n,)`` arrays, or ``ValueError`` naming
-    what is wrong (the shared check of every metric here and in :mod:`bnn._metrics`).
-
-    Parameters
-    ----------
-    probs : array_like
-        ``(n, K)`` predicted class probabilities.
-    labels : array_like
-        ``(n,)`` integer labels in ``[0, K)``.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``probs`` as float ``(n, K)``, ``labels`` as int64 ``(n,)``.
-
-    Raises
-    ------
-    ValueError
-        Naming what is wrong: not numbers, a wrong shape, non-finite values, values outside
-        ``[0, 1]``, rows not summing to one, labels not integers or outside ``[0, K)``.
-    """
+    what is wrong (the shared check of every metric here and in :mod:`bnn._metrics`)."""
     try:
         probs = np.asarray(probs, dtype=float)
     except (TypeError, ValueError):

@@ -21,54 +21,21 @@ _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(6)
 
 def expected_binned_w1(dist, n: int, lo: float, hi: float, n_bins: int, *,
                        exact_below: float = EXACT_BELOW) -> float:
-    """The expectation of the binned ``W_1`` for ``n`` independent exact draws of ``dist``.
+    """The expectation of the binned ``W_1`` (:meth:`StreamingW1.value` on ``(lo, hi, n_bins)``) for
+    ``n`` independent exact draws of ``dist`` (``cdf``, ``quantile``, ``integrated_cdf``); ``ValueError``
+    on a bad ``n``, range, ``n_bins`` or ``exact_below``.
 
-    The expectation of :meth:`bias._streaming_w1.StreamingW1.value` on the histogram
-    ``(lo, hi, n_bins)``: the noise floor of the plain statistic, binning included.
-
-    The binned law puts the out-of-range mass at ``lo`` and ``hi`` and each bin's mass at its
-    centre ``c_j``, so its cdf is ``0`` left of ``lo``, ``1`` from ``hi`` on, and on each segment
-    ``[lo, c_0), [c_0, c_1), ..., [c_{m-1}, hi)`` it is ``X / n`` with ``X ~ Binomial(n, p)``,
-    ``p = F(e)`` at the bin edge ``e`` inside the segment (the count of draws below ``e``).  So
+    The binned law's cdf is ``X / n`` on each segment between bin centres, ``X ~ Binomial(n, p)``,
+    ``p = F(e)`` at the segment's edge, so
 
         E W1 = G(lo) + int_hi^inf (1 - F) + sum_segments int_seg g_p(F(t)) dt,
         g_p(q) = E|X / n - q| = p (1 - 2 B_{n-1,p}(m - 1)) + q (2 B_{n,p}(m) - 1),  m = floor(n q)
 
-    (de Moivre's identity ``E X 1{X <= m} = n p B_{n-1,p}(m - 1)``, ``B`` the binomial cdf).  ``g_p``
-    is linear in ``q`` between the breakpoints ``q = m / n``, so on each piece the integral is
-    ``alpha dt + beta dG`` with ``G`` the integrated cdf: exact up to rounding.  Where
-    ``min(n p, n (1 - p)) >= exact_below`` (the breakpoints are too many to visit) ``X / n`` is
-    replaced by its normal limit ``N(p, p (1 - p) / n)``, for which
-    ``E|X / n - q| = s psi((p - q) / s)``, ``psi(u) = 2 phi(u) + u erf(u / sqrt 2)``, integrated by
-    Gauss-Legendre on pieces no wider than ``s`` in ``q``; its relative error there is of order
-    ``1 / (n p (1 - p))`` and the odd (skewness) term cancels over each segment.
-
-    Parameters
-    ----------
-    dist : object
-        The exact law, with ``cdf``, ``quantile`` and ``integrated_cdf`` (e.g.
-        :class:`bias._wasserstein.Normal`).
-    n : int
-        Number of draws, ``>= 1``.
-    lo, hi : float
-        The histogram's range, finite, ``lo < hi``.
-    n_bins : int
-        Number of bins, ``>= 1``.
-    exact_below : float
-        Segments with ``min(n p, n (1 - p))`` below this are summed exactly, the others in the
-        normal limit (``inf``: every segment exactly); ``>= 0``.
-
-    Returns
-    -------
-    float
-        ``E W1`` of the binned law of ``n`` exact draws to ``dist``.
-
-    Raises
-    ------
-    ValueError
-        If ``n`` is not an integer ``>= 1``, ``lo``/``hi`` are not finite with ``lo < hi``,
-        ``n_bins < 1``, or ``exact_below < 0``.
-    """
+    (de Moivre's identity, ``B`` the binomial cdf).  ``g_p`` is linear in ``q`` between breakpoints
+    ``m / n``, so each piece integrates exactly with ``G`` the integrated cdf.  Where
+    ``min(n p, n (1 - p)) >= exact_below`` the normal limit ``E|X / n - q| = s psi((p - q) / s)``,
+    ``psi(u) = 2 phi(u) + u erf(u / sqrt 2)``, is integrated by Gauss-Legendre; its relative error is
+    of order ``1 / (n p (1 - p))``."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")
     if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo) or int(n_bins) < 1:

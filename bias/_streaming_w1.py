@@ -25,24 +25,9 @@ from integrators._validation import real_number, whole_number
 
 
 def histogram_add(values, lo, inv_width, counts, tails):
-    """Add samples to a fixed histogram, in place.
-
-    The kernel's own loop (:func:`integrators._observers.histogram_add`) with every sample live.
-
-    Parameters
-    ----------
-    values : numpy.ndarray
-        ``(m,)`` float samples.
-    lo : float
-        The left end of the histogram's range.
-    inv_width : float
-        One over the bin width: the range is ``[lo, lo + n_bins / inv_width)``.
-    counts : numpy.ndarray
-        ``(n_bins,)`` float counts, incremented in place.
-    tails : numpy.ndarray
-        ``(4,)`` floats ``(n_below, excess_below, n_above, excess_above)``, incremented in place:
-        samples outside the range are recorded exactly (their count and summed distance to it).
-    """
+    """Add samples ``values`` to the histogram in place: ``counts`` ``(n_bins,)`` on
+    ``[lo, lo + n_bins / inv_width)``, and ``tails`` ``(n_below, excess_below, n_above, excess_above)``
+    for those outside (the kernel's own loop, :func:`integrators._observers.histogram_add`)."""
     _histogram_add(values, lo, inv_width, counts, tails, np.full(values.shape[0], -1, dtype=np.int64))
 
 

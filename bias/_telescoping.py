@@ -97,22 +97,8 @@ SEEDS = 2**64  # seeds lie in [0, 2**64), the user's and every level's
 
 
 def level_seed(seed: int, level: int) -> int:
-    """The seed of level ``level``'s coupled pair: ``derive(seed, "telescoping", level)``
-    (:func:`integrators.seeds.derive`), in ``[0, 2**64)``: the levels' streams are independent of
-    each other and of every other part's.
-
-    Parameters
-    ----------
-    seed : int
-        The user's seed.
-    level : int
-        The level ``l``.
-
-    Returns
-    -------
-    int
-        The level's seed.
-    """
+    """The seed of level ``level``'s coupled pair: ``derive(seed, "telescoping", level)``, in
+    ``[0, 2**64)``, independent of every other part's stream."""
     return derive(seed, "telescoping", level)
 
 
@@ -204,21 +190,7 @@ def telescoping_bias(spec: RunSpec, *, levels: int = 3, base_epochs: int = 2000,
 
 def variance_reduction(spec: RunSpec, **options) -> dict:
     """Variance of one replicate's level difference for the coupled pair (shared and independent
-    batches) and for independent chains; the ratios say what the coupling buys.
-
-    Parameters
-    ----------
-    spec : RunSpec
-        The coupled run (``spec.h`` the coarse step).
-    **options
-        Further options of :func:`bias._coupled.coupled_run` (``test_every``, ``n_chunks``).
-
-    Returns
-    -------
-    dict
-        ``shared``, ``independent_batches``, ``independent_chains`` (variances per test function)
-        and the ratios ``reduction_vs_independent_chains``, ``shared_vs_independent_batches``.
-    """
+    batches) and for independent chains, with the ratios that say what the coupling buys."""
     out = {}
     variants = (("shared", {"coupling": "shared"}), ("independent_batches", {"coupling": "independent"}),
                 ("independent_chains", {"independent_paths": True}))

@@ -238,16 +238,5 @@ def _w1_to_cdf(points, weights, dist, f_pts=None, g_pts=None) -> float:
 
 
 def scipy_w1(x, y) -> float:
-    """``W_1`` between two empirical samples by scipy: the reference implementation for cross-checks.
-
-    Parameters
-    ----------
-    x, y : array_like
-        The two samples (flattened).
-
-    Returns
-    -------
-    float
-        ``scipy.stats.wasserstein_distance`` of the two.
-    """
+    """``W_1`` between two empirical samples by scipy: the reference for cross-checks."""
     return float(scipy.stats.wasserstein_distance(np.ravel(x), np.ravel(y)))
