@@ -10,25 +10,9 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Augmentation:
-    """Random rotations (degrees), shifts (fraction of the side), crops (kept fraction of the side)
-    and brightness factors, each drawn uniformly per image; the supplement's chest X-ray setting.
-
-    Parameters
-    ----------
-    max_rotation : float
-        Largest rotation, in degrees (>= 0).
-    max_shift : float
-        Largest shift, as a fraction of the side (>= 0).
-    min_crop : float
-        Smallest kept fraction of the side, in ``(0, 1]``.
-    brightness : float
-        Brightness factors are drawn from ``1 +- brightness``, ``brightness`` in ``[0, 1]``.
-
-    Raises
-    ------
-    ValueError
-        When a field is not a finite number in its range.
-    """
+    """Random rotations (degrees), shifts (fraction of the side), crops (kept fraction of the side,
+    in ``(0, 1]``) and brightness factors ``1 +- brightness``, each drawn uniformly per image: the
+    supplement's chest X-ray setting.  ``ValueError`` when a field is not a finite number in its range."""
 
     max_rotation: float = 10.0
     max_shift: float = 0.1
@@ -47,29 +31,8 @@ class Augmentation:
 
 
 def augment(images, generator, aug: Augmentation = Augmentation()):
-    """Apply :class:`Augmentation` to a torch batch ``(n, C, H, W)`` with one affine resampling
-    (rotation, shift and crop-and-resize composed) and a brightness factor, clipped to [0, 1].
-
-    Parameters
-    ----------
-    images : torch.Tensor
-        ``(n, C, H, W)`` floating-point images with values in ``[0, 1]``.
-    generator : torch.Generator
-        The random stream of the draws.
-    aug : Augmentation
-        The ranges of the draws.
-
-    Returns
-    -------
-    torch.Tensor
-        The augmented batch, same shape.
-
-    Raises
-    ------
-    ValueError
-        When ``images`` is not a 4-D floating-point tensor, ``generator`` not a torch.Generator or
-        ``aug`` not an :class:`Augmentation`.
-    """
+    """Apply :class:`Augmentation` to a torch batch ``(n, C, H, W)`` in ``[0, 1]``: one affine
+    resampling (rotation, shift, crop-and-resize) and a brightness factor, clipped to [0, 1]; same shape."""
     import torch
     import torch.nn.functional as F
 

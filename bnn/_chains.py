@@ -23,27 +23,9 @@ CHANCE_SE = 2.0  # an accuracy within this many standard errors of 1/K is at cha
 
 
 def sample_warnings(probs, labels, boundary: float | None) -> list[str]:
-    """Why a predictive that did not diverge is still no estimate.
-
-    Its chain(s) ended with more than :data:`BOUNDARY_WARN` of the coordinates on the localization
-    box's wall (``boundary``), or its test accuracy is at chance level ``1/K`` (within
-    :data:`CHANCE_SE` standard errors of it, the standard error of a classifier at chance on these
-    test images).
-
-    Parameters
-    ----------
-    probs : array_like or None
-        ``(n_test, K)`` the predictive probabilities (None: diverged, no accuracy check).
-    labels : array_like
-        ``(n_test,)`` the test labels.
-    boundary : float or None
-        The fraction of the coordinates on the box's wall after sampling (None: not localized).
-
-    Returns
-    -------
-    list of str
-        One sentence per problem found; empty when none.
-    """
+    """Why a predictive that did not diverge is still no estimate, one sentence per problem: more
+    than :data:`BOUNDARY_WARN` of the coordinates on the box's wall, or test accuracy within
+    :data:`CHANCE_SE` standard errors of chance ``1/K``."""
     from integrators.torch._posterior_terms import BOUNDARY_BAND
 
     out = []
@@ -64,22 +46,8 @@ def sample_warnings(probs, labels, boundary: float | None) -> list[str]:
 
 @dataclass
 class ChainResult:
-    """One sampler's chain.
-
-    Attributes
-    ----------
-    probs : numpy.ndarray or None
-        The predictive mean over its samples (None if it diverged or took no sample).
-    trace : list of float
-        The per-epoch average training loss.
-    diverged : int or None
-        The step at which it diverged (None if it did not).
-    epoch_seconds : list of float
-        Epoch wall times.
-    boundary : float or None
-        Fraction of the coordinates on the localization box's wall at the end (None: not localized
-        or diverged).
-    """
+    """One sampler's chain: predictive mean ``probs`` (None if diverged or no sample), per-epoch
+    loss ``trace``, ``diverged`` step or None, ``epoch_seconds``, and the ``boundary`` fraction on the box's wall."""
 
     probs: np.ndarray | None
     trace: list
@@ -89,23 +57,8 @@ class ChainResult:
 
 
 def sampler_settings(spec: SamplerSpec, cfg: RunConfig, h: float) -> dict:
-    """What sampler ``spec`` runs with at the run's step size ``h``.
-
-    Parameters
-    ----------
-    spec : SamplerSpec
-        The sampler (``notebook``: the notebook variants whatever ``cfg`` says).
-    cfg : RunConfig
-        The run's configuration.
-    h : float
-        The run's step size.
-
-    Returns
-    -------
-    dict
-        ``step`` (the scheme's step: ``h``, or ``h / 2`` for UBU under the notebook convention),
-        ``step_convention`` and ``control_variate`` (see :class:`bnn._config.RunConfig`).
-    """
+    """What sampler ``spec`` runs with at step ``h``: ``step`` (``h``, or ``h / 2`` for UBU under the
+    notebook convention), ``step_convention`` and ``control_variate``."""
     convention = "notebook" if spec.notebook else cfg.step_convention
     step = h * STEP_CONVENTIONS[convention] if spec.scheme == "ubu" else h
     return {"step": step, "step_convention": convention,
@@ -128,21 +81,7 @@ def _sampler_config(spec: SamplerSpec, x_star_net, data: Tensors, cfg: RunConfig
 
 def module_sampler(net, sconf):
     """The one-chain sampler for ``sconf``: :class:`integrators.torch.ModuleSampler`, or with the
-    control variate :class:`bnn._control_variate.BlockReferenceSampler` (its reference gradient
-    over the batches the plan draws, exact with batch norm).
-
-    Parameters
-    ----------
-    net : torch.nn.Module
-        The network whose parameters the sampler moves.
-    sconf : integrators.torch.SamplerConfig
-        The sampler's configuration.
-
-    Returns
-    -------
-    integrators.torch.ModuleSampler
-        The sampler.
-    """
+    control variate :class:`bnn._control_variate.BlockReferenceSampler` (exact with batch norm)."""
     from integrators.torch import ModuleSampler
 
     if sconf.control_variate:
@@ -162,25 +101,8 @@ def _epoch_loss(total: float, spec: SamplerSpec, data: Tensors, cfg: RunConfig, 
 def panel_steps_per_epoch(cfg: RunConfig, n: int, h: float) -> int:
     """The steps of one epoch of a step-size panel chain at ``h``: ``round(N_m cfg.h / h)`` (at least 1).
 
-    A panel chain runs ``epochs_burn`` and ``epochs_sample`` such epochs, one sample at the end of
-    each, so every step size integrates for the same time ``T = (epochs_burn + epochs_sample) N_m
-    cfg.h`` (up to the rounding) and takes its samples at the same times: a smaller ``h`` takes
-    more steps, and the panel measures the discretization's bias, not a shorter trajectory.
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        The run's configuration (its ``h`` is the reference step).
-    n : int
-        Training images.
-    h : float
-        The panel's step size (in the same convention as ``cfg.h``).
-
-    Returns
-    -------
-    int
-        The steps per epoch.
-    """
+    Every step size then integrates for the same time ``(epochs_burn + epochs_sample) N_m cfg.h`` and
+    samples at the same times, so the panel measures the discretization's bias, not a shorter trajectory."""
     return max(1, round(batches_per_epoch(cfg, n) * cfg.h / h))
 
 
@@ -188,42 +110,9 @@ def run_chain(start_net, x_star_net, spec: SamplerSpec, data: Tensors, cfg: RunC
               epochs_burn: int, epochs_sample: int, evaluate: bool = True,
               timings: dict | None = None, control_variate: bool = False,
               steps_per_epoch: int | None = None) -> ChainResult:
-    """One chain of ``spec`` from ``start_net``'s weights (localized around ``x_star_net``'s).
-
-    Parameters
-    ----------
-    start_net : torch.nn.Module
-        The starting network (copied, not changed).
-    x_star_net : torch.nn.Module
-        The SWA network ``x*``: the localization's centre (and the control variate's point).
-    spec : SamplerSpec
-        The sampler.
-    data : Tensors
-        The run's data on its device.
-    cfg : RunConfig
-        The run's configuration.
-    h : float
-        The scheme's step.
-    seed : int
-        The chain's seed (its velocity, path, batches and evaluation subsets).
-    epochs_burn, epochs_sample : int
-        Burn-in epochs, then sampling epochs each ending with one sample.
-    evaluate : bool
-        Whether the samples' test predictive is computed (False: the trace only).
-    timings : dict or None
-        Wall times, appended to by kind.
-    control_variate : bool
-        The force's control variate at ``x_star_net``'s weights.
-    steps_per_epoch : int or None
-        The steps of one of the chain's epochs (None: the batches of one pass over the data). The
-        step-size panel sets ``N_m h_ref / h`` so that every step size runs for the same time
-        (:func:`panel_steps_per_epoch`); the trace holds the average batch loss per such epoch.
-
-    Returns
-    -------
-    ChainResult
-        Diverged at the first step whose batch loss was not finite, or where the sampler raised.
-    """
+    """One chain of ``spec`` from ``start_net``'s weights (copied), localized around ``x_star_net``'s,
+    as a :class:`ChainResult` (diverged at the first non-finite batch loss or where the sampler raised).
+    ``steps_per_epoch`` None means one pass over the data (:func:`panel_steps_per_epoch` for panels)."""
     from integrators.torch import SamplerDiverged
     from integrators.torch._divergence import mark_divergence
 
@@ -370,26 +259,8 @@ def run_chains(starts: list, x_star_net, spec: SamplerSpec, data: Tensors, cfg: 
 
 
 def perturbed(net, rho: float, gen: torch.Generator):
-    """A copy of ``net`` with ``N(0, rho^2)`` added to every parameter.
-
-    The noise is clipped at 5 rho (:data:`bnn._config.TRACE_START_CLIP`), so the copy starts inside
-    the box of half-width ``rho_max_factor * rho`` (6 rho by default; a configuration with trace
-    chains needs it above 5 rho).
-
-    Parameters
-    ----------
-    net : torch.nn.Module
-        The network (not changed).
-    rho : float
-        The noise's standard deviation.
-    gen : torch.Generator
-        The noise's random numbers.
-
-    Returns
-    -------
-    torch.nn.Module
-        The perturbed copy.
-    """
+    """A copy of ``net`` with ``N(0, rho^2)`` added to every parameter, clipped at 5 rho
+    (:data:`bnn._config.TRACE_START_CLIP`) so it starts inside the localization box."""
     out = copy_state(net, net.state_dict())
     with torch.no_grad():
         for p in out.parameters():

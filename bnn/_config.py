@@ -55,28 +55,9 @@ IN_PACKAGE = ("digits", "synthetic_fashion")  # data sets made in memory: no fil
 
 
 def data_location(dataset: str, data_path: str | None):
-    """Where the files of a data set lie (only paths are checked, nothing is read).
-
-    Parameters
-    ----------
-    dataset : str
-        A key of :data:`DATASETS`.
-    data_path : str or None
-        A run's ``data_path`` (:class:`RunConfig`).
-
-    Returns
-    -------
-    pathlib.Path or None
-        The file or folder found; None for a data set made in memory (:data:`IN_PACKAGE`).
-
-    Raises
-    ------
-    ValueError
-        If ``dataset`` is unknown, or a data set read from files has no ``data_path``
-        (``xray_subset`` needs none).
-    data_sets.DataError
-        If the files are found nowhere: the message says where it looked and how to get them.
-    """
+    """Where the files of a data set lie (paths only, nothing read); None for one made in memory.
+    ``ValueError`` for an unknown ``dataset`` or a missing ``data_path``; :class:`data_sets.DataError`
+    when the files are found nowhere."""
     if not isinstance(dataset, str) or dataset not in DATASETS:
         raise ValueError(f"unknown dataset {dataset!r}; choose from {', '.join(DATASETS)}")
     if dataset in IN_PACKAGE:
@@ -99,21 +80,9 @@ PAPER_REFERENCE = ("Adam (paper)", "SWA (paper)")  # the methods of RunConfig.pa
 
 @dataclass(frozen=True)
 class SamplerSpec:
-    """A sampler of the comparison: scheme x plan, localized or not, cyclical step size or not.
-
-    Attributes
-    ----------
-    label : str
-        Its name in the comparison (the key of :data:`SAMPLERS`).
-    scheme, plan : str
-        The scheme (``ubu``, ``em``) and gradient plan (``sms``, ``iid``, ``rr``).
-    localized : bool
-        Whether it samples the localized posterior around ``x*`` (in the box, friction ``1 / rho``).
-    cyclical : bool
-        Whether its step size follows the cyclical schedule (``n_cycles`` cycles).
-    notebook : bool
-        The authors' notebooks: UBU step ``h / 2`` for the ``h`` given, control variate at ``x*``.
-    """
+    """A sampler of the comparison (``label``, a key of :data:`SAMPLERS`): ``scheme`` x ``plan``,
+    ``localized`` around ``x*`` or not, ``cyclical`` step size or not, ``notebook`` conventions
+    (UBU step ``h / 2``, control variate at ``x*``) or not."""
 
     label: str
     scheme: str
@@ -350,26 +319,8 @@ class RunConfig:
 
 
 def network_parameters(network: str, width: float, in_shape=None, n_classes=None) -> float:
-    """The parameter count of ``models.build(network, width=width, ...)``.
-
-    The network is built on the meta device (nothing is allocated).
-
-    Parameters
-    ----------
-    network : str
-        The architecture.
-    width : float
-        Its width factor.
-    in_shape : tuple of int or None
-        The input's ``(channels, height, width)`` (None: the architecture's default).
-    n_classes : int or None
-        The classes (None: the architecture's default).
-
-    Returns
-    -------
-    float
-        The count; ``inf`` when a layer is beyond the sizes torch can hold.
-    """
+    """The parameter count of ``models.build(network, width=width, ...)``, built on the meta device
+    (nothing allocated); ``inf`` when a layer is beyond the sizes torch can hold."""
     return _network_parameters(network, float(width), None if in_shape is None else tuple(int(v) for v in in_shape),
                                n_classes)
 
@@ -407,41 +358,10 @@ def smallest_input(network: str) -> tuple[int, int, int]:
 
 
 def count_text(n_params: float, qualifier: str = "") -> str:
-    """A parameter count in words, for error messages.
-
-    Parameters
-    ----------
-    n_params : float
-        The count (``inf``: beyond what torch can size).
-    qualifier : str
-        Put before the number (e.g. ``"at least "``).
-
-    Returns
-    -------
-    str
-        E.g. ``"at least 1.2e+06 parameters"``.
-    """
+    """A parameter count in words for error messages, e.g. ``"at least 1.2e+06 parameters"``."""
     return "more parameters than torch can size" if math.isinf(n_params) else f"{qualifier}{n_params:.4g} parameters"
 
 
 def with_overrides(cfg: RunConfig, **changes) -> RunConfig:
-    """``cfg`` with some fields replaced (validated again).
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        The configuration.
-    **changes
-        The fields replaced, by name.
-
-    Returns
-    -------
-    RunConfig
-        The new configuration.
-
-    Raises
-    ------
-    ValueError
-        If a changed field is invalid (checked by :class:`RunConfig`).
-    """
+    """``cfg`` with some fields replaced, validated again (``ValueError`` as :class:`RunConfig`)."""
     return replace(cfg, **changes)

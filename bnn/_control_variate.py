@@ -10,21 +10,8 @@ from integrators.torch import ModuleSampler
 
 
 def block_length(plan, n_data: int, batch_size: int) -> int:
-    """The batches of one block of :class:`BlockReferenceSampler`: one period of the plan.
-
-    Parameters
-    ----------
-    plan : str or module or Plan
-        The gradient plan.
-    n_data, batch_size : int
-        Training data and the (effective) batch size.
-
-    Returns
-    -------
-    int
-        ``sweeps * N_m`` for a partition plan (``2 N_m`` for ``sms``: forward then backward over
-        one partition, ``N_m`` for ``rr``), ``N_m`` for ``iid``, 1 for ``full``.
-    """
+    """The batches of one block of :class:`BlockReferenceSampler`, one period of the plan: ``2 N_m``
+    for ``sms``, ``N_m`` for ``rr`` and ``iid``, 1 for ``full``."""
     rule = plan_rule(plan)
     m = n_batches(n_data, batch_size)
     return {"full": 1, "iid": m}.get(rule.kind, rule.sweeps * m)
@@ -38,44 +25,12 @@ class BlockReferenceSampler(ModuleSampler):
 
         G(x, w) = P x + (x - x*)/rho^2 + r_B + s (grad L(x; w) - grad L(x*; w)),
 
-    with ``s`` the plan's force scale (``N_m`` for partitions). With batch norm (current-batch
-    statistics) the loss of a datum depends on the other data of its batch, so
-    ``sum_j grad L(x*; w_j)`` depends on the partition; the parent class sums it over contiguous
-    batches once, while the partition of ``sms`` and ``rr`` is redrawn every period, and the
-    correction's average over a sweep is then not zero (the force is biased). Here the batches are
-    read one block ahead (:func:`block_length`: one period of the plan, e.g. one partition visited
-    forward and backward for ``sms``) and
-
-        r_B = (s / |B|) sum_{w in B} grad L(x*; w)
-
-    over the block's batches ``B`` (with multiplicity), so the correction averaged over the block's
-    force evaluations is exactly zero: for a partition, ``r_B = sum_j grad L(x*; w_j)`` over the
-    current partition. Without batch norm ``r_B`` is the full gradient at ``x*`` as before.
-
-    Cost: one more pass over the data at ``x*`` per block (each distinct batch's gradient once),
-    against none after the first for the parent class: about half a pass per epoch more for
-    ``sms``, one per epoch for ``rr`` and ``iid``.
-
-    Parameters
-    ----------
-    model : torch.nn.Module
-        As for :class:`integrators.torch.ModuleSampler`.
-    config : integrators.torch.SamplerConfig
-        As there; ``control_variate`` must be True (else the parent class is the sampler).
-    **kwargs
-        Passed on (``generator``, ``batches``, ``noise``, ``v0``); an explicit ``batches``
-        sequence is read in blocks, a last incomplete block being its own block.
-
-    Attributes
-    ----------
-    block : list of torch.Tensor
-        The current block's batches, in the order drawn.
-
-    Raises
-    ------
-    ValueError
-        If ``config.control_variate`` is False, or as the parent class raises.
-    """
+    with ``s`` the plan's force scale.  With batch norm a datum's loss depends on its batch, so
+    ``sum_j grad L(x*; w_j)`` depends on the partition, which ``sms`` and ``rr`` redraw every period:
+    the parent's fixed full gradient leaves a bias.  Here the batches are read one block ahead
+    (:func:`block_length`) and ``r_B = (s / |B|) sum_{w in B} grad L(x*; w)``, so the correction
+    averages to exactly zero over the block.  Cost: one more pass over the data at ``x*`` per block.
+    ``config.control_variate`` must be True (``ValueError``)."""
 
     def __init__(self, model: torch.nn.Module, config, **kwargs):
         if not getattr(config, "control_variate", False):
@@ -101,26 +56,8 @@ class BlockReferenceSampler(ModuleSampler):
             yield from block
 
     def full_reference_gradient(self, loss_fn) -> torch.Tensor:
-        """``r_B``: ``s / |B|`` times the sum of ``grad L(x*; w)`` over the current block's batches.
-
-        Each distinct batch (by identity: a partition plan yields the same tensor at each visit)
-        is evaluated once and counted with its multiplicity; ``x`` visits ``x*`` and comes back.
-
-        Parameters
-        ----------
-        loss_fn : callable
-            ``loss_fn(model, indices)``: the summed loss of the batch ``indices``.
-
-        Returns
-        -------
-        torch.Tensor
-            The flat reference gradient, a new tensor.
-
-        Raises
-        ------
-        ValueError
-            If no batch has been drawn yet (the force is evaluated at a drawn batch).
-        """
+        """``r_B``: ``s / |B|`` times the sum of ``grad L(x*; w)`` over the current block's batches, each
+        distinct batch evaluated once (``ValueError`` before the first batch is drawn)."""
         if not self.block:
             raise ValueError("no block of batches drawn yet: the reference gradient follows the drawn batches")
         counts: dict[int, list] = {}

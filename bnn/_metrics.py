@@ -57,23 +57,7 @@ def evaluate(probs, labels) -> dict:
 
 
 def ensemble_probs(run_probs) -> np.ndarray:
-    """Average predictive of several runs: ``run_probs`` ``(m, n, K)`` -> ``(n, K)``.
-
-    Parameters
-    ----------
-    run_probs : array_like
-        ``(m, n, K)``: the predictive of each of ``m`` runs.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(n, K)``.
-
-    Raises
-    ------
-    ValueError
-        When ``run_probs`` is not 3-D with at least one run.
-    """
+    """Average predictive of several runs: ``run_probs`` ``(m, n, K)`` -> ``(n, K)``."""
     run_probs = np.asarray(run_probs, dtype=float)
     if run_probs.ndim != 3 or run_probs.shape[0] < 1:
         raise ValueError(f"run_probs must be (runs, n, K) with at least one run, got shape {run_probs.shape}")
@@ -81,42 +65,15 @@ def ensemble_probs(run_probs) -> np.ndarray:
 
 
 def ensemble_sizes(n_runs: int) -> list[int]:
-    """1, 2, 4, ... up to ``n_runs``.
-
-    Parameters
-    ----------
-    n_runs : int
-        The number of runs (>= 1).
-
-    Returns
-    -------
-    list of int
-        The powers of two up to ``n_runs``.
-
-    Raises
-    ------
-    ValueError
-        When ``n_runs`` is not an integer >= 1.
-    """
+    """1, 2, 4, ... up to ``n_runs`` (an integer >= 1)."""
     n_runs = int_at_least("n_runs", n_runs, 1)
     return [2**j for j in range(int(np.log2(n_runs)) + 1)]
 
 
 @dataclass(frozen=True)
 class EnsembleScore:
-    """Mean and standard deviation of one metric over the disjoint ensembles of one size.
-
-    Attributes
-    ----------
-    size : int
-        Runs per ensemble.
-    metric : str
-        The metric's name in :data:`METRICS`.
-    mean, std : float
-        Over the ensembles (``std`` NaN for a single ensemble).
-    n_groups : int
-        The number of disjoint ensembles.
-    """
+    """Mean and standard deviation (NaN for one ensemble) of one metric over the ``n_groups``
+    disjoint ensembles of ``size`` runs."""
 
     size: int
     metric: str
@@ -126,27 +83,8 @@ class EnsembleScore:
 
 
 def ensemble_scores(run_probs, labels, sizes=None) -> list[EnsembleScore]:
-    """Score ensembles of each size in ``sizes`` (default 1, 2, 4, ...) over disjoint groups of runs.
-
-    Parameters
-    ----------
-    run_probs : array_like
-        ``(m, n, K)``: the predictive of each of ``m`` runs.
-    labels : array_like
-        ``(n,)`` integer labels in ``[0, K)``.
-    sizes : iterable of int, optional
-        Ensemble sizes, each in ``1 .. m`` (default :func:`ensemble_sizes`).
-
-    Returns
-    -------
-    list of EnsembleScore
-        One per size and metric.
-
-    Raises
-    ------
-    ValueError
-        When ``run_probs`` is not 3-D, a size is outside ``1 .. m``, or ``labels`` is malformed.
-    """
+    """Score ensembles of each size (default :func:`ensemble_sizes`) over disjoint groups of the runs
+    ``run_probs`` ``(m, n, K)``: one :class:`EnsembleScore` per size and metric."""
     run_probs = np.asarray(run_probs, dtype=float)
     if run_probs.ndim != 3:
         raise ValueError(f"run_probs must be (runs, n, K), got shape {run_probs.shape}")
