@@ -15,13 +15,9 @@ PASSED, FAILED, INCONCLUSIVE, NO_CLAIM = "passed", "failed", "inconclusive", "no
 
 @dataclass
 class Check:
-    """One named check and its outcome.
-
-    ``claim`` says whether the check asserts something: ``True`` for a claim (it ends
-    :data:`PASSED`, :data:`FAILED` or, when ``passed`` is ``None``, :data:`INCONCLUSIVE`: not
-    checked or not enough evidence, ``skipped`` saying why), ``False`` for a measurement that
-    asserts nothing (:data:`NO_CLAIM`).  ``None`` (the adapters' checks) reads ``passed=None`` as
-    asserting nothing."""
+    """One named check and its outcome.  ``claim`` True: it ends :data:`PASSED`, :data:`FAILED` or
+    (``passed`` None) :data:`INCONCLUSIVE`, ``skipped`` saying why; False: a measurement asserting
+    nothing (:data:`NO_CLAIM`); None (the adapters' checks): ``passed=None`` asserts nothing."""
 
     name: str
     passed: bool | None

@@ -46,12 +46,9 @@ def _row(claim, source, expected, measured, uncertainty, verdict, preset):
 
 
 def weak_order_rows(preset: str, schemes=None, plans=None) -> list[dict]:
-    """Weak order of every registered scheme x plan (or of the names in ``schemes`` and
-    ``plans``) on the 1-D example, exact oracle, slope on the four finest of
-    ``h = 2^-2 .. 2^-9`` (local slopes listed so pre-asymptotic behaviour is visible), against the
-    order the scheme and plan declare (:mod:`theory_checks._declared`).  The verdict is
-    :func:`theory_checks._verify.weak_order_verdict`, the rule ``verify`` applies: an exact law
-    (bias at rounding level) holds with no slope fitted."""
+    """Weak order of every registered scheme x plan (or those named) on the 1-D example by the exact
+    oracle, slope on the four finest of ``h = 2^-2 .. 2^-9``, judged by
+    :func:`theory_checks._verify.weak_order_verdict` against the declared order (the rule ``verify`` applies)."""
     lo, hi = preset_settings(PRESETS, preset)["ladder"]
     hs = 2.0 ** -np.arange(lo, hi + 1)
     target = GaussianTarget.one_d_example()

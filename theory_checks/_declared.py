@@ -70,19 +70,8 @@ def source(scheme, plan, kind: str = "weak") -> str:
 
 
 def plan_asserts(plan) -> bool:
-    """Whether a plan's declared orders are claims: its ``THEOREM`` (``True`` when it does not
-    say).  The one source of truth, read by ``verify``, the claims table and the adapters.
-
-    Parameters
-    ----------
-    plan : str or module or Plan
-        A registered plan's name or a plan object.
-
-    Returns
-    -------
-    bool
-        ``False`` for a plan whose orders are only observed (``rr``).
-    """
+    """Whether a plan's declared orders are claims: its ``THEOREM`` (``True`` when it does not say;
+    ``False`` for ``rr``).  The one source of truth, read by ``verify``, the claims table and the adapters."""
     return bool(getattr(resolve_plan(plan), "THEOREM", True))
 
 

@@ -14,11 +14,8 @@ against two references.
   target's moments within a family-wise ``z`` of its standard error (per chain: the pairs' chains
   are independent, so the standard error is over chains).  No probe is used: a
   wrong noise law, a wrong force scale or a lower order than declared leaves ``m_0`` off the
-  target.  Its sensitivity is ``z`` standard errors of a moment, about 3 % of a variance at the
-  default 256 chains on the default targets (the check's row gives the standard error it
-  reached).  The model leaves out ``O(h^(p+2))``: for EM at the default step that remnant is
-  1e-3 of a second moment (2-D target), a fifth of a standard error at 256 chains; many more
-  chains would resolve it.
+  target.  Its sensitivity is ``z`` standard errors of a moment (the
+  check's row gives the standard error it reached); the model leaves out ``O(h^(p+2))``.
 """
 
 from __future__ import annotations
@@ -149,19 +146,8 @@ def probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_p
 
 def extrapolation_weights(p: float) -> np.ndarray:
     """``(alpha, beta)`` with ``a h^p + c h^(p+1) = alpha D_1 + beta D_2`` for the model
-    ``m(h) = m_0 + a h^p + c h^(p+1)``, ``D_1 = m(h/2) - m(h)``, ``D_2 = m(h/4) - m(h/2)``
-    (independent of ``h``): ``m_0 = m(h) - alpha D_1 - beta D_2``.
-
-    Parameters
-    ----------
-    p : float
-        The declared weak order.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(alpha, beta)``.
-    """
+    ``m(h) = m_0 + a h^p + c h^(p+1)``, ``D_1 = m(h/2) - m(h)``, ``D_2 = m(h/4) - m(h/2)``:
+    ``m_0 = m(h) - alpha D_1 - beta D_2`` (``p`` the declared weak order)."""
     rows = np.array([[2.0 ** -p - 1.0, 2.0 ** -(p + 1) - 1.0],
                      [4.0 ** -p - 2.0 ** -p, 4.0 ** -(p + 1) - 2.0 ** -(p + 1)]])
     return np.array([1.0, 1.0]) @ np.linalg.inv(rows)

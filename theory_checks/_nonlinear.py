@@ -43,15 +43,11 @@ The burn-in (:data:`BURN_FRACTION` of each level) and the level's length follow 
 not the target's relaxation time: on a target far slower than ``max(1, 1/gamma)`` give more
 ``LEVEL_TIME`` (the double well and the logistic targets here relax in a few time units).
 
-Cost, at the defaults (4 levels, 256 chains, 1-D double well, ``h_0 = 0.044``): about
-``3 * 15 * LEVEL_TIME / h_0``, some 4e5 force evaluations per chain and 1e8 per plan: a few
-seconds per plan on one core once compiled (4 s measured, loaded machine); compiling the
-coupled kernel for a new scheme on a new target class takes 10-20 s.  Sensitivity, on the default double well
-with UBU (full gradients, the ``x^2`` differences stand some 30-70 standard errors above zero at
-every level): the slope's interval is about +-0.05 to 0.1 wide, so an order change of 1 (a force error
-of ``O(h)``) is resolved many times over; the limit's standard error is about 3e-3 on
-``E x^2 ~ 1``, so a bias of the limit above about 1.5-2% (relative) is caught.  Stochastic-gradient
-plans (``iid``) couple less tightly and resolve less: an inconclusive verdict says so.
+Cost: about ``3 * 15 * LEVEL_TIME / h_0`` force evaluations per chain (some 1e8 per plan at the
+defaults).  Sensitivity on the default double well with UBU: the slope's interval is about +-0.1
+wide, so an order change of 1 is resolved many times over, and a relative bias of the limit above
+about 2% is caught.  Stochastic-gradient plans (``iid``) couple less tightly and resolve less: an
+inconclusive verdict says so.
 """
 
 from __future__ import annotations

@@ -103,27 +103,9 @@ def default_target() -> GaussianTarget:
 
 
 def unequal_scales_target(d: int = 3, scales=TERM_SCALES, seed: int = 1) -> GaussianTarget:
-    """Gaussian data terms in ``d`` dimensions whose precisions do not commute (independent random
-    rotations of a spectrum spread evenly over ``[1, 2]`` over the number of terms, so the
-    covariance is not diagonal) and whose scales
-    differ: term ``i``'s precision is multiplied by ``scales[i]`` and its mean by
-    ``1 / sqrt(scales[i])``, so that a batch's force depends on which terms it holds.  With a
-    prior of precision 0.1.
-
-    Parameters
-    ----------
-    d : int, default 3
-        Dimension, at least 1.
-    scales : sequence of float, default (0.5, 1.0, 2.0)
-        One positive scale per data term.
-    seed : int, default 1
-        The rotations and means.
-
-    Returns
-    -------
-    GaussianTarget
-        ``len(scales)`` data terms in ``d`` dimensions.
-    """
+    """Gaussian data terms in ``d`` dimensions whose precisions do not commute (random rotations of a
+    spectrum over ``[1, 2]``) and whose scales differ (term ``i``'s precision times ``scales[i]``, its
+    mean times ``1 / sqrt(scales[i])``), so a batch's force depends on its terms; prior precision 0.1."""
     d = int_at_least("d", d, 1)
     scales = np.asarray(scales, dtype=float)
     if scales.ndim != 1 or scales.size < 1 or not np.all(np.isfinite(scales) & (scales > 0)):
@@ -160,14 +142,9 @@ NONLINEAR_PLANS = ("full", "sms")  # the double well's default plans (see defaul
 
 def default_nonlinear_targets() -> list[tuple[str, object, int, tuple[str, ...]]]:
     """What :func:`verify` checks by default with Monte Carlo beside :func:`default_targets`:
-    ``(key, target, batch size, plans)``.
-
-    ``("well", DoubleWellTarget(), 1, ("full", "sms"))``: a tilted 1-D quartic well with two data
-    terms, whose force is not affine, so that a step exact for affine forces but wrong otherwise
-    is seen (:mod:`theory_checks._nonlinear`: checks named ``weak_order[full]@well``,
-    ``limit[sms]@well``, ...).  Only the plans whose coupled level differences the default cost
-    resolves: ``iid``'s gradient noise drowns its differences there (its orders are checked on the
-    Gaussian targets), and ``rr`` asserts nothing."""
+    ``(key, target, batch size, plans)``.  The tilted 1-D double well's force is not affine, so a step
+    exact only for affine forces is seen; ``iid`` is left out (its gradient noise drowns the level
+    differences; the Gaussian targets check it), and ``rr`` asserts nothing."""
     from integrators.targets import DoubleWellTarget
     return [("well", DoubleWellTarget(), 1, NONLINEAR_PLANS)]
 
@@ -205,14 +182,10 @@ def is_exact_law(hs, errors, scale: float, fit_points: int = 4, levels=None) -> 
 
 def weak_order_verdict(hs, errors, expected: float | None, scale: float, *, exact_declared: bool = False,
                        fit_points: int = 4, levels=None) -> tuple[bool | None, str]:
-    """The one rule for a weak-order ladder: ``(passed, measured)``; :func:`verify` and the claims
-    table (:func:`theory_checks._claims.weak_order_rows`) both apply it, so they agree.
-
-    An exact law (:func:`is_exact_law`) has no slope to fit: it is reported ``"exact (error at
-    rounding level)"`` and passes.  Otherwise the least-squares slope on the ``fit_points`` finest
-    ``h`` passes within ``WEAK_TOL`` of ``expected``; a law declared exact (``exact_declared``: the
-    scheme's ``EXACT_GAUSSIAN_X`` with full gradients) that is not fails whatever its slope.
-    ``expected=None`` (no claim) gives ``passed=None``: measured, asserting nothing."""
+    """The one rule for a weak-order ladder, ``(passed, measured)``, shared by :func:`verify` and the
+    claims table.  An exact law (:func:`is_exact_law`) passes with no slope fitted; otherwise the
+    slope on the ``fit_points`` finest ``h`` passes within ``WEAK_TOL`` of ``expected``; a law declared
+    exact that is not fails; ``expected=None`` gives ``passed=None``."""
     if is_exact_law(hs, errors, scale, fit_points, levels):
         return (None if expected is None and not exact_declared else True), "exact (error at rounding level)"
     slope = fit_slope(hs, errors, fit_points)

@@ -1,17 +1,6 @@
 """Every adapted sampler x every plan, measured, beside the toolkit's own UBU and BAOAB: the
 computation behind the conformance report (``sms-langevin run conformance``).
 
-* :func:`conformance` measures adapters (:func:`theory_checks.adapters._measure.measure_adapter`)
-  on targets; :func:`record` turns one :class:`AdapterReport` into plain data (JSON), the form the
-  report persists and draws from; :func:`conformance_table` is the markdown table of records.
-* :func:`toolkit_ladders` gives the toolkit schemes' whitened bias on the same targets from the
-  exact oracle (no Monte Carlo error), the lines the measured ladders are drawn beside.
-* :func:`order_class` reads a plan's measured order as ``1``, ``2``, ``exact``, ``below noise``
-  or ``inconclusive``; :func:`sms_effect` says whether the symmetric sweep changes it.
-* :func:`control_verdict` says whether a positive control (a planted bug,
-  :mod:`theory_checks.adapters._planted`) was detected, and if not, why: a level too small to
-  detect ``analysis.DETECTABLE_LIMIT`` says so instead of reporting the control as passing.
-
 What each sampler should show is declared by its adapter before anything is measured
 (``RULE_ORDER`` and ``RULE_SOURCE``: the order of the update rule, from reading its source) and by
 the plans (``WEAK_ORDER``: ``iid`` caps every rule at 1, ``rr`` and ``sms`` at 2): a first-order

@@ -30,13 +30,9 @@ DIVERGED = 1e3        # a whitened coordinate this large has left the target
 
 @dataclass(frozen=True)
 class Level:
-    """A measurement preset: ``n_h`` step sizes; chains per step size from a pilot of
-    ``min_chains`` up to what detects the limit error ``analysis.DETECTABLE_LIMIT``
-    (:func:`theory_checks.adapters._analysis.chains_to_detect`), at most ``max_chains``; at most
-    ``max_calls`` adapter calls per chain over a plan's ladder (a sampler whose asymptotic range
-    needs more is not measured at this level: its claims are inconclusive, saying so);
-    ``n_boot`` bootstrap resamples; ``budget`` an optional wall-clock cap in seconds per plan
-    (``None``: none, so a seed's verdict does not depend on the machine's load)."""
+    """A measurement preset: ``n_h`` step sizes; chains from a pilot of ``min_chains`` up to what detects
+    ``analysis.DETECTABLE_LIMIT``, at most ``max_chains``; at most ``max_calls`` adapter calls per chain
+    (else inconclusive); ``n_boot`` bootstrap resamples; ``budget`` an optional wall-clock cap per plan."""
 
     name: str
     n_h: int
@@ -259,15 +255,10 @@ def ladder_calls(adapter, target: GaussianTarget, plan, hs, gamma: float, batch_
 
 def measure_plan(adapter, target: GaussianTarget, plan, *, gamma: float, batch_size: int, hs, level: Level,
                  budget: float | None, n_chains: int | None, seed: int, order: float = 1.0) -> PlanMeasurement:
-    """Run one plan's ladder (see the module docstring, steps 1-4) and estimate its bias vectors.
-
-    ``n_chains`` fixes the chains per step size.  Without it a pilot of ``level.min_chains``
-    chains per step size measures the standard error of the limit ``b0`` (the fit of
-    ``analysis.fit_limit`` with the bias model of ``order``); unless that limit is already
-    significant, the chains then grow, by independent chains added at every step size, to
-    ``CHAIN_MARGIN`` times what detects ``analysis.DETECTABLE_LIMIT``
-    (``analysis.chains_to_detect``), at most ``level.max_chains``, and at most what ``budget``
-    seconds buy at the pilot's cost (``over_budget`` says it was cut)."""
+    """Run one plan's ladder (module docstring, steps 1-4) and estimate its bias vectors.  Without
+    ``n_chains`` a pilot of ``level.min_chains`` chains measures the limit's standard error and the
+    chains grow to what detects ``analysis.DETECTABLE_LIMIT``, capped by ``level.max_chains`` and
+    ``budget`` (``over_budget`` says it was cut)."""
     from theory_checks.adapters._analysis import chains_to_detect, fit_limit, limit_significant
 
     t0 = time.time()
