@@ -20,15 +20,41 @@ WEIGHT_MAX = 1e3   # the tilt's and the prior's largest weight
 
 @nb.njit(nogil=True, inline="always")
 def _dw_prior_grad_add(x, arrays, out):
-    """Add the prior's gradient ``lambda x`` at ``x`` ``(1,)`` to ``out`` in place (Numba);
-    ``arrays = (array([depth, tilt, lambda]),)``."""
+    """Add the prior's gradient ``lambda x`` to ``out`` (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(1,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(array([depth, tilt, lambda]),)``.
+    out : numpy.ndarray
+        Shape ``(1,)``, added to in place.
+    """
     out[0] += arrays[0][2] * x[0]
 
 
 @nb.njit(nogil=True, inline="always")
 def _dw_datum_grad_add(x, i, coef, arrays, out):
-    """Add ``coef`` times the gradient of term ``i`` to ``out`` ``(1,)`` (Numba): term 0 the well
-    ``depth (x^2 - 1)^2``, term 1 the tilt ``tilt log(1 + e^{-x})`` (overflow-free for either sign of ``x``)."""
+    """Add ``coef`` times the gradient of data term ``i`` to ``out`` (a Numba function).
+
+    Term 0 is the quartic well ``depth (x^2 - 1)^2`` (gradient ``4 depth x (x^2 - 1)``); term 1
+    the soft tilt ``tilt log(1 + e^{-x})`` (gradient ``-tilt sigmoid(-x)``, evaluated without
+    overflow for either sign of ``x``).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(1,)``.
+    i : int
+        Index of the data term, 0 or 1.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(array([depth, tilt, lambda]),)``.
+    out : numpy.ndarray
+        Shape ``(1,)``, added to in place.
+    """
     depth, tilt = arrays[0][0], arrays[0][1]
     y = x[0]
     if i == 0:
@@ -44,7 +70,21 @@ def _dw_datum_grad_add(x, i, coef, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _dw_potential(x, arrays):
-    """``f(x) = lambda x^2 / 2 + depth (x^2 - 1)^2 + tilt log(1 + e^{-x})`` at ``x`` ``(1,)`` (Numba)."""
+    """The potential ``lambda x^2 / 2 + depth (x^2 - 1)^2 + tilt log(1 + e^{-x})`` at one point
+    (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(1,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(array([depth, tilt, lambda]),)``.
+
+    Returns
+    -------
+    float
+        ``f(x)``.
+    """
     depth, tilt, prior = arrays[0][0], arrays[0][1], arrays[0][2]
     y = x[0]
     z = -y

@@ -14,8 +14,17 @@ from integrators.targets._base import Target
 
 @nb.njit(nogil=True, inline="always")
 def _gauss_prior_grad_add(x, arrays, out):
-    """Add the prior's gradient ``P_0 (x - m_0)`` at ``x`` ``(d,)`` to ``out`` in place (Numba);
-    ``arrays = (means, precisions, prior_precision, prior_mean)``."""
+    """Add the prior's gradient ``P_0 (x - m_0)`` at one point to ``out`` (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(d,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(means, precisions, prior_precision, prior_mean)``.
+    out : numpy.ndarray
+        Shape ``(d,)``, added to in place.
+    """
     _, _, p0, m0 = arrays
     d = x.shape[0]
     for a in range(d):
@@ -27,7 +36,21 @@ def _gauss_prior_grad_add(x, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _gauss_datum_grad_add(x, i, coef, arrays, out):
-    """Add ``coef`` times the gradient ``A_i (x - mu_i)`` of data term ``i`` to ``out`` ``(d,)`` (Numba)."""
+    """Add ``coef`` times the gradient ``A_i (x - mu_i)`` of data term ``i`` to ``out`` (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(d,)``.
+    i : int
+        Index of the data term.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(means, precisions, prior_precision, prior_mean)``.
+    out : numpy.ndarray
+        Shape ``(d,)``, added to in place.
+    """
     mu, prec, _, _ = arrays
     d = x.shape[0]
     for a in range(d):
@@ -42,9 +65,28 @@ SMALL_DATA = 8  # up to this many data terms, the Gaussian lane force makes one 
 
 @nb.njit(nogil=True, inline="always")
 def _gauss_lane_grad(x, out, batch, n_batch, scale, arrays):
-    """Overwrite ``out`` ``(n, d)`` with ``P_0 (x_c - m_0) + scale sum_j A_i (x_c - mu_i)`` over chain ``c``'s
-    batch ``batch[:n_batch, c]`` (Numba); chains innermost, and up to 8 data terms one masked branch-free
-    pass per term instead of gathers (same additions, same order)."""
+    """Write the prior's and the scaled batch's gradients of a block of chains to ``out`` (a Numba function).
+
+    Chain ``c`` gets ``P_0 (x_c - m_0) + scale * sum_j A_i (x_c - mu_i)`` over its batch
+    ``i = batch[j, c]``, ``j < n_batch``; loops run with chains innermost, so the arithmetic
+    vectorizes.  Up to 8 data terms, each term is added by one masked, branch-free pass instead of
+    gathers (the same additions in the same order).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        Positions of the block, shape ``(n, d)``.
+    out : numpy.ndarray
+        Shape ``(n, d)``, overwritten.
+    batch : numpy.ndarray
+        Data indices, shape ``(k, n)``; chain ``c``'s batch is ``batch[:n_batch, c]``.
+    n_batch : int
+        Number of indices per chain in this batch.
+    scale : float
+        The plan's force scale.
+    arrays : tuple
+        The target's ``arrays``: ``(means, precisions, prior_precision, prior_mean)``.
+    """
     mu, prec, p0, m0 = arrays
     n, d = x.shape
     few = mu.shape[0] <= SMALL_DATA
@@ -89,7 +131,20 @@ def _gauss_masked_terms(x, out, a, fresh, batch, n_batch, scale, mu, prec):
 
 @nb.njit(nogil=True, inline="always")
 def _gauss_potential(x, arrays):
-    """``f(x) = (x - m_0)^T P_0 (x - m_0) / 2 + sum_i (x - mu_i)^T A_i (x - mu_i) / 2`` at ``x`` ``(d,)`` (Numba)."""
+    """The potential ``f(x) = f_0(x) + sum_i f_i(x)`` at one point (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(d,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(means, precisions, prior_precision, prior_mean)``.
+
+    Returns
+    -------
+    float
+        ``(x - m_0)^T P_0 (x - m_0) / 2 + sum_i (x - mu_i)^T A_i (x - mu_i) / 2``.
+    """
     mu, prec, p0, m0 = arrays
     d = x.shape[0]
     total = 0.0

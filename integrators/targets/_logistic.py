@@ -13,7 +13,17 @@ from integrators.targets._base import MAX_DIM, Target
 
 @nb.njit(nogil=True, inline="always")
 def _iso_prior_grad_add(x, arrays, out):
-    """Add the isotropic prior's gradient ``lambda x`` at ``x`` ``(d,)`` to ``out`` in place (Numba)."""
+    """Add the isotropic prior's gradient ``lambda x`` at one point to ``out`` (a Numba function).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The point, shape ``(d,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+    out : numpy.ndarray
+        Shape ``(d,)``, added to in place.
+    """
     prec = arrays[-1][0]
     for a in range(x.shape[0]):
         out[a] += prec * x[a]
@@ -28,8 +38,23 @@ def _log1pexp(z):
 
 @nb.njit(nogil=True, inline="always")
 def _logit_datum_grad_add(x, i, coef, arrays, out):
-    """Add ``coef`` times datum ``i``'s gradient ``(sigmoid(z_i) - y_i) features_i`` to ``out`` ``(d,)``
-    (Numba; the sigmoid cannot overflow)."""
+    """Add ``coef`` times the gradient ``(sigmoid(z_i) - y_i) features_i`` of datum ``i`` to ``out`` (Numba).
+
+    The sigmoid is evaluated in the form that cannot overflow for either sign of ``z_i``.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The weights, shape ``(d,)``.
+    i : int
+        Index of the datum.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+    out : numpy.ndarray
+        Shape ``(d,)``, added to in place.
+    """
     feats, labels, _ = arrays
     z = 0.0
     for a in range(x.shape[0]):
@@ -46,7 +71,20 @@ def _logit_datum_grad_add(x, i, coef, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _logit_potential(x, arrays):
-    """``lambda |x|^2 / 2 + sum_i (log(1 + e^{z_i}) - y_i z_i)`` at ``x`` ``(d,)``, computed stably (Numba)."""
+    """The potential ``lambda |x|^2 / 2 + sum_i (log(1 + e^{z_i}) - y_i z_i)`` at one point (Numba).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The weights, shape ``(d,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+
+    Returns
+    -------
+    float
+        The potential, with ``log(1 + e^z)`` computed stably.
+    """
     feats, labels, prior = arrays
     total = 0.5 * prior[0] * np.dot(x, x)
     for i in range(feats.shape[0]):
@@ -73,8 +111,17 @@ def _prior_precision(value) -> float:
 
 
 def _strongly_convex_scale(self) -> tuple[float, float]:
-    """``(|grad f(0)| / lambda, 1 / sqrt(lambda))``: the mode's distance bound and the per-coordinate sd
-    bound (Brascamp-Lieb) of a ``lambda``-strongly convex potential; sets the default divergence bound."""
+    """The target's scale, bounded from strong convexity (it sets the default divergence bound).
+
+    Convex data terms plus the prior ``lambda |x|^2 / 2``: the potential is ``lambda``-strongly
+    convex, so its mode lies within ``|grad f(0)| / lambda`` of the origin and every coordinate's
+    standard deviation is at most ``1 / sqrt(lambda)`` (Brascamp-Lieb).
+
+    Returns
+    -------
+    tuple of float
+        ``(|grad f(0)| / lambda, 1 / sqrt(lambda))``.
+    """
     lam = float(self.arrays[2][0])
     return float(np.linalg.norm(self.full_grad(np.zeros(self.dim))) / lam), 1.0 / math.sqrt(lam)
 
@@ -160,8 +207,24 @@ def softmax_probabilities(x, feats, i, n_classes):
 
 @nb.njit(nogil=True, inline="always")
 def _mlogit_datum_grad_add(x, i, coef, arrays, out):
-    """Add ``coef`` times datum ``i``'s gradient ``features_i (p_i - e_{y_i})^T`` (stable softmax ``p_i``) to
-    the row-major flat ``out`` ``(n_features * n_classes,)``, skipping zero features (Numba)."""
+    """Add ``coef`` times the gradient of datum ``i``, ``features_i (p_i - e_{y_i})^T``, to ``out`` (Numba).
+
+    ``p_i`` are the class probabilities (a stable softmax); the gradient is written into the
+    row-major flat weights, skipping zero features.
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The flat weights, shape ``(n_features * n_classes,)``.
+    i : int
+        Index of the datum.
+    coef : float
+        Factor of the term (the plan's force scale, or -1 for a control variate's reference).
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+    out : numpy.ndarray
+        Shape ``(n_features * n_classes,)``, added to in place.
+    """
     feats, labels, _ = arrays
     n_classes = x.shape[0] // feats.shape[1]
     z = softmax_probabilities(x, feats, i, n_classes)
@@ -177,7 +240,20 @@ def _mlogit_datum_grad_add(x, i, coef, arrays, out):
 
 @nb.njit(nogil=True, inline="always")
 def _mlogit_potential(x, arrays):
-    """``lambda |x|^2 / 2 + sum_i (logsumexp(z_i) - z_i[y_i])`` at the flat weights ``x``, stably (Numba)."""
+    """The potential ``lambda |x|^2 / 2 + sum_i (logsumexp(z_i) - z_i[y_i])`` at one point (Numba).
+
+    Parameters
+    ----------
+    x : numpy.ndarray
+        The flat weights, shape ``(n_features * n_classes,)``.
+    arrays : tuple
+        The target's ``arrays``: ``(features, labels, [prior_precision])``.
+
+    Returns
+    -------
+    float
+        The potential, with a stable log-sum-exp.
+    """
     feats, labels, prior = arrays
     n_classes = x.shape[0] // feats.shape[1]
     total = 0.5 * prior[0] * np.dot(x, x)
