@@ -1,15 +1,6 @@
-"""The public entry points: pick a target, a scheme, a plan, ``h``, ``gamma``, chains, steps,
-burn-in, seed and observers; get a :class:`integrators._result.SampleResult`.
+"""The public entry points (:func:`sample` and friends): each builds a :class:`integrators._spec.RunSpec`
+from its keywords (which checks every argument before anything compiles) and runs it on its backend.
 
-    >>> from integrators import GaussianTarget, sample
-    >>> res = sample(GaussianTarget.one_d_example(), scheme="ubu", plan="sms", h=0.1,
-    ...              n_chains=100, n_steps=2000, burn_in=200, batch_size=1, seed=1)
-    >>> res.mean.shape
-    (1,)
-
-:func:`sample` builds a :class:`integrators._spec.RunSpec` from its keywords (which checks every
-argument before anything compiles; a bad value raises ``ValueError`` naming it) and runs it on its
-backend: the Numba kernel by default, torch with ``backend=Torch(device, dtype, compile)``.
 Every chain ``c`` has its own path, batch and initial-velocity streams (:mod:`integrators._rng`),
 so the same seed gives identical output, and adding chains, or running them in other tiles or
 threads, never changes existing ones.

@@ -24,13 +24,7 @@ TORCH_DTYPES = ("float64", "float32")
 
 
 def local_cores() -> int:
-    """The cores this process may run on (its affinity where the platform tells it).
-
-    Returns
-    -------
-    int
-        At least 1.
-    """
+    """The cores this process may run on (its affinity where the platform tells it), at least 1."""
     try:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:

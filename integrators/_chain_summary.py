@@ -26,42 +26,15 @@ RHAT_WARN = 1.1  # chains that disagree beyond this (R-hat of the first moments)
 
 
 def format_values(values) -> str:
-    """Numbers as ``[a, b, ...]`` with 4 significant digits (summaries).
-
-    Parameters
-    ----------
-    values : array_like
-        The numbers (flattened).
-
-    Returns
-    -------
-    str
-        The bracketed list.
-    """
+    """Numbers (flattened) as ``[a, b, ...]`` with 4 significant digits."""
     return "[" + ", ".join(f"{val:.4g}" for val in np.ravel(values)) + "]"
 
 
 @dataclass(frozen=True)
 class ChainSummary:
     """Pooled statistics of independent chains (the rule in the module docstring).
-
-    Parameters
-    ----------
-    diverged_at : numpy.ndarray
-        Per chain, the first step at which it diverged (-1: never), shape ``(n_chains,)``.
-    chain_mean, chain_second_moment : numpy.ndarray or None, default None
-        Per-chain time averages of ``x`` and ``x**2`` (per coordinate), shape ``(n_chains, d)``;
-        None where a result has no moments of ``x`` (then only :meth:`pooled_mean`,
-        :meth:`pooled_se` and the divergence record apply).
-    n_draws : int or None, default None
-        The draws behind each chain's averages (R-hat needs at least 2); None: no R-hat.
-    member : str, default "chain"
-        What one row is, in messages ("chain", "coupled pair").
-    unit : str, default "step"
-        What ``diverged_at`` counts, in messages ("step", "iteration", "coarse step").
-    run : str, default ""
-        Words that name the run after "diverged" in the error (" at h=0.5").
-    """
+    ``diverged_at`` per chain (-1: never); ``chain_mean``/``chain_second_moment`` ``(n_chains, d)`` or None;
+    ``n_draws`` None: no R-hat; ``member``, ``unit``, ``run`` are words for messages."""
 
     diverged_at: np.ndarray
     chain_mean: np.ndarray | None = None
@@ -88,23 +61,8 @@ class ChainSummary:
         return int(steps.min()) if steps.size else None
 
     def replicates(self, values) -> np.ndarray:
-        """The rows of the chains that did not diverge, every index but the last a replicate.
-
-        Parameters
-        ----------
-        values : numpy.ndarray
-            Per-chain values, shape ``(n_chains, ..., k)``.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(n_replicates, k)``.
-
-        Raises
-        ------
-        RuntimeError
-            When every chain diverged (no estimate; never NaN as a number).
-        """
+        """Rows ``(n_replicates, k)`` of the chains that did not diverge, every index but the last a
+        replicate; raises ``RuntimeError`` when every chain diverged."""
         if not np.any(self.ok):
             raise RuntimeError(f"every {self.member} diverged{self.run} (first at {self.unit} "
                                f"{self.first_divergence_step}): no estimate")
@@ -112,33 +70,11 @@ class ChainSummary:
         return v.reshape(-1, v.shape[-1])
 
     def pooled_mean(self, values) -> np.ndarray:
-        """The mean of :meth:`replicates`.
-
-        Parameters
-        ----------
-        values : array_like
-            Per-chain values, chains first.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(k,)``: the mean over the replicates of the chains that did not diverge.
-        """
+        """The mean ``(k,)`` of :meth:`replicates` (per-chain values, chains first)."""
         return self.replicates(values).mean(axis=0)
 
     def pooled_se(self, values) -> np.ndarray:
-        """The standard error of :meth:`pooled_mean`: ``std(ddof=1) / sqrt(n_replicates)``.
-
-        Parameters
-        ----------
-        values : array_like
-            Per-chain values, chains first.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(k,)``.
-        """
+        """The standard error ``std(ddof=1) / sqrt(n_replicates)`` of :meth:`pooled_mean`, shape ``(k,)``."""
         r = self.replicates(values)
         return r.std(axis=0, ddof=1) / math.sqrt(r.shape[0])
 
@@ -199,23 +135,8 @@ class ChainSummary:
         return out
 
     def summary(self, name: str, *, settings: str = "", lead: str = "", warnings=None) -> str:
-        """One line: ``name`` and ``settings``, ``lead``, mean and variance with their standard
-        errors, R-hat (where :attr:`rhat` has one) and the warnings.
-
-        Parameters
-        ----------
-        name : str
-            The sampler (also the head of the ``DIVERGED`` line).
-        settings, lead : str, default ""
-            Appended to ``name`` before the colon; put after it, before the numbers.
-        warnings : list of str or None, default None
-            The warnings to print (default :attr:`warnings`).
-
-        Returns
-        -------
-        str
-            The line (``DIVERGED`` with the first step when every chain diverged).
-        """
+        """One line: ``name settings: lead``, mean and variance with standard errors, R-hat and the
+        warnings (default :attr:`warnings`); ``DIVERGED`` with the first step when every chain diverged."""
         if not np.any(self.ok):
             return f"{name}: DIVERGED (all {self.member}s; first at {self.unit} {self.first_divergence_step})"
         msg = (f"{name}{settings}: {lead}mean={format_values(self.mean)} +/- {format_values(self.mean_se)}, "

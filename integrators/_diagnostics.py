@@ -115,13 +115,8 @@ def rank_normalized_split_rhat(draws) -> float | np.ndarray:
 
 
 def rhat_from_moments(chain_mean, chain_second_moment, n_draws) -> float | np.ndarray:
-    """Classic R-hat from each chain's time averages of ``x`` and ``x^2`` over ``n_draws`` draws.
-
-    ``chain_mean``, ``chain_second_moment``: ``(n_chains >= 2,)`` or ``(n_chains, d)``.  These are
-    sufficient for the classic R-hat: ``s_j^2 = n / (n - 1) * (m2_j - m1_j^2)``, so a sampler that
-    streams its moments (and keeps no draws) gets exactly the value :func:`gelman_rubin_rhat` would
-    give on its draws.
-    """
+    """Classic R-hat from per-chain averages of ``x`` and ``x^2`` (``(n_chains >= 2,)`` or ``(n_chains, d)``)
+    over ``n_draws`` draws: equals :func:`gelman_rubin_rhat` on the draws, as ``s_j^2 = n/(n-1) (m2_j - m1_j^2)``."""
     m1 = np.asarray(chain_mean, dtype=float)
     m2 = np.asarray(chain_second_moment, dtype=float)
     if m1.shape != m2.shape or m1.ndim not in (1, 2):

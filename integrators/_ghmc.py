@@ -72,11 +72,8 @@ of accepted proposals per chain ``accepted`` ``(n,)``."""
 
 @nb.njit(nogil=True)
 def verlet_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """One leapfrog step of size ``h = coef[0]`` over a block, with a scheme's ``step`` signature
-    (the path ``dW, J`` is not used: the dynamics is Hamiltonian)::
-
-        x <- x + h/2 v;   v <- v - h G(x, w);   x <- x + h/2 v
-    """
+    """One leapfrog step ``x += h/2 v; v -= h G(x, w); x += h/2 v`` (``h = coef[0]``) with a scheme's
+    ``step`` signature; the path ``dW, J`` is unused (the dynamics is Hamiltonian)."""
     h = coef[0]
     n, d = x.shape
     for a in range(d):
@@ -164,25 +161,8 @@ def _make_ghmc_kernel(force, potential):
 
 @dataclass
 class GHMCResult:
-    """Per-chain averages after burn-in, acceptance rate and divergence of an SMS-GHMC run; its
-    statistics are those of :attr:`stats` (:class:`integrators._chain_summary.ChainSummary`, R-hat
-    included), and its warnings add the chains that hardly moved.
-
-    Parameters
-    ----------
-    chain_mean, chain_second_moment : numpy.ndarray
-        Per-chain averages of ``x`` and ``x**2`` over the iterations after burn-in ``(n_chains, d)``.
-    acceptance_rate : float
-        Accepted proposals over all chains and iterations.
-    chain_acceptance : numpy.ndarray
-        Per chain, its acceptance rate ``(n_chains,)``.
-    diverged_at : numpy.ndarray
-        Per chain, the first iteration at which it diverged (-1: never).
-    x : numpy.ndarray
-        Final positions ``(n_chains, d)`` (NaN for diverged chains).
-    n_draws : int or None, default None
-        Iterations after burn-in (R-hat's draws per chain; None: no R-hat).
-    """
+    """An SMS-GHMC run: per-chain averages after burn-in ``(n_chains, d)``, acceptance rates, the divergence
+    record (in iterations) and final positions; statistics from :attr:`stats` (a ``ChainSummary``)."""
 
     chain_mean: np.ndarray
     chain_second_moment: np.ndarray

@@ -80,11 +80,9 @@ One stack of one sampler is a plain run."""
 
 @nb.njit(nogil=True)
 def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw):
-    """Fill ``dW, J`` (shape ``(2, d, n)``) with each chain's pair over each half step, composed
-    from ``refine`` fine intervals (interval-major, coordinates inner).  Chain ``c`` draws from
-    its stream ``states[:, c]`` (word-major, shape ``(4, n)``), in the same order whatever the
-    number of chains; the draws of all chains are made together (:func:`lane_normals`).
-    ``z1, z2`` (shape ``(n,)``, used when ``refine > 1``) and ``raw`` are scratch."""
+    """Fill ``dW, J`` ``(2, d, n)`` with each chain's pair per half step, composed from ``refine`` fine
+    intervals; chain ``c`` draws from ``states[:, c]`` (``(4, n)``) in an order independent of the number of
+    chains.  ``z1, z2`` ``(n,)`` and ``raw`` are scratch."""
     n, d = dW.shape[2], dW.shape[1]
     for half in range(2):
         for a in range(d):  # the first interval: the normals land where the pair goes
@@ -205,38 +203,23 @@ def _member_steps(key):
 
 
 def kernel_for(scheme_module, force, plan_module=None):
-    """The kernel for one scheme, one target class and one batch rule, compiled once and cached
-    (a force whose target allocates, ``force.allocates``, keeps reference counting on).
-
-    The scheme's step, the target's force (over blocks, ``lane_force_for``) and the plan's batch
-    rule (:func:`integrators.plans.next_batches` for the built-in plans, a plan's own Numba
-    ``BATCH_RULE`` otherwise) are closed over; the step and force are called once per step for
-    the whole block, so they are compiled once and shared by every kernel rather than inlined.
-    The kernel is ``run_chains(path, stacks, work, test_fn)``: the run's :class:`Path`, a one-tuple of
-    :class:`Samplers` (the sampler's arrays over the thread's tiles, a stack of one or more of this
-    kind) and the path's scratch (a :class:`Work` from :func:`make_work_buffers` with
-    ``path_steps=path_chunk(d, tile)``) and the run's test functions (:class:`Observers`).
-    """
+    """The cached kernel ``run_chains(path, stacks, work, test_fn)`` for one scheme, target class and batch
+    rule (:func:`kernel_for_kinds` with one kind); ``work`` from :func:`make_work_buffers` with
+    ``path_steps=path_chunk(d, tile)``."""
     return kernel_for_kinds([sampler_kind(scheme_module, force, plan_module)])
 
 
 def sampler_kind(scheme_module, force, plan_module=None) -> tuple:
-    """What a kernel compiles for one sampler: its scheme's step, first-same-as-last flag, the
-    target's force and the plan's batch rule (the built-in plans share one rule).  A step from
-    user code is bounds-checked and named in its errors (:func:`integrators._user_code.guarded`);
-    the force and the rule are, where they come from user code, by their makers."""
+    """What a kernel compiles for one sampler: the scheme's step (guarded where it is user code), its
+    first-same-as-last flag, the target's force and the plan's batch rule."""
     step = guarded(scheme_module.step, f"scheme {getattr(scheme_module, 'NAME', '?')!r}: step")
     return (step, bool(scheme_module.FSAL), force, batch_rule(plan_module))
 
 
 def kernel_for_kinds(kinds):
-    """The kernel that advances stacks of samplers of several kinds (:func:`sampler_kind`; one
-    :class:`Samplers` stack per kind, in order) on one Brownian path:
-    ``run_chains(path, stacks, work, test_fn)``.  Each step's path is drawn once (into ``work.dW, work.J``,
-    a chunk of steps at a time) and every sampler advances over it; each sampler's numbers are
-    those of its own single-sampler run, bit for bit, since its arithmetic and the order of its
-    additions are the same (the path draws are shared, not changed).  Compiled once per tuple of
-    kinds, whatever the number of samplers in each stack."""
+    """The kernel ``run_chains(path, stacks, work, test_fn)`` advancing one :class:`Samplers` stack per kind
+    on one shared path; each sampler's numbers equal its single-sampler run's bit for bit.  Compiled once
+    per tuple of kinds."""
     keys = tuple(kinds)
     if not keys:
         raise ValueError("kernel_for_kinds needs at least one kind of sampler")
@@ -263,10 +246,8 @@ def aligned_zeros(shape, dtype=np.float64) -> np.ndarray:
 
 def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tests: int, *,
                       path_steps: int | None = None, samplers: int | None = None) -> Work:
-    """The :class:`Work` arrays of one block, each starting on a cache line; with ``path_steps``
-    they hold the path of that many steps (``dW, J`` of shape ``(path_steps, 2, d, n)``; without,
-    of one step, ``(2, d, n)``); with ``samplers = m``, every array but the path has a leading
-    axis of length ``m`` (one row per sampler of a :class:`Samplers` stack)."""
+    """The :class:`Work` arrays of one block, cache-line aligned: the path ``(path_steps, 2, d, n)`` (or one
+    step, ``(2, d, n)``); with ``samplers = m`` every other array gains a leading axis of length ``m``."""
     width = max(batch_size, n_data)
     pair = (2, d, n_chains) if path_steps is None else (path_steps, 2, d, n_chains)
     lead = () if samplers is None else (samplers,)
@@ -291,14 +272,9 @@ START, STEPS, FINISH = 0, 1, 2  # the phases of a sampler over one tile (:func:`
 
 
 def _make_member_steps(step, fsal, force, allocates, rule):
-    """``member_steps(stack, i, phase, t, k_first, k_last, dW, J, test_fn)``: sampler ``i`` of a
-    :class:`Samplers` stack over tile ``t``, with the run's test functions (the stack's
-    ``obs.test_fn`` is ``None``: a compiled function inside the stack would make Numba type the
-    whole structure in Python at every call, milliseconds, instead of by its fast fingerprint).
-    ``START`` resets the plan (and, for a first-same-as-last scheme, evaluates the first force),
-    ``STEPS`` runs steps ``k_first .. k_last`` with step ``k``'s path at ``dW[k - k_first],
-    J[k - k_first]``, ``FINISH`` reports diverged chains' states as NaN.
-    (One function for the three phases: each compiled function costs seconds of compile time.)"""
+    """``member_steps(stack, i, phase, t, k_first, k_last, dW, J, test_fn)``: phases ``START``, ``STEPS``
+    (steps ``k_first .. k_last``), ``FINISH`` (NaN for diverged chains) of sampler ``i``; one function for the
+    three phases, and ``test_fn`` passed in, to save compile time."""
     # Compiled without Numba's reference counting (``_nrt=False``): every array the loop touches
     # is an argument owned by the caller, and the kernel allocates nothing, so the views and calls
     # of the step loop need no increment/decrement calls (they once cost more than the arithmetic).
@@ -354,12 +330,9 @@ def _make_member_steps(step, fsal, force, allocates, rule):
 
 
 def _each(fns, allocates):
-    """A Numba function ``each(stacks, phase, t, k_first, k_last, dW, J, test_fn)`` that calls
-    ``fns[j](stacks[j], i, phase, t, k_first, k_last, dW, J, test_fn)`` for every sampler ``i`` of every
-    stack ``j``, in order.  Stacks differ in their compiled functions, so the dispatch over them is
-    written out at compile time (one loop per stack, with a constant index); within a stack the
-    samplers share one call site, so a run of m samplers of one kind compiles no more than a run
-    of one."""
+    """A Numba ``each(stacks, phase, t, k_first, k_last, dW, J, test_fn)`` calling ``fns[j]`` for every sampler
+    of every stack ``j`` in order; the dispatch over stacks is unrolled at compile time, so m samplers of one
+    kind compile no more than one."""
     loops = "".join(f"    for i in range(stacks[{j}].coef.shape[0]):\n"
                     f"        fn{j}(stacks[{j}], i, phase, t, k_first, k_last, dW, J, test_fn)\n"
                     for j in range(len(fns)))

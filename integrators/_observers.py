@@ -40,15 +40,9 @@ def histogram_add_tail(value, lo, hi, tails):
 
 @nb.njit(nogil=True)
 def histogram_add(values, lo, inv_width, counts, tails, parked):
-    """Add ``values[i]`` for every ``i`` with ``parked[i] < 0`` to the fixed histogram ``counts``
-    on ``[lo, lo + n_bins / inv_width)``; out-of-range values go to ``tails``
-    (:func:`histogram_add_tail`, in the order of ``i``, so the float sums there do not depend on
-    how the values are split into calls).
-
-    One tight loop whose common case is a single non-short-circuit test and an increment: written
-    as a per-value function (``if value < lo ... elif value >= hi ... else``) called from the
-    kernel's per-chain observer loop, the same adds ran several times slower, and the figure's
-    kernel spent most of its time there (``benchmarks/bench_histogram.py`` measures both ways)."""
+    """Add ``values[i]`` (where ``parked[i] < 0``) to ``counts`` on ``[lo, lo + n_bins / inv_width)``,
+    out-of-range ones to ``tails`` in order of ``i``.  One tight loop: a per-value function was several times
+    slower (``benchmarks/bench_histogram.py``)."""
     n_bins = counts.shape[0]
     hi = lo + n_bins / inv_width
     for i in range(values.shape[0]):
@@ -64,11 +58,8 @@ COUNT_DTYPE_LIMIT = int(np.iinfo(np.int32).max)  # histograms that may add more 
 
 
 def histogram_counts(n_bins: int, max_adds: int) -> np.ndarray:
-    """Zeroed counts for :func:`histogram_add` when at most ``max_adds`` values will be added:
-    ``int32`` where no bin can pass ``COUNT_DTYPE_LIMIT``, ``float64`` otherwise (exact integers up
-    to ``2^53``).  Either way the counts are exact integers, so the W1 read from them does not
-    depend on the type; the kernel's scatter into int32 counts misses the caches less (half the
-    bytes; ``benchmarks/bench_histogram.py`` measures both)."""
+    """Zeroed exact-integer counts for at most ``max_adds`` adds: ``int32`` where no bin can pass
+    ``COUNT_DTYPE_LIMIT`` (fewer cache misses), else ``float64``."""
     return np.zeros(n_bins, np.int32 if max_adds <= COUNT_DTYPE_LIMIT else np.float64)
 
 
@@ -84,10 +75,8 @@ def add_moments(x, sum_x, sum_xx):
 
 @nb.njit(nogil=True, inline="always")
 def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
-    """The per-chain observers of one step for the chains not diverged: the histogram of the
-    first coordinate (:func:`histogram_add`, its own loop), ``x x^T``, the test functions and,
-    when ``keep_now``, sample ``kept`` (each only when its array is not empty; see
-    :class:`Observers`).  ``tvals``: scratch."""
+    """One step's per-chain observers for the chains not diverged: histogram, ``x x^T``, test functions and,
+    when ``keep_now``, sample ``kept`` (each only where its array is not empty).  ``tvals``: scratch."""
     n, d = x.shape
     track_outer = obs.sum_outer.shape[1] > 0
     n_tests = obs.sum_tests.shape[1]

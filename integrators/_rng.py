@@ -61,12 +61,8 @@ _LAYER, _MANTISSA = np.uint64(0xFF), np.uint64(0x000FFFFFFFFFFFFF)
 
 
 def chain_states(seed: int, kind: int, first: int, count: int) -> np.ndarray:
-    """``(count, 4)`` stream states of chains ``first .. first + count - 1`` for one kind of
-    stream (path, batches, velocities, ...).
-
-    ``SeedSequence(seed, spawn_key=(kind,))`` gives the kind a 64-bit key; chain ``c``'s state
-    words are outputs ``4c .. 4c + 3`` of the SplitMix64 sequence started at that key (the seeding
-    xoshiro's authors recommend), so a chain's streams depend only on the seed and its index."""
+    """``(count, 4)`` SplitMix64-seeded stream states of chains ``first ..`` for one stream ``kind``, keyed by
+    ``SeedSequence(seed, spawn_key=(kind,))``: a chain's streams depend only on the seed and its index."""
     if first < 0 or count < 0:
         raise ValueError(f"first and count must be >= 0, got {first} and {count}")
     key = np.random.SeedSequence(seed, spawn_key=(kind,)).generate_state(1, np.uint64)[0]
@@ -170,11 +166,8 @@ def normal_s(s0, s1, s2, s3):
 
 @nb.njit(nogil=True, _nrt=False)  # not inlined: one compiled copy serves every kernel
 def lane_normals(states, z, raw):
-    """One standard normal per lane: ``z[c]`` from stream ``states[:, c]`` (states stored
-    word-major, shape ``(4, n)``).  Exactly :func:`normal_s` lane by lane, computed in two passes:
-    a branch-free pass over all lanes (it vectorizes) draws and decodes one 64-bit number each,
-    then the ~1.5% of lanes whose draw falls outside its layer's core rectangle finish the
-    ziggurat's slow path (wedge, tail, or a fresh draw) one by one.  ``raw``: scratch, shape (n,)."""
+    """One standard normal per lane, ``z[c]`` from ``states[:, c]`` (``(4, n)``): exactly :func:`normal_s`,
+    via a vectorized pass then the ziggurat's slow path for the ~1.5% of lanes that need it.  ``raw``: scratch."""
     n = z.shape[0]
     for c in range(n):
         s0, s1, s2, s3 = states[0, c], states[1, c], states[2, c], states[3, c]

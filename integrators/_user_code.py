@@ -1,23 +1,15 @@
 """User Numba code called from the toolkit's kernels, compiled with bounds checking.
 
-The kernels call functions written by users: test functions (``f(x, out, test_data)``), the
-``step`` of a :class:`integrators.Scheme`, the gradients of a user target class, a plan's
-``BATCH_RULE`` or ``batch_index``.  Compiled code does not check indices, so such a function
-writing past an array it was given corrupts memory (the process aborts later, with no traceback)
-and one reading past it returns whatever memory follows.  :func:`guarded` recompiles a user
-function's Python source with ``boundscheck=True`` and wraps it so that any exception it raises
-inside a kernel (an index out of bounds, a division by zero, ...) ends in a :class:`UserCodeError`
-naming the function, raised in Python where the run was started, threads included.
+The kernels call functions written by users (test functions, a scheme's ``step``, a user target's
+gradients, a plan's ``BATCH_RULE`` or ``batch_index``).  Compiled code does not check indices, so
+such a function writing past an array corrupts memory (the process aborts later, with no traceback).
+:func:`guarded` recompiles a user function's source with ``boundscheck=True`` and wraps it so that
+any exception it raises inside a kernel ends in a :class:`UserCodeError` naming the function, raised
+in Python where the run was started, threads included.
 
-Cost and switches: only user code is checked (the toolkit's own functions keep full speed); a
-checked function runs slower in proportion to the indexing it does
-(``benchmarks/bench_user_boundscheck.py`` measures it; ``benchmarks/RESULTS.md`` states the
-measured ratio).  A function compiled with an explicit ``@numba.njit(boundscheck=False)`` keeps
-no checks; ``NUMBA_BOUNDSCHECK=0`` in the environment (Numba's own switch, read when the process
-starts) turns them off everywhere.  Either way the wrapper still names the function of any other
-exception it raises.  Only the function given is recompiled: other Numba functions that it calls
-keep the options they were compiled with, so an index out of bounds inside such a helper is not
-caught unless it too was compiled with ``boundscheck=True``, or ``NUMBA_BOUNDSCHECK=1`` is set.
+Only user code is checked (``benchmarks/bench_user_boundscheck.py`` measures the cost); an explicit
+``boundscheck=False`` or ``NUMBA_BOUNDSCHECK=0`` turns the checks off.  Numba functions that the user
+function calls keep their own options.
 """
 
 from __future__ import annotations
@@ -53,24 +45,9 @@ _GUARDED: dict = {}  # (function, role) -> its guarded version; a few entries pe
 
 
 def guarded(fn, role: str):
-    """The user Numba function ``fn``, bounds-checked and named in any error it raises.
-
-    Parameters
-    ----------
-    fn : numba function
-        A function compiled with ``@numba.njit``.  The toolkit's own functions, and anything
-        that is not a Numba function, are returned unchanged.
-    role : str
-        What the function is to the run, for the message (e.g. ``"test_functions"``).
-
-    Returns
-    -------
-    numba function
-        A Numba function with the same arguments and result that calls ``fn``'s source
-        compiled with its own options and ``boundscheck=True`` (unless ``fn`` asked for
-        ``boundscheck=False``), and raises :class:`UserCodeError` naming ``role`` and ``fn``
-        when that call raises.  Built once per ``(fn, role)``.
-    """
+    """The user Numba function ``fn`` recompiled bounds-checked, raising :class:`UserCodeError` naming
+    ``role`` and ``fn`` when it raises; cached per ``(fn, role)``; the toolkit's own functions and non-Numba
+    objects are returned unchanged."""
     if not is_user_code(fn):
         return fn
     key = (fn, role)

@@ -220,12 +220,9 @@ def refusal(name: str, value, allowed: str, detail: str = "") -> str:
 
 
 class Constraint:
-    """What an argument may be, as data.
-
-    ``str(constraint)`` says what is allowed; ``check(name, value)`` (or calling the constraint)
-    returns the value in its canonical type or raises a ``ValueError`` with the one message of
-    :func:`refusal`; ``invalid_examples()`` lists values it refuses, generated from the
-    declaration (the common test feeds them to every declarer)."""
+    """What an argument may be, as data: ``str()`` says what is allowed, ``check(name, value)`` (or a call)
+    returns the canonical value or raises the one ``ValueError`` of :func:`refusal`, ``invalid_examples()``
+    lists refused values (the common test feeds them to every declarer)."""
 
     def __str__(self) -> str:
         raise NotImplementedError
@@ -254,10 +251,8 @@ _WRONG_TYPES = ("1", None, True, 1j, np.array([1.0, 2.0]))  # a string, nothing,
 
 
 class Interval(Constraint):
-    """A number of ``kind`` (``int`` or ``float``) between ``low`` and ``high`` (``None``: no
-    bound; a real number is always finite), ``closed`` on the "left", "right", "both" or
-    "neither" side.  Integers refuse bools and fractions; a 0-d array counts as its number.
-    Returns ``int`` or ``float``."""
+    """A finite ``int`` or ``float`` (``kind``) between ``low`` and ``high`` (``None``: no bound), ``closed`` on
+    "left", "right", "both" or "neither"; integers refuse bools and fractions, a 0-d array counts as its number."""
 
     def __init__(self, kind: type, low=None, high=None, *, closed: str = "left"):
         if kind not in (int, float) or closed not in ("left", "right", "both", "neither"):
@@ -487,10 +482,8 @@ class PowerOfTwo(Constraint):
 
 
 class Histogram(Constraint):
-    """``None`` or ``(lo, hi, n_bins)``: a tuple, list or 1-d array of three numbers (not a mapping,
-    whose keys would be read), finite ``lo < hi``, an integer ``n_bins >= 1`` (``10.0`` counts),
-    and bins whose width and inverse width are finite and positive (the kernels bin by
-    ``(x - lo) * n_bins / (hi - lo)``).  Returns ``(float, float, int)`` or ``None``."""
+    """``None`` or ``(lo, hi, n_bins)`` (tuple, list or 1-d array, not a mapping): finite ``lo < hi``, integral
+    ``n_bins >= 1``, finite positive bin width and inverse width.  Returns ``(float, float, int)`` or ``None``."""
 
     def __str__(self) -> str:
         return "None or (lo, hi, n_bins) with finite lo < hi, an integer n_bins >= 1 and bins of a finite width"

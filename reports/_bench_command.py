@@ -1,4 +1,14 @@
-"""``sms-langevin bench``: every ``bench_*.py`` of ``benchmarks/`` run as its ``BENCH_ARGS`` says."""
+"""``sms-langevin bench``: every ``bench_*.py`` of ``benchmarks/`` run as its ``BENCH_ARGS`` says::
+
+    BENCH_ARGS = {"cpu": {"tiny": [...], "quick": [...], "full": [...]},  # where torch sees no CUDA device
+                  "cuda": {...},          # optional: where it sees one (without it "cpu" serves everywhere)
+                  "requires": ["torch"],  # optional: modules it imports; skipped where one is absent
+                  "smallest": [...]}      # optional: its smallest run, made by the tests (default cpu, tiny)
+
+An entry is the script's arguments at a preset, ``{out}`` standing for a folder for its files, or a
+string: why the script is skipped there (in place of a device's presets: at every preset).  A script
+without ``BENCH_ARGS`` gets ``--preset PRESET --out FOLDER``.
+"""
 
 from __future__ import annotations
 
@@ -30,19 +40,8 @@ def read_bench_args(script: Path):
 
 
 def cmd_bench(args, figures) -> int:
-    """Run every ``bench_*.py`` as its module-level ``BENCH_ARGS`` says (read from the script's source as a
-    literal; the script is not imported here)::
-
-        BENCH_ARGS = {"cpu": {"tiny": [...], "quick": [...], "full": [...]},  # where torch sees no CUDA device
-                      "cuda": {...},          # optional: where it sees one (without it "cpu" serves everywhere)
-                      "requires": ["torch"],  # optional: modules it imports; skipped where one is absent
-                      "smallest": [...]}      # optional: its smallest run, made by the tests (default cpu, tiny)
-
-    An entry is the script's arguments at this command's ``--preset``, ``{out}`` standing for a folder for
-    its files under ``--out`` (a temporary folder unless given), or a string: why the script is skipped
-    there, printed as a one-line note (a string in place of a device's presets skips it at every preset).
-    A script without ``BENCH_ARGS`` gets ``--preset PRESET --out FOLDER``.  Fails (exit 2) when any
-    benchmark fails or its ``BENCH_ARGS`` is malformed."""
+    """Run every benchmark script as its ``BENCH_ARGS`` says (read as a literal, not imported) at
+    ``args.preset``; exit code 2 when any benchmark fails or its ``BENCH_ARGS`` is malformed."""
     import importlib.util
     import shlex
     import tempfile

@@ -59,12 +59,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> Parser:
-    """The ``sms-langevin`` parser; its errors raise a one-line ``CliError`` (exit code 2).
-
-    Returns
-    -------
-    Parser
-    """
+    """The ``sms-langevin`` parser; its errors raise a one-line ``CliError`` (exit code 2)."""
     parser = Parser(prog="sms-langevin", description="Regenerate the paper's figures and tables.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     sub.add_parser("list", help="list every figure and table with what it shows and its cost")
@@ -302,15 +297,9 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
 
 
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
-    """Draw every figure of ``ids`` into ``out/report`` from the units persisted in ``out``.
-
-    Parameters
-    ----------
-    out, figures, ids, preset, run_seed, backend
-        The output folder, the registry ``{id: module}``, the ids to draw; each unit is checked to have been
-        computed with ``preset``, ``run_seed``, ``backend`` (``{}``: the Numba default) and the current code.
-        The report is replaced whole, never left half-written (staged and swapped in: :mod:`reports._report`).
-    """
+    """Draw the figures ``ids`` into ``out/report`` from the units persisted in ``out``, each checked to come
+    from ``preset``, ``run_seed``, ``backend`` (``{}``: Numba) and the current code; the report is staged and
+    swapped in whole (:mod:`reports._report`)."""
     from reports._report import remove_stale_staging, staging_folder, swap_in
     remove_stale_staging(out)
     staging = staging_folder(out)
@@ -464,17 +453,8 @@ def entry() -> None:
 
 
 def main(argv=None) -> int:
-    """Run ``sms-langevin`` on ``argv`` (default ``sys.argv[1:]``).
-
-    Parameters
-    ----------
-    argv : list of str, optional
-
-    Returns
-    -------
-    int
-        The exit code: 2 after a one-line error (usage, a busy folder, an OS error), 130 if interrupted.
-    """
+    """Run ``sms-langevin`` on ``argv`` (default ``sys.argv[1:]``); returns the exit code: 2 after a one-line
+    error (usage, a busy folder, an OS error), 130 if interrupted."""
     return _main(argv, restore_ctrl_c=True)
 
 

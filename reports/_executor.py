@@ -43,21 +43,8 @@ class SchedulerError(Exception):
 
 
 def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
-    """``None`` if ``address`` (``tcp://host:port``, ``tls://host:port`` or ``host:port``) accepts a
-    TCP connection within ``timeout`` seconds, else the reason in words.
-
-    Parameters
-    ----------
-    address : str
-        The scheduler's address.
-    timeout : float
-        Seconds to wait for the port to accept a connection.
-
-    Returns
-    -------
-    str or None
-        None when the scheduler is reachable, else why not.
-    """
+    """``None`` if ``address`` (``tcp://host:port``, ``tls://host:port`` or ``host:port``) accepts a TCP
+    connection within ``timeout`` seconds, else the reason in words."""
     protocol, sep, rest = address.partition("://")
     if not sep:
         protocol, rest = "tcp", address
@@ -77,28 +64,8 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | Non
 
 
 def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
-    """Run one unit (in whatever process this is).
-
-    Parameters
-    ----------
-    module_name : str
-        The figure or table module.
-    unit : dict
-        The unit spec.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed.
-    threads : int, optional
-        The cores the unit may use, passed to ``run_unit`` as ``threads=`` (None: the unit runs
-        alone here and uses its own default); a ``run_unit`` without that keyword is called
-        without it.
-
-    Returns
-    -------
-    tuple
-        ``(result, wall seconds)``.
-    """
+    """Run one unit here; returns ``(result, wall seconds)``.  ``threads`` (None: the unit's default) is passed
+    to ``run_unit`` only where it takes that keyword."""
     mod = importlib.import_module(module_name)
     options = {"threads": threads} if _takes_threads(mod.run_unit) else {}
     t0 = time.time()
@@ -146,34 +113,9 @@ def _worker_init(parent: int) -> None:
 
 def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_dask: bool = False, *,
             threads: int | None = None):
-    """Yield ``(task, result, seconds)`` as units finish.
-
-    Parameters
-    ----------
-    tasks : list
-        ``(module, unit, preset, seed)`` tuples.
-    workers : int
-        Worker processes (1: in process); a unit of a pool whose ``run_unit`` takes ``threads`` gets
-        ``local_cores() // workers`` threads (:func:`run_task`), each unit on Dask one; a unit whose
-        ``run_unit`` does not take it runs its backends at their default (all cores).
-    scheduler : str, optional
-        A Dask scheduler's address: run there instead.
-    local_dask : bool
-        Run on a local Dask cluster of ``workers`` processes.
-    threads : int, optional
-        The cores of each unit run in this process (``workers`` 1), passed as ``run_unit``'s
-        ``threads`` (None: the unit's default, all cores).
-
-    Yields
-    ------
-    tuple
-        ``(task, result, seconds)``, in the order the units finish.
-
-    Raises
-    ------
-    SchedulerError
-        When the Dask executor cannot be used (dask missing, no scheduler there).
-    """
+    """Yield ``(task, result, seconds)`` for ``(module, unit, preset, seed)`` tasks as they finish: in process
+    (``workers`` 1), a process pool (``local_cores() // workers`` threads each) or Dask (``scheduler`` or
+    ``local_dask``; ``SchedulerError`` when unusable)."""
     cores = local_cores()
     if scheduler or local_dask:
         yield from _dask(tasks, workers, scheduler)
@@ -202,11 +144,8 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
 
 
 def _stop_at_once(pool: ProcessPoolExecutor) -> None:
-    """End a worker pool without waiting for its units: the queue is dropped, the workers killed.
-
-    A second Ctrl-C during this is ignored (it would otherwise leave the pool half shut, its
-    manager thread joined at exit while workers wait on the call queue: a hang); the caller's
-    handler is restored before returning, so the interrupt that led here still propagates."""
+    """End a worker pool without waiting (queue dropped, workers killed), ignoring a second Ctrl-C meanwhile
+    (it would leave the pool half shut: a hang); the caller's handler is restored, so the interrupt propagates."""
     with _sigint_ignored():
         processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)

@@ -16,14 +16,8 @@ _CHECKOUT = Path(__file__).resolve().parents[1]  # the repository root when run 
 
 
 def git_commit() -> str:
-    """The commit of the git checkout this package runs from, or ``"not a git checkout"`` (an
-    installed package, or a source folder outside git: :func:`code_source` says which).
-
-    Returns
-    -------
-    str
-        The commit hash, or ``"not a git checkout"``.
-    """
+    """The commit of the git checkout this package runs from, or ``"not a git checkout"``
+    (:func:`code_source` says which)."""
     try:
         top, head = subprocess.run(["git", "rev-parse", "--show-toplevel", "HEAD"], capture_output=True, text=True,
                                    cwd=_CHECKOUT, check=True).stdout.split()
@@ -34,12 +28,7 @@ def git_commit() -> str:
 
 
 def package_version() -> str:
-    """The installed version of the ``sms-langevin`` distribution, or ``"not installed"``.
-
-    Returns
-    -------
-    str
-    """
+    """The installed version of the ``sms-langevin`` distribution, or ``"not installed"``."""
     try:
         return importlib.metadata.version("sms-langevin")
     except importlib.metadata.PackageNotFoundError:
@@ -47,13 +36,8 @@ def package_version() -> str:
 
 
 def code_source() -> str:
-    """Where the running code came from: ``"git checkout"``, ``"installed package"`` (a
-    non-editable install, as in ``site-packages``) or ``"source folder, not a git checkout"``.
-
-    Returns
-    -------
-    str
-    """
+    """Where the running code came from: ``"git checkout"``, ``"installed package"`` (non-editable) or
+    ``"source folder, not a git checkout"``."""
     if not (_CHECKOUT / "pyproject.toml").is_file():
         return "installed package"
     return "git checkout" if git_commit() != "not a git checkout" else "source folder, not a git checkout"

@@ -14,23 +14,8 @@ ESTIMATE_AFTER = 4  # units finished before the time left is estimated (the firs
 
 
 class Progress:
-    """Units done / total of a run, written to ``stream``.
-
-    Parameters
-    ----------
-    total : int
-        Units the run will finish.
-    label : str
-        Printed before the count (the run's preset).
-    stream : file-like, optional
-        Where to write (default: standard error).
-    enabled : bool, optional
-        False: write nothing.  Default: write, as a bar on a terminal, as lines elsewhere.
-    every : float
-        Least seconds between two lines when ``stream`` is not a terminal.
-    clock : callable, optional
-        Seconds now (default :func:`time.monotonic`).
-    """
+    """Units done / ``total`` of a run, written to ``stream`` (default standard error) after ``label``: a bar on
+    a terminal, else lines at least ``every`` seconds apart (``clock``); ``enabled=False`` writes nothing."""
 
     def __init__(self, total: int, label: str = "", stream=None, enabled: bool | None = None,
                  every: float = LINE_EVERY, clock=None):
@@ -44,13 +29,7 @@ class Progress:
         self.last_line = None  # when the last line was written (not on a terminal)
 
     def advance(self, note: str = "") -> None:
-        """Count one finished unit and report it.
-
-        Parameters
-        ----------
-        note : str
-            What finished (the figure and unit), shown beside the count.
-        """
+        """Count one finished unit and report it, ``note`` (the figure and unit) beside the count."""
         self.done += 1
         if not self.enabled:
             return

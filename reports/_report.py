@@ -29,20 +29,8 @@ KEPT = ("tour",)  # parts of a report other commands write (`sms-langevin tour`)
 
 
 def remove_stale_staging(out: Path) -> int:
-    """Delete what a killed report build left in ``out``; a swap killed between its two renames
-    (no ``report`` folder, the previous one aside) gets its previous report back.  Returns how many
-    folders were removed.  Call it holding ``out``'s lock.
-
-    Parameters
-    ----------
-    out : pathlib.Path
-        The output folder.
-
-    Returns
-    -------
-    int
-        How many folders were removed.
-    """
+    """Delete what a killed report build left in ``out`` (a swap killed between its renames gets its previous
+    report back); returns how many folders were removed.  Call it holding ``out``'s lock."""
     report = out / "report"
     olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.stat().st_mtime)
     if olds and not report.exists():
@@ -61,19 +49,8 @@ def _link_or_copy(src, dst):
 
 
 def staging_folder(out: Path) -> Path:
-    """A new empty folder beside ``out/report`` to draw the next report into, holding the parts of the
-    previous report that other commands wrote (:data:`KEPT`).
-
-    Parameters
-    ----------
-    out : pathlib.Path
-        The output folder (created if absent).
-
-    Returns
-    -------
-    pathlib.Path
-        The staging folder.
-    """
+    """A new empty folder beside ``out/report`` (``out`` created if absent) to draw the next report into,
+    holding the parts of the previous report other commands wrote (:data:`KEPT`)."""
     out.mkdir(parents=True, exist_ok=True)
     staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir()
@@ -88,16 +65,7 @@ def staging_folder(out: Path) -> Path:
 
 
 def swap_in(staging: Path, report: Path) -> None:
-    """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then
-    deleted).
-
-    Parameters
-    ----------
-    staging : pathlib.Path
-        The finished staging folder.
-    report : pathlib.Path
-        The report folder it replaces.
-    """
+    """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then deleted)."""
     old = None
     if report.exists():
         old = report.with_name(f"{OLD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
@@ -157,21 +125,8 @@ def _regenerate(preset: str, run: dict, drawn: dict) -> str:
 
 
 def section_preset(mod, preset: str) -> str:
-    """The preset a section ran, in words: ``preset``, and the module's own level where it differs
-    (``tiny`` runs ``quick`` in a module without a tiny level: :func:`reports.registry.module_preset`).
-
-    Parameters
-    ----------
-    mod : module
-        The section's figure or table module.
-    preset : str
-        The run's preset.
-
-    Returns
-    -------
-    str
-        For instance ``"tiny"``, or ``"tiny (runs this section's quick level)"``.
-    """
+    """The preset a section ran, in words: ``preset``, plus the module's own level where it differs, e.g.
+    ``"tiny (runs this section's quick level)"`` (:func:`reports.registry.module_preset`)."""
     from reports.registry import module_preset
     level = module_preset(mod, preset)
     return preset if level == preset else f"{preset} (runs this section's {level} level)"
@@ -186,21 +141,9 @@ def _table_body(table_md: str) -> str:
 
 
 def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
-    """Write ``index.md``, ``index.html`` and ``metadata.json`` of the report into ``report_dir``:
-    an introduction (what the report is, the run's preset and seed, how to regenerate it), a list
-    of contents, then one section per figure with the preset it ran.
-
-    Parameters
-    ----------
-    report_dir : pathlib.Path
-        The (staging) report folder; each figure's files are already in ``report_dir/<id>``.
-    drawn : dict
-        ``{figure id: {"module", "info", "meta", "wall"}}`` in report order: the module, its
-        ``{"files", "measured", "table"}``, the run metadata of one of its units, and its units'
-        compute seconds.
-    preset : str
-        The run's preset.
-    """
+    """Write ``index.md``, ``index.html`` and ``metadata.json`` into ``report_dir``: introduction, contents, one
+    section per figure of ``drawn`` (``{id: {"module", "info", "meta", "wall"}}``, in report order; files
+    already in ``report_dir/<id>``)."""
     report_dir.mkdir(parents=True, exist_ok=True)
     any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
     meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}

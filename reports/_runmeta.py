@@ -39,19 +39,8 @@ def code_version(module_name: str) -> str:
 
 
 def library_versions(module_name: str) -> dict:
-    """``{distribution: version or "not installed"}`` of the figure's ``LIBRARIES`` (read from the
-    installed metadata, without importing them); empty for a figure that measures no other library.
-
-    Parameters
-    ----------
-    module_name : str
-        The figure's module.
-
-    Returns
-    -------
-    dict
-        The versions, by distribution name.
-    """
+    """``{distribution: version or "not installed"}`` of the figure module's ``LIBRARIES`` (from installed
+    metadata, not imported); empty where it declares none."""
     names = getattr(importlib.import_module(module_name), "LIBRARIES", ())
     versions = {}
     for name in names:
@@ -63,26 +52,9 @@ def library_versions(module_name: str) -> dict:
 
 
 def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str, *, inputs: dict | None = None) -> dict:
-    """Everything that determines a unit's result besides the unit spec itself.
-
-    Parameters
-    ----------
-    module_name : str
-        The figure's module (its source and the computing packages' give the code version).
-    run_seed, unit_seed : int
-        The run's seed and the unit's seed derived from it.
-    preset : str
-        The preset the unit runs at.
-    inputs : dict or None, default None
-        What identifies the unit's input files (a figure's ``inputs(unit, preset)``: e.g. the data
-        file's name and size), so that a unit computed on other data is stale.
-
-    Returns
-    -------
-    dict
-        ``run_seed``, ``unit_seed``, ``preset``, ``code_version`` and, for a figure that declares
-        ``LIBRARIES``, ``libraries`` (:func:`library_versions`); ``inputs`` where given.
-    """
+    """Everything besides the unit spec that determines a unit's result: ``run_seed``, ``unit_seed``,
+    ``preset``, ``code_version``, and where they apply ``libraries`` (:func:`library_versions`) and ``inputs``
+    (what identifies the unit's input files, so a unit computed on other data is stale)."""
     out = {"run_seed": run_seed, "unit_seed": unit_seed, "preset": preset, "code_version": code_version(module_name)}
     libraries = library_versions(module_name)
     if libraries:
@@ -93,20 +65,8 @@ def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str, *,
 
 
 def differences(stored: dict | None, wanted: dict) -> list[str]:
-    """Human-readable ``name stored -> wanted`` for every fingerprint entry that differs.
-
-    Parameters
-    ----------
-    stored : dict or None
-        The stored fingerprint (None: unknown).
-    wanted : dict
-        The fingerprint the current run would compute the unit with.
-
-    Returns
-    -------
-    list of str
-        One ``"key stored (wanted value)"`` per differing entry; empty when they agree.
-    """
+    """One ``"key stored (wanted value)"`` per fingerprint entry that differs between ``stored`` (None:
+    unknown) and ``wanted``; empty when they agree."""
     stored = stored or {}
     return [f"{key} {stored.get(key, 'unknown')} (wanted {value})"
             for key, value in wanted.items() if stored.get(key) != value]

@@ -108,10 +108,8 @@ _HELD_LOCKS: dict[int, tuple[int, int]] = {}  # descriptor -> (device, inode) of
 
 
 def _drop_locks_in_child() -> None:
-    """In a forked child: let go of the parent's folder locks (an ``flock`` lasts while any descriptor
-    of its open file is open).  The descriptor is pointed at ``/dev/null``, not closed (so the child's
-    copy of the lock object closes a harmless descriptor), and never unlocked (that would release the
-    parent's lock)."""
+    """In a forked child: let go of the parent's ``flock`` folder locks by pointing their descriptors at
+    ``/dev/null`` (not closing them, never unlocking: that would release the parent's lock)."""
     for fd, file_id in list(_HELD_LOCKS.items()):
         try:
             st = os.fstat(fd)

@@ -147,10 +147,9 @@ def _probs_json(p: np.ndarray | None):
 
 
 def _paper_baseline(net, data: Tensors, cfg: RunConfig, seed: int, methods: dict, timings: dict) -> list:
-    """The paper's baseline from the initial network ``net`` (trained in place): Adam for
-    ``paper_epochs_train`` epochs, the decay stepped per epoch, then ``paper_epochs_swa`` SWA epochs,
-    from a generator of its own; adds ``Adam (paper)`` and ``SWA (paper)`` to ``methods`` and
-    returns the per-epoch training losses."""
+    """The paper's baseline from ``net`` (trained in place, own generator): Adam for ``paper_epochs_train``
+    epochs then ``paper_epochs_swa`` SWA epochs; adds ``Adam (paper)`` and ``SWA (paper)`` to ``methods``
+    and returns the per-epoch training losses."""
     gen = torch.Generator(device=data.x.device).manual_seed(derive(seed, "bnn", "paper baseline"))
     paper = with_overrides(cfg, epochs_train=cfg.paper_epochs_train, epochs_swa=cfg.paper_epochs_swa)
     own: dict = {}

@@ -67,11 +67,9 @@ class Run:
 
 
 def _run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
-    """Runs that differ only in their (scheme, plan), streamed into histograms on one Brownian
-    path; per run ``(histogram, first divergent step or -1)``.  The Numba backend advances them
-    together (:func:`integrators.sample_together`: the path is drawn once per step for all, and
-    each run's numbers are those of its own ``sample()`` call); the tensor backend runs them one
-    at a time.  Also returns the call's seconds."""
+    """Stream runs differing only in (scheme, plan) into histograms on one Brownian path (Numba: together,
+    :func:`integrators.sample_together`; torch: one at a time).  Returns per run ``(histogram, first divergent
+    step or -1)`` and the call's seconds."""
     started = time.perf_counter()
     lo, hi, n_bins = histogram_layout(law)
     first = runs[0]

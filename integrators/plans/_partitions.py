@@ -53,10 +53,9 @@ def partition_outcomes(n_data: int, batch_size: int, sweeps: int, batch_index) -
 
 
 def partition_plan_functions(sweeps: int, batch_index):
-    """``(force_scale, period, count_orders, outcomes)`` of a partition plan that visits a fresh
-    partition over ``sweeps`` epochs in the order of its rule ``batch_index`` (a Numba function):
-    the force scaled by ``N_m``, a period of ``sweeps * N_m`` steps, every ordered partition one
-    equally likely outcome of a period."""
+    """``(force_scale, period, count_orders, outcomes)`` of a partition plan visiting a fresh partition over
+    ``sweeps`` epochs in the order of its Numba rule ``batch_index``: force scaled by ``N_m``, period
+    ``sweeps * N_m`` steps, every ordered partition equally likely."""
 
     def force_scale(n_data: int, batch_size: int) -> float:
         return float(n_batches(n_data, batch_size))

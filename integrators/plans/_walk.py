@@ -25,33 +25,9 @@ def cut(permutation, batch_size: int) -> list:
 
 
 class PlanWalk:
-    """A plan's batches, step after step: the one walk of a plan's rule.
-
-    Parameters
-    ----------
-    plan : str or module or Plan
-        A registered plan's name or a plan object with a rule every backend runs
-        (:func:`integrators.plans.plan_rule`).
-    n_data : int
-        Number of data terms ``N_D``.
-    batch_size : int
-        Batch size ``N_b``.
-    everything : callable, optional
-        ``everything()``: the ``full`` plan's batch (any object; the walk returns it each step).
-    indices : callable, optional
-        ``indices()``: an ``iid`` step's ``N_b`` indices drawn with replacement.
-    permutation : callable, optional
-        ``permutation()``: the permutations of a partition plan's new period, shape
-        ``(..., N_D)``.
-    cut : callable, default :func:`cut`
-        ``cut(permutation, batch_size)``: the partition's ``N_m`` batches, in order.  A
-        period's batches are cut once, so a batch visited twice (``sms``) is the same object.
-
-    Raises
-    ------
-    ValueError
-        If the plan is unknown or its batches come from a Numba ``BATCH_RULE`` or from no rule.
-    """
+    """A plan's batches, step after step (the one walk of a plan's rule), from callables ``everything``
+    (``full``), ``indices`` (``iid``), ``permutation`` and ``cut`` (partition plans; a period is cut once).
+    Raises ``ValueError`` for an unknown plan or one whose batches come from a Numba ``BATCH_RULE`` or no rule."""
 
     def __init__(self, plan, n_data: int, batch_size: int, *, everything=None, indices=None, permutation=None,
                  cut=cut):
@@ -78,15 +54,8 @@ class PlanWalk:
 
 
 def period_batches(plan, n_data: int, batch_size: int, randomness=None) -> list:
-    """One period's batches of a plan from its randomness: a permutation of ``range(n_data)``
-    (partition plans; shape ``(..., N_D)``), the step's indices (``iid``), or nothing (``full``:
-    the batch is ``randomness`` if given, else ``range(n_data)``).
-
-    Returns
-    -------
-    list
-        The period's batches, in order (views of ``randomness`` for a partition plan).
-    """
+    """One period's batches, in order, from the plan's randomness: a permutation ``(..., N_D)`` (partition
+    plans; views of it), the step's indices (``iid``), or the batch itself (``full``; default ``range(n_data)``)."""
     def given():
         return range(n_data) if randomness is None else randomness
 

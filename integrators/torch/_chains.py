@@ -1,20 +1,14 @@
 """Chains mode: ``n_chains`` independent chains of an analytic target as a tensor dimension.
 
-:func:`run_spec` is the torch backend's adapter: it runs a :class:`integrators._spec.RunSpec` whose
-backend is :class:`integrators._backends.Torch` (what ``integrators.sample(..., backend=Torch(...))``
-builds) and returns the same :class:`integrators._result.SampleResult` as the Numba kernel, on any
-device, in float32 or float64, with the
-kernel's streaming observers: running first and second moments (and ``x x^T`` on request), a
-histogram of the first coordinate for :class:`bias._streaming_w1.StreamingW1`, thinned samples, and
-divergence: a chain whose state leaves ``[-bound, bound]`` or is not finite has its step recorded,
-is parked at the origin and drops out of every statistic (its final state is NaN).
+:func:`run_spec` is the torch backend's adapter: it runs a :class:`integrators._spec.RunSpec` on
+:class:`integrators._backends.Torch` and returns the same :class:`integrators._result.SampleResult`
+as the Numba kernel, on any device and dtype, with the kernel's streaming observers and divergence
+rule (a diverged chain is parked and drops out of every statistic).
 
 Randomness is counter-based (:class:`integrators.torch._rng.CounterNormals`): chain ``c``'s path,
 batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
-For cross-backend tests :func:`run_spec` (and the private :func:`_sample`, which builds the spec
-from ``sample``'s keywords) also takes ``noise=(dW, J)`` (the kernel's layout
-``(n_steps, 2, d, n_chains)``) and ``batches`` (the sequence ``replay`` of ``tests/replay.py``
-takes) in place of the draws.  ``Torch(compile=True)`` runs the step through ``torch.compile``.
+For cross-backend tests :func:`run_spec` (and :func:`_sample`) also takes ``noise=(dW, J)`` (the
+kernel's layout ``(n_steps, 2, d, n_chains)``) and ``batches`` in place of the draws.
 """
 
 from __future__ import annotations
@@ -132,12 +126,9 @@ class TensorObservers:
 
 
 def fused_step(scheme_step, force, reflect, x, v, g, batch, scale, coef, factors, keys, counters, obs):
-    """One step of every chain as one function of tensors (what ``torch.compile`` makes one graph
-    of): the path normals at the stream's counter (:func:`integrators.torch._rng.normal_pairs`), the
-    scheme with its force on ``batch``, and the divergence check at step ``counters[1]``.
-    ``counters = [path counter, step]`` (int64, on the device) advance in place; nothing is read
-    back to the host, so a step never waits for the device.  ``coef``, ``factors`` and ``scale`` are
-    tensors: a new ``h`` is new data, not a new graph.  After burn-in :func:`observe` follows."""
+    """One step of every chain as one function of tensors (one ``torch.compile`` graph): path normals, the
+    scheme with its force on ``batch`` and the divergence check; ``counters = [path counter, step]`` advance
+    in place on the device, and ``coef``/``factors``/``scale`` are tensors (a new ``h`` is no new graph)."""
     n, d = x.shape
     zc, zs = normal_pairs(keys, counters[0], 2 * d, x.dtype)  # (2d, n) each
     l11, l21, l22 = factors[0], factors[1], factors[2]
@@ -180,10 +171,8 @@ def _explicit_batches(batches, n, dev):
 
 def _sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
             noise=None, batches=None, **options) -> SampleResult:
-    """For tests: ``integrators.sample(target, scheme, plan, backend=Torch(device, dtype, compile),
-    **options)`` with ``noise=(dW, J)`` / ``batches`` in place of the draws (see the module
-    docstring).  ``options`` are :func:`integrators.sample`'s keywords; those the torch
-    backend does not run (``test_functions``, ``path_refine``, ``threads``) are refused by name."""
+    """For tests: :func:`integrators.sample` with ``backend=Torch(device, dtype, compile)`` and
+    ``noise=(dW, J)`` / ``batches`` in place of the draws; options torch does not run are refused by name."""
     spec = RunSpec.from_options(target, scheme, plan, backend=Torch(device, dtype, compile), **options)
     return run_spec(spec, noise=noise, batches=batches)
 

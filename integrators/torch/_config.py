@@ -51,10 +51,8 @@ def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) 
 
 
 def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1) -> None:
-    """Refuse (``ValueError`` naming ``request``) ``n_chains`` chains over ``params`` whose buffers
-    exceed the memory free on their device now (:func:`integrators._memory.device_memory_bytes`:
-    a CUDA device's free memory, else this machine's available memory), before any of them is
-    allocated."""
+    """Raise ``ValueError`` naming ``request`` when ``n_chains`` chains' buffers over ``params`` exceed the
+    memory free on their device now, before anything is allocated."""
     n, dtype, device = len(params), params.dtype, params.device
     check_fits(f"{request} ({n} parameters of {str(dtype).replace('torch.', '')} on {device}, "
                f"n_data={config.n_data}, plan {config.plan!r})",
@@ -190,10 +188,8 @@ class SamplerConfig:
 
 
 def prior_precisions(named_params, prior, frozen=()) -> list[float]:
-    """Per-parameter prior precision from ``SamplerConfig.prior``.  A mapping may also name the
-    ``frozen`` parameters (``requires_grad=False``, as an ``x_star`` mapping may): they do not
-    move, so their precision is accepted and has no effect; a callable must return one number
-    per parameter."""
+    """Per-parameter prior precision from ``SamplerConfig.prior`` (a mapping may name ``frozen`` parameters,
+    without effect; a callable returns one number per parameter)."""
     if isinstance(prior, numbers.Real) and not isinstance(prior, bool):
         rule = weights_prior(float(prior))
     elif isinstance(prior, Mapping):

@@ -12,25 +12,9 @@ from integrators._divergence import NOT_DIVERGED
 
 
 def mark_divergence(diverged_at: torch.Tensor, step, *values: torch.Tensor, bound: float | None = None) -> None:
-    """Record ``step`` in ``diverged_at`` (in place) for every chain not yet marked where a value
-    is not finite or, given ``bound``, exceeds it in absolute value.
-
-    Branch-free: nothing is read back to the host, so it can run every step on the device (and
-    inside ``torch.compile``) while the first divergent step is still the one recorded.
-
-    Parameters
-    ----------
-    diverged_at : torch.Tensor
-        Per chain, the step recorded so far (:data:`integrators._divergence.NOT_DIVERGED`: none),
-        int64 of any shape ``S`` (``()`` for one chain).
-    step : int or torch.Tensor
-        The step whose result ``values`` are (a 0-d tensor on the device is fine).
-    *values : torch.Tensor
-        Per chain, what must stay finite (state, force, loss): shape ``S`` followed by any
-        number of dimensions, all of which belong to the chain.
-    bound : float or None, default None
-        The largest absolute value allowed (a finite number); None: finiteness only.
-    """
+    """Record ``step`` in place in ``diverged_at`` (int64, per-chain shape ``S``) for every chain not yet marked
+    where one of ``values`` (shape ``S + ...``) is not finite or exceeds ``bound``; branch-free, nothing read
+    back to the host, so it runs every step (and under ``torch.compile``)."""
     flat = [value.reshape(*diverged_at.shape, -1) for value in values]
     if bound is None:
         finite = torch.isfinite(flat[0]).all(-1)

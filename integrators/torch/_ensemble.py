@@ -51,11 +51,8 @@ def chain_seed(seed: int, k: int) -> int:
 
 
 class EnsembleSampler:
-    """``n_chains`` chains of ``scheme x plan`` on the posterior over ``model``'s parameters.
-
-    ``x0``: ``(n_chains, P)`` starting points (default: every chain at the model's parameters).
-    ``config.control_variate`` is not offered here (the reference gradients would be per chain).
-    """
+    """``n_chains`` chains of ``scheme x plan`` on the posterior over ``model``'s parameters, from ``x0``
+    ``(n_chains, P)`` (default: the model's parameters); no control variate (its gradients would be per chain)."""
 
     def __init__(self, model: torch.nn.Module, config: SamplerConfig, n_chains: int, *, x0=None):
         if not isinstance(config, SamplerConfig):

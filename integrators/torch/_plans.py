@@ -21,12 +21,9 @@ from integrators.torch._rng import bits_to_uniform, words
 
 
 class ChainPlan:
-    """The plan's batches for ``n_chains`` chains, drawn from ``stream``: a
-    :class:`integrators.torch._rng.CounterNormals` (a chain's column from its own stream), or any
-    ``uniforms(m)`` returning ``(m, n_chains)`` uniforms.  With a ``CounterNormals`` and ``compile``
-    (a ``torch.compile`` backend's name), each draw (the uniforms and the shuffle, or an iid batch)
-    is one compiled function of the stream's counter: the same numbers, a kernel or two instead of
-    a few dozen small ones."""
+    """The plan's batches for ``n_chains`` chains from ``stream`` (a ``CounterNormals``, or anything whose
+    ``uniforms(m)`` gives ``(m, n_chains)``); with a ``CounterNormals`` and ``compile``, each draw is one
+    compiled function of the stream's counter (same numbers, fewer kernels)."""
 
     def __init__(self, plan, n_data: int, batch_size: int, stream, n_chains: int, device, *,
                  compile: str | None = None):

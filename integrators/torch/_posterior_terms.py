@@ -21,11 +21,8 @@ BOUNDARY_BAND = 1.0 / 6.0  # a coordinate within this fraction of rho_max of the
 
 
 def boundary_fraction(x: torch.Tensor, x_star: torch.Tensor, half_width: float) -> float:
-    """The fraction of the coordinates of ``x`` (any shape ending in the parameters) within
-    :data:`BOUNDARY_BAND` ``* half_width`` of the wall of the box ``|x - x*|_inf < half_width``.
-    Under the localized posterior (``half_width = 6 rho``) a coordinate gets there with probability
-    below 1e-6 from the Gaussian term; a chain whose step is too large for the posterior scatters
-    over the box (or piles on its walls) and puts about a sixth or more of its coordinates there."""
+    """Fraction of the coordinates of ``x`` within ``BOUNDARY_BAND * half_width`` of the box's wall: below 1e-6
+    under the localized posterior, a sixth or more for a chain whose step is too large."""
     y = (x - x_star).abs()
     return float((y >= (1.0 - BOUNDARY_BAND) * half_width).double().mean())
 
@@ -40,19 +37,14 @@ def check_finite_input(name: str, value: torch.Tensor) -> None:
 
 
 def record_divergence(diverged_at: torch.Tensor, k: int, x: torch.Tensor, g: torch.Tensor) -> None:
-    """Write step ``k`` into ``diverged_at`` (in place, per chain: ``x`` and ``g`` of shape
-    ``(..., P)``, ``diverged_at`` of shape ``(...)``) where the state or the force is not finite and
-    no step is recorded yet.  No value is read back to the host, so it runs every step and the
-    checks every ``check_every`` steps still name the first step (:mod:`integrators._divergence`):
-    :func:`integrators.torch._divergence.mark_divergence` with no bound."""
+    """Write step ``k`` into ``diverged_at`` ``(...)`` in place where ``x`` or ``g`` ``(..., P)`` is not finite and
+    nothing is recorded yet (:func:`integrators.torch._divergence.mark_divergence`, no bound)."""
     mark_divergence(diverged_at, k, x, g)
 
 
 def chain_streams(config: SamplerConfig, params: FlatParameters, seed: int, generator=None):
-    """One chain's random sources: ``(normals, batches)``.  The path normals (and the starting
-    velocity, the first draw a sampler takes from them after this) come from a ``torch.Generator``
-    on the parameters' device seeded with ``seed`` (or ``generator``, already seeded); the plan's
-    batches from a second generator, seeded with the first generator's first draw."""
+    """One chain's ``(normals, batches)``: path normals (and starting velocity) from a generator seeded with
+    ``seed`` (or ``generator``), the batches from a second one seeded by the first's first draw."""
     dev = params.device
     normals = GeneratorNormals(seed, dev, params.dtype, generator)
     plan_gen = torch.Generator(device=dev)
@@ -62,14 +54,9 @@ def chain_streams(config: SamplerConfig, params: FlatParameters, seed: int, gene
 
 @dataclass(frozen=True)
 class QuadraticTerms:
-    """The terms of the force that do not come from the data, and the localization's box:
-
-        G(x) = scale * grad L(x; w) + curvature * x - shift                 (:meth:`linear`)
-
-    with ``curvature = prior + 1/rho^2`` and ``shift = x*/rho^2`` under localization (``prior``,
-    the prior precision per coordinate, and no shift without), ``reflect`` the elastic bounce off
-    the box ``|x - x*|_inf < half_width`` (None without localization).  Built by
-    :func:`quadratic_terms`; ``x`` may hold one chain ``(P,)`` or several ``(K, P)``."""
+    """The force's non-data terms ``G(x) = scale grad L(x; w) + curvature x - shift`` (:meth:`linear`) and
+    the localization box's ``reflect`` (None without); ``curvature = prior + 1/rho^2``, ``shift = x*/rho^2``
+    under localization; ``x`` is ``(P,)`` or ``(K, P)``."""
 
     prior: torch.Tensor
     curvature: torch.Tensor
@@ -92,10 +79,9 @@ class QuadraticTerms:
 
 def quadratic_terms(config: SamplerConfig, params: FlatParameters, x: torch.Tensor, *,
                     outside: str) -> QuadraticTerms:
-    """The prior of ``config`` on ``params`` and, with ``config.localization``, its ``x*`` (the
-    model's parameters when the sampler is built, or the given flat tensor or mapping, which must be
-    finite), precision ``1/rho^2`` and box of half width ``rho_max`` (default ``6 rho``).  The
-    starting point(s) ``x`` must lie inside the box (else ``ValueError``: ``outside`` says whose)."""
+    """The :class:`QuadraticTerms` of ``config`` on ``params``: prior, and with localization ``x*`` (finite),
+    ``1/rho^2`` and the box of half width ``rho_max`` (default ``6 rho``); ``ValueError`` (``outside`` says
+    whose) when ``x`` is outside the box."""
     prior = params.per_coordinate(prior_precisions(params.named, config.prior, params.frozen))
     loc = config.localization
     if loc is None:

@@ -2,39 +2,26 @@
 
 * :class:`CounterNormals` (chains mode): a counter-based generator.  Chain ``c``'s ``t``-th 64-bit
   word of a stream is ``splitmix64(key(seed, stream, c) + t * GOLDEN)`` (the SplitMix64 output
-  function of Steele, Lea and Flood, evaluated at a counter instead of a running state).  A
-  chain's numbers depend only on ``(seed, stream, c)`` and the counter: never on how many chains
-  run beside it, and not on the device either (the integer arithmetic is exact and wraps modulo
-  2^64 on CPU and CUDA alike).  A ``torch.Generator`` cannot give this without one generator per
-  chain: its stream is cut into chains by the tensor's shape.
-* :class:`GeneratorNormals` (module mode): a seeded ``torch.Generator`` on the parameters' device;
-  one generator per chain, so an ensemble's chain does not depend on the others either.
+  function evaluated at a counter), so a chain's numbers depend only on ``(seed, stream, c)`` and
+  the counter: never on how many chains run beside it, nor on the device (exact integer arithmetic
+  modulo 2^64).  A ``torch.Generator`` would need one generator per chain for this.
+* :class:`GeneratorNormals` (module mode): a seeded ``torch.Generator`` per chain on the
+  parameters' device.
 
 Normals (:func:`counter_normals`, stream version :data:`STREAM_VERSION`) come in Box-Muller pairs
-that use both outputs, ``r cos(2 pi u2)`` and ``r sin(2 pi u2)`` with ``r = sqrt(-2 log u1)``: one
-log and one sqrt per *two* normals, the cosine and sine together from one exact quadrant reduction
-of ``u2`` and two short polynomials where the step is compiled (:func:`cos_sin_turns`: no library
-sin/cos, which each reduce their argument again and, in float64, cost most of a normal's time on a
-CPU and on GPUs' FP64 units; eager code keeps the library calls, see :func:`box_muller_turns`).
-A pair costs one and a half 64-bit words: the radius's uniform ``u1`` takes 52 bits of its own
-word, the angle's ``u2`` 32 bits (two pairs share one word, low and high half).  Uniforms are
-made by writing bits into the mantissa of a float in ``[1, 2)`` and subtracting exactly (no
-integer-to-float conversion, which has no vector instruction for 64-bit integers on AVX2 and is
-slow on GPUs): ``u1 = (k + 1/2) 2^-52`` and ``u2 = (j + 1/2) 2^-32``, both in the open interval
-(0, 1), exact in float64 (in float32, 23-bit mantissas).  So ``|z| <= 8.6`` in float64; the
-angle's resolution, ``2 pi 2^-32``, moves a normal by at most ``1.5e-9 |z|``.
+``r cos(2 pi u2)``, ``r sin(2 pi u2)`` with ``r = sqrt(-2 log u1)``: one log and one sqrt per two
+normals, and where compiled the cosine and sine from one exact quadrant reduction
+(:func:`cos_sin_turns`).  A pair costs one and a half 64-bit words (52 bits for ``u1``, 32 for
+``u2``); uniforms are made by writing bits into the mantissa of a float in ``[1, 2)`` (no slow
+integer-to-float conversion): ``u1 = (k + 1/2) 2^-52``, ``u2 = (j + 1/2) 2^-32``, in (0, 1) and
+exact in float64, so ``|z| <= 8.6``.
 
-Why SplitMix64 and not a hash of 32-bit products (Philox, Squares, a 32-bit multiply-xorshift):
-two chains' streams must not overlap, so the hash's input is 64 bits (chain and counter);
-Philox2x32-10 spends ten 32x32->64 products per 64-bit word, SplitMix64 two 64x64 products (three
-32-bit multiply-adds each on a GPU, a few vector instructions on a CPU), and a 32-bit hash of a
-32-bit input makes every chain's stream a shifted copy of one cycle of 2^32 words.  What was
-slow was the number of words per normal (one per uniform) and the integer-to-float conversions;
-``benchmarks/bench_torch.py`` measures the previous stream (version 1, kept there) beside this one.
+Why SplitMix64: the hash's input must be 64 bits (chain and counter) so streams cannot overlap;
+it costs two 64x64 products per word where Philox2x32-10 costs ten 32-bit ones
+(``benchmarks/bench_torch.py`` measures the previous stream beside this one).
 
-The pair over an interval of length ``tau`` is ``dW = L11 z1``, ``J = L21 z1 + L22 z2`` with the
-Cholesky factor of :func:`integrators._brownian.pair_cholesky` (the series form where ``gamma tau``
-is small), the same as the Numba kernel draws.
+The pair over an interval ``tau`` is ``dW = L11 z1``, ``J = L21 z1 + L22 z2`` with the Cholesky
+factor of :func:`integrators._brownian.pair_cholesky`, as the Numba kernel draws it.
 """
 
 from __future__ import annotations
@@ -130,12 +117,8 @@ def _horner(coefs, x2):
 
 
 def cos_sin_turns(u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(cos 2 pi u, sin 2 pi u)`` for ``u`` in ``[0, 1)`` on a dyadic grid (``4 u`` exact, as for
-    the generator's angles): ``2 pi u = q pi/2 + x`` with the quadrant ``q = round(4 u)`` and
-    ``x = (4 u - q) pi/2`` in ``[-pi/4, pi/4]`` (the reduction is exact), then one polynomial each
-    for ``sin x`` and ``cos x`` (Taylor, truncation below half an ulp) and the quadrant's signs and
-    swap.  About twenty multiply-adds for the pair instead of two library calls that each reduce
-    the argument again; within a few ulp of ``torch.cos``/``torch.sin`` (``tests``)."""
+    """``(cos 2 pi u, sin 2 pi u)`` for dyadic ``u`` in ``[0, 1)``: an exact quadrant reduction then one Taylor
+    polynomial each (about twenty multiply-adds instead of two library calls), within a few ulp of torch's."""
     t = 4.0 * u
     q = torch.round(t)
     x = (t - q) * (0.5 * math.pi)
@@ -149,11 +132,8 @@ def cos_sin_turns(u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def box_muller_turns(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """:func:`box_muller` with, inside a compiled graph, the angle's cosine and sine from
-    :func:`cos_sin_turns` (``u2`` on the generator's dyadic grid): fused, its twenty
-    multiply-adds are cheaper than two library calls; run eagerly, each would be a pass over
-    memory, so eager code calls the library (the two agree to a few ulp, as the library's own
-    implementations on different devices do)."""
+    """:func:`box_muller` with the angle from :func:`cos_sin_turns` (cheaper when fused in a compiled graph;
+    eager code calls the library, which agrees to a few ulp)."""
     if not torch.compiler.is_compiling():
         return box_muller(u1, u2)
     r = torch.sqrt(-2.0 * torch.log(u1))
@@ -174,11 +154,9 @@ def counters_per_normals(m: int) -> int:
 
 
 def normal_pairs(keys: torch.Tensor, start: torch.Tensor, pairs: int, dtype: torch.dtype):
-    """Box-Muller pairs at counters ``start .. start + counters_per_normals(2 pairs)`` of the streams
-    ``keys`` (shape ``(n,)``): ``(cos part, sin part)``, each ``(pairs, n)``.  Pair ``p``'s radius
-    is word ``start + p`` (top 52 bits), its angle the low (``p`` even) or high (``p`` odd) half of
-    word ``start + pairs + p // 2``.  A pure function of its arguments (``start`` a 0-d int64
-    tensor), so it compiles into the step that uses it."""
+    """Box-Muller pairs ``(cos part, sin part)``, each ``(pairs, n)``, at counters ``start ..`` of streams
+    ``keys`` ``(n,)``: radius from word ``start + p``, angle from half of word ``start + pairs + p // 2``.
+    Pure (``start`` a 0-d int64 tensor), so it compiles into the step."""
     dev = keys.device
     radius = words(keys, start + torch.arange(pairs, device=dev, dtype=torch.int64))
     angle_words = words(keys, start + pairs + torch.arange((pairs + 1) // 2, device=dev, dtype=torch.int64))
