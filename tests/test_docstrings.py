@@ -9,12 +9,10 @@ where they are defined).  An object offered by several modules is checked once. 
 constants) carries no docstring of its own and is skipped.  Private names are not checked.
 
 The API pages (``docs/api/*.md``) render exactly the public modules, one ``::: module`` entry each
-(:func:`test_the_api_pages_render_exactly_the_public_modules`); mkdocstrings renders a module's
-``__all__`` and the names it defines, which are the names (a) and (b) above.  An entry whose options
-say ``extra: {docstrings: brief}`` is a public module whose names are not yet numpydoc: its names are
-not held to the rule (griffe must still parse them), and the mark must go once they all pass
-(:func:`test_a_brief_entry_is_one_the_rule_still_fails`).  Each docstring is parsed with
-``numpydoc.docscrape`` and must satisfy the rule below; one test lists every offender.
+with no options (:func:`test_the_api_pages_render_exactly_the_public_modules`); mkdocstrings
+renders a module's ``__all__`` and the names it defines, which are the names (a) and (b) above.
+Each docstring is parsed with ``numpydoc.docscrape`` and must satisfy the rule below; one test
+lists every offender.
 
 The rule:
 
@@ -62,7 +60,6 @@ numpydoc_docscrape = pytest.importorskip("numpydoc.docscrape")
 ROOT = Path(__file__).resolve().parents[1]
 API_PAGES = ROOT / "docs" / "api"
 ENTRY = re.compile(r"^:::\s*([\w.]+)\s*$")
-BRIEF_OPTION = re.compile(r"^\s+docstrings:\s*brief\s*$")
 
 
 def _is_public_module(name: str) -> bool:
@@ -100,30 +97,20 @@ PACKAGES = PUBLIC_MODULES + PRIVATE_ALL
 
 
 def api_table(pages=API_PAGES) -> dict:
-    """``{module: brief}`` for every ``::: module`` entry of the API pages, in page order: whether its
-    options say ``docstrings: brief`` (a public module whose names are not yet numpydoc)."""
+    """``{module: page name}`` for every ``::: module`` entry of the API pages, in page order."""
     table = {}
     for page in sorted(Path(pages).glob("*.md")):
-        lines = page.read_text(encoding="utf-8").splitlines()
-        for i, line in enumerate(lines):
+        for line in page.read_text(encoding="utf-8").splitlines():
             entry = ENTRY.match(line)
             if not entry:
                 continue
-            brief = False
-            for option in lines[i + 1:]:
-                if not option.startswith(" "):
-                    break
-                brief = brief or bool(BRIEF_OPTION.match(option))
             if entry.group(1) in table:
                 raise AssertionError(f"{page.name}: {entry.group(1)} is rendered twice")
-            table[entry.group(1)] = brief
+            table[entry.group(1)] = page.name
     return table
 
 
 TABLE = api_table()
-# the modules whose public names are held to the rule: every public module but those the pages mark
-# ``docstrings: brief``, and the private modules that declare ``__all__``
-CHECKED = [module for module in PACKAGES if not TABLE.get(module, False)]
 
 
 # public entry points whose input is checked one call deeper (the RunSpec they build, the checks they run)
@@ -178,7 +165,7 @@ def _members(qualname: str, cls):
             yield f"{qualname}.{name}", "method", _python_function(attr)
 
 
-def public_names(packages=CHECKED):
+def public_names(packages=PACKAGES):
     """Every ``(qualified name, kind, object)`` the rule applies to, in a stable order; an object
     offered by several modules (a package re-exporting it) is checked once, by its first name."""
     out, seen = [], set()
@@ -358,7 +345,7 @@ def on(backend: str, modules) -> list[str]:
 
 @BACKENDS
 def test_the_rule_covers_the_public_names(backend):
-    names = [qualname for qualname, _, _ in public_names(on(backend, CHECKED))]
+    names = [qualname for qualname, _, _ in public_names(on(backend, PACKAGES))]
     assert len(names) == len(set(names)) and names
     if backend == "numba":  # a package's __all__, a public module's own names, a private module's __all__
         expected = {"integrators.sample", "reports.store.Store", "theory_checks._monte_carlo.target_law_check"}
@@ -368,7 +355,7 @@ def test_the_rule_covers_the_public_names(backend):
 @BACKENDS
 def test_every_public_name_has_a_numpydoc_docstring(backend):
     offenders = []
-    for qualname, kind, obj in public_names(on(backend, CHECKED)):
+    for qualname, kind, obj in public_names(on(backend, PACKAGES)):
         offenders.extend(f"{qualname}: {problem}" for problem in problems(qualname, kind, obj))
     assert not offenders, f"{len(offenders)} docstring problems:\n" + "\n".join(offenders)
 
@@ -415,7 +402,6 @@ def test_griffe_parses_every_public_docstring_without_warnings(caplog, backend):
         loader.load(root)
     loader.resolve_aliases(implicit=False, external=False)
     problems_found = []
-    checked = {qualname for qualname, _, _ in public_names(on(backend, CHECKED))}
     for qualname, _, obj in public_names(on(backend, PACKAGES)):
         path = _griffe_path(obj)
         path = qualname if "<locals>" in path else path  # a decorator's wrapper: where the source defines it
@@ -425,33 +411,23 @@ def test_griffe_parses_every_public_docstring_without_warnings(caplog, backend):
             problems_found.append(f"{qualname}: griffe does not find {path}")
             continue
         if item.docstring is None:
-            if qualname in checked:  # a brief module may leave a name without one
-                problems_found.append(f"{qualname}: griffe reads no docstring")
+            problems_found.append(f"{qualname}: griffe reads no docstring")
             continue
         problems_found.extend(f"{qualname}: griffe: {w}"
                               for w in _griffe_warnings(griffe, caplog, item.docstring))
     assert not problems_found, "\n".join(problems_found)
 
 
-@BACKENDS
-def test_a_brief_entry_is_one_the_rule_still_fails(backend):
-    """``docstrings: brief`` marks a public module whose names are not yet numpydoc: once every name
-    it offers passes, the mark goes."""
-    done = [module for module in on(backend, TABLE)
-            if TABLE[module] and not any(problems(*name) for name in public_names([module]))]
-    assert not done, f"every public name of {done} passes the rule: remove their 'docstrings: brief'"
-
-
 def test_the_api_pages_render_exactly_the_public_modules():
-    """Each public module is one ``::: module`` entry of an API page, whose options never narrow its
-    members (mkdocstrings renders its ``__all__`` and its own non-underscore names: the names checked
-    above), and no private module is rendered."""
+    """Each public module is one ``::: module`` entry of an API page, with no options (mkdocstrings
+    renders its ``__all__`` and its own non-underscore names: the names checked above, none exempt),
+    and no private module is rendered."""
     assert sorted(TABLE) == PUBLIC_MODULES, (
         f"missing: {sorted(set(PUBLIC_MODULES) - set(TABLE))}, not public: {sorted(set(TABLE) - set(PUBLIC_MODULES))}")
     for page in API_PAGES.glob("*.md"):
         lines = page.read_text(encoding="utf-8").splitlines()
-        narrowing = [line for line in lines if re.match(r"^\s+(members|filters)\s*:", line)]
-        assert not narrowing, f"{page.name}: options narrow what an entry renders: {narrowing}"
+        options = [line for i, line in enumerate(lines[1:], 1) if line.startswith(" ") and ENTRY.match(lines[i - 1])]
+        assert not options, f"{page.name}: an entry has options (members, filters, docstrings: brief): {options}"
 
 
 def test_the_api_pages_are_the_navigation_of_the_api_reference():
