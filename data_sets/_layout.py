@@ -16,7 +16,19 @@ from integrators._validation import int_at_least, integer_labels
 
 @dataclass(frozen=True)
 class ImageData:
-    """Train and test images ``(n, C, H, W)`` float32 in [0, 1], labels int64, and a description."""
+    """Train and test images ``(n, C, H, W)`` float32 in [0, 1], labels int64, and a description.
+
+    Parameters
+    ----------
+    x_train, x_test : numpy.ndarray
+        The images of each split, float32 ``(n, C, H, W)`` in [0, 1].
+    y_train, y_test : numpy.ndarray
+        Their labels, int64 ``(n,)`` in ``[0, n_classes)``.
+    n_classes : int
+        The number of classes.
+    source : str
+        Where the images came from, for messages and reports.
+    """
 
     x_train: np.ndarray
     y_train: np.ndarray
@@ -27,11 +39,27 @@ class ImageData:
 
     @property
     def in_shape(self) -> tuple[int, int, int]:
+        """The shape ``(C, H, W)`` of one image."""
         return tuple(int(s) for s in self.x_train.shape[1:])
 
     def subset(self, n_train: int | None = None, n_test: int | None = None) -> ImageData:
-        """The first ``n_train`` / ``n_test`` images of each split (all if None); each must be an
-        integer from 1 to the number of images the split has."""
+        """The first images of each split.
+
+        Parameters
+        ----------
+        n_train, n_test : int or None, optional
+            How many of the split's images to keep, from 1 to the number it has (None: all).
+
+        Returns
+        -------
+        ImageData
+            The subset, its source saying so.
+
+        Raises
+        ------
+        ValueError
+            If a count is not an integer from 1 to the number of images of its split.
+        """
         for name, value, have in (("n_train", n_train, len(self.y_train)), ("n_test", n_test, len(self.y_test))):
             if value is not None and int_at_least(name, value, 1) > have:
                 raise ValueError(f"{name} must be <= {have} (the images of {self.source}), got {value!r}")
@@ -45,7 +73,26 @@ class ImageData:
         ``numpy.random.default_rng(seed)``) in the test split and the rest in the training split,
         so the two splits' class ratios differ by the rounding of one image per class at most.
         Both splits come in a random order (their first images, :meth:`subset`, are a random
-        choice). ``test_fraction`` is in ``(0, 1)``; every class must keep an image in each split."""
+        choice).
+
+        Parameters
+        ----------
+        test_fraction : float
+            The fraction of each class put in the test split, in ``(0, 1)``.
+        seed : int, default 0
+            The seed of the choice and the orders.
+
+        Returns
+        -------
+        ImageData
+            The splits, the source saying how they were made.
+
+        Raises
+        ------
+        ValueError
+            If ``test_fraction`` is not in ``(0, 1)``, ``seed`` is not an integer >= 0, or a class
+            would have no image in one split.
+        """
         if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) \
                 or not 0 < test_fraction < 1:
             raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
@@ -75,7 +122,21 @@ class DataSpec:
     """The layout a declared data set's files must have: ``n_classes`` (labels in ``[0, K)``),
     ``channels`` on the axis the format puts them (``"last"``: ``(n, H, W, C)``, ``"first"``:
     ``(n, C, H, W)``; a one-channel set may leave the axis out, ``(n, H, W)``), and ``image_size``
-    ``(H, W)`` where the set fixes it (None: any size, the same in every split)."""
+    ``(H, W)`` where the set fixes it (None: any size, the same in every split).
+
+    Parameters
+    ----------
+    name : str
+        The data set's name, for messages.
+    n_classes : int
+        The number of classes ``K``.
+    channels : int, default 1
+        The number of channels.
+    channel_axis : str, default "last"
+        ``"last"`` or ``"first"``.
+    image_size : tuple of (int, int) or None, default None
+        ``(H, W)``, or None for any size.
+    """
 
     name: str
     n_classes: int
@@ -86,7 +147,17 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class Field:
-    """One array as read (``value``), the ``file`` (or folder) it came from and the ``key`` naming it there."""
+    """One array as read, the file (or folder) it came from and the key naming it there.
+
+    Parameters
+    ----------
+    value : array_like
+        The array.
+    file : str
+        The file or folder.
+    key : str
+        Its name in the file.
+    """
 
     value: object
     file: str
@@ -98,8 +169,17 @@ class Field:
 
 @dataclass(frozen=True)
 class Part:
-    """Images and their labels read together (a split, a CIFAR-10 batch): ``name`` for messages,
-    ``split`` the split they join (``"train"``, ``"test"``) or None (checked, then left out)."""
+    """Images and their labels read together (a split, a CIFAR-10 batch).
+
+    Parameters
+    ----------
+    name : str
+        The part's name, for messages.
+    images, labels : Field
+        The images and the labels as read.
+    split : str or None
+        The split they join (``"train"``, ``"test"``), or None (checked, then left out).
+    """
 
     name: str
     images: Field
@@ -189,7 +269,29 @@ def check_layout(spec: DataSpec, parts: Iterable[Part], splits: tuple[str, ...] 
     the joined ``"train"`` split must hold at least two classes (a classifier trained on one learns
     nothing). The first violation raises :class:`DataError` naming the file and the field (for a
     single class, the files and the count of each class). No I/O: the one place the loaders'
-    layout rules live."""
+    layout rules live.
+
+    Parameters
+    ----------
+    spec : DataSpec
+        The declared layout.
+    parts : iterable of Part
+        What the loader read.
+    splits : tuple of str, default ("train", "test")
+        The splits to join.
+
+    Returns
+    -------
+    dict
+        ``{split: (uint8 images (n, C, H, W), int64 labels (n,))}``.
+
+    Raises
+    ------
+    DataError
+        At the first violation of the layout (a ``ValueError``).
+    ValueError
+        If no part joins a split (a loader's bug).
+    """
     joined = {s: ([], [], []) for s in splits}
     first = None
     for part in parts:

@@ -40,7 +40,24 @@ CIFAR10 = DataSpec("CIFAR-10", 10, 3, "first", (32, 32))
 
 
 def load_fashion_mnist(folder: str | Path) -> ImageData:
-    """Fashion-MNIST from its four IDX files in ``folder`` (gzip or not): 1 x 28 x 28, 10 classes."""
+    """Fashion-MNIST from its four IDX files in ``folder`` (gzip or not): 1 x 28 x 28, 10 classes.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder of the four files.
+
+    Returns
+    -------
+    ImageData
+        The training and test splits.
+
+    Raises
+    ------
+    DataError
+        Naming the file, if a file is missing, unreadable or not of the declared layout (a
+        ``ValueError``).
+    """
     folder = Path(folder)
     fields = {}
     for key, stem in FASHION_FILES.items():
@@ -124,7 +141,24 @@ def load_cifar10(folder: str | Path) -> ImageData:
     The batches are pickled dicts, a format that can carry code; they are read with a restricted
     unpickler that builds only dicts, lists, bytes, numbers and numpy arrays, and a file that asks
     for anything else (a function, another class) is refused with a :class:`DataError` naming the
-    file and the global, before anything of it runs."""
+    file and the global, before anything of it runs.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder of the batches.
+
+    Returns
+    -------
+    ImageData
+        The training and test splits.
+
+    Raises
+    ------
+    DataError
+        Naming the file, if a file is missing, unreadable or not of the declared layout (a
+        ``ValueError``).
+    """
     folder = Path(folder)
     parts = []
     for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
@@ -165,7 +199,35 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     ``size``. ``folder`` holds ``list_attr_celeba.txt`` and ``img_align_celeba/`` (the images);
     images with both or neither attribute are left out. ``list_eval_partition.txt`` (0 train, 1 val,
     2 test) gives the split when present (val joins train), else a seeded random split; ``max_images``
-keeps that many (with a partition: the first of each split, about ``test_fraction`` of them test)."""
+keeps that many (with a partition: the first of each split, about ``test_fraction`` of them test).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The Celeb-A folder.
+    size : int, default 64
+        The side of the resized images.
+    test_fraction : float, default 0.1
+        The fraction of images in the test split without a partition file, in ``(0, 1)``.
+    seed : int, default 0
+        The seed of the random split.
+    max_images : int or None, default None
+        Keep that many images (None: all).
+
+    Returns
+    -------
+    ImageData
+        The training and test splits, 3 channels.
+
+    Raises
+    ------
+    ValueError
+        If ``size``, ``seed`` or ``max_images`` is not an integer in range, or ``test_fraction`` not in
+        ``(0, 1)``.
+    DataError
+        Naming the file, if a file is missing, unreadable or not of the declared layout (a
+        ``ValueError``).
+    """
     size = int_at_least("size", size, 1)
     seed = int_at_least("seed", seed, 0)
     if max_images is not None:
@@ -237,7 +299,28 @@ keeps that many (with a partition: the first of each split, about ``test_fractio
 
 def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     """The chest X-ray folder layout ``folder/{train,test}/{NORMAL,PNEUMONIA}/*.jpeg`` (Kermany et
-    al.), grayscale, resized to ``size`` x ``size``; NORMAL is 0, PNEUMONIA 1."""
+    al.), grayscale, resized to ``size`` x ``size``; NORMAL is 0, PNEUMONIA 1.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder of the ``train`` and ``test`` folders.
+    size : int, default 180
+        The side of the resized images.
+
+    Returns
+    -------
+    ImageData
+        The training and test splits, one channel.
+
+    Raises
+    ------
+    ValueError
+        If ``size`` is not an integer >= 1.
+    DataError
+        Naming the file, if a file is missing, unreadable or not of the declared layout (a
+        ``ValueError``).
+    """
     size = int_at_least("size", size, 1)
     folder = Path(folder)
     parts = []
@@ -263,7 +346,23 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
 def medmnist_set(path: str | Path) -> str:
     """The MedMNIST set a file's name declares (``pneumoniamnist.npz``, ``bloodmnist_64.npz``,
     ``pneumoniamnist-subset.npz``: a key of :data:`MEDMNIST`), or :data:`MEDMNIST_DEFAULT` when the
-    name names none; :class:`DataError` for a MedMNIST set this loader cannot read."""
+    name names none; :class:`DataError` for a MedMNIST set this loader cannot read.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file.
+
+    Returns
+    -------
+    str
+        A key of :data:`MEDMNIST`.
+
+    Raises
+    ------
+    DataError
+        If the name declares a MedMNIST set this loader cannot read.
+    """
     name = Path(path).name.lower()
     for key in MEDMNIST:
         if re.match(rf"{key}(?![a-z0-9])", name):
@@ -303,7 +402,32 @@ def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None,
     checked (:func:`check_layout`), the validation split included even when left out. The
     validation split is optional: absent, or present with no images and no labels, it adds nothing;
     the training and test splits must hold images, the training set (with the validation split
-    when it joins) at least two classes."""
+    when it joins) at least two classes.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path or None, optional
+        The file, or a folder searched first, or None (found by :func:`data_sets.find_medmnist`).
+    dataset : str or None, optional
+        The set the file holds, a key of :data:`MEDMNIST`; None: the set the file name declares.
+    n_classes : int or None, optional
+        None (the set's) or an integer >= 2 (a relabelled file).
+    include_val : bool, default True
+        Whether the validation split joins the training set.
+
+    Returns
+    -------
+    ImageData
+        The training and test splits.
+
+    Raises
+    ------
+    ValueError
+        If ``dataset`` is not a known set, ``n_classes`` is below 2, or ``path`` is not a path or None.
+    DataError
+        Naming the file, if a file is missing, unreadable or not of the declared layout (a
+        ``ValueError``).
+    """
     if n_classes is not None:
         int_at_least("n_classes", n_classes, 2)
     include_val = boolean("include_val", include_val)
@@ -348,7 +472,25 @@ def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None,
 def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:
     """scikit-learn's digits (1 x 8 x 8, 10 classes, shipped inside the package), scaled to [0, 1],
     with a fixed random train/test split: the data of the ``tiny`` preset. ``n_train`` is from 1 to
-    the number of images less one (a test set remains)."""
+    the number of images less one (a test set remains).
+
+    Parameters
+    ----------
+    seed : int, default 0
+        The seed of the split.
+    n_train : int, default 1200
+        The number of training images.
+
+    Returns
+    -------
+    ImageData
+        The training and test splits.
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is not an integer >= 0, or ``n_train`` not from 1 to the number of images less one.
+    """
     from sklearn.datasets import load_digits
 
     seed = int_at_least("seed", seed, 0)
@@ -367,7 +509,29 @@ def embedded_digits(*, seed: int = 0, n_train: int = 1200) -> ImageData:
 def synthetic(in_shape: tuple[int, int, int], n_classes: int, *, n_train: int, n_test: int, seed: int = 0) -> ImageData:
     """Random images of a given shape whose labels depend on them (the class whose fixed random
     template correlates most with the image): data of the right shape where real files are absent
-    (the GPU benchmark). Not a data set to report accuracies on."""
+    (the GPU benchmark). Not a data set to report accuracies on.
+
+    Parameters
+    ----------
+    in_shape : tuple of (int, int, int)
+        The shape ``(C, H, W)`` of an image.
+    n_classes : int
+        The number of classes, at least 2.
+    n_train, n_test : int
+        The number of images of each split, at least 1.
+    seed : int, default 0
+        The seed of the images and templates.
+
+    Returns
+    -------
+    ImageData
+        The training and test splits.
+
+    Raises
+    ------
+    ValueError
+        If ``in_shape`` is not three integers >= 1, or a count is out of range.
+    """
     if not isinstance(in_shape, tuple | list | np.ndarray) or len(in_shape) != 3:
         raise ValueError(f"in_shape must be (channels, height, width), got {in_shape!r}")
     for size in in_shape:

@@ -41,8 +41,13 @@ COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up
 
 
 def tiny_samplers() -> tuple[str, ...]:
-    """The ``tiny`` level's samplers: the first registered adapter of each library, and the positive
-    controls (every sampler of the registry at the other levels)."""
+    """The ``tiny`` level's samplers (every sampler of the registry at the other levels).
+
+    Returns
+    -------
+    tuple of str
+        The names of the first registered adapter of each library, and of the positive controls.
+    """
     from theory_checks.adapters._conformance import conformance_adapters
 
     first = {}
@@ -52,6 +57,21 @@ def tiny_samplers() -> tuple[str, ...]:
 
 
 def units(preset: str) -> list[dict]:
+    """The independent units of work of the conformance figure.
+
+    One per target (``TARGETS[preset]``) for the toolkit's exact lines (``{"sampler": "toolkit",
+    "target"}``), and one per adapted sampler and target (:func:`tiny_samplers` at ``tiny``).
+
+    Parameters
+    ----------
+    preset : str
+        The preset, one of ``PRESETS``.
+
+    Returns
+    -------
+    list of dict
+        The units, JSON-serializable.
+    """
     from theory_checks.adapters._conformance import conformance_adapters
 
     names = tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
@@ -60,6 +80,23 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
+    """Compute one unit: a sampler measured on its target at the preset's level, or the toolkit's lines.
+
+    Parameters
+    ----------
+    unit : dict
+        One of :func:`units`.
+    preset : str
+        The preset.
+    seed : int
+        The unit's seed (:func:`reports.store.unit_seed`).
+
+    Returns
+    -------
+    dict
+        The JSON-serializable result, of the structure ``RESULT``; ``{"sampler", "target",
+        "skipped"}`` where the sampler's library is not installed.
+    """
     from theory_checks.adapters import _conformance as conformance
     from theory_checks.adapters._protocol import LibraryMissing
 
@@ -75,8 +112,19 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 
 
 def rows(records: list[dict]) -> list[dict]:
-    """One row per sampler x target x plan: expectation, measured slope and interval, verdicts, and
-    for a positive control whether it was detected."""
+    """The table's rows: one per sampler x target x plan.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured samplers' results (not the toolkit's, not the skipped).
+
+    Returns
+    -------
+    list of dict
+        Expectation, measured slope and interval, verdicts, and for a positive control whether it
+        was detected.
+    """
     from theory_checks.adapters._conformance import check_of, control_verdict, is_control, order_class, sms_effect
 
     out = []
@@ -98,7 +146,20 @@ def rows(records: list[dict]) -> list[dict]:
 
 
 def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
-    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines."""
+    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured samplers' results.
+    toolkit : list of dict
+        The toolkit's results (its exact lines).
+
+    Returns
+    -------
+    list of dict
+        One row per point.
+    """
     out = [{"sampler": r["sampler"], "source": "measured", "target": r["target"], "plan": plan, "h": h,
             "bias_whitened": e, "noise": n}
            for r in records for plan, m in r["plans"].items()
@@ -111,7 +172,18 @@ def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
 
 
 def control_note(records: list[dict]) -> str:
-    """The positive controls' verdicts in one line ("" without controls)."""
+    """The positive controls' verdicts in one line.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured samplers' results.
+
+    Returns
+    -------
+    str
+        The line; empty without controls.
+    """
     from theory_checks.adapters._conformance import control_verdict, is_control
 
     parts = [f"{r['sampler']} on {r['target']}: {control_verdict(r)}" for r in records if is_control(r)]
@@ -119,6 +191,22 @@ def control_note(records: list[dict]) -> str:
 
 
 def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
+    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured samplers' results.
+    toolkit : list of dict
+        The toolkit's results.
+    skipped : list of dict
+        The units skipped for a missing library (named on the figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -168,6 +256,20 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
 
 
 def draw(results: list, preset: str) -> Drawing:
+    """What the report shows of the conformance measurements: the figure, the table and the verdicts.
+
+    Parameters
+    ----------
+    results : list of (dict, dict)
+        Every unit with its result.
+    preset : str
+        The preset the units ran at.
+
+    Returns
+    -------
+    reports.drawing.Drawing
+        The figures, tables, texts and the measured summary.
+    """
     from theory_checks.adapters._conformance import order_class, sms_effect
 
     toolkit = [res for _, res in results if res["sampler"] == "toolkit"]

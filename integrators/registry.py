@@ -14,8 +14,24 @@ from collections.abc import Callable
 
 
 class Registry(dict):
-    """``kind`` names the things (for messages), ``required`` the attributes each declares,
-    ``check(item)`` raises ``ValueError`` for a bad declaration beyond that."""
+    """A registry of schemes or plans: a dict from each item's ``NAME`` to the item.
+
+    Parameters
+    ----------
+    kind : str
+        What the items are, for messages (``"scheme"``, ``"plan"``).
+    required : tuple of str
+        The attributes each item declares (``NAME`` among them).
+    check : callable or None, optional
+        ``check(item)``: raises ``ValueError`` for a bad declaration beyond the attributes.
+    items : iterable, optional
+        The items registered at once.
+
+    Raises
+    ------
+    ValueError
+        If an item of ``items`` is refused by :meth:`register`.
+    """
 
     def __init__(self, kind: str, required: tuple, check: Callable | None = None, items=()):
         super().__init__()
@@ -24,6 +40,19 @@ class Registry(dict):
             self.register(item)
 
     def validate(self, item) -> None:
+        """Check that ``item`` declares what the registry requires.
+
+        Parameters
+        ----------
+        item : module or object
+            A scheme or plan.
+
+        Raises
+        ------
+        ValueError
+            If it lacks a required attribute, its ``NAME`` is not a non-empty string, or ``check``
+            refuses it.
+        """
         missing = [a for a in self.required if not hasattr(item, a)]
         if missing:
             raise ValueError(f"a {self.kind} must declare {', '.join(self.required)}; {item!r} lacks {missing}")
@@ -33,8 +62,28 @@ class Registry(dict):
             self._check(item)
 
     def register(self, item, *, replace: bool = False):
-        """Add ``item`` under its ``NAME``; every table, figure, oracle and test that iterates
-        over this registry then finds it.  Returns the item."""
+        """Add ``item`` under its ``NAME``.
+
+        Every table, figure, oracle and test that iterates over this registry then finds it.
+
+        Parameters
+        ----------
+        item : module or object
+            A scheme or plan (:meth:`validate`).
+        replace : bool, default False
+            Whether it may replace another item of the same name.
+
+        Returns
+        -------
+        module or object
+            The item.
+
+        Raises
+        ------
+        ValueError
+            If it is refused by :meth:`validate`, or another item has its name and ``replace`` is
+            false.
+        """
         self.validate(item)
         if item.NAME in self and self[item.NAME] is not item and not replace:
             raise ValueError(f"a {self.kind} named {item.NAME!r} is already registered (pass replace=True)")
@@ -42,12 +91,40 @@ class Registry(dict):
         return item
 
     def unregister(self, name: str) -> None:
+        """Remove the item registered under ``name``.
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+
+        Raises
+        ------
+        ValueError
+            If no item has that name.
+        """
         if name not in self:
             raise ValueError(f"unknown {self.kind} {name!r}; choose from {sorted(self)}")
         del self[name]
 
     def resolve(self, item):
-        """The item registered under a name, or the item itself (validated)."""
+        """The item registered under a name, or the item itself (validated).
+
+        Parameters
+        ----------
+        item : str or module or object
+            A name, or a scheme or plan.
+
+        Returns
+        -------
+        module or object
+            The registered item, or ``item`` itself.
+
+        Raises
+        ------
+        ValueError
+            If the name is unknown, or the item is refused by :meth:`validate`.
+        """
         if isinstance(item, str):
             if item not in self:
                 raise ValueError(f"unknown {self.kind} {item!r}; choose from {sorted(self)}")
@@ -134,5 +211,23 @@ def discover(package, required) -> tuple[str, ...]:
 
 
 def discover_modules(package, required) -> tuple:
-    """The modules :func:`discover` finds, imported (in its order)."""
+    """The modules :func:`discover` finds, imported.
+
+    Parameters
+    ----------
+    package : str or module
+        An imported package (or its name).
+    required : sequence of str
+        The names a member declares.
+
+    Returns
+    -------
+    tuple of module
+        The members, in :func:`discover`'s order.
+
+    Raises
+    ------
+    ValueError
+        If a member's ``ORDER`` is not an integer literal.
+    """
     return tuple(importlib.import_module(name) for name in discover(package, required))

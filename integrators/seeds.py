@@ -30,7 +30,23 @@ SEED_BITS = 64
 
 
 def label_word(label) -> int:
-    """A label as a non-negative integer of at most 64 bits (ints as they are, strings hashed)."""
+    """A label as a non-negative integer of at most 64 bits.
+
+    Parameters
+    ----------
+    label : int or str
+        An integer in ``[0, 2**64)`` (taken as it is) or a string (hashed with BLAKE2b to 8 bytes).
+
+    Returns
+    -------
+    int
+        The label's word, in ``[0, 2**64)``.
+
+    Raises
+    ------
+    ValueError
+        If ``label`` is neither a string nor an integer in ``[0, 2**64)`` (a bool is refused).
+    """
     if isinstance(label, str):
         return int.from_bytes(hashlib.blake2b(label.encode(), digest_size=8).digest(), "little")
     if isinstance(label, bool) or not isinstance(label, numbers.Integral) or not 0 <= label < 2**SEED_BITS:
@@ -39,7 +55,28 @@ def label_word(label) -> int:
 
 
 def derive(seed, *labels) -> int:
-    """The seed, in ``[0, 2**64)``, of the part of an experiment that ``labels`` name."""
+    """The seed of the part of an experiment that ``labels`` name.
+
+    The labels are the spawn key of a :class:`numpy.random.SeedSequence` with entropy ``seed``: the
+    same seed and labels give the same seed, different labels independent ones.
+
+    Parameters
+    ----------
+    seed : int
+        The experiment's seed, in ``[0, 2**64)``.
+    *labels : int or str
+        The names of the part, outermost first (see :func:`label_word`).
+
+    Returns
+    -------
+    int
+        The derived seed, in ``[0, 2**64)``.
+
+    Raises
+    ------
+    ValueError
+        If ``seed`` is not an integer in ``[0, 2**64)``, or a label is refused by :func:`label_word`.
+    """
     seed = seed_value(seed)
     words = np.random.SeedSequence(entropy=seed, spawn_key=tuple(label_word(lab) for lab in labels))
     return int(words.generate_state(1, np.uint64)[0])

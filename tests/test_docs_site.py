@@ -177,10 +177,11 @@ def test_no_sphinx_role_is_left_as_text(site):
 
 def test_sphinx_roles_became_links_to_their_targets(site):
     """Roles resolved as Sphinx would: an attribute of the class (``:attr:`rhat``` in
-    ``SampleResult``), a re-export followed to its definition (``:func:`integrators.sample```)."""
+    ``SampleResult``), a re-export followed to its definition (``:func:`integrators.sample```), each
+    a link to where the page renders it (the package's public name, not the private module's)."""
     page = (site / "api" / "integrators" / "index.html").read_text()
-    for title, target in (("rhat", "integrators._result.SampleResult.rhat"),
-                          ("integrators.sample", "integrators._api.sample")):
+    for title, target in (("rhat", "integrators.SampleResult.rhat"),
+                          ("integrators.sample", "integrators.sample")):
         link = (rf'<a class="autorefs[^"]*"[^>]*href="[^"]*#{re.escape(target)}"[^>]*>'
                 rf"<code>{re.escape(title)}</code></a>")
         assert re.search(link, page), f"no link <code>{title}</code> -> #{target} on the API page"
@@ -253,7 +254,7 @@ def test_api_page_of_sample_lists_its_parameters(browser, served):
     from selenium.webdriver.common.by import By
 
     browser.get(served + "/api/integrators/")
-    heading = browser.find_element(By.ID, "integrators._api.sample")
+    heading = browser.find_element(By.ID, "integrators.sample")
     section = heading.find_element(By.XPATH, "./following-sibling::div[1]")
     text = section.text
     for parameter in ("target", "scheme", "plan", "h", "gamma", "n_chains", "batch_size", "path_refine", "backend"):

@@ -1,18 +1,18 @@
-"""Every public name of the documented packages has a numpydoc docstring that the docs build renders.
+"""Every public name of the packages has a numpydoc docstring that the docs build renders.
 
-The API pages (``docs/api/*.md``) are the one table of what is documented: each ``::: module``
-entry there is a module the site renders and this test checks (:func:`api_table`), so the two
-cannot disagree.  An entry whose options say ``extra: {docstrings: brief}`` renders a module
-of short docstrings (the inside of a package, not yet its curated surface): griffe must parse them
-(the strict docs build), the rule below is not applied.  The others form :data:`PACKAGES`.
+The public names are discovered, never listed: walking the packages at the repository's root,
+a name is public when it is (a) in some module's ``__all__`` (private modules included), (b) a
+function or class not starting with ``_`` defined in a public module (no part of its dotted path
+starts with ``_``; a package's ``__init__`` is the package), or (c) a method, static method, class
+method or property not starting with ``_`` defined on such a class (inherited ones are checked
+where they are defined).  An object offered by several modules is checked once.  Data (registries,
+constants) carries no docstring of its own and is skipped.  Private names are not checked.
 
-The public names of a package or module in :data:`PACKAGES` are the functions and classes named in
-:data:`MEMBERS` for it, else in its ``__all__``, else the non-underscore functions and classes it
-defines itself (a package whose ``__init__`` exports nothing is listed by its modules), plus the
-non-underscore methods, static methods, class methods and properties defined on those classes
-(inherited ones are documented where they are defined).  Data (registries, constants) carries no
-docstring of its own and is skipped.  Each docstring is parsed with ``numpydoc.docscrape`` and
-must satisfy the rule below; one test lists every offender by qualified name.
+The API pages (``docs/api/*.md``) render exactly the public modules, one ``::: module`` entry each
+with no options (:func:`test_the_api_pages_render_exactly_the_public_modules`); mkdocstrings
+renders a module's ``__all__`` and the names it defines, which are the names (a) and (b) above.
+Each docstring is parsed with ``numpydoc.docscrape`` and must satisfy the rule below; one test
+lists every offender.
 
 The rule:
 
@@ -38,7 +38,7 @@ When griffe is installed, a second test loads the same packages with griffe's nu
 parser mkdocstrings uses for the strict docs build) and requires that parsing every public name's
 docstring logs no warning.
 
-Adding a module to the site and to the check is one more ``::: module`` entry on an API page.
+A new public module fails the page test until it has its ``::: module`` entry on an API page.
 """
 
 from __future__ import annotations
@@ -57,42 +57,61 @@ from conftest import torch_modules
 
 numpydoc_docscrape = pytest.importorskip("numpydoc.docscrape")
 
-API_PAGES = Path(__file__).resolve().parents[1] / "docs" / "api"
+ROOT = Path(__file__).resolve().parents[1]
+API_PAGES = ROOT / "docs" / "api"
 ENTRY = re.compile(r"^:::\s*([\w.]+)\s*$")
-MEMBERS_OPTION = re.compile(r"^\s+members:\s*\[(.*)\]\s*$")
-BRIEF_OPTION = re.compile(r"^\s+docstrings:\s*brief\s*$")
+
+
+def _is_public_module(name: str) -> bool:
+    return not any(part.startswith("_") for part in name.split("."))
+
+
+def source_modules(root=ROOT) -> dict:
+    """Dotted name -> path of every module of the packages at the repository's root (private ones too)."""
+    modules = {}
+    for top in sorted(root.iterdir()):
+        if not (top / "__init__.py").is_file() or not top.name.isidentifier():
+            continue
+        for path in sorted(top.rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            parts = parts[:-1] if parts[-1] == "__init__" else parts
+            if all(part.isidentifier() for part in parts) and (path.parent / "__init__.py").is_file():
+                modules[".".join(parts)] = path
+    return modules
+
+
+def _declares_all(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    targets = [target for node in tree.body if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign)
+               for target in getattr(node, "targets", [getattr(node, "target", None)])]
+    return any(getattr(target, "id", None) == "__all__" for target in targets)
+
+
+MODULES = source_modules()
+# the public modules (no part of the dotted path starts with '_'): the ones the API pages render
+PUBLIC_MODULES = sorted(name for name in MODULES if _is_public_module(name))
+# private modules whose ``__all__`` names are public too (rule a)
+PRIVATE_ALL = sorted(name for name, path in MODULES.items()
+                     if not _is_public_module(name) and _declares_all(path))
+PACKAGES = PUBLIC_MODULES + PRIVATE_ALL
 
 
 def api_table(pages=API_PAGES) -> dict:
-    """``{module: (members or None, brief)}`` for every ``::: module`` entry of the API pages, in
-    page order: its ``members:`` option (None: the module's ``__all__``, else its own public names,
-    as mkdocstrings renders them) and whether its options say ``docstrings: brief``."""
+    """``{module: page name}`` for every ``::: module`` entry of the API pages, in page order."""
     table = {}
     for page in sorted(Path(pages).glob("*.md")):
-        lines = page.read_text(encoding="utf-8").splitlines()
-        for i, line in enumerate(lines):
+        for line in page.read_text(encoding="utf-8").splitlines():
             entry = ENTRY.match(line)
             if not entry:
                 continue
-            members, brief = None, False
-            for option in lines[i + 1:]:
-                if not option.startswith(" "):
-                    break
-                listed = MEMBERS_OPTION.match(option)
-                if listed:
-                    members = [name.strip() for name in listed.group(1).split(",") if name.strip()]
-                brief = brief or bool(BRIEF_OPTION.match(option))
             if entry.group(1) in table:
                 raise AssertionError(f"{page.name}: {entry.group(1)} is rendered twice")
-            table[entry.group(1)] = (members, brief)
+            table[entry.group(1)] = page.name
     return table
 
 
 TABLE = api_table()
-# the modules whose rendered names are held to the rule (the rest say ``docstrings: brief``)
-PACKAGES = [module for module, (_, brief) in TABLE.items() if not brief]
-# modules whose API page renders only some members (the ``members:`` option of docs/api/*.md)
-MEMBERS = {module: members for module, (members, _) in TABLE.items() if members is not None}
+
 
 # public entry points whose input is checked one call deeper (the RunSpec they build, the checks they run)
 VALIDATING_ENTRY_POINTS = {
@@ -115,20 +134,16 @@ def _python_function(obj):
     return getattr(obj, "py_func", obj)
 
 
-def _defined_in(obj, package: str) -> bool:
-    """Whether ``obj`` is defined in the module ``package`` or one of its submodules."""
-    module = getattr(obj, "__module__", None) or ""
-    return module == package or module.startswith(package + ".")
-
-
 def _public_objects(package: str):
-    """``(qualified name, object)`` for the package's public functions and classes."""
+    """``(qualified name, object)`` for the public functions and classes of one module: its ``__all__``
+    (rule a) and, for a public module, the non-underscore ones it defines itself (rule b)."""
     module = importlib.import_module(package)
-    names = MEMBERS.get(package, getattr(module, "__all__", None))
-    if names is None:
-        names = [name for name, obj in vars(module).items()
-                 if not name.startswith("_") and (inspect.isclass(obj) or _is_function(obj))
-                 and _defined_in(obj, package)]
+    names = list(getattr(module, "__all__", ()))
+    if _is_public_module(package):
+        names += [name for name, obj in vars(module).items()
+                  if not name.startswith("_") and name not in names
+                  and (inspect.isclass(obj) or _is_function(obj))
+                  and getattr(obj, "__module__", None) == package]
     for name in names:
         obj = getattr(module, name)
         if inspect.isclass(obj) or _is_function(obj):
@@ -151,10 +166,14 @@ def _members(qualname: str, cls):
 
 
 def public_names(packages=PACKAGES):
-    """Every ``(qualified name, kind, object)`` the rule applies to, in a stable order."""
-    out = []
+    """Every ``(qualified name, kind, object)`` the rule applies to, in a stable order; an object
+    offered by several modules (a package re-exporting it) is checked once, by its first name."""
+    out, seen = [], set()
     for package in packages:
         for qualname, obj in _public_objects(package):
+            if id(obj) in seen:
+                continue
+            seen.add(id(obj))
             if inspect.isclass(obj):
                 out.append((qualname, "class", obj))
                 out.extend(_members(qualname, obj))
@@ -327,11 +346,10 @@ def on(backend: str, modules) -> list[str]:
 @BACKENDS
 def test_the_rule_covers_the_public_names(backend):
     names = [qualname for qualname, _, _ in public_names(on(backend, PACKAGES))]
-    assert len(names) == len(set(names)) and on(backend, PACKAGES)
-    for package in on(backend, PACKAGES):
-        assert any(name.startswith(package + ".") for name in names), package
-    if backend == "numba":
-        assert "integrators.sample" in names and "theory_checks.verify" in names
+    assert len(names) == len(set(names)) and names
+    if backend == "numba":  # a package's __all__, a public module's own names, a private module's __all__
+        expected = {"integrators.sample", "reports.store.Store", "theory_checks._monte_carlo.target_law_check"}
+        assert expected <= set(names)
 
 
 @BACKENDS
@@ -378,38 +396,38 @@ def test_griffe_warnings_are_caught(caplog):
 @BACKENDS
 def test_griffe_parses_every_public_docstring_without_warnings(caplog, backend):
     griffe = pytest.importorskip("griffe")
-    roots = {module.split(".")[0] for module in TABLE}  # every rendered entry, brief ones included
+    roots = {module.split(".")[0] for module in PACKAGES}
     loader = griffe.GriffeLoader(docstring_parser=griffe.Parser.numpy)
     for root in sorted(roots):
         loader.load(root)
     loader.resolve_aliases(implicit=False, external=False)
     problems_found = []
-    for module in on(backend, TABLE):
-        brief = TABLE[module][1]
-        for qualname, _, obj in public_names([module]):
-            path = _griffe_path(obj)
-            path = qualname if "<locals>" in path else path  # a decorator's wrapper: where the source defines it
-            try:
-                item = loader.modules_collection[path]
-            except KeyError:
-                problems_found.append(f"{qualname}: griffe does not find {path}")
-                continue
-            if item.docstring is None:
-                if not brief:  # a brief module may leave a name without one
-                    problems_found.append(f"{qualname}: griffe reads no docstring")
-                continue
-            problems_found.extend(f"{qualname}: griffe: {w}"
-                                  for w in _griffe_warnings(griffe, caplog, item.docstring))
+    for qualname, _, obj in public_names(on(backend, PACKAGES)):
+        path = _griffe_path(obj)
+        path = qualname if "<locals>" in path else path  # a decorator's wrapper: where the source defines it
+        try:
+            item = loader.modules_collection[path]
+        except KeyError:
+            problems_found.append(f"{qualname}: griffe does not find {path}")
+            continue
+        if item.docstring is None:
+            problems_found.append(f"{qualname}: griffe reads no docstring")
+            continue
+        problems_found.extend(f"{qualname}: griffe: {w}"
+                              for w in _griffe_warnings(griffe, caplog, item.docstring))
     assert not problems_found, "\n".join(problems_found)
 
 
-@BACKENDS
-def test_a_brief_entry_is_one_the_rule_still_fails(backend):
-    """``docstrings: brief`` marks a module whose docstrings are not yet numpydoc: once every name
-    it renders passes, the mark goes (the table says what the site holds to the rule)."""
-    done = [module for module in on(backend, TABLE)
-            if TABLE[module][1] and not any(problems(*name) for name in public_names([module]))]
-    assert not done, f"every rendered name of {done} passes the rule: remove their 'docstrings: brief'"
+def test_the_api_pages_render_exactly_the_public_modules():
+    """Each public module is one ``::: module`` entry of an API page, with no options (mkdocstrings
+    renders its ``__all__`` and its own non-underscore names: the names checked above, none exempt),
+    and no private module is rendered."""
+    assert sorted(TABLE) == PUBLIC_MODULES, (
+        f"missing: {sorted(set(PUBLIC_MODULES) - set(TABLE))}, not public: {sorted(set(TABLE) - set(PUBLIC_MODULES))}")
+    for page in API_PAGES.glob("*.md"):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        options = [line for i, line in enumerate(lines[1:], 1) if line.startswith(" ") and ENTRY.match(lines[i - 1])]
+        assert not options, f"{page.name}: an entry has options (members, filters, docstrings: brief): {options}"
 
 
 def test_the_api_pages_are_the_navigation_of_the_api_reference():
@@ -419,4 +437,4 @@ def test_the_api_pages_are_the_navigation_of_the_api_reference():
                    if isinstance(item, dict) and "API reference" in item)
     listed = sorted(next(iter(entry.values())) for entry in section)
     assert listed == sorted(f"api/{page.name}" for page in API_PAGES.glob("*.md"))
-    assert "integrators" in TABLE and "integrators._api" in MEMBERS and "theory_checks._verify" in TABLE
+    assert "integrators" in TABLE and "theory_checks" in TABLE and "integrators.plans.sms" in TABLE

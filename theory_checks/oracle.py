@@ -53,7 +53,25 @@ class UnstableStepError(ValueError):
 
 @dataclass
 class OracleMoments:
-    """Exact stationary moments, time-averaged over the plan's period."""
+    """Exact stationary moments, time-averaged over the plan's period.
+
+    Parameters
+    ----------
+    scheme, plan : str
+        The sampler's scheme and plan.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+    mean : numpy.ndarray
+        ``E[x]``, shape ``(d,)``.
+    second_moment : numpy.ndarray
+        ``E[x x^T]``, shape ``(d, d)``.
+    v_second_moment : numpy.ndarray
+        ``E[v v^T]`` at the state the transition map carries.
+    radius : float
+        The spectral radius of the transition (mean-square for random plans).
+    """
 
     scheme: str
     plan: str
@@ -66,16 +84,37 @@ class OracleMoments:
 
     @property
     def covariance(self) -> np.ndarray:
+        """The covariance of ``x``, ``E[x x^T] - E[x] E[x]^T``."""
         return self.second_moment - np.outer(self.mean, self.mean)
 
     @property
     def variance(self) -> np.ndarray:
+        """The variances of the coordinates of ``x`` (the covariance's diagonal)."""
         return np.diag(self.covariance).copy()
 
 
 # ----------------------------------------------------------------------------- step maps
 def affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
-    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force."""
+    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force.
+
+    Parameters
+    ----------
+    target : GaussianTarget
+        The target (its force is affine).
+    batch : sequence of int
+        The batch's data indices.
+    scale : float
+        The force's scale for the batch.
+    control_variate : bool, default False
+        Whether the force uses the control variate.
+    x_ref : array_like or None, optional
+        The control variate's reference point (None: the mode).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(H, b)``, shapes ``(d, d)`` and ``(d,)``.
+    """
     d = target.dim
     force = force_for(target)
     tdata = force_data(target, control_variate, x_ref)
@@ -93,8 +132,33 @@ def affine_force(target: GaussianTarget, batch, scale: float, control_variate=Fa
 
 
 def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
-    """``(A, a, C)`` of one transition: ``z' = A z + a + C xi`` with ``xi`` the 4d path noise,
-    from the scheme's declared ``affine_ops``."""
+    """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops``.
+
+    ``z' = A z + a + C xi`` with ``z = (x, v)`` and ``xi`` the 4d path noise.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : numpy.ndarray
+        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
+    b : numpy.ndarray
+        ``b``, shape ``(d,)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(A, a, C)``, shapes ``(2d, 2d)``, ``(2d,)`` and ``(2d, 4d)``.
+
+    Raises
+    ------
+    ValueError
+        If the scheme declares no ``affine_ops``, or an operation is unknown.
+    """
     module = resolve_scheme(scheme)
     if getattr(module, "affine_ops", None) is None:
         raise ValueError(f"scheme {module.NAME!r} declares no affine_ops; use maps='probed'")
@@ -106,7 +170,28 @@ def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float
     (identity for schemes that are not first-same-as-last), without the noise it undoes; with
     ``noise=True``, ``(K, k, N)``: the rotated state is ``K z + k + N xi`` with ``xi`` the step's
     own path noise (nonzero columns of ``N``: the slots a rotation that crosses an O step undoes,
-    which in the rotated transition belong to the previous step, see :func:`rotation_slots`)."""
+    which in the rotated transition belong to the previous step, see :func:`rotation_slots`).
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : numpy.ndarray
+        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
+    b : numpy.ndarray
+        ``b``, shape ``(d,)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+    noise : bool, default False
+        Whether to return the noise map too.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(K, k)``, or ``(K, k, N)`` with ``noise``.
+    """
     module = resolve_scheme(scheme)
     rotation = getattr(module, "rotation_ops", None)
     ops = rotation(h, gamma) if rotation is not None else []
@@ -117,13 +202,50 @@ def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float
 def rotation_slots(noise_map: np.ndarray) -> list[int]:
     """The path-noise slots (0 dW1, 1 J1, 2 dW2, 3 J2) on which a rotation's noise map ``N``
     (``rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
-    those slots carry the previous step's noise, the others the current step's."""
+    those slots carry the previous step's noise, the others the current step's.
+
+    Parameters
+    ----------
+    noise_map : numpy.ndarray
+        ``N``, shape ``(2d, 4d)``.
+
+    Returns
+    -------
+    list of int
+        The slots, in order.
+    """
     d = noise_map.shape[1] // 4
     return [k for k in range(4) if np.any(noise_map[:, k * d:(k + 1) * d] != 0.0)]
 
 
 def ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme: str = "?"):
-    """``(A, a, C)`` of a list of affine operations (``kick``, ``drift``, ``o``, ``u``, ``em``)."""
+    """``(A, a, C)`` of a list of affine operations (``kick``, ``drift``, ``o``, ``u``, ``em``).
+
+    Parameters
+    ----------
+    ops : list of tuple
+        The operations, in order (a scheme's ``affine_ops`` or ``rotation_ops``).
+    hess : numpy.ndarray
+        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
+    b : numpy.ndarray
+        ``b``, shape ``(d,)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+    scheme : str, default "?"
+        The scheme's name, for messages.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(A, a, C)``, shapes ``(2d, 2d)``, ``(2d,)`` and ``(2d, 4d)``.
+
+    Raises
+    ------
+    ValueError
+        If an operation is unknown.
+    """
     d = hess.shape[0]
     n = 6 * d + 1  # (x, v, dW1, J1, dW2, J2, 1)
     eye = np.eye(d)
@@ -170,7 +292,22 @@ def ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme
 
 
 def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
-    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step."""
+    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    numpy.ndarray
+        The covariance, shape ``(4d, 4d)``.
+    """
     pair = pair_covariance(gamma, h / 2)
     cov = np.zeros((4 * d, 4 * d))
     for half in (0, 1):
@@ -183,13 +320,48 @@ def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the plans' laws
 def count_orders(plan, n_data: int, batch_size: int) -> int:
-    """Number of equally likely batch orders the oracle enumerates per period."""
+    """Number of batch orders the oracle enumerates per period.
+
+    Parameters
+    ----------
+    plan : str or module or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        The number of data terms ``N_D``.
+    batch_size : int
+        The batch size ``N_b``.
+
+    Returns
+    -------
+    int
+        The count (:func:`integrators.plans.count_orders`).
+    """
     return plan_count_orders(plan, n_data, batch_size)
 
 
 def plan_outcomes(plan, n_data: int, batch_size: int):
     """``[(probability, [batch, batch, ...]), ...]``: one period's batch sequences and their law,
-    as the plan declares them (``outcomes``), within the enumeration limit."""
+    as the plan declares them (``outcomes``), within the enumeration limit.
+
+    Parameters
+    ----------
+    plan : str or module or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        The number of data terms ``N_D``.
+    batch_size : int
+        The batch size ``N_b``.
+
+    Returns
+    -------
+    list of (float, list of tuple)
+        The batch sequences with their probabilities.
+
+    Raises
+    ------
+    ValueError
+        If the plan has more than ``MAX_ORDERS`` batch orders per period.
+    """
     module = resolve_plan(plan)
     n_orders = count_orders(module, n_data, batch_size)
     if n_orders > MAX_ORDERS:
@@ -227,8 +399,46 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     Numba, torch for a scheme with no Numba step), default declared when the scheme has
     ``affine_ops``.  ``at``:
     ``"average"`` over the steps of the plan's period, or ``"period_end"`` (the law at the ends
-    of periods, where the palindrome of ``sms`` closes).  Raises
-    :class:`UnstableStepError` when there is no stationary law."""
+    of periods, where the palindrome of ``sms`` closes).
+
+    Parameters
+    ----------
+    target : GaussianTarget
+        The target.
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    plan : str or module or Plan
+        A registered plan's name or a plan object.
+    h : float
+        The step size.
+    gamma : float, default 1.0
+        The friction.
+    batch_size : int or None, default None
+        The batch size; None (plan ``full`` only): all the data.
+    control_variate : bool, default False
+        Whether the force uses the control variate.
+    x_ref : array_like or None, optional
+        The control variate's reference point (None: the mode).
+    maps : str or None, optional
+        ``"declared"`` or ``"probed"``.
+    at : str, default "average"
+        ``"average"`` or ``"period_end"``.
+    backend : str or None, optional
+        The backend probed with ``maps="probed"``.
+
+    Returns
+    -------
+    OracleMoments
+        The moments.
+
+    Raises
+    ------
+    UnstableStepError
+        When there is no stationary law (a ``ValueError``).
+    ValueError
+        If the target is not a ``GaussianTarget``, an option is unknown or out of range, or
+        ``batch_size`` is missing for a plan other than ``full``.
+    """
     if not isinstance(target, GaussianTarget):
         raise ValueError(f"the exact oracle needs a GaussianTarget, got {type(target).__name__}")
     module = resolve_scheme(scheme)
@@ -297,7 +507,29 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
 
 # ------------------------------------------------------------ helpers kept for the full plan
 def affine_step_map(scheme, hess, h, gamma):
-    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``."""
+    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : array_like
+        ``H``, symmetric, shape ``(d, d)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(A, Q)``, shapes ``(2d, 2d)``.
+
+    Raises
+    ------
+    ValueError
+        If ``hess`` is not a finite symmetric square matrix, or ``h`` or ``gamma`` is not positive.
+    """
     hess = finite_array("hess", hess, 2)
     if hess.shape[0] != hess.shape[1] or not np.allclose(hess, hess.T):
         raise ValueError(f"hess must be a symmetric square matrix, got shape {hess.shape}")
@@ -307,12 +539,52 @@ def affine_step_map(scheme, hess, h, gamma):
 
 
 def spectral_radius(scheme, hess, h, gamma) -> float:
+    """The spectral radius of the full-gradient map (:func:`affine_step_map`): stable below 1.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : array_like
+        ``H``, symmetric, shape ``(d, d)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    float
+        The largest modulus of the eigenvalues of ``A``.
+    """
     a, _ = affine_step_map(scheme, hess, h, gamma)
     return float(np.max(np.abs(np.linalg.eigvals(a))))
 
 
 def stationary_covariance(scheme, hess, h, gamma):
-    """Exact stationary covariance of ``z = (x, v)`` of the full-gradient scheme (Lyapunov)."""
+    """Exact stationary covariance of ``z = (x, v)`` of the full-gradient scheme (Lyapunov).
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : array_like
+        ``H``, symmetric, shape ``(d, d)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    numpy.ndarray
+        The covariance, shape ``(2d, 2d)``.
+
+    Raises
+    ------
+    UnstableStepError
+        If the spectral radius is >= 1.
+    """
     a, q = affine_step_map(scheme, hess, h, gamma)
     if np.max(np.abs(np.linalg.eigvals(a))) >= 1:
         raise UnstableStepError(f"{scheme} at h={h:g}, gamma={gamma:g} is unstable (spectral radius >= 1)")
@@ -320,5 +592,22 @@ def stationary_covariance(scheme, hess, h, gamma):
 
 
 def stationary_full(scheme, target, h, gamma):
-    """Exact stationary mean of ``x`` and covariance of ``(x, v)`` of ``scheme x full``."""
+    """Exact stationary mean of ``x`` and covariance of ``(x, v)`` of ``scheme x full``.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    target : GaussianTarget
+        The target.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        The target's mean (the full-gradient schemes keep it) and the covariance of ``(x, v)``.
+    """
     return target.mean, stationary_covariance(scheme, target.precision, h, gamma)

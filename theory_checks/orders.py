@@ -27,7 +27,25 @@ from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_mo
 
 @dataclass
 class OrderFit:
-    """Errors against step sizes, the fitted slope and local slopes."""
+    """Errors against step sizes, the fitted slope and local slopes.
+
+    Parameters
+    ----------
+    hs : numpy.ndarray
+        The step sizes, largest first.
+    errors : numpy.ndarray
+        The error at each step size; nan where the sampler is unstable.
+    slope : float
+        The least-squares slope of log(error) against log(h) (:func:`fit_slope`).
+    local_slopes : numpy.ndarray
+        The slopes between consecutive step sizes (:func:`local_slopes`).
+    fit_points : int
+        The number of smallest step sizes the slope is fitted on.
+    ci : tuple of (float, float) or None, default None
+        The bootstrap interval of the slope (strong order).
+    unstable : list of float, default []
+        The step sizes where the sampler is unstable.
+    """
 
     hs: np.ndarray
     errors: np.ndarray                 # nan where the sampler is unstable
@@ -39,13 +57,37 @@ class OrderFit:
 
     @property
     def ci_half_width(self) -> float:
+        """Half the width of the slope's interval (nan without one)."""
         return float("nan") if self.ci is None else 0.5 * (self.ci[1] - self.ci[0])
 
 
 def ladder(name: str, values, *, minimum: int = 2, integer: bool = False) -> np.ndarray:
-    """``values`` (step sizes, epochs, dimensions) checked and sorted from largest to smallest:
-    finite, positive, pairwise distinct (a slope through repeated or single points is no slope),
-    at least ``minimum`` of them, integers where ``integer``."""
+    """A ladder of values (step sizes, epochs, dimensions), checked and sorted from largest to smallest.
+
+    A slope through repeated or single points is no slope: the values must be pairwise distinct.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for messages.
+    values : array_like
+        The values: finite and positive.
+    minimum : int, default 2
+        The fewest distinct values.
+    integer : bool, default False
+        Whether the values must be integers.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values as floats, largest first.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, if the values are not a 1-D list of finite positive numbers (integers
+        where ``integer``), or fewer than ``minimum`` distinct ones.
+    """
     try:
         arr = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
@@ -62,8 +104,29 @@ def ladder(name: str, values, *, minimum: int = 2, integer: bool = False) -> np.
 
 
 def fit_slope(hs, errors, fit_points: int = 4) -> float:
-    """Least-squares slope of log(error) against log(h) on the ``fit_points`` smallest ``h``
-    (``nan`` where one of those errors is not a positive number: an unstable step size)."""
+    """Least-squares slope of log(error) against log(h) on the ``fit_points`` smallest ``h``.
+
+    Parameters
+    ----------
+    hs : array_like
+        The step sizes.
+    errors : array_like
+        The error at each step size, of the same length.
+    fit_points : int, default 4
+        The number of smallest step sizes the slope is fitted on (at least 2).
+
+    Returns
+    -------
+    float
+        The slope; nan where one of the fitted errors is not a positive number (an unstable step
+        size).
+
+    Raises
+    ------
+    ValueError
+        If ``hs`` and ``errors`` differ in length, ``fit_points`` is below 2, or the fitted step
+        sizes are not distinct positive numbers.
+    """
     hs = np.asarray(hs, dtype=float)
     errors = np.asarray(errors, dtype=float)
     if hs.ndim != 1 or hs.shape != errors.shape:
@@ -77,7 +140,25 @@ def fit_slope(hs, errors, fit_points: int = 4) -> float:
 
 
 def local_slopes(hs, errors) -> np.ndarray:
-    """Slopes of log(error) against log(h) between neighbours of the ladder ``hs``."""
+    """Slopes of log(error) against log(h) between neighbours of the ladder ``hs``.
+
+    Parameters
+    ----------
+    hs : array_like
+        The step sizes.
+    errors : array_like
+        The error at each step size, of the same length.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``len(hs) - 1`` slopes (nan or inf where an error is zero or not finite).
+
+    Raises
+    ------
+    ValueError
+        If ``hs`` and ``errors`` are not 1-D lists of the same length.
+    """
     hs, errors = np.asarray(hs, float), np.asarray(errors, float)
     if hs.ndim != 1 or hs.shape != errors.shape:
         raise ValueError(f"hs and errors must be lists of the same length, got shapes {hs.shape} and {errors.shape}")
@@ -103,6 +184,36 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
     ``h``; ``statistic`` is ``"variance"`` (bias of the trace of the covariance), ``"mean"``,
     ``"second_moment"`` or a function ``f(OracleMoments, target) -> float`` (any quadratic test
     function).  Unstable step sizes give ``nan`` and are listed in ``unstable``.
+
+    Parameters
+    ----------
+    target : GaussianTarget
+        The Gaussian target (the oracle is exact on it).
+    scheme : str
+        A registered scheme's name.
+    plan : str
+        A registered plan's name.
+    hs : array_like
+        The step sizes (:func:`ladder`).
+    gamma : float, default 1.0
+        The friction.
+    batch_size : int or None, default None
+        The batch size; None (plan ``full`` only): all the data.
+    statistic : str or callable, default "variance"
+        ``"variance"``, ``"mean"``, ``"second_moment"`` or ``f(OracleMoments, target) -> float``.
+    fit_points : int, default 4
+        The number of smallest step sizes the slope is fitted on.
+
+    Returns
+    -------
+    OrderFit
+        The errors, the fitted slope and the local slopes.
+
+    Raises
+    ------
+    ValueError
+        If ``statistic`` is unknown, ``hs`` is not a ladder, ``fit_points`` is below 2, or the
+        oracle refuses the sampler's options.
     """
     if isinstance(statistic, str) and statistic not in STATISTICS:
         raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(STATISTICS)} or give a function")
@@ -219,9 +330,33 @@ def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_b
 
 def anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
                          pattern=(1.0, 2.5, 5.0, 10.0)) -> GaussianTarget:
-    """Gaussian data terms whose precisions do not commute: each is a random rotation of a
-    spectrum that repeats ``pattern`` (so every block of ``len(pattern)`` dimensions is equally
-    hard, and the sampler's law is not a product of one-dimensional problems)."""
+    """Gaussian data terms whose precisions do not commute.
+
+    Each is a random rotation of a spectrum that repeats ``pattern`` (so every block of
+    ``len(pattern)`` dimensions is equally hard, and the sampler's law is not a product of
+    one-dimensional problems).
+
+    Parameters
+    ----------
+    d : int
+        The dimension, at least 1.
+    n_data : int, default 4
+        The number of data terms, at least 1.
+    seed : int, default 0
+        The seed of the rotations and means.
+    pattern : sequence of float, default (1.0, 2.5, 5.0, 10.0)
+        The spectrum, repeated to ``d`` values (divided by ``n_data``).
+
+    Returns
+    -------
+    GaussianTarget
+        The target, with prior precision ``0.1 * I``.
+
+    Raises
+    ------
+    ValueError
+        If ``d`` or ``n_data`` is not an integer >= 1.
+    """
     d = int_at_least("d", d, 1)
     n_data = int_at_least("n_data", n_data, 1)
     rng = np.random.default_rng([seed, d])
@@ -235,7 +370,24 @@ def anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
 
 
 def logistic_example(n_data: int = 64, dim: int = 3, seed: int = 0, prior_precision: float = 1.0):
-    """A small binary logistic regression (non-Gaussian target) with synthetic features."""
+    """A small binary logistic regression (non-Gaussian target) with synthetic features.
+
+    Parameters
+    ----------
+    n_data : int, default 64
+        The number of data points.
+    dim : int, default 3
+        The number of features.
+    seed : int, default 0
+        The seed of the features, weights and labels.
+    prior_precision : float, default 1.0
+        The Gaussian prior's precision.
+
+    Returns
+    -------
+    LogisticTarget
+        The target, its features scaled by ``1 / sqrt(dim)``.
+    """
     from integrators import LogisticTarget
     rng = np.random.default_rng(seed)
     feats = rng.normal(size=(n_data, dim))

@@ -31,8 +31,19 @@ ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapte
 
 
 def is_adapter(obj) -> bool:
-    """Whether ``obj`` is meant as an adapter: a registered adapter's name, or an object with any
-    of :data:`ADAPTER_MARKS` (it is then checked in full, and refused by the name of what it lacks)."""
+    """Whether ``obj`` is meant as an adapter.
+
+    Parameters
+    ----------
+    obj : object
+        A registered adapter's name, or an object.
+
+    Returns
+    -------
+    bool
+        True for a registered adapter's name, or an object with any of :data:`ADAPTER_MARKS` (it is
+        then checked in full, and refused by the name of what it lacks).
+    """
     if isinstance(obj, str):
         from theory_checks.adapters import ADAPTERS
         return obj in ADAPTERS
@@ -117,32 +128,105 @@ def is_allowed(name: str, allowed) -> bool:
 
 
 def log_uniform(low: float, high: float):
-    """Floats spread evenly in ``log`` between ``low`` and ``high``."""
+    """A hypothesis strategy of floats spread evenly in ``log`` between ``low`` and ``high``.
+
+    Parameters
+    ----------
+    low, high : float
+        The bounds, ``0 < low < high``.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        The floats.
+
+    Raises
+    ------
+    ValueError
+        If not ``0 < low < high``.
+    """
     if not 0 < low < high:
         raise ValueError(f"need 0 < low < high, got {low!r}, {high!r}")
     return st.floats(math.log(low), math.log(high)).map(math.exp)
 
 
 def step_sizes(low: float = 1e-3, high: float = 0.5):
+    """A hypothesis strategy of step sizes, log-uniform in ``[low, high]`` (:func:`log_uniform`).
+
+    Parameters
+    ----------
+    low : float, default 1e-3
+        The smallest step size.
+    high : float, default 0.5
+        The largest step size.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        The step sizes.
+    """
     return log_uniform(low, high)
 
 
 def frictions(low: float = 0.05, high: float = 20.0):
+    """A hypothesis strategy of frictions, log-uniform in ``[low, high]`` (:func:`log_uniform`).
+
+    Parameters
+    ----------
+    low : float, default 0.05
+        The smallest friction.
+    high : float, default 20.0
+        The largest friction.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        The frictions.
+    """
     return log_uniform(low, high)
 
 
 @st.composite
 def partitions(draw, max_data: int = 8):
-    """``(n_data, batch_size)`` with ``1 <= batch_size <= n_data``; uneven last batches included."""
+    """A hypothesis strategy of ``(n_data, batch_size)`` with ``1 <= batch_size <= n_data``.
+
+    Uneven last batches included.
+
+    Parameters
+    ----------
+    max_data : int, default 8
+        The largest ``n_data``.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        The pairs.
+    """
     n_data = draw(st.integers(1, max_data))
     return n_data, draw(st.integers(1, n_data))
 
 
 @st.composite
 def gaussian_targets(draw, max_dim: int = 3, max_data: int = 4, prior: bool = True):
-    """Gaussian data terms ``(x - mu_i)^T A_i (x - mu_i) / 2`` with random means and precisions
-    ``A_i = Q_i diag(lambda_i) Q_i^T`` (independent random rotations: the terms do not commute),
-    spectra in ``[0.2, 5]``, and a prior of precision 0.3 when ``prior``."""
+    """A hypothesis strategy of Gaussian targets whose data terms do not commute.
+
+    Data terms ``(x - mu_i)^T A_i (x - mu_i) / 2`` with random means and precisions
+    ``A_i = Q_i diag(lambda_i) Q_i^T`` (independent random rotations), spectra in ``[0.2, 5]``.
+
+    Parameters
+    ----------
+    max_dim : int, default 3
+        The largest dimension.
+    max_data : int, default 4
+        The largest number of data terms.
+    prior : bool, default True
+        Whether the target has a prior of precision ``0.3 * I``.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        The :class:`~integrators.GaussianTarget` objects.
+    """
     d, n = draw(st.integers(1, max_dim)), draw(st.integers(1, max_data))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)

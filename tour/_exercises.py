@@ -193,8 +193,27 @@ EXERCISES: dict[str, Hashed | Computed] = {
 
 
 def check(exercise_id: str, answer) -> bool:
-    """Print whether ``answer`` to exercise ``exercise_id`` is right (with a hint when it is not);
-    return ``True`` when right.  Never prints the answer."""
+    """Print whether ``answer`` to an exercise is right, with a hint when it is not.
+
+    Never prints the answer.
+
+    Parameters
+    ----------
+    exercise_id : str
+        The exercise, a key of ``EXERCISES`` (the notebooks name it, e.g. ``"1.1"``).
+    answer : object
+        The reader's answer, of the type the exercise's question asks for.
+
+    Returns
+    -------
+    bool
+        True when the answer is right.
+
+    Raises
+    ------
+    ValueError
+        If ``exercise_id`` is not a known exercise.
+    """
     if exercise_id not in EXERCISES:
         raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
     exercise = EXERCISES[exercise_id]
@@ -206,7 +225,23 @@ def check(exercise_id: str, answer) -> bool:
 
 
 def question(exercise_id: str) -> str:
-    """The question of an exercise (for the notebooks)."""
+    """The question of an exercise, as the notebooks print it.
+
+    Parameters
+    ----------
+    exercise_id : str
+        The exercise, a key of ``EXERCISES``.
+
+    Returns
+    -------
+    str
+        The question.
+
+    Raises
+    ------
+    ValueError
+        If ``exercise_id`` is not a known exercise.
+    """
     if exercise_id not in EXERCISES:
         raise ValueError(f"unknown exercise {exercise_id!r}; known: {', '.join(EXERCISES)}")
     return EXERCISES[exercise_id].question

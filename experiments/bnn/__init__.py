@@ -38,30 +38,102 @@ REQUIRES = ("torch",)  # what its runs import (experiments.bnn.presets and this 
 
 
 def units(preset: str) -> list[dict]:
+    """The independent units of work of the BNN experiment: one per data set and independent run.
+
+    Parameters
+    ----------
+    preset : str
+        The preset, one of ``PRESETS``.
+
+    Returns
+    -------
+    list of dict
+        The units, ``{"dataset", "run"}``.
+    """
     return [{"dataset": e.name, "run": i} for e in presets.experiments(preset) for i in range(e.n_runs)]
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    """Compute one unit: one run of the preset's configuration for its data set (:func:`run_config`).
+
+    Parameters
+    ----------
+    unit : dict
+        One of :func:`units`.
+    preset : str
+        The preset.
+    seed : int
+        The unit's seed (:func:`reports.store.unit_seed`).
+    threads : int or None, optional
+        The torch threads the unit may use, given by the executor (None: one).
+
+    Returns
+    -------
+    dict
+        The JSON-serializable result, of the structure ``RESULT``, or ``{"missing": why}``.
+    """
     return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed, threads=threads)
 
 
 def missing_input(unit: dict, preset: str) -> str | None:
-    """Why a unit's data set is absent (asked before a run starts; paths only), else None."""
+    """Why a unit's data set is absent (asked before a run starts; paths only).
+
+    Parameters
+    ----------
+    unit : dict
+        One of :func:`units`.
+    preset : str
+        The preset.
+
+    Returns
+    -------
+    str or None
+        Why, or None when its files are found.
+    """
     from experiments.bnn import presets
     return presets.missing_data(preset, unit["dataset"])
 
 
 def inputs(unit: dict, preset: str) -> dict | None:
-    """The data file or folder a unit reads (name and size): part of its fingerprint, so a unit
-    computed on the development subset is not reused for the full PneumoniaMNIST, nor the reverse."""
+    """The data file or folder a unit reads (name and size).
+
+    Part of its fingerprint, so a unit computed on the development subset is not reused for the full
+    PneumoniaMNIST, nor the reverse.
+
+    Parameters
+    ----------
+    unit : dict
+        One of :func:`units`.
+    preset : str
+        The preset.
+
+    Returns
+    -------
+    dict or None
+        The name and size (:func:`experiments.bnn.presets.data_identity`); None for data made in
+        memory or found nowhere.
+    """
     from experiments.bnn import presets
     return presets.data_identity(preset, unit["dataset"])
 
 
 def run_config(cfg, seed: int, *, threads: int | None = None) -> dict:
-    """One run of :func:`experiments.bnn.pipeline.run` as a unit (in whichever process or Dask worker runs it)
-    on ``threads`` torch threads (None: one): its result, or ``{"missing": why}`` when the data
-    set's files are absent."""
+    """One run of :func:`experiments.bnn.pipeline.run` as a unit, in whichever process or Dask worker runs it.
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+    seed : int
+        The unit's seed (the run derives its parts' seeds).
+    threads : int or None, optional
+        The torch threads (None: one).
+
+    Returns
+    -------
+    dict
+        The run's result, or ``{"missing": why}`` when the data set's files are absent.
+    """
     import torch
 
     from data_sets import DataError
@@ -92,7 +164,26 @@ def ensemble_verdict(rows, dataset, size, metric, testable=True):
     distinguishable`` otherwise; with fewer than :data:`experiments.bnn.verdicts.MIN_DF` degrees of freedom, or
     where the run cannot test the claim (``testable`` False: too few runs), the difference alone,
     said to be no test.  The corrected verdicts of the regime's tables are
-    :func:`experiments.bnn.verdicts.paired_verdicts`'."""
+    :func:`experiments.bnn.verdicts.paired_verdicts`'.
+
+    Parameters
+    ----------
+    rows : list of dict
+        The ensemble rows (method, dataset, size, metric, mean, std, n_groups).
+    dataset : str
+        The data set.
+    size : int
+        The ensemble size.
+    metric : str
+        The metric.
+    testable : bool, default True
+        Whether the run can test the claim (False: too few runs).
+
+    Returns
+    -------
+    str
+        The sentence; empty where SMS-UBU or SWA has no row.
+    """
     get = {r["method"]: r for r in rows if r["dataset"] == dataset and r["size"] == size and r["metric"] == metric}
     if "SMS-UBU" not in get or "SWA" not in get:
         return ""
@@ -143,7 +234,18 @@ def rhat_summary(rows) -> str:
     """Both R-hats of the training loss (classic and rank-normalised split), and what they say
     against the bar the figure draws: below :data:`bnn._metrics.RHAT_MIXED` (1.1) mixed enough to
     report, and whether below the strict :data:`bnn._metrics.RHAT_STRICT` (1.01) too (below 1 is
-    noise of few draws, not a pass)."""
+    noise of few draws, not a pass).
+
+    Parameters
+    ----------
+    rows : list of dict
+        One row per SWA point, with its ``rhat`` (and ``rank_split_rhat``).
+
+    Returns
+    -------
+    str
+        The sentence.
+    """
     n = len(rows)
     classic = [r["rhat"] for r in rows]
     rank = [r["rank_split_rhat"] for r in rows if r.get("rank_split_rhat", "") != ""]
@@ -221,6 +323,20 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list):
 
 
 def draw(results: list, preset: str) -> Drawing:
+    """What the report shows of the BNN runs: ensembles, step sizes, traces, Hessians and verdicts.
+
+    Parameters
+    ----------
+    results : list of (dict, dict)
+        Every unit with its result.
+    preset : str
+        The preset the units ran at.
+
+    Returns
+    -------
+    reports.drawing.Drawing
+        The figures, tables, texts and the measured summary (absent data sets named).
+    """
     by_data: dict = {}
     missing = {}
     for unit, res in results:

@@ -18,6 +18,21 @@ COST = {"tiny": "~15 s, mostly compiling (numba); ~12 min with --backend torch o
 
 
 def units(preset: str) -> list[dict]:
+    """The independent units of work of Figure 1.
+
+    One per scheme and step size (``{"scheme", "k"}``, with the options and backend the command line adds): the
+    scheme's three plans and their control on one Brownian path per repeat.
+
+    Parameters
+    ----------
+    preset : str
+        The preset, one of ``PRESETS``.
+
+    Returns
+    -------
+    list of dict
+        The units, JSON-serializable.
+    """
     # one per scheme and step size: its three plans and their control on one path per repeat
     return [{"scheme": s, "k": k} for s, k in figure1.units(preset)]
 
@@ -28,6 +43,25 @@ BACKENDS = figure1.BACKENDS  # `sms-langevin run figure1 --backend torch --devic
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
+    """Compute one unit: the points (one per plan) of the unit's group.
+
+    Parameters
+    ----------
+    unit : dict
+        One of :func:`units`.
+    preset : str
+        The preset.
+    seed : int
+        The unit's seed (:func:`reports.store.unit_seed`).
+    threads : int or None, optional
+        The cores the unit may use, given by the executor (None: the unit runs alone in its
+        process).
+
+    Returns
+    -------
+    dict
+        The JSON-serializable result, of the structure ``RESULT``.
+    """
     # the options figure1.compute adds to its units, at their defaults in the command line's
     options = {name: unit[name] for name in ("baoab_paper_friction", "control_variate") if name in unit}
     return figure1.run_group(unit["scheme"], unit["k"], preset, seed, threads=threads,
@@ -35,6 +69,20 @@ def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) 
 
 
 def draw(results: list, preset: str) -> Drawing:
+    """What the report shows of Figure 1: its figures, tables and measured numbers.
+
+    Parameters
+    ----------
+    results : list of (dict, dict)
+        Every unit with its result.
+    preset : str
+        The preset the units ran at.
+
+    Returns
+    -------
+    reports.drawing.Drawing
+        The figures, tables, texts and the measured summary.
+    """
     points = [figure1.Point(**q) for _, res in results for q in res["points"]]
     slopes = figure1.local_slopes(points)
     names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}

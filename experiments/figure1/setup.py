@@ -110,6 +110,22 @@ def target_law(target: GaussianTarget) -> Normal:
 
 
 def repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
+    """The seeds of the repeats at one step size.
+
+    Parameters
+    ----------
+    seed : int
+        The unit's seed.
+    k : int
+        The step size's exponent, ``h = 2**-k``.
+    reps : int
+        The number of repeats.
+
+    Returns
+    -------
+    list of int
+        One seed per repeat (:func:`integrators.seeds.derive` of ``seed``, ``"figure1"``, ``k``, the repeat).
+    """
     # shared by all nine samplers at one h (common random numbers) and by their controls
     return [derive(seed, "figure1", k, r) for r in range(reps)]
 
@@ -221,6 +237,23 @@ def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, i
 
 
 def resolve_threads(threads) -> int:
+    """The number of threads a run uses.
+
+    Parameters
+    ----------
+    threads : int or None
+        The threads asked for; None: every core of this machine.
+
+    Returns
+    -------
+    int
+        The number of threads, at least 1.
+
+    Raises
+    ------
+    ValueError
+        If ``threads`` is not an integer >= 1 (a bool is refused).
+    """
     if threads is None:
         threads = local_cores()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -229,8 +262,37 @@ def resolve_threads(threads) -> int:
 
 
 def scheme_step_groups(preset: str) -> list[tuple[str, int]]:
+    """The ``(scheme, k)`` groups of a preset: each scheme at each of its step sizes ``h = 2**-k``.
+
+    Parameters
+    ----------
+    preset : str
+        The preset, a key of ``PRESETS``.
+
+    Returns
+    -------
+    list of (str, int)
+        The groups, scheme by scheme.
+
+    Raises
+    ------
+    ValueError
+        If ``preset`` is not a preset of the figure.
+    """
     return [(s, k) for s in dict.fromkeys(s for s, _ in SAMPLERS) for k in preset_settings(PRESETS, preset)["ks"]]
 
 
 def plans_of(scheme: str) -> tuple[str, ...]:
+    """The plans the figure runs with a scheme.
+
+    Parameters
+    ----------
+    scheme : str
+        The scheme's name.
+
+    Returns
+    -------
+    tuple of str
+        Its plans, in the figure's order.
+    """
     return tuple(p for s, p in SAMPLERS if s == scheme)

@@ -108,9 +108,27 @@ def _describe(value) -> str:
 
 
 def check_coefficients(scheme) -> np.ndarray:
-    """``scheme.coefficients(h, gamma)`` at :data:`REPRESENTATIVE_STEPS`: a non-empty 1-D float64
-    numpy array of finite numbers, of one length at every ``(h, gamma)``; returns the first.
-    ``ValueError`` naming the scheme and its coefficients otherwise."""
+    """Check ``scheme.coefficients(h, gamma)`` at :data:`REPRESENTATIVE_STEPS`.
+
+    Each must be a non-empty 1-D float64 numpy array of finite numbers, of one length at every
+    ``(h, gamma)``.
+
+    Parameters
+    ----------
+    scheme : module or Scheme
+        A scheme, with its ``NAME`` and ``coefficients``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The coefficients at the first of :data:`REPRESENTATIVE_STEPS`.
+
+    Raises
+    ------
+    ValueError
+        Naming the scheme and its coefficients, if ``coefficients`` is not callable, raises, or
+        returns anything else.
+    """
     name = getattr(scheme, "NAME", "?")
     function = scheme.coefficients
     if not callable(function):
@@ -137,10 +155,24 @@ def check_coefficients(scheme) -> np.ndarray:
 
 
 def check_step_reads(scheme, coef: np.ndarray) -> None:
-    """The scheme's ``step`` reads no coefficient past the end of ``coef`` (its coefficients at
-    :data:`REPRESENTATIVE_STEPS`' first point): one step of a small block on a Gaussian target, with
-    ``coef`` followed by :data:`PAD` ones and then by as many NaN; a state that is finite with the
-    ones and not with the NaN read past the end (the kernel would read whatever memory follows)."""
+    """Check that the scheme's ``step`` reads no coefficient past the end of ``coef``.
+
+    One step of a small block on a Gaussian target, with ``coef`` followed by :data:`PAD` ones and
+    then by as many NaN: a state that is finite with the ones and not with the NaN read past the end
+    (the kernel would read whatever memory follows).
+
+    Parameters
+    ----------
+    scheme : module or Scheme
+        A scheme, with its ``NAME`` and Numba ``step``.
+    coef : numpy.ndarray
+        Its coefficients at the first of :data:`REPRESENTATIVE_STEPS` (:func:`check_coefficients`).
+
+    Raises
+    ------
+    ValueError
+        If the step fails on the test block, or reads past the end of ``coef``.
+    """
     from integrators._bounce import make_box
     from integrators._user_code import guarded
     from integrators.targets import GaussianTarget, force_data, lane_force_for

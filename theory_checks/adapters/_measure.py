@@ -117,7 +117,23 @@ ADAPTERS = Registry("adapter", REQUIRED_ATTRIBUTES, check_adapter)  # filled by 
 
 
 def resolve_adapter(adapter):
-    """A registered adapter's name, or an adapter object (checked by :func:`check_adapter`)."""
+    """The adapter of a registered name, or an adapter object (checked by :func:`check_adapter`).
+
+    Parameters
+    ----------
+    adapter : str or object
+        A registered adapter's name, or an adapter object.
+
+    Returns
+    -------
+    object
+        The adapter.
+
+    Raises
+    ------
+    ValueError
+        If the name is unknown, or the object is not an adapter.
+    """
     if isinstance(adapter, str):
         return ADAPTERS.resolve(adapter)
     check_adapter(adapter)
@@ -133,7 +149,27 @@ def _span(counts) -> str:
 @dataclass
 class AdapterReport(VerifyReport):
     """What :func:`measure_adapter` found: the checks (as :class:`VerifyReport`: ``ok``,
-    ``failed``, ``check(name)``, ``table()``, ``write_csv``) and the measurements per plan."""
+    ``failed``, ``check(name)``, ``table()``, ``write_csv``) and the measurements per plan.
+
+    Parameters
+    ----------
+    scheme : str
+        The adapter's name.
+    target : str
+        The target, described.
+    checks : list of Check
+        The checks, in the order they ran.
+    seconds : float
+        How long the measurement took.
+    level : str, default ""
+        The level's name.
+    gamma : float, default nan
+        The friction.
+    measurements : dict, default {}
+        The measurements per plan (ladder, errors, noise levels, chains, slope and fit).
+    adapter : object, default None
+        What was measured (its declarations: ``RULE_ORDER``, ...).
+    """
 
     level: str = ""
     gamma: float = float("nan")
@@ -141,6 +177,13 @@ class AdapterReport(VerifyReport):
     adapter: object = None           # what was measured (its declarations: RULE_ORDER, ...)
 
     def table(self) -> str:
+        """The report as a Markdown table, under a line with the verdict, the time and the chains.
+
+        Returns
+        -------
+        str
+            The table.
+        """
         runs = ", ".join(f"{p}: {_span(m.n_chains)} chains" + (" (over budget)" if m.over_budget else "")
                          for p, m in self.measurements.items())
         lines = [f"measure_adapter({self.scheme!r}) on {self.target}, gamma={self.gamma:.3g}, level {self.level!r}: "
@@ -151,7 +194,18 @@ class AdapterReport(VerifyReport):
 
     def plot(self, path) -> Path:
         """The whitened bias ``|b(h)|`` against ``h`` per plan, with its noise level (dashed) and
-        the fitted points filled (PNG)."""
+        the fitted points filled (PNG).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            Where to write the PNG.
+
+        Returns
+        -------
+        pathlib.Path
+            The path written.
+        """
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
@@ -196,7 +250,42 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
     cap in seconds per plan (default the level's, ``None``: the chains follow from the detectable
     limit error alone); ``hs``: the ladder (default ``runs.default_ladder``; every ``h`` at most
     ``runs.asymptotic_edge``, else ``ValueError``); ``n_chains``: fixes the chain count instead of
-    deriving it from the detectable effect."""
+    deriving it from the detectable effect.
+
+    Parameters
+    ----------
+    adapter : str or object
+        A registered adapter's name or an adapter object.
+    target : GaussianTarget or None, optional
+        The target (None: the default target).
+    plans : sequence of str or None, optional
+        The plans (None: every registered plan).
+    gamma : float or None, optional
+        The friction (None: the critical friction).
+    batch_size : int, default 1
+        The batch size.
+    level : str or Level, default "quick"
+        The level: chains, ladder length and budget.
+    budget : float or None, optional
+        A wall-clock cap in seconds per plan (None: the level's).
+    hs : array_like or None, optional
+        The ladder of step sizes (None: the default ladder).
+    n_chains : int or None, optional
+        The chain count (None: derived from the detectable effect).
+    seed : int, default 0
+        The seed.
+
+    Returns
+    -------
+    AdapterReport
+        The checks and the measurements per plan.
+
+    Raises
+    ------
+    ValueError
+        If an option is out of range, the adapter or a plan is unknown, or a step size of ``hs``
+        lies beyond the asymptotic edge.
+    """
     t0 = time.time()
     values = check_parameters(locals(), MEASURE_CONSTRAINTS)
     adapter = resolve_adapter(adapter)

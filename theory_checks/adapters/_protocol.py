@@ -72,7 +72,17 @@ CHAINS = ("stacked", "vmapped")
 
 @runtime_checkable
 class SamplerAdapter(Protocol):
-    """The protocol (see the module docstring); :func:`check_adapter` checks an object against it."""
+    """The protocol of an adapter (see the module docstring); :func:`check_adapter` checks an object against it.
+
+    An adapter declares the class attributes below (``NAME``, ``LIBRARY``, ``SAMPLER``,
+    ``DYNAMICS``, ``WEAK_ORDER``, ``CLAIM_SOURCE``, ``RULE_ORDER``, ``RULE_SOURCE``,
+    ``EXACT_GAUSSIAN_X``, ``CHAINS``) and defines the four methods.
+
+    Raises
+    ------
+    TypeError
+        If the protocol itself is instantiated (an adapter is a class of its own that follows it).
+    """
 
     NAME: str
     LIBRARY: str
@@ -86,18 +96,77 @@ class SamplerAdapter(Protocol):
     CHAINS: str
 
     def build(self, problem: AdapterProblem, h: float, gamma: float) -> Any:
-        """The library's sampler for ``problem`` at step size ``h`` and friction ``gamma``."""
+        """The library's sampler for ``problem`` at step size ``h`` and friction ``gamma``.
+
+        Parameters
+        ----------
+        problem : AdapterProblem
+            The target and the force scale.
+        h : float
+            The step size.
+        gamma : float
+            The friction.
+
+        Returns
+        -------
+        object
+            The library's sampler.
+        """
 
     def init(self, sampler: Any, x0: np.ndarray, seed: int) -> Any:
-        """The state of ``len(x0)`` chains at positions ``x0`` (velocities, thermostats, random
-        streams as the library initialises them, seeded by ``seed``)."""
+        """The state of ``len(x0)`` chains at positions ``x0``.
+
+        Velocities, thermostats and random streams as the library initialises them, seeded by
+        ``seed``.
+
+        Parameters
+        ----------
+        sampler : object
+            What :meth:`build` returned.
+        x0 : numpy.ndarray
+            The positions, shape ``(n_chains, d)``.
+        seed : int
+            The seed.
+
+        Returns
+        -------
+        object
+            The library's state.
+        """
 
     def step(self, sampler: Any, state: Any, batch: np.ndarray) -> Any:
-        """One step (``STEPS_PER_CALL`` integration steps of size ``h``) with chain ``c``'s batch
-        ``batch[c]``."""
+        """One step (``STEPS_PER_CALL`` integration steps of size ``h``).
+
+        Parameters
+        ----------
+        sampler : object
+            What :meth:`build` returned.
+        state : object
+            The state.
+        batch : numpy.ndarray
+            The batches, shape ``(n_chains, n_b)``: chain ``c``'s is ``batch[c]``.
+
+        Returns
+        -------
+        object
+            The new state.
+        """
 
     def positions(self, sampler: Any, state: Any) -> np.ndarray:
-        """Positions of the chains, a float array of shape ``(n_chains, d)``."""
+        """Positions of the chains.
+
+        Parameters
+        ----------
+        sampler : object
+            What :meth:`build` returned.
+        state : object
+            The state.
+
+        Returns
+        -------
+        numpy.ndarray
+            A float array of shape ``(n_chains, d)``.
+        """
 
 
 def _order(name: str, value) -> None:
@@ -108,9 +177,19 @@ def _order(name: str, value) -> None:
 
 
 def check_adapter(adapter) -> None:
-    """Refuse an object that is not an adapter, naming what it lacks: a declaration of
-    :data:`REQUIRED_ATTRIBUTES` or a method of :data:`REQUIRED_METHODS`, or a declaration of the
-    wrong kind."""
+    """Refuse an object that is not an adapter, naming what it lacks.
+
+    Parameters
+    ----------
+    adapter : object
+        The object.
+
+    Raises
+    ------
+    ValueError
+        If it lacks a declaration of :data:`REQUIRED_ATTRIBUTES` or a method of
+        :data:`REQUIRED_METHODS`, or a declaration is of the wrong kind.
+    """
     missing = [a for a in REQUIRED_ATTRIBUTES if not hasattr(adapter, a)]
     missing += [f"{m}()" for m in REQUIRED_METHODS if not callable(getattr(adapter, m, None))]
     if missing:
@@ -202,22 +281,50 @@ class AdapterProblem:
     """The target an adapter samples: the toolkit's ``target`` with the minibatch force scale
     ``scale`` of the plan that drives it (1 for ``full``).  Every method takes the positions of a
     block of chains ``x`` of shape ``(n_chains, d)`` and their batches ``batch`` of shape
-    ``(n_chains, n_b)`` (row ``c`` is chain ``c``'s batch)."""
+    ``(n_chains, n_b)`` (row ``c`` is chain ``c``'s batch).
+
+    Parameters
+    ----------
+    target : Target
+        The toolkit's target.
+    scale : float, default 1.0
+        The minibatch force scale.
+    """
 
     target: Target
     scale: float = 1.0
 
     @property
     def dim(self) -> int:
+        """The target's dimension ``d``."""
         return self.target.dim
 
     @property
     def n_data(self) -> int:
+        """The target's number of data terms."""
         return self.target.n_data
 
     def grad_log_density(self, x, batch) -> np.ndarray:
         """``-(grad f_0(x_c) + scale * sum_{i in batch_c} grad f_i(x_c))`` for every chain ``c``:
-        the toolkit's minibatch force (its Numba lane force), negated."""
+        the toolkit's minibatch force (its Numba lane force), negated.
+
+        Parameters
+        ----------
+        x : array_like
+            The positions, shape ``(n_chains, d)``.
+        batch : array_like
+            The batches, shape ``(n_chains, n_b)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(n_chains, d)``.
+
+        Raises
+        ------
+        ValueError
+            If ``x`` is not of shape ``(n_chains, d)``.
+        """
         x = np.ascontiguousarray(x, dtype=float)
         if x.ndim != 2 or x.shape[1] != self.target.dim:
             raise ValueError(f"x must have shape (n_chains, {self.target.dim}), got {x.shape}")
@@ -229,7 +336,20 @@ class AdapterProblem:
     def log_density(self, x, batch) -> np.ndarray:
         """``-(f_0(x_c) + scale * sum_{i in batch_c} f_i(x_c))`` for every chain (exact for a
         :class:`GaussianTarget`; ``nan`` for other targets: no update rule adapted here reads the
-        value, posteriors only records it)."""
+        value, posteriors only records it).
+
+        Parameters
+        ----------
+        x : array_like
+            The positions, shape ``(n_chains, d)``.
+        batch : array_like
+            The batches, shape ``(n_chains, n_b)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(n_chains,)``.
+        """
         x = np.asarray(x, dtype=float)
         if not isinstance(self.target, GaussianTarget):
             return np.full(x.shape[0], np.nan)

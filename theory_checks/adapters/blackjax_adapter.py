@@ -52,7 +52,18 @@ def grad_estimator_for(target):
     ``minibatch = (indices, scale)``: the toolkit's minibatch gradient.  For a
     :class:`GaussianTarget` it is written in JAX (:func:`gaussian_grad_estimator`, no host round
     trip per inner step); otherwise the toolkit's force is called back on the host (under
-    ``jax.vmap``, one chain per lane, the callback receives the whole block of chains)."""
+    ``jax.vmap``, one chain per lane, the callback receives the whole block of chains).
+
+    Parameters
+    ----------
+    target : Target
+        The toolkit's target.
+
+    Returns
+    -------
+    callable
+        ``grad_estimator(position, minibatch)``.
+    """
     jax, _ = _blackjax()
     if isinstance(target, GaussianTarget):
         return gaussian_grad_estimator(target)
@@ -75,7 +86,18 @@ def grad_estimator_for(target):
 def gaussian_grad_estimator(target):
     """``-(A_0 (x - m_0) + scale * sum_{i in batch} A_i (x - mu_i))`` in JAX for the Gaussian terms
     ``f_i(x) = (x - mu_i)^T A_i (x - mu_i) / 2`` and the prior ``(x - m_0)^T A_0 (x - m_0) / 2``: the
-    toolkit's minibatch force, negated, for positions ``(..., d)`` and indices ``(..., batch)``."""
+    toolkit's minibatch force, negated, for positions ``(..., d)`` and indices ``(..., batch)``.
+
+    Parameters
+    ----------
+    target : GaussianTarget
+        The target.
+
+    Returns
+    -------
+    callable
+        ``grad_estimator(position, minibatch)`` with ``minibatch = (indices, scale)``.
+    """
     import jax.numpy as jnp
 
     means, precisions, prior, prior_mean = (np.asarray(a, dtype=float) for a in target.arrays)
@@ -212,7 +234,18 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
     under the toolkit's measurement", shows it.  ``RULE_ORDER`` stays the order an Euler solver
     promises, so the measurement keeps flagging it.  The default here is BlackJAX's own,
     ``L = 10``.  Stacked chains: refreshment, friction and noise act coordinate by coordinate, so
-    chains are independent."""
+    chains are independent.
+
+    Parameters
+    ----------
+    num_integration_steps : int, default 10
+        ``L``, the Euler steps per call (``STEPS_PER_CALL``).
+
+    Raises
+    ------
+    ValueError
+        If ``num_integration_steps`` is not an integer >= 1.
+    """
 
     NAME = "blackjax.sghmc"
     SAMPLER = "sghmc"
@@ -232,7 +265,22 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         ``tau = L h`` the velocity's correlation is ``e^(-gamma t) (1 - t / tau)^+`` (phase
         averaged), so positions diffuse with ``D = 1/gamma - (1 - e^(-gamma tau)) / (gamma^2 tau)``
         (``tau / 2`` for short calls, ``1 / gamma`` for long ones), as kinetic Langevin at friction
-        ``1 / D`` does: a chain of short calls mixes slowly."""
+        ``1 / D`` does: a chain of short calls mixes slowly.
+
+        Parameters
+        ----------
+        h : float
+            The step size.
+        gamma : float
+            The friction.
+        langevin_time : callable
+            ``langevin_time(gamma)``: kinetic Langevin's relaxation time at a friction.
+
+        Returns
+        -------
+        float
+            The relaxation time.
+        """
         tau = self.STEPS_PER_CALL * h
         diffusion = 1.0 / gamma - (-math.expm1(-gamma * tau)) / (gamma * gamma * tau)
         return langevin_time(1.0 / max(diffusion, 1e-300))
@@ -245,7 +293,22 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         ``target`` (mean ``target.mean``): one call is affine in ``(x, m)`` with Gaussian noise,
         ``x_L - mu = M (x_0 - mu) + e``, ``e ~ N(0, Q)`` (the fresh momentum and the ``L`` steps'
         noise), so the law solves the discrete Lyapunov equation ``S = M S M^T + Q``.  As
-        ``h -> 0`` at fixed ``L`` it tends to ``L / (L - 1)`` times the target's covariance."""
+        ``h -> 0`` at fixed ``L`` it tends to ``L / (L - 1)`` times the target's covariance.
+
+        Parameters
+        ----------
+        target : GaussianTarget
+            The target.
+        h : float
+            The step size.
+        gamma : float
+            The friction.
+
+        Returns
+        -------
+        numpy.ndarray
+            The covariance of the positions, shape ``(d, d)``.
+        """
         from scipy.linalg import solve_discrete_lyapunov
 
         d, a = target.dim, np.asarray(target.precision, dtype=float)

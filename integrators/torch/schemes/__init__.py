@@ -31,24 +31,50 @@ from integrators.schemes import SCHEMES
 
 @dataclass(frozen=True)
 class TorchScheme:
-    """A scheme's tensor step beside its Numba declarations (coefficients, orders, ``FSAL``)."""
+    """A scheme's tensor step beside its Numba declarations (coefficients, orders, ``FSAL``).
+
+    Parameters
+    ----------
+    tensor : module
+        The module of this package (or a namespace holding a user scheme's ``TORCH_STEP``) whose
+        ``step`` is the update on tensors.
+    declared : module or Scheme
+        The Numba scheme module or object: ``NAME``, ``coefficients``, ``FSAL``, the orders.
+    """
 
     tensor: ModuleType    # the module of this package (or a user scheme's TORCH_STEP): ``step``
     declared: ModuleType  # the Numba scheme module or object: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
 
     @property
     def NAME(self) -> str:  # noqa: N802 (the scheme modules' constant)
+        """The scheme's name (its declaration's ``NAME``)."""
         return self.declared.NAME
 
     @property
     def step(self):
+        """The tensor step, ``step(x, v, g, coef, dW, J, force, reflect) -> g``."""
         return self.tensor.step
 
     @property
     def FSAL(self) -> bool:  # noqa: N802 (the scheme modules' constant)
+        """Whether the scheme is first-same-as-last (its declaration's ``FSAL``)."""
         return self.declared.FSAL
 
     def coefficients(self, h, gamma):
+        """The declared scheme's coefficients.
+
+        Parameters
+        ----------
+        h : float
+            The step size.
+        gamma : float
+            The friction.
+
+        Returns
+        -------
+        numpy.ndarray
+            Its ``coefficients(h, gamma)``.
+        """
         return self.declared.coefficients(h, gamma)
 
 
@@ -65,9 +91,26 @@ if _BUILT_IN != {s.declared.__name__.rsplit(".", 1)[-1] for s in TORCH_STEPS.val
 
 
 def torch_step(scheme) -> TorchScheme:
-    """The tensor step of ``scheme`` (a name or a scheme object), or a ``ValueError`` naming it:
-    unknown, registered for the Numba backend only (no torch step), or a registration that
-    replaced a built-in name with another step."""
+    """The tensor step of a scheme.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A scheme's name or a scheme object; one from user code runs when it declares
+        ``TORCH_STEP``.
+
+    Returns
+    -------
+    TorchScheme
+        Its tensor step beside its declarations.
+
+    Raises
+    ------
+    ValueError
+        Naming the scheme, if it is unknown, registered for the Numba backend only (no torch step),
+        a registration that replaced a built-in name with another step, or its ``TORCH_STEP`` is not
+        callable.
+    """
     name = scheme if isinstance(scheme, str) else getattr(scheme, "NAME", None)
     if not isinstance(name, str):
         raise ValueError(f"scheme must be a scheme name or a scheme object, got {scheme!r}")
