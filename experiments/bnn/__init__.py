@@ -8,6 +8,7 @@ import numpy as np
 
 from bnn._metrics import RHAT_MIXED, RHAT_STRICT
 from experiments.bnn import curves, figures, presets, verdicts
+from experiments.bnn.presets import REGIME_H, missing_data
 from experiments.bnn.verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
@@ -414,3 +415,15 @@ def draw(results: list, preset: str) -> Drawing:
         measured.append(f"{dataset}: data absent ({why})")
     drawing.measured = ". ".join(measured) + "."
     return drawing
+
+
+def __getattr__(name: str):
+    # run imports torch: imported when first asked, so that this module imports without it
+    if name == "run":
+        from experiments.bnn.pipeline import run
+        return run
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["CLAIM", "COST", "ID", "LIBRARIES", "ORDER", "PRESETS", "REGIME_H", "REQUIRES", "RESULT", "TITLE", "draw",
+           "inputs", "missing_data", "missing_input", "run", "run_config", "run_unit", "units"]

@@ -81,3 +81,6 @@ def draw(results: list, preset: str) -> Drawing:
     at = {r["sampler"]: abs(r["variance_bias"]) for r in rows if r["h"] == 0.03125}
     return Drawing(measured="|variance bias| at h = 1/32: " + ", ".join(f"{k} {v:.2e}" for k, v in at.items()) + ".",
                    figures={"demo": demo.plot(rows, demo.histograms(found))}, tables={"demo": rows})
+
+
+__all__ = ["CLAIM", "COST", "ID", "ORDER", "PRESETS", "RESULT", "TITLE", "draw", "run_unit", "units"]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from experiments.figure1 import compute as figure1
+from experiments.figure1.compute import local_slopes, run_points
+from experiments.figure1.setup import PRESETS as PRESET_SETTINGS  # the presets' settings (PRESETS: their names)
+from experiments.figure1.setup import target_law
 from reports.drawing import Drawing
 from reports.schema import ListOf, Record, from_dataclass
 
@@ -96,3 +99,7 @@ def draw(results: list, preset: str) -> Drawing:
                    figures={"figure1": figure1.plot(points, slopes)},
                    tables={"figure1": figure1.table(points, slopes, with_seconds=False)},
                    metadata=figure1.run_facts(points, preset))
+
+
+__all__ = ["BACKENDS", "CLAIM", "COST", "ID", "ORDER", "PRESETS", "PRESET_SETTINGS", "RESULT", "TITLE", "draw",
+           "local_slopes", "run_points", "run_unit", "target_law", "units"]

@@ -84,3 +84,6 @@ def draw(results: list, preset: str) -> Drawing:
     return Drawing(figures={"ghmc": ghmc_logistic.plot(table)}, tables={"ghmc": table},
                    measured=(f"Data: {results[0][1]['data']}; batch 200, control variate at the mode, chains from "
                              f"the mode; predictive from the chains' final states. {ghmc_logistic.summary(table)}"))
+
+
+__all__ = ["CLAIM", "COST", "ID", "ORDER", "PRESETS", "RESULT", "TITLE", "draw", "run_unit", "units"]

@@ -8,6 +8,7 @@ import numpy as np
 
 from experiments.logistic import compute as logistic
 from experiments.logistic import output as logistic_output
+from experiments.logistic.compute import digits_features, fashion_features, predictive_test_functions
 from integrators import MultinomialLogisticTarget
 from reports.drawing import Drawing
 from reports.schema import TEXT, ListOf, Record, from_dataclass
@@ -103,3 +104,7 @@ def draw(results: list, preset: str) -> Drawing:
                   f"{'; '.join(diverged) or 'none'}. Where SMS-UBU stands at each h "
                   f"(bias gap to the next sampler against twice its standard error): "
                   f"{logistic_output.ordering_summary(rows)}."))
+
+
+__all__ = ["CLAIM", "COST", "ID", "ORDER", "PRESETS", "RESULT", "TITLE", "digits_features", "draw", "fashion_features",
+           "predictive_test_functions", "run_unit", "units"]
