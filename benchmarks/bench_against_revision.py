@@ -82,7 +82,7 @@ def workloads(module, n_chains: int, n_steps: int):
 
 def figure1_module(bias):
     """Figure 1's points: ``bias.figure1`` in revisions before the experiments package, else
-    ``experiments.figure1.compute`` (``experiments_before`` beside ``bias_before``)."""
+    ``experiments.figure1._compute`` (``experiments_before`` beside ``bias_before``)."""
     from importlib import import_module
 
     try:

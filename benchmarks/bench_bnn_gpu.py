@@ -4,7 +4,7 @@ The paper's Fashion-MNIST network (1,265,258 parameters, width 1) on synthetic d
 shape (60,000 + 10,000 images, 1 x 28 x 28, 10 classes; the real files are absent on the benchmark
 machines, and the timing does not depend on the pixels), batch 200: Adam epochs, SWA epochs and
 SMS-UBU epochs (burn-in, then one sampling epoch with its evaluation pass), through
-:func:`experiments.bnn.pipeline.run`, exactly as the presets run it. Prints each epoch's wall time, the median
+:func:`experiments.bnn._pipeline.run`, exactly as the presets run it. Prints each epoch's wall time, the median
 SMS-UBU epoch over the median Adam epoch (both measured in this run; the first epoch of each stage
 includes warm-up and is left out of the medians when there are several), and a Markdown row for
 ``benchmarks/RESULTS.md`` (``--results PATH`` appends it there).
@@ -15,7 +15,7 @@ includes warm-up and is left out of the medians when there are several), and a M
     PYTHONPATH=. python3 benchmarks/bench_bnn_gpu.py --chains 4     # also: 4 SMS-UBU chains at once vs one
 
 ``--chains K`` then times the sampling stage in the torch samplers' multi-chain mode
-(:func:`experiments.bnn.pipeline.run_chains`, ``RunConfig.chains``): K chains of SMS-UBU at once from one point
+(:func:`experiments.bnn._pipeline.run_chains`, ``RunConfig.chains``): K chains of SMS-UBU at once from one point
 against one chain alone, and prints the throughput gain ``K * (single-chain epoch) / (K-chain epoch)``
 (above 1: running chains together on one device pays).
 """
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from experiments.bnn import pipeline  # noqa: E402
+from experiments.bnn import _pipeline as pipeline  # noqa: E402
 
 # how `sms-langevin bench --preset P` runs this script: BENCH_ARGS["cuda"][P] where torch sees a CUDA device, else
 # BENCH_ARGS["cpu"][P] (small CPU-sized runs); skipped where torch is absent (see reports._bench_command.cmd_bench)

@@ -32,7 +32,7 @@ import resource
 import time
 from dataclasses import asdict
 
-from experiments.figure1 import compute as figure1
+from experiments.figure1 import _compute as figure1
 from integrators import GaussianTarget, sample, sample_together
 from integrators._backends import TILE_SIZE
 

@@ -1,7 +1,7 @@
 """The kernel's histogram observer at Figure 1's workload: the loop as it was and as it is.
 
 Figure 1 streams the first coordinate of every chain, every step after burn-in, into a histogram
-of ``n_bins`` bins (``experiments.figure1.compute.histogram_layout``: 291,043 at the paper's resolution).  In one
+of ``n_bins`` bins (``experiments.figure1._compute.histogram_layout``: 291,043 at the paper's resolution).  In one
 run, one thread (CPU seconds of this thread, so that other load on the machine matters less):
 
   (a) ns per add of the observer as it was: a per-chain loop that skips parked chains and calls a
@@ -28,7 +28,7 @@ import time
 import numba as nb
 import numpy as np
 
-from experiments.figure1 import compute as figure1
+from experiments.figure1 import _compute as figure1
 from integrators import GaussianTarget, sample
 from integrators._backends import TILE_SIZE
 from integrators._observers import histogram_add

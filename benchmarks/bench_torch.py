@@ -291,8 +291,8 @@ def bench_figure1(device, preset, chain_counts, whole):
     """(c) one Figure-1 point (UBU x sms at h = 1/32 with its full-gradient control) on the device,
     for each chain count per repeat asked for (the first call also compiles); then, with
     ``whole``, the whole figure at the preset (its graphs already compiled by the points)."""
-    from experiments.figure1 import compute as figure1
-    from experiments.figure1 import torch_backend as torch_figure1
+    from experiments.figure1 import _compute as figure1
+    from experiments.figure1 import _torch_backend as torch_figure1
 
     default = torch_figure1.CHAINS_PER_REPEAT[device.type][preset]
     first = "first call" + (" (compiles)" if torch_figure1.figure1_sampler(str(device)).compile else "")

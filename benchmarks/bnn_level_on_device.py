@@ -34,7 +34,8 @@ def main(argv=None) -> int:
     import torch
 
     from experiments import bnn as fig_bnn
-    from experiments.bnn import pipeline, presets
+    from experiments.bnn import _pipeline as pipeline
+    from experiments.bnn import _presets as presets
     from reports._metadata import metadata
     from reports.drawing import write_drawing, write_metadata
     from reports.store import unit_seed

@@ -26,8 +26,8 @@ packages included), in ``.py .md .toml .yml .yaml .cfg .ini .txt`` files and ``M
 * ``from a.b import mod`` and relative ``from . import mod`` -> ``from a.b import _mod as mod``;
   ``from .mod import x`` -> ``from ._mod import x`` (Python files, parsed with ``ast``);
 * in what users read (README.md, docs/**/*.md, docs/tour/*.py): ``from a._mod import x, y`` ->
-  ``from a import x, y`` when ``a/__init__.py``'s ``__all__`` lists every one of the names (so run
-  this again after the ``__init__`` lists are written);
+  ``from a import x, y`` when ``a/__init__.py``'s ``__all__`` lists every one of the names and defines
+  none of them itself (so run this again after the ``__init__`` lists are written);
 * the README's map (rows ``| `folder/` | ...``): a bare ``name.py`` that is now ``_name.py``.
 """
 
@@ -200,6 +200,14 @@ def package_all(root: Path, package: str) -> set[str]:
     return set()
 
 
+def package_defines(root: Path, package: str) -> set[str]:
+    """The names a package's ``__init__`` assigns or defines at top level (not the ones it imports)."""
+    body = ast.parse((root / package.replace(".", "/") / "__init__.py").read_text(encoding="utf-8")).body
+    return {n.name for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))} | \
+        {t.id for n in body if isinstance(n, (ast.Assign, ast.AnnAssign))
+         for t in ast.walk(n.targets[0] if isinstance(n, ast.Assign) else n.target) if isinstance(t, ast.Name)}
+
+
 def point_users_at_packages(root: Path, text: str, renames: dict[str, str]) -> str:
     """In what users read: ``from a._mod import x`` -> ``from a import x`` where ``a.__all__`` has every name."""
     private = set(renames.values())
@@ -210,8 +218,8 @@ def point_users_at_packages(root: Path, text: str, renames: dict[str, str]) -> s
             return line
         package = m.group(2).rsplit(".", 1)[0]
         names = [n.strip().split(" ")[0] for n in m.group(3).split(",") if n.strip()]
-        if not names or not set(names) <= package_all(root, package):
-            return line
+        if not names or not set(names) <= package_all(root, package) or set(names) & package_defines(root, package):
+            return line  # a name the package defines itself (figure1's PRESETS) is not the module's
         return f"{m.group(1)}from {package} import {m.group(3).strip()}" + ("\n" if line.endswith("\n") else "")
 
     return "".join(fix(line) for line in text.splitlines(keepends=True))

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.special
 
 from bias._coupled import coupled_run
-from experiments.figure1 import compute as figure1
+from experiments.figure1 import _compute as figure1
 from integrators import GaussianTarget, RunSpec, sample
 
 # ------------------------------------------------------------------------------ tolerances

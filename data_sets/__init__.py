@@ -1,5 +1,5 @@
 """Data sets, read from local files in their standard public formats: one place for the BNN
-experiments (images) and the logistic-regression experiments (their features, :mod:`experiments.logistic.compute`).
+experiments (images) and the logistic-regression experiments (their features, :mod:`experiments.logistic._compute`).
 
 | loader | format | paper |
 | --- | --- | --- |

@@ -43,7 +43,7 @@ chain, recorded per chain; at a check, if any chain has diverged, the whole ense
 diverged then, and ``diverged_at`` every chain's recorded step (``-1`` for the chains that were
 still finite when the ensemble stopped: they did not diverge, they were stopped).
 
-**Experiments** (the BNN pipeline :mod:`experiments.bnn.pipeline`, Figure 1 :mod:`experiments.figure1.compute`, the
+**Experiments** (the BNN pipeline :mod:`experiments.bnn._pipeline`, Figure 1 :mod:`experiments.figure1._compute`, the
 telescoping sums, the logistic-regression comparisons).  A diverged run is recorded as diverged
 with the true step the sampler reported (``diverged_at``, ``first_divergence_step``,
 :attr:`SamplerDiverged.step`; over several chains or repeats the earliest); an experiment never

@@ -8,10 +8,8 @@ pytest.importorskip("torch")
 import torch  # noqa: E402
 
 from bnn.training import train  # noqa: E402
-from experiments.bnn import (
-    pipeline,  # noqa: E402
-    presets,  # noqa: E402
-)
+from experiments.bnn import _pipeline as pipeline
+from experiments.bnn import _presets as presets
 
 # 200 digits in batches of 100: 2 steps per epoch
 SMALL = pipeline.RunConfig("digits", "fashion_mnist", width=0.125, n_train=200, n_test=100, batch_size=100,

@@ -11,10 +11,8 @@ pytest.importorskip("torch")
 
 from test_figure_layout import layout_problems  # noqa: E402
 
-from experiments.bnn import (
-    figures,  # noqa: E402
-    pipeline,  # noqa: E402
-)
+from experiments.bnn import _figures as figures
+from experiments.bnn import _pipeline as pipeline
 
 # 300 digits in batches of 100: 3 steps per epoch at h; the panel's 3e-4 and 3e-3 take 10 and 1
 PANEL = pipeline.RunConfig("digits", "fashion_mnist", width=0.125, n_train=300, n_test=120, batch_size=100,
@@ -103,7 +101,7 @@ def test_rhat_panel_draws_the_bar_used_and_the_strict_one_both_labelled():
 
 
 def test_ensemble_and_curve_panels_name_their_ace_reading():
-    from experiments.bnn import curves
+    from experiments.bnn import _curves as curves
 
     rows = [{"dataset": "d", "method": m, "size": s, "metric": metric, "mean": 0.1, "std": 0.01, "n_groups": 2,
              "diverged_runs": 0} for m in ("Adam", "SMS-UBU") for metric in figures.PLOTTED for s in (1, 2)]

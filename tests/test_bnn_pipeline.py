@@ -1,4 +1,4 @@
-"""experiments.bnn.pipeline and the reports module on a very small configuration (seconds)."""
+"""experiments.bnn._pipeline and the reports module on a very small configuration (seconds)."""
 
 import csv
 import math
@@ -15,7 +15,8 @@ from bnn import _diagnostics as diagnostics
 from bnn import _metrics as metrics
 from bnn import models
 from experiments import bnn as fig_bnn
-from experiments.bnn import pipeline, presets
+from experiments.bnn import _pipeline as pipeline
+from experiments.bnn import _presets as presets
 from reports import schema
 
 pytestmark = pytest.mark.torch
@@ -487,7 +488,7 @@ def test_a_config_given_numpy_values_stores_python_values_its_json_can_hold():
     import json
     from dataclasses import asdict, replace
 
-    from experiments.bnn import presets
+    from experiments.bnn import _presets as presets
     cfg = replace(presets.run_config("regime-tiny", "digits", 0), control_variate=np.True_,
                   stratified_test=np.array(0.2), paper_baseline=np.bool_(False))
     assert (cfg.control_variate, cfg.stratified_test, cfg.paper_baseline) == (True, 0.2, False)

@@ -15,7 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import data_sets as data
-from experiments.bnn import curves, pipeline, presets
+from experiments.bnn import _curves as curves
+from experiments.bnn import _pipeline as pipeline
+from experiments.bnn import _presets as presets
 
 pytestmark = pytest.mark.torch
 

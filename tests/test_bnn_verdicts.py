@@ -1,13 +1,13 @@
-"""experiments.bnn.verdicts: the paired t test, Holm's correction and the verdicts, on synthetic runs of known
+"""experiments.bnn._verdicts: the paired t test, Holm's correction and the verdicts, on synthetic runs of known
 effect (simulated in bulk with numpy: power, size and family-wise rate) and end to end on fake runs."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from experiments.bnn import verdicts
+from experiments.bnn import _verdicts as verdicts
 
-pytestmark = pytest.mark.torch  # experiments.bnn.verdicts imports experiments.bnn.figures
+pytestmark = pytest.mark.torch  # experiments.bnn._verdicts imports experiments.bnn._figures
 
 DRAWS = 20_000
 LEVEL = verdicts.LEVEL

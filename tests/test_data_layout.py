@@ -186,7 +186,7 @@ def test_mismatched_shapes_channels_labels_and_empty_splits_are_refused_before_a
                                                                                              message):
     """A file whose splits disagree in shape, have extra channels, labels outside the classes or no
     rows, through the pipeline's loader of the quick preset's data set."""
-    from experiments.bnn import pipeline
+    from experiments.bnn import _pipeline as pipeline
 
     path = _pneumonia(tmp_path, **change)
     cfg = pipeline.RunConfig("xray_subset", "chest_xray", data_path=str(path))
@@ -350,7 +350,7 @@ def test_the_development_subset_keeps_its_name():
 # ----------------------------------------------------------------- a BNN unit's data, asked before a run starts
 
 def test_missing_data_says_which_unit_lacks_its_files_and_finds_them_once_present(places):
-    from experiments.bnn import presets
+    from experiments.bnn import _presets as presets
 
     assert presets.missing_data("tiny", "digits") is None  # made in memory
     for preset, name in (("quick", "xray_subset"), ("regime", "xray_stratified")):
@@ -372,7 +372,7 @@ def test_missing_data_says_which_unit_lacks_its_files_and_finds_them_once_presen
 
 def test_the_quick_preset_reads_the_file_the_finder_finds(places):
     from bnn import _config as config
-    from experiments.bnn import presets
+    from experiments.bnn import _presets as presets
 
     path = _pneumonia(places["home"])
     cfg = presets.run_config("quick", "xray_subset", 0)
@@ -384,7 +384,7 @@ def test_asking_whether_data_exist_does_not_import_torch():
     import subprocess
     import sys
 
-    code = ("import sys, experiments.bnn.presets as p; p.missing_data('quick', 'xray_subset'); "
+    code = ("import sys, experiments.bnn._presets as p; p.missing_data('quick', 'xray_subset'); "
             "p.missing_data('full', 'celeba'); assert 'torch' not in sys.modules, 'torch imported'")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -8,7 +8,7 @@ import pytest
 from helpers import draw_files
 
 from experiments import demo as fig_demo
-from experiments.demo import compute as demo
+from experiments.demo import _compute as demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 

@@ -16,9 +16,9 @@ from bias._noise_floor import expected_binned_w1
 from data_sets import DataError, read_idx
 from experiments import figure1 as fig1_wasserstein
 from experiments import logistic as fig_logistic
-from experiments.figure1 import compute as figure1
-from experiments.logistic import compute as logistic
-from experiments.logistic import output as logistic_output
+from experiments.figure1 import _compute as figure1
+from experiments.logistic import _compute as logistic
+from experiments.logistic import _output as logistic_output
 from integrators import GaussianTarget
 from reports import schema
 from reports.drawing import write_drawing

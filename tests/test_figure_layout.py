@@ -108,7 +108,7 @@ def layout_problems(fig) -> list[str]:
 # ------------------------------------------------------------------ the tiny report's figures, made up rows
 
 def demo():
-    from experiments.demo import compute as d
+    from experiments.demo import _compute as d
     from integrators import GaussianTarget
     rows = [{"sampler": name, "h": 2.0**-k, "variance_bias": (0.5 if name == "SG-UBU" else 0.05) * 2.0**-k * (
         1 if name == "SG-UBU" else 2.0**-k), "variance_se": 1e-4} for name in d.SAMPLERS for k in range(2, 6)]
@@ -140,8 +140,8 @@ def weak_orders():
 
 
 def logistic():
-    from experiments.logistic import compute as lg
-    from experiments.logistic import output as logistic_output
+    from experiments.logistic import _compute as lg
+    from experiments.logistic import _output as logistic_output
     cfg = lg.PRESETS["tiny"]
     hs = [cfg["h0"] * 2.0**-i for i in range(cfg["levels"] + 1)]
     rows = []
@@ -156,8 +156,8 @@ def logistic():
 
 
 def figure1():
-    from experiments.figure1 import output as figure1_output
-    from experiments.figure1.setup import PRESETS, SAMPLERS, Point
+    from experiments.figure1 import _output as figure1_output
+    from experiments.figure1._setup import PRESETS, SAMPLERS, Point
     ks = PRESETS["tiny"]["ks"] if "ks" in PRESETS["tiny"] else range(2, 6)
     points, slopes = [], {}
     for n, (scheme, plan) in enumerate(SAMPLERS):
@@ -173,7 +173,7 @@ def figure1():
 
 
 def bnn_ensembles():
-    from experiments.bnn import figures
+    from experiments.bnn import _figures as figures
     methods = ("Adam", "SG-HMC", "SG-UBU", "SG-UBU (rr)", "SMS-UBU", "SMS-UBU (notebook)", "SMS-UBU h=0.0003",
                "SMS-UBU h=0.003", "SWA", "cyclical SG-HMC")  # the tiny preset's
     rows = [{"dataset": "digits", "method": m, "size": size, "metric": metric, "mean": 0.2 + 0.01 * i + 0.001 * size,
@@ -183,7 +183,8 @@ def bnn_ensembles():
 
 
 def bnn_step_size():
-    from experiments.bnn import figures, presets
+    from experiments.bnn import _figures as figures
+    from experiments.bnn import _presets as presets
     exp = presets.experiments("tiny")[0]
     hs = sorted({*exp.extras["h_panel"], exp.config.h})
     rows = [{"dataset": "digits", "method": "SMS-UBU", "h": h, "metric": metric, "mean": 0.2 + h * 10,
@@ -195,7 +196,7 @@ def bnn_step_size():
 
 
 def bnn_traces():
-    from experiments.bnn import figures
+    from experiments.bnn import _figures as figures
     traces = [{"dataset": "digits", "seed": 0, "chain": c, "epoch": e + 1, "loss": 1.0 / (e + 1 + c)}
               for c in range(2) for e in range(5)]
     rhats = [{"dataset": "digits", "seed": i, "rhat": 1.02 + 0.01 * i, "rank_split_rhat": 1.03 + 0.01 * i}
@@ -204,7 +205,7 @@ def bnn_traces():
 
 
 def bnn_hessian():
-    from experiments.bnn import curves
+    from experiments.bnn import _curves as curves
     rows = [{"dataset": "digits", "seed": s, "point": p, "value": 10.0 ** (i + 0.1 * s), "converged": True}
             for s in range(2) for i, p in enumerate(("x* (SWA)", "SMS-UBU sample", "Adam end"))]
     return curves.plot_hessian(rows)
@@ -213,7 +214,7 @@ def bnn_hessian():
 def ghmc():
     from test_figure_ticks import ghmc_table
 
-    from experiments.ghmc import compute as ghmc_logistic
+    from experiments.ghmc import _compute as ghmc_logistic
     cfg = ghmc_logistic.PRESETS["tiny"]
     return ghmc_logistic.plot(ghmc_table(cfg["ghmc_h"], cfg["ubu_h"], stuck_h=cfg["ghmc_h"][-1:]))
 

@@ -8,8 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from experiments.bnn import figures  # noqa: E402
-from experiments.ghmc import compute as ghmc_logistic  # noqa: E402
+from experiments.bnn import _figures as figures  # noqa: E402
+from experiments.ghmc import _compute as ghmc_logistic  # noqa: E402
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from experiments import ghmc as fig_ghmc
-from experiments.ghmc import compute as ghmc_logistic
+from experiments.ghmc import _compute as ghmc_logistic
 from reports import registry, schema
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]

@@ -108,8 +108,8 @@ def scheduler():
 def small_figure1(monkeypatch, one_torch_thread):
     """Figure 1's tiny preset cut to two step sizes, 1,000 samples a point and a burn-in of 4 time
     units (the eager torch step's fixed cost makes the full tiny preset minutes on a CPU)."""
-    from experiments.figure1 import compute as figure1
-    from experiments.figure1 import setup as figure1_setup
+    from experiments.figure1 import _compute as figure1
+    from experiments.figure1 import _setup as figure1_setup
     monkeypatch.setitem(figure1.PRESETS, "tiny", {**figure1.PRESETS["tiny"], "ks": (2, 3), "samples_per_unit": 1000})
     monkeypatch.setattr(figure1_setup, "BURN_IN_TIME", 4.0)
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from bias._coupled import coupled_run
-from experiments.figure1 import compute as figure1
+from experiments.figure1 import _compute as figure1
 from integrators import GaussianTarget, RunSpec, sample
 
 REFERENCE = np.load(Path(__file__).parent / "data" / "reference_outputs.npz")

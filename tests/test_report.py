@@ -295,7 +295,7 @@ def test_bnn_verdict_names_a_direction_only_where_the_run_tests_the_claim(sms, s
     from scipy.stats import t
 
     from experiments.bnn import ensemble_verdict
-    from experiments.bnn.verdicts import MIN_DF
+    from experiments.bnn._verdicts import MIN_DF
     text = ensemble_verdict(_ensemble_rows("d", sms, swa, std, groups), "d", 1, "nll", testable)
     assert text.startswith(f"nll {sms:.4f} vs SWA {swa:.4f} (")
     if not testable or groups - 1 < MIN_DF:  # too few runs, or too few degrees of freedom: no direction

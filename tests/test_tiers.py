@@ -160,7 +160,7 @@ def test_a_script_needs_torch_by_its_imports_or_its_declared_requirements(tmp_pa
     script = tmp_path / "bench_x.py"
     for text, needs in [("import numpy\n", False), ("import torch\n", True),
                         ("try:\n    import torch\nexcept ImportError:\n    torch = None\n", False),
-                        ("from experiments.bnn.pipeline import run\n", True),
+                        ("from experiments.bnn._pipeline import run\n", True),
                         ('BENCH_ARGS = {"cpu": "no", "requires": ["torch"]}\n', True),
                         ('BENCH_ARGS = {"cpu": "no", "requires": ["blackjax"]}\n', False)]:
         script.write_text(text)

@@ -204,7 +204,7 @@ def test_chains_input_validation(kwargs, word):
 
 
 def test_figure1_point_on_the_torch_backend(monkeypatch):
-    from experiments.figure1 import compute as figure1
+    from experiments.figure1 import _compute as figure1
 
     monkeypatch.setitem(figure1.PRESETS, "tiny", {**figure1.PRESETS["tiny"], "samples_per_unit": 2000})
     point = figure1.run_point("ubu", "sms", 2, "tiny", seed=1, backend="torch", device="cpu", control_variate=False)

@@ -247,7 +247,7 @@ def test_control_variate_force_equals_the_plain_force_on_the_whole_data():
 # as an estimate; a divergence names the first non-finite step (integrators._divergence), however
 # rarely the sampler checks.
 
-from experiments.bnn import pipeline  # noqa: E402
+from experiments.bnn import _pipeline as pipeline  # noqa: E402
 from integrators._divergence import NOT_DIVERGED  # noqa: E402
 
 N_PARAMS = 3 * 4 + 4 + 4 * 2 + 2

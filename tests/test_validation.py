@@ -823,7 +823,7 @@ def test_hessian_norm_takes_integer_labels_of_any_width():
 def test_run_configs_take_arrays_for_tuples_and_paths_for_strings():
     import pathlib
 
-    from experiments.bnn.pipeline import RunConfig
+    from experiments.bnn._pipeline import RunConfig
 
     cfg = RunConfig("digits", "fashion_mnist", h_panel=np.array([3e-4, 3e-3]), data_path=pathlib.Path("/tmp"))
     assert cfg.h_panel == (3e-4, 3e-3) and cfg.data_path == "/tmp" and cfg.to_dict()["h_panel"] == (3e-4, 3e-3)

@@ -39,7 +39,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bias import coupled_run, telescoping_bias
-from experiments.logistic.compute import digits_features, predictive_test_functions
+from experiments.logistic import digits_features, predictive_test_functions
 from integrators import MultinomialLogisticTarget, RunSpec
 from theory_checks.orders import local_slopes
 from tour import check, question
@@ -55,7 +55,7 @@ print(f"{target.n_data} data, dimension {target.dim}; test accuracy at the mode 
 
 # %% [markdown]
 # The statistic, as in the paper: the posterior predictive probability of each test point's
-# true class. `experiments.logistic.compute.predictive_test_functions` writes, for a parameter $x$, the mean
+# true class. `experiments.logistic.predictive_test_functions` writes, for a parameter $x$, the mean
 # over the test set of $p(y_i \mid x)$ followed by every class probability of every test point.
 # The batch size is 100 (4 batches per epoch), with the control variate at the mode (the paper's
 # SG1 force: gradients measured relative to the mode, so the minibatch noise vanishes there).
@@ -113,7 +113,7 @@ plt.show()
 # and the last level difference is the assumed floor (`res.floor`). With the control variate
 # the minibatch noise is small near the mode, so SG-UBU and SMS-UBU are close at these step sizes
 # and with this little compute (the paper's first-order gap of SG samplers needs more batches and
-# smaller steps); the full experiment (`sms-langevin run logistic`, or `experiments.logistic.compute.compute`) runs
+# smaller steps); the full experiment (`sms-langevin run logistic`) runs
 # longer ladders on more data and reports where the ordering is, and is not, established. The telescoping estimator is
 # checked against the exact oracle on Gaussian targets in the test suite (`tests/test_coupled.py`).
 #

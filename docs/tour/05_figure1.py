@@ -32,13 +32,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from bias import Normal, wasserstein_samples, wasserstein_to_distribution
-from experiments.figure1.compute import PRESETS, local_slopes, run_points, target_law
+from experiments.figure1 import PRESET_SETTINGS, local_slopes, run_points, target_law
 from integrators import GaussianTarget
 from tour import check, question
 
 target = GaussianTarget.one_d_example()
 law = target_law(target)
-print("target law:", law, "; presets:", {k: v["samples_per_unit"] for k, v in PRESETS.items()})
+print("target law:", law, "; presets:", {k: v["samples_per_unit"] for k, v in PRESET_SETTINGS.items()})
 
 # %% [markdown]
 # ## $W_1$ in one dimension
@@ -82,7 +82,7 @@ print(f"W1 of 10^5 draws of a 5% wider normal: {w1_wider:.2e}  (exactly 0.05 sig
 
 # %%
 points = []
-for k in PRESETS["tiny"]["ks"]:   # the three plans at one h share the full-gradient control
+for k in PRESET_SETTINGS["tiny"]["ks"]:   # the three plans at one h share the full-gradient control
     points += run_points("ubu", ("sms", "rr", "iid"), k, preset="tiny", seed=0)
 print(f"{'sampler':10s} {'h':>7s} {'N':>8s} {'W1 (control)':>13s} {'+/-':>9s} {'W1 plain':>10s} {'+/-':>9s} "
       f"{'floor':>9s}")
@@ -120,7 +120,7 @@ plt.show()
 
 # %% [markdown]
 # The whole figure, nine samplers with their CSV and metadata, is one command:
-# `sms-langevin run figure1 --preset quick` (or `experiments.figure1.compute.compute("quick")` for the points);
+# `sms-langevin run figure1 --preset quick`;
 # the `full` preset is the paper's $10^7 \cdot 2^k$ samples per point.
 #
 # ## Exercises

@@ -53,7 +53,7 @@ import torch
 import data_sets as datasets
 from bnn import RunConfig, evaluate, models
 from bnn.training import batches_per_epoch, load, predict, sum_loss, tensors, train
-from experiments.bnn.presets import REGIME_H
+from experiments.bnn import REGIME_H
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
 from tour import check, question
 
@@ -292,7 +292,7 @@ print(f"running time of this notebook so far: {time.time() - t_start:.0f} s")
 # reversed on the digits, where they are not.
 #
 # The whole pipeline, with the baselines (SG-UBU, SG-HMC, cyclical SG-HMC) and ensembles over
-# independent runs, is `experiments.bnn.pipeline.run(cfg, seed)`, or from the command line
+# independent runs, is `experiments.bnn.run(cfg, seed)`, or from the command line
 # `sms-langevin run bnn --preset tiny`.
 #
 # ## Exercises

@@ -1,15 +1,18 @@
 """Bayesian neural networks (Section 5, Algorithm 4): calibrated ensembles from SMS-UBU around SWA
 points against Adam and SWA, the step-size panel, traces + R-hat, Hessian norms (and, at the full
-preset, the CIFAR-10 table). One unit is one independent run (:func:`experiments.bnn.pipeline.run`)."""
+preset, the CIFAR-10 table). One unit is one independent run (:func:`experiments.bnn._pipeline.run`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from bnn._metrics import RHAT_MIXED, RHAT_STRICT
-from experiments.bnn import curves, figures, presets, verdicts
-from experiments.bnn.presets import REGIME_H, missing_data
-from experiments.bnn.verdicts import MIN_DF
+from experiments.bnn import _curves as curves
+from experiments.bnn import _figures as figures
+from experiments.bnn import _presets as presets
+from experiments.bnn import _verdicts as verdicts
+from experiments.bnn._presets import REGIME_H, missing_data
+from experiments.bnn._verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
@@ -35,7 +38,7 @@ LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
 ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn._metrics.METRICS: both ACE definitions, each named
 RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
                 methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY)))  # null: diverged
-REQUIRES = ("torch",)  # what its runs import (experiments.bnn.presets and this module import without it)
+REQUIRES = ("torch",)  # what its runs import (experiments.bnn._presets and this module import without it)
 
 
 def units(preset: str) -> list[dict]:
@@ -91,7 +94,7 @@ def missing_input(unit: dict, preset: str) -> str | None:
     str or None
         Why, or None when its files are found.
     """
-    from experiments.bnn import presets
+    from experiments.bnn import _presets as presets
     return presets.missing_data(preset, unit["dataset"])
 
 
@@ -111,15 +114,15 @@ def inputs(unit: dict, preset: str) -> dict | None:
     Returns
     -------
     dict or None
-        The name and size (:func:`experiments.bnn.presets.data_identity`); None for data made in
+        The name and size (:func:`experiments.bnn._presets.data_identity`); None for data made in
         memory or found nowhere.
     """
-    from experiments.bnn import presets
+    from experiments.bnn import _presets as presets
     return presets.data_identity(preset, unit["dataset"])
 
 
 def run_config(cfg, seed: int, *, threads: int | None = None) -> dict:
-    """One run of :func:`experiments.bnn.pipeline.run` as a unit, in whichever process or Dask worker runs it.
+    """One run of :func:`experiments.bnn._pipeline.run` as a unit, in whichever process or Dask worker runs it.
 
     Parameters
     ----------
@@ -138,7 +141,7 @@ def run_config(cfg, seed: int, *, threads: int | None = None) -> dict:
     import torch
 
     from data_sets import DataError
-    from experiments.bnn import pipeline
+    from experiments.bnn import _pipeline as pipeline
 
     # one thread unless the executor gives more: on a shared CPU, threads of small convolutions mostly wait
     torch.set_num_threads(threads or 1)
@@ -162,10 +165,10 @@ def ensemble_verdict(rows, dataset, size, metric, testable=True):
     """SMS-UBU against SWA on one metric at one ensemble size, the summary sentence's reading:
     ``lower`` or ``higher`` where the difference's 95% t interval over the ``G`` disjoint groups
     (``G - 1`` degrees of freedom, the two methods' spreads combined) excludes 0, ``not
-    distinguishable`` otherwise; with fewer than :data:`experiments.bnn.verdicts.MIN_DF` degrees of freedom, or
+    distinguishable`` otherwise; with fewer than :data:`experiments.bnn._verdicts.MIN_DF` degrees of freedom, or
     where the run cannot test the claim (``testable`` False: too few runs), the difference alone,
     said to be no test.  The corrected verdicts of the regime's tables are
-    :func:`experiments.bnn.verdicts.paired_verdicts`'.
+    :func:`experiments.bnn._verdicts.paired_verdicts`'.
 
     Parameters
     ----------
@@ -420,7 +423,7 @@ def draw(results: list, preset: str) -> Drawing:
 def __getattr__(name: str):
     # run imports torch: imported when first asked, so that this module imports without it
     if name == "run":
-        from experiments.bnn.pipeline import run
+        from experiments.bnn._pipeline import run
         return run
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

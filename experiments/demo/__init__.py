@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from experiments.demo import compute as demo
+from experiments.demo import _compute as demo
 from reports.drawing import Drawing
 from reports.schema import NUMBER, TEXT, ListOf, Nullable, Record
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from experiments.figure1 import compute as figure1
-from experiments.figure1.compute import local_slopes, run_points
-from experiments.figure1.setup import PRESETS as PRESET_SETTINGS  # the presets' settings (PRESETS: their names)
-from experiments.figure1.setup import target_law
+from experiments.figure1 import _compute as figure1
+from experiments.figure1._compute import local_slopes, run_points
+from experiments.figure1._setup import PRESETS as PRESET_SETTINGS  # the presets' settings (PRESETS: their names)
+from experiments.figure1._setup import target_law
 from reports.drawing import Drawing
 from reports.schema import ListOf, Record, from_dataclass
 

@@ -1,9 +1,9 @@
 """SMS-GHMC (supplement, Algorithm 7) against SMS-UBU on the multinomial logistic regression of
-Section 3.4 (the supplement's section D); the computation is :mod:`experiments.ghmc.compute`."""
+Section 3.4 (the supplement's section D); the computation is :mod:`experiments.ghmc._compute`."""
 
 from __future__ import annotations
 
-from experiments.ghmc import compute as ghmc_logistic
+from experiments.ghmc import _compute as ghmc_logistic
 from reports.drawing import Drawing
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
 
@@ -26,7 +26,7 @@ RESULT = Record(sampler=TEXT, h=NUMBER, data=TEXT, labels=ListOf(INTEGER),
 def units(preset: str) -> list[dict]:
     """The independent units of work of the SMS-GHMC logistic experiment.
 
-    One per sampler and step size, and the reference (:func:`experiments.ghmc.compute.units`).
+    One per sampler and step size, and the reference (:func:`experiments.ghmc._compute.units`).
 
     Parameters
     ----------
@@ -42,7 +42,7 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """Compute one unit: the unit's chains' summary (:func:`experiments.ghmc.compute.run_unit`).
+    """Compute one unit: the unit's chains' summary (:func:`experiments.ghmc._compute.run_unit`).
 
     Parameters
     ----------

@@ -6,9 +6,9 @@ from dataclasses import asdict
 
 import numpy as np
 
-from experiments.logistic import compute as logistic
-from experiments.logistic import output as logistic_output
-from experiments.logistic.compute import digits_features, fashion_features, predictive_test_functions
+from experiments.logistic import _compute as logistic
+from experiments.logistic import _output as logistic_output
+from experiments.logistic._compute import digits_features, fashion_features, predictive_test_functions
 from integrators import MultinomialLogisticTarget
 from reports.drawing import Drawing
 from reports.schema import TEXT, ListOf, Record, from_dataclass

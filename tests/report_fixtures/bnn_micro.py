@@ -4,7 +4,7 @@ and drawing of :mod:`experiments.bnn`: the Dask test's registry."""
 from __future__ import annotations
 
 from experiments import bnn as fig_bnn
-from experiments.bnn.pipeline import RunConfig
+from experiments.bnn._pipeline import RunConfig
 
 ID = "bnn_micro"
 TITLE = "BNN runs at a micro size"

@@ -82,7 +82,7 @@ from bnn.training import (
     tensors,
     train,
 )
-from experiments.bnn.curves import CURVE_METRICS
+from experiments.bnn._curves import CURVE_METRICS
 from integrators._memory import check_fits, device_memory_bytes
 from integrators._validation import seed_value
 from integrators.seeds import derive

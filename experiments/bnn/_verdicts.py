@@ -30,7 +30,7 @@ import numpy as np
 from scipy import stats
 
 from bnn import _metrics as metrics
-from experiments.bnn.figures import REFERENCE, format_mean_std
+from experiments.bnn._figures import REFERENCE, format_mean_std
 
 LOWER_IS_BETTER = {"accuracy": False, "nll": True, "ace_top_label": True, "ace_classwise": True, "rps": True,
                    "ece": True, "brier": True}
@@ -154,7 +154,7 @@ def paired_verdicts(dataset: str, runs: list, methods, *, references=REFERENCE, 
     methods : iterable of str
         The methods judged.
     references : iterable of str
-        The references they are compared with (default :data:`experiments.bnn.figures.REFERENCE`).
+        The references they are compared with (default :data:`experiments.bnn._figures.REFERENCE`).
     sizes : iterable of int
         The ensemble sizes (group sizes); a size with no full group is skipped.
     metrics_ : iterable of str
@@ -295,7 +295,7 @@ def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], 
     dataset : str
         The data set (the section's title); rows of other data sets are skipped.
     table_rows : list of dict
-        The ensemble table's rows (:func:`experiments.bnn.figures.ensemble_rows`).
+        The ensemble table's rows (:func:`experiments.bnn._figures.ensemble_rows`).
     verdicts : list of dict
         The rows of :func:`paired_verdicts`.
     methods : iterable of str

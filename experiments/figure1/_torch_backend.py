@@ -1,4 +1,4 @@
-"""One Figure-1 point on tensors: the ``sample`` that :func:`experiments.figure1.compute.run_point` calls with
+"""One Figure-1 point on tensors: the ``sample`` that :func:`experiments.figure1._compute.run_point` calls with
 ``backend="torch"``, bound to a device.
 
 The statistics are the Numba backend's (a histogram of the first coordinate after burn-in for the

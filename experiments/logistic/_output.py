@@ -1,12 +1,12 @@
 """The logistic-regression experiment's outputs as data: where a sampler stands at each step size,
 the divergences, the biases at one step size, and the figure (``reports`` writes them).
-:mod:`experiments.logistic.compute` runs the experiment."""
+:mod:`experiments.logistic._compute` runs the experiment."""
 
 from __future__ import annotations
 
 import math
 
-from experiments.logistic.compute import NAMES, Row
+from experiments.logistic._compute import NAMES, Row
 
 
 def ordering(rows: list[Row], focus: str = "SMS-UBU") -> list[dict]:

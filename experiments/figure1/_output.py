@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from experiments.figure1.setup import PRESETS, SAMPLERS, Point, histogram_layout, target_law
+from experiments.figure1._setup import PRESETS, SAMPLERS, Point, histogram_layout, target_law
 from integrators import GaussianTarget
 
 
@@ -19,7 +19,7 @@ def table(points: list[Point], slopes: dict, *, with_seconds: bool = True) -> li
     points : list of Point
         The figure's points.
     slopes : dict
-        ``{(scheme, plan): local slope}`` (:func:`experiments.figure1.compute.local_slopes`).
+        ``{(scheme, plan): local slope}`` (:func:`experiments.figure1._compute.local_slopes`).
     with_seconds : bool
         False leaves out the wall time, so that runs on different executors give byte-identical files.
 

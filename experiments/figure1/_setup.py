@@ -1,7 +1,7 @@
 """Figure 1's set-up: the samplers and presets, the W1 numbers of one point (:class:`Point`),
 the histogram every W1 is read from and its noise floor, and each point's step size, repeats,
 chains and burn-in (:func:`point_config`) on the Numba or the tensor backend (:func:`sampler_for`).
-:mod:`experiments.figure1.compute` describes the figure."""
+:mod:`experiments.figure1._compute` describes the figure."""
 
 from __future__ import annotations
 
@@ -178,14 +178,14 @@ def sampler_for(backend: str, device=None):
     Parameters
     ----------
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
     Returns
     -------
     callable
-        :func:`integrators.sample`, or a :class:`experiments.figure1.torch_backend.Figure1Sampler`.
+        :func:`integrators.sample`, or a :class:`experiments.figure1._torch_backend.Figure1Sampler`.
 
     Raises
     ------
@@ -198,7 +198,7 @@ def sampler_for(backend: str, device=None):
         if device not in (None, "cpu"):
             raise ValueError(f"the numba backend runs on the CPU; device={device!r} needs backend='torch'")
         return sample
-    from experiments.figure1.torch_backend import figure1_sampler
+    from experiments.figure1._torch_backend import figure1_sampler
     return figure1_sampler(device)
 
 

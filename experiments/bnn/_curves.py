@@ -1,7 +1,7 @@
 """The baselines along training: Adam's and SWA's test metrics against optimizer steps, their
 mean over runs, and whether they show the overconfident regime (test NLL rising while the accuracy
 stays); and the spectral norm of the Hessian of the potential at the points training passes
-(random initialisation, Adam, SWA, SWA + N(0, rho^2)).  :mod:`experiments.bnn.figures` re-exports
+(random initialisation, Adam, SWA, SWA + N(0, rho^2)).  :mod:`experiments.bnn._figures` re-exports
 :func:`hessian_rows` and :func:`plot_hessian`."""
 
 from __future__ import annotations

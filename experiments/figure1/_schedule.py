@@ -12,7 +12,7 @@ import numpy as np
 
 from bias._streaming_w1 import StreamingW1, w1_with_control
 from bias._wasserstein import Normal
-from experiments.figure1.setup import (
+from experiments.figure1._setup import (
     DIVERGENCE_BOUND,
     PRESETS,
     SAMPLERS,

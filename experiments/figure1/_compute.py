@@ -43,7 +43,7 @@ A sampler that diverges is marked diverged at that ``h`` (with the first diverge
 plotted as a number.
 
 Backends: the Numba kernel (default) or ``backend="torch"`` on ``device`` (``cpu`` or ``cuda``),
-:mod:`experiments.figure1.torch_backend` (the same schemes and plans on tensors; its chain count per
+:mod:`experiments.figure1._torch_backend` (the same schemes and plans on tensors; its chain count per
 repeat is its own, so that a GPU has enough chains to fill it; its runs go one at a time).
 
 Conventions: the design's 1-D potential ``sum (x - x_i)^2 / (2 sigma_i^2)``; BAOAB with the
@@ -57,9 +57,9 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from experiments.figure1.output import plot, resolution_metadata, run_facts, table
-from experiments.figure1.schedule import Group
-from experiments.figure1.setup import (
+from experiments.figure1._output import plot, resolution_metadata, run_facts, table
+from experiments.figure1._schedule import Group
+from experiments.figure1._setup import (
     BACKENDS,
     DIVERGENCE_BOUND,
     PRESETS,
@@ -152,7 +152,7 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -200,7 +200,7 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 
@@ -335,7 +335,7 @@ def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_
     threads : int or None
         Cores (default: all).
     backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1.torch_backend`.
+        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
     device : str or torch.device or None
         The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
 

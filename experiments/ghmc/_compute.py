@@ -4,7 +4,7 @@ supplement D, "Comparison with Symmetric Minibatch Splitting HMC").
 The paper ran SMS-GHMC (Algorithm 7, :func:`integrators.sms_ghmc`) with the same control variate,
 batch size and data as its SMS-UBU runs and found the same calibration only at a step 100 times
 smaller (``h = 1e-5``, ``L = 10`` sweeps per proposal, ``alpha = 0.7``, acceptance 0.844), hence at
-a far larger cost.  Here both samplers run on the data of :mod:`experiments.logistic.compute` (scikit-learn's
+a far larger cost.  Here both samplers run on the data of :mod:`experiments.logistic._compute` (scikit-learn's
 digits after PCA, prior precision 50, batch 200, control variate at the L-BFGS mode, every chain
 started at the mode) and are scored against one reference predictive:
 
@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from bias._metrics import all_metrics
-from experiments.logistic import compute as logistic
+from experiments.logistic import _compute as logistic
 from integrators import MultinomialLogisticTarget, RunSpec, sample, sms_ghmc
 from integrators._validation import preset_settings
 
@@ -45,7 +45,7 @@ SAMPLERS = ("SMS-GHMC", "SMS-UBU")
 REFERENCE = "reference"
 STUCK = 0.1  # a run whose chains spread less than this fraction of the reference's never left the mode
 PRESETS = {
-    # ``data``: the preset of experiments.logistic.compute whose data set is used (tiny: PCA 8, 400 training images)
+    # ``data``: the preset of experiments.logistic._compute whose data set is used (tiny: PCA 8, 400 training images)
     "tiny": {"data": "tiny", "n_chains": 12, "n_iter": 25, "n_sweeps": 10, "alpha": 0.7,
              "ghmc_h": (0.04, 0.01), "ubu_h": (2.0**-4, 2.0**-6), "ref_chains": 16, "ref_epochs": 400},
     "quick": {"data": "quick", "n_chains": 16, "n_iter": 60, "n_sweeps": 10, "alpha": 0.7,
@@ -80,7 +80,7 @@ def units(preset: str) -> list[dict]:
 
 
 def problem(preset: str):
-    """The data and posterior of :mod:`experiments.logistic.compute`, and its mode (every chain's start).
+    """The data and posterior of :mod:`experiments.logistic._compute`, and its mode (every chain's start).
 
     Parameters
     ----------

@@ -1,9 +1,9 @@
 """Tables and figures of the BNN experiments from persisted run results, returned as data (rows,
 Markdown, matplotlib figures); :mod:`reports` writes them.
 
-``runs`` below is a list of results of :func:`experiments.bnn.pipeline.run` for one data set.
-The Hessian's rows and figure (:func:`experiments.bnn.curves.hessian_rows`, :func:`experiments.bnn.curves.plot_hessian`)
-are defined with the training curves and read from here too.
+``runs`` below is a list of results of :func:`experiments.bnn._pipeline.run` for one data set.
+The Hessian's rows and figure (:func:`experiments.bnn._curves.hessian_rows`,
+:func:`experiments.bnn._curves.plot_hessian`) are defined with the training curves and read from here too.
 """
 
 from __future__ import annotations

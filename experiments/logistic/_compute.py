@@ -16,7 +16,7 @@ Data: scikit-learn's digits (shipped inside the package, the embedded default) o
 from local IDX files (``data_dir``), both read by :mod:`data_sets` and turned into features
 here (:func:`digits_features`, :func:`fashion_features`).
 
-Its outputs as data (the verdicts, the figure) are :mod:`experiments.logistic.output`.
+Its outputs as data (the verdicts, the figure) are :mod:`experiments.logistic._output`.
 """
 
 from __future__ import annotations
