@@ -16,39 +16,12 @@ CURVE_METRICS = ("nll", "accuracy", "ace_top_label", "ace_classwise", "rps")  # 
 
 def curve_rows(dataset: str, runs: list) -> list[dict]:
     """The test metrics of Adam's network and of the SWA average against the optimizer's steps,
-    one row per run and evaluation point (the runs' ``curve``).
-
-    Parameters
-    ----------
-    dataset : str
-        The data set, written into every row.
-    runs : list of dict
-        The runs (``seed`` and, with ``curve_every``, ``curve``); a run without a curve adds no row.
-
-    Returns
-    -------
-    list of dict
-        Per run and evaluation point: ``dataset``, ``seed`` and the point's keys (``stage``,
-        ``epoch``, ``step``, the test metrics :data:`CURVE_METRICS` and ``train_loss``).
-    """
+    one row per run and evaluation point (the runs' ``curve``)."""
     return [{"dataset": dataset, "seed": r["seed"], **point} for r in runs for point in r.get("curve") or []]
 
 
 def curve_summary(rows: list[dict]) -> list[dict]:
-    """Mean and standard deviation over runs of each metric at each (stage, step).
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`curve_rows`.
-
-    Returns
-    -------
-    list of dict
-        Per (dataset, stage, epoch, step), in the order first met: those keys, ``runs``, and per
-        metric of :data:`CURVE_METRICS` and ``train_loss`` its mean and ``<metric>_std`` (the
-        standard deviation over runs, ``""`` with one run).
-    """
+    """Mean and standard deviation over runs of each metric at each (stage, step)."""
     out = []
     for key in dict.fromkeys((r["dataset"], r["stage"], r["epoch"], r["step"]) for r in rows):
         pts = [r for r in rows if (r["dataset"], r["stage"], r["epoch"], r["step"]) == key]
@@ -66,25 +39,7 @@ def overconfidence(summary: list[dict], dataset: str) -> dict | None:
     accuracy there and at the end of Adam and of SWA (None without a curve). ``overconfident``:
     the NLL at Adam's last step exceeds that lowest value by more than two standard errors (its
     standard deviation over runs / sqrt(runs)) while the accuracy there is at most 0.01 below the
-    accuracy at the lowest point: the NLL rising while the accuracy stays.
-
-    Parameters
-    ----------
-    summary : list of dict
-        The rows of :func:`curve_summary`.
-    dataset : str
-        The data set read.
-
-    Returns
-    -------
-    dict or None
-        ``best_step``, ``best_epoch``, ``best_nll``, ``best_accuracy`` (the lowest mean NLL of
-        Adam's network); ``adam_step``, ``runs``, ``adam_nll``, ``adam_nll_std``,
-        ``adam_accuracy``, ``adam_train_loss`` (at Adam's last step); ``rise`` and ``rise_se``
-        (the NLL's rise from its lowest and its standard error); ``overconfident``; and, with an
-        SWA curve, ``swa_step``, ``swa_nll``, ``swa_accuracy`` (at its last step).  None when
-        ``dataset`` has no Adam curve.
-    """
+    accuracy at the lowest point: the NLL rising while the accuracy stays."""
     adam = [r for r in summary if r["dataset"] == dataset and r["stage"] == "Adam"]
     swa = [r for r in summary if r["dataset"] == dataset and r["stage"] == "SWA"]
     if not adam:
@@ -106,22 +61,7 @@ def overconfidence(summary: list[dict], dataset: str) -> dict | None:
 def plot_curve(summary: list[dict], dataset: str):
     """Test NLL, accuracy and both ACE readings (top-label, class-wise) of Adam and SWA against the
     optimizer's steps (mean ± s.d. over runs), and the training loss: the overconfident regime is
-    the NLL rising while the accuracy stays.
-
-    Parameters
-    ----------
-    summary : list of dict
-        The rows of :func:`curve_summary`.
-    dataset : str
-        The data set drawn.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        Five panels (test NLL, accuracy, ACE top-label, ACE class-wise, and the training loss on a
-        log scale), each titled with its metric's name (:data:`bnn._metrics.LABELS`); nothing is
-        written.
-    """
+    the NLL rising while the accuracy stays."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -152,37 +92,13 @@ def plot_curve(summary: list[dict], dataset: str):
 
 
 def hessian_rows(dataset: str, runs: list) -> list[dict]:
-    """The spectral norms of the Hessian of the potential at each point of each run.
-
-    Parameters
-    ----------
-    dataset : str
-        The data set, written into every row.
-    runs : list of dict
-        The runs (their ``hessian``: ``{point: {"value", "iterations", "converged"}}``).
-
-    Returns
-    -------
-    list of dict
-        ``dataset``, ``seed``, ``point`` and the point's values.
-    """
+    """The spectral norms of the Hessian of the potential at each point of each run."""
     return [{"dataset": dataset, "seed": r["seed"], "point": point, **vals}
             for r in runs for point, vals in r.get("hessian", {}).items()]
 
 
 def plot_hessian(rows: list[dict]):
-    """The Hessian's spectral norm at each point (one column per point, every run), log scale.
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`hessian_rows`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure; nothing is written.
-    """
+    """The Hessian's spectral norm at each point (one column per point, every run), log scale."""
     import matplotlib
 
     matplotlib.use("Agg")

@@ -32,36 +32,12 @@ CIFAR10_PAPER = {
 
 
 def metric_label(metric: str) -> str:
-    """How a figure names a metric.
-
-    Parameters
-    ----------
-    metric : str
-        A metric's key (of :data:`bnn._metrics.METRICS`, or another).
-
-    Returns
-    -------
-    str
-        Its name in :data:`bnn._metrics.LABELS` (each ACE with its reading), else the key itself.
-    """
+    """How a figure names a metric."""
     return metrics.LABELS.get(metric, metric)
 
 
 def method_runs(runs: list) -> dict:
-    """``{method: (run_probs (r, n, K), diverged [(seed, step)])}`` over the runs that have it.
-
-    Parameters
-    ----------
-    runs : list of dict
-        The runs (their ``methods``; a method some runs lack, e.g. a sampler run on fewer runs,
-        counts the runs that have it).
-
-    Returns
-    -------
-    dict
-        Per method, the stacked predictive probabilities of the runs where it did not diverge
-        (None if it diverged in all) and the ``(seed, divergent step)`` of the others.
-    """
+    """``{method: (run_probs (r, n, K), diverged [(seed, step)])}`` over the runs that have it."""
     out = {}
     for method in dict.fromkeys(m for r in runs for m in r["methods"]):
         probs, diverged = [], []
@@ -78,22 +54,7 @@ def method_runs(runs: list) -> dict:
 
 
 def ensemble_rows(dataset: str, runs: list) -> list[dict]:
-    """Per method, ensemble size and metric, :func:`bnn._metrics.ensemble_scores` over the runs.
-
-    Parameters
-    ----------
-    dataset : str
-        The data set, written into every row.
-    runs : list of dict
-        The runs.
-
-    Returns
-    -------
-    list of dict
-        ``dataset``, ``method``, ``size``, ``metric``, ``mean``, ``std`` (``""`` with one group),
-        ``n_groups``, ``runs`` and ``diverged_runs``; a method that diverged in every run has one
-        row with ``size``, ``metric``, ``mean`` and ``std`` empty.
-    """
+    """Per method, ensemble size and metric, :func:`bnn._metrics.ensemble_scores` over the runs."""
     labels = np.array(runs[0]["labels"])
     rows = []
     for method, (probs, diverged) in method_runs(runs).items():
@@ -109,38 +70,12 @@ def ensemble_rows(dataset: str, runs: list) -> list[dict]:
 
 
 def format_mean_std(mean, std) -> str:
-    """``mean ± std`` to four decimals (the mean alone when ``std`` is ``""``).
-
-    Parameters
-    ----------
-    mean : float
-        The mean.
-    std : float or str
-        The standard deviation, or ``""``.
-
-    Returns
-    -------
-    str
-        The cell.
-    """
+    """``mean ± std`` to four decimals (the mean alone when ``std`` is ``""``)."""
     return f"{mean:.4f}" + (f" ± {std:.4f}" if std != "" else "")
 
 
 def ensemble_markdown(rows: list[dict], settings: str) -> str:
-    """Single runs and small ensembles, every method, mean ± standard deviation over disjoint groups.
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`ensemble_rows` (any data sets).
-    settings : str
-        The run's settings, the first line.
-
-    Returns
-    -------
-    str
-        The markdown table, then a line per method that diverged in some run.
-    """
+    """Single runs and small ensembles, every method, mean ± standard deviation over disjoint groups."""
     sizes = sorted({r["size"] for r in rows if r["size"] != ""})
     lines = [f"Settings: {settings}", "", "| data | method | size | " + " | ".join(metrics.METRICS) + " |",
              "| --- | --- | --- | " + " | ".join("---" for _ in metrics.METRICS) + " |"]
@@ -160,20 +95,7 @@ def ensemble_markdown(rows: list[dict], settings: str) -> str:
 
 def plot_ensembles(rows: list[dict], dataset: str):
     """The metrics of :data:`PLOTTED` against the ensemble size, one panel each, every method
-    (mean ± s.d. over disjoint groups; Adam and SWA dashed, the paper's baseline dotted).
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`ensemble_rows`.
-    dataset : str
-        The data set drawn.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure; nothing is written.
-    """
+    (mean ± s.d. over disjoint groups; Adam and SWA dashed, the paper's baseline dotted)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -207,24 +129,7 @@ def plot_ensembles(rows: list[dict], dataset: str):
 def step_size_rows(dataset: str, runs: list) -> list[dict]:
     """NLL and both ACE readings (:data:`STEP_SIZE_METRICS`) of single SMS-UBU runs against ``h`` on
     the runs that carry the panel, with SWA of the same runs as the reference. Every ``h`` runs for
-    the same integration time (:func:`bnn._chains.panel_steps_per_epoch`).
-
-    Parameters
-    ----------
-    dataset : str
-        The data set, written into every row.
-    runs : list of dict
-        The runs; those whose ``config`` has ``h_panel`` carry the panel.
-
-    Returns
-    -------
-    list of dict
-        Per method (SWA, or SMS-UBU at one ``h``) and metric: ``dataset``, ``method``, ``h``
-        (``""`` for SWA), ``metric``, ``mean`` and ``std`` over runs (``""`` when none or one),
-        ``runs``, ``diverged_runs``, ``width``, ``steps_per_epoch`` and ``time`` (the chain's
-        integration time; ``""`` for SWA and for runs that did not record it); empty without the
-        panel.
-    """
+    the same integration time (:func:`bnn._chains.panel_steps_per_epoch`)."""
     panel = [r for r in runs if r["config"]["h_panel"]]
     if not panel:
         return []
@@ -266,19 +171,7 @@ def plot_step_size(rows: list[dict]):
     """Each metric of the rows against ``h`` (single SMS-UBU runs, mean ± s.d. over runs), at a
     fixed integration time ``T`` (the steps grow as ``h`` shrinks: the panel measures the
     discretization's bias, not a shorter trajectory); a grey dotted line where it diverged, and
-    SWA's level per data set in that data set's colour and a line style of its own.
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`step_size_rows`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        One panel per metric, titled with its name (each ACE with its reading), the legend below
-        them; nothing is written.
-    """
+    SWA's level per data set in that data set's colour and a line style of its own."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -331,22 +224,7 @@ def plot_step_size(rows: list[dict]):
 
 def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
     """Per-epoch average training loss of the trace chains, and R-hat per run after burn-in (the
-    first quarter of the epochs, as the paper's 10 of 40).
-
-    Parameters
-    ----------
-    dataset : str
-        The data set, written into every row.
-    runs : list of dict
-        The runs; those with ``traces`` count.
-
-    Returns
-    -------
-    tuple of (list of dict, list of dict)
-        The traces (``dataset``, ``seed``, ``chain``, ``epoch``, ``loss``) and per run the R-hat
-        row (``dataset``, ``seed``, ``chains`` not diverged, ``burn_in_epochs``, ``draws``,
-        ``diverged_chains``, ``rhat``, ``rank_split_rhat``; ``""`` with fewer than 2 chains or 4 draws).
-    """
+    first quarter of the epochs, as the paper's 10 of 40)."""
     from bnn._diagnostics import trace_rhat
 
     traces, rhats = [], []
@@ -371,20 +249,7 @@ def trace_rows(dataset: str, runs: list) -> tuple[list[dict], list[dict]]:
 def plot_traces(traces: list[dict], rhats: list[dict]):
     """The training loss of the first run's trace chains per epoch, and the R-hats per run against
     the bar the text reads (:data:`RHAT_MIXED`, 1.1: below it mixed enough) and the strict one
-    (:data:`RHAT_STRICT`, 1.01), both drawn and labelled.
-
-    Parameters
-    ----------
-    traces : list of dict
-        The traces of :func:`trace_rows`.
-    rhats : list of dict
-        The R-hat rows of :func:`trace_rows`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure; nothing is written.
-    """
+    (:data:`RHAT_STRICT`, 1.01), both drawn and labelled."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -423,21 +288,7 @@ def plot_traces(traces: list[dict], rhats: list[dict]):
 
 
 def cifar10_rows(runs: list) -> list[dict]:
-    """Single-model metrics (mean ± s.d. over runs) beside the paper's Table for the wide network.
-
-    Parameters
-    ----------
-    runs : list of dict
-        The CIFAR-10 runs.
-
-    Returns
-    -------
-    list of dict
-        Per method of :data:`CIFAR10_PAPER` and metric of :data:`PLOTTED`: ``method``, ``metric``,
-        ``mean`` and ``std`` (``""`` when none or one run), ``runs``, ``diverged_runs``,
-        ``paper_mean`` and ``paper_std`` (``""`` for ``ace_classwise``: the paper's ACE is the
-        top-label one).
-    """
+    """Single-model metrics (mean ± s.d. over runs) beside the paper's Table for the wide network."""
     labels = np.array(runs[0]["labels"])
     rows = []
     for method, (probs, diverged) in method_runs(runs).items():

@@ -93,24 +93,7 @@ PIPELINE_BUFFERS = 8
 
 
 def run_bytes(cfg: RunConfig, n_params: float) -> float:
-    """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters.
-
-    :data:`PIPELINE_BUFFERS` copies, one per trace chain's start, and
-    :data:`integrators.torch._config.SAMPLER_BUFFERS` per chain running at once (``chains``, or
-    ``trace_chains`` when those run at once), in the default dtype (the activations come on top).
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        The run's configuration.
-    n_params : float
-        The network's parameter count.
-
-    Returns
-    -------
-    float
-        The bytes.
-    """
+    """Bytes a run of ``cfg`` keeps for a network of ``n_params`` parameters."""
     from integrators.torch._config import SAMPLER_BUFFERS
 
     at_once = max(cfg.chains, cfg.trace_chains) if cfg.chains > 1 else 1
@@ -119,24 +102,7 @@ def run_bytes(cfg: RunConfig, n_params: float) -> float:
 
 
 def check_run_fits(cfg: RunConfig, n_params: float, device, what: str = "") -> None:
-    """Refuse (``ValueError`` naming ``width``) a run whose buffers exceed ``device``'s memory.
-
-    Parameters
-    ----------
-    cfg : RunConfig
-        The run's configuration.
-    n_params : float
-        The network's parameter count.
-    device : torch.device
-        The run's device.
-    what : str
-        Put before the count in the message (e.g. ``"at least "``).
-
-    Raises
-    ------
-    ValueError
-        If :func:`run_bytes` exceeds the device's memory.
-    """
+    """Refuse (``ValueError`` naming ``width``) a run whose buffers exceed ``device``'s memory."""
     check_fits(f"network={cfg.network!r} at width={cfg.width!r} ({count_text(n_params, what)}) with "
                f"chains={cfg.chains} and trace_chains={cfg.trace_chains} on {device}", run_bytes(cfg, n_params),
                limit=device_memory_bytes(device))

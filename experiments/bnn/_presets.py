@@ -109,22 +109,7 @@ class Experiment:
     """One data set's experiment at one level: the run configuration and how many runs; runs
     ``0 .. extra_runs - 1`` also carry the step-size panel, the Hessian norms and the traces, and
     runs from ``sampler_runs`` on run SMS-UBU alone (with Adam, SWA and the baselines): the other
-    samplers keep fewer runs.
-
-    Attributes
-    ----------
-    name : str
-        The data set.
-    settings : dict
-        The arguments of every run's :class:`RunConfig` (:attr:`config`).
-    n_runs, extra_runs : int
-        Runs in all, and how many of the first carry the extras.
-    extras : dict
-        The fields of ``config`` those first runs override.
-    sampler_runs : int or None
-        Runs ``0 .. sampler_runs - 1`` run every sampler of ``settings``, the later ones
-        :data:`CORE_SAMPLERS` only (None: every run runs every sampler).
-    """
+    samplers keep fewer runs."""
 
     name: str
     settings: dict
@@ -214,23 +199,7 @@ EXPERIMENTS["regime-tiny"] = (
 
 
 def experiments(level: str) -> tuple[Experiment, ...]:
-    """The experiments of one preset level.
-
-    Parameters
-    ----------
-    level : str
-        One of :data:`LEVELS`.
-
-    Returns
-    -------
-    tuple of Experiment
-        One per data set.
-
-    Raises
-    ------
-    ValueError
-        On an unknown level.
-    """
+    """The experiments of one preset level."""
     if not isinstance(level, str) or level not in EXPERIMENTS:
         raise ValueError(f"unknown BNN preset {level!r}; choose from {', '.join(LEVELS)}")
     return EXPERIMENTS[level]
@@ -238,27 +207,7 @@ def experiments(level: str) -> tuple[Experiment, ...]:
 
 def run_config(level: str, dataset: str, run: int) -> RunConfig:
     """The configuration of run ``run`` (an integer index) of ``dataset`` at ``level`` (extras on
-    the first runs).
-
-    Parameters
-    ----------
-    level : str
-        One of :data:`LEVELS`.
-    dataset : str
-        An experiment's data set at that level.
-    run : int
-        The run's index, in ``0 .. n_runs - 1``.
-
-    Returns
-    -------
-    RunConfig
-        The run's configuration.
-
-    Raises
-    ------
-    ValueError
-        On an unknown level or data set, or a run index out of range.
-    """
+    the first runs)."""
     run = int_at_least("run", run, 0)
     if not isinstance(dataset, str):
         raise ValueError(f"dataset must be a string, got {dataset!r}")
@@ -327,20 +276,7 @@ def __getattr__(name: str):
 @functools.cache  # asked for every unit of a run: a folder of images is listed once
 def data_identity(preset: str, dataset: str) -> dict | None:
     """The name and size in bytes of the file (or the files of the folder) a unit of ``dataset``
-    reads at ``preset``; None for data made in memory or found nowhere (then the unit is absent).
-
-    Parameters
-    ----------
-    preset : str
-        One of :data:`LEVELS`.
-    dataset : str
-        An experiment's data set at that level (a unit's ``dataset``).
-
-    Returns
-    -------
-    dict or None
-        ``{"data": name, "bytes": size}``.
-    """
+    reads at ``preset``; None for data made in memory or found nowhere (then the unit is absent)."""
     try:
         where = _data_location(preset, dataset)
     except DataError:

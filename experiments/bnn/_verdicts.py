@@ -44,30 +44,9 @@ BETTER, WORSE, SAME, NOT_TESTED = "better", "worse", "not distinguishable", "not
 
 
 def paired_t(d, *, level: float = LEVEL) -> dict:
-    """Two-sided one-sample t test of paired differences, over the last axis of ``d``.
-
-    ``t = mean(d) / se`` with ``se = sd(d) / sqrt(G)`` (``ddof = 1``) at ``G - 1`` degrees of
-    freedom; the interval ``mean(d) +/- t_{1 - level/2, G-1} se``. Differences that are all equal
-    (``se = 0``) give ``p = 0`` when nonzero and ``p = 1`` when zero.
-
-    Parameters
-    ----------
-    d : array_like
-        ``(..., G)`` paired differences, ``G >= 2``.
-    level : float
-        The interval is the ``1 - level`` one.
-
-    Returns
-    -------
-    dict
-        Arrays of shape ``d.shape[:-1]`` (floats for 1-D ``d``): ``mean``, ``se``, ``df``, ``t``,
-        ``p`` (two-sided), ``low``, ``high``.
-
-    Raises
-    ------
-    ValueError
-        When ``G < 2`` or ``level`` is outside ``(0, 1)``.
-    """
+    """Two-sided one-sample t test of paired differences over the last axis of ``d`` (``G >= 2``): arrays
+    ``mean, se, df, t, p, low, high`` (the ``1 - level`` interval). All-equal differences (``se = 0``) give
+    ``p = 0`` when nonzero, ``p = 1`` when zero."""
     d = np.asarray(d, dtype=float)
     g = d.shape[-1]
     if g < 2:
@@ -87,21 +66,8 @@ def paired_t(d, *, level: float = LEVEL) -> dict:
 
 
 def holm(p) -> np.ndarray:
-    """Holm's step-down adjusted p-values over the last axis of ``p``.
-
-    With the ``k`` p-values sorted ascending, ``p_adj(i) = max_{j <= i} min(1, (k - j + 1) p(j))``;
-    rejecting where ``p_adj < level`` keeps the family-wise error rate at most ``level``.
-
-    Parameters
-    ----------
-    p : array_like
-        ``(..., k)`` p-values.
-
-    Returns
-    -------
-    numpy.ndarray
-        The adjusted p-values, in the input's order.
-    """
+    """Holm's step-down adjusted p-values over the last axis of ``p``, in the input's order:
+    ``p_adj(i) = max_{j <= i} min(1, (k - j + 1) p(j))`` over the sorted p-values."""
     p = np.asarray(p, dtype=float)
     k = p.shape[-1]
     if k == 0:
@@ -116,24 +82,7 @@ def holm(p) -> np.ndarray:
 
 def decide(diff: float, p_adjusted: float, lower_is_better: bool, *, level: float = LEVEL) -> str:
     """``better`` / ``worse`` where ``p_adjusted < level`` (by the sign of ``diff``, method minus
-    reference), ``not distinguishable`` otherwise.
-
-    Parameters
-    ----------
-    diff : float
-        Mean paired difference, method minus reference.
-    p_adjusted : float
-        The difference's corrected p-value.
-    lower_is_better : bool
-        Whether a lower value of the metric is better.
-    level : float
-        The family-wise level.
-
-    Returns
-    -------
-    str
-        :data:`BETTER`, :data:`WORSE` or :data:`SAME`.
-    """
+    reference), ``not distinguishable`` otherwise."""
     if not p_adjusted < level:
         return SAME
     return BETTER if (diff < 0) == lower_is_better else WORSE
@@ -142,46 +91,7 @@ def decide(diff: float, p_adjusted: float, lower_is_better: bool, *, level: floa
 def paired_verdicts(dataset: str, runs: list, methods, *, references=REFERENCE, sizes=(1, 2, 4), metrics_=COMPARED,
                     claim_metrics=CLAIM_METRICS, level: float = LEVEL, min_df: int = MIN_DF) -> list[dict]:
     """Each method against each reference, per ensemble size and metric, on the runs where both
-    have a predictive, tested and Holm-corrected as the module says.
-
-    Parameters
-    ----------
-    dataset : str
-        The data set, written into every row.
-    runs : list of dict
-        The runs: ``labels`` (the test labels, read from the first run) and ``methods``
-        (``{method: {"probs": predictive or None, ...}}``).
-    methods : iterable of str
-        The methods judged.
-    references : iterable of str
-        The references they are compared with (default :data:`experiments.bnn._figures.REFERENCE`).
-    sizes : iterable of int
-        The ensemble sizes (group sizes); a size with no full group is skipped.
-    metrics_ : iterable of str
-        The metrics of :func:`bnn._metrics.evaluate` compared, keys of :data:`LOWER_IS_BETTER`.
-    claim_metrics : iterable of str
-        The metrics whose tests form the claim's one family (the others: a family each).
-    level : float
-        The family-wise error rate, and ``1 -`` the intervals' coverage.
-    min_df : int
-        The fewest degrees of freedom (groups - 1) at which a difference is tested.
-
-    Returns
-    -------
-    list of dict
-        Per method, reference, size and metric: ``dataset``, ``method``, ``reference``, ``size``,
-        ``metric``, ``method_mean``, ``reference_mean`` (over groups), ``diff`` (mean of the paired
-        differences), ``se`` and ``low`` / ``high`` (the per-test t interval; ``""`` with one
-        group), ``df`` (groups - 1), ``p`` (two-sided, uncorrected; ``""`` when not tested),
-        ``p_holm`` (corrected within ``family``; ``""`` when not tested), ``family``, ``correction``
-        (the correction and the number of tests it covers), ``groups``, ``runs`` (paired) and
-        ``verdict``.
-
-    Raises
-    ------
-    ValueError
-        When a metric is not one of :data:`LOWER_IS_BETTER`.
-    """
+    have a predictive, tested and Holm-corrected as the module says."""
     unknown = [m for m in metrics_ if m not in LOWER_IS_BETTER]
     if unknown:
         raise ValueError(f"unknown metrics {unknown}; known: {sorted(LOWER_IS_BETTER)}")
@@ -239,26 +149,7 @@ def _correct(rows: list, claim_metrics: tuple, level: float) -> None:
 def claim_holds(rows: list[dict], dataset: str, method: str = "SMS-UBU", *, metrics_=CLAIM_METRICS) -> str:
     """The paper's claim for ``method`` on ``dataset`` from :func:`paired_verdicts`'s rows: lower
     values of ``metrics_`` than every reference at every tested ensemble size. Pass
-    ``("nll", "ace_top_label")`` or ``("nll", "ace_classwise")`` to judge it under one ACE reading.
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`paired_verdicts`.
-    dataset : str
-        The data set judged.
-    method : str
-        The method judged.
-    metrics_ : iterable of str
-        The claim's metrics.
-
-    Returns
-    -------
-    str
-        ``holds`` (every tested verdict ``better``), ``reversed`` (every one ``worse``),
-        ``does not hold`` (none ``better``), ``holds in part`` (otherwise), ``not tested`` (rows,
-        but none with enough degrees of freedom), or ``not measured`` (no rows).
-    """
+    ``("nll", "ace_top_label")`` or ``("nll", "ace_classwise")`` to judge it under one ACE reading."""
     mine = [r for r in rows if r["dataset"] == dataset and r["method"] == method and r["metric"] in tuple(metrics_)]
     if not mine:
         return "not measured"
@@ -288,30 +179,7 @@ def regime_markdown(dataset: str, table_rows: list[dict], verdicts: list[dict], 
                     extra: list[str], *, level: float = LEVEL) -> str:
     """The paper-style table (mean ± s.d. over disjoint groups, single runs and ensembles) of the
     ``methods``, the paired verdicts against Adam and SWA (difference, per-test interval,
-    Holm-corrected p-value, degrees of freedom, verdict), and the claim under each ACE reading.
-
-    Parameters
-    ----------
-    dataset : str
-        The data set (the section's title); rows of other data sets are skipped.
-    table_rows : list of dict
-        The ensemble table's rows (:func:`experiments.bnn._figures.ensemble_rows`).
-    verdicts : list of dict
-        The rows of :func:`paired_verdicts`.
-    methods : iterable of str
-        The methods of the table, in order.
-    settings : str
-        The run's settings, one line under the title.
-    extra : list of str
-        Lines written after the settings.
-    level : float
-        The family-wise level the verdicts were called at (:func:`paired_verdicts`'s).
-
-    Returns
-    -------
-    str
-        The markdown section, ending with a blank line.
-    """
+    Holm-corrected p-value, degrees of freedom, verdict), and the claim under each ACE reading."""
     keyed = {(r["method"], r["size"], r["metric"]): r for r in table_rows if r["dataset"] == dataset}
     sizes = sorted({r["size"] for r in table_rows if r["dataset"] == dataset and r["size"] != ""})
     cols = tuple(m for m in COMPARED if any(k[2] == m for k in keyed) or any(v["metric"] == m for v in verdicts))

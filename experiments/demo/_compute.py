@@ -29,55 +29,13 @@ CSV_COLUMNS = ("sampler", "scheme", "plan", "h", "mean", "mean_se", "variance", 
 
 def hist_edges(target) -> np.ndarray:
     """The histogram's bin edges: :data:`HIST_BINS` bins over the target's mean ``± 4`` standard
-    deviations of its first coordinate.
-
-    Parameters
-    ----------
-    target : GaussianTarget
-        The target (its first coordinate's mean and variance).
-
-    Returns
-    -------
-    numpy.ndarray
-        The ``HIST_BINS + 1`` edges.
-    """
+    deviations of its first coordinate."""
     mean, sd = target.mean[0], math.sqrt(target.covariance[0, 0])
     return np.linspace(mean - 4 * sd, mean + 4 * sd, HIST_BINS + 1)
 
 
 def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0, *, threads: int | None = None) -> dict:
-    """One sampler at ``h = 2^-k``: a row of the CSV, and (for the largest step) a histogram.
-
-    The chains run for time ``time`` of the preset after a burn-in of time 20, with ``gamma = 1``;
-    the histogram (bins of :func:`hist_edges`) is kept at ``k = 2``, i.e. ``h = 1/4``.
-
-    Parameters
-    ----------
-    name : str
-        The sampler, a key of :data:`SAMPLERS` (``"SMS-UBU"`` or ``"SG-UBU"``).
-    k : int
-        The step size is ``2^-k``.
-    preset : str
-        A key of :data:`PRESETS`: the number of chains and the time run.
-    seed : int
-        The seed of the chains.
-    threads : int or None, default None
-        Worker threads of the kernel (None: every core this process may run on).
-
-    Returns
-    -------
-    dict
-        ``row`` (the CSV row, keys :data:`CSV_COLUMNS`, with the biases against the exact mean and
-        variance), ``hist`` (the counts as a list at ``k = 2``, else ``None``) and ``summary``
-        (the result's one-line summary).
-
-    Raises
-    ------
-    ValueError
-        If ``preset`` is not a key of :data:`PRESETS`.
-    KeyError
-        If ``name`` is not a key of :data:`SAMPLERS`.
-    """
+    """One sampler at ``h = 2^-k``: a row of the CSV, and (for the largest step) a histogram."""
     cfg = preset_settings(PRESETS, preset)
     scheme, plan = SAMPLERS[name]
     target = GaussianTarget.one_d_example()
@@ -97,55 +55,17 @@ def run_unit(name: str, k: int, preset: str = "quick", seed: int = 0, *, threads
 
 def table(results: list[dict]) -> list[dict]:
     """The rows of the units' results, columns in the order of :data:`CSV_COLUMNS` (rows read back
-    from JSON come key-sorted).
-
-    Parameters
-    ----------
-    results : list of dict
-        The results of :func:`run_unit`.
-
-    Returns
-    -------
-    list of dict
-        One row per result, keys in the order of :data:`CSV_COLUMNS`.
-    """
+    from JSON come key-sorted)."""
     return [{key: r["row"][key] for key in CSV_COLUMNS} for r in results]
 
 
 def histograms(results: list[dict]) -> dict:
-    """``{sampler: counts}`` of the units that kept a histogram (the largest step).
-
-    Parameters
-    ----------
-    results : list of dict
-        The results of :func:`run_unit`.
-
-    Returns
-    -------
-    dict
-        The counts (a ``numpy.ndarray``) by sampler name.
-    """
+    """``{sampler: counts}`` of the units that kept a histogram (the largest step)."""
     return {r["row"]["sampler"]: np.array(r["hist"]) for r in results if r["hist"] is not None}
 
 
 def plot(rows: list[dict], hists: dict):
-    """The demo figure: densities at ``h = 1/4`` beside the exact one, and |variance bias| against h.
-
-    The right panel draws each sampler's ``|variance bias|`` with ``±2`` standard errors on log-log
-    axes, with the reference slopes ``h^2 / 2`` and ``h / 2``.
-
-    Parameters
-    ----------
-    rows : list of dict
-        The rows of :func:`table`.
-    hists : dict
-        The counts of :func:`histograms`, by sampler.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure (two panels); nothing is written.
-    """
+    """The demo figure: densities at ``h = 1/4`` beside the exact one, and |variance bias| against h."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -57,53 +57,31 @@ import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
-from experiments.figure1._output import plot, resolution_metadata, run_facts, table
+# the figure's module: the experiment's __init__, the tests and the benchmarks read these here too
+from experiments.figure1._output import plot, resolution_metadata, run_facts, table  # noqa: F401
 from experiments.figure1._schedule import Group
 from experiments.figure1._setup import (
-    BACKENDS,
-    DIVERGENCE_BOUND,
+    BACKENDS,  # noqa: F401
+    DIVERGENCE_BOUND,  # noqa: F401
     PRESETS,
     SAMPLERS,
     Point,
-    histogram_layout,
-    noise_floor,
+    histogram_layout,  # noqa: F401
+    noise_floor,  # noqa: F401
     plans_of,
     point_config,
     resolve_threads,
     sampler_for,
     scheme_step_groups,
-    target_law,
+    target_law,  # noqa: F401
 )
 from integrators import GaussianTarget
 from integrators._validation import preset_settings
 from theory_checks.oracle import UnstableStepError, stationary_full
 
-__all__ = ["BACKENDS", "DIVERGENCE_BOUND", "PRESETS", "SAMPLERS", "Point", "chain_steps",
-           "histogram_layout", "local_slopes", "noise_floor", "plot", "point_config",
-           "resolution_metadata", "compute", "run_facts", "run_point", "run_points", "sampler_for", "table",
-           "target_law", "units"]
-
 
 def chain_steps(preset: str, *, gamma: float = 1.0, control_variate: bool = True) -> dict:
-    """Chain-steps (burn-in included) the figure runs per ``(scheme, plan)``.
-
-    The full-gradient controls are counted under ``plan = "full"`` (none where the full-gradient
-    scheme is unstable).
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    gamma : float
-        The friction.
-    control_variate : bool
-        Whether the full-gradient controls run (and are counted).
-
-    Returns
-    -------
-    dict
-        ``{(scheme, plan): chain-steps}``.
-    """
+    """Chain-steps (burn-in included) the figure runs per ``(scheme, plan)``."""
     target = GaussianTarget.one_d_example()
     out: dict = {}
     for s, k in scheme_step_groups(preset):
@@ -125,47 +103,7 @@ def run_point(scheme: str, plan: str, k: int, preset: str = "quick", seed: int =
               gamma: float = 1.0, baoab_paper_friction: bool = False,
               control_variate: bool = True, *, threads: int | None = None, backend: str = "numba",
               device=None) -> Point:
-    """One (sampler, step size) point: ``R`` repeats streamed into histograms.
-
-    With ``control_variate``, also the full-gradient control on the same paths.  The per-point
-    interface another backend implements: inputs the sampler, ``k`` (``h = 2^-k``), the preset
-    (``N``, repeats, chains), the seed; output the W1 numbers.
-
-    Parameters
-    ----------
-    scheme : str
-        The scheme (``ubu``, ``baoab`` or ``em``).
-    plan : str
-        The gradient plan (``sms``, ``iid`` or ``rr``).
-    k : int
-        The step size is ``h = 2^-k``.
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``): ``N``, repeats and chains.
-    seed : int
-        The figure's seed (repeat ``r`` runs with ``derive(seed, "figure1", k, r)``).
-    gamma : float
-        The friction.
-    baoab_paper_friction : bool
-        Run BAOAB as the paper's listing, at friction ``gamma / 2``.
-    control_variate : bool
-        Also run the full-gradient control and report the control-variate estimate.
-    threads : int or None
-        Cores (default: all).
-    backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
-    device : str or torch.device or None
-        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
-
-    Returns
-    -------
-    Point
-        The point's W1 numbers.
-
-    Raises
-    ------
-    ValueError
-        If the preset, the sampler, ``threads`` or the backend and device are not known or valid.
-    """
+    """One (sampler, step size) point: ``R`` repeats streamed into histograms."""
     return run_points(scheme, (plan,), k, preset, seed, gamma=gamma,
                       baoab_paper_friction=baoab_paper_friction, control_variate=control_variate,
                       threads=threads, backend=backend, device=device)[0]
@@ -225,60 +163,14 @@ def run_points(scheme: str, plans, k: int, preset: str = "quick", seed: int = 0,
 
 
 def units(preset: str = "quick"):
-    """The independent units of work: one per scheme and step size.
-
-    A unit is a group: the three plans of the scheme at that step size and their shared
-    full-gradient control, on one Brownian path per repeat (:func:`run_points`).
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-
-    Returns
-    -------
-    list of tuple
-        ``(scheme, k)`` per unit.
-    """
+    """The independent units of work: one per scheme and step size."""
     return list(scheme_step_groups(preset))
 
 
 def run_group(scheme: str, k: int, preset: str, seed: int, *, threads: int | None = None,
               baoab_paper_friction: bool = False, control_variate: bool = True, backend: str = "numba",
               device=None) -> dict:
-    """One unit: the points of ``scheme``'s three plans at ``h = 2^-k``, JSON-ready.
-
-    Parameters
-    ----------
-    scheme : str
-        The scheme (``ubu``, ``baoab`` or ``em``).
-    k : int
-        The step size is ``h = 2^-k``.
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    seed : int
-        The unit's seed (repeat ``r`` runs with ``derive(seed, "figure1", k, r)``).
-    threads : int or None
-        Cores (default: all).
-    baoab_paper_friction : bool
-        BAOAB as the paper's listing, at friction ``gamma / 2``.
-    control_variate : bool
-        Also run the full-gradient control and report the control-variate estimate.
-    backend : {"numba", "torch"}
-        The backend.
-    device : str or None
-        The tensor backend's device.
-
-    Returns
-    -------
-    dict
-        ``{"points": [Point as a dict per plan]}``.
-
-    Raises
-    ------
-    ValueError
-        If the preset, the sampler, ``threads`` or the backend and device are not known or valid.
-    """
+    """One unit: the points of ``scheme``'s three plans at ``h = 2^-k``, JSON-ready."""
     points = run_points(scheme, plans_of(scheme), k, preset, seed, baoab_paper_friction=baoab_paper_friction,
                         control_variate=control_variate, threads=threads, backend=backend, device=device)
     return {"points": [asdict(q) for q in points]}
@@ -315,40 +207,7 @@ def local_slopes(points: list[Point], field: str = "w1") -> dict:
 def compute(preset: str = "quick", seed: int = 0, *, progress=None, baoab_paper_friction: bool = False,
             control_variate: bool = True, threads: int | None = None, backend: str = "numba",
             device=None) -> list[Point]:
-    """Every point of the figure in one process, returned.
-
-    No file is written: ``sms-langevin run figure1`` draws and writes them.  The units
-    (:func:`units`) run through the executor in this process, with the figure's seed.
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    seed : int
-        The figure's seed.
-    progress : callable or None
-        Called with one line of text per finished point.
-    baoab_paper_friction : bool
-        BAOAB as the paper's listing, at friction ``gamma / 2``.
-    control_variate : bool
-        False: the plain empirical W1 only.
-    threads : int or None
-        Cores (default: all).
-    backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
-    device : str or torch.device or None
-        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
-
-    Returns
-    -------
-    list of Point
-        Every point, by scheme, step size and plan.
-
-    Raises
-    ------
-    ValueError
-        If the preset, ``threads`` or the backend and device are not known or valid.
-    """
+    """Every point of the figure in one process, returned."""
     from reports._executor import execute
 
     preset_settings(PRESETS, preset)

@@ -12,35 +12,13 @@ from integrators import GaussianTarget
 
 
 def table(points: list[Point], slopes: dict, *, with_seconds: bool = True) -> list[dict]:
-    """The figure's numbers, one row per point.
-
-    Parameters
-    ----------
-    points : list of Point
-        The figure's points.
-    slopes : dict
-        ``{(scheme, plan): local slope}`` (:func:`experiments.figure1._compute.local_slopes`).
-    with_seconds : bool
-        False leaves out the wall time, so that runs on different executors give byte-identical files.
-
-    Returns
-    -------
-    list of dict
-        The point's fields and ``local_slope_finest``, per point.
-    """
+    """The figure's numbers, one row per point."""
     return [{**{f: v for f, v in asdict(q).items() if with_seconds or f != "seconds"},
              "local_slope_finest": slopes[(q.scheme, q.plan)]} for q in points]
 
 
 def resolution_metadata() -> dict:
-    """The histogram every W1 is read from, and the binning bounds that follow from it.
-
-    Returns
-    -------
-    dict
-        ``lo``, ``hi``, ``n_bins``, ``bin_width``, the plain estimate's binning bound (half a bin),
-        the control-variate one's (1.5 bins), and how the noise floor is computed.
-    """
+    """The histogram every W1 is read from, and the binning bounds that follow from it."""
     law = target_law(GaussianTarget.one_d_example())
     lo, hi, n_bins = histogram_layout(law)
     width = (hi - lo) / n_bins
@@ -51,25 +29,7 @@ def resolution_metadata() -> dict:
 
 
 def run_facts(points: list[Point], preset: str, *, baoab_paper_friction: bool = False) -> dict:
-    """What the figure's ``metadata.json`` records besides the run's metadata.
-
-    The friction, the O step, the estimators, the sample counts, the histogram and its bounds
-    (against the smallest plotted W1 and the smallest noise floor).
-
-    Parameters
-    ----------
-    points : list of Point
-        The figure's points.
-    preset : str
-        The preset the points were run at.
-    baoab_paper_friction : bool
-        Whether BAOAB ran as the paper's listing (at friction ``gamma / 2``).
-
-    Returns
-    -------
-    dict
-        The facts.
-    """
+    """What the figure's ``metadata.json`` records besides the run's metadata."""
     o_step = ("exp(-gamma h / 2) (the paper's listing: BAOAB at friction gamma / 2)" if baoab_paper_friction
               else "exp(-gamma h) (standard)")
     facts = {"gamma": 1.0, "baoab_o_step": o_step,
@@ -86,20 +46,7 @@ def run_facts(points: list[Point], preset: str, *, baoab_paper_friction: bool = 
 
 
 def plot(points: list[Point], slopes: dict):
-    """Figure 1: W1 bias against h per sampler, diverged samplers marked, the noise floor drawn.
-
-    Parameters
-    ----------
-    points : list of Point
-        The figure's points.
-    slopes : dict
-        ``{(scheme, plan): local slope}``, shown in the legend.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure (the plain estimates drawn faintly beside the control-variate ones).
-    """
+    """Figure 1: W1 bias against h per sampler, diverged samplers marked, the noise floor drawn."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -31,29 +31,7 @@ from theory_checks.oracle import UnstableStepError, stationary_full
 
 @dataclass(frozen=True)
 class Run:
-    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control.
-
-    Parameters
-    ----------
-    scheme : str
-        The scheme (``ubu``, ``baoab`` or ``em``).
-    plan : str
-        The gradient plan (``sms``, ``iid``, ``rr``, or ``full`` for the control).
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    chains : int
-        The chains of the call.
-    burn : int
-        The burn-in steps.
-    per_chain : int
-        The samples per chain after burn-in.
-    seed : int
-        The repeat's seed (shared by the samplers and the control at one step size).
-    backend : tuple
-        ``(backend, device)``: ``("numba", None)`` or the tensor backend on a device.
-    """
+    """One ``sample()`` call of a point: a repeat of a sampler, or of its full-gradient control."""
 
     scheme: str
     plan: str
@@ -135,29 +113,7 @@ def _mean_error(values: list[float]) -> float:
 
 @dataclass
 class Group:
-    """The points of one scheme at one step size: their runs, and the control they share.
-
-    Made by :meth:`make`; :meth:`submit` queues its runs, :meth:`finish` reads the points.
-
-    Parameters
-    ----------
-    scheme : str
-        The scheme.
-    plans : tuple of str
-        The gradient plans of its points.
-    k : int
-        The step size is ``h = 2^-k``.
-    n_samples : int
-        ``N``, the post-burn-in samples of each point (all repeats).
-    law : bias._wasserstein.Normal
-        The target's law (of the first coordinate).
-    sampler_runs : dict
-        ``{plan: [Run per repeat]}``.
-    control_runs : list of Run
-        The control's runs (empty when unstable or not asked for).
-    control_law : bias._wasserstein.Normal or None
-        The exact stationary law of the full-gradient scheme when its runs are to do.
-    """
+    """The points of one scheme at one step size: their runs, and the control they share."""
 
     scheme: str
     plans: tuple
@@ -171,41 +127,7 @@ class Group:
     @classmethod
     def make(cls, scheme, plans, k, preset, seed, gamma, baoab_paper_friction, control_variate,
              backend=("numba", None)):
-        """The group of ``scheme``'s ``plans`` at ``h = 2^-k``, with its control's runs.
-
-        The plans' repeats share their seeds (common random numbers), and so does the control.
-
-        Parameters
-        ----------
-        scheme : str
-            The scheme (``ubu``, ``baoab`` or ``em``).
-        plans : tuple of str
-            The gradient plans.
-        k : int
-            The step size is ``h = 2^-k``.
-        preset : str
-            The preset (``tiny``, ``quick`` or ``full``).
-        seed : int
-            The figure's seed.
-        gamma : float
-            The friction.
-        baoab_paper_friction : bool
-            Run BAOAB at friction ``gamma / 2``, as the paper's listing.
-        control_variate : bool
-            Also run the full-gradient control.
-        backend : tuple
-            ``(backend, device)``.
-
-        Returns
-        -------
-        Group
-            The group, nothing run yet.
-
-        Raises
-        ------
-        ValueError
-            If ``preset`` or a ``(scheme, plan)`` sampler is not known.
-        """
+        """The group of ``scheme``'s ``plans`` at ``h = 2^-k``, with its control's runs."""
         preset_settings(PRESETS, preset)
         for plan in plans:
             if (scheme, plan) not in SAMPLERS:
@@ -221,33 +143,14 @@ class Group:
         return cls(scheme, plans, k, reps * chains * per_chain, target_law(target), runs, control_runs, exact)
 
     def runs(self) -> list[Run]:
-        """Every run of the group: the plans' repeats, then the control's runs.
-
-        Returns
-        -------
-        list of Run
-            The runs.
-        """
+        """Every run of the group: the plans' repeats, then the control's runs."""
         return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
 
     def submit(self, pool, threads_per_call: int) -> dict:
         """Queue the runs on ``pool``: runs that differ only in their (scheme, plan) share their
         Brownian path (the same seed, step, friction and chains), so a repeat's three plans and
         their control go together in one call (``_run_histograms``, ``threads_per_call``
-        threads).
-
-        Parameters
-        ----------
-        pool : concurrent.futures.Executor
-            The pool the calls are submitted to.
-        threads_per_call : int
-            The threads of each call.
-
-        Returns
-        -------
-        dict
-            ``{run: (future, index of the run in its call, runs in the call)}``.
-        """
+        threads)."""
         target = GaussianTarget.one_d_example()
         calls: dict = {}
         for r in self.runs():
@@ -259,21 +162,7 @@ class Group:
         return out
 
     def finish(self, futures: dict) -> list[Point]:
-        """Wait for the runs and compute the W1 numbers of every point.
-
-        The control's runs, if any, are pooled; each point's seconds are an equal
-        share of the kernel seconds of the calls its runs were in.
-
-        Parameters
-        ----------
-        futures : dict
-            What :meth:`submit` returned.
-
-        Returns
-        -------
-        list of Point
-            One point per plan, in the order of ``plans``.
-        """
+        """Wait for the runs and compute the W1 numbers of every point."""
         done = {r: f.result()[0][i] for r, (f, i, _) in futures.items()}
         # the kernel seconds of this group's runs: an equal share of each call they were in
         seconds = sum(f.result()[1] / size for f, _, size in futures.values()) / len(self.plans)

@@ -42,39 +42,7 @@ DIVERGENCE_BOUND = 100.0  # about 200 target standard deviations: no stable chai
 
 @dataclass
 class Point:
-    """The W1 numbers of one (sampler, step size) point of the figure.
-
-    Attributes
-    ----------
-    scheme, plan : str
-        The sampler.
-    h : float
-        The step size.
-    n_samples : int
-        ``N``, the post-burn-in samples of the point (all repeats).
-    w1 : float
-        The W1 estimate (``estimator``'s); nan when diverged.
-    mc_error : float
-        Its Monte Carlo error: the spread of the repeats over ``sqrt(R)``.
-    noise_floor : float
-        The exact expectation of the plain statistic for ``N`` exact draws on the same histogram.
-    bound : float
-        The binning bound of ``w1``.
-    diverged : bool
-        Whether a run of the point diverged.
-    first_divergence_step : int
-        The first divergent step (-1 if none).
-    seconds : float
-        Kernel seconds of the point's runs (its share of its group's calls, control included).
-    estimator : str
-        How ``w1`` and ``mc_error`` were estimated: ``plain`` or ``control_variate``.
-    w1_plain : float
-        The empirical W1 of the samples alone.
-    mc_error_plain : float
-        Its Monte Carlo error.
-    control_noise : float
-        W1 of the control's samples to its exact law: bounds ``|w1 - w1_plain|``.
-    """
+    """The W1 numbers of one (sampler, step size) point of the figure."""
 
     scheme: str
     plan: str
@@ -110,62 +78,20 @@ def target_law(target: GaussianTarget) -> Normal:
 
 
 def repeat_seeds(seed: int, k: int, reps: int) -> list[int]:
-    """The seeds of the repeats at one step size.
-
-    Parameters
-    ----------
-    seed : int
-        The unit's seed.
-    k : int
-        The step size's exponent, ``h = 2**-k``.
-    reps : int
-        The number of repeats.
-
-    Returns
-    -------
-    list of int
-        One seed per repeat (:func:`integrators.seeds.derive` of ``seed``, ``"figure1"``, ``k``, the repeat).
-    """
+    """The seeds of the repeats at one step size."""
     # shared by all nine samplers at one h (common random numbers) and by their controls
     return [derive(seed, "figure1", k, r) for r in range(reps)]
 
 
 def histogram_layout(law: Normal) -> tuple[float, float, int]:
-    """The layout of every histogram of the figure: +-12 sd with half-width ``W1_BOUND``.
-
-    Parameters
-    ----------
-    law : bias._wasserstein.Normal
-        The target's law.
-
-    Returns
-    -------
-    tuple
-        ``(lo, hi, n_bins)``.
-    """
+    """The layout of every histogram of the figure: +-12 sd with half-width ``W1_BOUND``."""
     grid = StreamingW1.for_normal(law, bound=W1_BOUND)
     return grid.lo, grid.hi, grid.n_bins
 
 
 @functools.lru_cache(maxsize=16)
 def noise_floor(law: Normal, n_samples: int) -> float:
-    """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's histogram.
-
-    :func:`bias._noise_floor.expected_binned_w1`: one number per ``N``, shared by every sampler at
-    that step size.
-
-    Parameters
-    ----------
-    law : bias._wasserstein.Normal
-        The target's law.
-    n_samples : int
-        ``N``.
-
-    Returns
-    -------
-    float
-        The noise floor.
-    """
+    """The expected plain statistic for ``n_samples`` exact draws of ``law`` on the figure's histogram."""
     return expected_binned_w1(law, n_samples, *histogram_layout(law))
 
 
@@ -173,25 +99,7 @@ BACKENDS = ("numba", "torch")
 
 
 def sampler_for(backend: str, device=None):
-    """The ``sample`` function of a backend (the tensor one bound to ``device``).
-
-    Parameters
-    ----------
-    backend : {"numba", "torch"}
-        The backend: the Numba kernel, or the tensor one of :mod:`experiments.figure1._torch_backend`.
-    device : str or torch.device or None
-        The tensor backend's device (``cpu`` or ``cuda``); None or ``cpu`` for the Numba one.
-
-    Returns
-    -------
-    callable
-        :func:`integrators.sample`, or a :class:`experiments.figure1._torch_backend.Figure1Sampler`.
-
-    Raises
-    ------
-    ValueError
-        If the backend is unknown, or the Numba backend is asked for a device other than the CPU.
-    """
+    """The ``sample`` function of a backend (the tensor one bound to ``device``)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose from {list(BACKENDS)}")
     if backend == "numba":
@@ -203,30 +111,7 @@ def sampler_for(backend: str, device=None):
 
 
 def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, int, int, int, int]:
-    """The step size, repeats, chains, samples per chain and burn-in of a point at ``h = 2^-k``.
-
-    The tensor backend spreads the same samples over its own chain count.
-
-    Parameters
-    ----------
-    k : int
-        The step size is ``h = 2^-k``.
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    backend : tuple
-        ``(backend, device)``.
-
-    Returns
-    -------
-    tuple
-        ``(h, repeats, chains, samples per chain, burn-in steps)``; the burn-in is
-        ``ceil(BURN_IN_TIME / h)`` steps.
-
-    Raises
-    ------
-    ValueError
-        If ``preset`` is not one of :data:`PRESETS`.
-    """
+    """The step size, repeats, chains, samples per chain and burn-in of a point at ``h = 2^-k``."""
     cfg = preset_settings(PRESETS, preset)
     h = 2.0**-k
     reps, chains = cfg["repeats"], cfg["n_chains"]
@@ -237,23 +122,7 @@ def point_config(k: int, preset: str, backend=("numba", None)) -> tuple[float, i
 
 
 def resolve_threads(threads) -> int:
-    """The number of threads a run uses.
-
-    Parameters
-    ----------
-    threads : int or None
-        The threads asked for; None: every core of this machine.
-
-    Returns
-    -------
-    int
-        The number of threads, at least 1.
-
-    Raises
-    ------
-    ValueError
-        If ``threads`` is not an integer >= 1 (a bool is refused).
-    """
+    """The number of threads a run uses."""
     if threads is None:
         threads = local_cores()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
@@ -262,37 +131,10 @@ def resolve_threads(threads) -> int:
 
 
 def scheme_step_groups(preset: str) -> list[tuple[str, int]]:
-    """The ``(scheme, k)`` groups of a preset: each scheme at each of its step sizes ``h = 2**-k``.
-
-    Parameters
-    ----------
-    preset : str
-        The preset, a key of ``PRESETS``.
-
-    Returns
-    -------
-    list of (str, int)
-        The groups, scheme by scheme.
-
-    Raises
-    ------
-    ValueError
-        If ``preset`` is not a preset of the figure.
-    """
+    """The ``(scheme, k)`` groups of a preset: each scheme at each of its step sizes ``h = 2**-k``."""
     return [(s, k) for s in dict.fromkeys(s for s, _ in SAMPLERS) for k in preset_settings(PRESETS, preset)["ks"]]
 
 
 def plans_of(scheme: str) -> tuple[str, ...]:
-    """The plans the figure runs with a scheme.
-
-    Parameters
-    ----------
-    scheme : str
-        The scheme's name.
-
-    Returns
-    -------
-    tuple of str
-        Its plans, in the figure's order.
-    """
+    """The plans the figure runs with a scheme."""
     return tuple(p for s, p in SAMPLERS if s == scheme)

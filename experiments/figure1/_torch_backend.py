@@ -31,30 +31,7 @@ CHAINS_PER_REPEAT = {"cuda": {"tiny": 2**14, "quick": 2**16, "full": 2**18},
 
 class Figure1Sampler:
     """:func:`integrators.sample` on the torch backend, one device in float64, with the figure's chain
-    count; ``compile`` (default: on CUDA only) runs the compiled step.
-
-    Calling it runs ``integrators.sample(target, scheme, plan, backend=Torch(device, "float64",
-    compile), **kwargs)``.
-
-    Parameters
-    ----------
-    device : str or torch.device
-        The device (``cpu``, ``cuda``, ...), resolved by ``integrators.torch._chains.resolve_device``.
-    compile : bool or None
-        Run the compiled step; None (default) compiles on CUDA only.
-
-    Attributes
-    ----------
-    device : torch.device
-        The resolved device.
-    compile : bool
-        Whether the step runs compiled.
-
-    Raises
-    ------
-    ValueError
-        If ``device`` names no available torch device.
-    """
+    count; ``compile`` (default: on CUDA only) runs the compiled step."""
 
     def __init__(self, device, *, compile: bool | None = None):
         self.device = resolve_device(device)
@@ -64,38 +41,11 @@ class Figure1Sampler:
         return sample(target, scheme, plan, backend=Torch(self.device, "float64", self.compile), **kwargs)
 
     def chains_per_repeat(self, preset: str) -> int:
-        """The chains of one repeat at ``preset`` on this device type (:data:`CHAINS_PER_REPEAT`).
-
-        Parameters
-        ----------
-        preset : str
-            The preset (``tiny``, ``quick`` or ``full``).
-
-        Returns
-        -------
-        int
-            The chain count (CUDA's, or the CPU's for any other device).
-        """
+        """The chains of one repeat at ``preset`` on this device type (:data:`CHAINS_PER_REPEAT`)."""
         return CHAINS_PER_REPEAT["cuda" if self.device.type == "cuda" else "cpu"][preset]
 
 
 @functools.lru_cache(maxsize=4)
 def figure1_sampler(device) -> Figure1Sampler:
-    """The (cached) :class:`Figure1Sampler` of ``device``.
-
-    Parameters
-    ----------
-    device : str or torch.device or None
-        The device; None for the CPU.
-
-    Returns
-    -------
-    Figure1Sampler
-        One sampler per device, shared by every point (its compiled graphs with it).
-
-    Raises
-    ------
-    ValueError
-        If ``device`` names no available torch device.
-    """
+    """The (cached) :class:`Figure1Sampler` of ``device``."""
     return Figure1Sampler("cpu" if device is None else device)

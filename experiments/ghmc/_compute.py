@@ -62,84 +62,27 @@ def _config(preset: str) -> dict:
 
 
 def units(preset: str) -> list[dict]:
-    """One unit per (sampler, h), and the reference.
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-
-    Returns
-    -------
-    list of dict
-        ``{"sampler", "h"}`` per unit, the reference's ``{"sampler": "reference"}`` last.
-    """
+    """One unit per (sampler, h), and the reference."""
     cfg = _config(preset)
     return ([{"sampler": "SMS-GHMC", "h": h} for h in cfg["ghmc_h"]]
             + [{"sampler": "SMS-UBU", "h": h} for h in cfg["ubu_h"]] + [{"sampler": REFERENCE}])
 
 
 def problem(preset: str):
-    """The data and posterior of :mod:`experiments.logistic._compute`, and its mode (every chain's start).
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-
-    Returns
-    -------
-    tuple
-        ``(target, x_test, y_test, mode, source)``.
-    """
+    """The data and posterior of :mod:`experiments.logistic._compute`, and its mode (every chain's start)."""
     x_train, y_train, x_test, y_test, source = logistic.load_data(_config(preset)["data"])
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=logistic.PRIOR_PRECISION)
     return target, np.ascontiguousarray(x_test), y_test, target.mode(), source
 
 
 def epochs_per_chain(preset: str) -> int:
-    """Passes over the data per chain of every run but the reference.
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-
-    Returns
-    -------
-    int
-        ``2 L n_iter`` (SMS-GHMC's leapfrog sweeps; SMS-UBU is given the same).
-    """
+    """Passes over the data per chain of every run but the reference."""
     cfg = _config(preset)
     return 2 * cfg["n_sweeps"] * cfg["n_iter"]
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """The predictive of one (sampler, h) from its chains' final states, or the reference predictive.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`: ``{"sampler", "h"}``, or the reference's.
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    seed : int
-        The unit's seed.
-    threads : int or None
-        The cores of SMS-UBU's Numba kernel (None: every core; results do not depend on it).
-
-    Returns
-    -------
-    dict
-        JSON-ready: the data source, labels, sampler, ``h``, passes per chain, chains kept, first
-        divergent step, the predictive ``probs`` (None if every chain diverged), each chain's
-        ``chain_p_true``, and the sampler's own facts (acceptance, sweeps, steps).
-
-    Raises
-    ------
-    ValueError
-        If the unit's sampler is unknown.
-    """
+    """The predictive of one (sampler, h) from its chains' final states, or the reference predictive."""
     cfg = _config(preset)
     target, x_test, y_test, mode, source = problem(preset)
     out = {"data": source, "labels": y_test.tolist(), "sampler": unit["sampler"], "h": unit.get("h"),
@@ -197,22 +140,7 @@ def _sms_ubu(target, mode, test, *, h: float, n_chains: int, epochs: int, seed: 
 
 
 def jackknife_error(chain_p_true: np.ndarray, p_ref: np.ndarray) -> tuple[float, float]:
-    """``mean_i |mean_c p_ci - p_ref_i|`` and its jackknife standard error over the chains ``c``.
-
-    Parameters
-    ----------
-    chain_p_true : numpy.ndarray
-        ``(chains, n_test)``: each chain's probability of every test point's true class.
-    p_ref : numpy.ndarray
-        ``(n_test,)``: the reference's.
-
-    Returns
-    -------
-    error : float
-        The mean absolute error of the chains' mean.
-    se : float
-        Its jackknife standard error (leave one chain out); nan with fewer than two chains.
-    """
+    """``mean_i |mean_c p_ci - p_ref_i|`` and its jackknife standard error over the chains ``c``."""
     c = chain_p_true.shape[0]
     full = float(np.mean(np.abs(chain_p_true.mean(axis=0) - p_ref)))
     if c < 2:
@@ -223,23 +151,7 @@ def jackknife_error(chain_p_true: np.ndarray, p_ref: np.ndarray) -> tuple[float,
 
 
 def rows(results: list[dict]) -> list[dict]:
-    """One row per (sampler, h) and one for the reference; a diverged run has empty numbers.
-
-    Parameters
-    ----------
-    results : list of dict
-        The units' results (:func:`run_unit`), the reference's among them.
-
-    Returns
-    -------
-    list of dict
-        The reference first: metrics, ``p_true_error`` with its standard error, ``spread_ratio``.
-
-    Raises
-    ------
-    ValueError
-        If the reference run is missing.
-    """
+    """One row per (sampler, h) and one for the reference; a diverged run has empty numbers."""
     ref = next((r for r in results if r["sampler"] == REFERENCE), None)
     if ref is None:
         raise ValueError("the reference run is missing")
@@ -267,35 +179,12 @@ def rows(results: list[dict]) -> list[dict]:
 
 def stuck(row: dict) -> bool:
     """A run whose chains barely spread (:data:`STUCK` of the reference's spread) never left the
-    mode: its predictive is a point estimate's, so its error says nothing about sampling.
-
-    Parameters
-    ----------
-    row : dict
-        A row of :func:`rows`.
-
-    Returns
-    -------
-    bool
-        True when its spread ratio is below :data:`STUCK`.
-    """
+    mode: its predictive is a point estimate's, so its error says nothing about sampling."""
     return row["spread_ratio"] != "" and row["spread_ratio"] < STUCK
 
 
 def h_label(h: float) -> str:
-    """A step size as its tick label (``1/64`` or three significant digits).
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-
-    Returns
-    -------
-    str
-        ``1/64`` for a power of two below 1 (the SMS-UBU ladder), else three significant digits
-        (``0.04``, ``0.0025``, ``1e-5``).
-    """
+    """A step size as its tick label (``1/64`` or three significant digits)."""
     k = -math.log2(h) if h > 0 else 0.0
     if 1 <= k <= 16 and k.is_integer():
         return f"1/{2 ** int(k)}"
@@ -320,18 +209,7 @@ def _label_steps(ax, hs) -> None:
 def plot(table: list[dict]):
     """Error of p(true class) against the reference (bars: 2 jackknife s.e.; runs that never left
     the mode and diverged runs are marked, never plotted as numbers), the spread of the chains
-    against the reference's, and SMS-GHMC's acceptance rate, each against h.
-
-    Parameters
-    ----------
-    table : list of dict
-        The rows of :func:`rows`.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The three panels.
-    """
+    against the reference's, and SMS-GHMC's acceptance rate, each against h."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -370,18 +248,7 @@ def plot(table: list[dict]):
 
 def summary(table: list[dict]) -> str:
     """Per sampler: its smallest error among runs that sampled (left the mode) and where; the runs
-    that never left the mode or diverged; SMS-GHMC's acceptance at each h; the reference's NLL.
-
-    Parameters
-    ----------
-    table : list of dict
-        The rows of :func:`rows`.
-
-    Returns
-    -------
-    str
-        The summary.
-    """
+    that never left the mode or diverged; SMS-GHMC's acceptance at each h; the reference's NLL."""
     parts = []
     for name in SAMPLERS:
         ok = [r for r in table if r["sampler"] == name and r["p_true_error"] != "" and not stuck(r)]

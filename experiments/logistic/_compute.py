@@ -78,50 +78,24 @@ def predictive_test_functions(x, out, data):
 
 @dataclass
 class Row:
-    """One sampler at one step size: its bias and the metrics of its posterior-mean predictive.
-
-    Attributes
-    ----------
-    sampler, scheme, plan : str
-        The sampler's name (e.g. ``SMS-UBU``), scheme and gradient plan.
-    h : float
-        The step size.
-    bias : float
-        Mean over test points of ``|E_h p_true(i) - E_{h_finest} p_true(i)|`` (telescoping).
-    bias_se : float
-        Mean over test points of the standard error (the noise level of ``bias``).
-    floor : float
-        Mean over test points of the finest level's ``|difference|``.
-    bias_rms : float
-        ``sqrt(mean(bias^2) - mean(se^2))``: root-mean-square bias, noise removed.
-    p_true : float
-        Mean over the test set of the posterior mean of p(true class).
-    accuracy, nll, ace, rps : float
-        The predictive metrics (:mod:`bias._metrics`).
-    seconds : float
-        Seconds since the sampler's ladder started.
-    diverged : str
-        Empty, or where the sampler diverged (never plotted as a number).
-    bias_mean_se : float
-        Standard error of ``bias`` itself (bootstrap over replicates).
-    """
+    """One sampler at one step size: its bias and the metrics of its posterior-mean predictive."""
 
     sampler: str
     scheme: str
     plan: str
     h: float
-    bias: float
-    bias_se: float
-    floor: float
-    bias_rms: float
-    p_true: float
+    bias: float      # mean over test points of |E_h p_true(i) - E_{h_finest} p_true(i)| (telescoping)
+    bias_se: float   # mean over test points of its standard error
+    floor: float     # mean over test points of the finest level's |difference|
+    bias_rms: float  # sqrt(mean(bias^2) - mean(se^2)): root-mean-square bias, noise removed
+    p_true: float    # mean over the test set of the posterior mean of p(true class)
     accuracy: float
     nll: float
     ace: float
     rps: float
-    seconds: float
-    diverged: str = ""
-    bias_mean_se: float = float("nan")
+    seconds: float   # since the sampler's ladder started
+    diverged: str = ""  # empty, or where the sampler diverged
+    bias_mean_se: float = float("nan")  # standard error of bias itself (bootstrap over replicates)
 
 
 def digits_features(n_components: int | None = 16, n_train: int = 1200, seed: int = 0):
@@ -178,43 +152,12 @@ def fashion_features(folder):
 
 
 def with_intercept(x: np.ndarray) -> np.ndarray:
-    """``x`` with a last column of ones (the intercept's feature).
-
-    Parameters
-    ----------
-    x : numpy.ndarray
-        ``(n, p)`` features.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(n, p + 1)``.
-    """
+    """``x`` with a last column of ones (the intercept's feature)."""
     return np.hstack([x, np.ones((x.shape[0], 1))])
 
 
 def load_data(preset: str, data_dir=None, seed: int = 0):
-    """The data of a preset: the embedded digits, or Fashion-MNIST from ``data_dir``.
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    data_dir : str or path-like or None
-        Fashion-MNIST's IDX files; None: the embedded digits.
-    seed : int
-        Seed of the digits' split.
-
-    Returns
-    -------
-    tuple
-        ``(x_train, y_train, x_test, y_test, source)``, the test set cut to the preset's ``n_test``.
-
-    Raises
-    ------
-    ValueError
-        If the preset is unknown.
-    """
+    """The data of a preset: the embedded digits, or Fashion-MNIST from ``data_dir``."""
     cfg = preset_settings(PRESETS, preset)
     if data_dir is None:
         x_train, y_train, x_test, y_test = digits_features(cfg["components"], cfg["n_train"], seed)
@@ -226,34 +169,7 @@ def load_data(preset: str, data_dir=None, seed: int = 0):
 
 
 def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bool = True) -> list[Row]:
-    """One sampler: the telescoping ladder from ``h0`` down ``levels`` levels.
-
-    Parameters
-    ----------
-    target : MultinomialLogisticTarget
-        The posterior.
-    test_data : tuple
-        ``(x_test, y_test)``.
-    scheme, plan : str
-        The sampler.
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    seed : int
-        The seed.
-    paper_baoab : bool
-        BAOAB runs as the paper's listing does (its O step reuses ``exp(-gamma h / 2)``), i.e.
-        standard BAOAB at friction ``gamma / 2``.
-
-    Returns
-    -------
-    list of Row
-        One row per step size, coarsest first.
-
-    Raises
-    ------
-    ValueError
-        If ``preset`` is not one of :data:`PRESETS`.
-    """
+    """One sampler: the telescoping ladder from ``h0`` down ``levels`` levels."""
     cfg = preset_settings(PRESETS, preset)
     gamma = cfg["gamma"] / 2 if (scheme == "baoab" and paper_baoab) else cfg["gamma"]
     x_test, y_test = test_data
@@ -292,34 +208,7 @@ def run_sampler(target, test_data, scheme, plan, preset, seed=0, paper_baoab: bo
 
 
 def compute(preset: str = "quick", seed: int = 0, *, data_dir=None, progress=None) -> list[Row]:
-    """All five samplers in one process, their rows returned.
-
-    No file is written: ``sms-langevin run logistic`` draws and writes the figure of the embedded
-    digits. For Fashion-MNIST from ``data_dir``, draw the rows with
-    ``experiments.logistic.draw([({}, {"rows": [asdict(r) for r in rows], "data": source})], preset)``
-    and write them with :func:`reports.drawing.write_drawing`.
-
-    Parameters
-    ----------
-    preset : str
-        The preset (``tiny``, ``quick`` or ``full``).
-    seed : int
-        The seed.
-    data_dir : str or path-like or None
-        Fashion-MNIST's IDX files; None: the embedded digits.
-    progress : callable or None
-        Called with one line of text per finished sampler.
-
-    Returns
-    -------
-    list of Row
-        Every sampler's rows.
-
-    Raises
-    ------
-    ValueError
-        If the preset is unknown.
-    """
+    """All five samplers in one process, their rows returned."""
     preset_settings(PRESETS, preset)
     x_train, y_train, x_test, y_test, _ = load_data(preset, data_dir, seed)
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=PRIOR_PRECISION)

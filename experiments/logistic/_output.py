@@ -10,29 +10,7 @@ from experiments.logistic._compute import NAMES, Row
 
 
 def ordering(rows: list[Row], focus: str = "SMS-UBU") -> list[dict]:
-    """Where ``focus`` stands among the samplers at each step size, by mean |bias|.
-
-    Two samplers are told apart only when the gap between their biases exceeds twice its standard
-    error, ``2 sqrt(se_1^2 + se_2^2)`` with ``se = bias_mean_se`` (bootstrap over each run's
-    replicates); otherwise they are tied.
-    Verdicts: ``smallest`` (below every other sampler by more than the noise), ``smallest within
-    noise`` (smallest estimate, but tied with the runner-up), ``tied`` (another sampler's estimate
-    is smaller, within noise), ``not smallest`` (another sampler is smaller beyond noise).
-    A diverged sampler counts as larger than any finite bias.
-
-    Parameters
-    ----------
-    rows : list of Row
-        The experiment's rows.
-    focus : str
-        The sampler judged.
-
-    Returns
-    -------
-    list of dict
-        Per step size, largest first: ``h``, ``verdict`` (also ``diverged`` or ``absent``),
-        ``runner_up``, ``gap`` and ``noise``.
-    """
+    """Where ``focus`` stands among the samplers at each step size, by mean |bias|."""
     out = []
     for h in sorted({r.h for r in rows}, reverse=True):
         at_h = {r.sampler: r for r in rows if math.isclose(r.h, h)}
@@ -61,38 +39,14 @@ def ordering(rows: list[Row], focus: str = "SMS-UBU") -> list[dict]:
 
 
 def ordering_summary(rows: list[Row], focus: str = "SMS-UBU") -> str:
-    """One line per step size: the verdict of :func:`ordering`, with the runner-up and the gap.
-
-    Parameters
-    ----------
-    rows : list of Row
-        The experiment's rows.
-    focus : str
-        The sampler judged.
-
-    Returns
-    -------
-    str
-        The verdicts, separated by ``;``.
-    """
+    """One line per step size: the verdict of :func:`ordering`, with the runner-up and the gap."""
     return "; ".join(f"h={o['h']:g}: {o['verdict']}" + (f" (next {o['runner_up']}, gap {o['gap']:.1e} vs 2 s.e. "
                                                          f"{o['noise']:.1e})" if o["runner_up"] else "")
                      for o in ordering(rows, focus))
 
 
 def diverged_step_sizes(rows) -> dict[str, list[float]]:
-    """The step sizes where each sampler diverged.
-
-    Parameters
-    ----------
-    rows : list of Row
-        The experiment's rows.
-
-    Returns
-    -------
-    dict
-        ``{sampler: [step sizes where it diverged, largest first]}``, each sampler once.
-    """
+    """The step sizes where each sampler diverged."""
     out: dict[str, list[float]] = {}
     for r in sorted((r for r in rows if r.diverged), key=lambda r: -r.h):
         out.setdefault(r.sampler, []).append(r.h)
@@ -100,36 +54,12 @@ def diverged_step_sizes(rows) -> dict[str, list[float]]:
 
 
 def bias_at(rows: list[Row], h: float) -> dict:
-    """``|bias|`` per sampler at one step size.
-
-    Parameters
-    ----------
-    rows : list of Row
-        The experiment's rows.
-    h : float
-        The step size.
-
-    Returns
-    -------
-    dict
-        ``{sampler: |bias|}`` (diverged samplers left out).
-    """
+    """``|bias|`` per sampler at one step size."""
     return {r.sampler: abs(r.bias) for r in rows if math.isclose(r.h, h) and not r.diverged}
 
 
 def plot(rows: list[Row]):
-    """Bias, accuracy, NLL, ACE and RPS against h, one panel each; diverged samplers marked.
-
-    Parameters
-    ----------
-    rows : list of Row
-        The experiment's rows.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
-    """
+    """Bias, accuracy, NLL, ACE and RPS against h, one panel each; diverged samplers marked."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
