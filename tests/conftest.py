@@ -258,10 +258,16 @@ def code_needs_torch(text):
 
 
 def value_needs_torch(value):
-    """Whether a test's parameter value needs torch: a backend whose ``NAME`` is ``"torch"``, or a
+    """Whether a test's parameter value needs torch: a backend whose ``NAME`` is ``"torch"``, keywords
+    that name the backend ``"torch"``, a function of a test module that needs torch when called, or a
     Python script that needs it (:func:`script_needs_torch`)."""
     if getattr(value, "NAME", None) == "torch":
         return True
+    if isinstance(value, dict):
+        return any((key == "backend" and v == "torch") or value_needs_torch(v) for key, v in value.items())
+    module = getattr(value, "__module__", None)
+    if callable(value) and module is not None and (TESTS / f"{module}.py").is_file():
+        return getattr(value, "__qualname__", "") in _torch_functions(TESTS / f"{module}.py", module)
     return isinstance(value, Path) and value.suffix == ".py" and value.is_file() and script_needs_torch(value)
 
 

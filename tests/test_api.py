@@ -252,11 +252,11 @@ END_TO_END_REFUSALS = [
                  id="sample-path_refine-2**21"),
     pytest.param(sample, {"n_chains": HUGE}, f"n_chains={HUGE}.*{MEMORY}", id="sample-n_chains-beyond-memory"),
     pytest.param(on_torch, {"full_moments": "no"}, "full_moments must be True or False",
-                 id="torch-full_moments-string"),
+                 id="torch-full_moments-string", marks=pytest.mark.torch),
     pytest.param(on_torch, {"histogram": (-3.0, 3.0, HUGE)}, f"{HUGE} histogram bins.*{MEMORY}",
-                 id="torch-histogram-beyond-memory"),
+                 id="torch-histogram-beyond-memory", marks=pytest.mark.torch),
     pytest.param(on_torch, {"compile": "maybe"}, "compile='maybe' is not a torch.compile backend",
-                 id="torch-compile-word"),
+                 id="torch-compile-word", marks=pytest.mark.torch),
     pytest.param(sample_together, {"samplers": "ubu"}, LONE, id="together-a-lone-name"),
     pytest.param(sample_together, {"samplers": {"ubu": "sms"}}, LONE, id="together-a-mapping"),
     pytest.param(sample_together, {"backend": "torch"}, "sample_together runs on the Numba backend",
@@ -271,6 +271,7 @@ def test_entry_points_refuse_bad_input_by_name(entry, kwargs, words):
 
 
 @pytest.mark.slow
+@pytest.mark.torch  # it runs on both backends (on_torch)
 def test_unusual_but_valid_options_run_end_to_end():
     """Options the checks once refused, run (their canonical values: tests/test_validation.py):
     integral float histogram bins on both backends, a path refinement of 8 (2**62 was accepted and
@@ -283,6 +284,7 @@ def test_unusual_but_valid_options_run_end_to_end():
 
 
 @pytest.mark.slow
+@pytest.mark.torch  # it runs on both backends (on_torch)
 def test_every_entry_point_reports_the_divergence_the_target_bound_defines():
     """EM at h = 1 on the 1-D example leaves the target's scale within a few steps: sample, the
     torch backend and the coupled chains (hence the telescoping sum) all report it (the coupled

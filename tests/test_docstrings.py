@@ -134,9 +134,11 @@ def _python_function(obj):
     return getattr(obj, "py_func", obj)
 
 
-def _public_objects(package: str):
+def _public_objects(package: str, lazy=None):
     """``(qualified name, object)`` for the public functions and classes of one module: its ``__all__``
-    (rule a) and, for a public module, the non-underscore ones it defines itself (rule b)."""
+    (rule a) and, for a public module, the non-underscore ones it defines itself (rule b).  ``lazy``:
+    only the names its module ``__getattr__`` loads when first used (True: they need torch), only the
+    others (False), or all (None)."""
     module = importlib.import_module(package)
     names = list(getattr(module, "__all__", ()))
     if _is_public_module(package):
@@ -145,6 +147,8 @@ def _public_objects(package: str):
                   and (inspect.isclass(obj) or _is_function(obj))
                   and getattr(obj, "__module__", None) == package]
     for name in names:
+        if lazy is not None and (name not in vars(module)) != lazy:
+            continue
         obj = getattr(module, name)
         if inspect.isclass(obj) or _is_function(obj):
             yield f"{package}.{name}", obj
@@ -165,12 +169,12 @@ def _members(qualname: str, cls):
             yield f"{qualname}.{name}", "method", _python_function(attr)
 
 
-def public_names(packages=PACKAGES):
+def public_names(packages=PACKAGES, *, lazy=None):
     """Every ``(qualified name, kind, object)`` the rule applies to, in a stable order; an object
     offered by several modules (a package re-exporting it) is checked once, by its first name."""
     out, seen = [], set()
     for package in packages:
-        for qualname, obj in _public_objects(package):
+        for qualname, obj in _public_objects(package, lazy):
             if id(obj) in seen:
                 continue
             seen.add(id(obj))
@@ -338,6 +342,14 @@ def problems(qualname: str, kind: str, obj) -> list[str]:
 BACKENDS = pytest.mark.parametrize("backend", ["numba", "torch"])
 
 
+def names_on(backend: str):
+    """The public names checked without torch (the modules that import without it, less the names
+    they load lazily because those need torch), or with it (the rest)."""
+    if backend == "numba":
+        return public_names(on("numba", PACKAGES), lazy=False)
+    return public_names(on("torch", PACKAGES)) + public_names(on("numba", PACKAGES), lazy=True)
+
+
 def on(backend: str, modules) -> list[str]:
     """The modules that need torch to import (``backend="torch"``), or the others."""
     return [m for m in modules if (m in torch_modules()) == (backend == "torch")]
@@ -345,7 +357,7 @@ def on(backend: str, modules) -> list[str]:
 
 @BACKENDS
 def test_the_rule_covers_the_public_names(backend):
-    names = [qualname for qualname, _, _ in public_names(on(backend, PACKAGES))]
+    names = [qualname for qualname, _, _ in names_on(backend)]
     assert len(names) == len(set(names)) and names
     if backend == "numba":  # a package's __all__, a public module's own names, a private module's __all__
         expected = {"integrators.sample", "reports.store.Store", "theory_checks._monte_carlo.target_law_check"}
@@ -355,7 +367,7 @@ def test_the_rule_covers_the_public_names(backend):
 @BACKENDS
 def test_every_public_name_has_a_numpydoc_docstring(backend):
     offenders = []
-    for qualname, kind, obj in public_names(on(backend, PACKAGES)):
+    for qualname, kind, obj in names_on(backend):
         offenders.extend(f"{qualname}: {problem}" for problem in problems(qualname, kind, obj))
     assert not offenders, f"{len(offenders)} docstring problems:\n" + "\n".join(offenders)
 
@@ -402,7 +414,7 @@ def test_griffe_parses_every_public_docstring_without_warnings(caplog, backend):
         loader.load(root)
     loader.resolve_aliases(implicit=False, external=False)
     problems_found = []
-    for qualname, _, obj in public_names(on(backend, PACKAGES)):
+    for qualname, _, obj in names_on(backend):
         path = _griffe_path(obj)
         path = qualname if "<locals>" in path else path  # a decorator's wrapper: where the source defines it
         try:

@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 
 from integrators import PLANS, SCHEMES, GaussianTarget  # noqa: E402
 from integrators.plans import period  # noqa: E402
-from integrators.torch._chains import _sample as sample  # noqa: E402  (given noise, batches, device)
+from integrators.torch._chains import sample_given as sample  # noqa: E402  (given noise, batches, device)
 from integrators.torch._rng import (  # noqa: E402
     CounterNormals,
     counters_per_normals,

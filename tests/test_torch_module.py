@@ -25,7 +25,7 @@ from integrators.torch import (  # noqa: E402
     SamplerConfig,
     SamplerDiverged,
 )
-from integrators.torch._chains import _sample as torch_sample  # noqa: E402  (given noise and batches)
+from integrators.torch._chains import sample_given as torch_sample  # noqa: E402  (given noise and batches)
 from integrators.torch._ensemble import EnsembleSampler, chain_seed  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py

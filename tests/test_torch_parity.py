@@ -19,7 +19,7 @@ from replay import replay  # noqa: E402
 
 from integrators import PLANS, SCHEMES, GaussianTarget, MultinomialLogisticTarget, batch_sequence  # noqa: E402
 from integrators._brownian import draw_pairs  # noqa: E402
-from integrators.torch._chains import _sample as torch_sample  # noqa: E402  (given noise and batches)
+from integrators.torch._chains import sample_given as torch_sample  # noqa: E402  (given noise and batches)
 
 pytestmark = [pytest.mark.slow, pytest.mark.torch, pytest.mark.usefixtures("one_torch_thread")]  # tests/conftest.py
 

@@ -7,7 +7,7 @@ rule (a diverged chain is parked and drops out of every statistic).
 
 Randomness is counter-based (:class:`integrators.torch._rng.CounterNormals`): chain ``c``'s path,
 batches and initial velocity depend only on ``(seed, c)``, not on ``n_chains`` nor on the device.
-For cross-backend tests :func:`run_spec` (and :func:`_sample`) also takes ``noise=(dW, J)`` (the
+For cross-backend tests :func:`run_spec` (and :func:`sample_given`) also takes ``noise=(dW, J)`` (the
 kernel's layout ``(n_steps, 2, d, n_chains)``) and ``batches`` in place of the draws.
 """
 
@@ -169,7 +169,7 @@ def _explicit_batches(batches, n, dev):
     return iter(out)
 
 
-def _sample(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
+def sample_given(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float64", compile: bool | str = False,
             noise=None, batches=None, **options) -> SampleResult:
     """For tests: :func:`integrators.sample` with ``backend=Torch(device, dtype, compile)`` and
     ``noise=(dW, J)`` / ``batches`` in place of the draws; options torch does not run are refused by name."""
