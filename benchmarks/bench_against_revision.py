@@ -85,17 +85,20 @@ def figure1_module(bias):
     ``experiments.figure1._compute`` (``experiments_before`` beside ``bias_before``)."""
     from importlib import import_module
 
-    try:
-        return import_module(f"{bias.__name__}.figure1")
-    except ModuleNotFoundError:
-        return import_module(f"experiments{bias.__name__.removeprefix('bias')}.figure1.compute")
+    experiments = f"experiments{bias.__name__.removeprefix('bias')}"
+    for name in (f"{bias.__name__}.figure1", f"{experiments}.figure1._compute", f"{experiments}.figure1.compute"):
+        try:
+            return import_module(name)
+        except ModuleNotFoundError:
+            continue
+    raise ModuleNotFoundError(f"no Figure 1 module beside {bias.__name__}")
 
 
 def seeded_outputs(integrators, bias) -> dict:
     """Arrays of seeded runs through the public entry points (see the module docstring)."""
     from importlib import import_module
 
-    coupled = import_module(f"{bias.__name__}.coupled").coupled_run
+    coupled = getattr(bias, "coupled_run", None) or import_module(f"{bias.__name__}.coupled").coupled_run
     figure1 = figure1_module(bias)
     t1 = integrators.GaussianTarget.one_d_example()
     rng = np.random.default_rng(7)
