@@ -644,6 +644,7 @@ def _test_function_with_a_default(x, out, test_data, scale=2.0):
     out[0] = scale * x[0]
 
 
+@pytest.mark.slow  # compiles a whole kernel around the user's function: about 12 s with a cold cache
 def test_a_user_function_with_an_optional_argument_still_compiles():
     res = sample(T1, n_chains=3, n_steps=50, batch_size=1, test_functions=_test_function_with_a_default,
                  n_test_functions=1)
