@@ -23,3 +23,6 @@ timeout 130 python3 -u benchmarks/bench_torch.py --device cuda --skip ab --figur
 # issue 15: the paper's Fashion-MNIST network through the pipeline, per-epoch times; then 4 SMS-UBU
 # chains at once (multi-chain mode, RunConfig.chains) against one chain: the throughput gain
 timeout 150 python3 -u benchmarks/bench_bnn_gpu.py --device cuda --chains 4 2>&1 | tee "$out/bench_bnn_gpu.txt"
+# issue 38 (< 1 minute): the fused Triton chain kernel against plain torch.compile of the same step with
+# torch.randn, and its in-kernel normals against torch.randn (chain-steps/s, normals/s, ratios)
+timeout 90 python3 -u benchmarks/bench_fused.py --device cuda 2>&1 | tee "$out/bench_fused.txt"

@@ -179,6 +179,11 @@ class Torch:
         float64 either way.
     compile : bool or str, default False
         ``True`` (or a ``torch.compile`` backend's name) runs each step compiled.
+    kernel : {"auto", "triton", "torch"}, default "auto"
+        ``"triton"``: the fused chain kernel (:mod:`integrators.torch._fused`; on a machine without
+        CUDA it runs in Triton's interpreter, slowly), refused by name where it cannot run the spec;
+        ``"torch"``: the tensor step; ``"auto"``: the fused kernel on cuda where it can run the
+        spec, else the tensor step. The result's ``meta["kernel"]`` says which ran, and why.
 
     Attributes
     ----------
@@ -189,20 +194,22 @@ class Torch:
     ------
     ValueError
         If the device is unknown or not available, the dtype is neither float64 nor float32, or
-        ``compile`` is neither a bool nor a ``torch.compile`` backend's name.
+        ``compile`` is neither a bool nor a ``torch.compile`` backend's name, or ``kernel`` is
+        unknown (or ``"triton"`` without Triton installed).
     """
 
     device: str = "cpu"
     dtype: str = "float64"
     compile: bool | str = False
+    kernel: str = "auto"
     NAME = "torch"
 
     def __post_init__(self):
-        from integrators.torch._chains import resolve_compile, resolve_device, resolve_dtype
+        from integrators.torch._chains import resolve_compile, resolve_device, resolve_dtype, resolve_kernel
 
         set_fields(self, device=str(resolve_device(self.device)),
                     dtype=str(resolve_dtype(self.dtype)).replace("torch.", ""),
-                    compile=resolve_compile(self.compile))
+                    compile=resolve_compile(self.compile), kernel=resolve_kernel(self.kernel))
 
     def refuse(self, spec: RunSpec) -> None:
         """Refuse, by name, what the tensor backend does not run.

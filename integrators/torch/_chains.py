@@ -14,6 +14,7 @@ kernel's layout ``(n_steps, 2, d, n_chains)``) and ``batches`` in place of the d
 from __future__ import annotations
 
 import functools
+import importlib.util
 
 import numpy as np
 import torch
@@ -55,6 +56,37 @@ def resolve_compile(compile) -> bool | str:
         raise ValueError(f"compile={compile!r} is not a torch.compile backend; choose True, False or one of "
                          f"{', '.join(torch.compiler.list_backends(exclude_tags=()))}")
     return compile
+
+
+KERNELS = ("auto", "triton", "torch")
+
+
+def resolve_kernel(kernel) -> str:
+    """``kernel``: one of :data:`KERNELS`; ``"triton"`` needs Triton installed."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(map(repr, KERNELS))}, got {kernel!r}")
+    if kernel == "triton" and importlib.util.find_spec("triton") is None:
+        raise ValueError("kernel='triton' asked for, but Triton is not installed (pip install triton)")
+    return kernel
+
+
+def kernel_for(spec: RunSpec, *, explicit_draws: bool) -> str | None:
+    """Why the run goes to the tensor step (None: the fused kernel runs it), by the backend's
+    ``kernel`` choice and :func:`integrators.torch._fused.refusal`; ``kernel="triton"`` that cannot run
+    is refused by name."""
+    choice = spec.backend.kernel
+    if choice == "torch":
+        return "kernel='torch'"
+    if choice == "auto" and torch.device(spec.backend.device).type != "cuda":
+        return "not on cuda"
+    if importlib.util.find_spec("triton") is None:
+        return "Triton is not installed"
+    from integrators.torch._fused import refusal
+
+    reason = refusal(spec, explicit_draws=explicit_draws)
+    if reason is not None and choice == "triton":
+        raise ValueError(f"kernel='triton' cannot run this spec: {reason}")
+    return reason
 
 
 def resolve_dtype(dtype) -> torch.dtype:
@@ -215,39 +247,25 @@ def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
                              f"{tuple(dW_all.shape)} and {tuple(J_all.shape)}")
         dW_all, J_all = dW_all.transpose(2, 3), J_all.transpose(2, 3)  # (n_steps, 2, n, d)
     path = CounterNormals(seed, PATH_STREAM, chains, dt)
-    if batches is not None:
-        if len(batches) != n_steps + int(module.FSAL):
-            raise ValueError(f"{scheme} needs {n_steps + int(module.FSAL)} batches for {n_steps} steps, "
-                             f"got {len(batches)}")
-        source = _explicit_batches(batches, n, dev)
-        next_batch = lambda: next(source)  # noqa: E731
-    else:
-        plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
-        next_batch = ChainPlan(spec.plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
-
+    plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
     obs = TensorObservers(n, d, dev, full_moments, histogram, keep,
                      max(1, (n_steps - burn_in) // keep) if keep else 1, spec.divergence_bound)
-    g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
-    if noise is not None:  # the explicit path of the cross-backend tests, step by step
-        for k in range(1, n_steps + 1):
-            batch = next_batch()
-            g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
-                            lambda y, b=batch: force_of(y, b, scale), reflect)
-            ok = obs.check(k, x, v, g)
-            if k > burn_in:
-                obs.add(x, ok)
-                obs.keep_sample(k, burn_in, x)
+    tensor_step_because = kernel_for(spec, explicit_draws=noise is not None or batches is not None)
+    if tensor_step_because is None:
+        from integrators.torch._fused import advance
+
+        advance(spec, x, v, obs, path.keys, plan_rng.keys)
     else:
-        step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
-        as_tensor = functools.partial(torch.tensor, device=dev, dtype=dt)
-        coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
-        counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
-        for k in range(1, n_steps + 1):
-            g = step_fn(module.step, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
-                        counters, obs)
-            if k > burn_in:
-                observe_fn(x, obs)
-                obs.keep_sample(k, burn_in, x)
+        if batches is not None:
+            if len(batches) != n_steps + int(module.FSAL):
+                raise ValueError(f"{scheme} needs {n_steps + int(module.FSAL)} batches for {n_steps} steps, "
+                                 f"got {len(batches)}")
+            source = _explicit_batches(batches, n, dev)
+            next_batch = lambda: next(source)  # noqa: E731
+        else:
+            next_batch = ChainPlan(spec.plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
+        _run_tensor_step(spec, module, force_of, reflect, x, v, obs, next_batch, scale, coef, factors, path,
+                         noise=None if noise is None else (dW_all, J_all), backend=backend)
     diverged_at = obs.diverged_at.cpu().numpy()
     x_out = x.to(torch.float64).cpu().numpy()
     v_out = v.to(torch.float64).cpu().numpy()
@@ -265,5 +283,35 @@ def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
         meta={"batch_size": batch_size, "n_chains": n, "control_variate": control_variate,
               "target": target.name, "backend": "torch", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
               "torch": torch.__version__, "compiled": compile,
-              "rng_stream": STREAM_VERSION},
+              "rng_stream": STREAM_VERSION,
+              "kernel": "triton" if tensor_step_because is None else f"torch step ({tensor_step_because})"},
     )
+
+
+def _run_tensor_step(spec, module, force_of, reflect, x, v, obs, next_batch, scale, coef, factors, path, *,
+                     noise, backend) -> None:
+    """Every step through the tensor step (eager or compiled), or the explicit ``noise`` step by step."""
+    n_steps, burn_in = spec.n_steps, spec.burn_in
+    dev, dt = x.device, x.dtype
+    g = force_of(x, next_batch(), scale) if module.FSAL else torch.zeros_like(x)
+    if noise is not None:  # the explicit path of the cross-backend tests, step by step
+        dW_all, J_all = noise
+        for k in range(1, n_steps + 1):
+            batch = next_batch()
+            g = module.step(x, v, g, coef, dW_all[k - 1], J_all[k - 1],
+                            lambda y, b=batch: force_of(y, b, scale), reflect)
+            ok = obs.check(k, x, v, g)
+            if k > burn_in:
+                obs.add(x, ok)
+                obs.keep_sample(k, burn_in, x)
+        return
+    step_fn, observe_fn = (fused_step, observe) if backend is None else compiled_step(backend)
+    as_tensor = functools.partial(torch.tensor, device=dev, dtype=dt)
+    coef_t, factors_t, scale_t = as_tensor(coef), as_tensor(factors), as_tensor(float(scale))
+    counters = torch.zeros(2, device=dev, dtype=torch.int64)  # [path counter, step], on the device
+    for k in range(1, n_steps + 1):
+        g = step_fn(module.step, force_of, reflect, x, v, g, next_batch(), scale_t, coef_t, factors_t, path.keys,
+                    counters, obs)
+        if k > burn_in:
+            observe_fn(x, obs)
+            obs.keep_sample(k, burn_in, x)

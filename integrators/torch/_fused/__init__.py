@@ -1,0 +1,117 @@
+"""The fused chain kernel of the torch backend's chains mode (Triton): one launch runs a whole run.
+
+:func:`advance` runs a checked :class:`integrators._spec.RunSpec` in one kernel launch per block of
+chains (:mod:`integrators.torch._fused._kernel`), the state, the plan's permutation and the running
+sums in registers, the normals drawn in the kernel from the per-chain counter streams of
+:mod:`integrators.torch._rng` (so a chain's numbers do not depend on how many chains run beside it,
+and a run equals the torch step's to rounding). It fills the torch chains' observers in place, so
+:func:`integrators.torch._chains.run_spec` builds the same result from either.
+
+Each built-in scheme has a file here declaring ``before`` and ``after``, its update split at its one
+force evaluation (discovered: ``NAME``, ``before``, ``after``). :func:`refusal` names what the kernel
+does not run (a scheme without a file here, a target other than a Gaussian one, float32, the
+localization box, partitions of more than :data:`integrators.plans.SMALL_SHUFFLE` data, more than
+:data:`MAX_DIM` coordinates); the torch backend then runs its compiled step, and says which ran.
+
+Without CUDA the kernels run in Triton's interpreter on CPU tensors (slowly), which is how the tests
+check the kernel: the interpreter is chosen when Triton is imported (``TRITON_INTERPRET=1``), so
+importing this package on such a machine sets that variable if Triton is not imported yet.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import torch
+
+if "triton" not in sys.modules and not torch.cuda.is_available():  # nothing to compile for: interpret
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+import triton  # noqa: E402
+
+from integrators.plans import SMALL_SHUFFLE, n_batches, plan_rule  # noqa: E402
+from integrators.registry import discover_modules  # noqa: E402
+from integrators.targets import GaussianTarget, force_data  # noqa: E402
+from integrators.torch._fused._kernel import N_COEF, PARAMS, chain_kernel  # noqa: E402
+from integrators.torch._rng import pair_factors  # noqa: E402
+from integrators.torch.schemes import TORCH_STEPS, torch_step  # noqa: E402
+
+FUSED_STEPS = {m.NAME: m for m in discover_modules(__name__, ("NAME", "before", "after"))}
+MAX_DIM = 16  # registers per chain grow as DP^2 (the precision tiles)
+INTERPRETED = bool(triton.knobs.runtime.interpret)
+_KINDS = {"full": 0, "iid": 1, "partition": 2}
+
+
+def refusal(spec, *, explicit_draws: bool = False) -> str | None:
+    """Why the fused kernel cannot run ``spec`` (None when it can)."""
+    step = torch_step(spec.scheme)
+    if step.NAME not in FUSED_STEPS or TORCH_STEPS.get(step.NAME) is not step:  # a user scheme, by name
+        return f"scheme {step.NAME!r} has no fused kernel step (built-in schemes: {', '.join(sorted(FUSED_STEPS))})"
+    if explicit_draws:
+        return "explicit noise or batches are replayed step by step"
+    backend = spec.backend
+    if backend.dtype != "float64":
+        return f"dtype {backend.dtype} (the fused kernel runs float64)"
+    device = torch.device(backend.device)
+    if device.type != "cuda" and not INTERPRETED:
+        return (f"device {backend.device} (the fused kernel runs on cuda, or in Triton's interpreter where "
+                f"TRITON_INTERPRET=1 was set before Triton was imported)")
+    if type(spec.target) is not GaussianTarget:
+        return f"target {type(spec.target).__name__} (the fused kernel's force is the Gaussian target's)"
+    if spec.target.dim > MAX_DIM:
+        return f"dimension {spec.target.dim} (the fused kernel runs up to {MAX_DIM})"
+    if spec.box_arrays()[2][0]:
+        return "the localization box (its bounce runs on the torch step)"
+    rule = plan_rule(spec.plan)
+    if rule.kind == "partition" and spec.target.n_data > SMALL_SHUFFLE:
+        return (f"a partition of {spec.target.n_data} data (the fused kernel shuffles up to {SMALL_SHUFFLE}; "
+                f"beyond, the torch step sorts)")
+    return None
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def advance(spec, x, v, obs, path_keys, plan_keys, *, block: int = 64) -> torch.Tensor:
+    """Run every step of ``spec`` from ``x``, ``v`` (``(n, d)`` float64, updated in place), filling the
+    torch chains' observers ``obs`` in place; returns the cached force. ``refusal(spec)`` must be None."""
+    target, dev = spec.target, x.device
+    declared = torch_step(spec.scheme)
+    module = FUSED_STEPS[declared.NAME]
+    n, d = x.shape
+    rule = plan_rule(spec.plan)
+    n_data, batch_size = target.n_data, spec.batch_size
+    m = n_batches(n_data, batch_size)
+    period = rule.sweeps * m if rule.kind == "partition" else 1
+    order = [rule.batch_index(p, m) for p in range(period)] if rule.kind == "partition" else [0]
+    (mu, prec, p0, m0), ref_grads, ref_sum, use_cv = force_data(
+        target, spec.control_variate is not None, None if spec.control_variate is None else spec.control_variate.x_ref)
+    as_f64 = lambda a: torch.as_tensor(np.ascontiguousarray(a, dtype=np.float64), device=dev)  # noqa: E731
+    coef = list(declared.coefficients(spec.h, spec.gamma)) + [0.0] * N_COEF
+    lo, hi, n_bins = (0.0, 1.0, 1) if obs.hist is None else (obs.hist_lo, obs.hist_hi, obs.n_bins)
+    bound = float("inf") if obs.bound is None else float(obs.bound)
+    values = dict(zip(PARAMS, coef[:N_COEF] + list(pair_factors(spec.gamma, spec.h)) + [
+        float(spec.plan_module.force_scale(n_data, batch_size)), bound, lo, hi, n_bins / (hi - lo)], strict=True))
+    params = torch.tensor([float(values[p]) for p in PARAMS], device=dev, dtype=torch.float64)
+    g = torch.zeros_like(x)
+    dummy = torch.zeros(1, device=dev, dtype=torch.float64)
+    keep = obs.keep or 0
+    chain_kernel[(triton.cdiv(n, block),)](
+        x, v, g, obs.diverged_at, obs.sum_x, obs.sum_xx, dummy if obs.sum_outer is None else obs.sum_outer,
+        dummy if obs.hist is None else obs.hist, dummy if obs.hist is None else obs.tails,
+        dummy if not keep else obs.samples,
+        path_keys.contiguous(), plan_keys.contiguous(), params,
+        torch.tensor(order, device=dev, dtype=torch.int32),
+        as_f64(mu), as_f64(prec), as_f64(p0), as_f64(m0), as_f64(ref_grads), as_f64(ref_sum),
+        n, spec.n_steps, spec.burn_in, int(n_bins), keep, obs.stride,
+        BEFORE=module.before, AFTER=module.after, FSAL=int(declared.FSAL),
+        D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data), NB=batch_size if rule.kind != "full" else 1,
+        KIND=_KINDS[rule.kind], PERIOD=period, HAS_PRIOR=bool((np.asarray(p0) != 0).any()),
+        USE_CV=bool(use_cv[0]), FULL_MOMENTS=obs.sum_outer is not None, HIST=obs.hist is not None,
+        KEEP=bool(keep), BLOCK=block,
+    )
+    if keep:
+        obs.kept = keep
+    return g
