@@ -23,3 +23,6 @@ timeout 130 python3 -u benchmarks/bench_torch.py --device cuda --skip ab --figur
 # issue 15: the paper's Fashion-MNIST network through the pipeline, per-epoch times; then 4 SMS-UBU
 # chains at once (multi-chain mode, RunConfig.chains) against one chain: the throughput gain
 timeout 150 python3 -u benchmarks/bench_bnn_gpu.py --device cuda --chains 4 2>&1 | tee "$out/bench_bnn_gpu.txt"
+# issue 38 (items 3, 4; < 2.5 minutes): module mode replayed from CUDA graphs against SGD with momentum eager
+# and in a hand-captured CUDA graph; 8 chains at once (graph) against one chain and plain vmap over 8 copies
+timeout 150 python3 -u benchmarks/bench_module_graph.py --device cuda 2>&1 | tee "$out/bench_module_graph.txt"
