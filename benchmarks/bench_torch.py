@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
+import os
 import statistics
 import time
 
@@ -287,6 +289,38 @@ def bench_chains(device, n_chains, steps, compile_too):
     return rates
 
 
+def bench_whole_figure1(device, preset, against_numba: bool):
+    """(c) the whole Figure 1 at ``preset`` on the device from a cold process (compilation included), then
+    warm; with ``against_numba``, the Numba backend on every core in the same process: the time ratio and
+    each point's W1 difference in units of its two Monte Carlo errors (a Bonferroni bound over the points)."""
+    from statistics import NormalDist
+
+    from experiments.figure1 import _compute as figure1
+
+    times = {}
+    for attempt in ("cold process", "warm"):
+        t0 = time.perf_counter()
+        points = figure1.compute(preset, seed=0, backend="torch", device=str(device))
+        times[attempt] = time.perf_counter() - t0
+        print(f"(c) the whole Figure 1, preset {preset}, {len(points)} points, {device}, {attempt}: "
+              f"{times[attempt]:.1f} s (diverged: {sum(q.diverged for q in points)} points)")
+    if not against_numba:
+        return
+    t0 = time.perf_counter()
+    reference = figure1.compute(preset, seed=0, threads=os.cpu_count())
+    numba_seconds = time.perf_counter() - t0
+    print(f"(c) the whole Figure 1, preset {preset}, Numba on {os.cpu_count()} cores: {numba_seconds:.1f} s; "
+          f"numba / {device} warm = {numba_seconds / times['warm']:.2f}, "
+          f"cold = {numba_seconds / times['cold process']:.2f}")
+    pairs = [(a, b) for a, b in zip(points, reference, strict=True) if not (a.diverged or b.diverged)]
+    z = [abs(a.w1 - b.w1) / math.hypot(a.mc_error, b.mc_error) for a, b in pairs if a.mc_error + b.mc_error > 0]
+    bound = NormalDist().inv_cdf(1 - 0.01 / (2 * max(1, len(z))))
+    relative = max((abs(a.w1 - b.w1) / b.w1 for a, b in pairs if b.w1 > 0), default=float("nan"))
+    print(f"    W1 {device} against Numba over {len(z)} points: largest |z| = {max(z, default=float('nan')):.2f} "
+          f"(two-sided 1% family bound {bound:.2f}; {sum(x > bound for x in z)} beyond), largest relative "
+          f"difference {relative:.1%} (the chains per repeat differ between the backends, so does the noise floor)")
+
+
 def bench_figure1(device, preset, chain_counts, whole):
     """(c) one Figure-1 point (UBU x sms at h = 1/32 with its full-gradient control) on the device,
     for each chain count per repeat asked for (the first call also compiles); then, with
@@ -330,6 +364,10 @@ def main(argv=None):
                         help="(c): more chain counts per repeat to time, e.g. 2**19,2**20")
     parser.add_argument("--preset", default=None, help="(c): Figure 1 preset (default: full on cuda, tiny on cpu)")
     parser.add_argument("--whole-figure", action="store_true", help="(c): also time the whole figure at the preset")
+    parser.add_argument("--whole-figure-only", action="store_true",
+                        help="(c): only the whole figure, first in the process (cold), then warm")
+    parser.add_argument("--against-numba", action="store_true",
+                        help="(c) with --whole-figure-only: the Numba backend's figure in the same process")
     args = parser.parse_args(argv)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -349,7 +387,9 @@ def main(argv=None):
         n_chains = args.chains or (2**10 if args.smoke else 2**23 if cuda else (2**14 if args.small else 2**18))
         steps = 5 if args.smoke else 50 if cuda else (20 if args.small else 50)
         bench_chains(device, n_chains, steps, compile_too=not (args.no_compile or args.smoke))
-    if "c" not in args.skip:
+    if "c" not in args.skip and args.whole_figure_only:
+        bench_whole_figure1(device, args.preset or ("full" if cuda and not args.smoke else "tiny"), args.against_numba)
+    elif "c" not in args.skip:
         counts = [int(eval(c, {})) for c in args.figure_chains.split(",") if c]  # noqa: S307 (2**k from the command line)
         bench_figure1(device, args.preset or ("full" if cuda and not args.smoke else "tiny"), counts, args.whole_figure)
     print(f"total {time.perf_counter() - t0:.1f} s")

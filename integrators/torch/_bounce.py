@@ -8,8 +8,9 @@ import torch
 
 
 def compiling() -> bool:
-    """Whether ``torch.compile`` is tracing (then the bounce stays branch-free)."""
-    return torch.compiler.is_compiling()
+    """Whether ``torch.compile`` is tracing or a CUDA graph is being captured (then the bounce stays
+    branch-free: nothing is read back to the host)."""
+    return torch.compiler.is_compiling() or (torch.cuda.is_available() and torch.cuda.is_current_stream_capturing())
 
 
 def make_reflect(center: torch.Tensor, half_width: torch.Tensor):

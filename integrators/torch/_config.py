@@ -26,6 +26,7 @@ from integrators._validation import (
     step_over_friction,
 )
 from integrators.plans import force_scale, plan_rule
+from integrators.torch._graph import GRAPH, graph_refusal
 from integrators.torch.schemes import torch_step
 
 if TYPE_CHECKING:
@@ -48,6 +49,32 @@ def sampler_bytes(n_params: int, dtype: torch.dtype, config, n_chains: int = 1) 
     plan = config.effective_batch_size if config.plan == "iid" else config.n_data
     buffers = SAMPLER_BUFFERS - (0 if config.localization is not None else LOCALIZATION_BUFFERS)
     return float(n_chains) * (float(n_params) * buffers * itemsize + 8.0 * plan)
+
+
+AUTO_CHAINS_CAP = 32  # n_chains="auto" picks at most this many (a device's throughput stops growing well before)
+AUTO_CHAINS_CPU = 4  # ... and this many off CUDA (the host's cores, not its memory, bound the gain there)
+AUTO_CHAINS_SHARE = 0.5  # the share of the free memory the estimated buffers may take (activations need the rest)
+
+
+def chains_that_fit(free_bytes: float | None, per_chain_bytes: float, *, cap: int = AUTO_CHAINS_CAP,
+                    share: float = AUTO_CHAINS_SHARE) -> int:
+    """The largest ``K`` in ``[1, cap]`` with ``K * per_chain_bytes <= share * free_bytes`` (1 when not even
+    one fits: the sampler's own check then refuses it by name; ``cap`` when the free memory is unknown)."""
+    if free_bytes is None:
+        return cap
+    if per_chain_bytes <= 0:
+        return cap
+    return int(max(1, min(cap, math.floor(share * free_bytes / per_chain_bytes))))
+
+
+def auto_chains(params: FlatParameters, config, *, extra_bytes_per_chain: float = 0.0) -> int:
+    """``n_chains="auto"``: on CUDA :func:`chains_that_fit` of the device's free memory now and
+    :func:`sampler_bytes` per chain (plus ``extra_bytes_per_chain``, e.g. measured activations);
+    :data:`AUTO_CHAINS_CPU` elsewhere."""
+    if params.device.type != "cuda":
+        return AUTO_CHAINS_CPU
+    per_chain = sampler_bytes(len(params), params.dtype, config) + float(extra_bytes_per_chain)
+    return chains_that_fit(device_memory_bytes(params.device), per_chain)
 
 
 def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1) -> None:
@@ -108,6 +135,13 @@ class SamplerConfig:
         An integer in ``[0, 2**64)``.
     check_every : int, default 1
         Steps between the finiteness checks, at least 1 (each one waits for the device).
+    graph : True, False or "auto", default "auto"
+        Replay each step from static buffers (:mod:`integrators.torch._graph`): on CUDA the whole
+        step (forward, backward, update, divergence record) is captured in a CUDA graph and
+        launched at once; elsewhere it is the same arithmetic as a plain call.  The trajectory is
+        the eager step's (the same draws, in the same order).  ``"auto"``: on for a CUDA device
+        without a schedule or a control variate (which ``True`` refuses).  The loss function is
+        captured with the graph: pass the same one every step, without host reads (``.item()``).
 
     Attributes
     ----------
@@ -136,6 +170,7 @@ class SamplerConfig:
     schedule: CyclicalSchedule | None = None
     seed: int = 0
     check_every: int = 1
+    graph: bool | str = "auto"
 
     CONSTRAINTS = {
         "h": POSITIVE, "gamma": POSITIVE, "n_data": at_least(1),
@@ -145,7 +180,7 @@ class SamplerConfig:
         "batch_size": optional(at_least(1)), "control_variate": BOOLEAN,
         "localization": optional(instance_of(Localization, "a Localization")),
         "schedule": optional(instance_of(CyclicalSchedule, "a CyclicalSchedule")),
-        "seed": SEED, "check_every": at_least(1),
+        "seed": SEED, "check_every": at_least(1), "graph": GRAPH,
     }
     VALID_EXAMPLE = {"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2}
 
@@ -160,6 +195,9 @@ class SamplerConfig:
             raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
+        refused = graph_refusal(self.graph, schedule=self.schedule, control_variate=self.control_variate)
+        if refused:
+            raise ValueError(refused)
 
     @property
     def effective_batch_size(self) -> int:
@@ -227,5 +265,5 @@ def run_metadata(config: SamplerConfig, x: torch.Tensor, n_chains: int) -> dict:
             "gamma": config.gamma, "n_data": config.n_data, "batch_size": config.effective_batch_size,
             "seed": config.seed, "n_parameters": int(x.shape[-1]), "n_chains": n_chains,
             "rho": None if loc is None else loc.rho, "rho_max": None if loc is None else loc.half_width,
-            "control_variate": config.control_variate,
+            "control_variate": config.control_variate, "graph": config.graph,
             "schedule": None if sched is None else {"n_steps": sched.n_steps, "n_cycles": sched.n_cycles}}

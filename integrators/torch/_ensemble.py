@@ -32,8 +32,9 @@ from torch.func import functional_call, grad_and_value, replace_all_batch_norm_m
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._validation import int_at_least
 from integrators.seeds import derive
-from integrators.torch._config import SamplerConfig, check_sampler_fits, run_metadata
+from integrators.torch._config import SamplerConfig, auto_chains, check_sampler_fits, run_metadata
 from integrators.torch._flat import FlatParameters
+from integrators.torch._graph import StepReplay, graph_enabled
 from integrators.torch._posterior_terms import chain_streams, check_finite_input, quadratic_terms, record_divergence
 from integrators.torch._rng import pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
@@ -52,12 +53,18 @@ def chain_seed(seed: int, k: int) -> int:
 
 class EnsembleSampler:
     """``n_chains`` chains of ``scheme x plan`` on the posterior over ``model``'s parameters, from ``x0``
-    ``(n_chains, P)`` (default: the model's parameters); no control variate (its gradients would be per chain)."""
+    ``(n_chains, P)`` (default: the model's parameters); no control variate (its gradients would be per chain).
+    ``n_chains="auto"``: :func:`integrators.torch._config.auto_chains` (as many as the device's free memory
+    holds by the buffer estimate, capped; 4 off CUDA).  ``config.graph`` replays the step of all chains
+    from static buffers (:mod:`integrators.torch._graph`), one CUDA graph on CUDA, with the eager step's
+    trajectory."""
 
     def __init__(self, model: torch.nn.Module, config: SamplerConfig, n_chains: int, *, x0=None):
         if not isinstance(config, SamplerConfig):
             raise ValueError(f"config must be a SamplerConfig, got {type(config).__name__}")
-        n_chains = int_at_least("n_chains", n_chains, 1)
+        auto = isinstance(n_chains, str) and n_chains == "auto"
+        if not auto:
+            n_chains = int_at_least("n_chains", n_chains, 1)
         if config.control_variate:
             raise ValueError("control_variate is not offered for ensembles; use ModuleSampler per chain")
         if not isinstance(model, torch.nn.Module):
@@ -80,6 +87,8 @@ class EnsembleSampler:
         self.device, self.dtype = dev, dt
         self.module = torch_step(config.scheme)
         p = len(layout)
+        if auto:
+            self.n_chains = n_chains = auto_chains(layout, config)
         check_sampler_fits(f"an EnsembleSampler of n_chains={n_chains}", layout, config, n_chains)
         loc = config.localization
         if x0 is None or (loc is not None and loc.x_star is None):  # the model's parameters are used
@@ -101,6 +110,9 @@ class EnsembleSampler:
         self.k = 0
         self.diverged_at = torch.full((n_chains,), NOT_DIVERGED, device=dev, dtype=torch.int64)  # per chain
         self.last_loss = None  # every chain's batch loss at the last force evaluation
+        self._replay = (StepReplay(dev, strict=config.graph is True)
+                        if graph_enabled(config.graph, dev, schedule=config.schedule) else None)
+        self._static: dict = {}  # the graph step's buffers (made at its first step)
 
     def metadata(self) -> dict:
         """Run metadata: the configuration, the device, the dtype, the torch version, the chains."""
@@ -154,6 +166,8 @@ class EnsembleSampler:
         k = self.k + 1
         h = cfg.step_size(k)
         coef = tuple(float(c) for c in self.module.coefficients(h, cfg.gamma))
+        if self._replay is not None:
+            return self._graph_step(loss_fn, k, h, coef)
         z = torch.stack([normals.normals((4, self.x.shape[1])) for normals in self.normals], dim=1)  # (4, K, P)
         dW, J = pairs_from_normals(z, pair_factors(cfg.gamma, h))
         idx = self.next_batches()
@@ -164,6 +178,41 @@ class EnsembleSampler:
         self.k = k
         record_divergence(self.diverged_at, k, self.x, self.g)
         if k % cfg.check_every == 0:
+            self.check_finite()
+        return k
+
+    def _graph_step(self, loss_fn, k: int, h: float, coef: tuple) -> int:
+        """:meth:`step` from static buffers (:class:`~integrators.torch._graph.StepReplay`): every chain's
+        normals and batch drawn as the eager step draws them, stacked into the buffers, then one replay."""
+        st, (n_chains, p) = self._static, self.x.shape
+        if not st:
+            st["g"] = self.g.clone() if self.g is not None else torch.zeros_like(self.x)
+            st["k"] = torch.full((), self.k, device=self.device, dtype=torch.int64)
+            st["z"] = torch.empty((4, n_chains, p), device=self.device, dtype=self.dtype)
+        torch.stack([normals.normals((4, p)) for normals in self.normals], dim=1, out=st["z"])
+        batches = [next(b) for b in self._batches]
+        shape = (n_chains, *batches[0].shape)
+        idx = st.setdefault(("idx", shape, batches[0].dtype), torch.empty(shape, dtype=batches[0].dtype,
+                                                                          device=batches[0].device))
+        torch.stack(batches, out=idx)
+        factors = pair_factors(self.config.gamma, h)
+
+        def replayed():
+            dW, J = pairs_from_normals(st["z"], factors)
+            with torch.no_grad():
+                g = self.module.step(self.x, self.v, st["g"], coef, dW, J,
+                                     lambda y: self.force(loss_fn, y, idx), self.reflect)
+                st["g"].copy_(g)
+                if "loss" in st:
+                    st["loss"].copy_(self.last_loss)
+                else:  # (at the first call, eager: a CUDA graph's warm-up or a plain call)
+                    st["loss"] = self.last_loss.clone()
+                st["k"].add_(1)
+                record_divergence(self.diverged_at, st["k"], self.x, st["g"])
+
+        self._replay((loss_fn, coef, shape, idx.dtype), replayed)
+        self.g, self.k, self.last_loss = st["g"], k, st["loss"].clone()
+        if k % self.config.check_every == 0:
             self.check_finite()
         return k
 

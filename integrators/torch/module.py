@@ -53,6 +53,7 @@ from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._options import CyclicalSchedule, Localization
 from integrators.torch._config import SamplerConfig, check_sampler_fits, run_metadata, weights_prior
 from integrators.torch._flat import FlatParameters
+from integrators.torch._graph import StepReplay, graph_enabled
 from integrators.torch._posterior_terms import (
     chain_streams,
     check_finite_input,
@@ -158,6 +159,9 @@ class ModuleSampler:
         self.diverged_at = torch.full((), NOT_DIVERGED, device=dev, dtype=torch.int64)  # on the device
         self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
         self._last_loss = None
+        graph = graph_enabled(config.graph, dev, schedule=config.schedule, control_variate=config.control_variate)
+        self._replay = StepReplay(dev, strict=config.graph is True) if graph else None
+        self._static: dict = {}  # the graph step's buffers (made at its first step)
 
     # ------------------------------------------------------------------------------ the force
     def _loss(self, loss_fn, batch) -> torch.Tensor:
@@ -346,6 +350,8 @@ class ModuleSampler:
         k = self.k + 1
         h = self.step_size(k)
         coef = tuple(float(c) for c in self.module.coefficients(h, self.config.gamma))
+        if self._replay is not None:
+            return self._graph_step(loss_fn, k, h, coef)
         dW, J = self._path(h)
         batch = self.next_batch()
 
@@ -360,6 +366,47 @@ class ModuleSampler:
         if k % self.config.check_every == 0:
             self.check_finite()
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
+
+    def _graph_step(self, loss_fn, k: int, h: float, coef: tuple) -> StepInfo:
+        """:meth:`step` from static buffers, replayed by :class:`~integrators.torch._graph.StepReplay`: the
+        normals (or explicit pair) and the batch are drawn as the eager step draws them, copied into the
+        buffers, and the step, the force's cache, the loss and the divergence record run as one replay."""
+        st, n = self._static, len(self.params)
+        if not st:
+            st["g"] = self.g.clone() if self.g is not None else torch.zeros_like(self.x)
+            st["k"] = torch.full((), self.k, device=self.x.device, dtype=torch.int64)
+            st["z"] = torch.empty((4, n), device=self.x.device, dtype=self.x.dtype)
+            st["pair"] = torch.empty((2, 2, n), device=self.x.device, dtype=self.x.dtype)
+        if self._noise is None:  # the eager step's draw, then its pair inside the step
+            st["z"].copy_(self.normals.normals((4, n)))
+            factors = pair_factors(self.config.gamma, h)
+        else:
+            dW, J = self._path(h)
+            st["pair"][0].copy_(dW)
+            st["pair"][1].copy_(J)
+            factors = None
+        batch = self.next_batch()
+        idx = st.setdefault(("idx", tuple(batch.shape), batch.dtype), torch.empty_like(batch))
+        idx.copy_(batch)
+
+        def replayed():
+            dW, J = pairs_from_normals(st["z"], factors) if factors is not None else st["pair"]
+            with torch.no_grad():
+                g = self.module.step(self.x, self.v, st["g"], coef, dW, J, lambda x: self.force(loss_fn, idx),
+                                     self.reflect)
+                st["g"].copy_(g)
+                if "loss" in st:
+                    st["loss"].copy_(self._last_loss)
+                else:  # (at the first call, eager: a CUDA graph's warm-up or a plain call)
+                    st["loss"] = self._last_loss.clone()
+                st["k"].add_(1)
+                record_divergence(self.diverged_at, st["k"], self.x, st["g"])
+
+        self._replay((loss_fn, coef, factors is None, tuple(batch.shape), batch.dtype), replayed)
+        self.g, self.k = st["g"], k
+        if k % self.config.check_every == 0:
+            self.check_finite()
+        return StepInfo(step=k, h=h, batch=batch, loss=st["loss"].clone())
 
     def check_finite(self) -> None:
         """Check the divergence record (one read from the device).
