@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import inspect
 
-from integrators._backends import Numba
 from integrators._result import SampleResult
 from integrators._spec import RunSpec
 
@@ -135,7 +134,9 @@ def sample_together(target, samplers, *, batch_size=None, **options) -> list[Sam
     bit: a chain's path depends only on the seed and its index, so every sampler of the same
     seed sees the same path, and here it is drawn once per step for all of them instead of once
     per sampler (on the 1-D example, drawing the path is most of a step's cost).  Each sampler
-    keeps its own batch stream, state, observers and divergence record.
+    keeps its own batch stream, state, observers and divergence record.  On the torch backend the
+    samplers of one scheme go in one launch of the fused kernel where it runs them (their results
+    equal ``sample()``'s to rounding), else one after another.
 
     Parameters
     ----------
@@ -158,7 +159,7 @@ def sample_together(target, samplers, *, batch_size=None, **options) -> list[Sam
     ------
     ValueError
         If an option is not one of :func:`sample`'s, ``samplers`` is not a non-empty list of
-        pairs, the backend is not Numba, or a sampler's spec fails its checks.
+        pairs, or a sampler's spec fails its checks.
     """
     allowed = {name for name, par in inspect.signature(sample).parameters.items()
                if par.kind is inspect.Parameter.KEYWORD_ONLY and name != "batch_size"}
@@ -180,9 +181,6 @@ def sample_together(target, samplers, *, batch_size=None, **options) -> list[Sam
         is_full = isinstance(plan, str) and plan == "full"
         specs.append(RunSpec.from_options(**{**defaults, **options, "target": target, "scheme": scheme, "plan": plan,
                                              "batch_size": None if is_full else batch_size}))
-    if not isinstance(specs[0].backend, Numba):
-        raise ValueError(f"sample_together runs on the Numba backend (one path drawn once for every sampler); "
-                         f"got backend={specs[0].backend!r}: call sample() per sampler instead")
     return specs[0].backend.run(specs)
 
 

@@ -273,7 +273,8 @@ class Torch:
         return device_memory_bytes(self.device)
 
     def run(self, specs: list[RunSpec]) -> list:
-        """Run checked specs one after another (:func:`integrators.torch._chains.run_spec`).
+        """Run checked specs (:func:`integrators.torch._chains.run_specs`): those the fused kernel runs
+        that differ only in their plans in one launch, the others one after another.
 
         Parameters
         ----------
@@ -285,9 +286,9 @@ class Torch:
         list of SampleResult
             One result per spec, in order.
         """
-        from integrators.torch._chains import run_spec
+        from integrators.torch._chains import run_specs
 
-        return [run_spec(spec) for spec in specs]
+        return run_specs(specs)
 
 
 BACKEND = instance_of((Numba, Torch), "a backend: Numba(threads) or Torch(device, dtype, compile)")

@@ -259,8 +259,6 @@ END_TO_END_REFUSALS = [
                  id="torch-compile-word", marks=pytest.mark.torch),
     pytest.param(sample_together, {"samplers": "ubu"}, LONE, id="together-a-lone-name"),
     pytest.param(sample_together, {"samplers": {"ubu": "sms"}}, LONE, id="together-a-mapping"),
-    pytest.param(sample_together, {"backend": "torch"}, "sample_together runs on the Numba backend",
-                 id="together-on-torch", marks=pytest.mark.torch),
 ]
 
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 
-from integrators import sample  # noqa: E402
+from integrators import sample, sample_together  # noqa: E402
 from integrators._backends import Torch  # noqa: E402
 from integrators.plans import PLANS, SMALL_SHUFFLE, plan_rule  # noqa: E402
 from integrators.targets import GaussianTarget, LogisticTarget  # noqa: E402
@@ -81,6 +81,23 @@ def test_a_chains_numbers_do_not_depend_on_the_chains_beside_it():
     many = sample(target, "ubu", "sms", n_chains=70, backend=Torch(kernel="triton"), **options)
     np.testing.assert_array_equal(few.x, many.x[:3])
     np.testing.assert_array_equal(few.chain_mean, many.chain_mean[:3])
+
+
+def test_samplers_together_in_one_launch_equal_their_own_runs():
+    """sample_together on the torch backend: a scheme's plans and its full-gradient run in one launch of
+    the fused kernel (one path), each result the same as its own sample() call."""
+    target = random_target(np.random.default_rng(5), 3, 5, True)
+    options = dict(h=0.2, gamma=1.3, n_steps=9, burn_in=3, n_chains=6, seed=8, control_variate=True,
+                   histogram=(-2.0, 2.0, 9), keep=2)
+    samplers = [("baoab", plan) for plan in RULED_PLANS]
+    together = sample_together(target, samplers, batch_size=2, backend=Torch(kernel="triton"), **options)
+    for (scheme, plan), joint in zip(samplers, together, strict=True):
+        alone = sample(target, scheme, plan, batch_size=None if plan == "full" else 2, backend=Torch(kernel="triton"),
+                       **options)
+        np.testing.assert_array_equal(joint.x, alone.x)
+        np.testing.assert_array_equal(joint.chain_second_moment, alone.chain_second_moment)
+        np.testing.assert_array_equal(joint.histogram, alone.histogram)
+        np.testing.assert_array_equal(joint.samples, alone.samples)
 
 
 @pytest.mark.parametrize(("scheme", "h", "bound"), [("em", 0.2, 5.0), ("baoab", 0.3, 4.0)])

@@ -45,21 +45,20 @@ class Run:
 
 
 def _run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
-    """Stream runs differing only in (scheme, plan) into histograms on one Brownian path (Numba: together,
-    :func:`integrators.sample_together`; torch: one at a time).  Returns per run ``(histogram, first divergent
-    step or -1)`` and the call's seconds."""
+    """Stream runs differing only in (scheme, plan) into histograms on one Brownian path, together
+    (:func:`integrators.sample_together`; on cuda one launch of the fused kernel, else one run at a
+    time).  Returns per run ``(histogram, first divergent step or -1)`` and the call's seconds."""
     started = time.perf_counter()
     lo, hi, n_bins = histogram_layout(law)
     first = runs[0]
     options = dict(h=first.h, gamma=first.gamma, n_chains=first.chains, n_steps=first.burn + first.per_chain,
                    burn_in=first.burn, seed=first.seed, x0=[law.mean], histogram=(lo, hi, n_bins),
                    divergence_bound=DIVERGENCE_BOUND)
+    samplers = [(r.scheme, r.plan) for r in runs]
     if first.backend[0] == "numba":
-        results = sample_together(target, [(r.scheme, r.plan) for r in runs], batch_size=1, threads=threads,
-                                  **options)
+        results = sample_together(target, samplers, batch_size=1, threads=threads, **options)
     else:
-        results = [sampler_for(*r.backend)(target, r.scheme, r.plan, batch_size=None if r.plan == "full" else 1,
-                                           **options) for r in runs]
+        results = sampler_for(*first.backend).together(target, samplers, batch_size=1, **options)
     out = []
     for res in results:
         hist = StreamingW1(law, lo, hi, n_bins)

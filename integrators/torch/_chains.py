@@ -209,82 +209,127 @@ def sample_given(target, scheme="ubu", plan="sms", *, device="cpu", dtype="float
     return run_spec(spec, noise=noise, batches=batches)
 
 
-def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
-    """Run a checked spec whose backend is :class:`integrators._backends.Torch`."""
-    target, wanted, backend_spec = spec.target, spec.observers, spec.backend
-    module = torch_step(spec.scheme)
-    scheme = module.NAME
-    n_chains, n_steps, burn_in, batch_size, seed = spec.n_chains, spec.n_steps, spec.burn_in, spec.batch_size, spec.seed
-    keep, full_moments, histogram = wanted.keep, wanted.full_moments, wanted.histogram
-    dev, dt = torch.device(backend_spec.device), DTYPES[backend_spec.dtype]
-    compile = backend_spec.compile
-    backend = ("inductor" if compile is True else compile) if compile else None
-    d, n = target.dim, n_chains
-    box = spec.box_arrays()
-    x0, v_given = spec.x0, spec.v0
-    coef = tuple(float(c) for c in module.coefficients(spec.h, spec.gamma))
-    factors = pair_factors(spec.gamma, spec.h)
-    control_variate = spec.control_variate is not None
-    force_of = torch_force(target, dev, dt, control_variate, None if spec.control_variate is None
-                           else spec.control_variate.x_ref)
-    scale = spec.plan_module.force_scale(target.n_data, batch_size)
-    reflect = None
-    if box[2][0]:
-        reflect = make_reflect(torch.as_tensor(box[0], device=dev, dtype=dt),
-                               torch.as_tensor(box[1], device=dev, dtype=dt))
+class _Chains:
+    """A run's tensors and streams, set up from its spec (:func:`_start`)."""
 
-    chains = torch.arange(n, device=dev)
-    x = torch.as_tensor(x0, device=dev, dtype=dt).clone()
-    if v_given is None:
-        v = CounterNormals(seed, VELOCITY_STREAM, chains, dt).normals(d).T.contiguous()
-    else:
-        v = torch.as_tensor(v_given, device=dev, dtype=dt).clone()
-    if noise is not None:
-        dW_all = torch.as_tensor(np.asarray(noise[0]), device=dev, dtype=dt)
-        J_all = torch.as_tensor(np.asarray(noise[1]), device=dev, dtype=dt)
-        if dW_all.shape != (n_steps, 2, d, n) or J_all.shape != dW_all.shape:
-            raise ValueError(f"noise must be (dW, J) of shape {(n_steps, 2, d, n)}, got "
-                             f"{tuple(dW_all.shape)} and {tuple(J_all.shape)}")
-        dW_all, J_all = dW_all.transpose(2, 3), J_all.transpose(2, 3)  # (n_steps, 2, n, d)
-    path = CounterNormals(seed, PATH_STREAM, chains, dt)
-    plan_rng = CounterNormals(seed, PLAN_STREAM, chains, dt)
-    obs = TensorObservers(n, d, dev, full_moments, histogram, keep,
-                     max(1, (n_steps - burn_in) // keep) if keep else 1, spec.divergence_bound)
+    def __init__(self, spec: RunSpec, noise):
+        target, wanted = spec.target, spec.observers
+        self.module = torch_step(spec.scheme)
+        self.dev, self.dt = torch.device(spec.backend.device), DTYPES[spec.backend.dtype]
+        n, d, dev, dt = spec.n_chains, target.dim, self.dev, self.dt
+        chains = torch.arange(n, device=dev)
+        self.x = torch.as_tensor(spec.x0, device=dev, dtype=dt).clone()
+        if spec.v0 is None:
+            self.v = CounterNormals(spec.seed, VELOCITY_STREAM, chains, dt).normals(d).T.contiguous()
+        else:
+            self.v = torch.as_tensor(spec.v0, device=dev, dtype=dt).clone()
+        self.noise = None
+        if noise is not None:
+            dW_all = torch.as_tensor(np.asarray(noise[0]), device=dev, dtype=dt)
+            J_all = torch.as_tensor(np.asarray(noise[1]), device=dev, dtype=dt)
+            if dW_all.shape != (spec.n_steps, 2, d, n) or J_all.shape != dW_all.shape:
+                raise ValueError(f"noise must be (dW, J) of shape {(spec.n_steps, 2, d, n)}, got "
+                                 f"{tuple(dW_all.shape)} and {tuple(J_all.shape)}")
+            self.noise = (dW_all.transpose(2, 3), J_all.transpose(2, 3))  # (n_steps, 2, n, d)
+        self.path = CounterNormals(spec.seed, PATH_STREAM, chains, dt)
+        self.plan_rng = CounterNormals(spec.seed, PLAN_STREAM, chains, dt)
+        keep = wanted.keep
+        self.obs = TensorObservers(n, d, dev, wanted.full_moments, wanted.histogram, keep,
+                                   max(1, (spec.n_steps - spec.burn_in) // keep) if keep else 1,
+                                   spec.divergence_bound)
+
+
+def run_specs(specs: list[RunSpec]) -> list[SampleResult]:
+    """Run checked specs on :class:`integrators._backends.Torch`: those the fused kernel runs that share
+    everything but their plans (:func:`integrators.torch._fused.shared`) go in one launch, their chains'
+    paths drawn once per step for all of them; the others one after another."""
+    results: list = [None] * len(specs)
+    groups: dict = {}
+    for i, spec in enumerate(specs):
+        if kernel_for(spec, explicit_draws=False) is None:
+            from integrators.torch._fused import shared
+
+            batch = None if spec.plan_module.NAME == "full" else spec.batch_size
+            groups.setdefault(shared(spec), {}).setdefault(batch, []).append(i)
+        else:
+            results[i] = run_spec(spec)
+    for by_batch in groups.values():
+        full = by_batch.pop(None, [])
+        launches = list(by_batch.values()) or [[]]
+        launches[0] = launches[0] + full  # the full-gradient runs join the first launch
+        for members in launches:
+            for i, result in zip(members, _run_fused([specs[i] for i in members]), strict=True):
+                results[i] = result
+    return results
+
+
+def _run_fused(specs: list[RunSpec]) -> list[SampleResult]:
+    from integrators.torch._fused import advance_together
+
+    runs = [_Chains(spec, None) for spec in specs]
+    advance_together(specs, [r.x for r in runs], [r.v for r in runs], [r.obs for r in runs], runs[0].path.keys,
+                     runs[0].plan_rng.keys)
+    return [_result(spec, r, "triton") for spec, r in zip(specs, runs, strict=True)]
+
+
+def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
+    """Run a checked spec whose backend is :class:`integrators._backends.Torch` (``noise=(dW, J)`` and
+    ``batches`` replace the draws: the cross-backend tests)."""
+    run = _Chains(spec, noise)
     tensor_step_because = kernel_for(spec, explicit_draws=noise is not None or batches is not None)
     if tensor_step_because is None:
         from integrators.torch._fused import advance
 
-        advance(spec, x, v, obs, path.keys, plan_rng.keys)
+        advance(spec, run.x, run.v, run.obs, run.path.keys, run.plan_rng.keys)
+        return _result(spec, run, "triton")
+    target, module, dev, dt = spec.target, run.module, run.dev, run.dt
+    compile = spec.backend.compile
+    backend = ("inductor" if compile is True else compile) if compile else None
+    force_of = torch_force(target, dev, dt, spec.control_variate is not None,
+                           None if spec.control_variate is None else spec.control_variate.x_ref)
+    box = spec.box_arrays()
+    reflect = None
+    if box[2][0]:
+        reflect = make_reflect(torch.as_tensor(box[0], device=dev, dtype=dt),
+                               torch.as_tensor(box[1], device=dev, dtype=dt))
+    if batches is not None:
+        if len(batches) != spec.n_steps + int(module.FSAL):
+            raise ValueError(f"{module.NAME} needs {spec.n_steps + int(module.FSAL)} batches for {spec.n_steps} "
+                             f"steps, got {len(batches)}")
+        source = _explicit_batches(batches, spec.n_chains, dev)
+        next_batch = lambda: next(source)  # noqa: E731
     else:
-        if batches is not None:
-            if len(batches) != n_steps + int(module.FSAL):
-                raise ValueError(f"{scheme} needs {n_steps + int(module.FSAL)} batches for {n_steps} steps, "
-                                 f"got {len(batches)}")
-            source = _explicit_batches(batches, n, dev)
-            next_batch = lambda: next(source)  # noqa: E731
-        else:
-            next_batch = ChainPlan(spec.plan, target.n_data, batch_size, plan_rng, n, dev, compile=backend).next
-        _run_tensor_step(spec, module, force_of, reflect, x, v, obs, next_batch, scale, coef, factors, path,
-                         noise=None if noise is None else (dW_all, J_all), backend=backend)
+        next_batch = ChainPlan(spec.plan, target.n_data, spec.batch_size, run.plan_rng, spec.n_chains, dev,
+                               compile=backend).next
+    coef = tuple(float(c) for c in module.coefficients(spec.h, spec.gamma))
+    _run_tensor_step(spec, module, force_of, reflect, run.x, run.v, run.obs, next_batch,
+                     spec.plan_module.force_scale(target.n_data, spec.batch_size), coef,
+                     pair_factors(spec.gamma, spec.h), run.path, noise=run.noise, backend=backend)
+    return _result(spec, run, f"torch step ({tensor_step_because})")
+
+
+def _result(spec: RunSpec, run: _Chains, kernel: str) -> SampleResult:
+    """The run's :class:`integrators._result.SampleResult` from its final state and observers."""
+    obs, wanted, n_steps, burn_in = run.obs, spec.observers, spec.n_steps, spec.burn_in
     diverged_at = obs.diverged_at.cpu().numpy()
-    x_out = x.to(torch.float64).cpu().numpy()
-    v_out = v.to(torch.float64).cpu().numpy()
+    x_out = run.x.to(torch.float64).cpu().numpy()
+    v_out = run.v.to(torch.float64).cpu().numpy()
     x_out[diverged_at >= 0] = np.nan
     v_out[diverged_at >= 0] = np.nan
     n_stat = n_steps - burn_in
+    histogram = wanted.histogram is not None
     return SampleResult(
-        scheme=scheme, plan=spec.plan_module.NAME, h=spec.h, gamma=spec.gamma, n_steps=n_steps, burn_in=burn_in,
-        seed=seed,
+        scheme=run.module.NAME, plan=spec.plan_module.NAME, h=spec.h, gamma=spec.gamma, n_steps=n_steps,
+        burn_in=burn_in, seed=spec.seed,
         chain_mean=obs.sum_x.cpu().numpy() / n_stat, chain_second_moment=obs.sum_xx.cpu().numpy() / n_stat,
-        chain_outer=obs.sum_outer.cpu().numpy() / n_stat if full_moments else None, chain_tests=None,
-        samples=obs.samples.cpu().numpy() if keep else None, diverged_at=diverged_at, x=x_out, v=v_out,
-        histogram=obs.hist.cpu().numpy() if histogram is not None else None,
-        histogram_tails=obs.tails.cpu().numpy() if histogram is not None else None,
-        meta={"batch_size": batch_size, "n_chains": n, "control_variate": control_variate,
-              "target": target.name, "backend": "torch", "device": str(dev), "dtype": str(dt).replace("torch.", ""),
-              "torch": torch.__version__, "compiled": compile,
-              "rng_stream": STREAM_VERSION,
-              "kernel": "triton" if tensor_step_because is None else f"torch step ({tensor_step_because})"},
+        chain_outer=obs.sum_outer.cpu().numpy() / n_stat if wanted.full_moments else None, chain_tests=None,
+        samples=obs.samples.cpu().numpy() if wanted.keep else None, diverged_at=diverged_at, x=x_out, v=v_out,
+        histogram=obs.hist.cpu().numpy() if histogram else None,
+        histogram_tails=obs.tails.cpu().numpy() if histogram else None,
+        meta={"batch_size": spec.batch_size, "n_chains": spec.n_chains,
+              "control_variate": spec.control_variate is not None, "target": spec.target.name, "backend": "torch",
+              "device": str(run.dev), "dtype": str(run.dt).replace("torch.", ""), "torch": torch.__version__,
+              "compiled": spec.backend.compile, "rng_stream": STREAM_VERSION, "kernel": kernel},
     )
 
 

@@ -74,44 +74,86 @@ def _pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
-def advance(spec, x, v, obs, path_keys, plan_keys, *, block: int = 64) -> torch.Tensor:
+_STACKED = ("diverged_at", "sum_x", "sum_xx", "sum_outer", "hist", "tails", "samples")
+
+
+def advance(spec, x, v, obs, path_keys, plan_keys) -> None:
     """Run every step of ``spec`` from ``x``, ``v`` (``(n, d)`` float64, updated in place), filling the
-    torch chains' observers ``obs`` in place; returns the cached force. ``refusal(spec)`` must be None."""
-    target, dev = spec.target, x.device
+    torch chains' observers ``obs`` in place. ``refusal(spec)`` must be None."""
+    advance_together([spec], [x], [v], [obs], path_keys, plan_keys)
+
+
+def shared(spec) -> tuple:
+    """What runs of one launch share: everything but the plan and its batch size (the key of
+    :func:`advance_together`'s groups; the caller compares keys)."""
+    observers = spec.observers
+    as_bytes = lambda a: None if a is None else np.asarray(a, dtype=np.float64).tobytes()  # noqa: E731
+    cv = spec.control_variate
+    return (torch_step(spec.scheme).NAME, float(spec.h), float(spec.gamma), spec.n_chains, spec.n_steps, spec.burn_in,
+            spec.seed, id(spec.target), as_bytes(spec.x0), as_bytes(spec.v0), observers.keep, observers.full_moments,
+            observers.histogram, spec.divergence_bound, None if cv is None else as_bytes(cv.x_ref), spec.backend)
+
+
+def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: int | None = None) -> None:
+    """:func:`advance` for runs that share everything but their plans (:func:`shared`; minibatch
+    plans of one batch size): one launch, the chains' paths drawn once per step each and used by
+    every run."""
+    spec = specs[0]
+    target, obs = spec.target, observers[0]
+    dev = xs[0].device
+    block = block or (128 if dev.type == "cuda" else 64)
     declared = torch_step(spec.scheme)
     module = FUSED_STEPS[declared.NAME]
-    n, d = x.shape
-    rule = plan_rule(spec.plan)
-    n_data, batch_size = target.n_data, spec.batch_size
-    m = n_batches(n_data, batch_size)
-    period = rule.sweeps * m if rule.kind == "partition" else 1
-    order = [rule.batch_index(p, m) for p in range(period)] if rule.kind == "partition" else [0]
+    n, d = xs[0].shape
+    n_data = target.n_data
+    rules = [plan_rule(s.plan) for s in specs]
+    batch_sizes = {s.batch_size for s, rule in zip(specs, rules, strict=True) if rule.kind != "full"}
+    if len(batch_sizes) > 1:
+        raise ValueError(f"runs of one launch share their batch size, got {sorted(batch_sizes)}")
+    nb = batch_sizes.pop() if batch_sizes else 1
+    m = n_batches(n_data, nb)
+    periods = [rule.sweeps * m if rule.kind == "partition" else 1 for rule in rules]
+    orders = [[rule.batch_index(p, m) for p in range(period)] if rule.kind == "partition" else [0]
+              for rule, period in zip(rules, periods, strict=True)]
+    order = torch.zeros(len(specs), max(periods), device=dev, dtype=torch.int32)
+    for r, row in enumerate(orders):
+        order[r, :len(row)] = torch.tensor(row, dtype=torch.int32)
     (mu, prec, p0, m0), ref_grads, ref_sum, use_cv = force_data(
         target, spec.control_variate is not None, None if spec.control_variate is None else spec.control_variate.x_ref)
     as_f64 = lambda a: torch.as_tensor(np.ascontiguousarray(a, dtype=np.float64), device=dev)  # noqa: E731
-    coef = list(declared.coefficients(spec.h, spec.gamma)) + [0.0] * N_COEF
+    coef = (list(declared.coefficients(spec.h, spec.gamma)) + [0.0] * N_COEF)[:N_COEF]
     lo, hi, n_bins = (0.0, 1.0, 1) if obs.hist is None else (obs.hist_lo, obs.hist_hi, obs.n_bins)
     bound = float("inf") if obs.bound is None else float(obs.bound)
-    values = dict(zip(PARAMS, coef[:N_COEF] + list(pair_factors(spec.gamma, spec.h)) + [
-        float(spec.plan_module.force_scale(n_data, batch_size)), bound, lo, hi, n_bins / (hi - lo)], strict=True))
-    params = torch.tensor([float(values[p]) for p in PARAMS], device=dev, dtype=torch.float64)
-    g = torch.zeros_like(x)
+    rows = []
+    for s in specs:
+        scale = float(s.plan_module.force_scale(n_data, s.batch_size))
+        values = dict(zip(PARAMS, coef + list(pair_factors(spec.gamma, spec.h)) + [scale, bound, lo, hi,
+                                                                                     n_bins / (hi - lo)], strict=True))
+        rows.append([float(values[p]) for p in PARAMS])
+    params = torch.tensor(rows, device=dev, dtype=torch.float64)
     dummy = torch.zeros(1, device=dev, dtype=torch.float64)
+    stacked = {name: dummy if getattr(obs, name, None) is None else torch.stack([getattr(o, name) for o in observers])
+               for name in _STACKED}
+    x, v = torch.stack(xs), torch.stack(vs)
+    g = torch.zeros_like(x)
     keep = obs.keep or 0
-    chain_kernel[(triton.cdiv(n, block),)](
-        x, v, g, obs.diverged_at, obs.sum_x, obs.sum_xx, dummy if obs.sum_outer is None else obs.sum_outer,
-        dummy if obs.hist is None else obs.hist, dummy if obs.hist is None else obs.tails,
-        dummy if not keep else obs.samples,
+    chain_kernel[(triton.cdiv(n, block), len(specs))](
+        x, v, g, stacked["diverged_at"], stacked["sum_x"], stacked["sum_xx"], stacked["sum_outer"], stacked["hist"],
+        stacked["tails"], stacked["samples"],
         path_keys.contiguous(), plan_keys.contiguous(), params,
-        torch.tensor(order, device=dev, dtype=torch.int32),
+        torch.tensor([_KINDS[rule.kind] for rule in rules], device=dev, dtype=torch.int32),
+        torch.tensor(periods, device=dev, dtype=torch.int32), order,
         as_f64(mu), as_f64(prec), as_f64(p0), as_f64(m0), as_f64(ref_grads), as_f64(ref_sum),
-        n, spec.n_steps, spec.burn_in, int(n_bins), keep, obs.stride,
+        n, spec.n_steps, spec.burn_in, int(n_bins), keep, obs.stride, order.shape[1],
         BEFORE=module.before, AFTER=module.after, FSAL=int(declared.FSAL),
-        D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data), NB=batch_size if rule.kind != "full" else 1,
-        KIND=_KINDS[rule.kind], PERIOD=period, HAS_PRIOR=bool((np.asarray(p0) != 0).any()),
-        USE_CV=bool(use_cv[0]), FULL_MOMENTS=obs.sum_outer is not None, HIST=obs.hist is not None,
-        KEEP=bool(keep), BLOCK=block,
+        D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data), NB=nb,
+        HAS_PRIOR=bool((np.asarray(p0) != 0).any()), USE_CV=bool(use_cv[0]),
+        FULL_MOMENTS=obs.sum_outer is not None, HIST=obs.hist is not None, KEEP=bool(keep), BLOCK=block,
     )
-    if keep:
-        obs.kept = keep
-    return g
+    for r, o in enumerate(observers):
+        xs[r].copy_(x[r])
+        vs[r].copy_(v[r])
+        for name in _STACKED:
+            if getattr(o, name, None) is not None:
+                getattr(o, name).copy_(stacked[name][r])
+        o.kept = o.keep

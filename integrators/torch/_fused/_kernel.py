@@ -9,7 +9,10 @@ variate when asked), the part after it, the divergence check (mark the step, par
 zero), and after burn-in the observers: running sums, the first coordinate's histogram (atomic adds
 of exact integer counts, so the result does not depend on their order) and its tails, kept samples.
 
-Numbers are read from ``params`` (float64 on the device: a Python float argument would be float32):
+The launch's grid is (blocks of chains, runs): runs that share the scheme, the step, the chains and their
+paths and the observers' layout, each with its own plan (``kinds``, ``periods``, a row of ``order``), state
+and outputs (stacked along a leading run axis).  A run's numbers are read from its row of ``params``
+(float64 on the device: a Python float argument would be float32):
 ``[c0 .. c4, L11, L21, L22, scale, bound, hist_lo, hist_hi, inv_width]`` (:data:`PARAMS`).
 """
 
@@ -18,8 +21,9 @@ import triton.language as tl
 
 from integrators.torch._fused._normals import plan_uniform, step_normals
 
-# the layout of the params tensor
+# the layout of a run's row of the params tensor
 N_COEF = 5
+N_PARAMS = tl.constexpr(13)
 PARAMS = ("c0", "c1", "c2", "c3", "c4", "l11", "l21", "l22", "scale", "bound", "hist_lo", "hist_hi", "inv_width")
 
 
@@ -57,17 +61,38 @@ def _datum(x, idx, mu_ptr, prec_ptr, ref_ptr, a3, b3, col, cmask,
     return grad, ref
 
 
-@triton.jit
+# sizes and counts are not specialized on (a new value is no new compilation), nor is the plan's kind: a
+# figure's runs share one compiled kernel per scheme
+@triton.jit(do_not_specialize=["n_chains", "n_steps", "burn_in", "n_bins", "keep", "stride", "order_stride"])
 def chain_kernel(
     x_ptr, v_ptr, g_ptr, diverged_ptr, sum_x_ptr, sum_xx_ptr, sum_outer_ptr, hist_ptr, tails_ptr, samples_ptr,
-    path_keys_ptr, plan_keys_ptr, params_ptr, order_ptr,
+    path_keys_ptr, plan_keys_ptr, params_ptr, kinds_ptr, periods_ptr, order_ptr,
     mu_ptr, prec_ptr, p0_ptr, m0_ptr, ref_ptr, ref_sum_ptr,
-    n_chains, n_steps, burn_in, n_bins, keep, stride,
+    n_chains, n_steps, burn_in, n_bins, keep, stride, order_stride,
     BEFORE: tl.constexpr, AFTER: tl.constexpr, FSAL: tl.constexpr,
     D: tl.constexpr, DP: tl.constexpr, N_DATA: tl.constexpr, NP: tl.constexpr, NB: tl.constexpr,
-    KIND: tl.constexpr, PERIOD: tl.constexpr, HAS_PRIOR: tl.constexpr, USE_CV: tl.constexpr,
+    HAS_PRIOR: tl.constexpr, USE_CV: tl.constexpr,
     FULL_MOMENTS: tl.constexpr, HIST: tl.constexpr, KEEP: tl.constexpr, BLOCK: tl.constexpr,
 ):
+    # axis 1: the runs of one launch (same scheme, step, path and observers; each its own plan and outputs)
+    run = tl.program_id(1).to(tl.int64)
+    params_ptr += run * N_PARAMS
+    order_ptr += run * order_stride
+    kind = tl.load(kinds_ptr + run)
+    period = tl.load(periods_ptr + run)
+    x_ptr += run * n_chains * D
+    v_ptr += run * n_chains * D
+    g_ptr += run * n_chains * D
+    diverged_ptr += run * n_chains
+    sum_x_ptr += run * n_chains * D
+    sum_xx_ptr += run * n_chains * D
+    if FULL_MOMENTS:
+        sum_outer_ptr += run * n_chains * D * D
+    if HIST:
+        hist_ptr += run * n_bins
+        tails_ptr += run * 4
+    if KEEP:
+        samples_ptr += run * n_chains * keep * D
     rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     rmask = rows < n_chains
     col = tl.arange(0, DP)[None, :]
@@ -122,12 +147,13 @@ def chain_kernel(
     # k = 0 draws the first batch for the cached force of a first-same-as-last scheme only
     for k in range(1 - FSAL, n_steps + 1):
         # the force at x on this step's batch: G = grad f_0 + scale * sum_w grad f_i (+ the control variate)
-        if KIND == 2:  # a partition: a fresh permutation at the start of each period
+        first = tl.zeros([], dtype=tl.int32)
+        if kind == 2:  # a partition: a fresh permutation at the start of each period
             if position == 0:
                 perm = _shuffle(plan_key, plan_ctr, coln, N_DATA, BLOCK, NP)
                 plan_ctr += N_DATA
             first = tl.load(order_ptr + position) * NB
-            position = (position + 1) % PERIOD
+            position = (position + 1) % period
         if k > 0:
             z0, z1, z2, z3 = step_normals(path_key, path_ctr, col, D)
             path_ctr += 3 * D
@@ -147,7 +173,7 @@ def chain_kernel(
                 prior += (_column(x, col, b) - tl.load(m0_ptr + b))[:, None] * p0_col
         batch = tl.zeros_like(x)
         batch_ref = tl.zeros_like(x)
-        if KIND == 0:
+        if kind == 0:
             for i in range(N_DATA):
                 grad, ref = _datum(x, tl.zeros([BLOCK], dtype=tl.int64) + i, mu_ptr, prec_ptr, ref_ptr,
                                    a3, b3, col, cmask, D, USE_CV)
@@ -155,7 +181,7 @@ def chain_kernel(
                 batch_ref += ref
         else:
             for t in tl.static_range(NB):
-                if KIND == 1:
+                if kind == 1:
                     u = plan_uniform(plan_key, plan_ctr + t)
                     idx = tl.minimum((u * N_DATA).to(tl.int64), N_DATA - 1)
                     grad, ref = _datum(x, idx, mu_ptr, prec_ptr, ref_ptr, a3, b3, col, cmask, D, USE_CV)
@@ -167,7 +193,7 @@ def chain_kernel(
                     grad, ref = _datum(x, idx, mu_ptr, prec_ptr, ref_ptr, a3, b3, col, cmask, D, USE_CV)
                     batch += tl.where(q < N_DATA, grad, 0.0)
                     batch_ref += tl.where(q < N_DATA, ref, 0.0)
-            if KIND == 1:
+            if kind == 1:
                 plan_ctr += NB
         g = prior + scale * batch
         if USE_CV:
