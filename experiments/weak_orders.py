@@ -18,7 +18,7 @@ CLAIM = ("UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sam
 COST = {"quick": "~2 s", "full": "~2 s"}
 PRESETS = ("quick", "full")  # the oracle needs no smaller level: tiny runs quick
 RESULT = Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER), unstable=ListOf())
-PANELS_PER_ROW = 4
+_PANELS_PER_ROW = 4
 
 
 def units(preset: str) -> list[dict]:
@@ -86,8 +86,8 @@ def draw(results: list, preset: str) -> Drawing:
               "unstable": h in res["unstable"], "slope_finest4": res["slope"]}
              for unit, res in results for h, b in zip(res["hs"], res["bias"], strict=True)]
     plans = list(dict.fromkeys(unit["plan"] for unit, _ in results))
-    n_rows = -(-len(plans) // PANELS_PER_ROW)
-    n_cols = min(len(plans), PANELS_PER_ROW)
+    n_rows = -(-len(plans) // _PANELS_PER_ROW)
+    n_cols = min(len(plans), _PANELS_PER_ROW)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(4 * n_cols, 4 * n_rows), sharey=True, squeeze=False)
     for ax in axes.flat[len(plans):]:
         ax.set_visible(False)

@@ -35,8 +35,8 @@ from reports._progress import Progress
 from reports._run_record import read_run
 from reports._runmeta import fingerprint
 from reports.drawing import write_drawing, write_metadata
-from reports.registry import absent_input
-from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, UnsafeLock, unit_seed, write_atomic
+from reports.registry import _absent_input
+from reports.store import Busy, CorruptUnit, StaleUnit, Store, UnsafeLock, _FolderLock, _write_atomic, unit_seed
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -97,8 +97,8 @@ def build_parser() -> Parser:
     return parser
 
 
-def _lock(out: Path) -> FolderLock:
-    return FolderLock(out)
+def _lock(out: Path) -> _FolderLock:
+    return _FolderLock(out)
 
 
 def _select(ids, figures):
@@ -255,8 +255,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
                      "fingerprint": prints[(fid, store.path(fid, unit))]})
         store.save(fid, unit, result, meta)
-        if absent_input(result) is not None:
-            absent.append((fid, absent_input(result)))
+        if _absent_input(result) is not None:
+            absent.append((fid, _absent_input(result)))
         return fid, unit
 
     absent = []
@@ -281,7 +281,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
-    write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
+    _write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
     if absent:  # drawn (the figure says what is absent), but not a success

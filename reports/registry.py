@@ -70,15 +70,9 @@ def module_preset(mod, preset: str) -> str:
     return preset if preset in mod.PRESETS else "quick"
 
 
-def module_names() -> tuple[str, ...]:
+def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way).
-
-    Returns
-    -------
-    tuple of str
-        The module names, in registry order.
-    """
+    (the tests use a small registry of fast units this way)."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
     return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
 
@@ -97,7 +91,7 @@ def load() -> dict:
         When a module lacks a name of the contract (:data:`CONTRACT`).
     """
     out = {}
-    for name in module_names():
+    for name in _module_names():
         mod = importlib.import_module(name)
         for attr in CONTRACT:
             if not hasattr(mod, attr):
@@ -106,19 +100,8 @@ def load() -> dict:
     return out
 
 
-def absent_input(result) -> str | None:
-    """Why a unit's input data was absent (its result ``{"missing": why}``), else None.
-
-    Parameters
-    ----------
-    result
-        A unit's result.
-
-    Returns
-    -------
-    str or None
-        The reason, or None when the result is not a missing-input marker.
-    """
+def _absent_input(result) -> str | None:
+    """Why a unit's input data was absent (its result ``{"missing": why}``), else None."""
     return str(result["missing"]) if isinstance(result, dict) and "missing" in result else None
 
 
@@ -138,7 +121,7 @@ def unfinished(result) -> str | None:
     """
     if isinstance(result, dict) and "skipped" in result:
         return str(result["skipped"])
-    return absent_input(result)
+    return _absent_input(result)
 
 
 # the optional extras of pyproject.toml ([project.optional-dependencies]) by the modules they provide
@@ -146,20 +129,8 @@ EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert":
           "ipykernel": "tour", "jupyter_server_mathjax": "tour", "dask": "dask"}
 
 
-def install_hint(module: str) -> str:
-    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one.
-
-    Parameters
-    ----------
-    module : str
-        An importable name, e.g. ``"torch"``.
-
-    Returns
-    -------
-    str
-        ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, or, for a module of no extra,
-        ``"needs <module>, which is not installed"``.
-    """
+def _install_hint(module: str) -> str:
+    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one."""
     extra = EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
@@ -168,7 +139,7 @@ def install_hint(module: str) -> str:
 
 def lacking(mod) -> str | None:
     """What ``mod`` (a figure module, or any module declaring ``REQUIRES``) needs and this
-    installation lacks, in words (:func:`install_hint`), else None; nothing is imported.
+    installation lacks, in words (:func:`_install_hint`), else None; nothing is imported.
 
     Parameters
     ----------
@@ -186,7 +157,7 @@ def lacking(mod) -> str | None:
         except ImportError:  # an import hook that refuses the name
             found = False
         if not found:
-            return install_hint(name)
+            return _install_hint(name)
     return None
 
 

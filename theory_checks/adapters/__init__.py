@@ -12,7 +12,8 @@
 A library's adapters are one module of this package that declares ``LIBRARY`` (the library's
 name), ``ADAPTERS`` (a tuple of adapter objects) and, optionally, ``ORDER`` (its place in the
 registry): every such module is found (:func:`integrators.registry.discover`) and its adapters
-join :data:`ADAPTERS`, so adding a library is one new file.
+join :data:`ADAPTERS`, so adding a library is one new file.  The adapters' methods follow
+:class:`SamplerAdapter` and carry a summary line: its docstring is their contract.
 
 The libraries are imported only when an adapter builds a sampler: this package imports without
 them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement in a test.
