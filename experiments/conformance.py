@@ -53,18 +53,8 @@ def _tiny_samplers() -> tuple[str, ...]:
 def units(preset: str) -> list[dict]:
     """The independent units of work of the conformance figure.
 
-    One per target (``_TARGETS[preset]``) for the toolkit's exact lines (``{"sampler": "toolkit",
+    One per target (``TARGETS[preset]``) for the toolkit's exact lines (``{"sampler": "toolkit",
     "target"}``), and one per adapted sampler and target (:func:`_tiny_samplers` at ``tiny``).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
     """
     from theory_checks.adapters._conformance import conformance_adapters
 
@@ -74,23 +64,7 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    """Compute one unit: a sampler measured on its target at the preset's level, or the toolkit's lines.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``; ``{"sampler", "target",
-        "skipped"}`` where the sampler's library is not installed.
-    """
+    """Compute one unit: a sampler measured on its target at the preset's level, or the toolkit's lines."""
     from theory_checks.adapters import _conformance as conformance
     from theory_checks.adapters._protocol import LibraryMissing
 
@@ -199,20 +173,7 @@ def _plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the conformance measurements: the figure, the table and the verdicts.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the conformance measurements: the figure, the table and the verdicts."""
     from theory_checks.adapters._conformance import order_class, sms_effect
 
     toolkit = [res for _, res in results if res["sampler"] == "toolkit"]

@@ -34,7 +34,8 @@ absent, but never as done (:func:`unfinished`): ``--resume`` computes it again. 
 missing-data unit ends with exit code 2 naming it.
 
 Adding a figure is one module (or subpackage) of the ``experiments`` package that declares the
-contract: the registry finds it (:func:`integrators.registry.discover`), with no list to edit.
+contract: the registry finds it (:func:`integrators.registry.discover`), with no list to edit.  A
+member's ``units``, ``run_unit`` and ``draw`` carry a summary line: this docstring is their contract.
 """
 
 from __future__ import annotations

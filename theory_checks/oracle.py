@@ -114,7 +114,10 @@ def _affine_force(target: GaussianTarget, batch, scale: float, control_variate=F
 
 
 def _step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
-    """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops``."""
+    """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops``.
+
+    ``z' = A z + a + C xi`` with ``z = (x, v)`` and ``xi`` the 4d path noise.
+    """
     module = resolve_scheme(scheme)
     if getattr(module, "affine_ops", None) is None:
         raise ValueError(f"scheme {module.NAME!r} declares no affine_ops; use maps='probed'")

@@ -308,7 +308,12 @@ def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_b
 
 def _anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
                          pattern=(1.0, 2.5, 5.0, 10.0)) -> GaussianTarget:
-    """Gaussian data terms whose precisions do not commute."""
+    """Gaussian data terms whose precisions do not commute.
+
+    Each is a random rotation of a spectrum that repeats ``pattern`` (so every block of
+    ``len(pattern)`` dimensions is equally hard, and the sampler's law is not a product of
+    one-dimensional problems).
+    """
     d = int_at_least("d", d, 1)
     n_data = int_at_least("n_data", n_data, 1)
     rng = np.random.default_rng([seed, d])

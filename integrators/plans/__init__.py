@@ -117,7 +117,10 @@ KINDS = ("full", "iid", "partition")  # the vocabulary of KIND
 
 @dataclass(frozen=True)
 class _PlanRule:
-    """A plan's batch rule as it declares it."""
+    """A plan's batch rule as it declares it.
+
+    :func:`plan_rule` reads it; :class:`integrators.plans._walk.PlanWalk` walks it.
+    """
 
     kind: str
     batch_index: object = None

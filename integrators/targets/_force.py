@@ -25,7 +25,13 @@ def _target_functions(target_cls):
 
 
 def make_force(target_cls):
-    """Numba force ``force(x, out, batch, n_batch, scale, tdata)`` for a target class."""
+    """Numba force ``force(x, out, batch, n_batch, scale, tdata)`` for a target class.
+
+    ``tdata = (arrays, ref_grads, ref_grad_sum, use_cv)`` with ``ref_grads[i] = grad f_i(x_ref)``.
+    Without a control variate
+    ``G = grad f_0(x) + scale * sum_{i in batch} grad f_i(x)``; with one (``use_cv[0]``)
+    ``G = grad f_0(x) + sum_i grad f_i(x_ref) + scale * sum_{i in batch} (grad f_i(x) - grad f_i(x_ref))``.
+    """
     prior_grad_add, datum_grad_add, _ = _target_functions(target_cls)
 
     @nb.njit(nogil=True, inline="always")
@@ -48,7 +54,11 @@ def make_force(target_cls):
 
 
 def make_lane_force(target_cls):
-    """The force over a block of chains, the same formula as :func:`make_force`, chain by chain."""
+    """The force over a block of chains, the same formula as :func:`make_force`, chain by chain.
+
+    A target class with a ``lane_grad`` gets its vectorized gradients; others are called chain by
+    chain.
+    """
     prior_grad_add, datum_grad_add, grads = _target_functions(target_cls)
     if grads is None:
         @nb.njit(nogil=True, inline="always")
@@ -98,7 +108,10 @@ def lane_force_for(target) -> object:
 
 
 def force_data(target, control_variate=False, x_ref=None) -> tuple:
-    """The ``tdata`` tuple the forces of :func:`make_force` and :func:`make_lane_force` read."""
+    """The ``tdata`` tuple the forces of :func:`make_force` and :func:`make_lane_force` read.
+
+    The per-datum gradients at ``x_ref`` are computed once here.
+    """
     if control_variate:
         x_ref = target.mode() if x_ref is None else finite_array("x_ref", x_ref)
         if x_ref.ndim == 0 and target.dim == 1:  # one number for a one-dimensional target
