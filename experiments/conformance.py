@@ -54,7 +54,7 @@ def units(preset: str) -> list[dict]:
     """The independent units of work of the conformance figure.
 
     One per target (``TARGETS[preset]``) for the toolkit's exact lines (``{"sampler": "toolkit",
-    "target"}``), and one per adapted sampler and target (:func:`_tiny_samplers` at ``tiny``).
+    "target"}``), and one per adapted sampler and target (``_tiny_samplers`` at ``tiny``).
     """
     from theory_checks.adapters._conformance import conformance_adapters
 

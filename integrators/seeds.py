@@ -49,7 +49,7 @@ def derive(seed, *labels) -> int:
     seed : int
         The experiment's seed, in ``[0, 2**64)``.
     *labels : int or str
-        The names of the part, outermost first (see :func:`_label_word`).
+        The names of the part, outermost first (see ``_label_word``).
 
     Returns
     -------
@@ -59,7 +59,7 @@ def derive(seed, *labels) -> int:
     Raises
     ------
     ValueError
-        If ``seed`` is not an integer in ``[0, 2**64)``, or a label is refused by :func:`_label_word`.
+        If ``seed`` is not an integer in ``[0, 2**64)``, or a label is refused by ``_label_word``.
     """
     seed = seed_value(seed)
     words = np.random.SeedSequence(entropy=seed, spawn_key=tuple(_label_word(lab) for lab in labels))

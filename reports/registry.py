@@ -30,7 +30,7 @@ Nothing in it writes a file: the command line checks the preset (once, here and 
 returns (:func:`reports.drawing.write_drawing`), the metadata and the report.  A unit whose input
 data is absent returns ``{"missing": why}``, and one that could not run here (a library not
 installed) a dict with ``"skipped": why``: either is persisted so that the figure can say what is
-absent, but never as done (:func:`unfinished`): ``--resume`` computes it again.  A run with a
+absent, but never as done (``_unfinished``): ``--resume`` computes it again.  A run with a
 missing-data unit ends with exit code 2 naming it.
 
 Adding a figure is one module (or subpackage) of the ``experiments`` package that declares the
@@ -52,7 +52,7 @@ CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_u
 DEFAULT_MODULES = discover("experiments", CONTRACT)
 
 
-def module_preset(mod, preset: str) -> str:
+def _module_preset(mod, preset: str) -> str:
     """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
     module without a ``tiny`` level of its own (``PRESETS`` in the module).
 
@@ -106,7 +106,7 @@ def _absent_input(result) -> str | None:
     return str(result["missing"]) if isinstance(result, dict) and "missing" in result else None
 
 
-def unfinished(result) -> str | None:
+def _unfinished(result) -> str | None:
     """Why a persisted unit is not done (its input data absent, or skipped for a library that is not
     installed), else None: such a unit is computed again by ``--resume``.
 
@@ -126,13 +126,13 @@ def unfinished(result) -> str | None:
 
 
 # the optional extras of pyproject.toml ([project.optional-dependencies]) by the modules they provide
-EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
+_EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
           "ipykernel": "tour", "jupyter_server_mathjax": "tour", "dask": "dask"}
 
 
 def _install_hint(module: str) -> str:
-    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one."""
-    extra = EXTRAS.get(module.split(".")[0])
+    """What to install for ``module``: its extra (``_EXTRAS``) where it has one."""
+    extra = _EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
     return f"needs the {extra} extra: pip install 'sms-langevin[{extra}]'"
@@ -140,7 +140,7 @@ def _install_hint(module: str) -> str:
 
 def lacking(mod) -> str | None:
     """What ``mod`` (a figure module, or any module declaring ``REQUIRES``) needs and this
-    installation lacks, in words (:func:`_install_hint`), else None; nothing is imported.
+    installation lacks, in words (``_install_hint``), else None; nothing is imported.
 
     Parameters
     ----------
@@ -162,7 +162,7 @@ def lacking(mod) -> str | None:
     return None
 
 
-def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
+def _runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     """The figures of ``ids`` this installation can run, and one line naming the others and what
     they need (None when all can run).
 

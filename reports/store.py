@@ -267,7 +267,7 @@ class Store:
         return self.root / figure_id / f"{_unit_key(unit)}.json"
 
     def save(self, figure_id: str, unit: dict, result, meta: dict) -> Path:
-        """Write a unit's result and metadata atomically (:func:`_write_atomic`).
+        """Write a unit's result and metadata atomically (``_write_atomic``).
 
         Parameters
         ----------

@@ -148,10 +148,10 @@ def test_each_adapter_steps_and_its_chains_stay_independent(name):
 def test_a_shared_thermostat_couples_stacked_chains():
     """The independence test has teeth: posteriors' sgnht on one stacked parameter (one xi for
     all chains) changes every chain when chain 0 changes; the adapter maps over chains instead."""
-    from theory_checks.adapters.posteriors_adapter import PosteriorsAdapter, PosteriorsSGNHT
+    from theory_checks.adapters.posteriors_adapter import _PosteriorsAdapter, _PosteriorsSGNHT
 
-    class StackedSGNHT(PosteriorsAdapter):
-        make_transform = PosteriorsSGNHT.make_transform
+    class StackedSGNHT(_PosteriorsAdapter):
+        make_transform = _PosteriorsSGNHT.make_transform
 
     rng = np.random.default_rng(0)
     x0 = rng.normal(size=(4, 2))

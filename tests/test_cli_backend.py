@@ -125,7 +125,7 @@ def test_figure1_runs_its_own_tiny_level():
     from experiments import figure1 as fig1_wasserstein
     from reports import registry
 
-    assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"
+    assert registry._module_preset(fig1_wasserstein, "tiny") == "tiny"
     assert len(fig1_wasserstein.units("tiny")) == 12  # a unit per scheme and step size, three points each
 
 

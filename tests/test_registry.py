@@ -259,7 +259,7 @@ def test_runnable_keeps_exactly_the_figures_whose_requirements_are_installed(nee
     from reports import registry
     names = [f"fig{i}" for i in range(len(needs))]
     figures = {n: types.SimpleNamespace(REQUIRES=req) for n, req in zip(names, needs, strict=True)}
-    ids, note = registry.runnable(figures, names)
+    ids, note = registry._runnable(figures, names)
     left_out = [n for n, req in zip(names, needs, strict=True) if any(r != "numpy" for r in req)]
     assert ids == [n for n in names if n not in left_out]
     assert (note is None) == (not left_out)
@@ -268,7 +268,7 @@ def test_runnable_keeps_exactly_the_figures_whose_requirements_are_installed(nee
 
 
 def test_extras_name_the_pyproject_extras_that_install_them():
-    """Each module of ``registry.EXTRAS`` is a requirement of the extra it names in pyproject.toml,
+    """Each module of ``registry._EXTRAS`` is a requirement of the extra it names in pyproject.toml,
     and every module a figure or the tour declares in ``REQUIRES`` has its extra there."""
     import re
     import tomllib
@@ -278,9 +278,9 @@ def test_extras_name_the_pyproject_extras_that_install_them():
     from reports import registry
     extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
         "project"]["optional-dependencies"]
-    for module, extra in registry.EXTRAS.items():
+    for module, extra in registry._EXTRAS.items():
         dists = {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0].lower().replace("-", "_") for r in extras[extra]}
         assert module in dists, (module, extra)
     declared = [n for mod in [tour, *registry.load().values()] for n in getattr(mod, "REQUIRES", ())]
-    assert "torch" in declared and set(declared) <= set(registry.EXTRAS)
+    assert "torch" in declared and set(declared) <= set(registry._EXTRAS)
     assert registry._install_hint("torch.nn") == "needs the torch extra: pip install 'sms-langevin[torch]'"

@@ -3,7 +3,7 @@
 Claim checked (the paper's main theorem): under a strongly Hessian-Lipschitz potential (Gaussian
 targets qualify, their Hessian is constant) the W2 bias of SMS-UBU grows like ``h^2 sqrt(d)``.
 Measured: for anisotropic Gaussian targets whose data terms do not commute
-(:func:`theory_checks.orders._anisotropic_gaussian`), the oracle's exact stationary mean and
+(``theory_checks.orders._anisotropic_gaussian``), the oracle's exact stationary mean and
 covariance of ``x`` give the W2 distance between the Gaussian laws with those moments and the
 target (the Bures formula; for ``rr``/``sms`` the time-averaged law is a Gaussian mixture, so this
 is the W2 distance of its moment-matched Gaussian).  The exponent in ``d`` is a least-squares

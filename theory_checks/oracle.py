@@ -129,7 +129,7 @@ def _rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: floa
     (identity for schemes that are not first-same-as-last), without the noise it undoes; with
     ``noise=True``, ``(K, k, N)``: the rotated state is ``K z + k + N xi`` with ``xi`` the step's
     own path noise (nonzero columns of ``N``: the slots a rotation that crosses an O step undoes,
-    which in the rotated transition belong to the previous step, see :func:`_rotation_slots`)."""
+    which in the rotated transition belong to the previous step, see ``_rotation_slots``)."""
     module = resolve_scheme(scheme)
     rotation = getattr(module, "rotation_ops", None)
     ops = rotation(h, gamma) if rotation is not None else []
@@ -383,7 +383,7 @@ def _affine_step_map(scheme, hess, h, gamma):
 
 
 def _spectral_radius(scheme, hess, h, gamma) -> float:
-    """The spectral radius of the full-gradient map (:func:`_affine_step_map`): stable below 1."""
+    """The spectral radius of the full-gradient map (``_affine_step_map``): stable below 1."""
     a, _ = _affine_step_map(scheme, hess, h, gamma)
     return float(np.max(np.abs(np.linalg.eigvals(a))))
 

@@ -36,7 +36,7 @@ class OrderFit:
     errors : numpy.ndarray
         The error at each step size; nan where the sampler is unstable.
     slope : float
-        The least-squares slope of log(error) against log(h) (:func:`_fit_slope`).
+        The least-squares slope of log(error) against log(h) (``_fit_slope``).
     local_slopes : numpy.ndarray
         The slopes between consecutive step sizes (:func:`local_slopes`).
     fit_points : int

@@ -47,7 +47,7 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
     ----------
     scheme : str or module or Scheme or adapter
         What to check: a scheme (as :func:`verify` takes it) or an adapter (a registered
-        adapter's name or an object, :func:`_is_adapter`).
+        adapter's name or an object, ``_is_adapter``).
     budget : float or None, default None
         A wall-clock cap (``None``: none).  For a scheme, :func:`verify`'s ``max_seconds``; for an
         adapter, seconds split evenly over its plans (:func:`theory_checks.adapters.measure_adapter`'s
@@ -111,7 +111,7 @@ def _log_uniform(low: float, high: float):
 
 
 def step_sizes(low: float = 1e-3, high: float = 0.5):
-    """A hypothesis strategy of step sizes, log-uniform in ``[low, high]`` (:func:`_log_uniform`).
+    """A hypothesis strategy of step sizes, log-uniform in ``[low, high]`` (``_log_uniform``).
 
     Parameters
     ----------
@@ -129,7 +129,7 @@ def step_sizes(low: float = 1e-3, high: float = 0.5):
 
 
 def frictions(low: float = 0.05, high: float = 20.0):
-    """A hypothesis strategy of frictions, log-uniform in ``[low, high]`` (:func:`_log_uniform`).
+    """A hypothesis strategy of frictions, log-uniform in ``[low, high]`` (``_log_uniform``).
 
     Parameters
     ----------

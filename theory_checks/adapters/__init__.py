@@ -20,7 +20,7 @@ them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement i
 """
 
 from integrators.registry import discover_modules
-from theory_checks.adapters._measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
+from theory_checks.adapters._measure import ADAPTERS, AdapterReport, measure_adapter
 from theory_checks.adapters._protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
 from theory_checks.adapters._runs import LEVELS
 
@@ -30,4 +30,4 @@ for _module in discover_modules(__name__, ADAPTER_MODULE):
         ADAPTERS.register(_adapter)
 
 __all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
-           "checked_positions", "measure_adapter", "resolve_adapter"]
+           "checked_positions", "measure_adapter"]

@@ -50,7 +50,7 @@ def _blackjax():
 def _grad_estimator_for(target):
     """BlackJAX's ``grad_estimator(position, minibatch)`` for the toolkit's ``target``, with
     ``minibatch = (indices, scale)``: the toolkit's minibatch gradient.  For a
-    :class:`GaussianTarget` it is written in JAX (:func:`_gaussian_grad_estimator`, no host round
+    :class:`GaussianTarget` it is written in JAX (``_gaussian_grad_estimator``, no host round
     trip per inner step); otherwise the toolkit's force is called back on the host (under
     ``jax.vmap``, one chain per lane, the callback receives the whole block of chains)."""
     jax, _ = _blackjax()
@@ -139,14 +139,14 @@ def _compiled(kind, target, gamma: float, *extra):
     keyed by everything that determines them (the class, the target, the friction, extras)."""
     jax, blackjax = _blackjax()
     ge = _grad_estimator_for(target)
-    if kind is BlackJAXSGLD:
+    if kind is _BlackJAXSGLD:
         alg = blackjax.sgld(ge)
         return (lambda x0, key: alg.init(x0)), jax.jit(lambda key, x, mb, h: alg.step(key, x, mb, h))
     if kind is BlackJAXSGHMC:
         (steps,) = extra
         alg = blackjax.sghmc(ge, num_integration_steps=steps, alpha=gamma, beta=0.0)
         return (lambda x0, key: alg.init(x0)), jax.jit(lambda key, x, mb, h: alg.step(key, x, mb, h))
-    if kind is BlackJAXSGNHT:
+    if kind is _BlackJAXSGNHT:
         alg = blackjax.sgnht(ge, alpha=gamma, beta=0.0)
 
         def init_fn(x0, key):
@@ -161,7 +161,7 @@ def _compiled(kind, target, gamma: float, *extra):
     raise ValueError(f"no BlackJAX sampler for {kind.__name__}")
 
 
-class BlackJAXSGLD(_BlackJAXAdapter):
+class _BlackJAXSGLD(_BlackJAXAdapter):
     """``blackjax.sgld`` (blackjax/sgmcmc/sgld.py, ``diffusions.overdamped_langevin``):
 
         x' = x + step_size grad log p(x, minibatch) + sqrt(2 T step_size) xi
@@ -272,7 +272,7 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         return solve_discrete_lyapunov(carry[:d], cov[:d, :d])
 
 
-class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
+class _BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
     """``blackjax.sgnht`` (blackjax/sgmcmc/sgnht.py, ``diffusions.sgnht``):
 
         x'  = x + step_size m
@@ -300,4 +300,4 @@ class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
         return inner.position
 
 
-ADAPTERS = (BlackJAXSGLD(), BlackJAXSGHMC(), BlackJAXSGNHT())
+ADAPTERS = (_BlackJAXSGLD(), BlackJAXSGHMC(), _BlackJAXSGNHT())

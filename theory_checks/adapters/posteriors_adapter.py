@@ -97,13 +97,13 @@ def _log_posterior_for(problem: AdapterProblem):
 
 
 class _Built:
-    """What :meth:`PosteriorsAdapter.build` returns: the problem, the transform and the step."""
+    """What :meth:`_PosteriorsAdapter.build` returns: the problem, the transform and the step."""
 
     def __init__(self, problem, transform, h, gamma):
         self.problem, self.transform, self.h, self.gamma = problem, transform, h, gamma
 
 
-class PosteriorsAdapter:
+class _PosteriorsAdapter:
     """Shared machinery: build the transform, seed it, step it under its own generator."""
 
     LIBRARY = "posteriors"
@@ -150,7 +150,7 @@ class PosteriorsAdapter:
         return state[0].params.detach().numpy()
 
 
-class PosteriorsSGLD(PosteriorsAdapter):
+class _PosteriorsSGLD(_PosteriorsAdapter):
     """``posteriors.sgmcmc.sgld`` (posteriors/sgmcmc/sgld.py, ``update``):
 
         theta' = theta + lr * grad log p(theta, batch) + sqrt(T lr (2 - T lr beta)) * xi
@@ -176,7 +176,7 @@ class PosteriorsSGLD(PosteriorsAdapter):
         return posteriors.sgmcmc.sgld.build(log_posterior, lr=h, beta=0.0, temperature=1.0)
 
 
-class PosteriorsSGHMC(PosteriorsAdapter):
+class _PosteriorsSGHMC(_PosteriorsAdapter):
     """``posteriors.sgmcmc.sghmc`` (posteriors/sgmcmc/sghmc.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -203,7 +203,7 @@ class PosteriorsSGHMC(PosteriorsAdapter):
         return posteriors.sgmcmc.sghmc.build(log_posterior, lr=h, alpha=gamma, beta=0.0, sigma=1.0, temperature=1.0)
 
 
-class PosteriorsBAOA(PosteriorsAdapter):
+class _PosteriorsBAOA(_PosteriorsAdapter):
     """``posteriors.sgmcmc.baoa`` (posteriors/sgmcmc/baoa.py, ``update``):
 
         m_1/2     = m + lr grad log p(theta, batch)
@@ -236,7 +236,7 @@ class PosteriorsBAOA(PosteriorsAdapter):
         return posteriors.sgmcmc.baoa.build(log_posterior, lr=h, alpha=gamma, sigma=1.0, temperature=1.0)
 
 
-class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
+class _PosteriorsSGNHT(ThermostatAdapter, _PosteriorsAdapter):
     """``posteriors.sgmcmc.sgnht`` (posteriors/sgmcmc/sgnht.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -293,4 +293,4 @@ class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
         return state[0][0].detach().numpy()
 
 
-ADAPTERS = (PosteriorsSGLD(), PosteriorsSGHMC(), PosteriorsBAOA(), PosteriorsSGNHT())
+ADAPTERS = (_PosteriorsSGLD(), _PosteriorsSGHMC(), _PosteriorsBAOA(), _PosteriorsSGNHT())
