@@ -61,7 +61,7 @@ from integrators._spec import RunSpec
 from integrators._validation import boolean, int_at_least
 from integrators.plans import IID, kernel_code
 from integrators.seeds import derive
-from integrators.targets import force_data, lane_force_for
+from integrators.targets._force import force_data, lane_force_for
 
 COUPLINGS = ("shared", "independent")
 INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled baseline's coarse chain's seed's labels

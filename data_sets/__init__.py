@@ -20,45 +20,27 @@ raises :class:`DataError` saying where they looked and how to obtain it.
 Each returns an :class:`ImageData`: float32 images ``(n, C, H, W)`` scaled to [0, 1] and int64
 labels, for a train and a test split. No downloads: a missing, truncated or corrupt file raises
 :class:`DataError` (a ``ValueError``) naming the file and the problem. Every loader hands
-what it read to :func:`check_layout` against the declared data set's :class:`DataSpec` (the number of
+what it read to ``check_layout`` against the declared data set's ``DataSpec`` (the number of
 classes, the channels and the axis the format puts them on, the image size where the set fixes it):
 every split non-empty, one image shape across the splits, uint8 pixels, labels integers in
 ``[0, K)``; a file that breaks it raises :class:`DataError` naming the file and the field.
-:data:`SHARED_XRAY` is the development setup's PneumoniaMNIST subset (the tests' file, the last
+``SHARED_XRAY`` is the development setup's PneumoniaMNIST subset (the tests' file, the last
 place :func:`find_medmnist` looks), read from where it lies, never copied.
-:func:`read_idx` reads one IDX file.
+``read_idx`` reads one IDX file.
 """
 
-from data_sets._find import DATA_DIR_ENV, SHARED_XRAY, find_data, find_medmnist
-from data_sets._idx import DataError, read_idx
-from data_sets._layout import (
-    FASHION_MNIST,
-    MEDMNIST,
-    MEDMNIST_DEFAULT,
-    DataSpec,
-    Field,
-    ImageData,
-    Part,
-    check_layout,
-)
+from data_sets._find import DATA_DIR_ENV, find_data, find_medmnist
+from data_sets._idx import DataError
+from data_sets._layout import ImageData, Part
 from data_sets._loaders import (
-    CELEBA_ATTRS,
-    CIFAR_TEST,
-    CIFAR_TRAIN,
-    IMAGE_SUFFIXES,
-    LOADERS,
-    XRAY_CLASSES,
     embedded_digits,
     load_celeba,
     load_chest_xray,
     load_cifar10,
     load_fashion_mnist,
     load_medmnist,
-    medmnist_set,
     synthetic,
 )
 
-__all__ = ["CELEBA_ATTRS", "CIFAR_TEST", "CIFAR_TRAIN", "DATA_DIR_ENV", "FASHION_MNIST", "IMAGE_SUFFIXES", "LOADERS",
-           "MEDMNIST", "MEDMNIST_DEFAULT", "SHARED_XRAY", "XRAY_CLASSES", "DataError", "DataSpec", "Field", "ImageData",
-           "Part", "check_layout", "embedded_digits", "find_data", "find_medmnist", "load_celeba", "load_chest_xray",
-           "load_cifar10", "load_fashion_mnist", "load_medmnist", "medmnist_set", "read_idx", "synthetic"]
+__all__ = ["DATA_DIR_ENV", "DataError", "ImageData", "Part", "embedded_digits", "find_data", "find_medmnist",
+           "load_celeba", "load_chest_xray", "load_cifar10", "load_fashion_mnist", "load_medmnist", "synthetic"]

@@ -56,7 +56,7 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
     Parameters
     ----------
     name : str
-        A key of :data:`data_sets.MEDMNIST` (``"pneumoniamnist"``, ``"bloodmnist"``, ...).
+        A key of ``data_sets._layout.MEDMNIST`` (``"pneumoniamnist"``, ``"bloodmnist"``, ...).
     data_dir : str, path-like or None
         A ``.npz`` file, or a folder searched first.
 

@@ -20,23 +20,7 @@ class DataError(ValueError):
 
 
 def read_idx(path: str | Path) -> np.ndarray:
-    """Read one IDX file (``.gz`` allowed).
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The file.
-
-    Returns
-    -------
-    numpy.ndarray
-        Its array, of the dtype and shape its header declares.
-
-    Raises
-    ------
-    DataError
-        Naming the file, if it is missing, unreadable or not a well-formed IDX file.
-    """
+    """Read one IDX file (``.gz`` allowed)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found")

@@ -122,21 +122,7 @@ class DataSpec:
     """The layout a declared data set's files must have: ``n_classes`` (labels in ``[0, K)``),
     ``channels`` on the axis the format puts them (``"last"``: ``(n, H, W, C)``, ``"first"``:
     ``(n, C, H, W)``; a one-channel set may leave the axis out, ``(n, H, W)``), and ``image_size``
-    ``(H, W)`` where the set fixes it (None: any size, the same in every split).
-
-    Parameters
-    ----------
-    name : str
-        The data set's name, for messages.
-    n_classes : int
-        The number of classes ``K``.
-    channels : int, default 1
-        The number of channels.
-    channel_axis : str, default "last"
-        ``"last"`` or ``"first"``.
-    image_size : tuple of (int, int) or None, default None
-        ``(H, W)``, or None for any size.
-    """
+    ``(H, W)`` where the set fixes it (None: any size, the same in every split)."""
 
     name: str
     n_classes: int
@@ -147,17 +133,7 @@ class DataSpec:
 
 @dataclass(frozen=True)
 class Field:
-    """One array as read, the file (or folder) it came from and the key naming it there.
-
-    Parameters
-    ----------
-    value : array_like
-        The array.
-    file : str
-        The file or folder.
-    key : str
-        Its name in the file.
-    """
+    """One array as read, the file (or folder) it came from and the key naming it there."""
 
     value: object
     file: str
@@ -269,29 +245,7 @@ def check_layout(spec: DataSpec, parts: Iterable[Part], splits: tuple[str, ...] 
     the joined ``"train"`` split must hold at least two classes (a classifier trained on one learns
     nothing). The first violation raises :class:`DataError` naming the file and the field (for a
     single class, the files and the count of each class). No I/O: the one place the loaders'
-    layout rules live.
-
-    Parameters
-    ----------
-    spec : DataSpec
-        The declared layout.
-    parts : iterable of Part
-        What the loader read.
-    splits : tuple of str, default ("train", "test")
-        The splits to join.
-
-    Returns
-    -------
-    dict
-        ``{split: (uint8 images (n, C, H, W), int64 labels (n,))}``.
-
-    Raises
-    ------
-    DataError
-        At the first violation of the layout (a ``ValueError``).
-    ValueError
-        If no part joins a split (a loader's bug).
-    """
+    layout rules live."""
     joined = {s: ([], [], []) for s in splits}
     first = None
     for part in parts:

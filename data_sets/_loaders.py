@@ -346,23 +346,7 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
 def medmnist_set(path: str | Path) -> str:
     """The MedMNIST set a file's name declares (``pneumoniamnist.npz``, ``bloodmnist_64.npz``,
     ``pneumoniamnist-subset.npz``: a key of :data:`MEDMNIST`), or :data:`MEDMNIST_DEFAULT` when the
-    name names none; :class:`DataError` for a MedMNIST set this loader cannot read.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The file.
-
-    Returns
-    -------
-    str
-        A key of :data:`MEDMNIST`.
-
-    Raises
-    ------
-    DataError
-        If the name declares a MedMNIST set this loader cannot read.
-    """
+    name names none; :class:`DataError` for a MedMNIST set this loader cannot read."""
     name = Path(path).name.lower()
     for key in MEDMNIST:
         if re.match(rf"{key}(?![a-z0-9])", name):

@@ -17,57 +17,18 @@ RESULT = Record(rows=ListOf(Record(claim=TEXT, expected=TEXT, measured=TEXT, unc
 
 
 def units(preset: str) -> list[dict]:
-    """The independent units of work of the claims table: one per section of the claims table (``{"section": name}``).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
-    """
+    """The independent units of work of the claims table: one per section (``{"section": name}``)."""
     return [{"section": f.__name__} for f in claims.SECTIONS]
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    """Compute one unit: the section's rows, each claim measured with its verdict.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``.
-    """
+    """Compute one unit: the section's rows, each claim measured with its verdict."""
     section = {f.__name__: f for f in claims.SECTIONS}[unit["section"]]
     return {"rows": section(preset)}
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the claims table: its figures, tables and measured numbers.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the claims table: its figures, tables and measured numbers."""
     rows = [r for _, res in results for r in res["rows"]]
     n_fail = sum(r["verdict"] == claims.FAILS for r in rows)
     return Drawing(measured=f"{len(rows)} claims measured; {n_fail} fail.", tables={"claims": rows},

@@ -31,23 +31,17 @@ RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(Map
                       exact_gaussian_x=BOOL, gamma=NUMBER,
                       level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
                       checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))))
-LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
-TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
-EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
+_LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
+_TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
+_EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
 COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up to 512 chains); seconds without them",
         "quick": "~10 min with --workers 2 (9 samplers on the 2-D target, chains set by the detectable limit "
                  "error: benchmarks/RESULTS.md, bench_conformance.py)",
         "full": "an hour or more with --workers 2 (both targets, 4 step sizes, BlackJAX's sghmc in its range)"}
 
 
-def tiny_samplers() -> tuple[str, ...]:
-    """The ``tiny`` level's samplers (every sampler of the registry at the other levels).
-
-    Returns
-    -------
-    tuple of str
-        The names of the first registered adapter of each library, and of the positive controls.
-    """
+def _tiny_samplers() -> tuple[str, ...]:
+    """The ``tiny`` level's samplers (every sampler of the registry at the other levels)."""
     from theory_checks.adapters._conformance import conformance_adapters
 
     first = {}
@@ -60,43 +54,17 @@ def units(preset: str) -> list[dict]:
     """The independent units of work of the conformance figure.
 
     One per target (``TARGETS[preset]``) for the toolkit's exact lines (``{"sampler": "toolkit",
-    "target"}``), and one per adapted sampler and target (:func:`tiny_samplers` at ``tiny``).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
+    "target"}``), and one per adapted sampler and target (``_tiny_samplers`` at ``tiny``).
     """
     from theory_checks.adapters._conformance import conformance_adapters
 
-    names = tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
-    return ([{"sampler": "toolkit", "target": t} for t in TARGETS[preset]]
-            + [{"sampler": name, "target": t} for t in TARGETS[preset] for name in names])
+    names = _tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
+    return ([{"sampler": "toolkit", "target": t} for t in _TARGETS[preset]]
+            + [{"sampler": name, "target": t} for t in _TARGETS[preset] for name in names])
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    """Compute one unit: a sampler measured on its target at the preset's level, or the toolkit's lines.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``; ``{"sampler", "target",
-        "skipped"}`` where the sampler's library is not installed.
-    """
+    """Compute one unit: a sampler measured on its target at the preset's level, or the toolkit's lines."""
     from theory_checks.adapters import _conformance as conformance
     from theory_checks.adapters._protocol import LibraryMissing
 
@@ -105,26 +73,14 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     adapter = conformance.conformance_adapters()[unit["sampler"]]
     try:
         report = conformance.measure_adapter(adapter, target=conformance.resolve_target(unit["target"]),
-                                             level=LEVEL[preset], seed=seed)
+                                             level=_LEVEL[preset], seed=seed)
     except LibraryMissing as exc:
         return {"sampler": unit["sampler"], "target": unit["target"], "skipped": str(exc)}
     return conformance.record(report, target=unit["target"])
 
 
-def rows(records: list[dict]) -> list[dict]:
-    """The table's rows: one per sampler x target x plan.
-
-    Parameters
-    ----------
-    records : list of dict
-        The measured samplers' results (not the toolkit's, not the skipped).
-
-    Returns
-    -------
-    list of dict
-        Expectation, measured slope and interval, verdicts, and for a positive control whether it
-        was detected.
-    """
+def _rows(records: list[dict]) -> list[dict]:
+    """The table's rows: one per sampler x target x plan."""
     from theory_checks.adapters._conformance import check_of, control_verdict, is_control, order_class, sms_effect
 
     out = []
@@ -145,21 +101,8 @@ def rows(records: list[dict]) -> list[dict]:
     return out
 
 
-def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
-    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines.
-
-    Parameters
-    ----------
-    records : list of dict
-        The measured samplers' results.
-    toolkit : list of dict
-        The toolkit's results (its exact lines).
-
-    Returns
-    -------
-    list of dict
-        One row per point.
-    """
+def _points(records: list[dict], toolkit: list[dict]) -> list[dict]:
+    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines."""
     out = [{"sampler": r["sampler"], "source": "measured", "target": r["target"], "plan": plan, "h": h,
             "bias_whitened": e, "noise": n}
            for r in records for plan, m in r["plans"].items()
@@ -171,42 +114,16 @@ def points(records: list[dict], toolkit: list[dict]) -> list[dict]:
     return out
 
 
-def control_note(records: list[dict]) -> str:
-    """The positive controls' verdicts in one line.
-
-    Parameters
-    ----------
-    records : list of dict
-        The measured samplers' results.
-
-    Returns
-    -------
-    str
-        The line; empty without controls.
-    """
+def _control_note(records: list[dict]) -> str:
+    """The positive controls' verdicts in one line."""
     from theory_checks.adapters._conformance import control_verdict, is_control
 
     parts = [f"{r['sampler']} on {r['target']}: {control_verdict(r)}" for r in records if is_control(r)]
     return "Positive controls: " + "; ".join(parts) + "." if parts else ""
 
 
-def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
-    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines.
-
-    Parameters
-    ----------
-    records : list of dict
-        The measured samplers' results.
-    toolkit : list of dict
-        The toolkit's results.
-    skipped : list of dict
-        The units skipped for a missing library (named on the figure).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
-    """
+def _plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
+    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -226,7 +143,7 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
                 for scheme, lad in ((s, by_plan[plan]) for s, by_plan in t["ladders"].items()):
                     pts = [(h, e) for h, e in zip(lad["hs"], lad["errors"], strict=True) if e is not None]
                     color = "k" if scheme == "ubu" else "0.6"
-                    if pts and max(e for _, e in pts) < EXACT:
+                    if pts and max(e for _, e in pts) < _EXACT:
                         ax.plot([], [], "-", color=color, lw=2, label=f"toolkit {scheme.upper()}: exact law")
                     elif pts:
                         ax.plot(*zip(*pts, strict=True), "-", color=color, lw=2,
@@ -249,27 +166,14 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
     note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
             + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \
         "Points below the Monte Carlo noise are not drawn."
-    controls = control_note(records)
+    controls = _control_note(records)
     fig.text(0.01, 0.005, note + ("\n" + controls if controls else ""), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05 if controls else 0.03, 1, 1))
     return fig
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the conformance measurements: the figure, the table and the verdicts.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the conformance measurements: the figure, the table and the verdicts."""
     from theory_checks.adapters._conformance import order_class, sms_effect
 
     toolkit = [res for _, res in results if res["sampler"] == "toolkit"]
@@ -281,11 +185,11 @@ def draw(results: list, preset: str) -> Drawing:
         verdicts.append(f"{r['sampler']} on {r['target']}: {orders}; the symmetric sweep {sms_effect(r)}"
                         + ("" if r["ok"] else f" (FAILED: {', '.join(r['failed'])})"))
     measured = "; ".join(verdicts) + "." if verdicts else "No sampler measured."
-    controls = control_note(records)
+    controls = _control_note(records)
     if controls:
         measured += " " + controls
     if skipped:
         measured += (" Skipped, library not installed: " + ", ".join(sorted({s["sampler"] for s in skipped}))
                      + f" ({skipped[0]['skipped']}).")
-    return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
-                   tables={"conformance": rows(records), "conformance_points": points(records, toolkit)})
+    return Drawing(measured=measured, figures={"conformance": _plot(records, toolkit, skipped)},
+                   tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})

@@ -18,22 +18,11 @@ CLAIM = ("UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sam
 COST = {"quick": "~2 s", "full": "~2 s"}
 PRESETS = ("quick", "full")  # the oracle needs no smaller level: tiny runs quick
 RESULT = Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER), unstable=ListOf())
-PANELS_PER_ROW = 4
+_PANELS_PER_ROW = 4
 
 
 def units(preset: str) -> list[dict]:
-    """The independent units of work of the weak-order table: one per scheme and plan (``{"scheme", "plan"}``).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
-    """
+    """The independent units of work of the weak-order table: one per scheme and plan (``{"scheme", "plan"}``)."""
     return [{"scheme": s, "plan": p} for s in list(SCHEMES) for p in list(PLANS)]
 
 
@@ -41,20 +30,6 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     """Compute one unit.
 
     The variance bias at each step size of a ladder on the one-dimensional Gaussian, and its fitted slope.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``.
     """
     hs = 2.0 ** -np.arange(2, 10)
     fit = weak_order(GaussianTarget.one_d_example(), unit["scheme"], unit["plan"], hs, 1.0,
@@ -64,20 +39,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the weak-order table: its figures, tables and measured numbers.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the weak-order table: its figures, tables and measured numbers."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -86,8 +48,8 @@ def draw(results: list, preset: str) -> Drawing:
               "unstable": h in res["unstable"], "slope_finest4": res["slope"]}
              for unit, res in results for h, b in zip(res["hs"], res["bias"], strict=True)]
     plans = list(dict.fromkeys(unit["plan"] for unit, _ in results))
-    n_rows = -(-len(plans) // PANELS_PER_ROW)
-    n_cols = min(len(plans), PANELS_PER_ROW)
+    n_rows = -(-len(plans) // _PANELS_PER_ROW)
+    n_cols = min(len(plans), _PANELS_PER_ROW)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(4 * n_cols, 4 * n_rows), sharey=True, squeeze=False)
     for ax in axes.flat[len(plans):]:
         ax.set_visible(False)

@@ -37,7 +37,7 @@ from integrators._rng import PATH_STREAM, PLAN_STREAM, STATE_WORDS, VELOCITY_STR
 from integrators._spec import RunSpec
 from integrators._user_code import guarded
 from integrators.plans import kernel_code
-from integrators.targets import force_data, lane_force_for
+from integrators.targets._force import force_data, lane_force_for
 
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
 

@@ -55,8 +55,7 @@ from integrators._rng import (
 )
 from integrators._validation import int_at_least
 from integrators.plans import SMS, next_batches, resolve_plan
-from integrators.targets import force_data, lane_force_for
-from integrators.targets._force import target_function
+from integrators.targets._force import force_data, lane_force_for, target_function
 
 if TYPE_CHECKING:
     from integrators._spec import RunSpec

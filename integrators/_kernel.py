@@ -55,7 +55,7 @@ PlanState.__doc__ = """A plan as the batch rule sees it: its rule code (``-1`` f
 ``BATCH_RULE``), batch size, force scale and the chains' batch streams."""
 Forces = namedtuple("Forces", "tdata box")
 Forces.__doc__ = """What the force and the step need beside the state: the target's force data
-(:func:`integrators.targets.force_data`) and the bounce box (:func:`integrators._bounce.make_box`)."""
+(:func:`integrators.targets._force.force_data`) and the bounce box (:func:`integrators._bounce.make_box`)."""
 Schedule = namedtuple("Schedule", "n_steps burn_in thin")
 Schedule.__doc__ = """Steps to run, steps left out of the statistics, and every how many steps
 after burn-in a sample is kept (the coupled chains: every how many steps they are observed)."""

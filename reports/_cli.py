@@ -35,8 +35,8 @@ from reports._progress import Progress
 from reports._run_record import read_run
 from reports._runmeta import fingerprint
 from reports.drawing import write_drawing, write_metadata
-from reports.registry import absent_input
-from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, UnsafeLock, unit_seed, write_atomic
+from reports.registry import _absent_input
+from reports.store import Busy, CorruptUnit, StaleUnit, Store, UnsafeLock, _FolderLock, _write_atomic, unit_seed
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -97,8 +97,8 @@ def build_parser() -> Parser:
     return parser
 
 
-def _lock(out: Path) -> FolderLock:
-    return FolderLock(out)
+def _lock(out: Path) -> _FolderLock:
+    return _FolderLock(out)
 
 
 def _select(ids, figures):
@@ -154,7 +154,7 @@ def cmd_run(args, figures) -> int:
         seed_value(args.seed, "--seed")
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    ids, not_run = registry.runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
+    ids, not_run = registry._runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
     if not ids:
         raise CliError(not_run)
     check_preset(args.preset, figures, ids)
@@ -225,7 +225,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     tasks, prints = [], {}
     skipped = 0
     for fid in ids:
-        level = registry.module_preset(figures[fid], args.preset)
+        level = registry._module_preset(figures[fid], args.preset)
         for unit in _units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
             wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset,
@@ -233,7 +233,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             if args.resume:
                 try:
                     stored = store.load(fid, unit, wanted)
-                    if store.path(fid, unit).exists() and registry.unfinished(stored) is None:
+                    if store.path(fid, unit).exists() and registry._unfinished(stored) is None:
                         schema.check(stored, figures[fid].RESULT)
                         skipped += 1
                         continue
@@ -255,8 +255,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
                      "fingerprint": prints[(fid, store.path(fid, unit))]})
         store.save(fid, unit, result, meta)
-        if absent_input(result) is not None:
-            absent.append((fid, absent_input(result)))
+        if _absent_input(result) is not None:
+            absent.append((fid, _absent_input(result)))
         return fid, unit
 
     absent = []
@@ -281,7 +281,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
-    write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
+    _write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
     if absent:  # drawn (the figure says what is absent), but not a success
@@ -319,7 +319,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
     drawn = {}
     for fid in ids:
         mod = figures[fid]
-        level = registry.module_preset(mod, preset)
+        level = registry._module_preset(mod, preset)
         results, missing = [], []
         flags = backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
@@ -334,7 +334,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             if res is None and not store.path(fid, unit).exists():
                 missing.append(unit)
                 continue
-            if registry.unfinished(res) is None:
+            if registry._unfinished(res) is None:
                 try:
                     schema.check(res, mod.RESULT)
                 except schema.SchemaError as exc:
@@ -376,7 +376,7 @@ def cmd_report(args, figures) -> int:
         if not (out / "units").is_dir():
             raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
         preset, seed, ids, backend = read_run(out, figures, args.preset)
-        not_run = registry.runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
+        not_run = registry._runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
         if not_run:
             raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
         build_outputs(out, figures, ids, preset, seed, backend)

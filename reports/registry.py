@@ -30,11 +30,12 @@ Nothing in it writes a file: the command line checks the preset (once, here and 
 returns (:func:`reports.drawing.write_drawing`), the metadata and the report.  A unit whose input
 data is absent returns ``{"missing": why}``, and one that could not run here (a library not
 installed) a dict with ``"skipped": why``: either is persisted so that the figure can say what is
-absent, but never as done (:func:`unfinished`): ``--resume`` computes it again.  A run with a
+absent, but never as done (``_unfinished``): ``--resume`` computes it again.  A run with a
 missing-data unit ends with exit code 2 naming it.
 
 Adding a figure is one module (or subpackage) of the ``experiments`` package that declares the
-contract: the registry finds it (:func:`integrators.registry.discover`), with no list to edit.
+contract: the registry finds it (:func:`integrators.registry.discover`), with no list to edit.  A
+member's ``units``, ``run_unit`` and ``draw`` carry a summary line: this docstring is their contract.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_u
 DEFAULT_MODULES = discover("experiments", CONTRACT)
 
 
-def module_preset(mod, preset: str) -> str:
+def _module_preset(mod, preset: str) -> str:
     """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
     module without a ``tiny`` level of its own (``PRESETS`` in the module).
 
@@ -70,15 +71,9 @@ def module_preset(mod, preset: str) -> str:
     return preset if preset in mod.PRESETS else "quick"
 
 
-def module_names() -> tuple[str, ...]:
+def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way).
-
-    Returns
-    -------
-    tuple of str
-        The module names, in registry order.
-    """
+    (the tests use a small registry of fast units this way)."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
     return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
 
@@ -97,7 +92,7 @@ def load() -> dict:
         When a module lacks a name of the contract (:data:`CONTRACT`).
     """
     out = {}
-    for name in module_names():
+    for name in _module_names():
         mod = importlib.import_module(name)
         for attr in CONTRACT:
             if not hasattr(mod, attr):
@@ -106,23 +101,12 @@ def load() -> dict:
     return out
 
 
-def absent_input(result) -> str | None:
-    """Why a unit's input data was absent (its result ``{"missing": why}``), else None.
-
-    Parameters
-    ----------
-    result
-        A unit's result.
-
-    Returns
-    -------
-    str or None
-        The reason, or None when the result is not a missing-input marker.
-    """
+def _absent_input(result) -> str | None:
+    """Why a unit's input data was absent (its result ``{"missing": why}``), else None."""
     return str(result["missing"]) if isinstance(result, dict) and "missing" in result else None
 
 
-def unfinished(result) -> str | None:
+def _unfinished(result) -> str | None:
     """Why a persisted unit is not done (its input data absent, or skipped for a library that is not
     installed), else None: such a unit is computed again by ``--resume``.
 
@@ -138,29 +122,17 @@ def unfinished(result) -> str | None:
     """
     if isinstance(result, dict) and "skipped" in result:
         return str(result["skipped"])
-    return absent_input(result)
+    return _absent_input(result)
 
 
 # the optional extras of pyproject.toml ([project.optional-dependencies]) by the modules they provide
-EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
+_EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
           "ipykernel": "tour", "jupyter_server_mathjax": "tour", "dask": "dask"}
 
 
-def install_hint(module: str) -> str:
-    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one.
-
-    Parameters
-    ----------
-    module : str
-        An importable name, e.g. ``"torch"``.
-
-    Returns
-    -------
-    str
-        ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, or, for a module of no extra,
-        ``"needs <module>, which is not installed"``.
-    """
-    extra = EXTRAS.get(module.split(".")[0])
+def _install_hint(module: str) -> str:
+    """What to install for ``module``: its extra (``_EXTRAS``) where it has one."""
+    extra = _EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
     return f"needs the {extra} extra: pip install 'sms-langevin[{extra}]'"
@@ -168,7 +140,7 @@ def install_hint(module: str) -> str:
 
 def lacking(mod) -> str | None:
     """What ``mod`` (a figure module, or any module declaring ``REQUIRES``) needs and this
-    installation lacks, in words (:func:`install_hint`), else None; nothing is imported.
+    installation lacks, in words (``_install_hint``), else None; nothing is imported.
 
     Parameters
     ----------
@@ -186,11 +158,11 @@ def lacking(mod) -> str | None:
         except ImportError:  # an import hook that refuses the name
             found = False
         if not found:
-            return install_hint(name)
+            return _install_hint(name)
     return None
 
 
-def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
+def _runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     """The figures of ``ids`` this installation can run, and one line naming the others and what
     they need (None when all can run).
 

@@ -14,7 +14,7 @@ The declarations are data, built from a few pieces::
 ``Record`` requires its keys and allows others (a newer field does not break an older reader);
 ``MapOf`` is a dict with any text keys; ``OneOf`` takes the first alternative that fits.  A unit that
 is not done (``{"missing": why}`` or a dict with ``"skipped": why``) is not checked against
-``RESULT``: :func:`reports.registry.unfinished` says what it is.
+``RESULT``: ``reports.registry._unfinished`` says what it is.
 """
 
 from __future__ import annotations

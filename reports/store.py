@@ -31,19 +31,8 @@ from integrators.seeds import derive
 from reports._runmeta import differences
 
 
-def unit_key(unit: dict) -> str:
-    """A stable file-name-safe key for a unit spec.
-
-    Parameters
-    ----------
-    unit : dict
-        The unit spec.
-
-    Returns
-    -------
-    str
-        Its values (at most 60 safe characters) and a hash of its canonical JSON.
-    """
+def _unit_key(unit: dict) -> str:
+    """A stable file-name-safe key for a unit spec."""
     canon = json.dumps(unit, sort_keys=True, separators=(",", ":"))
     readable = "-".join(f"{v}" for _, v in sorted(unit.items()))
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in readable)[:60]
@@ -137,20 +126,9 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def lock_holders(path: Path) -> list[int]:
+def _lock_holders(path: Path) -> list[int]:
     """The processes other than this one with ``path`` open (Linux, from ``/proc``; the processes of
-    other users are not visible there): who holds a folder lock.  Empty where that cannot be read.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The lock file.
-
-    Returns
-    -------
-    list of int
-        The holders' process ids, sorted.
-    """
+    other users are not visible there): who holds a folder lock.  Empty where that cannot be read."""
     try:
         target = os.stat(path)
         procs = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != os.getpid()]
@@ -173,14 +151,8 @@ def lock_holders(path: Path) -> list[int]:
     return sorted(holders)
 
 
-class FolderLock:
-    """``with FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once.
-
-    Parameters
-    ----------
-    out : pathlib.Path or str
-        The output folder.
-    """
+class _FolderLock:
+    """``with _FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once."""
 
     def __init__(self, out: Path | str):
         self.path = Path(out) / ".lock"
@@ -231,7 +203,7 @@ class FolderLock:
         if not (holder.isdigit() and not _alive(int(holder))):
             return (f"another sms-langevin process (pid {holder}) is writing to {folder}; "
                     f"wait for it to finish or use another --out")
-        pids = lock_holders(self.path) if sys.platform.startswith("linux") else []
+        pids = _lock_holders(self.path) if sys.platform.startswith("linux") else []
         if not pids:
             return (f"another sms-langevin process is writing to {folder} (the run of pid {holder} that took "
                     f"its lock is gone, but a process it left still holds {self.path}); end that process or "
@@ -249,17 +221,9 @@ class FolderLock:
         self.fh.close()
 
 
-def write_atomic(path: Path, text: str) -> None:
+def _write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: a reader
-    (or a run killed mid-write, or a full disk) sees the old file or the whole new one.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-        The file.
-    text : str
-        Its new content.
-    """
+    (or a run killed mid-write, or a full disk) sees the old file or the whole new one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
         with os.fdopen(fd, "w") as fh:
@@ -300,10 +264,10 @@ class Store:
         pathlib.Path
             The unit's file.
         """
-        return self.root / figure_id / f"{unit_key(unit)}.json"
+        return self.root / figure_id / f"{_unit_key(unit)}.json"
 
     def save(self, figure_id: str, unit: dict, result, meta: dict) -> Path:
-        """Write a unit's result and metadata atomically (:func:`write_atomic`).
+        """Write a unit's result and metadata atomically (``_write_atomic``).
 
         Parameters
         ----------
@@ -323,10 +287,10 @@ class Store:
         """
         path = self.path(figure_id, unit)
         path.parent.mkdir(parents=True, exist_ok=True)
-        key = unit_key(unit)
+        key = _unit_key(unit)
         payload = {"key": key, "unit": unit, "result": result, "meta": meta,
                    "checksum": checksum(key, unit, result, meta)}
-        write_atomic(path, json.dumps(payload, sort_keys=True))
+        _write_atomic(path, json.dumps(payload, sort_keys=True))
         return path
 
     def _payload(self, figure_id: str, unit: dict) -> dict | None:

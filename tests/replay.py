@@ -1,7 +1,7 @@
 """Replay: the Numba schemes driven by given path data and batches (for cross-backend tests).
 
 :func:`replay` advances chains with the very step functions and block forces the kernel uses
-(``SCHEMES[name].step`` and :func:`integrators.targets.lane_force_for`), but takes the path pairs
+(``SCHEMES[name].step`` and :func:`integrators.targets._force.lane_force_for`), but takes the path pairs
 and the batch sequence from the caller instead of the kernel's streams, and records the
 trajectory.  The tensor backend (:mod:`integrators.torch`) accepts the same explicit sequences, so
 both can be driven by identical numbers and compared step by step.
@@ -14,7 +14,7 @@ import numpy as np
 from integrators._bounce import make_box
 from integrators.plans import force_scale, resolve_plan
 from integrators.schemes import SCHEMES
-from integrators.targets import force_data, lane_force_for
+from integrators.targets._force import force_data, lane_force_for
 
 
 def batch_array(batches, n_chains: int) -> tuple[np.ndarray, np.ndarray]:

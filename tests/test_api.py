@@ -21,7 +21,7 @@ from integrators import (
 )
 from integrators._backends import Numba, Torch, local_cores
 from integrators._chain_summary import RHAT_WARN
-from integrators.targets import DIVERGENCE_SDS
+from integrators.targets._base import DIVERGENCE_SDS
 
 T1 = GaussianTarget.one_d_example()
 

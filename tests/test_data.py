@@ -12,6 +12,8 @@ from PIL import Image
 import data_sets as data
 from bnn import _augment as bnn_augment
 from data_sets import DataError
+from data_sets._find import SHARED_XRAY
+from data_sets._loaders import CELEBA_ATTRS, CIFAR_TEST, CIFAR_TRAIN, XRAY_CLASSES
 
 pytestmark = pytest.mark.torch
 
@@ -57,9 +59,9 @@ def _cifar_batch(path, n, rng, labels=None):
 
 def test_cifar10_python_batches(tmp_path):
     rng = np.random.default_rng(1)
-    for name in data.CIFAR_TRAIN:
+    for name in CIFAR_TRAIN:
         _cifar_batch(tmp_path / name, 2, rng)
-    _cifar_batch(tmp_path / data.CIFAR_TEST, 3, rng, labels=[1, 2, 3])
+    _cifar_batch(tmp_path / CIFAR_TEST, 3, rng, labels=[1, 2, 3])
     d = data.load_cifar10(tmp_path)
     assert d.x_train.shape == (10, 3, 32, 32) and d.x_test.shape == (3, 3, 32, 32)
     assert d.y_test.tolist() == [1, 2, 3]
@@ -84,7 +86,7 @@ class _Payload:
 def _cifar_folder(folder, rng, protocol, old_numpy=False):
     """The six batches as CIFAR-10 ships them: dicts with bytes keys (``batch_label``, ``labels``,
     ``data``, ``filenames``), pickled with ``protocol``; ``old_numpy`` writes numpy 1's module name."""
-    for name in (*data.CIFAR_TRAIN, data.CIFAR_TEST):
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
         batch = {b"batch_label": name.encode(), b"labels": [0, 1, 2, 3],
                  b"data": rng.integers(0, 256, (4, 3072), dtype=np.uint8),
                  b"filenames": [f"{i}.png".encode() for i in range(4)]}
@@ -100,7 +102,7 @@ def test_cifar10_real_format_batches_load_through_the_restricted_unpickler(tmp_p
     _cifar_folder(tmp_path, rng, protocol, old_numpy)
     d = data.load_cifar10(tmp_path)
     assert d.x_train.shape == (20, 3, 32, 32) and d.y_test.tolist() == [0, 1, 2, 3]
-    with open(tmp_path / data.CIFAR_TEST, "rb") as fh:
+    with open(tmp_path / CIFAR_TEST, "rb") as fh:
         raw = pickle.load(fh)[b"data"]
     np.testing.assert_array_equal(d.x_test, raw.reshape(-1, 3, 32, 32).astype(np.float32) / np.float32(255.0))
 
@@ -139,7 +141,7 @@ def _write_celeba(root, rows):
         name = f"{i:06d}.jpg"
         Image.fromarray(rng.integers(0, 256, (218, 178, 3), dtype=np.uint8)).save(root / "img_align_celeba" / name)
         lines.append(f"{name} -1 {1 if blond else -1} {1 if brown else -1} 1")
-    (root / data.CELEBA_ATTRS).write_text("\n".join(lines) + "\n")
+    (root / CELEBA_ATTRS).write_text("\n".join(lines) + "\n")
 
 
 def test_celeba_blond_against_brown(tmp_path):
@@ -152,7 +154,7 @@ def test_celeba_blond_against_brown(tmp_path):
 
 def test_celeba_bad_files(tmp_path):
     _write_celeba(tmp_path, [(1, 0), (0, 1)])
-    attrs = tmp_path / data.CELEBA_ATTRS
+    attrs = tmp_path / CELEBA_ATTRS
     attrs.write_text(attrs.read_text().replace(" 1\n", " maybe\n", 1))
     with pytest.raises(DataError, match="list_attr_celeba.txt: line 3"):
         data.load_celeba(tmp_path)
@@ -168,7 +170,7 @@ def test_celeba_bad_files(tmp_path):
 def _write_xray(root, n_per_class=2, size=(40, 30)):
     rng = np.random.default_rng(3)
     for split in ("train", "test"):
-        for cls in data.XRAY_CLASSES:
+        for cls in XRAY_CLASSES:
             (root / split / cls).mkdir(parents=True)
             for i in range(n_per_class):
                 Image.fromarray(rng.integers(0, 256, size, dtype=np.uint8)).save(root / split / cls / f"{i}.jpeg")
@@ -207,9 +209,9 @@ def test_medmnist_npz(tmp_path):
         data.load_medmnist(tmp_path / "mismatch.npz")
 
 
-@pytest.mark.skipif(not data.SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {data.SHARED_XRAY}")
+@pytest.mark.skipif(not SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {SHARED_XRAY}")
 def test_medmnist_reads_the_shared_chest_xray_subset():
-    d = data.load_medmnist(data.SHARED_XRAY)
+    d = data.load_medmnist(SHARED_XRAY)
     assert d.x_train.shape == (3882 + 524, 1, 28, 28) and d.x_test.shape == (624, 1, 28, 28)
     assert np.bincount(d.y_test).tolist() == [234, 390]
     assert 0.0 <= d.x_train.min() and d.x_train.max() <= 1.0
@@ -266,12 +268,12 @@ def test_fashion_mnist_layout_is_checked(tmp_path, change, message):
 
 def test_cifar10_layout_is_checked(tmp_path):
     rng = np.random.default_rng(6)
-    for name in data.CIFAR_TRAIN:
+    for name in CIFAR_TRAIN:
         _cifar_batch(tmp_path / name, 2, rng)
-    _cifar_batch(tmp_path / data.CIFAR_TEST, 0, rng, labels=[])
+    _cifar_batch(tmp_path / CIFAR_TEST, 0, rng, labels=[])
     with pytest.raises(DataError, match=r"test_batch \[data\]: no images"):
         data.load_cifar10(tmp_path)
-    _cifar_batch(tmp_path / data.CIFAR_TEST, 2, rng, labels=[3, 10])
+    _cifar_batch(tmp_path / CIFAR_TEST, 2, rng, labels=[3, 10])
     with pytest.raises(DataError, match=r"test_batch \[labels\]: labels outside 0\.\.9"):
         data.load_cifar10(tmp_path)
     _cifar_batch(tmp_path / "data_batch_4", 2, rng, labels=[1, 2, 3])

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import data_sets as data
 from data_sets import DataError
+from data_sets._find import SHARED_XRAY
 
 pytestmark = pytest.mark.torch
 
@@ -211,14 +212,14 @@ def test_the_declared_set_gives_the_classes(tmp_path):
         data.load_medmnist(path, dataset="no-such-mnist")
 
 
-@pytest.mark.skipif(not data.SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {data.SHARED_XRAY}")
+@pytest.mark.skipif(not SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {SHARED_XRAY}")
 def test_the_shared_subset_loads_as_before():
     """The layout check changes no value on valid input: the shared subset, read the way the loader
     read it before the check (channel axis added, scaled by 255, val joined to train)."""
-    with np.load(data.SHARED_XRAY) as npz:
+    with np.load(SHARED_XRAY) as npz:
         raw = {k: npz[k] for k in npz.files}
     for include_val in (True, False):
-        d = data.load_medmnist(data.SHARED_XRAY, include_val=include_val)
+        d = data.load_medmnist(SHARED_XRAY, include_val=include_val)
         parts = ("train", "val") if include_val else ("train",)
         x = np.concatenate([raw[f"{s}_images"] for s in parts])[:, None].astype(np.float32) / np.float32(255.0)
         np.testing.assert_array_equal(d.x_train, x)
@@ -344,7 +345,7 @@ def test_find_data_searches_the_data_folders_for_a_relative_name(places):
 
 
 def test_the_development_subset_keeps_its_name():
-    assert data.SHARED_XRAY.name == "pneumoniamnist-subset.npz" and data.SHARED_XRAY.parent.name == "data"
+    assert SHARED_XRAY.name == "pneumoniamnist-subset.npz" and SHARED_XRAY.parent.name == "data"
 
 
 # ----------------------------------------------------------------- a BNN unit's data, asked before a run starts

@@ -13,7 +13,8 @@ from helpers import draw_files
 
 from bias._metrics import accuracy, ace_classwise, all_metrics, nll, rps
 from bias._noise_floor import expected_binned_w1
-from data_sets import DataError, read_idx
+from data_sets import DataError
+from data_sets._idx import read_idx
 from experiments import figure1 as fig1_wasserstein
 from experiments import logistic as fig_logistic
 from experiments.figure1 import _compute as figure1

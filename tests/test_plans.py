@@ -26,7 +26,8 @@ from integrators.plans import (
     register_plan,
 )
 from integrators.plans._walk import period_batches
-from integrators.targets import GaussianTarget, force_data, force_for
+from integrators.targets import GaussianTarget
+from integrators.targets._force import force_data, force_for
 
 sizes = st.integers(1, 23).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n)))
 

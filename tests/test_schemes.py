@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from integrators._bounce import make_box
 from integrators.schemes import SCHEMES
-from integrators.targets import GaussianTarget, LogisticTarget, force_data, force_for, lane_force_for
+from integrators.targets import GaussianTarget, LogisticTarget
+from integrators.targets._force import force_data, force_for, lane_force_for
 
 
 def random_target(rng, d, n):

@@ -564,7 +564,7 @@ import test_validation
 from integrators import GaussianTarget
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.targets import lane_force_for
+from integrators.targets._force import lane_force_for
 
 wrong = [w for runner, cases in tables.values() for w in test_validation.unrefused(runner, cases)]
 found = {{"cases": sum(len(cases) for _, cases in tables.values()), "wrong": wrong,

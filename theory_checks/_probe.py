@@ -29,7 +29,8 @@ from integrators._bounce import make_box
 from integrators._user_code import guarded
 from integrators._validation import positive_float
 from integrators.schemes import resolve_scheme
-from integrators.targets import GaussianTarget, force_data, lane_force_for
+from integrators.targets import GaussianTarget
+from integrators.targets._force import force_data, lane_force_for
 
 N_CHECK = 3  # chains with random inputs that check affinity
 

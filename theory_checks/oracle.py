@@ -38,13 +38,14 @@ from integrators._validation import batch_size_for, boolean, finite_array, posit
 from integrators.plans import count_orders as plan_count_orders
 from integrators.plans import resolve_plan
 from integrators.schemes import resolve_scheme
-from integrators.targets import GaussianTarget, force_data, force_for
+from integrators.targets import GaussianTarget
+from integrators.targets._force import force_data, force_for
 from theory_checks._probe import checked_batch, probe_step_map
 
-MAPS = ("declared", "probed")
-AT = ("average", "period_end")  # the law averaged over the period's steps, or at its ends
+_MAPS = ("declared", "probed")
+_AT = ("average", "period_end")  # the law averaged over the period's steps, or at its ends
 
-MAX_ORDERS = 5000
+_MAX_ORDERS = 5000
 
 
 class UnstableStepError(ValueError):
@@ -94,27 +95,8 @@ class OracleMoments:
 
 
 # ----------------------------------------------------------------------------- step maps
-def affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
-    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force.
-
-    Parameters
-    ----------
-    target : GaussianTarget
-        The target (its force is affine).
-    batch : sequence of int
-        The batch's data indices.
-    scale : float
-        The force's scale for the batch.
-    control_variate : bool, default False
-        Whether the force uses the control variate.
-    x_ref : array_like or None, optional
-        The control variate's reference point (None: the mode).
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(H, b)``, shapes ``(d, d)`` and ``(d,)``.
-    """
+def _affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
+    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force."""
     d = target.dim
     force = force_for(target)
     tdata = force_data(target, control_variate, x_ref)
@@ -131,121 +113,40 @@ def affine_force(target: GaussianTarget, batch, scale: float, control_variate=Fa
     return hess, b
 
 
-def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
+def _step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
     """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops``.
 
     ``z' = A z + a + C xi`` with ``z = (x, v)`` and ``xi`` the 4d path noise.
-
-    Parameters
-    ----------
-    scheme : str or module or Scheme
-        A registered scheme's name or a scheme object.
-    hess : numpy.ndarray
-        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
-    b : numpy.ndarray
-        ``b``, shape ``(d,)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(A, a, C)``, shapes ``(2d, 2d)``, ``(2d,)`` and ``(2d, 4d)``.
-
-    Raises
-    ------
-    ValueError
-        If the scheme declares no ``affine_ops``, or an operation is unknown.
     """
     module = resolve_scheme(scheme)
     if getattr(module, "affine_ops", None) is None:
         raise ValueError(f"scheme {module.NAME!r} declares no affine_ops; use maps='probed'")
-    return ops_map(module.affine_ops(h, gamma), hess, b, h, gamma, module.NAME)
+    return _ops_map(module.affine_ops(h, gamma), hess, b, h, gamma, module.NAME)
 
 
-def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, *, noise: bool = False):
+def _rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, *, noise: bool = False):
     """``(K, k)``: the map from the state after a step to the rotated state of ``affine_ops``
     (identity for schemes that are not first-same-as-last), without the noise it undoes; with
     ``noise=True``, ``(K, k, N)``: the rotated state is ``K z + k + N xi`` with ``xi`` the step's
     own path noise (nonzero columns of ``N``: the slots a rotation that crosses an O step undoes,
-    which in the rotated transition belong to the previous step, see :func:`rotation_slots`).
-
-    Parameters
-    ----------
-    scheme : str or module or Scheme
-        A registered scheme's name or a scheme object.
-    hess : numpy.ndarray
-        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
-    b : numpy.ndarray
-        ``b``, shape ``(d,)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    noise : bool, default False
-        Whether to return the noise map too.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(K, k)``, or ``(K, k, N)`` with ``noise``.
-    """
+    which in the rotated transition belong to the previous step, see ``_rotation_slots``)."""
     module = resolve_scheme(scheme)
     rotation = getattr(module, "rotation_ops", None)
     ops = rotation(h, gamma) if rotation is not None else []
-    mat, vec, noise_map = ops_map(ops, hess, b, h, gamma, module.NAME)
+    mat, vec, noise_map = _ops_map(ops, hess, b, h, gamma, module.NAME)
     return (mat, vec, noise_map) if noise else (mat, vec)
 
 
-def rotation_slots(noise_map: np.ndarray) -> list[int]:
+def _rotation_slots(noise_map: np.ndarray) -> list[int]:
     """The path-noise slots (0 dW1, 1 J1, 2 dW2, 3 J2) on which a rotation's noise map ``N``
-    (``rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
-    those slots carry the previous step's noise, the others the current step's.
-
-    Parameters
-    ----------
-    noise_map : numpy.ndarray
-        ``N``, shape ``(2d, 4d)``.
-
-    Returns
-    -------
-    list of int
-        The slots, in order.
-    """
+    (``_rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
+    those slots carry the previous step's noise, the others the current step's."""
     d = noise_map.shape[1] // 4
     return [k for k in range(4) if np.any(noise_map[:, k * d:(k + 1) * d] != 0.0)]
 
 
-def ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme: str = "?"):
-    """``(A, a, C)`` of a list of affine operations (``kick``, ``drift``, ``o``, ``u``, ``em``).
-
-    Parameters
-    ----------
-    ops : list of tuple
-        The operations, in order (a scheme's ``affine_ops`` or ``rotation_ops``).
-    hess : numpy.ndarray
-        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
-    b : numpy.ndarray
-        ``b``, shape ``(d,)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    scheme : str, default "?"
-        The scheme's name, for messages.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(A, a, C)``, shapes ``(2d, 2d)``, ``(2d,)`` and ``(2d, 4d)``.
-
-    Raises
-    ------
-    ValueError
-        If an operation is unknown.
-    """
+def _ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme: str = "?"):
+    """``(A, a, C)`` of a list of affine operations (``kick``, ``drift``, ``o``, ``u``, ``em``)."""
     d = hess.shape[0]
     n = 6 * d + 1  # (x, v, dW1, J1, dW2, J2, 1)
     eye = np.eye(d)
@@ -291,23 +192,8 @@ def ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, scheme
     return total[: 2 * d, : 2 * d], total[: 2 * d, one], total[: 2 * d, 2 * d: 6 * d]
 
 
-def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
-    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step.
-
-    Parameters
-    ----------
-    d : int
-        The dimension.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    numpy.ndarray
-        The covariance, shape ``(4d, 4d)``.
-    """
+def _path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
+    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step."""
     pair = pair_covariance(gamma, h / 2)
     cov = np.zeros((4 * d, 4 * d))
     for half in (0, 1):
@@ -339,35 +225,15 @@ def count_orders(plan, n_data: int, batch_size: int) -> int:
     return plan_count_orders(plan, n_data, batch_size)
 
 
-def plan_outcomes(plan, n_data: int, batch_size: int):
+def _plan_outcomes(plan, n_data: int, batch_size: int):
     """``[(probability, [batch, batch, ...]), ...]``: one period's batch sequences and their law,
-    as the plan declares them (``outcomes``), within the enumeration limit.
-
-    Parameters
-    ----------
-    plan : str or module or Plan
-        A registered plan's name or a plan object.
-    n_data : int
-        The number of data terms ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    list of (float, list of tuple)
-        The batch sequences with their probabilities.
-
-    Raises
-    ------
-    ValueError
-        If the plan has more than ``MAX_ORDERS`` batch orders per period.
-    """
+    as the plan declares them (``outcomes``), within the enumeration limit."""
     module = resolve_plan(plan)
     n_orders = count_orders(module, n_data, batch_size)
-    if n_orders > MAX_ORDERS:
+    if n_orders > _MAX_ORDERS:
         raise ValueError(
             f"plan {module.NAME!r} with {n_data} data terms and batch_size={batch_size} has {n_orders} "
-            f"batch orders per period; exact enumeration is limited to {MAX_ORDERS}")
+            f"batch orders per period; exact enumeration is limited to {_MAX_ORDERS}")
     return module.outcomes(n_data, batch_size)
 
 
@@ -446,10 +312,10 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     scheme, plan = module.NAME, plan_module.NAME
     if maps is None:
         maps = "declared" if getattr(module, "affine_ops", None) is not None else "probed"
-    if maps not in MAPS:
-        raise ValueError(f"unknown maps {maps!r}; choose from {MAPS}")
-    if at not in AT:
-        raise ValueError(f"unknown at {at!r}; choose from {AT}")
+    if maps not in _MAPS:
+        raise ValueError(f"unknown maps {maps!r}; choose from {_MAPS}")
+    if at not in _AT:
+        raise ValueError(f"unknown at {at!r}; choose from {_AT}")
     h, gamma = positive_float("h", h), positive_float("gamma", gamma)
     control_variate = boolean("control_variate", control_variate)
     n_data, d = target.n_data, target.dim
@@ -459,7 +325,7 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
         batch_size = n_data
     batch_size = batch_size_for(target, batch_size)
     scale = plan_module.force_scale(n_data, batch_size)
-    noise_cov = path_noise_covariance(d, h, gamma)
+    noise_cov = _path_noise_covariance(d, h, gamma)
     cache: dict = {}
 
     def batch_map(batch):
@@ -470,14 +336,14 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
                                         backend=backend)
                 a_mat, a_vec, c_mat = probed.A, probed.a, probed.C
             else:
-                hess, b = affine_force(target, key, scale, control_variate, x_ref)
-                a_mat, a_vec, c_mat = step_map(module, hess, b, h, gamma)
+                hess, b = _affine_force(target, key, scale, control_variate, x_ref)
+                a_mat, a_vec, c_mat = _step_map(module, hess, b, h, gamma)
             cache[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
         return cache[key]
 
     n = 3 * d if maps == "probed" else 2 * d
     per_period = []  # per outcome: (p, list of partial (Phi_j, phi_j, noise_j) for j = 1..P)
-    for p, sequence in plan_outcomes(plan_module, n_data, batch_size):
+    for p, sequence in _plan_outcomes(plan_module, n_data, batch_size):
         partial = []
         phi_mat, phi_vec, noise = np.eye(n), np.zeros(n), np.zeros((n, n))
         for batch in sequence:
@@ -506,58 +372,19 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
 
 
 # ------------------------------------------------------------ helpers kept for the full plan
-def affine_step_map(scheme, hess, h, gamma):
-    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``.
-
-    Parameters
-    ----------
-    scheme : str or module or Scheme
-        A registered scheme's name or a scheme object.
-    hess : array_like
-        ``H``, symmetric, shape ``(d, d)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(A, Q)``, shapes ``(2d, 2d)``.
-
-    Raises
-    ------
-    ValueError
-        If ``hess`` is not a finite symmetric square matrix, or ``h`` or ``gamma`` is not positive.
-    """
+def _affine_step_map(scheme, hess, h, gamma):
+    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``."""
     hess = finite_array("hess", hess, 2)
     if hess.shape[0] != hess.shape[1] or not np.allclose(hess, hess.T):
         raise ValueError(f"hess must be a symmetric square matrix, got shape {hess.shape}")
     h, gamma = positive_float("h", h), positive_float("gamma", gamma)
-    a_mat, _, c_mat = step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
-    return a_mat, c_mat @ path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
+    a_mat, _, c_mat = _step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
+    return a_mat, c_mat @ _path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
 
 
-def spectral_radius(scheme, hess, h, gamma) -> float:
-    """The spectral radius of the full-gradient map (:func:`affine_step_map`): stable below 1.
-
-    Parameters
-    ----------
-    scheme : str or module or Scheme
-        A registered scheme's name or a scheme object.
-    hess : array_like
-        ``H``, symmetric, shape ``(d, d)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    float
-        The largest modulus of the eigenvalues of ``A``.
-    """
-    a, _ = affine_step_map(scheme, hess, h, gamma)
+def _spectral_radius(scheme, hess, h, gamma) -> float:
+    """The spectral radius of the full-gradient map (``_affine_step_map``): stable below 1."""
+    a, _ = _affine_step_map(scheme, hess, h, gamma)
     return float(np.max(np.abs(np.linalg.eigvals(a))))
 
 
@@ -585,7 +412,7 @@ def stationary_covariance(scheme, hess, h, gamma):
     UnstableStepError
         If the spectral radius is >= 1.
     """
-    a, q = affine_step_map(scheme, hess, h, gamma)
+    a, q = _affine_step_map(scheme, hess, h, gamma)
     if np.max(np.abs(np.linalg.eigvals(a))) >= 1:
         raise UnstableStepError(f"{scheme} at h={h:g}, gamma={gamma:g} is unstable (spectral radius >= 1)")
     return scipy.linalg.solve_discrete_lyapunov(a, q)

@@ -18,7 +18,7 @@ import pytest
 
 from integrators.plans import PLAN_ATTRIBUTES, register_plan, unregister_plan
 from integrators.schemes import register_scheme, unregister_scheme
-from theory_checks.testing import assert_verified, is_adapter
+from theory_checks.testing import _is_adapter, assert_verified
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def registered():
             if all(hasattr(item, a) for a in PLAN_ATTRIBUTES):
                 register_plan(item)
                 added.append((unregister_plan, item.NAME))
-            elif is_adapter(item):
+            elif _is_adapter(item):
                 from theory_checks.adapters import ADAPTERS
                 ADAPTERS.register(item)
                 added.append((ADAPTERS.unregister, item.NAME))

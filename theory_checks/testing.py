@@ -27,27 +27,15 @@ from integrators.targets import GaussianTarget
 from theory_checks._checks import VerifyReport
 from theory_checks._verify import verify
 
-ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapter declares (a scheme has step too)
+_ADAPTER_MARKS = ("LIBRARY", "build", "init", "positions")  # what only an adapter declares (a scheme has step too)
 
 
-def is_adapter(obj) -> bool:
-    """Whether ``obj`` is meant as an adapter.
-
-    Parameters
-    ----------
-    obj : object
-        A registered adapter's name, or an object.
-
-    Returns
-    -------
-    bool
-        True for a registered adapter's name, or an object with any of :data:`ADAPTER_MARKS` (it is
-        then checked in full, and refused by the name of what it lacks).
-    """
+def _is_adapter(obj) -> bool:
+    """Whether ``obj`` is meant as an adapter."""
     if isinstance(obj, str):
         from theory_checks.adapters import ADAPTERS
         return obj in ADAPTERS
-    return any(hasattr(obj, mark) for mark in ADAPTER_MARKS)
+    return any(hasattr(obj, mark) for mark in _ADAPTER_MARKS)
 
 
 def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(), **options) -> VerifyReport:
@@ -59,7 +47,7 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
     ----------
     scheme : str or module or Scheme or adapter
         What to check: a scheme (as :func:`verify` takes it) or an adapter (a registered
-        adapter's name or an object, :func:`is_adapter`).
+        adapter's name or an object, ``_is_adapter``).
     budget : float or None, default None
         A wall-clock cap (``None``: none).  For a scheme, :func:`verify`'s ``max_seconds``; for an
         adapter, seconds split evenly over its plans (:func:`theory_checks.adapters.measure_adapter`'s
@@ -88,7 +76,7 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
         raise ValueError(f"allow_inconclusive must be a list of check names, got the string {allow_inconclusive!r} "
                          f"(write [{allow_inconclusive!r}])")
     allowed = tuple(allow_inconclusive)
-    if is_adapter(scheme):
+    if _is_adapter(scheme):
         from integrators.plans import PLANS
         from theory_checks.adapters import measure_adapter
         plans = options.get("plans")
@@ -101,7 +89,7 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
         kind = "scheme"
     if report.failed:
         raise AssertionError(f"{kind} {report.scheme!r} fails {', '.join(report.failed)}:\n{report.table()}")
-    left = [name for name in report.inconclusive if not is_allowed(name, allowed)]
+    left = [name for name in report.inconclusive if not _is_allowed(name, allowed)]
     if left:
         raise AssertionError(f"{kind} {report.scheme!r}: claims left inconclusive (not checked or not enough "
                              f"evidence; allow them by name with allow_inconclusive=[...]): {', '.join(left)}:\n"
@@ -109,49 +97,21 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
     return report
 
 
-def is_allowed(name: str, allowed) -> bool:
+def _is_allowed(name: str, allowed) -> bool:
     """Whether the check ``name`` is matched by an entry of ``allowed``: equal to it, or ``name``
-    is the entry followed by ``[...]`` or ``@...`` (a family, or the same check on every target).
-
-    Parameters
-    ----------
-    name : str
-        A check's name, e.g. ``"strong_order[sms]@3d"``.
-    allowed : sequence of str
-        Full names or families.
-
-    Returns
-    -------
-    bool
-    """
+    is the entry followed by ``[...]`` or ``@...`` (a family, or the same check on every target)."""
     return any(name == a or name.startswith(a + "[") or name.startswith(a + "@") for a in allowed)
 
 
-def log_uniform(low: float, high: float):
-    """A hypothesis strategy of floats spread evenly in ``log`` between ``low`` and ``high``.
-
-    Parameters
-    ----------
-    low, high : float
-        The bounds, ``0 < low < high``.
-
-    Returns
-    -------
-    hypothesis.strategies.SearchStrategy
-        The floats.
-
-    Raises
-    ------
-    ValueError
-        If not ``0 < low < high``.
-    """
+def _log_uniform(low: float, high: float):
+    """A hypothesis strategy of floats spread evenly in ``log`` between ``low`` and ``high``."""
     if not 0 < low < high:
         raise ValueError(f"need 0 < low < high, got {low!r}, {high!r}")
     return st.floats(math.log(low), math.log(high)).map(math.exp)
 
 
 def step_sizes(low: float = 1e-3, high: float = 0.5):
-    """A hypothesis strategy of step sizes, log-uniform in ``[low, high]`` (:func:`log_uniform`).
+    """A hypothesis strategy of step sizes, log-uniform in ``[low, high]`` (``_log_uniform``).
 
     Parameters
     ----------
@@ -165,11 +125,11 @@ def step_sizes(low: float = 1e-3, high: float = 0.5):
     hypothesis.strategies.SearchStrategy
         The step sizes.
     """
-    return log_uniform(low, high)
+    return _log_uniform(low, high)
 
 
 def frictions(low: float = 0.05, high: float = 20.0):
-    """A hypothesis strategy of frictions, log-uniform in ``[low, high]`` (:func:`log_uniform`).
+    """A hypothesis strategy of frictions, log-uniform in ``[low, high]`` (``_log_uniform``).
 
     Parameters
     ----------
@@ -183,7 +143,7 @@ def frictions(low: float = 0.05, high: float = 20.0):
     hypothesis.strategies.SearchStrategy
         The frictions.
     """
-    return log_uniform(low, high)
+    return _log_uniform(low, high)
 
 
 @st.composite

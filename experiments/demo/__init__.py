@@ -21,40 +21,12 @@ def units(preset: str) -> list[dict]:
     """The independent units of work of the one-dimensional demo.
 
     One per sampler and step size ``h = 2**-k``, ``k`` in 2..5 (``{"sampler", "k"}``).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
     """
     return [{"sampler": name, "k": k} for name in demo.SAMPLERS for k in range(2, 6)]
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """Compute one unit: the sampler's row at that step size (and its histogram at ``k = 2``).
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-    threads : int or None, optional
-        The cores the unit may use, given by the executor (None: the unit runs alone in its
-        process).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``.
-    """
+    """Compute one unit: the sampler's row at that step size (and its histogram at ``k = 2``)."""
     # the unit's seed (store.unit_seed), unreduced
     out = demo.run_unit(unit["sampler"], unit["k"], preset, seed, threads=threads)
     out.pop("summary")
@@ -62,20 +34,7 @@ def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) 
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the one-dimensional demo: its figures, tables and measured numbers.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the one-dimensional demo: its figures, tables and measured numbers."""
     found = [res for _, res in results]
     rows = demo.table(found)
     at = {r["sampler"]: abs(r["variance_bias"]) for r in rows if r["h"] == 0.03125}

@@ -27,59 +27,18 @@ def units(preset: str) -> list[dict]:
     """The independent units of work of the SMS-GHMC logistic experiment.
 
     One per sampler and step size, and the reference (:func:`experiments.ghmc._compute.units`).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
     """
     return ghmc_logistic.units(preset)
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """Compute one unit: the unit's chains' summary (:func:`experiments.ghmc._compute.run_unit`).
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-    threads : int or None, optional
-        The cores the unit may use, given by the executor (None: the unit runs alone in its
-        process).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``.
-    """
+    """Compute one unit: the unit's chains' summary (:func:`experiments.ghmc._compute.run_unit`)."""
     # the unit's seed (store.unit_seed), unreduced
     return ghmc_logistic.run_unit(unit, preset, seed, threads=threads)
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the SMS-GHMC logistic experiment: its figures, tables and measured numbers.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the SMS-GHMC logistic experiment: its figures, tables and measured numbers."""
     table = ghmc_logistic.rows([res for _, res in results])
     return Drawing(figures={"ghmc": ghmc_logistic.plot(table)}, tables={"ghmc": table},
                    measured=(f"Data: {results[0][1]['data']}; batch 200, control variate at the mode, chains from "

@@ -30,37 +30,12 @@ def units(preset: str) -> list[dict]:
     """The independent units of work of the logistic-regression experiment.
 
     One per scheme and plan (``{"scheme", "plan"}``).
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
     """
     return [{"scheme": s, "plan": p} for s, p in logistic.SAMPLERS]
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
-    """Compute one unit: the rows of the scheme and plan over the step sizes, and the data's source.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``.
-    """
+    """Compute one unit: the rows of the scheme and plan over the step sizes, and the data's source."""
     x_train, y_train, x_test, y_test, source = logistic.load_data(preset, None, 0)
     target = MultinomialLogisticTarget(x_train, y_train, n_classes=10, prior_precision=logistic.PRIOR_PRECISION)
     rows = logistic.run_sampler(target, (np.ascontiguousarray(x_test), y_test), unit["scheme"], unit["plan"],
@@ -69,20 +44,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the logistic-regression experiment: its figures, tables and measured numbers.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of the logistic-regression experiment: its figures, tables and measured numbers."""
     rows = [logistic.Row(**r) for _, res in results for r in res["rows"]]
     table = [{k: v for k, v in asdict(r).items() if k != "seconds"} for r in rows]
     h0 = max(r.h for r in rows)

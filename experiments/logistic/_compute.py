@@ -33,7 +33,7 @@ from bias._telescoping import telescoping_bias
 from integrators import MultinomialLogisticTarget, RunSpec
 from integrators._validation import preset_settings
 from integrators.seeds import derive
-from integrators.targets import softmax_probabilities
+from integrators.targets._logistic import softmax_probabilities
 
 SAMPLERS = [("em", "iid"), ("baoab", "iid"), ("baoab", "sms"), ("ubu", "iid"), ("ubu", "sms")]
 NAMES = {("em", "iid"): "SG-HMC", ("baoab", "iid"): "SG-BAOAB", ("baoab", "sms"): "SMS-BAOAB",

@@ -16,15 +16,19 @@ A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.
 rule in one vocabulary, ``KIND``: ``"full"``, ``"iid"``, or ``"partition"`` with the rule
 ``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the partition
 used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition), which every
-backend and the exact oracle follow (:func:`plan_rule` reads the declaration, the one reference
+backend and the exact oracle follow (``plan_rule`` reads the declaration, the one reference
 walker :class:`integrators.plans._walk.PlanWalk` walks it; the Numba kernel derives its fast path
 from it privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
 :func:`next_batches`, Numba backend only); ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
 and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether
 those orders are proved or only observed), ``SOURCE`` (where that claim comes from), and
-``force_scale``, ``period``, ``count_orders`` and ``outcomes`` of ``(n_data, batch_size)`` (one
-period's batch sequences with their probabilities, for the exact oracle).  ``PLANS`` is the
+``force_scale``, ``period``, ``count_orders`` and ``outcomes`` of ``(n_data, batch_size)``, the
+number of data points ``N_D`` and the batch size ``N_b`` (the float factor on a batch's force, the
+int period of the batch sequence in steps, the int number of batch sequences over one period, and
+one period's batch sequences with their probabilities for the exact oracle: a list of
+``(probability, batches)`` pairs, each batch a tuple of indices).  The members' functions carry a
+summary line: this docstring is their contract.  ``PLANS`` is the
 registry every caller reads; :func:`register_plan` adds a plan from user code (or a
 :class:`Plan` built from functions).
 """
@@ -112,20 +116,10 @@ KINDS = ("full", "iid", "partition")  # the vocabulary of KIND
 
 
 @dataclass(frozen=True)
-class PlanRule:
+class _PlanRule:
     """A plan's batch rule as it declares it.
 
     :func:`plan_rule` reads it; :class:`integrators.plans._walk.PlanWalk` walks it.
-
-    Parameters
-    ----------
-    kind : str
-        ``"full"``, ``"iid"`` or ``"partition"`` (:data:`KINDS`).
-    batch_index : callable or None, default None
-        For a partition plan, ``batch_index(position, n_batches)`` (the Python function): the batch
-        of the partition used at step ``position`` of the period.
-    sweeps : int, default 1
-        For a partition plan, epochs per fresh partition.
     """
 
     kind: str
@@ -139,7 +133,7 @@ class _Declaration:
     ``rule`` (``None``: a Numba ``BATCH_RULE`` of its own, or no rule), the kernel's built-in rule
     ``code`` it matches (``None``: none), the Numba ``batch_index`` and ``BATCH_RULE``, ``count_orders``."""
 
-    rule: PlanRule | None
+    rule: _PlanRule | None
     code: int | None
     numba_index: object
     numba_rule: object
@@ -164,11 +158,11 @@ def _declared(plan) -> _Declaration:
         kind = "partition"
     rule, code = None, None
     if own is None and kind == "partition":
-        rule = PlanRule(kind, index.py_func, sweeps)
+        rule = _PlanRule(kind, index.py_func, sweeps)
         # the kernel's fast path where the declaration is one of its built-in partition rules
         code = next((c for c, m in _PARTITIONS.items() if index is m.batch_index and sweeps == m.SWEEPS), None)
     elif own is None and kind in KINDS:
-        rule, code = PlanRule(kind), {"full": FULL, "iid": IID}[kind]
+        rule, code = _PlanRule(kind), {"full": FULL, "iid": IID}[kind]
     return _Declaration(rule, code, index, own, a["count_orders"])
 
 
@@ -216,7 +210,7 @@ def register_plan(plan, *, replace: bool = False):
     ------
     ValueError
         If the plan lacks a required attribute, its ``NAME`` is empty, its ``KIND`` is not one
-        of :data:`KINDS`, its ``batch_index`` is not a Numba function picking a batch of the
+        of ``KINDS``, its ``batch_index`` is not a Numba function picking a batch of the
         partition at every step, its ``SWEEPS`` is not an integer ``>= 1``, or another plan has
         its name and ``replace`` is false.
     """
@@ -548,8 +542,8 @@ def batch_rule(plan=None):
     return next_batches
 
 
-def plan_rule(plan) -> PlanRule:
-    """The :class:`PlanRule` of a plan: its batch rule as every backend follows it.
+def plan_rule(plan) -> _PlanRule:
+    """The ``_PlanRule`` of a plan: its batch rule as every backend follows it.
 
     Parameters
     ----------
@@ -558,7 +552,7 @@ def plan_rule(plan) -> PlanRule:
 
     Returns
     -------
-    PlanRule
+    _PlanRule
         The plan's declared rule.
 
     Raises
@@ -624,5 +618,5 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
 # the built-in plans: the modules of this package that declare PLAN_ATTRIBUTES (a new file is a new plan)
 PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, discover_modules(__name__, PLAN_ATTRIBUTES))
 
-__all__ = ["KINDS", "PLANS", "PLAN_ATTRIBUTES", "Plan", "PlanRule", "batch_sequence", "plan_rule", "register_plan",
+__all__ = ["PLANS", "Plan", "batch_sequence", "register_plan",
            "resolve_plan", "unregister_plan"]

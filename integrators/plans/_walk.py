@@ -2,7 +2,7 @@
 
 Every backend but the Numba kernel walks a plan through :class:`PlanWalk` (the torch chains,
 module mode, the adapters); the kernel derives a fast path from the same declaration
-(:func:`integrators.plans.batch_rule`).  The walk reads the plan's :class:`integrators.plans.PlanRule`:
+(:func:`integrators.plans.batch_rule`).  The walk reads the plan's ``integrators.plans._PlanRule``:
 
     full       every step: everything()
     iid        every step: indices()                      (N_b indices drawn with replacement)

@@ -14,72 +14,20 @@ SOURCE = "full gradient"
 
 
 def force_scale(n_data: int, batch_size: int) -> float:
-    """The factor on the batch's force: 1 (the batch is all the data).
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    float
-        The scale.
-    """
+    """The factor on the batch's force: 1 (the batch is all the data)."""
     return 1.0
 
 
 def period(n_data: int, batch_size: int) -> int:
-    """The period of the batch sequence in steps: 1.
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The period.
-    """
+    """The period of the batch sequence in steps: 1."""
     return 1
 
 
 def count_orders(n_data: int, batch_size: int) -> int:
-    """The number of possible batch sequences over one period: 1.
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The count.
-    """
+    """The number of possible batch sequences over one period: 1."""
     return 1
 
 
 def outcomes(n_data: int, batch_size: int) -> list:
-    """One period's batch sequences with their probabilities (for the exact oracle): the one batch of all the data.
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    list of (float, list of tuple)
-        ``(probability, batches)`` pairs: the batches of one period, each a tuple of indices.
-    """
+    """One period's batch sequences with their probabilities (for the exact oracle): the one batch of all the data."""
     return [(1.0, [tuple(range(n_data))])]

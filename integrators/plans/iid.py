@@ -20,74 +20,22 @@ SOURCE = "paper, Thm. SG-UBU (any scheme, iid)"
 
 
 def force_scale(n_data: int, batch_size: int) -> float:
-    """The factor on the batch's force: ``N_D / N_b`` (an unbiased force).
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    float
-        The scale.
-    """
+    """The factor on the batch's force: ``N_D / N_b`` (an unbiased force)."""
     return n_data / batch_size
 
 
 def period(n_data: int, batch_size: int) -> int:
-    """The period of the batch sequence in steps: 1 (steps are independent).
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The period.
-    """
+    """The period of the batch sequence in steps: 1 (steps are independent)."""
     return 1
 
 
 def count_orders(n_data: int, batch_size: int) -> int:
-    """The number of possible batches of one step: the multisets of ``N_b`` of ``N_D`` indices.
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The count.
-    """
+    """The number of possible batches of one step: the multisets of ``N_b`` of ``N_D`` indices."""
     return math.comb(n_data + batch_size - 1, batch_size)
 
 
 def outcomes(n_data: int, batch_size: int) -> list:
-    """Every multiset of ``batch_size`` indices with its multinomial probability (for the exact oracle).
-
-    Parameters
-    ----------
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    list of (float, list of tuple)
-        ``(probability, batches)`` pairs: the batches of one period, each a tuple of indices.
-    """
+    """Every multiset of ``batch_size`` indices with its multinomial probability (for the exact oracle)."""
     out = []
     total = n_data**batch_size
     for multiset in itertools.combinations_with_replacement(range(n_data), batch_size):

@@ -13,6 +13,11 @@ chains in place by one step of size ``h``: ``x, v, g`` have shape ``(n, d)``, ``
 shape ``(2, d, n)`` (the path pair over each half step, chains innermost), ``batch`` shape ``(k, n)`` (chain ``c``'s
 batch in ``batch[:n_batch, c]``).  Loops run over coordinates outside and chains inside,
 so the arithmetic vectorizes over chains.  A scheme never knows the plan, the target or the backend.
+``force(x, g, batch, n_batch, scale, tdata)`` writes the stochastic force at ``x`` into ``g``
+(``scale``: the plan's ``force_scale`` for that batch; ``tdata``: the target's data, as ``force``
+reads it); ``box`` is ``(center, half_width, active)``, the reflecting box of the positions,
+inactive when ``active[0]`` is false (:func:`integrators.reflect`).  The members' functions carry
+a summary line: this docstring is their contract.
 
 ``coefficients(h, gamma)`` returns a 1-D float64 array of finite numbers, the same length at every
 ``(h, gamma)``, and ``step`` reads no element past its end; :func:`check_coefficients` checks the
@@ -22,7 +27,8 @@ first used (:func:`resolve_scheme`: ``sample``, ``verify``, the oracle), once pe
 A built-in scheme is a module of this package that declares those attributes (found by
 :func:`integrators.registry.discover`: a new file is a new scheme), its ``ORDER`` (its place in
 tables and figures) and ``reference_step(x, v, g, h, gamma, dW, J, grad)``, the same step for one
-chain in plain numpy, which the tests hold :func:`step` to.
+chain in plain numpy (``dW, J`` of shape ``(2, d)``, ``grad(x)`` the force; it returns ``(x, v, g)``),
+which the tests hold :func:`step` to.
 
 ``SCHEMES`` is the registry that the kernel, the oracle, the coupled chains, the claims table,
 the weak-orders figure and the tests read.  A scheme in user code (a module, or a :class:`Scheme`
@@ -175,7 +181,8 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
     """
     from integrators._bounce import make_box
     from integrators._user_code import guarded
-    from integrators.targets import GaussianTarget, force_data, lane_force_for
+    from integrators.targets import GaussianTarget
+    from integrators.targets._force import force_data, lane_force_for
 
     step = guarded(scheme.step, f"scheme {scheme.NAME!r}: step")  # user code: a write past an array raises
     d, n = 2, 4

@@ -28,87 +28,26 @@ EXACT_GAUSSIAN_X = True  # with full gradients the x-marginal is exact on Gaussi
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
-    """The coefficients the BAOAB step reads, at step size ``h`` and friction ``gamma``.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    numpy.ndarray
-        A 1-D float64 array of finite numbers (``coef`` of :func:`step`), of one length at every
-        ``(h, gamma)``.
-    """
+    """The coefficients the BAOAB step reads, at step size ``h`` and friction ``gamma``."""
     return np.array([h, math.exp(-gamma * h), math.sqrt(2.0 * gamma), math.exp(-0.5 * gamma * h)])
 
 
 def affine_ops(h: float, gamma: float) -> list:
     """The step as operations for the exact oracle, in first-same-as-last rotated form: the
     state sits before the last half kick, so one transition ``B(h) A O A`` uses one batch.
-    Noise slots: 0 dW, 1 J over the first half step, 2 dW, 3 J over the second.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    list of tuple
-        The operations, in order, as the oracle (:mod:`theory_checks.oracle`) interprets them.
-    """
+    Noise slots: 0 dW, 1 J over the first half step, 2 dW, 3 J over the second."""
     return [("kick", h), ("drift", h / 2), ("o", h, [(1, math.exp(-gamma * h / 2)), (3, 1.0)]),
             ("drift", h / 2)]
 
 
 def rotation_ops(h: float, gamma: float) -> list:
     """From the state after a step to the rotated state of :func:`affine_ops`: undo the last
-    half kick (``v + h/2 G(x)``, with the batch of the cached force).
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    list of tuple
-        The operations, in order.
-    """
+    half kick (``v + h/2 G(x)``, with the batch of the cached force)."""
     return [("kick", -h / 2)]
 
 
 def reference_step(x, v, g, h, gamma, dW, J, grad):
-    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`.
-
-    Parameters
-    ----------
-    x, v : numpy.ndarray
-        The position and the velocity, shape ``(d,)``.
-    g : numpy.ndarray
-        The cached force (this scheme is first-same-as-last).
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step (:mod:`integrators._brownian`), shape ``(2, d)``.
-    grad : callable
-        ``grad(x)``: the step's force.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(x, v, g)`` after the step, ``g`` the force it evaluated.
-    """
+    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`."""
     v = v - h / 2 * g
     x = x + h / 2 * v
     v = math.exp(-gamma * h) * v + math.sqrt(2 * gamma) * (math.exp(-gamma * h / 2) * J[0] + J[1])
@@ -119,31 +58,7 @@ def reference_step(x, v, g, h, gamma, dW, J, grad):
 
 @nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """One BAOAB step of size ``h`` of a block of ``n`` chains, in place (Numba).
-
-    Parameters
-    ----------
-    x, v, g : numpy.ndarray
-        Positions, velocities and forces, shape ``(n, d)``; updated in place (``g`` holds the
-        force cached for the next step).
-    coef : numpy.ndarray
-        The output of :func:`coefficients`.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step, shape ``(2, d, n)`` (chains innermost).
-    force : numba function
-        ``force(x, g, batch, n_batch, scale, tdata)``: writes the stochastic force at ``x`` into ``g``.
-    batch : numpy.ndarray
-        The batches, shape ``(k, n)``: chain ``c``'s in ``batch[:n_batch, c]``.
-    n_batch : int
-        The batch size.
-    scale : float
-        The force's scale for that batch (the plan's ``force_scale``).
-    tdata : tuple
-        The target's data, as ``force`` reads it.
-    box : tuple
-        ``(center, half_width, active)``: the reflecting box of the positions, inactive when
-        ``active[0]`` is false (:func:`integrators._bounce.reflect`).
-    """
+    """One BAOAB step of size ``h`` of a block of ``n`` chains, in place (Numba)."""
     h, eta, noise, eta_half = coef[0], coef[1], coef[2], coef[3]
     n, d = x.shape
     for a in range(d):

@@ -21,95 +21,24 @@ FSAL = False
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
-    """The coefficients the Euler-Maruyama step reads, at step size ``h`` and friction ``gamma``.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    numpy.ndarray
-        A 1-D float64 array of finite numbers (``coef`` of :func:`step`), of one length at every
-        ``(h, gamma)``.
-    """
+    """The coefficients the Euler-Maruyama step reads, at step size ``h`` and friction ``gamma``."""
     return np.array([h, gamma, math.sqrt(2.0 * gamma)])
 
 
 def affine_ops(h: float, gamma: float) -> list:
-    """The step as operations for the exact oracle.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    list of tuple
-        The operations, in order, as the oracle (:mod:`theory_checks.oracle`) interprets them.
-    """
+    """The step as operations for the exact oracle."""
     return [("em", h)]
 
 
 def reference_step(x, v, g, h, gamma, dW, J, grad):
-    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`.
-
-    Parameters
-    ----------
-    x, v : numpy.ndarray
-        The position and the velocity, shape ``(d,)``.
-    g : numpy.ndarray
-        The previous force (not read: this scheme evaluates its force within the step).
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step (:mod:`integrators._brownian`), shape ``(2, d)``.
-    grad : callable
-        ``grad(x)``: the step's force.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(x, v, g)`` after the step, ``g`` the force it evaluated.
-    """
+    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`."""
     g = grad(x)
     return x + h * v, v - h * g - h * gamma * v + math.sqrt(2 * gamma) * (dW[0] + dW[1]), g
 
 
 @nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """One Euler-Maruyama step of size ``h`` of a block of ``n`` chains, in place (Numba).
-
-    Parameters
-    ----------
-    x, v, g : numpy.ndarray
-        Positions, velocities and forces, shape ``(n, d)``; updated in place.
-    coef : numpy.ndarray
-        The output of :func:`coefficients`.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step, shape ``(2, d, n)`` (chains innermost).
-    force : numba function
-        ``force(x, g, batch, n_batch, scale, tdata)``: writes the stochastic force at ``x`` into ``g``.
-    batch : numpy.ndarray
-        The batches, shape ``(k, n)``: chain ``c``'s in ``batch[:n_batch, c]``.
-    n_batch : int
-        The batch size.
-    scale : float
-        The force's scale for that batch (the plan's ``force_scale``).
-    tdata : tuple
-        The target's data, as ``force`` reads it.
-    box : tuple
-        ``(center, half_width, active)``: the reflecting box of the positions, inactive when
-        ``active[0]`` is false (:func:`integrators._bounce.reflect`).
-    """
+    """One Euler-Maruyama step of size ``h`` of a block of ``n`` chains, in place (Numba)."""
     h, gamma, noise = coef[0], coef[1], coef[2]
     n, d = x.shape
     force(x, g, batch, n_batch, scale, tdata)

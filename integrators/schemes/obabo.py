@@ -26,41 +26,14 @@ FSAL = True
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
-    """The coefficients the OBABO step reads, at step size ``h`` and friction ``gamma``.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    numpy.ndarray
-        A 1-D float64 array of finite numbers (``coef`` of :func:`step`), of one length at every
-        ``(h, gamma)``.
-    """
+    """The coefficients the OBABO step reads, at step size ``h`` and friction ``gamma``."""
     return np.array([h, math.exp(-0.5 * gamma * h), math.sqrt(2.0 * gamma)])
 
 
 def affine_ops(h: float, gamma: float) -> list:
     """The step as operations for the exact oracle, in first-same-as-last rotated form: the
     state sits after A, so one transition ``B(h/2) O(h/2) O(h/2) B(h/2) A(h)`` uses one batch
-    (the two O's draw on independent half-step noises).
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    list of tuple
-        The operations, in order, as the oracle (:mod:`theory_checks.oracle`) interprets them.
-    """
+    (the two O's draw on independent half-step noises)."""
     return [("kick", h / 2), ("o", h / 2, [(3, 1.0)]), ("o", h / 2, [(1, 1.0)]), ("kick", h / 2),
             ("drift", h)]
 
@@ -68,46 +41,12 @@ def affine_ops(h: float, gamma: float) -> list:
 def rotation_ops(h: float, gamma: float) -> list:
     """From the state after a step to the rotated state of :func:`affine_ops` (after A): undo
     the last O, ``v <- e^{gamma h/2} (v - sqrt(2 gamma) J_2)`` with the step's own ``J_2`` (noise
-    slot 3), then the last half kick.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    list of tuple
-        The operations, in order.
-    """
+    slot 3), then the last half kick."""
     return [("o", -h / 2, [(3, -math.exp(0.5 * gamma * h))]), ("kick", -h / 2)]
 
 
 def reference_step(x, v, g, h, gamma, dW, J, grad):
-    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`.
-
-    Parameters
-    ----------
-    x, v : numpy.ndarray
-        The position and the velocity, shape ``(d,)``.
-    g : numpy.ndarray
-        The cached force (this scheme is first-same-as-last).
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step (:mod:`integrators._brownian`), shape ``(2, d)``.
-    grad : callable
-        ``grad(x)``: the step's force.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(x, v, g)`` after the step, ``g`` the force it evaluated.
-    """
+    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`."""
     s, eta = math.sqrt(2 * gamma), math.exp(-gamma * h / 2)
     v = eta * v + s * J[0] - h / 2 * g
     x = x + h * v
@@ -118,31 +57,7 @@ def reference_step(x, v, g, h, gamma, dW, J, grad):
 
 @nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """One OBABO step of size ``h`` of a block of ``n`` chains, in place (Numba).
-
-    Parameters
-    ----------
-    x, v, g : numpy.ndarray
-        Positions, velocities and forces, shape ``(n, d)``; updated in place (``g`` holds the
-        force cached for the next step).
-    coef : numpy.ndarray
-        The output of :func:`coefficients`.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step, shape ``(2, d, n)`` (chains innermost).
-    force : numba function
-        ``force(x, g, batch, n_batch, scale, tdata)``: writes the stochastic force at ``x`` into ``g``.
-    batch : numpy.ndarray
-        The batches, shape ``(k, n)``: chain ``c``'s in ``batch[:n_batch, c]``.
-    n_batch : int
-        The batch size.
-    scale : float
-        The force's scale for that batch (the plan's ``force_scale``).
-    tdata : tuple
-        The target's data, as ``force`` reads it.
-    box : tuple
-        ``(center, half_width, active)``: the reflecting box of the positions, inactive when
-        ``active[0]`` is false (:func:`integrators._bounce.reflect`).
-    """
+    """One OBABO step of size ``h`` of a block of ``n`` chains, in place (Numba)."""
     h, eta_half, noise = coef[0], coef[1], coef[2]
     n, d = x.shape
     for a in range(d):

@@ -24,67 +24,19 @@ FSAL = False
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
-    """The coefficients the UBU step reads, at step size ``h`` and friction ``gamma``.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    numpy.ndarray
-        A 1-D float64 array of finite numbers (``coef`` of :func:`step`), of one length at every
-        ``(h, gamma)``.
-    """
+    """The coefficients the UBU step reads, at step size ``h`` and friction ``gamma``."""
     eta = math.exp(-0.5 * gamma * h)
     return np.array([h, eta, -math.expm1(-0.5 * gamma * h) / gamma,
                      math.sqrt(2.0 * gamma), math.sqrt(2.0 * gamma) / gamma])
 
 
 def affine_ops(h: float, gamma: float) -> list:
-    """The step as operations for the exact oracle.
-
-    Parameters
-    ----------
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    list of tuple
-        The operations, in order, as the oracle (:mod:`theory_checks.oracle`) interprets them.
-    """
+    """The step as operations for the exact oracle."""
     return [("u", 0), ("kick", h), ("u", 1)]
 
 
 def reference_step(x, v, g, h, gamma, dW, J, grad):
-    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`.
-
-    Parameters
-    ----------
-    x, v : numpy.ndarray
-        The position and the velocity, shape ``(d,)``.
-    g : numpy.ndarray
-        The previous force (not read: this scheme evaluates its force within the step).
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step (:mod:`integrators._brownian`), shape ``(2, d)``.
-    grad : callable
-        ``grad(x)``: the step's force.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(x, v, g)`` after the step, ``g`` the force it evaluated.
-    """
+    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`."""
     s, eta = math.sqrt(2 * gamma), math.exp(-gamma * h / 2)
     for half in (0, 1):
         x = x + (1 - eta) / gamma * v + s / gamma * (dW[half] - J[half])
@@ -119,30 +71,7 @@ def _kick_then_half_u(x, v, g, coef, dW, J):
 
 @nb.njit(nogil=True)
 def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
-    """One UBU step of size ``h`` of a block of ``n`` chains, in place (Numba).
-
-    Parameters
-    ----------
-    x, v, g : numpy.ndarray
-        Positions, velocities and forces, shape ``(n, d)``; updated in place.
-    coef : numpy.ndarray
-        The output of :func:`coefficients`.
-    dW, J : numpy.ndarray
-        The Brownian path pair over each half step, shape ``(2, d, n)`` (chains innermost).
-    force : numba function
-        ``force(x, g, batch, n_batch, scale, tdata)``: writes the stochastic force at ``x`` into ``g``.
-    batch : numpy.ndarray
-        The batches, shape ``(k, n)``: chain ``c``'s in ``batch[:n_batch, c]``.
-    n_batch : int
-        The batch size.
-    scale : float
-        The force's scale for that batch (the plan's ``force_scale``).
-    tdata : tuple
-        The target's data, as ``force`` reads it.
-    box : tuple
-        ``(center, half_width, active)``: the reflecting box of the positions, inactive when
-        ``active[0]`` is false (:func:`integrators._bounce.reflect`).
-    """
+    """One UBU step of size ``h`` of a block of ``n`` chains, in place (Numba)."""
     _half_u(x, v, coef, dW, J, 0)
     reflect(x, v, box)
     force(x, g, batch, n_batch, scale, tdata)

@@ -4,16 +4,14 @@ Every target exposes ``arrays`` (a tuple of numpy arrays) and three Numba functi
 ``prior_grad_add(x, arrays, out)`` adds grad f_0(x); ``datum_grad_add(x, i, coef, arrays, out)``
 adds ``coef * grad f_i(x)``; ``potential(x, arrays)`` returns f(x).  The minibatch force
 ``G(x, w) = grad f_0(x) + scale * sum_{i in w} grad f_i(x)`` (with an optional control variate
-at a reference point ``xh``) is assembled from them by :func:`make_force`; a target never knows
-which plan or scheme drives it.
+at a reference point ``xh``) is assembled from them by ``integrators.targets._force.make_force``;
+a target never knows which plan or scheme drives it.
 """
 
-from integrators.targets._base import DIVERGENCE_SDS, LEGACY_DIVERGENCE_BOUND, MAX_DIM, Target
+from integrators.targets._base import Target
 from integrators.targets._double_well import DoubleWellTarget
-from integrators.targets._force import force_data, force_for, lane_force_for, make_force, make_lane_force
+from integrators.targets._force import force_data as force_data  # integrators.torch._targets imports it here
 from integrators.targets._gaussian import GaussianTarget
-from integrators.targets._logistic import LogisticTarget, MultinomialLogisticTarget, softmax_probabilities
+from integrators.targets._logistic import LogisticTarget, MultinomialLogisticTarget
 
-__all__ = ["DIVERGENCE_SDS", "LEGACY_DIVERGENCE_BOUND", "MAX_DIM", "DoubleWellTarget", "GaussianTarget",
-           "LogisticTarget", "MultinomialLogisticTarget", "Target", "force_data", "force_for", "lane_force_for",
-           "make_force", "make_lane_force", "softmax_probabilities"]
+__all__ = ["DoubleWellTarget", "GaussianTarget", "LogisticTarget", "MultinomialLogisticTarget", "Target"]

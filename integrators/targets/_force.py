@@ -31,16 +31,6 @@ def make_force(target_cls):
     Without a control variate
     ``G = grad f_0(x) + scale * sum_{i in batch} grad f_i(x)``; with one (``use_cv[0]``)
     ``G = grad f_0(x) + sum_i grad f_i(x_ref) + scale * sum_{i in batch} (grad f_i(x) - grad f_i(x_ref))``.
-
-    Parameters
-    ----------
-    target_cls : type
-        A target class, with its Numba ``prior_grad_add`` and ``datum_grad_add``.
-
-    Returns
-    -------
-    numba function
-        The force of one chain: writes ``G`` at ``x`` (shape ``(d,)``) into ``out``.
     """
     prior_grad_add, datum_grad_add, _ = _target_functions(target_cls)
 
@@ -68,18 +58,6 @@ def make_lane_force(target_cls):
 
     A target class with a ``lane_grad`` gets its vectorized gradients; others are called chain by
     chain.
-
-    Parameters
-    ----------
-    target_cls : type
-        A target class, with its Numba ``prior_grad_add`` and ``datum_grad_add`` (and optionally
-        ``lane_grad``).
-
-    Returns
-    -------
-    numba function
-        ``force(x, out, batch, n_batch, scale, tdata)`` with ``x, out`` of shape ``(n, d)`` and
-        ``batch`` of shape ``(k, n)`` (chain ``c``'s batch in ``batch[:n_batch, c]``).
     """
     prior_grad_add, datum_grad_add, grads = _target_functions(target_cls)
     if grads is None:
@@ -114,18 +92,7 @@ _FORCES: dict = {}
 
 
 def force_for(target) -> object:
-    """The force of one chain for the target's class (:func:`make_force`), compiled once.
-
-    Parameters
-    ----------
-    target : Target
-        The target.
-
-    Returns
-    -------
-    numba function
-        ``force(x, out, batch, n_batch, scale, tdata)`` with ``x`` of shape ``(d,)``.
-    """
+    """The force of one chain for the target's class (:func:`make_force`), compiled once."""
     key = (type(target), "chain")
     if key not in _FORCES:
         _FORCES[key] = make_force(type(target))
@@ -133,18 +100,7 @@ def force_for(target) -> object:
 
 
 def lane_force_for(target) -> object:
-    """The force over a block of chains for the target's class (:func:`make_lane_force`), compiled once.
-
-    Parameters
-    ----------
-    target : Target
-        The target.
-
-    Returns
-    -------
-    numba function
-        ``force(x, out, batch, n_batch, scale, tdata)`` with ``x`` of shape ``(n, d)``.
-    """
+    """The force over a block of chains for the target's class (:func:`make_lane_force`), compiled once."""
     key = (type(target), "lanes")
     if key not in _FORCES:
         _FORCES[key] = make_lane_force(type(target))
@@ -155,26 +111,6 @@ def force_data(target, control_variate=False, x_ref=None) -> tuple:
     """The ``tdata`` tuple the forces of :func:`make_force` and :func:`make_lane_force` read.
 
     The per-datum gradients at ``x_ref`` are computed once here.
-
-    Parameters
-    ----------
-    target : Target
-        The target.
-    control_variate : bool, default False
-        Whether the force uses the control variate at ``x_ref``.
-    x_ref : array_like or None, optional
-        The control variate's reference point, shape ``(dim,)`` (a number for a one-dimensional
-        target); None: the L-BFGS minimizer of the potential (:meth:`Target.mode`).
-
-    Returns
-    -------
-    tuple
-        ``(arrays, ref_grads, ref_grad_sum, use_cv)``.
-
-    Raises
-    ------
-    ValueError
-        If ``x_ref`` is not finite or has the wrong shape, or is given without ``control_variate``.
     """
     if control_variate:
         x_ref = target.mode() if x_ref is None else finite_array("x_ref", x_ref)

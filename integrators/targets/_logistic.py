@@ -193,25 +193,7 @@ def _softmax_logits(x, feats, i, n_classes):
 
 @nb.njit(nogil=True, inline="always")
 def softmax_probabilities(x, feats, i, n_classes):
-    """Class probabilities of row ``i`` of ``feats`` under weights ``x`` (stable softmax; Numba).
-
-    Parameters
-    ----------
-    x : numpy.ndarray
-        The weights, shape ``(p * n_classes,)``: feature ``a``'s weight for class ``k`` at
-        ``a * n_classes + k``.
-    feats : numpy.ndarray
-        The features, shape ``(n, p)``.
-    i : int
-        The row.
-    n_classes : int
-        The number of classes.
-
-    Returns
-    -------
-    numpy.ndarray
-        The probabilities, shape ``(n_classes,)``, summing to 1.
-    """
+    """Class probabilities of row ``i`` of ``feats`` under weights ``x`` (stable softmax; Numba)."""
     z = _softmax_logits(x, feats, i, n_classes)
     zmax = z.max()
     total = 0.0

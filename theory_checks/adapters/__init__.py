@@ -12,14 +12,15 @@
 A library's adapters are one module of this package that declares ``LIBRARY`` (the library's
 name), ``ADAPTERS`` (a tuple of adapter objects) and, optionally, ``ORDER`` (its place in the
 registry): every such module is found (:func:`integrators.registry.discover`) and its adapters
-join :data:`ADAPTERS`, so adding a library is one new file.
+join :data:`ADAPTERS`, so adding a library is one new file.  The adapters' methods follow
+:class:`SamplerAdapter` and carry a summary line: its docstring is their contract.
 
 The libraries are imported only when an adapter builds a sampler: this package imports without
 them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement in a test.
 """
 
 from integrators.registry import discover_modules
-from theory_checks.adapters._measure import ADAPTERS, AdapterReport, measure_adapter, resolve_adapter
+from theory_checks.adapters._measure import ADAPTERS, AdapterReport, measure_adapter
 from theory_checks.adapters._protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
 from theory_checks.adapters._runs import LEVELS
 
@@ -29,4 +30,4 @@ for _module in discover_modules(__name__, ADAPTER_MODULE):
         ADAPTERS.register(_adapter)
 
 __all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
-           "checked_positions", "measure_adapter", "resolve_adapter"]
+           "checked_positions", "measure_adapter"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from theory_checks.adapters.posteriors_adapter import PosteriorsSGHMC, _posteriors
+from theory_checks.adapters.posteriors_adapter import _posteriors, _PosteriorsSGHMC
 
 NOISE_FACTOR = 1.05  # the large positive control's
 HOT_FACTOR = 1.02    # the positive control at the detectable effect
@@ -46,7 +46,7 @@ def _sghmc_update_noise_scaled(state, batch, log_posterior, lr, alpha=0.01, beta
     return posteriors.sgmcmc.sghmc.SGHMCState(params, momenta, log_post.detach(), state.step + 1), aux
 
 
-class NoisySGHMC(PosteriorsSGHMC):
+class NoisySGHMC(_PosteriorsSGHMC):
     """posteriors' SGHMC with its noise scaled by ``noise_factor`` (a planted bug; see the module
     docstring); named ``planted.sghmc_noise_x<factor>``."""
 

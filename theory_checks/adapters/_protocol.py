@@ -11,7 +11,7 @@ minibatch, and then measures the law the sampler reaches (:mod:`theory_checks.ad
 
 **The target** is an :class:`AdapterProblem`: the toolkit's target with the force scale of the
 minibatch plan, ``log pi_w(x) = -(f_0(x) + scale * sum_{i in w} f_i(x))`` and its gradient, the
-toolkit's own minibatch force (:func:`integrators.targets.lane_force_for`, the very Numba code
+toolkit's own minibatch force (:func:`integrators.targets._force.lane_force_for`, the very Numba code
 its kernel runs) with the sign of a log-density.  ``scale`` is ``N_m`` for partition plans,
 ``N_D / N_b`` for ``iid`` and 1 for ``full`` (the design's "Minibatch plans"); an adapter hands the
 problem's log-density or gradient to its library as the library's log-posterior or gradient
@@ -61,7 +61,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from integrators.targets import GaussianTarget, Target, force_data, lane_force_for
+from integrators.targets import GaussianTarget, Target
+from integrators.targets._force import force_data, lane_force_for
 
 REQUIRED_ATTRIBUTES = ("NAME", "LIBRARY", "SAMPLER", "DYNAMICS", "WEAK_ORDER", "CLAIM_SOURCE", "RULE_ORDER",
                        "RULE_SOURCE", "EXACT_GAUSSIAN_X", "CHAINS")

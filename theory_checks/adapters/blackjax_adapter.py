@@ -47,26 +47,15 @@ def _blackjax():
     return jax, blackjax
 
 
-def grad_estimator_for(target):
+def _grad_estimator_for(target):
     """BlackJAX's ``grad_estimator(position, minibatch)`` for the toolkit's ``target``, with
     ``minibatch = (indices, scale)``: the toolkit's minibatch gradient.  For a
-    :class:`GaussianTarget` it is written in JAX (:func:`gaussian_grad_estimator`, no host round
+    :class:`GaussianTarget` it is written in JAX (``_gaussian_grad_estimator``, no host round
     trip per inner step); otherwise the toolkit's force is called back on the host (under
-    ``jax.vmap``, one chain per lane, the callback receives the whole block of chains).
-
-    Parameters
-    ----------
-    target : Target
-        The toolkit's target.
-
-    Returns
-    -------
-    callable
-        ``grad_estimator(position, minibatch)``.
-    """
+    ``jax.vmap``, one chain per lane, the callback receives the whole block of chains)."""
     jax, _ = _blackjax()
     if isinstance(target, GaussianTarget):
-        return gaussian_grad_estimator(target)
+        return _gaussian_grad_estimator(target)
 
     def host(x, idx, scale):
         x = np.asarray(x)
@@ -83,21 +72,10 @@ def grad_estimator_for(target):
     return grad_estimator
 
 
-def gaussian_grad_estimator(target):
+def _gaussian_grad_estimator(target):
     """``-(A_0 (x - m_0) + scale * sum_{i in batch} A_i (x - mu_i))`` in JAX for the Gaussian terms
     ``f_i(x) = (x - mu_i)^T A_i (x - mu_i) / 2`` and the prior ``(x - m_0)^T A_0 (x - m_0) / 2``: the
-    toolkit's minibatch force, negated, for positions ``(..., d)`` and indices ``(..., batch)``.
-
-    Parameters
-    ----------
-    target : GaussianTarget
-        The target.
-
-    Returns
-    -------
-    callable
-        ``grad_estimator(position, minibatch)`` with ``minibatch = (indices, scale)``.
-    """
+    toolkit's minibatch force, negated, for positions ``(..., d)`` and indices ``(..., batch)``."""
     import jax.numpy as jnp
 
     means, precisions, prior, prior_mean = (np.asarray(a, dtype=float) for a in target.arrays)
@@ -160,15 +138,15 @@ def _compiled(kind, target, gamma: float, *extra):
     """``(init_fn(x0, key), step_fn(key, state, minibatch, h))`` of an adapter class, jitted;
     keyed by everything that determines them (the class, the target, the friction, extras)."""
     jax, blackjax = _blackjax()
-    ge = grad_estimator_for(target)
-    if kind is BlackJAXSGLD:
+    ge = _grad_estimator_for(target)
+    if kind is _BlackJAXSGLD:
         alg = blackjax.sgld(ge)
         return (lambda x0, key: alg.init(x0)), jax.jit(lambda key, x, mb, h: alg.step(key, x, mb, h))
     if kind is BlackJAXSGHMC:
         (steps,) = extra
         alg = blackjax.sghmc(ge, num_integration_steps=steps, alpha=gamma, beta=0.0)
         return (lambda x0, key: alg.init(x0)), jax.jit(lambda key, x, mb, h: alg.step(key, x, mb, h))
-    if kind is BlackJAXSGNHT:
+    if kind is _BlackJAXSGNHT:
         alg = blackjax.sgnht(ge, alpha=gamma, beta=0.0)
 
         def init_fn(x0, key):
@@ -183,7 +161,7 @@ def _compiled(kind, target, gamma: float, *extra):
     raise ValueError(f"no BlackJAX sampler for {kind.__name__}")
 
 
-class BlackJAXSGLD(_BlackJAXAdapter):
+class _BlackJAXSGLD(_BlackJAXAdapter):
     """``blackjax.sgld`` (blackjax/sgmcmc/sgld.py, ``diffusions.overdamped_langevin``):
 
         x' = x + step_size grad log p(x, minibatch) + sqrt(2 T step_size) xi
@@ -265,22 +243,7 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         ``tau = L h`` the velocity's correlation is ``e^(-gamma t) (1 - t / tau)^+`` (phase
         averaged), so positions diffuse with ``D = 1/gamma - (1 - e^(-gamma tau)) / (gamma^2 tau)``
         (``tau / 2`` for short calls, ``1 / gamma`` for long ones), as kinetic Langevin at friction
-        ``1 / D`` does: a chain of short calls mixes slowly.
-
-        Parameters
-        ----------
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-        langevin_time : callable
-            ``langevin_time(gamma)``: kinetic Langevin's relaxation time at a friction.
-
-        Returns
-        -------
-        float
-            The relaxation time.
-        """
+        ``1 / D`` does: a chain of short calls mixes slowly."""
         tau = self.STEPS_PER_CALL * h
         diffusion = 1.0 / gamma - (-math.expm1(-gamma * tau)) / (gamma * gamma * tau)
         return langevin_time(1.0 / max(diffusion, 1e-300))
@@ -293,22 +256,7 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         ``target`` (mean ``target.mean``): one call is affine in ``(x, m)`` with Gaussian noise,
         ``x_L - mu = M (x_0 - mu) + e``, ``e ~ N(0, Q)`` (the fresh momentum and the ``L`` steps'
         noise), so the law solves the discrete Lyapunov equation ``S = M S M^T + Q``.  As
-        ``h -> 0`` at fixed ``L`` it tends to ``L / (L - 1)`` times the target's covariance.
-
-        Parameters
-        ----------
-        target : GaussianTarget
-            The target.
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-
-        Returns
-        -------
-        numpy.ndarray
-            The covariance of the positions, shape ``(d, d)``.
-        """
+        ``h -> 0`` at fixed ``L`` it tends to ``L / (L - 1)`` times the target's covariance."""
         from scipy.linalg import solve_discrete_lyapunov
 
         d, a = target.dim, np.asarray(target.precision, dtype=float)
@@ -324,7 +272,7 @@ class BlackJAXSGHMC(_BlackJAXAdapter):
         return solve_discrete_lyapunov(carry[:d], cov[:d, :d])
 
 
-class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
+class _BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
     """``blackjax.sgnht`` (blackjax/sgmcmc/sgnht.py, ``diffusions.sgnht``):
 
         x'  = x + step_size m
@@ -352,4 +300,4 @@ class BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
         return inner.position
 
 
-ADAPTERS = (BlackJAXSGLD(), BlackJAXSGHMC(), BlackJAXSGNHT())
+ADAPTERS = (_BlackJAXSGLD(), BlackJAXSGHMC(), _BlackJAXSGNHT())

@@ -82,21 +82,10 @@ def _bridge():
     return ToolkitLogDensity
 
 
-def log_posterior_for(problem: AdapterProblem):
+def _log_posterior_for(problem: AdapterProblem):
     """posteriors' ``log_posterior(params, batch) -> (value, aux)`` for the toolkit's problem:
     the sum over chains of each chain's minibatch log-density (its gradient in row ``c`` is chain
-    ``c``'s), no auxiliary output.
-
-    Parameters
-    ----------
-    problem : AdapterProblem
-        The target and the force scale.
-
-    Returns
-    -------
-    callable
-        ``log_posterior(params, batch)``.
-    """
+    ``c``'s), no auxiliary output."""
     _, torch = _posteriors()
     bridge = _bridge()
 
@@ -108,13 +97,13 @@ def log_posterior_for(problem: AdapterProblem):
 
 
 class _Built:
-    """What :meth:`PosteriorsAdapter.build` returns: the problem, the transform and the step."""
+    """What :meth:`_PosteriorsAdapter.build` returns: the problem, the transform and the step."""
 
     def __init__(self, problem, transform, h, gamma):
         self.problem, self.transform, self.h, self.gamma = problem, transform, h, gamma
 
 
-class PosteriorsAdapter:
+class _PosteriorsAdapter:
     """Shared machinery: build the transform, seed it, step it under its own generator."""
 
     LIBRARY = "posteriors"
@@ -123,72 +112,20 @@ class PosteriorsAdapter:
     EQUIVALENT_SCHEME = None
 
     def make_transform(self, posteriors, log_posterior, h: float, gamma: float):
-        """The posteriors transform of this sampler at ``h`` and ``gamma`` (each subclass's own).
-
-        Parameters
-        ----------
-        posteriors : module
-            The ``posteriors`` package.
-        log_posterior : callable
-            ``log_posterior(params, batch) -> (value, aux)`` (:func:`log_posterior_for`).
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-
-        Returns
-        -------
-        object
-            The transform (its ``init`` and ``update``).
-        """
+        """The posteriors transform of this sampler at ``h`` and ``gamma`` (each subclass's own)."""
         raise NotImplementedError
 
     def build(self, problem: AdapterProblem, h: float, gamma: float) -> _Built:
-        """The transform for ``problem`` at step size ``h`` and friction ``gamma``.
-
-        Parameters
-        ----------
-        problem : AdapterProblem
-            The target and the force scale.
-        h : float
-            The step size, positive.
-        gamma : float
-            The friction, positive.
-
-        Returns
-        -------
-        object
-            The built sampler: the problem, the transform, ``h`` and ``gamma``.
-
-        Raises
-        ------
-        ValueError
-            If ``h`` or ``gamma`` is not a positive number.
-        """
+        """The transform for ``problem`` at step size ``h`` and friction ``gamma``."""
         posteriors, _ = _posteriors()
         h, gamma = positive_float("h", h), positive_float("gamma", gamma)
-        return _Built(problem, self.make_transform(posteriors, log_posterior_for(problem), h, gamma), h, gamma)
+        return _Built(problem, self.make_transform(posteriors, _log_posterior_for(problem), h, gamma), h, gamma)
 
     def _init_state(self, sampler: _Built, params):
         return sampler.transform.init(params)
 
     def init(self, sampler: _Built, x0, seed: int):
-        """The transform's state at ``x0``, under a torch generator seeded by ``seed``.
-
-        Parameters
-        ----------
-        sampler : object
-            What :meth:`build` returned.
-        x0 : array_like
-            The positions, shape ``(n_chains, d)``.
-        seed : int
-            The seed.
-
-        Returns
-        -------
-        tuple
-            The transform's state and the generator's state.
-        """
+        """The transform's state at ``x0``, under a torch generator seeded by ``seed``."""
         _, torch = _posteriors()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed) % 2**63)
@@ -200,22 +137,7 @@ class PosteriorsAdapter:
         return new
 
     def step(self, sampler: _Built, state, batch):
-        """One update of every chain, under the state's own generator.
-
-        Parameters
-        ----------
-        sampler : object
-            What :meth:`build` returned.
-        state : tuple
-            The transform's state and the generator's state.
-        batch : numpy.ndarray
-            The batches, shape ``(n_chains, n_b)``.
-
-        Returns
-        -------
-        tuple
-            The new states.
-        """
+        """One update of every chain, under the state's own generator."""
         _, torch = _posteriors()
         inner, rng = state
         with torch.random.fork_rng(devices=[]):
@@ -224,24 +146,11 @@ class PosteriorsAdapter:
             return inner, torch.get_rng_state()
 
     def positions(self, sampler: _Built, state) -> np.ndarray:
-        """The chains' positions (the transform state's ``params``).
-
-        Parameters
-        ----------
-        sampler : object
-            What :meth:`build` returned.
-        state : tuple
-            The transform's state and the generator's state.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(n_chains, d)``.
-        """
+        """The chains' positions (the transform state's ``params``)."""
         return state[0].params.detach().numpy()
 
 
-class PosteriorsSGLD(PosteriorsAdapter):
+class _PosteriorsSGLD(_PosteriorsAdapter):
     """``posteriors.sgmcmc.sgld`` (posteriors/sgmcmc/sgld.py, ``update``):
 
         theta' = theta + lr * grad log p(theta, batch) + sqrt(T lr (2 - T lr beta)) * xi
@@ -263,28 +172,11 @@ class PosteriorsSGLD(PosteriorsAdapter):
     RULE_SOURCE = "Euler-Maruyama for overdamped Langevin (x' = x + h grad log p + sqrt(2h) xi): weak order 1"
 
     def make_transform(self, posteriors, log_posterior, h, gamma):
-        """``posteriors.sgmcmc.sgld.build`` with the settings of the class docstring.
-
-        Parameters
-        ----------
-        posteriors : module
-            The ``posteriors`` package.
-        log_posterior : callable
-            ``log_posterior(params, batch) -> (value, aux)`` (:func:`log_posterior_for`).
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-
-        Returns
-        -------
-        object
-            The transform (its ``init`` and ``update``).
-        """
+        """``posteriors.sgmcmc.sgld.build`` with the settings of the class docstring."""
         return posteriors.sgmcmc.sgld.build(log_posterior, lr=h, beta=0.0, temperature=1.0)
 
 
-class PosteriorsSGHMC(PosteriorsAdapter):
+class _PosteriorsSGHMC(_PosteriorsAdapter):
     """``posteriors.sgmcmc.sghmc`` (posteriors/sgmcmc/sghmc.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -307,28 +199,11 @@ class PosteriorsSGHMC(PosteriorsAdapter):
     EQUIVALENT_SCHEME = "em"
 
     def make_transform(self, posteriors, log_posterior, h, gamma):
-        """``posteriors.sgmcmc.sghmc.build`` with the settings of the class docstring.
-
-        Parameters
-        ----------
-        posteriors : module
-            The ``posteriors`` package.
-        log_posterior : callable
-            ``log_posterior(params, batch) -> (value, aux)`` (:func:`log_posterior_for`).
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-
-        Returns
-        -------
-        object
-            The transform (its ``init`` and ``update``).
-        """
+        """``posteriors.sgmcmc.sghmc.build`` with the settings of the class docstring."""
         return posteriors.sgmcmc.sghmc.build(log_posterior, lr=h, alpha=gamma, beta=0.0, sigma=1.0, temperature=1.0)
 
 
-class PosteriorsBAOA(PosteriorsAdapter):
+class _PosteriorsBAOA(_PosteriorsAdapter):
     """``posteriors.sgmcmc.baoa`` (posteriors/sgmcmc/baoa.py, ``update``):
 
         m_1/2     = m + lr grad log p(theta, batch)
@@ -357,28 +232,11 @@ class PosteriorsBAOA(PosteriorsAdapter):
     EQUIVALENT_SCHEME = "baoab"
 
     def make_transform(self, posteriors, log_posterior, h, gamma):
-        """``posteriors.sgmcmc.baoa.build`` with the settings of the class docstring.
-
-        Parameters
-        ----------
-        posteriors : module
-            The ``posteriors`` package.
-        log_posterior : callable
-            ``log_posterior(params, batch) -> (value, aux)`` (:func:`log_posterior_for`).
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-
-        Returns
-        -------
-        object
-            The transform (its ``init`` and ``update``).
-        """
+        """``posteriors.sgmcmc.baoa.build`` with the settings of the class docstring."""
         return posteriors.sgmcmc.baoa.build(log_posterior, lr=h, alpha=gamma, sigma=1.0, temperature=1.0)
 
 
-class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
+class _PosteriorsSGNHT(ThermostatAdapter, _PosteriorsAdapter):
     """``posteriors.sgmcmc.sgnht`` (posteriors/sgmcmc/sgnht.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -406,43 +264,11 @@ class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
     RULE_SOURCE = "explicit Euler for the Nose-Hoover-Langevin SDE: weak order 1"
 
     def make_transform(self, posteriors, log_posterior, h, gamma):
-        """``posteriors.sgmcmc.sgnht.build`` with the settings of the class docstring.
-
-        Parameters
-        ----------
-        posteriors : module
-            The ``posteriors`` package.
-        log_posterior : callable
-            ``log_posterior(params, batch) -> (value, aux)`` (:func:`log_posterior_for`).
-        h : float
-            The step size.
-        gamma : float
-            The friction.
-
-        Returns
-        -------
-        object
-            The transform (its ``init`` and ``update``).
-        """
+        """``posteriors.sgmcmc.sgnht.build`` with the settings of the class docstring."""
         return posteriors.sgmcmc.sgnht.build(log_posterior, lr=h, alpha=gamma, beta=0.0, sigma=1.0, temperature=1.0)
 
     def build(self, problem, h, gamma):
-        """The transform, its update applied chain by chain (``xi`` is one number per chain).
-
-        Parameters
-        ----------
-        problem : AdapterProblem
-            The target and the force scale.
-        h : float
-            The step size, positive.
-        gamma : float
-            The friction, positive.
-
-        Returns
-        -------
-        object
-            The built sampler: the problem, the transform, ``h`` and ``gamma``.
-        """
+        """The transform, its update applied chain by chain (``xi`` is one number per chain)."""
         built = super().build(problem, h, gamma)
         posteriors, torch = _posteriors()
         sgnht, transform = posteriors.sgmcmc.sgnht, built.transform
@@ -463,21 +289,8 @@ class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
         return sampler.vmapped(*state, batch)
 
     def positions(self, sampler, state) -> np.ndarray:
-        """The chains' positions (the first of the per-chain arrays).
-
-        Parameters
-        ----------
-        sampler : object
-            What :meth:`build` returned.
-        state : tuple
-            The transform's state and the generator's state.
-
-        Returns
-        -------
-        numpy.ndarray
-            Shape ``(n_chains, d)``.
-        """
+        """The chains' positions (the first of the per-chain arrays)."""
         return state[0][0].detach().numpy()
 
 
-ADAPTERS = (PosteriorsSGLD(), PosteriorsSGHMC(), PosteriorsBAOA(), PosteriorsSGNHT())
+ADAPTERS = (_PosteriorsSGLD(), _PosteriorsSGHMC(), _PosteriorsBAOA(), _PosteriorsSGNHT())

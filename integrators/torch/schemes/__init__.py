@@ -12,7 +12,7 @@ buffer ``(P,)`` in module mode, ``(K, P)`` for an ensemble); ``dW`` and ``J`` ha
 ``(2, *x.shape)`` (the path pair over each half step); ``force(x)`` returns the minibatch force at
 ``x`` (the caller binds the batch); ``reflect(x, v)`` applies the elastic bounce in place (or is
 ``None``); ``g`` is the cached force of first-same-as-last schemes, and the force the step computed
-is returned.
+is returned.  The members' ``step`` functions carry a summary line: this docstring is their contract.
 
 A scheme from user code (:func:`integrators.register_scheme`, or a scheme object) runs on the torch
 backend when it declares ``TORCH_STEP``, its update written to this contract; without it the

@@ -10,29 +10,7 @@ NAME = _numba.NAME
 
 
 def step(x, v, g, coef, dW, J, force, reflect):
-    """One Euler-Maruyama step on tensors, in place: the update of :mod:`integrators.schemes.em`.
-
-    Parameters
-    ----------
-    x, v : torch.Tensor
-        Positions and velocities, of one shape (``(n_chains, d)``, ``(P,)`` or ``(K, P)``);
-        updated in place.
-    g : torch.Tensor
-        The previous force (not read: this scheme evaluates its force within the step).
-    coef : tuple of float
-        The scheme's coefficients (:func:`integrators.schemes.em.coefficients`).
-    dW, J : torch.Tensor
-        The Brownian path pair over each half step, shape ``(2, *x.shape)``.
-    force : callable
-        ``force(x)``: the minibatch force at ``x`` (the caller binds the batch).
-    reflect : callable or None
-        ``reflect(x, v)``: the elastic bounce in place, or None.
-
-    Returns
-    -------
-    torch.Tensor
-        The force the step computed (the next step's cached force in a first-same-as-last scheme).
-    """
+    """One Euler-Maruyama step on tensors, in place: the update of :mod:`integrators.schemes.em`."""
     h, gamma, noise = coef
     g = force(x)
     v_old = v.clone()

@@ -14,29 +14,7 @@ NAME = _numba.NAME
 
 
 def step(x, v, g, coef, dW, J, force, reflect):
-    """One UBU step on tensors, in place: the update of :mod:`integrators.schemes.ubu`.
-
-    Parameters
-    ----------
-    x, v : torch.Tensor
-        Positions and velocities, of one shape (``(n_chains, d)``, ``(P,)`` or ``(K, P)``);
-        updated in place.
-    g : torch.Tensor
-        The previous force (not read: this scheme evaluates its force within the step).
-    coef : tuple of float
-        The scheme's coefficients (:func:`integrators.schemes.ubu.coefficients`).
-    dW, J : torch.Tensor
-        The Brownian path pair over each half step, shape ``(2, *x.shape)``.
-    force : callable
-        ``force(x)``: the minibatch force at ``x`` (the caller binds the batch).
-    reflect : callable or None
-        ``reflect(x, v)``: the elastic bounce in place, or None.
-
-    Returns
-    -------
-    torch.Tensor
-        The force the step computed (the next step's cached force in a first-same-as-last scheme).
-    """
+    """One UBU step on tensors, in place: the update of :mod:`integrators.schemes.ubu`."""
     h, eta, x_from_v, v_noise, x_noise = coef
     x.add_(x_from_v * v + x_noise * (dW[0] - J[0]))
     v.copy_(eta * v + v_noise * J[0])
