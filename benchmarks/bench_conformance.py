@@ -36,7 +36,7 @@ def run_one(args: tuple) -> tuple[dict, float]:
         rec = fig_conformance.run_unit({"sampler": name, "target": "default"}, preset, seed)
     else:
         report = conformance.measure_adapter(conformance.conformance_adapters()[name], plans=plans,
-                                             level=fig_conformance._LEVEL[preset], seed=seed)
+                                             level=fig_conformance.LEVEL[preset], seed=seed)
         rec = conformance.record(report, target="default")
     return rec, time.perf_counter() - t0
 
@@ -75,7 +75,7 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--level", default="quick", choices=fig_conformance.PRESETS,
-                        help="the report's preset (its measurement level: fig_conformance._LEVEL)")
+                        help="the report's preset (its measurement level: fig_conformance.LEVEL)")
     parser.add_argument("--adapters", type=int, default=None, help="only the first N samplers of the preset")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--plans", default=None, help="comma-separated plans (default: every plan, as the report)")
@@ -93,7 +93,7 @@ def main() -> None:
 
     measured = [rec for rec, _ in results if "skipped" not in rec]
     total = sum(chain_steps(rec) for rec in measured)
-    print(f"conformance preset {args.level!r} (level {fig_conformance._LEVEL[args.level]}), {len(names)} samplers, "
+    print(f"conformance preset {args.level!r} (level {fig_conformance.LEVEL[args.level]}), {len(names)} samplers, "
           f"default target, {args.workers} workers")
     for (rec, seconds), name in zip(results, names, strict=True):
         if "skipped" in rec:

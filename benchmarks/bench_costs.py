@@ -110,9 +110,9 @@ def run_cli(fid: str, preset: str, workers: int, torch: bool) -> tuple[float, fl
 
 def run_in_process(mod, preset: str) -> tuple[float, float]:
     """Wall-clock and CPU seconds of every unit of ``mod`` at ``preset``, then its drawing."""
-    from reports.registry import _module_preset
+    from reports.registry import module_preset
     from reports.store import unit_seed
-    level = _module_preset(mod, preset)
+    level = module_preset(mod, preset)
     cpu0, t0 = _self_cpu(), time.perf_counter()
     results = [(unit, mod.run_unit(unit, level, unit_seed(0, mod.ID, unit))) for unit in mod.units(level)]
     drawing = mod.draw(results, level)

@@ -31,17 +31,23 @@ RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(Map
                       exact_gaussian_x=BOOL, gamma=NUMBER,
                       level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
                       checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))))
-_LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
-_TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
-_EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
+LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
+TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
+EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
 COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up to 512 chains); seconds without them",
         "quick": "~10 min with --workers 2 (9 samplers on the 2-D target, chains set by the detectable limit "
                  "error: benchmarks/RESULTS.md, bench_conformance.py)",
         "full": "an hour or more with --workers 2 (both targets, 4 step sizes, BlackJAX's sghmc in its range)"}
 
 
-def _tiny_samplers() -> tuple[str, ...]:
-    """The ``tiny`` level's samplers (every sampler of the registry at the other levels)."""
+def tiny_samplers() -> tuple[str, ...]:
+    """The ``tiny`` level's samplers (every sampler of the registry at the other levels).
+
+    Returns
+    -------
+    tuple of str
+        The names of the first registered adapter of each library, and of the positive controls.
+    """
     from theory_checks.adapters._conformance import conformance_adapters
 
     first = {}
@@ -54,13 +60,13 @@ def units(preset: str) -> list[dict]:
     """The independent units of work of the conformance figure.
 
     One per target (``TARGETS[preset]``) for the toolkit's exact lines (``{"sampler": "toolkit",
-    "target"}``), and one per adapted sampler and target (``_tiny_samplers`` at ``tiny``).
+    "target"}``), and one per adapted sampler and target (``tiny_samplers`` at ``tiny``).
     """
     from theory_checks.adapters._conformance import conformance_adapters
 
-    names = _tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
-    return ([{"sampler": "toolkit", "target": t} for t in _TARGETS[preset]]
-            + [{"sampler": name, "target": t} for t in _TARGETS[preset] for name in names])
+    names = tiny_samplers() if preset == "tiny" else tuple(conformance_adapters())
+    return ([{"sampler": "toolkit", "target": t} for t in TARGETS[preset]]
+            + [{"sampler": name, "target": t} for t in TARGETS[preset] for name in names])
 
 
 def run_unit(unit: dict, preset: str, seed: int) -> dict:
@@ -73,7 +79,7 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     adapter = conformance.conformance_adapters()[unit["sampler"]]
     try:
         report = conformance.measure_adapter(adapter, target=conformance.resolve_target(unit["target"]),
-                                             level=_LEVEL[preset], seed=seed)
+                                             level=LEVEL[preset], seed=seed)
     except LibraryMissing as exc:
         return {"sampler": unit["sampler"], "target": unit["target"], "skipped": str(exc)}
     return conformance.record(report, target=unit["target"])
@@ -114,16 +120,42 @@ def _points(records: list[dict], toolkit: list[dict]) -> list[dict]:
     return out
 
 
-def _control_note(records: list[dict]) -> str:
-    """The positive controls' verdicts in one line."""
+def control_note(records: list[dict]) -> str:
+    """The positive controls' verdicts in one line.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured samplers' results.
+
+    Returns
+    -------
+    str
+        The line; empty without controls.
+    """
     from theory_checks.adapters._conformance import control_verdict, is_control
 
     parts = [f"{r['sampler']} on {r['target']}: {control_verdict(r)}" for r in records if is_control(r)]
     return "Positive controls: " + "; ".join(parts) + "." if parts else ""
 
 
-def _plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
-    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines."""
+def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
+    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines.
+
+    Parameters
+    ----------
+    records : list of dict
+        The measured samplers' results.
+    toolkit : list of dict
+        The toolkit's results.
+    skipped : list of dict
+        The units skipped for a missing library (named on the figure).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure.
+    """
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -143,7 +175,7 @@ def _plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
                 for scheme, lad in ((s, by_plan[plan]) for s, by_plan in t["ladders"].items()):
                     pts = [(h, e) for h, e in zip(lad["hs"], lad["errors"], strict=True) if e is not None]
                     color = "k" if scheme == "ubu" else "0.6"
-                    if pts and max(e for _, e in pts) < _EXACT:
+                    if pts and max(e for _, e in pts) < EXACT:
                         ax.plot([], [], "-", color=color, lw=2, label=f"toolkit {scheme.upper()}: exact law")
                     elif pts:
                         ax.plot(*zip(*pts, strict=True), "-", color=color, lw=2,
@@ -166,7 +198,7 @@ def _plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
     note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
             + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \
         "Points below the Monte Carlo noise are not drawn."
-    controls = _control_note(records)
+    controls = control_note(records)
     fig.text(0.01, 0.005, note + ("\n" + controls if controls else ""), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05 if controls else 0.03, 1, 1))
     return fig
@@ -185,11 +217,11 @@ def draw(results: list, preset: str) -> Drawing:
         verdicts.append(f"{r['sampler']} on {r['target']}: {orders}; the symmetric sweep {sms_effect(r)}"
                         + ("" if r["ok"] else f" (FAILED: {', '.join(r['failed'])})"))
     measured = "; ".join(verdicts) + "." if verdicts else "No sampler measured."
-    controls = _control_note(records)
+    controls = control_note(records)
     if controls:
         measured += " " + controls
     if skipped:
         measured += (" Skipped, library not installed: " + ", ".join(sorted({s["sampler"] for s in skipped}))
                      + f" ({skipped[0]['skipped']}).")
-    return Drawing(measured=measured, figures={"conformance": _plot(records, toolkit, skipped)},
+    return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
                    tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})

@@ -26,14 +26,30 @@ import numpy as np
 
 from integrators._validation import seed_value
 
-_SEED_BITS = 64
+SEED_BITS = 64
 
 
-def _label_word(label) -> int:
-    """A label as a non-negative integer of at most 64 bits."""
+def label_word(label) -> int:
+    """A label as a non-negative integer of at most 64 bits.
+
+    Parameters
+    ----------
+    label : int or str
+        An integer in ``[0, 2**64)`` (taken as it is) or a string (hashed with BLAKE2b to 8 bytes).
+
+    Returns
+    -------
+    int
+        The label's word, in ``[0, 2**64)``.
+
+    Raises
+    ------
+    ValueError
+        If ``label`` is neither a string nor an integer in ``[0, 2**64)`` (a bool is refused).
+    """
     if isinstance(label, str):
         return int.from_bytes(hashlib.blake2b(label.encode(), digest_size=8).digest(), "little")
-    if isinstance(label, bool) or not isinstance(label, numbers.Integral) or not 0 <= label < 2**_SEED_BITS:
+    if isinstance(label, bool) or not isinstance(label, numbers.Integral) or not 0 <= label < 2**SEED_BITS:
         raise ValueError(f"a seed label must be a string or an integer in [0, 2**64), got {label!r}")
     return int(label)
 
@@ -49,7 +65,7 @@ def derive(seed, *labels) -> int:
     seed : int
         The experiment's seed, in ``[0, 2**64)``.
     *labels : int or str
-        The names of the part, outermost first (see ``_label_word``).
+        The names of the part, outermost first (see ``label_word``).
 
     Returns
     -------
@@ -59,9 +75,9 @@ def derive(seed, *labels) -> int:
     Raises
     ------
     ValueError
-        If ``seed`` is not an integer in ``[0, 2**64)``, or a label is refused by ``_label_word``.
+        If ``seed`` is not an integer in ``[0, 2**64)``, or a label is refused by ``label_word``.
     """
     seed = seed_value(seed)
-    words = np.random.SeedSequence(entropy=seed, spawn_key=tuple(_label_word(lab) for lab in labels))
+    words = np.random.SeedSequence(entropy=seed, spawn_key=tuple(label_word(lab) for lab in labels))
     return int(words.generate_state(1, np.uint64)[0])
 

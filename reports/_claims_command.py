@@ -19,7 +19,7 @@ def cmd_claims(args, figures) -> int:
     tab_claims = figures.get("claims") or next(
         mod for mod in map(importlib.import_module, registry.DEFAULT_MODULES) if mod.ID == "claims")
     check_preset(args.preset)
-    level = registry._module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
+    level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)
     check_out(out)
     t0 = time.time()

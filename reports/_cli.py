@@ -36,7 +36,7 @@ from reports._run_record import read_run
 from reports._runmeta import fingerprint
 from reports.drawing import write_drawing, write_metadata
 from reports.registry import _absent_input
-from reports.store import Busy, CorruptUnit, StaleUnit, Store, UnsafeLock, _FolderLock, _write_atomic, unit_seed
+from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, UnsafeLock, _write_atomic, unit_seed
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -97,8 +97,8 @@ def build_parser() -> Parser:
     return parser
 
 
-def _lock(out: Path) -> _FolderLock:
-    return _FolderLock(out)
+def _lock(out: Path) -> FolderLock:
+    return FolderLock(out)
 
 
 def _select(ids, figures):
@@ -154,7 +154,7 @@ def cmd_run(args, figures) -> int:
         seed_value(args.seed, "--seed")
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    ids, not_run = registry._runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
+    ids, not_run = registry.runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
     if not ids:
         raise CliError(not_run)
     check_preset(args.preset, figures, ids)
@@ -225,7 +225,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     tasks, prints = [], {}
     skipped = 0
     for fid in ids:
-        level = registry._module_preset(figures[fid], args.preset)
+        level = registry.module_preset(figures[fid], args.preset)
         for unit in _units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
             wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset,
@@ -319,7 +319,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
     drawn = {}
     for fid in ids:
         mod = figures[fid]
-        level = registry._module_preset(mod, preset)
+        level = registry.module_preset(mod, preset)
         results, missing = [], []
         flags = backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
@@ -376,7 +376,7 @@ def cmd_report(args, figures) -> int:
         if not (out / "units").is_dir():
             raise CliError(f"no persisted results in {out} (expected {out / 'units'})")
         preset, seed, ids, backend = read_run(out, figures, args.preset)
-        not_run = registry._runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
+        not_run = registry.runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
         if not_run:
             raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
         build_outputs(out, figures, ids, preset, seed, backend)

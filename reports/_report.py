@@ -126,9 +126,9 @@ def _regenerate(preset: str, run: dict, drawn: dict) -> str:
 
 def section_preset(mod, preset: str) -> str:
     """The preset a section ran, in words: ``preset``, plus the module's own level where it differs, e.g.
-    ``"tiny (runs this section's quick level)"`` (``reports.registry._module_preset``)."""
-    from reports.registry import _module_preset
-    level = _module_preset(mod, preset)
+    ``"tiny (runs this section's quick level)"`` (``reports.registry.module_preset``)."""
+    from reports.registry import module_preset
+    level = module_preset(mod, preset)
     return preset if level == preset else f"{preset} (runs this section's {level} level)"
 
 

@@ -52,7 +52,7 @@ CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_u
 DEFAULT_MODULES = discover("experiments", CONTRACT)
 
 
-def _module_preset(mod, preset: str) -> str:
+def module_preset(mod, preset: str) -> str:
     """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
     module without a ``tiny`` level of its own (``PRESETS`` in the module).
 
@@ -126,13 +126,25 @@ def _unfinished(result) -> str | None:
 
 
 # the optional extras of pyproject.toml ([project.optional-dependencies]) by the modules they provide
-_EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
+EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert": "tour", "nbformat": "tour",
           "ipykernel": "tour", "jupyter_server_mathjax": "tour", "dask": "dask"}
 
 
-def _install_hint(module: str) -> str:
-    """What to install for ``module``: its extra (``_EXTRAS``) where it has one."""
-    extra = _EXTRAS.get(module.split(".")[0])
+def install_hint(module: str) -> str:
+    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one.
+
+    Parameters
+    ----------
+    module : str
+        An importable name, e.g. ``"torch"``.
+
+    Returns
+    -------
+    str
+        ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, or, for a module of no extra,
+        ``"needs <module>, which is not installed"``.
+    """
+    extra = EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
     return f"needs the {extra} extra: pip install 'sms-langevin[{extra}]'"
@@ -140,7 +152,7 @@ def _install_hint(module: str) -> str:
 
 def lacking(mod) -> str | None:
     """What ``mod`` (a figure module, or any module declaring ``REQUIRES``) needs and this
-    installation lacks, in words (``_install_hint``), else None; nothing is imported.
+    installation lacks, in words (``install_hint``), else None; nothing is imported.
 
     Parameters
     ----------
@@ -158,11 +170,11 @@ def lacking(mod) -> str | None:
         except ImportError:  # an import hook that refuses the name
             found = False
         if not found:
-            return _install_hint(name)
+            return install_hint(name)
     return None
 
 
-def _runnable(figures: dict, ids) -> tuple[list[str], str | None]:
+def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     """The figures of ``ids`` this installation can run, and one line naming the others and what
     they need (None when all can run).
 

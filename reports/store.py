@@ -151,8 +151,14 @@ def _lock_holders(path: Path) -> list[int]:
     return sorted(holders)
 
 
-class _FolderLock:
-    """``with _FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once."""
+class FolderLock:
+    """``with FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once.
+
+    Parameters
+    ----------
+    out : pathlib.Path or str
+        The output folder.
+    """
 
     def __init__(self, out: Path | str):
         self.path = Path(out) / ".lock"

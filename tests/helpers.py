@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from integrators.schemes import SCHEMES
-from theory_checks.oracle import _affine_step_map, stationary_covariance  # noqa: F401
+from theory_checks.oracle import affine_step_map, stationary_covariance  # noqa: F401
 
 
 def project_packages() -> tuple[str, ...]:

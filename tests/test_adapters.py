@@ -74,9 +74,9 @@ def test_measure_refuses_bad_arguments():
         measure_adapter(ToyULA(), plans="full")
     with pytest.raises(ValueError, match="unknown level"):
         measure_adapter(ToyULA(), plans=["full"], level="huge")
-    from theory_checks.orders import _logistic_example
+    from theory_checks.orders import logistic_example
     with pytest.raises(ValueError, match="GaussianTarget"):
-        measure_adapter(ToyULA(), target=_logistic_example(), plans=["full"])
+        measure_adapter(ToyULA(), target=logistic_example(), plans=["full"])
 
 
 def test_problem_gradient_is_the_toolkits_force_and_the_log_densitys_gradient():
@@ -148,10 +148,10 @@ def test_each_adapter_steps_and_its_chains_stay_independent(name):
 def test_a_shared_thermostat_couples_stacked_chains():
     """The independence test has teeth: posteriors' sgnht on one stacked parameter (one xi for
     all chains) changes every chain when chain 0 changes; the adapter maps over chains instead."""
-    from theory_checks.adapters.posteriors_adapter import _PosteriorsAdapter, _PosteriorsSGNHT
+    from theory_checks.adapters.posteriors_adapter import PosteriorsAdapter, PosteriorsSGNHT
 
-    class StackedSGNHT(_PosteriorsAdapter):
-        make_transform = _PosteriorsSGNHT.make_transform
+    class StackedSGNHT(PosteriorsAdapter):
+        make_transform = PosteriorsSGNHT.make_transform
 
     rng = np.random.default_rng(0)
     x0 = rng.normal(size=(4, 2))
@@ -166,12 +166,12 @@ def test_a_shared_thermostat_couples_stacked_chains():
 def test_posteriors_sees_the_toolkits_gradient():
     import torch
 
-    from theory_checks.adapters.posteriors_adapter import _log_posterior_for
+    from theory_checks.adapters.posteriors_adapter import log_posterior_for
     target = default_target()
     problem = AdapterProblem(target, 3.0)
     x = np.random.default_rng(1).normal(size=(4, 2))
     idx = np.array([[0], [1], [2], [1]])
-    grad = torch.func.grad(lambda p: _log_posterior_for(problem)(p, torch.from_numpy(idx))[0])(torch.tensor(x))
+    grad = torch.func.grad(lambda p: log_posterior_for(problem)(p, torch.from_numpy(idx))[0])(torch.tensor(x))
     assert np.allclose(grad.numpy(), problem.grad_log_density(x, idx))
 
 

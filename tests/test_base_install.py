@@ -26,7 +26,7 @@ from setuptools import find_packages
 from reports import registry
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRA_MODULES = sorted(registry._EXTRAS)  # torch and the notebook stack: what the hook hides
+EXTRA_MODULES = sorted(registry.EXTRAS)  # torch and the notebook stack: what the hook hides
 
 # an interpreter where the extras' modules do not exist: their imports fail as on a base install
 HIDE_EXTRAS = textwrap.dedent(f"""

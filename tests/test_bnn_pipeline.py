@@ -112,9 +112,9 @@ def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
     from reports import registry
 
     assert "tiny" in registry.PRESETS
-    assert registry._module_preset(fig_demo, "tiny") == "quick"
-    assert registry._module_preset(fig_bnn, "tiny") == "tiny"
-    assert registry._module_preset(fig_bnn, "quick") == "quick" and registry._module_preset(fig_demo, "full") == "full"
+    assert registry.module_preset(fig_demo, "tiny") == "quick"
+    assert registry.module_preset(fig_bnn, "tiny") == "tiny"
+    assert registry.module_preset(fig_bnn, "quick") == "quick" and registry.module_preset(fig_demo, "full") == "full"
     assert {u["dataset"] for u in fig_bnn.units("quick")} == {"xray_subset"}
 
 

@@ -93,14 +93,14 @@ def test_a_changed_code_version_makes_units_stale(tmp_path, quick_run):
 
 
 def test_a_run_into_a_folder_another_process_writes_to_is_refused(tmp_path, quick_run):
-    """The lock a run holds (the same _FolderLock every run takes): a second run or report into the
+    """The lock a run holds (the same FolderLock every run takes): a second run or report into the
     folder is refused at once and leaves the first one's in-flight temporary files alone."""
-    from reports.store import _FolderLock
+    from reports.store import FolderLock
     out = tmp_path / "busy"
     shutil.copytree(quick_run, out)
     in_flight = out / "units" / "fast" / ".tmp-inflight.json"
     in_flight.write_text("{}")
-    with _FolderLock(out):
+    with FolderLock(out):
         one_line_error(cli(["run", "all", "--out", str(out)]), "another sms-langevin process", str(out))
         one_line_error(cli(["report", "--out", str(out)]), "another sms-langevin process")
         assert in_flight.exists(), "a refused run must not touch the other run's files"

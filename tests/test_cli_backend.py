@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from reports.store import _FolderLock  # noqa: E402
+from reports.store import FolderLock  # noqa: E402
 
 pytestmark = pytest.mark.slow  # an experiment that needs torch: the torch tier (tests/conftest.py)
 
@@ -113,7 +113,7 @@ def test_report_on_a_folder_a_run_is_writing_is_one_line(tmp_path, units_written
     out.mkdir()
     if units_written:
         (out / "units" / "twin").mkdir(parents=True)
-    with _FolderLock(out):
+    with FolderLock(out):
         proc = cli(["report", "--out", str(out)])
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "another sms-langevin process" in proc.stderr, proc.stderr
@@ -125,7 +125,7 @@ def test_figure1_runs_its_own_tiny_level():
     from experiments import figure1 as fig1_wasserstein
     from reports import registry
 
-    assert registry._module_preset(fig1_wasserstein, "tiny") == "tiny"
+    assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"
     assert len(fig1_wasserstein.units("tiny")) == 12  # a unit per scheme and step size, three points each
 
 
@@ -133,7 +133,7 @@ def test_tour_refuses_a_folder_a_run_is_writing(tmp_path):
     """The tour writes into OUT/report, which a run or report replaces whole: it takes the lock."""
     out = tmp_path / "run"
     out.mkdir()
-    with _FolderLock(out):
+    with FolderLock(out):
         proc = cli(["tour", "--out", str(out), "02"])
     assert proc.returncode == 2 and "another sms-langevin process" in proc.stderr, proc.stderr
 

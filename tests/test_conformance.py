@@ -31,7 +31,7 @@ def test_toolkit_lines_have_the_declared_orders_on_the_default_target():
     assert abs(slope(lines["ubu"]["sms"]) - 2) < 0.1
     assert abs(slope(lines["ubu"]["iid"]) - 1) < 0.1
     assert abs(slope(lines["baoab"]["sms"]) - 2) < 0.1
-    assert max(lines["baoab"]["full"]["errors"]) < fig_conformance._EXACT  # BAOAB's x-law is exact
+    assert max(lines["baoab"]["full"]["errors"]) < fig_conformance.EXACT  # BAOAB's x-law is exact
 
 
 def plan_record(lo, hi, slope_value=1.0):
@@ -75,7 +75,7 @@ class Absent(ToyULA):
 
 def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp_path, monkeypatch):
     monkeypatch.setattr(conformance, "conformance_adapters", lambda: {"toy.ula": ToyULA(), "toy.absent": Absent()})
-    monkeypatch.setitem(fig_conformance._LEVEL, "tiny", LEVELS["tiny"])
+    monkeypatch.setitem(fig_conformance.LEVEL, "tiny", LEVELS["tiny"])
     units = [{"sampler": "toolkit", "target": "default"}, {"sampler": "toy.ula", "target": "default"},
              {"sampler": "toy.absent", "target": "default"}]
     results = [(u, json.loads(json.dumps(fig_conformance.run_unit(u, "tiny", 3)))) for u in units]  # persisted form
@@ -94,8 +94,8 @@ def test_every_preset_lists_toolkit_lines_and_known_samplers():
     for preset in fig_conformance.PRESETS:
         units = fig_conformance.units(preset)
         assert {u["sampler"] for u in units} - {"toolkit"} <= names
-        assert {u["target"] for u in units if u["sampler"] == "toolkit"} == set(fig_conformance._TARGETS[preset])
-    tiny = fig_conformance._tiny_samplers()
+        assert {u["target"] for u in units if u["sampler"] == "toolkit"} == set(fig_conformance.TARGETS[preset])
+    tiny = fig_conformance.tiny_samplers()
     assert {conformance.conformance_adapters()[n].LIBRARY for n in tiny} == {"posteriors", "blackjax", "planted"}
     assert len(tiny) == 3
 
@@ -120,9 +120,9 @@ def test_a_positive_control_is_reported_detected_or_not_with_the_reason():
     assert conformance.control_verdict(missed).startswith("NOT DETECTED: every limit check passed")
     table = conformance.conformance_table([blind, caught])
     assert "positive control planted.sghmc_noise_x1.02 on gaussian: NOT DETECTED: level tiny cannot detect" in table
-    note = fig_conformance._control_note([blind])
+    note = fig_conformance.control_note([blind])
     assert note.startswith("Positive controls:") and "NOT DETECTED" in note
-    assert fig_conformance._control_note([{**blind, "library": "toy", "positive_control": False}]) == ""
+    assert fig_conformance.control_note([{**blind, "library": "toy", "positive_control": False}]) == ""
 
 
 def test_the_positive_controls_include_one_at_the_detectable_effect():

@@ -130,8 +130,8 @@ def test_a_lock_outliving_its_run_names_the_processes_holding_it(tmp_path):
 
 FORK_AND_DIE = """
 import os, sys, time
-from reports.store import _FolderLock
-lock = _FolderLock(sys.argv[1]).__enter__()
+from reports.store import FolderLock
+lock = FolderLock(sys.argv[1]).__enter__()
 child = os.fork()
 if child == 0:
     null = os.open(os.devnull, os.O_RDWR)
@@ -148,13 +148,13 @@ os._exit(0)  # gone without unlocking, as a killed run is
 def test_a_forked_child_does_not_keep_the_folder_locked(tmp_path):
     """A process forked by the lock's holder (a fork-started worker, say) outlives it: the lock is
     free all the same."""
-    from reports.store import Busy, _FolderLock
+    from reports.store import Busy, FolderLock
     proc = subprocess.run([sys.executable, "-c", FORK_AND_DIE, str(tmp_path)], cwd=ROOT, env=env(),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     child = int(proc.stdout)
     try:
-        with _FolderLock(tmp_path) as lock:
+        with FolderLock(tmp_path) as lock:
             assert not os.get_inheritable(lock.fh.fileno())
     except Busy as exc:
         pytest.fail(f"a forked child kept the lock: {exc}")

@@ -130,7 +130,7 @@ def conformance():
                 "plans": {p: {"hs": hs, "errors": [0.1 + 0.02 * i + h for h in hs], "slope": 1.0 + 0.01 * i}
                           for p in plans}}
                for i, name in enumerate(("posteriors.sgld", "blackjax.sgld", "planted.sghmc_noise_x1.05"))]
-    return fig_conformance._plot(records, toolkit, [])
+    return fig_conformance.plot(records, toolkit, [])
 
 
 def weak_orders():

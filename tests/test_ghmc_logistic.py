@@ -37,7 +37,7 @@ def test_units_cover_both_samplers_at_every_step_and_one_reference():
         assert [u["h"] for u in units if u["sampler"] == "SMS-UBU"] == list(cfg["ubu_h"])
         assert sum(u["sampler"] == "reference" for u in units) == 1
     assert "experiments.ghmc" in registry.DEFAULT_MODULES
-    assert registry._module_preset(fig_ghmc, "tiny") == "tiny"  # its own cheap level in make demo
+    assert registry.module_preset(fig_ghmc, "tiny") == "tiny"  # its own cheap level in make demo
     with pytest.raises(ValueError, match="unknown preset 'huge'"):
         ghmc_logistic.units("huge")
 

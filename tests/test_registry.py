@@ -20,12 +20,12 @@ from integrators.targets._force import force_data, lane_force_for
 from theory_checks._declared import expected_strong_order, expected_weak_order
 from theory_checks._probe import probe_step_map
 from theory_checks.oracle import (
-    _affine_force,
-    _path_noise_covariance,
-    _rotation_map,
-    _rotation_slots,
-    _step_map,
+    affine_force,
+    path_noise_covariance,
+    rotation_map,
+    rotation_slots,
     stationary_moments,
+    step_map,
 )
 
 DECLARED = sorted(name for name, s in SCHEMES.items() if getattr(s, "affine_ops", None) is not None)
@@ -70,7 +70,7 @@ def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma
     def force_map(batch):
         key = tuple(batch)
         if key not in maps:
-            maps[key] = _affine_force(target, key, scale, cv, x_ref)
+            maps[key] = affine_force(target, key, scale, cv, x_ref)
         return maps[key]
 
     x, v = rng.normal(size=(chains, d)), rng.normal(size=(chains, d))
@@ -88,11 +88,11 @@ def test_compiled_step_equals_its_declared_affine_map(scheme, d, n, bs, h, gamma
     for c in range(chains):
         hess_w, b_w = force_map(batches[c])
         hess_r, b_r = force_map(prev[c]) if module.FSAL else (hess_w, b_w)
-        a_mat, a_vec, c_mat = _step_map(scheme, hess_r, b_r, h, gamma)
-        k_prev, kv_prev, n_prev = _rotation_map(scheme, hess_r, b_r, h, gamma, noise=True)
-        k_new, kv_new, n_new = _rotation_map(scheme, hess_w, b_w, h, gamma, noise=True)
+        a_mat, a_vec, c_mat = step_map(scheme, hess_r, b_r, h, gamma)
+        k_prev, kv_prev, n_prev = rotation_map(scheme, hess_r, b_r, h, gamma, noise=True)
+        k_new, kv_new, n_new = rotation_map(scheme, hess_w, b_w, h, gamma, noise=True)
         xi_t = xi[c].copy()
-        xi_t[_rotation_slots(n_prev)] = xi_prev[c][_rotation_slots(n_prev)]
+        xi_t[rotation_slots(n_prev)] = xi_prev[c][rotation_slots(n_prev)]
         rotated = k_prev @ np.concatenate([x[c], v[c]]) + kv_prev + n_prev @ xi_prev[c].reshape(-1)
         want = a_mat @ rotated + a_vec + c_mat @ xi_t.reshape(-1)
         got = k_new @ np.concatenate([xs[c], vs[c]]) + kv_new + n_new @ xi[c].reshape(-1)
@@ -118,8 +118,8 @@ def test_probed_affine_map_equals_the_declared_one(scheme, d, n, h, gamma, seed,
     module = SCHEMES[scheme]
     probed = probe_step_map(scheme, target, w, scale, h, gamma, cv, x_ref)
     assert probed.affine_residual < 1e-13
-    hess_p, b_p = _affine_force(target, w_prev, scale, cv, x_ref)
-    hess_w, b_w = _affine_force(target, w, scale, cv, x_ref)
+    hess_p, b_p = affine_force(target, w_prev, scale, cv, x_ref)
+    hess_w, b_w = affine_force(target, w, scale, cv, x_ref)
     # the step's map on (x, v) with g = H_prev x - b_prev, as an augmented (2d + 1) matrix
     embed = np.zeros((3 * d + 1, 2 * d + 1))
     embed[:2 * d, :2 * d] = np.eye(2 * d)
@@ -138,9 +138,9 @@ def test_probed_affine_map_equals_the_declared_one(scheme, d, n, h, gamma, seed,
         return out
 
     hess_r, b_r = (hess_p, b_p) if module.FSAL else (hess_w, b_w)
-    a_mat, a_vec, c_mat = _step_map(scheme, hess_r, b_r, h, gamma)
-    *rot_new, n_new = _rotation_map(scheme, hess_w, b_w, h, gamma, noise=True)
-    *rot_prev, n_prev = _rotation_map(scheme, hess_r, b_r, h, gamma, noise=True)
+    a_mat, a_vec, c_mat = step_map(scheme, hess_r, b_r, h, gamma)
+    *rot_new, n_new = rotation_map(scheme, hess_w, b_w, h, gamma, noise=True)
+    *rot_prev, n_prev = rotation_map(scheme, hess_r, b_r, h, gamma, noise=True)
     k_new, k_prev = aug(*rot_new), aug(*rot_prev)
     lhs, rhs = k_new @ t_map, aug(a_mat, a_vec) @ k_prev
     assert np.abs(lhs - rhs).max() <= TOL * max(1.0, np.abs(rhs).max())
@@ -149,7 +149,7 @@ def test_probed_affine_map_equals_the_declared_one(scheme, d, n, h, gamma, seed,
     # declared map carries the previous step's noise through the rotation
     noise = k_new[:2 * d, :2 * d] @ probed.C[:2 * d] + n_new
     size = max(1.0, np.abs(c_mat).max(), np.abs(n_new).max())
-    undone = _rotation_slots(n_prev)
+    undone = rotation_slots(n_prev)
     for k in range(4):
         cols = slice(k * d, (k + 1) * d)
         if k in undone:
@@ -174,7 +174,7 @@ def test_oracle_from_probed_maps_equals_oracle_from_declared_maps(scheme, plan):
 
 
 def test_path_noise_covariance_is_the_layout_the_probe_uses():
-    cov = _path_noise_covariance(1, 0.2, 1.0)
+    cov = path_noise_covariance(1, 0.2, 1.0)
     assert cov.shape == (4, 4) and cov[0, 0] == pytest.approx(0.1) and cov[0, 2] == 0.0
 
 
@@ -259,7 +259,7 @@ def test_runnable_keeps_exactly_the_figures_whose_requirements_are_installed(nee
     from reports import registry
     names = [f"fig{i}" for i in range(len(needs))]
     figures = {n: types.SimpleNamespace(REQUIRES=req) for n, req in zip(names, needs, strict=True)}
-    ids, note = registry._runnable(figures, names)
+    ids, note = registry.runnable(figures, names)
     left_out = [n for n, req in zip(names, needs, strict=True) if any(r != "numpy" for r in req)]
     assert ids == [n for n in names if n not in left_out]
     assert (note is None) == (not left_out)
@@ -268,7 +268,7 @@ def test_runnable_keeps_exactly_the_figures_whose_requirements_are_installed(nee
 
 
 def test_extras_name_the_pyproject_extras_that_install_them():
-    """Each module of ``registry._EXTRAS`` is a requirement of the extra it names in pyproject.toml,
+    """Each module of ``registry.EXTRAS`` is a requirement of the extra it names in pyproject.toml,
     and every module a figure or the tour declares in ``REQUIRES`` has its extra there."""
     import re
     import tomllib
@@ -278,9 +278,9 @@ def test_extras_name_the_pyproject_extras_that_install_them():
     from reports import registry
     extras = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
         "project"]["optional-dependencies"]
-    for module, extra in registry._EXTRAS.items():
+    for module, extra in registry.EXTRAS.items():
         dists = {re.split(r"[\[<>=!~; ]", r, maxsplit=1)[0].lower().replace("-", "_") for r in extras[extra]}
         assert module in dists, (module, extra)
     declared = [n for mod in [tour, *registry.load().values()] for n in getattr(mod, "REQUIRES", ())]
-    assert "torch" in declared and set(declared) <= set(registry._EXTRAS)
-    assert registry._install_hint("torch.nn") == "needs the torch extra: pip install 'sms-langevin[torch]'"
+    assert "torch" in declared and set(declared) <= set(registry.EXTRAS)
+    assert registry.install_hint("torch.nn") == "needs the torch extra: pip install 'sms-langevin[torch]'"

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from integrators.seeds import _SEED_BITS, _label_word, derive
+from integrators.seeds import SEED_BITS, derive, label_word
 
 
 def test_a_part_gets_the_same_seed_each_time_and_other_parts_other_seeds():
@@ -13,7 +13,7 @@ def test_a_part_gets_the_same_seed_each_time_and_other_parts_other_seeds():
     seeds = [derive(7, *labels) for labels in parts]
     assert seeds == [derive(7, *labels) for labels in parts]
     assert len(set(seeds)) == len(seeds)
-    assert all(isinstance(s, int) and 0 <= s < 2**_SEED_BITS for s in seeds)
+    assert all(isinstance(s, int) and 0 <= s < 2**SEED_BITS for s in seeds)
     assert derive(7, "figure1") != derive(8, "figure1")  # the user's seed counts
     assert derive(7, "a", "b") != derive(7, "b", "a")  # and the labels' order
 
@@ -27,8 +27,8 @@ def test_string_labels_give_the_same_seed_in_another_process():
 
 
 def test_labels_are_words_of_at_most_64_bits():
-    assert _label_word(5) == 5 and _label_word(2**64 - 1) == 2**64 - 1
-    assert 0 <= _label_word("figure1") < 2**64 and _label_word("a") != _label_word("b")
+    assert label_word(5) == 5 and label_word(2**64 - 1) == 2**64 - 1
+    assert 0 <= label_word("figure1") < 2**64 and label_word("a") != label_word("b")
 
 
 @pytest.mark.parametrize("label", [-1, 2**64, 1.0, True, None, b"x"])

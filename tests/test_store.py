@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reports import _runmeta as runmeta
-from reports.store import UnsafeLock, _FolderLock
+from reports.store import FolderLock, UnsafeLock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def test_a_symlinked_lock_is_refused_and_its_target_unchanged(tmp_path):
     out.mkdir()
     (out / ".lock").symlink_to(victim)
     with pytest.raises(UnsafeLock, match=r"\.lock is a symbolic link"):
-        with _FolderLock(out):
+        with FolderLock(out):
             pass
     assert victim.read_text() == "a user's file\n"
 
@@ -38,7 +38,7 @@ def test_a_dangling_symlinked_lock_creates_nothing_at_its_target(tmp_path):
     target = tmp_path / "would-be-created.txt"
     (out / ".lock").symlink_to(target)
     with pytest.raises(UnsafeLock, match="symbolic link"):
-        with _FolderLock(out):
+        with FolderLock(out):
             pass
     assert not target.exists()
 
@@ -48,7 +48,7 @@ def test_a_hard_linked_lock_is_refused_and_its_other_name_unchanged(tmp_path):
     out.mkdir()
     os.link(victim, out / ".lock")
     with pytest.raises(UnsafeLock, match="hard link"):
-        with _FolderLock(out):
+        with FolderLock(out):
             pass
     assert victim.read_text() == "a user's file\n"
 
@@ -58,14 +58,14 @@ def test_a_fifo_in_place_of_the_lock_is_refused_without_blocking(tmp_path):
     out.mkdir()
     os.mkfifo(out / ".lock")
     with pytest.raises(UnsafeLock, match="not a regular file"):
-        with _FolderLock(out):
+        with FolderLock(out):
             pass
 
 
 def test_a_regular_lock_is_taken_and_holds_the_pid(tmp_path):
-    with _FolderLock(tmp_path):
+    with FolderLock(tmp_path):
         assert (tmp_path / ".lock").read_text() == f"{os.getpid()}\n"
-    with _FolderLock(tmp_path):  # taken again once released
+    with FolderLock(tmp_path):  # taken again once released
         pass
 
 

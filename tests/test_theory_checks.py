@@ -15,12 +15,12 @@ from theory_checks._lemmas import variance_lemma_check
 from theory_checks._probe import probe_step_map
 from theory_checks._scaling import dimension_scaling, gaussian_w2
 from theory_checks._verify import verify
-from theory_checks.oracle import _affine_force, _spectral_radius, stationary_covariance, stationary_moments
+from theory_checks.oracle import affine_force, spectral_radius, stationary_covariance, stationary_moments
 from theory_checks.orders import (
-    _anisotropic_gaussian,
-    _fit_slope,
-    _logistic_example,
+    anisotropic_gaussian,
+    fit_slope,
     local_slopes,
+    logistic_example,
     strong_order,
     weak_order,
 )
@@ -30,9 +30,9 @@ T1 = GaussianTarget.one_d_example()
 
 def test_fit_slope_recovers_power_laws():
     hs = 2.0 ** -np.arange(2, 8)
-    assert _fit_slope(hs, 3 * hs**1.5) == pytest.approx(1.5)
+    assert fit_slope(hs, 3 * hs**1.5) == pytest.approx(1.5)
     np.testing.assert_allclose(local_slopes(hs, hs**2), 2.0)
-    assert np.isnan(_fit_slope(hs, np.full(hs.size, np.nan)))
+    assert np.isnan(fit_slope(hs, np.full(hs.size, np.nan)))
 
 
 @pytest.mark.slow
@@ -81,14 +81,14 @@ def test_dimension_scaling_of_full_ubu_is_sqrt_d():
 
 
 def test_anisotropic_targets_do_not_commute():
-    target = _anisotropic_gaussian(3, n_data=2)
+    target = anisotropic_gaussian(3, n_data=2)
     a, b = target.arrays[1]
     assert np.abs(a @ b - b @ a).max() > 1e-3
 
 
 @pytest.mark.slow
 def test_contraction_beats_the_bound_under_the_conditions():
-    res = contraction_check(_anisotropic_gaussian(2, n_data=2), h=0.05, n_chains=4, epochs=(2, 4, 8))
+    res = contraction_check(anisotropic_gaussian(2, n_data=2), h=0.05, n_chains=4, epochs=(2, 4, 8))
     assert res.conditions_hold and res.holds
     assert np.all(np.diff(res.distances) < 0)
 
@@ -137,7 +137,7 @@ LADDER_WORDS = "must hold at least 2 distinct values"
 @pytest.mark.parametrize("hs", [[0.1], [0.1, 0.1, 0.1]])
 def test_a_slope_needs_two_distinct_step_sizes(hs):
     with pytest.raises(ValueError, match=LADDER_WORDS):
-        _fit_slope(hs, np.array(hs) ** 2)
+        fit_slope(hs, np.array(hs) ** 2)
     with pytest.raises(ValueError, match=LADDER_WORDS):
         weak_order(T1, "ubu", "sms", hs, batch_size=1)
     with pytest.raises(ValueError, match=LADDER_WORDS):
@@ -171,7 +171,7 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
                  id="contraction-fractional-epoch"),
     pytest.param(lambda: contraction_check(T1, h=0.05, batch_size=0), "batch_size must be >= 1",
                  id="contraction-batch-zero"),
-    pytest.param(lambda: contraction_check(_logistic_example(), h=0.05), "needs a GaussianTarget",
+    pytest.param(lambda: contraction_check(logistic_example(), h=0.05), "needs a GaussianTarget",
                  id="contraction-logistic-target"),
     pytest.param(lambda: dimension_scaling("ubu", "sms", dims=(4,)), "dims must hold at least 2",
                  id="dimension_scaling-one-dimension"),
@@ -179,7 +179,7 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
                  id="dimension_scaling-repeated-dimension"),
     pytest.param(lambda: dimension_scaling("ubu", "sms", dims=(0, 4)), "dims must be positive",
                  id="dimension_scaling-zero-dimension"),
-    pytest.param(lambda: _anisotropic_gaussian(0), "d must be >= 1", id="_anisotropic_gaussian-d-zero"),
+    pytest.param(lambda: anisotropic_gaussian(0), "d must be >= 1", id="anisotropic_gaussian-d-zero"),
     pytest.param(lambda: variance_lemma_check(0), "n_datasets must be >= 1", id="variance_lemma-no-datasets"),
     pytest.param(lambda: variance_lemma_check(2, 1), "n_mc must be >= 2", id="variance_lemma-one-sample"),
     pytest.param(lambda: declared.limiting_source("ubu", "iid", kind="strongg"), "kind must be one of",
@@ -190,7 +190,7 @@ def test_a_slope_needs_two_distinct_step_sizes(hs):
     pytest.param(lambda: stationary_moments(T1, "ubu", "full", None), "h must be a real number", id="oracle-h-none"),
     pytest.param(lambda: stationary_covariance("ubu", np.eye(1), 0.0, 1.0), "h must be positive",
                  id="oracle-covariance-h-zero"),
-    pytest.param(lambda: _spectral_radius("ubu", np.ones((2, 3)), 0.1, 1.0), "hess must be a symmetric square matrix",
+    pytest.param(lambda: spectral_radius("ubu", np.ones((2, 3)), 0.1, 1.0), "hess must be a symmetric square matrix",
                  id="oracle-spectral-radius-not-square"),
     pytest.param(lambda: gaussian_w2([0.0], [[-1.0]], [0.0], [[1.0]]), "cov1 must be positive semi-definite",
                  id="gaussian_w2-negative-covariance"),
@@ -219,7 +219,7 @@ def test_step_maps_refuse_impossible_batches(batch):
     with pytest.raises(ValueError, match="batch"):
         probe_step_map("ubu", T1, batch, 1.0, 0.1, 1.0)
     with pytest.raises(ValueError, match="batch"):
-        _affine_force(T1, batch, 1.0)
+        affine_force(T1, batch, 1.0)
 
 
 def test_gaussian_w2_takes_float32_covariances():
@@ -228,8 +228,8 @@ def test_gaussian_w2_takes_float32_covariances():
 
 
 def test_affine_force_takes_a_batch_of_integral_floats_or_a_list():
-    hess, _ = _affine_force(T1, np.array([0.0, 1.0]), 1.0)
-    np.testing.assert_allclose(hess, _affine_force(T1, [0, 1], 1.0)[0])
+    hess, _ = affine_force(T1, np.array([0.0, 1.0]), 1.0)
+    np.testing.assert_allclose(hess, affine_force(T1, [0, 1], 1.0)[0])
 
 
 # ------------------------------------------------------------------ one source of which orders are claims

@@ -24,7 +24,7 @@ from integrators import SCHEMES, Scheme
 from theory_checks._checks import Check, VerifyReport
 from theory_checks._monte_carlo import extrapolation_weights
 from theory_checks._verify import default_target, default_targets, unequal_scales_target, verify
-from theory_checks.testing import _is_allowed, assert_verified, frictions, gaussian_targets, partitions, step_sizes
+from theory_checks.testing import assert_verified, frictions, gaussian_targets, is_allowed, partitions, step_sizes
 
 STRONG_HS = tuple(2.0 ** -np.arange(3, 7))
 QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
@@ -249,10 +249,10 @@ def test_assert_verified_fails_on_an_inconclusive_claim_unless_allowed_by_name()
 
 
 def test_is_allowed_matches_names_and_families_only():
-    assert _is_allowed("strong_order[sms]@3d", ["strong_order"])
-    assert _is_allowed("strong_order[sms]@3d", ["strong_order[sms]"])
-    assert _is_allowed("stationarity@3d", ["stationarity@3d"]) and _is_allowed("stationarity", ["stationarity"])
-    assert not _is_allowed("strong_order[sms]", ["strong"]) and not _is_allowed("stationarity", ["monte_carlo"])
+    assert is_allowed("strong_order[sms]@3d", ["strong_order"])
+    assert is_allowed("strong_order[sms]@3d", ["strong_order[sms]"])
+    assert is_allowed("stationarity@3d", ["stationarity@3d"]) and is_allowed("stationarity", ["stationarity"])
+    assert not is_allowed("strong_order[sms]", ["strong"]) and not is_allowed("stationarity", ["monte_carlo"])
 
 
 # ------------------------------------------------------------------ Monte Carlo against the target's law

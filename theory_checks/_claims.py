@@ -26,7 +26,7 @@ from theory_checks._lemmas import variance_lemma_check
 from theory_checks._scaling import dimension_scaling
 from theory_checks._verify import EXACT_LEVEL, WEAK_TOL, exact_x_declared, target_scale, weak_order_verdict
 from theory_checks.oracle import UnstableStepError, stationary_moments
-from theory_checks.orders import _anisotropic_gaussian, _logistic_example, strong_order, weak_order
+from theory_checks.orders import anisotropic_gaussian, logistic_example, strong_order, weak_order
 
 HOLDS, FAILS, NOT_ASSERTED = "holds", "fails", "measured, not a claim"  # observed (e.g. rr in Fig. 1), no theorem
 HOLDS_FASTER = "holds (error decays faster than the claimed order at these h)"
@@ -101,8 +101,8 @@ def strong_order_rows(preset: str) -> list[dict]:
     hs = 2.0 ** -np.arange(3, 8)
     targets = {
         "1d": (GaussianTarget.one_d_example(), 1, "1-D example"),
-        "aniso": (_anisotropic_gaussian(4, n_data=4), 2, "anisotropic d=4 Gaussian"),
-        "logistic": (_logistic_example(n_data=16), 4, "binary logistic regression"),
+        "aniso": (anisotropic_gaussian(4, n_data=4), 2, "anisotropic d=4 Gaussian"),
+        "logistic": (logistic_example(n_data=16), 4, "binary logistic regression"),
     }
     rows = []
     for key in cfg["strong_targets"]:
@@ -163,7 +163,7 @@ def dimension_rows(preset: str) -> list[dict]:
 
 
 def contraction_rows(preset: str) -> list[dict]:
-    target = _anisotropic_gaussian(3, n_data=4)
+    target = anisotropic_gaussian(3, n_data=4)
     res = contraction_check(target, h=0.05, n_chains=preset_settings(PRESETS, preset)["contraction_chains"])
     measured = (f"rate {res.measured_rate:.4f} per epoch (bound {res.bound:.4f}); conditions "
                 f"h < 1/(2 gamma), gamma >= sqrt(8M): {'met' if res.conditions_hold else 'NOT met'} "

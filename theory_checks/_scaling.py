@@ -3,7 +3,7 @@
 Claim checked (the paper's main theorem): under a strongly Hessian-Lipschitz potential (Gaussian
 targets qualify, their Hessian is constant) the W2 bias of SMS-UBU grows like ``h^2 sqrt(d)``.
 Measured: for anisotropic Gaussian targets whose data terms do not commute
-(``theory_checks.orders._anisotropic_gaussian``), the oracle's exact stationary mean and
+(``theory_checks.orders.anisotropic_gaussian``), the oracle's exact stationary mean and
 covariance of ``x`` give the W2 distance between the Gaussian laws with those moments and the
 target (the Bures formula; for ``rr``/``sms`` the time-averaged law is a Gaussian mixture, so this
 is the W2 distance of its moment-matched Gaussian).  The exponent in ``d`` is a least-squares
@@ -19,7 +19,7 @@ import scipy.linalg
 
 from integrators._validation import finite_array
 from theory_checks.oracle import stationary_moments
-from theory_checks.orders import _anisotropic_gaussian, ladder
+from theory_checks.orders import anisotropic_gaussian, ladder
 
 
 def gaussian_w2(mean1, cov1, mean2, cov2) -> float:
@@ -60,7 +60,7 @@ def dimension_scaling(scheme: str, plan: str, dims=(4, 8, 12, 16), h: float = 0.
     dims = ladder("dims", dims, integer=True)[::-1].astype(int)
     bias = []
     for d in dims:
-        target = _anisotropic_gaussian(d, n_data=n_data, seed=seed)
+        target = anisotropic_gaussian(d, n_data=n_data, seed=seed)
         m = stationary_moments(target, scheme, plan, h, gamma, batch_size=batch_size)
         bias.append(gaussian_w2(m.mean, m.covariance, target.mean, target.covariance))
     dims = np.asarray(dims, dtype=float)

@@ -74,7 +74,7 @@ from theory_checks._monte_carlo import MC_ALPHA as MC_ALPHA  # the adapters read
 from theory_checks._monte_carlo import PROBE_EXPECTED, TARGET_EXPECTED, probe_law_check, target_law_check
 from theory_checks._probe import probe_backend, probe_step_map
 from theory_checks.oracle import UnstableStepError, stationary_moments
-from theory_checks.orders import _fit_slope, ladder, local_slopes, strong_order
+from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
 
 WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
 STRONG_SLACK = 0.25     # a strong slope down to the declared order minus this holds (error <= C h^q)
@@ -98,8 +98,8 @@ def default_target() -> GaussianTarget:
     GaussianTarget
         The target :func:`verify` checks first.
     """
-    from theory_checks.orders import _anisotropic_gaussian
-    return _anisotropic_gaussian(2, n_data=3)
+    from theory_checks.orders import anisotropic_gaussian
+    return anisotropic_gaussian(2, n_data=3)
 
 
 def unequal_scales_target(d: int = 3, scales=TERM_SCALES, seed: int = 1) -> GaussianTarget:
@@ -188,7 +188,7 @@ def weak_order_verdict(hs, errors, expected: float | None, scale: float, *, exac
     exact that is not fails; ``expected=None`` gives ``passed=None``."""
     if is_exact_law(hs, errors, scale, fit_points, levels):
         return (None if expected is None and not exact_declared else True), "exact (error at rounding level)"
-    slope = _fit_slope(hs, errors, fit_points)
+    slope = fit_slope(hs, errors, fit_points)
     measured = _fmt_slopes(hs, errors, fit_points)
     if exact_declared:
         finite = np.asarray(errors, dtype=float)
@@ -286,7 +286,7 @@ def _weak_check(hs, errors, levels, expected, scale, exact_declared, rate) -> tu
 
 def _fmt_slopes(hs, errors, fit_points: int = 4) -> str:
     local = ", ".join("nan" if not np.isfinite(s) else f"{s:.2f}" for s in local_slopes(hs, errors))
-    return f"slope {_fit_slope(hs, errors, fit_points):.3f} (local: {local})"
+    return f"slope {fit_slope(hs, errors, fit_points):.3f} (local: {local})"
 
 
 # What verify and theory_checks.adapters.measure_adapter take alike, declared once (each adjusts

@@ -95,8 +95,27 @@ class OracleMoments:
 
 
 # ----------------------------------------------------------------------------- step maps
-def _affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
-    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force."""
+def affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
+    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force.
+
+    Parameters
+    ----------
+    target : GaussianTarget
+        The target (its force is affine).
+    batch : sequence of int
+        The batch's data indices.
+    scale : float
+        The force's scale for the batch.
+    control_variate : bool, default False
+        Whether the force uses the control variate.
+    x_ref : array_like or None, optional
+        The control variate's reference point (None: the mode).
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(H, b)``, shapes ``(d, d)`` and ``(d,)``.
+    """
     d = target.dim
     force = force_for(target)
     tdata = force_data(target, control_variate, x_ref)
@@ -113,10 +132,33 @@ def _affine_force(target: GaussianTarget, batch, scale: float, control_variate=F
     return hess, b
 
 
-def _step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
+def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
     """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops``.
 
     ``z' = A z + a + C xi`` with ``z = (x, v)`` and ``xi`` the 4d path noise.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : numpy.ndarray
+        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
+    b : numpy.ndarray
+        ``b``, shape ``(d,)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(A, a, C)``, shapes ``(2d, 2d)``, ``(2d,)`` and ``(2d, 4d)``.
+
+    Raises
+    ------
+    ValueError
+        If the scheme declares no ``affine_ops``, or an operation is unknown.
     """
     module = resolve_scheme(scheme)
     if getattr(module, "affine_ops", None) is None:
@@ -124,12 +166,33 @@ def _step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
     return _ops_map(module.affine_ops(h, gamma), hess, b, h, gamma, module.NAME)
 
 
-def _rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, *, noise: bool = False):
+def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, *, noise: bool = False):
     """``(K, k)``: the map from the state after a step to the rotated state of ``affine_ops``
     (identity for schemes that are not first-same-as-last), without the noise it undoes; with
     ``noise=True``, ``(K, k, N)``: the rotated state is ``K z + k + N xi`` with ``xi`` the step's
     own path noise (nonzero columns of ``N``: the slots a rotation that crosses an O step undoes,
-    which in the rotated transition belong to the previous step, see ``_rotation_slots``)."""
+    which in the rotated transition belong to the previous step, see :func:`rotation_slots`).
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : numpy.ndarray
+        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
+    b : numpy.ndarray
+        ``b``, shape ``(d,)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+    noise : bool, default False
+        Whether to return the noise map too.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(K, k)``, or ``(K, k, N)`` with ``noise``.
+    """
     module = resolve_scheme(scheme)
     rotation = getattr(module, "rotation_ops", None)
     ops = rotation(h, gamma) if rotation is not None else []
@@ -137,10 +200,21 @@ def _rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: floa
     return (mat, vec, noise_map) if noise else (mat, vec)
 
 
-def _rotation_slots(noise_map: np.ndarray) -> list[int]:
+def rotation_slots(noise_map: np.ndarray) -> list[int]:
     """The path-noise slots (0 dW1, 1 J1, 2 dW2, 3 J2) on which a rotation's noise map ``N``
-    (``_rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
-    those slots carry the previous step's noise, the others the current step's."""
+    (``rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
+    those slots carry the previous step's noise, the others the current step's.
+
+    Parameters
+    ----------
+    noise_map : numpy.ndarray
+        ``N``, shape ``(2d, 4d)``.
+
+    Returns
+    -------
+    list of int
+        The slots, in order.
+    """
     d = noise_map.shape[1] // 4
     return [k for k in range(4) if np.any(noise_map[:, k * d:(k + 1) * d] != 0.0)]
 
@@ -192,8 +266,23 @@ def _ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, schem
     return total[: 2 * d, : 2 * d], total[: 2 * d, one], total[: 2 * d, 2 * d: 6 * d]
 
 
-def _path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
-    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step."""
+def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
+    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    numpy.ndarray
+        The covariance, shape ``(4d, 4d)``.
+    """
     pair = pair_covariance(gamma, h / 2)
     cov = np.zeros((4 * d, 4 * d))
     for half in (0, 1):
@@ -325,7 +414,7 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
         batch_size = n_data
     batch_size = batch_size_for(target, batch_size)
     scale = plan_module.force_scale(n_data, batch_size)
-    noise_cov = _path_noise_covariance(d, h, gamma)
+    noise_cov = path_noise_covariance(d, h, gamma)
     cache: dict = {}
 
     def batch_map(batch):
@@ -336,8 +425,8 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
                                         backend=backend)
                 a_mat, a_vec, c_mat = probed.A, probed.a, probed.C
             else:
-                hess, b = _affine_force(target, key, scale, control_variate, x_ref)
-                a_mat, a_vec, c_mat = _step_map(module, hess, b, h, gamma)
+                hess, b = affine_force(target, key, scale, control_variate, x_ref)
+                a_mat, a_vec, c_mat = step_map(module, hess, b, h, gamma)
             cache[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
         return cache[key]
 
@@ -372,19 +461,58 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
 
 
 # ------------------------------------------------------------ helpers kept for the full plan
-def _affine_step_map(scheme, hess, h, gamma):
-    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``."""
+def affine_step_map(scheme, hess, h, gamma):
+    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : array_like
+        ``H``, symmetric, shape ``(d, d)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(A, Q)``, shapes ``(2d, 2d)``.
+
+    Raises
+    ------
+    ValueError
+        If ``hess`` is not a finite symmetric square matrix, or ``h`` or ``gamma`` is not positive.
+    """
     hess = finite_array("hess", hess, 2)
     if hess.shape[0] != hess.shape[1] or not np.allclose(hess, hess.T):
         raise ValueError(f"hess must be a symmetric square matrix, got shape {hess.shape}")
     h, gamma = positive_float("h", h), positive_float("gamma", gamma)
-    a_mat, _, c_mat = _step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
-    return a_mat, c_mat @ _path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
+    a_mat, _, c_mat = step_map(scheme, hess, np.zeros(hess.shape[0]), h, gamma)
+    return a_mat, c_mat @ path_noise_covariance(hess.shape[0], h, gamma) @ c_mat.T
 
 
-def _spectral_radius(scheme, hess, h, gamma) -> float:
-    """The spectral radius of the full-gradient map (``_affine_step_map``): stable below 1."""
-    a, _ = _affine_step_map(scheme, hess, h, gamma)
+def spectral_radius(scheme, hess, h, gamma) -> float:
+    """The spectral radius of the full-gradient map (:func:`affine_step_map`): stable below 1.
+
+    Parameters
+    ----------
+    scheme : str or module or Scheme
+        A registered scheme's name or a scheme object.
+    hess : array_like
+        ``H``, symmetric, shape ``(d, d)``.
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    float
+        The largest modulus of the eigenvalues of ``A``.
+    """
+    a, _ = affine_step_map(scheme, hess, h, gamma)
     return float(np.max(np.abs(np.linalg.eigvals(a))))
 
 
@@ -412,7 +540,7 @@ def stationary_covariance(scheme, hess, h, gamma):
     UnstableStepError
         If the spectral radius is >= 1.
     """
-    a, q = _affine_step_map(scheme, hess, h, gamma)
+    a, q = affine_step_map(scheme, hess, h, gamma)
     if np.max(np.abs(np.linalg.eigvals(a))) >= 1:
         raise UnstableStepError(f"{scheme} at h={h:g}, gamma={gamma:g} is unstable (spectral radius >= 1)")
     return scipy.linalg.solve_discrete_lyapunov(a, q)

@@ -36,7 +36,7 @@ class OrderFit:
     errors : numpy.ndarray
         The error at each step size; nan where the sampler is unstable.
     slope : float
-        The least-squares slope of log(error) against log(h) (``_fit_slope``).
+        The least-squares slope of log(error) against log(h) (``fit_slope``).
     local_slopes : numpy.ndarray
         The slopes between consecutive step sizes (:func:`local_slopes`).
     fit_points : int
@@ -103,8 +103,30 @@ def ladder(name: str, values, *, minimum: int = 2, integer: bool = False) -> np.
     return np.sort(arr)[::-1]
 
 
-def _fit_slope(hs, errors, fit_points: int = 4) -> float:
-    """Least-squares slope of log(error) against log(h) on the ``fit_points`` smallest ``h``."""
+def fit_slope(hs, errors, fit_points: int = 4) -> float:
+    """Least-squares slope of log(error) against log(h) on the ``fit_points`` smallest ``h``.
+
+    Parameters
+    ----------
+    hs : array_like
+        The step sizes.
+    errors : array_like
+        The error at each step size, of the same length.
+    fit_points : int, default 4
+        The number of smallest step sizes the slope is fitted on (at least 2).
+
+    Returns
+    -------
+    float
+        The slope; nan where one of the fitted errors is not a positive number (an unstable step
+        size).
+
+    Raises
+    ------
+    ValueError
+        If ``hs`` and ``errors`` differ in length, ``fit_points`` is below 2, or the fitted step
+        sizes are not distinct positive numbers.
+    """
     hs = np.asarray(hs, dtype=float)
     errors = np.asarray(errors, dtype=float)
     if hs.ndim != 1 or hs.shape != errors.shape:
@@ -209,7 +231,7 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
             errors.append(np.nan)
             unstable.append(float(h))
     errors = np.array(errors)
-    return OrderFit(hs, errors, _fit_slope(hs, errors, fit_points), local_slopes(hs, errors), fit_points,
+    return OrderFit(hs, errors, fit_slope(hs, errors, fit_points), local_slopes(hs, errors), fit_points,
                     unstable=unstable)
 
 
@@ -296,23 +318,44 @@ def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_b
     sq = np.array(sq)  # (n_h, n_chains)
     errors = np.sqrt(sq.mean(axis=1))
     k = fit_points or len(hs)
-    slope = _fit_slope(hs, errors, k)
+    slope = fit_slope(hs, errors, k)
     rng = np.random.default_rng(derive(seed, "strong_order", "bootstrap"))
     boots = []
     for _ in range(n_boot):
         idx = rng.integers(0, n_chains, n_chains)
-        boots.append(_fit_slope(hs, np.sqrt(sq[:, idx].mean(axis=1)), k))
+        boots.append(fit_slope(hs, np.sqrt(sq[:, idx].mean(axis=1)), k))
     ci = (float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5)))
     return OrderFit(hs, errors, slope, local_slopes(hs, errors), k, ci=ci, unstable=unstable)
 
 
-def _anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
+def anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
                          pattern=(1.0, 2.5, 5.0, 10.0)) -> GaussianTarget:
     """Gaussian data terms whose precisions do not commute.
 
     Each is a random rotation of a spectrum that repeats ``pattern`` (so every block of
     ``len(pattern)`` dimensions is equally hard, and the sampler's law is not a product of
     one-dimensional problems).
+
+    Parameters
+    ----------
+    d : int
+        The dimension, at least 1.
+    n_data : int, default 4
+        The number of data terms, at least 1.
+    seed : int, default 0
+        The seed of the rotations and means.
+    pattern : sequence of float, default (1.0, 2.5, 5.0, 10.0)
+        The spectrum, repeated to ``d`` values (divided by ``n_data``).
+
+    Returns
+    -------
+    GaussianTarget
+        The target, with prior precision ``0.1 * I``.
+
+    Raises
+    ------
+    ValueError
+        If ``d`` or ``n_data`` is not an integer >= 1.
     """
     d = int_at_least("d", d, 1)
     n_data = int_at_least("n_data", n_data, 1)
@@ -326,8 +369,25 @@ def _anisotropic_gaussian(d: int, n_data: int = 4, seed: int = 0,
     return GaussianTarget(np.array(means), np.array(precs), prior_precision=0.1 * np.eye(d))
 
 
-def _logistic_example(n_data: int = 64, dim: int = 3, seed: int = 0, prior_precision: float = 1.0):
-    """A small binary logistic regression (non-Gaussian target) with synthetic features."""
+def logistic_example(n_data: int = 64, dim: int = 3, seed: int = 0, prior_precision: float = 1.0):
+    """A small binary logistic regression (non-Gaussian target) with synthetic features.
+
+    Parameters
+    ----------
+    n_data : int, default 64
+        The number of data points.
+    dim : int, default 3
+        The number of features.
+    seed : int, default 0
+        The seed of the features, weights and labels.
+    prior_precision : float, default 1.0
+        The Gaussian prior's precision.
+
+    Returns
+    -------
+    LogisticTarget
+        The target, its features scaled by ``1 / sqrt(dim)``.
+    """
     from integrators import LogisticTarget
     rng = np.random.default_rng(seed)
     feats = rng.normal(size=(n_data, dim))

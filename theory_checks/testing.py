@@ -89,7 +89,7 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
         kind = "scheme"
     if report.failed:
         raise AssertionError(f"{kind} {report.scheme!r} fails {', '.join(report.failed)}:\n{report.table()}")
-    left = [name for name in report.inconclusive if not _is_allowed(name, allowed)]
+    left = [name for name in report.inconclusive if not is_allowed(name, allowed)]
     if left:
         raise AssertionError(f"{kind} {report.scheme!r}: claims left inconclusive (not checked or not enough "
                              f"evidence; allow them by name with allow_inconclusive=[...]): {', '.join(left)}:\n"
@@ -97,9 +97,21 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
     return report
 
 
-def _is_allowed(name: str, allowed) -> bool:
+def is_allowed(name: str, allowed) -> bool:
     """Whether the check ``name`` is matched by an entry of ``allowed``: equal to it, or ``name``
-    is the entry followed by ``[...]`` or ``@...`` (a family, or the same check on every target)."""
+    is the entry followed by ``[...]`` or ``@...`` (a family, or the same check on every target).
+
+    Parameters
+    ----------
+    name : str
+        A check's name, e.g. ``"strong_order[sms]@3d"``.
+    allowed : sequence of str
+        Full names or families.
+
+    Returns
+    -------
+    bool
+    """
     return any(name == a or name.startswith(a + "[") or name.startswith(a + "@") for a in allowed)
 
 

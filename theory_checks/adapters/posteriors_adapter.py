@@ -82,10 +82,21 @@ def _bridge():
     return ToolkitLogDensity
 
 
-def _log_posterior_for(problem: AdapterProblem):
+def log_posterior_for(problem: AdapterProblem):
     """posteriors' ``log_posterior(params, batch) -> (value, aux)`` for the toolkit's problem:
     the sum over chains of each chain's minibatch log-density (its gradient in row ``c`` is chain
-    ``c``'s), no auxiliary output."""
+    ``c``'s), no auxiliary output.
+
+    Parameters
+    ----------
+    problem : AdapterProblem
+        The target and the force scale.
+
+    Returns
+    -------
+    callable
+        ``log_posterior(params, batch)``.
+    """
     _, torch = _posteriors()
     bridge = _bridge()
 
@@ -97,13 +108,13 @@ def _log_posterior_for(problem: AdapterProblem):
 
 
 class _Built:
-    """What :meth:`_PosteriorsAdapter.build` returns: the problem, the transform and the step."""
+    """What :meth:`PosteriorsAdapter.build` returns: the problem, the transform and the step."""
 
     def __init__(self, problem, transform, h, gamma):
         self.problem, self.transform, self.h, self.gamma = problem, transform, h, gamma
 
 
-class _PosteriorsAdapter:
+class PosteriorsAdapter:
     """Shared machinery: build the transform, seed it, step it under its own generator."""
 
     LIBRARY = "posteriors"
@@ -119,7 +130,7 @@ class _PosteriorsAdapter:
         """The transform for ``problem`` at step size ``h`` and friction ``gamma``."""
         posteriors, _ = _posteriors()
         h, gamma = positive_float("h", h), positive_float("gamma", gamma)
-        return _Built(problem, self.make_transform(posteriors, _log_posterior_for(problem), h, gamma), h, gamma)
+        return _Built(problem, self.make_transform(posteriors, log_posterior_for(problem), h, gamma), h, gamma)
 
     def _init_state(self, sampler: _Built, params):
         return sampler.transform.init(params)
@@ -150,7 +161,7 @@ class _PosteriorsAdapter:
         return state[0].params.detach().numpy()
 
 
-class _PosteriorsSGLD(_PosteriorsAdapter):
+class _PosteriorsSGLD(PosteriorsAdapter):
     """``posteriors.sgmcmc.sgld`` (posteriors/sgmcmc/sgld.py, ``update``):
 
         theta' = theta + lr * grad log p(theta, batch) + sqrt(T lr (2 - T lr beta)) * xi
@@ -176,7 +187,7 @@ class _PosteriorsSGLD(_PosteriorsAdapter):
         return posteriors.sgmcmc.sgld.build(log_posterior, lr=h, beta=0.0, temperature=1.0)
 
 
-class _PosteriorsSGHMC(_PosteriorsAdapter):
+class _PosteriorsSGHMC(PosteriorsAdapter):
     """``posteriors.sgmcmc.sghmc`` (posteriors/sgmcmc/sghmc.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -203,7 +214,7 @@ class _PosteriorsSGHMC(_PosteriorsAdapter):
         return posteriors.sgmcmc.sghmc.build(log_posterior, lr=h, alpha=gamma, beta=0.0, sigma=1.0, temperature=1.0)
 
 
-class _PosteriorsBAOA(_PosteriorsAdapter):
+class _PosteriorsBAOA(PosteriorsAdapter):
     """``posteriors.sgmcmc.baoa`` (posteriors/sgmcmc/baoa.py, ``update``):
 
         m_1/2     = m + lr grad log p(theta, batch)
@@ -236,7 +247,7 @@ class _PosteriorsBAOA(_PosteriorsAdapter):
         return posteriors.sgmcmc.baoa.build(log_posterior, lr=h, alpha=gamma, sigma=1.0, temperature=1.0)
 
 
-class _PosteriorsSGNHT(ThermostatAdapter, _PosteriorsAdapter):
+class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
     """``posteriors.sgmcmc.sgnht`` (posteriors/sgmcmc/sgnht.py, ``update``):
 
         theta' = theta + lr sigma^-2 m
@@ -293,4 +304,4 @@ class _PosteriorsSGNHT(ThermostatAdapter, _PosteriorsAdapter):
         return state[0][0].detach().numpy()
 
 
-ADAPTERS = (_PosteriorsSGLD(), _PosteriorsSGHMC(), _PosteriorsBAOA(), _PosteriorsSGNHT())
+ADAPTERS = (_PosteriorsSGLD(), _PosteriorsSGHMC(), _PosteriorsBAOA(), PosteriorsSGNHT())
