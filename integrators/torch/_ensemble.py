@@ -34,7 +34,7 @@ from integrators._validation import int_at_least
 from integrators.seeds import derive
 from integrators.torch._config import SamplerConfig, auto_chains, check_sampler_fits, run_metadata
 from integrators.torch._flat import FlatParameters
-from integrators.torch._graph import StepReplay, graph_enabled
+from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import chain_streams, check_finite_input, quadratic_terms, record_divergence
 from integrators.torch._rng import pair_factors, pairs_from_normals
 from integrators.torch.schemes import torch_step
@@ -199,16 +199,7 @@ class EnsembleSampler:
 
         def replayed():
             dW, J = pairs_from_normals(st["z"], factors)
-            with torch.no_grad():
-                g = self.module.step(self.x, self.v, st["g"], coef, dW, J,
-                                     lambda y: self.force(loss_fn, y, idx), self.reflect)
-                st["g"].copy_(g)
-                if "loss" in st:
-                    st["loss"].copy_(self.last_loss)
-                else:  # (at the first call, eager: a CUDA graph's warm-up or a plain call)
-                    st["loss"] = self.last_loss.clone()
-                st["k"].add_(1)
-                record_divergence(self.diverged_at, st["k"], self.x, st["g"])
+            static_step(st, self, coef, dW, J, lambda y: self.force(loss_fn, y, idx), lambda: self.last_loss)
 
         self._replay((loss_fn, coef, shape, idx.dtype), replayed)
         self.g, self.k, self.last_loss = st["g"], k, st["loss"].clone()

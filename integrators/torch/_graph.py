@@ -26,6 +26,24 @@ GRAPH = one_of((True, False, "auto"))  # SamplerConfig.graph's constraint
 MAX_GRAPHS = 8  # distinct keys captured per sampler; beyond, steps run eagerly (a warning says why)
 
 
+def static_step(st, sampler, coef, dW, J, force, last_loss) -> None:
+    """The body a graph step replays, shared by module mode and the ensembles: the scheme's step of
+    ``sampler`` (its ``module``, ``x``, ``v``, ``reflect``) into the static buffers ``st`` (the cached
+    force, the loss ``last_loss()`` read after the force, the device step counter), and the divergence
+    record."""
+    from integrators.torch._posterior_terms import record_divergence
+
+    with torch.no_grad():
+        g = sampler.module.step(sampler.x, sampler.v, st["g"], coef, dW, J, force, sampler.reflect)
+        st["g"].copy_(g)
+        if "loss" in st:
+            st["loss"].copy_(last_loss())
+        else:  # (at the first call, eager: a CUDA graph's warm-up or a plain call)
+            st["loss"] = last_loss().clone()
+        st["k"].add_(1)
+        record_divergence(sampler.diverged_at, st["k"], sampler.x, st["g"])
+
+
 def graph_refusal(graph, *, schedule, control_variate) -> str | None:
     """Why ``graph=True`` cannot be kept with these options (None: it can): a schedule changes the
     step's coefficients every step, and the control variate's reference gradient is recomputed

@@ -53,7 +53,7 @@ from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._options import CyclicalSchedule, Localization
 from integrators.torch._config import SamplerConfig, check_sampler_fits, run_metadata, weights_prior
 from integrators.torch._flat import FlatParameters
-from integrators.torch._graph import StepReplay, graph_enabled
+from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import (
     chain_streams,
     check_finite_input,
@@ -391,16 +391,7 @@ class ModuleSampler:
 
         def replayed():
             dW, J = pairs_from_normals(st["z"], factors) if factors is not None else st["pair"]
-            with torch.no_grad():
-                g = self.module.step(self.x, self.v, st["g"], coef, dW, J, lambda x: self.force(loss_fn, idx),
-                                     self.reflect)
-                st["g"].copy_(g)
-                if "loss" in st:
-                    st["loss"].copy_(self._last_loss)
-                else:  # (at the first call, eager: a CUDA graph's warm-up or a plain call)
-                    st["loss"] = self._last_loss.clone()
-                st["k"].add_(1)
-                record_divergence(self.diverged_at, st["k"], self.x, st["g"])
+            static_step(st, self, coef, dW, J, lambda x: self.force(loss_fn, idx), lambda: self._last_loss)
 
         self._replay((loss_fn, coef, factors is None, tuple(batch.shape), batch.dtype), replayed)
         self.g, self.k = st["g"], k

@@ -28,6 +28,12 @@ PARAMS = ("c0", "c1", "c2", "c3", "c4", "l11", "l21", "l22", "scale", "bound", "
 
 
 @triton.jit
+def _load5(ptr):
+    """Five consecutive scalars from ``ptr``."""
+    return tl.load(ptr), tl.load(ptr + 1), tl.load(ptr + 2), tl.load(ptr + 3), tl.load(ptr + 4)
+
+
+@triton.jit
 def _column(tile, col, j):
     """Column ``j`` (a scalar or ``[BLOCK]``) of an integer or float tile, ``[BLOCK]``."""
     return tl.sum(tl.where(col == j, tile, 0), axis=1)
@@ -103,19 +109,9 @@ def chain_kernel(
     coln = tl.arange(0, NP)[None, :]
     at = rows[:, None] * D + col
 
-    c0 = tl.load(params_ptr + 0)
-    c1 = tl.load(params_ptr + 1)
-    c2 = tl.load(params_ptr + 2)
-    c3 = tl.load(params_ptr + 3)
-    c4 = tl.load(params_ptr + 4)
-    l11 = tl.load(params_ptr + 5)
-    l21 = tl.load(params_ptr + 6)
-    l22 = tl.load(params_ptr + 7)
-    scale = tl.load(params_ptr + 8)
-    bound = tl.load(params_ptr + 9)
-    hist_lo = tl.load(params_ptr + 10)
-    hist_hi = tl.load(params_ptr + 11)
-    inv_width = tl.load(params_ptr + 12)
+    c0, c1, c2, c3, c4 = _load5(params_ptr)  # the run's row, in the order of PARAMS
+    l11, l21, l22, scale, bound = _load5(params_ptr + 5)
+    hist_lo, hist_hi, inv_width = tl.load(params_ptr + 10), tl.load(params_ptr + 11), tl.load(params_ptr + 12)
 
     x = tl.load(x_ptr + at, mask=m2, other=0.0)
     v = tl.load(v_ptr + at, mask=m2, other=0.0)

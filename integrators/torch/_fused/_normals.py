@@ -50,30 +50,28 @@ def uniform32(half):
 
 
 @triton.jit
+def _horner(x2, a8, a7, a6, a5, a4, a3, a2, a1, a0):
+    """``sum_k a_k x2^k`` by Horner's rule, highest first (as :func:`integrators.torch._rng._horner`)."""
+    acc = a8 + 0.0 * x2
+    acc = acc * x2 + a7
+    acc = acc * x2 + a6
+    acc = acc * x2 + a5
+    acc = acc * x2 + a4
+    acc = acc * x2 + a3
+    acc = acc * x2 + a2
+    acc = acc * x2 + a1
+    return acc * x2 + a0
+
+
+@triton.jit
 def cos_sin_turns(u):
     """``(cos 2 pi u, sin 2 pi u)``: the quadrant reduction and polynomials of the torch step."""
     t = 4.0 * u
     q = tl.floor(t + 0.5)  # round: t = 4u is never half-way for a dyadic u = (j + 1/2) 2^-32
     x = (t - q) * _HALF_PI
     x2 = x * x
-    s = S7 + 0.0 * x2
-    s = s * x2 + S6
-    s = s * x2 + S5
-    s = s * x2 + S4
-    s = s * x2 + S3
-    s = s * x2 + S2
-    s = s * x2 + S1
-    s = s * x2 + S0
-    s = x * s
-    c = C8 + 0.0 * x2
-    c = c * x2 + C7
-    c = c * x2 + C6
-    c = c * x2 + C5
-    c = c * x2 + C4
-    c = c * x2 + C3
-    c = c * x2 + C2
-    c = c * x2 + C1
-    c = c * x2 + C0
+    s = x * _horner(x2, 0.0, S7, S6, S5, S4, S3, S2, S1, S0)
+    c = _horner(x2, C8, C7, C6, C5, C4, C3, C2, C1, C0)
     quadrant = q.to(tl.int64) & 3
     cos = tl.where(quadrant == 0, c, tl.where(quadrant == 1, -s, tl.where(quadrant == 2, -c, s)))
     sin = tl.where(quadrant == 0, s, tl.where(quadrant == 1, c, tl.where(quadrant == 2, -s, -c)))
