@@ -100,6 +100,29 @@ def test_samplers_together_in_one_launch_equal_their_own_runs():
         np.testing.assert_array_equal(joint.samples, alone.samples)
 
 
+def test_runs_of_other_steps_seeds_and_lengths_in_one_launch_equal_their_own_runs():
+    """Runs of one scheme that differ in step size, friction, seed, steps, burn-in, bound and plan share a
+    launch (each its own streams and counts), each equal to its own run."""
+    from integrators import RunSpec
+
+    target = GaussianTarget.one_d_example()
+    backend = Torch(kernel="triton")
+    specs = [RunSpec.from_options(target, "ubu", plan, h=h, gamma=gamma, n_steps=steps, burn_in=burn, seed=seed,
+                                  n_chains=5, batch_size=None if plan == "full" else 1, divergence_bound=bound,
+                                  histogram=(-3.0, 3.0, 13), backend=backend)
+             for plan, h, gamma, steps, burn, seed, bound in [("sms", 0.25, 1.0, 12, 4, 1, 50.0),
+                                                             ("iid", 0.125, 0.7, 7, 0, 2, 50.0),
+                                                             ("full", 0.5, 2.0, 10, 9, 3, 1.5)]]
+    joint = backend.run(specs)
+    for spec, result in zip(specs, joint, strict=True):
+        alone = backend.run([spec])[0]
+        np.testing.assert_array_equal(result.x, alone.x)
+        np.testing.assert_array_equal(result.diverged_at, alone.diverged_at)
+        np.testing.assert_array_equal(result.histogram, alone.histogram)
+        np.testing.assert_array_equal(result.chain_mean, alone.chain_mean)
+    assert (joint[2].diverged_at >= 0).any()  # the tight bound of the third run is its own
+
+
 @pytest.mark.parametrize(("scheme", "h", "bound"), [("em", 0.2, 5.0), ("baoab", 0.3, 4.0)])
 def test_divergence_is_marked_and_parked_as_on_the_tensor_step(scheme, h, bound):
     """A bound that some chains cross: the same steps marked, the same chains NaN, the rest unchanged."""

@@ -45,20 +45,23 @@ class Run:
 
 
 def _run_histograms(target, law, runs: tuple, threads: int) -> tuple[list, float]:
-    """Stream runs differing only in (scheme, plan) into histograms on one Brownian path, together
-    (:func:`integrators.sample_together`; on cuda one launch of the fused kernel, else one run at a
-    time).  Returns per run ``(histogram, first divergent step or -1)`` and the call's seconds."""
+    """Stream runs into histograms together: on Numba runs differing only in (scheme, plan), on one Brownian
+    path (:func:`integrators.sample_together`); on torch a group's runs (every repeat, plan and control at one
+    step size), one launch of the fused kernel on cuda, else one run at a time.  Returns per run
+    ``(histogram, first divergent step or -1)`` and the call's seconds."""
     started = time.perf_counter()
     lo, hi, n_bins = histogram_layout(law)
+
+    def options(r):
+        return dict(h=r.h, gamma=r.gamma, n_chains=r.chains, n_steps=r.burn + r.per_chain, burn_in=r.burn,
+                    seed=r.seed, x0=[law.mean], histogram=(lo, hi, n_bins), divergence_bound=DIVERGENCE_BOUND)
+
     first = runs[0]
-    options = dict(h=first.h, gamma=first.gamma, n_chains=first.chains, n_steps=first.burn + first.per_chain,
-                   burn_in=first.burn, seed=first.seed, x0=[law.mean], histogram=(lo, hi, n_bins),
-                   divergence_bound=DIVERGENCE_BOUND)
-    samplers = [(r.scheme, r.plan) for r in runs]
     if first.backend[0] == "numba":
-        results = sample_together(target, samplers, batch_size=1, threads=threads, **options)
+        results = sample_together(target, [(r.scheme, r.plan) for r in runs], batch_size=1, threads=threads,
+                                  **options(first))
     else:
-        results = sampler_for(*first.backend).together(target, samplers, batch_size=1, **options)
+        results = sampler_for(*first.backend).run_all(target, [(r.scheme, r.plan, options(r)) for r in runs])
     out = []
     for res in results:
         hist = StreamingW1(law, lo, hi, n_bins)
@@ -146,14 +149,15 @@ class Group:
         return [r for plan in self.plans for r in self.sampler_runs[plan]] + self.control_runs
 
     def submit(self, pool, threads_per_call: int) -> dict:
-        """Queue the runs on ``pool``: runs that differ only in their (scheme, plan) share their
+        """Queue the runs on ``pool``: on Numba runs that differ only in their (scheme, plan) share their
         Brownian path (the same seed, step, friction and chains), so a repeat's three plans and
         their control go together in one call (``_run_histograms``, ``threads_per_call``
-        threads)."""
+        threads); on torch the group's runs are one call (one launch on cuda)."""
         target = GaussianTarget.one_d_example()
         calls: dict = {}
         for r in self.runs():
-            calls.setdefault((r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed, r.backend), []).append(r)
+            shared = (r.h, r.gamma, r.chains, r.burn, r.per_chain, r.seed) if r.backend[0] == "numba" else ()
+            calls.setdefault((*shared, r.backend), []).append(r)
         out = {}
         for joint in calls.values():
             future = pool.submit(_run_histograms, target, self.law, tuple(joint), threads_per_call)

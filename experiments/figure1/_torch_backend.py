@@ -10,10 +10,11 @@ call into the compiled step, its launches); so ``C`` is as small as keeps the de
 (``2^20`` made it 93%), on a CPU ``2^10 .. 2^14`` chains make a step's fixed cost (tens of small
 tensor operations) small next to its arithmetic.
 
-On CUDA a repeat's runs (a scheme's three plans and its full-gradient control, on one path) go in one
-launch of the fused Triton kernel (:mod:`integrators.torch._fused`), compiled once per scheme (the step
-size, the plan's kind and the counts are arguments); where it cannot run, the compiled tensor step
-(:func:`integrators.torch._chains.compiled_step`, one graph per scheme and plan kind).  On a CPU the
+On CUDA the runs of one unit (a scheme at one step size: every repeat of its three plans and of its
+full-gradient control) go in one launch of the fused Triton kernel (:mod:`integrators.torch._fused`),
+compiled once per scheme (the step size, the plan's kind, the seeds and the counts are arguments); where
+it cannot run, the compiled tensor step (:func:`integrators.torch._chains.compiled_step`, one graph per
+scheme and plan kind).  On a CPU the
 tensor step runs eagerly by default: compiling the figure's graphs costs about as much as running its
 small presets.
 """
@@ -22,8 +23,9 @@ from __future__ import annotations
 
 import functools
 
-from integrators._api import sample, sample_together
+from integrators._api import sample
 from integrators._backends import Torch
+from integrators._spec import RunSpec
 from integrators.torch._chains import resolve_device
 
 # chains per repeat by device type and preset (the Numba presets' counts suit a CPU)
@@ -42,9 +44,12 @@ class Figure1Sampler:
     def __call__(self, target, scheme, plan, **kwargs):
         return sample(target, scheme, plan, backend=Torch(self.device, "float64", self.compile), **kwargs)
 
-    def together(self, target, samplers, **kwargs):
-        """:func:`integrators.sample_together` on this device (one launch of the fused kernel on cuda)."""
-        return sample_together(target, samplers, backend=Torch(self.device, "float64", self.compile), **kwargs)
+    def run_all(self, target, runs) -> list:
+        """``sample(target, scheme, plan, **options)`` for each ``(scheme, plan, options)`` of ``runs`` on
+        this device, as one :meth:`integrators._backends.Torch.run` (one launch of the fused kernel on cuda)."""
+        backend = Torch(self.device, "float64", self.compile)
+        return backend.run([RunSpec.from_options(target, scheme, plan, batch_size=None if plan == "full" else 1,
+                                                 backend=backend, **options) for scheme, plan, options in runs])
 
     def chains_per_repeat(self, preset: str) -> int:
         """The chains of one repeat at ``preset`` on this device type (:data:`CHAINS_PER_REPEAT`)."""

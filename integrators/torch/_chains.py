@@ -240,9 +240,9 @@ class _Chains:
 
 
 def run_specs(specs: list[RunSpec]) -> list[SampleResult]:
-    """Run checked specs on :class:`integrators._backends.Torch`: those the fused kernel runs that share
-    everything but their plans (:func:`integrators.torch._fused.shared`) go in one launch, their chains'
-    paths drawn once per step for all of them; the others one after another."""
+    """Run checked specs on :class:`integrators._backends.Torch`: those the fused kernel runs that share its
+    launch's key (:func:`integrators.torch._fused.shared`: scheme, target, chains, observers) go in one
+    launch; the others one after another."""
     results: list = [None] * len(specs)
     groups: dict = {}
     for i, spec in enumerate(specs):
@@ -267,8 +267,10 @@ def _run_fused(specs: list[RunSpec]) -> list[SampleResult]:
     from integrators.torch._fused import advance_together
 
     runs = [_Chains(spec, None) for spec in specs]
-    advance_together(specs, [r.x for r in runs], [r.v for r in runs], [r.obs for r in runs], runs[0].path.keys,
-                     runs[0].plan_rng.keys)
+    one_seed = len({spec.seed for spec in specs}) == 1  # one set of streams for all, else a row per run
+    path_keys = runs[0].path.keys if one_seed else torch.stack([r.path.keys for r in runs])
+    plan_keys = runs[0].plan_rng.keys if one_seed else torch.stack([r.plan_rng.keys for r in runs])
+    advance_together(specs, [r.x for r in runs], [r.v for r in runs], [r.obs for r in runs], path_keys, plan_keys)
     return [_result(spec, r, "triton") for spec, r in zip(specs, runs, strict=True)]
 
 

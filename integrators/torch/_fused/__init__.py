@@ -84,20 +84,20 @@ def advance(spec, x, v, obs, path_keys, plan_keys) -> None:
 
 
 def shared(spec) -> tuple:
-    """What runs of one launch share: everything but the plan and its batch size (the key of
-    :func:`advance_together`'s groups; the caller compares keys)."""
+    """What runs of one launch share: the scheme, the target, the chain count, the observers' layout, the
+    control variate and the backend (the key of :func:`advance_together`'s groups). Step size, friction,
+    seed, step counts, initial state, divergence bound and plan are each run's own."""
     observers = spec.observers
     as_bytes = lambda a: None if a is None else np.asarray(a, dtype=np.float64).tobytes()  # noqa: E731
     cv = spec.control_variate
-    return (torch_step(spec.scheme).NAME, float(spec.h), float(spec.gamma), spec.n_chains, spec.n_steps, spec.burn_in,
-            spec.seed, id(spec.target), as_bytes(spec.x0), as_bytes(spec.v0), observers.keep, observers.full_moments,
-            observers.histogram, spec.divergence_bound, None if cv is None else as_bytes(cv.x_ref), spec.backend)
+    return (torch_step(spec.scheme).NAME, id(spec.target), spec.n_chains, observers.keep, observers.full_moments,
+            observers.histogram, None if cv is None else as_bytes(cv.x_ref), spec.backend)
 
 
 def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: int | None = None) -> None:
-    """:func:`advance` for runs that share everything but their plans (:func:`shared`; minibatch
-    plans of one batch size): one launch, the chains' paths drawn once per step each and used by
-    every run."""
+    """:func:`advance` for runs that share :func:`shared` (minibatch plans of one batch size): one launch.
+    ``path_keys``, ``plan_keys``: ``(n,)`` shared by every run (one path drawn once per step for all of them)
+    or ``(runs, n)``, a row per run."""
     spec = specs[0]
     target, obs = spec.target, observers[0]
     dev = xs[0].device
@@ -121,14 +121,14 @@ def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: i
     (mu, prec, p0, m0), ref_grads, ref_sum, use_cv = force_data(
         target, spec.control_variate is not None, None if spec.control_variate is None else spec.control_variate.x_ref)
     as_f64 = lambda a: torch.as_tensor(np.ascontiguousarray(a, dtype=np.float64), device=dev)  # noqa: E731
-    coef = (list(declared.coefficients(spec.h, spec.gamma)) + [0.0] * N_COEF)[:N_COEF]
     lo, hi, n_bins = (0.0, 1.0, 1) if obs.hist is None else (obs.hist_lo, obs.hist_hi, obs.n_bins)
-    bound = float("inf") if obs.bound is None else float(obs.bound)
     rows = []
-    for s in specs:
+    for s, o in zip(specs, observers, strict=True):
+        bound = float("inf") if o.bound is None else float(o.bound)
+        coef = (list(declared.coefficients(s.h, s.gamma)) + [0.0] * N_COEF)[:N_COEF]
         scale = float(s.plan_module.force_scale(n_data, s.batch_size))
-        values = dict(zip(PARAMS, coef + list(pair_factors(spec.gamma, spec.h)) + [scale, bound, lo, hi,
-                                                                                     n_bins / (hi - lo)], strict=True))
+        values = dict(zip(PARAMS, coef + list(pair_factors(s.gamma, s.h)) + [scale, bound, lo, hi,
+                                                                               n_bins / (hi - lo)], strict=True))
         rows.append([float(values[p]) for p in PARAMS])
     params = torch.tensor(rows, device=dev, dtype=torch.float64)
     dummy = torch.zeros(1, device=dev, dtype=torch.float64)
@@ -137,14 +137,17 @@ def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: i
     x, v = torch.stack(xs), torch.stack(vs)
     g = torch.zeros_like(x)
     keep = obs.keep or 0
+    counts = torch.tensor([[s.n_steps, s.burn_in, max(1, (s.n_steps - s.burn_in) // keep) if keep else 1]
+                           for s in specs], device=dev, dtype=torch.int64)
+    keys_stride = n if path_keys.ndim == 2 else 0
     chain_kernel[(triton.cdiv(n, block), len(specs))](
         x, v, g, stacked["diverged_at"], stacked["sum_x"], stacked["sum_xx"], stacked["sum_outer"], stacked["hist"],
         stacked["tails"], stacked["samples"],
         path_keys.contiguous(), plan_keys.contiguous(), params,
         torch.tensor([_KINDS[rule.kind] for rule in rules], device=dev, dtype=torch.int32),
-        torch.tensor(periods, device=dev, dtype=torch.int32), order,
+        torch.tensor(periods, device=dev, dtype=torch.int32), order, counts,
         as_f64(mu), as_f64(prec), as_f64(p0), as_f64(m0), as_f64(ref_grads), as_f64(ref_sum),
-        n, spec.n_steps, spec.burn_in, int(n_bins), keep, obs.stride, order.shape[1],
+        n, int(n_bins), keep, order.shape[1], keys_stride,
         BEFORE=module.before, AFTER=module.after, FSAL=int(declared.FSAL),
         D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data), NB=nb,
         HAS_PRIOR=bool((np.asarray(p0) != 0).any()), USE_CV=bool(use_cv[0]),

@@ -9,9 +9,10 @@ variate when asked), the part after it, the divergence check (mark the step, par
 zero), and after burn-in the observers: running sums, the first coordinate's histogram (atomic adds
 of exact integer counts, so the result does not depend on their order) and its tails, kept samples.
 
-The launch's grid is (blocks of chains, runs): runs that share the scheme, the step, the chains and their
-paths and the observers' layout, each with its own plan (``kinds``, ``periods``, a row of ``order``), state
-and outputs (stacked along a leading run axis).  A run's numbers are read from its row of ``params``
+The launch's grid is (blocks of chains, runs): runs of one scheme, target, chain count and observers' layout,
+each with its own plan (``kinds``, ``periods``, a row of ``order``), step counts (a row of ``counts``:
+steps, burn-in, the kept samples' stride), streams (a row of the keys, or the same keys for all) and state and
+outputs (stacked along a leading run axis).  A run's numbers are read from its row of ``params``
 (float64 on the device: a Python float argument would be float32):
 ``[c0 .. c4, L11, L21, L22, scale, bound, hist_lo, hist_hi, inv_width]`` (:data:`PARAMS`).
 """
@@ -69,12 +70,12 @@ def _datum(x, idx, mu_ptr, prec_ptr, ref_ptr, a3, b3, col, cmask,
 
 # sizes and counts are not specialized on (a new value is no new compilation), nor is the plan's kind: a
 # figure's runs share one compiled kernel per scheme
-@triton.jit(do_not_specialize=["n_chains", "n_steps", "burn_in", "n_bins", "keep", "stride", "order_stride"])
+@triton.jit(do_not_specialize=["n_chains", "n_bins", "keep", "order_stride", "keys_stride"])
 def chain_kernel(
     x_ptr, v_ptr, g_ptr, diverged_ptr, sum_x_ptr, sum_xx_ptr, sum_outer_ptr, hist_ptr, tails_ptr, samples_ptr,
-    path_keys_ptr, plan_keys_ptr, params_ptr, kinds_ptr, periods_ptr, order_ptr,
+    path_keys_ptr, plan_keys_ptr, params_ptr, kinds_ptr, periods_ptr, order_ptr, counts_ptr,
     mu_ptr, prec_ptr, p0_ptr, m0_ptr, ref_ptr, ref_sum_ptr,
-    n_chains, n_steps, burn_in, n_bins, keep, stride, order_stride,
+    n_chains, n_bins, keep, order_stride, keys_stride,
     BEFORE: tl.constexpr, AFTER: tl.constexpr, FSAL: tl.constexpr,
     D: tl.constexpr, DP: tl.constexpr, N_DATA: tl.constexpr, NP: tl.constexpr, NB: tl.constexpr,
     HAS_PRIOR: tl.constexpr, USE_CV: tl.constexpr,
@@ -84,6 +85,11 @@ def chain_kernel(
     run = tl.program_id(1).to(tl.int64)
     params_ptr += run * N_PARAMS
     order_ptr += run * order_stride
+    n_steps = tl.load(counts_ptr + run * 3)
+    burn_in = tl.load(counts_ptr + run * 3 + 1)
+    stride = tl.load(counts_ptr + run * 3 + 2)
+    path_keys_ptr += run * keys_stride  # 0: the runs share their chains' streams
+    plan_keys_ptr += run * keys_stride
     kind = tl.load(kinds_ptr + run)
     period = tl.load(periods_ptr + run)
     x_ptr += run * n_chains * D
