@@ -19,6 +19,7 @@ from integrators._memory import check_fits
 from integrators._validation import (
     BOOLEAN,
     POSITIVE,
+    Either,
     InstanceOf,
     Interval,
     ListOf,
@@ -158,12 +159,14 @@ class RunConfig:
     trace_chains, trace_epochs : int
         SMS-UBU chains started at perturbations of ``x*`` whose traces are recorded, and their epochs
         (``>= 1`` when there are trace chains).
-    chains : int
+    chains : int or "auto"
         Chains per sampler from the SWA point. 1 runs one chain per sampler with
         :class:`integrators.torch.ModuleSampler`; ``k > 1`` runs ``k`` chains of each sampler at once
         with the torch samplers' multi-chain mode (:func:`bnn._chains.run_chains`, several chains per
         device), the sampler's predictive then being the mean over chains and samples, and the
-        ``trace_chains`` chains also run at once.
+        ``trace_chains`` chains also run at once. ``"auto"``: on CUDA as many as the run's memory
+        estimate lets half the device's free memory hold (at most 32), 1 elsewhere or with the control
+        variate; the run's record holds the number chosen.
     data_path : str or None
         The local files of a data set read from disk (no downloads): a file or folder, a relative
         name looked up in ``SMS_LANGEVIN_DATA_DIR`` and the development data folder
@@ -258,8 +261,9 @@ class RunConfig:
         "stratified_test": Optional(Interval(float, 0, 1, closed="neither")),
         "dataset": OneOf(DATASETS), "network": OneOf(_architectures),
         **dict.fromkeys(("width", "lr_adam", "lr_swa", "h", "rho", "rho_max_factor", "prior_precision"), POSITIVE),
-        **dict.fromkeys(("batch_size", "n_eval_batches", "n_cycles", "hessian_batch", "chains",
-                         "paper_epochs_train"), at_least(1)),
+        **dict.fromkeys(("batch_size", "n_eval_batches", "n_cycles", "hessian_batch", "paper_epochs_train"),
+                        at_least(1)),
+        "chains": Either(at_least(1), OneOf(("auto",))),
         **dict.fromkeys(("epochs_train", "epochs_swa", "epochs_burn", "epochs_sample", "augment_copies",
                          "hessian_iters", "trace_chains", "trace_epochs", "curve_every", "paper_epochs_swa"),
                         at_least(0)),
@@ -289,7 +293,8 @@ class RunConfig:
                 object.__setattr__(self, name, value)
         if self.epochs_train + self.epochs_swa < 1:
             raise ValueError("epochs_train + epochs_swa must be >= 1")
-        if self.chains > 1 and (self.control_variate or any(SAMPLERS[s].notebook for s in self.samplers)):
+        if self.chains not in (1, "auto") and (self.control_variate
+                                               or any(SAMPLERS[s].notebook for s in self.samplers)):
             raise ValueError(f"control_variate (and the sampler SMS-UBU (notebook), which uses it) runs one chain "
                              f"per sampler: chains must be 1, got chains={self.chains!r}")
         if (self.samplers or self.h_panel) and self.epochs_sample < 1:

@@ -401,6 +401,39 @@ class Optional(Constraint):
         return [v for v in self.constraint.invalid_examples() if v is not None]
 
 
+class Either(Constraint):
+    """What one of ``constraints`` allows (the first that accepts gives the canonical value)."""
+
+    def __init__(self, *constraints: Constraint):
+        self.constraints = constraints
+
+    def __str__(self) -> str:
+        return " or ".join(map(str, self.constraints))
+
+    def check(self, name: str, value):
+        for constraint in self.constraints:
+            try:
+                return constraint.check(name, value)
+            except ValueError:
+                continue
+        raise self.error(name, value)
+
+    def invalid_examples(self) -> list:
+        def refused(constraint, value) -> bool:
+            try:
+                constraint.check("x", value)
+            except ValueError:
+                return True
+            return False
+
+        found = []
+        for constraint in self.constraints:
+            for value in constraint.invalid_examples():
+                if all(refused(c, value) for c in self.constraints) and not any(value is f for f in found):
+                    found.append(value)
+        return found
+
+
 class Registered(Constraint):
     """A name or object that ``resolve`` accepts (a registry's lookup: a scheme, a plan); the
     canonical value is what ``resolve`` returns, and its refusal is quoted as the detail."""

@@ -494,3 +494,21 @@ def test_a_config_given_numpy_values_stores_python_values_its_json_can_hold():
     assert (cfg.control_variate, cfg.stratified_test, cfg.paper_baseline) == (True, 0.2, False)
     assert type(cfg.control_variate) is bool and type(cfg.stratified_test) is float
     json.dumps(asdict(cfg))
+
+
+def test_chains_auto_takes_the_most_chains_whose_run_fits_half_the_free_memory(monkeypatch):
+    """RunConfig(chains="auto"): on CUDA the largest k <= 32 with run_bytes(k) <= half the free memory; 1 on a
+    CPU and with the control variate; a word other than "auto" is refused by name."""
+    cfg = pipeline.RunConfig(**{**pipeline.RunConfig.VALID_EXAMPLE, "chains": "auto"})
+    n_params = 1e6
+    five = pipeline.run_bytes(pipeline.with_overrides(cfg, chains=5), n_params)
+    six = pipeline.run_bytes(pipeline.with_overrides(cfg, chains=6), n_params)
+    monkeypatch.setattr(pipeline, "device_memory_bytes", lambda device: five + six)  # half of it: 5 fit, 6 do not
+    assert pipeline.resolve_chains(cfg, n_params, "cuda").chains == 5
+    monkeypatch.setattr(pipeline, "device_memory_bytes", lambda device: 1e30)
+    assert pipeline.resolve_chains(cfg, n_params, "cuda").chains == 32
+    assert pipeline.resolve_chains(cfg, n_params, "cpu").chains == 1
+    with_cv = pipeline.with_overrides(cfg, control_variate=True)
+    assert pipeline.resolve_chains(with_cv, n_params, "cuda").chains == 1
+    with pytest.raises(ValueError, match="chains"):
+        pipeline.with_overrides(cfg, chains="many")

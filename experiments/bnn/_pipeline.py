@@ -101,6 +101,22 @@ def run_bytes(cfg: RunConfig, n_params: float) -> float:
         * torch.get_default_dtype().itemsize
 
 
+def resolve_chains(cfg: RunConfig, n_params: float, device) -> RunConfig:
+    """``cfg`` with ``chains="auto"`` resolved: on CUDA without the control variate the most chains, at most
+    ``AUTO_CHAINS_CAP``, whose run (:func:`run_bytes`) fits in ``AUTO_CHAINS_SHARE`` of the device's free
+    memory (:mod:`integrators.torch._config`, the ensembles' rule); 1 elsewhere."""
+    from integrators.torch._config import AUTO_CHAINS_CAP, AUTO_CHAINS_SHARE
+
+    if cfg.chains != "auto":
+        return cfg
+    if torch.device(device).type != "cuda" or cfg.control_variate or any(SAMPLERS[s].notebook for s in cfg.samplers):
+        return with_overrides(cfg, chains=1)
+    free = device_memory_bytes(device)
+    fitting = [k for k in range(1, AUTO_CHAINS_CAP + 1)
+               if free is None or run_bytes(with_overrides(cfg, chains=k), n_params) <= AUTO_CHAINS_SHARE * free]
+    return with_overrides(cfg, chains=max(fitting, default=1))
+
+
 def check_run_fits(cfg: RunConfig, n_params: float, device, what: str = "") -> None:
     """Refuse (``ValueError`` naming ``width``) a run whose buffers exceed ``device``'s memory."""
     check_fits(f"network={cfg.network!r} at width={cfg.width!r} ({count_text(n_params, what)}) with "
@@ -161,8 +177,9 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
         raise ValueError(f"cfg must be a RunConfig, got {type(cfg).__name__}")
     seed = seed_value(seed)
     device = resolve_device(device)
-    check_run_fits(cfg, network_parameters(cfg.network, cfg.width, smallest_input(cfg.network), 2), device,
-                   "at least ")  # before the data are loaded
+    at_least = network_parameters(cfg.network, cfg.width, smallest_input(cfg.network), 2)
+    cfg = resolve_chains(cfg, at_least, device)
+    check_run_fits(cfg, at_least, device, "at least ")  # before the data are loaded
     torch.manual_seed(derive(seed, "bnn", "initialisation"))  # the network's initial weights
     d = load(cfg)
     data = tensors(d, cfg, device, seed)
