@@ -10,7 +10,6 @@ a target never knows which plan or scheme drives it.
 
 from integrators.targets._base import Target
 from integrators.targets._double_well import DoubleWellTarget
-from integrators.targets._force import force_data as force_data  # integrators.torch._targets imports it here
 from integrators.targets._gaussian import GaussianTarget
 from integrators.targets._logistic import LogisticTarget, MultinomialLogisticTarget
 

@@ -6,7 +6,7 @@
     G(x, w) = grad f_0(x) + scale * sum_{i in w} grad f_i(x)
 
 and, with a control variate at ``x_ref`` (the per-datum gradients there are computed once by
-:func:`integrators.targets.force_data`, the Numba kernel's own precomputation),
+:func:`integrators.targets._force.force_data`, the Numba kernel's own precomputation),
 
     G(x, w) = grad f_0(x) + sum_i grad f_i(x_ref) + scale * sum_{i in w} (grad f_i(x) - grad f_i(x_ref)).
 
@@ -17,13 +17,8 @@ from __future__ import annotations
 
 import torch
 
-from integrators.targets import (
-    GaussianTarget,
-    LogisticTarget,
-    MultinomialLogisticTarget,
-    Target,
-    force_data,
-)
+from integrators.targets import GaussianTarget, LogisticTarget, MultinomialLogisticTarget, Target
+from integrators.targets._force import force_data
 
 
 class TorchForce:

@@ -32,7 +32,8 @@ import triton  # noqa: E402
 
 from integrators.plans import SMALL_SHUFFLE, n_batches, plan_rule  # noqa: E402
 from integrators.registry import discover_modules  # noqa: E402
-from integrators.targets import GaussianTarget, force_data  # noqa: E402
+from integrators.targets import GaussianTarget  # noqa: E402
+from integrators.targets._force import force_data  # noqa: E402
 from integrators.torch._fused._kernel import N_COEF, PARAMS, chain_kernel  # noqa: E402
 from integrators.torch._rng import pair_factors  # noqa: E402
 from integrators.torch.schemes import TORCH_STEPS, torch_step  # noqa: E402
