@@ -271,3 +271,5 @@ def prior_mask_names(model: nn.Module) -> list[str]:
         The names of its parameters that do not end in ``bias``.
     """
     return [name for name, _ in model.named_parameters() if not name.endswith("bias")]
+
+__all__ = ["PaperCNN", "build", "n_parameters"]

@@ -318,3 +318,5 @@ def copy_state(net, state):
     out = copy.deepcopy(net)
     out.load_state_dict(state)
     return out
+
+__all__ = ["Tensors", "batches_per_epoch", "load", "predict", "sum_loss", "tensors", "train"]

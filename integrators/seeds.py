@@ -81,3 +81,4 @@ def derive(seed, *labels) -> int:
     words = np.random.SeedSequence(entropy=seed, spawn_key=tuple(label_word(lab) for lab in labels))
     return int(words.generate_state(1, np.uint64)[0])
 
+__all__ = ["derive"]

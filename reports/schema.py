@@ -247,3 +247,6 @@ def check(result, schema: Schema) -> None:
         Where the structure differs.
     """
     schema.check(result)
+
+__all__ = ["ANY", "BOOL", "INTEGER", "MapOf", "NUMBER", "Nullable", "ListOf",
+           "OneOf", "Record", "SchemaError", "TEXT", "check", "from_dataclass"]

@@ -382,3 +382,5 @@ class Store:
         """
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
+
+__all__ = ["Store", "checksum", "unit_seed"]

@@ -725,11 +725,11 @@ def test_every_output_records_the_versions_of_the_libraries_it_ran_on():
     assert meta["torch"] == torch.__version__ and meta["scikit-learn"] == sklearn.__version__
 
 
-# ================================================================== integrators.torch.module / ensemble
+# ================================================================== integrators.torch._module / ensemble
 def _tiny_linear_sampler(**config):
     import torch
 
-    from integrators.torch.module import ModuleSampler, SamplerConfig
+    from integrators.torch._module import ModuleSampler, SamplerConfig
 
     data = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
     net = torch.nn.Linear(1, 1).double()
@@ -740,7 +740,7 @@ def _tiny_linear_sampler(**config):
 def test_module_sampler_says_when_n_data_exceeds_the_data():
     import torch
 
-    from integrators.torch.module import ModuleSampler, SamplerConfig
+    from integrators.torch._module import ModuleSampler, SamplerConfig
 
     data = torch.linspace(-1.0, 1.0, 6, dtype=torch.float64)
     net = torch.nn.Linear(1, 1).double()
@@ -771,7 +771,7 @@ def test_module_sampler_names_a_loss_that_is_not_a_scalar_of_the_parameters(loss
 def test_module_sampler_checks_mapped_reference_points_and_explicit_noise():
     import torch
 
-    from integrators.torch.module import Localization
+    from integrators.torch._module import Localization
 
     net, data, cfg, ModuleSampler = _tiny_linear_sampler()
     good = {"weight": torch.zeros(1, 1, dtype=torch.float64), "bias": torch.zeros(1, dtype=torch.float64)}
@@ -788,7 +788,7 @@ def test_module_sampler_checks_mapped_reference_points_and_explicit_noise():
 def test_a_state_dict_is_a_reference_point():
     import torch
 
-    from integrators.torch.module import Localization, ModuleSampler, SamplerConfig
+    from integrators.torch._module import Localization, ModuleSampler, SamplerConfig
 
     net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.BatchNorm1d(3), torch.nn.Linear(3, 2)).double()
     net[2].bias.requires_grad_(False)  # a frozen parameter: in the state_dict, not sampled

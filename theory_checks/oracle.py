@@ -566,3 +566,7 @@ def stationary_full(scheme, target, h, gamma):
         The target's mean (the full-gradient schemes keep it) and the covariance of ``(x, v)``.
     """
     return target.mean, stationary_covariance(scheme, target.precision, h, gamma)
+
+
+__all__ = ["OracleMoments", "UnstableStepError", "spectral_radius", "stationary_covariance",
+           "stationary_full", "stationary_moments"]

@@ -208,3 +208,5 @@ def gaussian_targets(draw, max_dim: int = 3, max_data: int = 4, prior: bool = Tr
         precs.append(q @ np.diag(np.exp(rng.uniform(math.log(0.2), math.log(5.0), size=d))) @ q.T)
     return GaussianTarget(rng.normal(size=(n, d)), np.array(precs),
                           prior_precision=0.3 * np.eye(d) if prior else None)
+
+__all__ = ["assert_verified", "frictions", "gaussian_targets", "partitions", "step_sizes"]

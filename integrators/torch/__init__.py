@@ -3,7 +3,7 @@
 * chains mode (``integrators.sample(..., backend=Torch())``, adapter
   :func:`integrators.torch._chains.run_spec`): ``n_chains`` chains of an analytic target
   advance together as a tensor dimension, with the Numba kernel's streaming observers;
-* module mode (:class:`integrators.torch.module.ModuleSampler`): one posterior over an
+* module mode (:class:`ModuleSampler`): one posterior over an
   ``nn.Module``'s parameters in one flat buffer, with localization, bounces, a prior on chosen
   parameter groups, a control variate and the cyclical step-size schedule;
 * ensembles (:class:`integrators.torch._ensemble.EnsembleSampler`): several chains of one network at
@@ -16,7 +16,7 @@ divergence is in each mode, and what it records or raises, in :mod:`integrators.
 """
 
 from integrators._divergence import SamplerDiverged
-from integrators.torch.module import (
+from integrators.torch._module import (
     CyclicalSchedule,
     FlatParameters,
     Localization,
