@@ -17,9 +17,10 @@ that ends with ``PLAN = Plan(NAME=..., KIND=..., ...)`` and ``__all__ = ["PLAN"]
 holds that object).  A plan declares ``NAME``, its batch rule in one vocabulary, ``KIND``:
 ``"full"``, ``"iid"``, or ``"partition"`` with the rule ``batch_index(position, n_batches)`` (a
 Numba function: the index of the batch of the partition used at step ``position`` of the period)
-and ``SWEEPS`` (epochs per fresh partition), which every backend and the exact oracle follow (``plan_rule`` reads the declaration, the one reference
-walker :class:`integrators.plans._walk.PlanWalk` walks it; the Numba kernel derives its fast path
-from it privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
+and ``SWEEPS`` (epochs per fresh partition), which every backend and the exact oracle follow
+(``plan_rule`` reads the declaration, the one reference walker
+:class:`integrators.plans._walk.PlanWalk` walks it; the Numba kernel derives its fast path from it
+privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
 :func:`next_batches`, Numba backend only); ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
 and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether

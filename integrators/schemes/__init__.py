@@ -55,10 +55,10 @@ class Scheme:
     Every built-in scheme module of this package declares one (``SCHEME``); one built in user code
     joins the registry with :func:`register_scheme`.  ``affine_ops`` and ``rotation_ops`` are
     optional (the oracle probes the compiled step when they are absent).  A scheme written only in
-    torch gives ``step=None`` and its ``TORCH_STEP``: the torch backend runs it, the oracle and ``verify`` probe its tensor step, and the Numba backend
-    refuses it by name.  Its coefficients are checked when it is made (a non-empty 1-D float64
-    array of finite numbers, of one length at every ``(h, gamma)``); :func:`register_scheme` adds
-    it to :data:`SCHEMES`.
+    torch gives ``step=None`` and its ``TORCH_STEP``: the torch backend runs it, the oracle and
+    ``verify`` probe its tensor step, and the Numba backend refuses it by name.  Its coefficients
+    are checked when it is made (a non-empty 1-D float64 array of finite numbers, of one length at
+    every ``(h, gamma)``); :func:`register_scheme` adds it to :data:`SCHEMES`.
 
     Parameters
     ----------
