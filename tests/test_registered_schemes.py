@@ -88,7 +88,7 @@ def test_the_torch_backend_refuses_a_scheme_registered_for_numba_only_by_name(re
         integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="aboba", plan="full")
     with pytest.raises(ValueError, match=r"unknown scheme 'rk4'"):
         integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="rk4", plan="full")
-    # the built-in schemes still run (by name or as the scheme module)
+    # the built-in schemes still run (by name or as the Scheme object)
     for scheme in ("ubu", SCHEMES["ubu"]):
         res = sample(target, scheme=scheme, plan="sms", h=0.1, n_chains=4, n_steps=3, batch_size=1, backend=Torch())
         assert res.scheme == "ubu" and np.all(np.isfinite(res.x))
