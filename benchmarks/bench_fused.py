@@ -29,7 +29,7 @@ import triton.language as tl  # noqa: E402
 
 from integrators import GaussianTarget, sample  # noqa: E402
 from integrators._backends import Torch  # noqa: E402
-from integrators.schemes import ubu  # noqa: E402
+from integrators.schemes import SCHEMES  # noqa: E402
 from integrators.torch._fused._normals import step_normals  # noqa: E402
 from integrators.torch._rng import chain_keys, pair_factors  # noqa: E402
 
@@ -92,7 +92,7 @@ def plain_rate(device, n_chains: int, n_steps: int, *, compile: bool) -> float:
     mu = torch.as_tensor(target.arrays[0][:, 0], device=device, dtype=torch.float64)
     prec = torch.as_tensor(target.arrays[1][:, 0, 0], device=device, dtype=torch.float64)
     x_ref = (prec * mu).sum() / prec.sum()
-    coef = tuple(float(c) for c in ubu.coefficients(1 / 32, 1.0))
+    coef = tuple(float(c) for c in SCHEMES["ubu"].coefficients(1 / 32, 1.0))
     factors = pair_factors(1.0, 1 / 32)
     step = torch.compile(plain_step) if compile else plain_step
     positions = [torch.tensor(p, device=device) for p in range(4)]

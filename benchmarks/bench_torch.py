@@ -30,7 +30,7 @@ import torch.nn.functional as F
 
 from integrators import GaussianTarget
 from integrators.plans import force_scale
-from integrators.schemes import ubu as ubu_numba
+from integrators.schemes import SCHEMES
 from integrators.torch import Localization, ModuleSampler, SamplerConfig
 from integrators.torch._chains import TensorObservers, compiled_step, fused_step, observe
 from integrators.torch._plans import ChainPlan
@@ -44,9 +44,10 @@ from integrators.torch._rng import (
     words,
 )
 from integrators.torch._targets import torch_force
-from integrators.torch.schemes import ubu
+from integrators.torch.schemes import TORCH_STEPS
 
 FMNIST_PARAMETERS = 1_265_258  # the supplement's Table 1
+UBU_STEP = TORCH_STEPS["ubu"].step  # the tensor step the benchmarks time
 
 
 def counter_normals_v1(keys: torch.Tensor, start: torch.Tensor, m: int, dtype: torch.dtype) -> torch.Tensor:
@@ -156,7 +157,7 @@ def bench_chains(device, n_chains, steps, compile_too):
     h, gamma, dt = 1 / 16, 1.0, torch.float64
     force_of = torch_force(target, device, dt)
     scale = force_scale("sms", 2, 1)
-    coef = tuple(float(c) for c in ubu_numba.coefficients(h, gamma))
+    coef = tuple(float(c) for c in SCHEMES["ubu"].coefficients(h, gamma))
     factors = pair_factors(gamma, h)
     chains = torch.arange(n_chains, device=device)
     keys = CounterNormals(0, 0, chains, dt).keys
@@ -168,7 +169,7 @@ def bench_chains(device, n_chains, steps, compile_too):
     def old_advance(x, v, start, batch):  # the step as measured on the H200 (stream v1, no observers)
         z = counter_normals_v1(keys, start, 4, dt).view(4, 1, n_chains).transpose(1, 2)
         dW, J = pairs_from_normals(z, factors)
-        return ubu.step(x, v, None, coef, dW, J, lambda y: force_of(y, batch, scale), None)
+        return UBU_STEP(x, v, None, coef, dW, J, lambda y: force_of(y, batch, scale), None)
 
     def randn_only():
         return torch.randn((4, n_chains), generator=gen, device=device, dtype=dt)
@@ -259,7 +260,7 @@ def bench_chains(device, n_chains, steps, compile_too):
         g = torch.zeros_like(x)
 
         def new_step(record, step_fn=step_fn, plan=plan, x=x, v=v, g=g, counters=counters, obs=obs):
-            step_fn(ubu.step, force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters, obs)
+            step_fn(UBU_STEP, force_of, None, x, v, g, plan.next(), scale_t, coef_t, factors_t, keys, counters, obs)
             if record:
                 observe_fn(x, obs)
 

@@ -32,10 +32,10 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
     ----------
     target : Target
         The potential ``f = f_0 + sum_i f_i``, e.g. :class:`integrators.GaussianTarget`.
-    scheme : str or module or Scheme, default "ubu"
+    scheme : str or Scheme, default "ubu"
         A registered scheme's name (``"em"``, ``"baoab"``, ``"ubu"``, ``"obabo"``, or one added
         with :func:`register_scheme`) or a scheme object.
-    plan : str or module or Plan, default "sms"
+    plan : str or Plan, default "sms"
         A registered plan's name (``"full"``, ``"iid"``, ``"rr"``, ``"sms"``, or one added with
         :func:`register_plan`) or a plan object.
     h : float, default 0.1

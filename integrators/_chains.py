@@ -47,7 +47,7 @@ class _Prepared:
     """One sampler of a run, checked, with its initial state laid out in tiles (:func:`prepare`);
     the kernel's arrays are made for a stack of samplers of one kind (:func:`_stack`)."""
 
-    kind: tuple             # (scheme module, force, plan module): what the kernel compiles
+    kind: tuple             # (step, FSAL, force, batch rule): what the kernel compiles (sampler_kind)
     spec: RunSpec
     tile: int
     groups: list            # tile ranges, one per thread

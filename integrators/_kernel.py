@@ -209,11 +209,11 @@ def kernel_for(scheme_module, force, plan_module=None):
     return kernel_for_kinds([sampler_kind(scheme_module, force, plan_module)])
 
 
-def sampler_kind(scheme_module, force, plan_module=None) -> tuple:
+def sampler_kind(scheme, force, plan=None) -> tuple:
     """What a kernel compiles for one sampler: the scheme's step (guarded where it is user code), its
     first-same-as-last flag, the target's force and the plan's batch rule."""
-    step = guarded(scheme_module.step, f"scheme {getattr(scheme_module, 'NAME', '?')!r}: step")
-    return (step, bool(scheme_module.FSAL), force, batch_rule(plan_module))
+    step = guarded(scheme.step, f"scheme {getattr(scheme, 'NAME', '?')!r}: step")
+    return (step, bool(scheme.FSAL), force, batch_rule(plan))
 
 
 def kernel_for_kinds(kinds):

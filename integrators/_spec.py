@@ -70,9 +70,9 @@ class RunSpec:
     ----------
     target : Target
         The potential, e.g. a :class:`integrators.GaussianTarget`.
-    scheme : str or module or Scheme, default "ubu"
+    scheme : str or Scheme, default "ubu"
         A registered scheme's name or a scheme object (kept as given).
-    plan : str or module or Plan, default "sms"
+    plan : str or Plan, default "sms"
         A registered plan's name or a plan object (kept as given); it must declare a batch rule
         the kernel can run.
     h : float, default 0.1

@@ -1,8 +1,9 @@
-"""A registry of one kind of thing (schemes, plans): name -> module, or an object with the
-module's attributes.  Everything that iterates over schemes or plans reads its registry; user
-code adds to it with ``register`` and nothing else changes.  The built-in members are the modules
-of the kind's package that declare its required attributes (:func:`discover`): a new file is a new
-member, with no list to edit."""
+"""A registry of one kind of thing (schemes, plans, adapters): name -> an object with the kind's
+attributes (a :class:`integrators.Scheme`, a :class:`integrators.Plan`, ...).  Everything that
+iterates over schemes or plans reads its registry; user code adds to it with ``register`` and
+nothing else changes.  The built-in members are the objects that the modules of the kind's package
+declare (``SCHEME``, ``PLAN``; the modules found by :func:`discover`): a new file is a new member,
+with no list to edit."""
 
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ class Registry(dict):
 
         Parameters
         ----------
-        item : module or object
+        item : object
             A scheme or plan.
 
         Raises
@@ -68,14 +69,14 @@ class Registry(dict):
 
         Parameters
         ----------
-        item : module or object
+        item : object
             A scheme or plan (:meth:`validate`).
         replace : bool, default False
             Whether it may replace another item of the same name.
 
         Returns
         -------
-        module or object
+        object
             The item.
 
         Raises
@@ -112,12 +113,12 @@ class Registry(dict):
 
         Parameters
         ----------
-        item : str or module or object
+        item : str or object
             A name, or a scheme or plan.
 
         Returns
         -------
-        module or object
+        object
             The registered item, or ``item`` itself.
 
         Raises

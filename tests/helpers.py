@@ -1,4 +1,4 @@
-"""Plain-numpy references shared by the tests: single steps of every scheme (each scheme module's
+"""Plain-numpy references shared by the tests: single steps of every scheme (each built-in scheme's
 ``reference_step``), the oracle's affine step maps and exact stationary covariances (re-exported),
 and a toy adapter in numpy."""
 
@@ -35,13 +35,13 @@ def gaussian_batch_force(target, x, batch, scale, x_ref=None):
 
 def reference_step(scheme, x, v, g, h, gamma, dW, J, grad):
     """One step of ``scheme`` (a registered name) written directly from its update rule: the
-    ``reference_step`` its module declares, in plain numpy; ``grad(x)`` is the step's force and
+    ``reference_step`` it declares, in plain numpy; ``grad(x)`` is the step's force and
     ``g`` the cached force of first-same-as-last schemes.  Returns (x, v, g)."""
-    module = SCHEMES[scheme]
-    if not callable(getattr(module, "reference_step", None)):
+    declared = SCHEMES[scheme]
+    if not callable(getattr(declared, "reference_step", None)):
         raise AssertionError(f"scheme {scheme!r} declares no reference_step(x, v, g, h, gamma, dW, J, grad): "
-                             f"every built-in scheme module gives its rule in plain numpy")
-    return module.reference_step(x.copy(), v.copy(), g, h, gamma, dW, J, grad)
+                             f"every built-in scheme gives its rule in plain numpy")
+    return declared.reference_step(x.copy(), v.copy(), g, h, gamma, dW, J, grad)
 
 
 def family_z(n_comparisons: int, alpha: float = 1e-5) -> float:

@@ -8,9 +8,11 @@ import numpy as np
 
 from integrators import Plan, Scheme
 from integrators._bounce import reflect
-from integrators.plans import n_batches, next_batches, shuffle_lanes, sms
+from integrators.plans import n_batches, next_batches, shuffle_lanes
 from integrators.plans._partitions import ordered_partitions
-from integrators.schemes import baoab, ubu
+from integrators.plans.sms import PLAN as sms
+from integrators.schemes.baoab import SCHEME as baoab
+from integrators.schemes.ubu import SCHEME as ubu
 
 
 @nb.njit(nogil=True)
@@ -103,6 +105,7 @@ UBU_NOISE_2_PERCENT_HOT = Scheme("ubu_noise_2_percent_hot", ubu.step, ubu_noise_
 
 
 FAST_PATH_FROM = 32  # blocks with more chains than the probe's (1 + 7d + 3) take the fast path
+_UBU_STEP = ubu.step  # a global Numba can call (the Scheme object is not one)
 
 
 @nb.njit(nogil=True)
@@ -111,7 +114,7 @@ def ubu_block_fast_path_step(x, v, g, coef, dW, J, force, batch, n_batch, scale,
     position update forgets ``-J``: the probe (a block of at most 25 chains) reads the right step,
     the kernel (blocks of up to 256) runs the wrong one."""
     if x.shape[0] < FAST_PATH_FROM:
-        ubu.step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
+        _UBU_STEP(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
         return
     h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
     n, d = x.shape

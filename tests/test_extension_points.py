@@ -58,15 +58,16 @@ def _new_files(root: Path) -> dict:
     scheme = (ROOT / "integrators/schemes/em.py").read_text()
     tensor = (ROOT / "integrators/torch/schemes/em.py").read_text()
     plan = (ROOT / "integrators/plans/rr.py").read_text()
-    assert 'NAME = "em"\nORDER = 1' in scheme and "import em as _numba" in tensor and 'NAME = "rr"\n' in plan
+    tensor_import = "from integrators.schemes.em"  # ... import SCHEME as _numba
+    assert "\nORDER = 1  #" in scheme and '    NAME="em",\n' in scheme and tensor_import in tensor
+    assert '    NAME="rr",\n' in plan
     adapter = "import numpy as np\n\nLIBRARY = \"toy\"\n\n\n" + textwrap.dedent(inspect.getsource(ToyULA)) \
         + "\n\nADAPTERS = (ToyULA(),)\n"
     return {
-        "scheme": {"integrators/schemes/em_copy.py": scheme.replace('NAME = "em"\nORDER = 1',
-                                                                    'NAME = "em_copy"\nORDER = 5'),
-                   "integrators/torch/schemes/em_copy.py": tensor.replace("import em as _numba",
-                                                                          "import em_copy as _numba")},
-        "plan": {"integrators/plans/rr_copy.py": plan.replace('NAME = "rr"\n', 'NAME = "rr_copy"\n')},
+        "scheme": {"integrators/schemes/em_copy.py": scheme.replace("\nORDER = 1  #", "\nORDER = 5  #")
+                   .replace('    NAME="em",\n', '    NAME="em_copy",\n'),
+                   "integrators/torch/schemes/em_copy.py": tensor.replace(tensor_import, tensor_import + "_copy")},
+        "plan": {"integrators/plans/rr_copy.py": plan.replace('    NAME="rr",\n', '    NAME="rr_copy",\n')},
         "figure": {"experiments/extension_probe.py": FIGURE},
         "adapter": {"theory_checks/adapters/toy_adapter.py": adapter},
     }

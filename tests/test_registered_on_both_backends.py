@@ -18,8 +18,8 @@ from user_schemes import ABOBA_BOTH
 
 from integrators import GaussianTarget, Plan, batch_sequence, sample
 from integrators.plans import next_batches, plan_rule
-from integrators.plans import rr as rr_plan
 from integrators.plans._partitions import n_batches, partition_plan_functions
+from integrators.plans.rr import PLAN as rr_plan
 
 torch = pytest.importorskip("torch")
 

@@ -8,7 +8,6 @@ Registrations go through the ``registered`` fixture, which removes them after ea
 import os
 import subprocess
 import sys
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -27,11 +26,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Euler-Maruyama's step declaring second order: a first-order bias under every plan
 EM_AS_SECOND_ORDER = Scheme("em_as_second_order", SCHEMES["em"].step, SCHEMES["em"].coefficients,
                             WEAK_ORDER=2.0, STRONG_ORDER=1.0)
-# UBU's step declaring an exact x-marginal with full gradients, as BAOAB does (a scheme module's
+# UBU's step declaring an exact x-marginal with full gradients, as BAOAB does (a Scheme's
 # EXACT_GAUSSIAN_X): its bias is second order, not zero
-UBU_DECLARED_EXACT = SimpleNamespace(NAME="ubu_declared_exact", step=SCHEMES["ubu"].step,
-                                     coefficients=SCHEMES["ubu"].coefficients, WEAK_ORDER=2.0, STRONG_ORDER=2.0,
-                                     FSAL=False, EXACT_GAUSSIAN_X=True)
+UBU_DECLARED_EXACT = Scheme("ubu_declared_exact", SCHEMES["ubu"].step, SCHEMES["ubu"].coefficients,
+                            WEAK_ORDER=2.0, STRONG_ORDER=2.0, EXACT_GAUSSIAN_X=True)
 
 VERDICT = {HOLDS: True, FAILS: False, NOT_ASSERTED: None}
 
@@ -90,7 +88,7 @@ def test_the_torch_backend_refuses_a_scheme_registered_for_numba_only_by_name(re
         integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="aboba", plan="full")
     with pytest.raises(ValueError, match=r"unknown scheme 'rk4'"):
         integrators.torch.SamplerConfig(h=0.01, gamma=1.0, n_data=10, scheme="rk4", plan="full")
-    # the built-in schemes still run (by name or as the scheme module)
+    # the built-in schemes still run (by name or as the Scheme object)
     for scheme in ("ubu", SCHEMES["ubu"]):
         res = sample(target, scheme=scheme, plan="sms", h=0.1, n_chains=4, n_steps=3, batch_size=1, backend=Torch())
         assert res.scheme == "ubu" and np.all(np.isfinite(res.x))

@@ -3,8 +3,10 @@ declares (to rounding), the probed maps equal the declared ones, the oracle agre
 uses, and a scheme and a plan registered from a test appear in the claims table and the
 weak-orders figure with no other file changed."""
 
+import ast
 import csv
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from integrators import GaussianTarget
 from integrators._bounce import make_box
 from integrators.plans import PLANS, Plan, register_plan, resolve_plan, unregister_plan
+from integrators.registry import discover_modules
 from integrators.schemes import SCHEMES, Scheme, register_scheme, unregister_scheme
 from integrators.targets._force import force_data, lane_force_for
 from theory_checks._declared import expected_strong_order, expected_weak_order
@@ -193,6 +196,26 @@ def test_declared_orders_come_from_the_modules():
     assert expected_strong_order("ubu", "sms") == 2 and expected_weak_order("em", "sms") == 1
     assert SCHEMES["baoab"].FSAL and SCHEMES["obabo"].FSAL
     assert not SCHEMES["ubu"].FSAL and not SCHEMES["em"].FSAL
+
+
+def test_each_built_in_scheme_and_plan_is_the_one_object_its_module_offers():
+    """A built-in member module offers one name, its ``SCHEME`` (``PLAN``), and the registry holds
+    that object; a tensor-step module offers its ``step`` alone (read from the source: no torch)."""
+    for package, registry, name, kind, built_in in (
+            ("integrators.schemes", SCHEMES, "SCHEME", Scheme, {"em", "baoab", "ubu", "obabo"}),
+            ("integrators.plans", PLANS, "PLAN", Plan, {"full", "iid", "rr", "sms"})):
+        modules = discover_modules(package, (name,))
+        assert {getattr(m, name).NAME for m in modules} == built_in
+        for module in modules:
+            declared = getattr(module, name)
+            assert isinstance(declared, kind) and registry[declared.NAME] is declared, module.__name__
+            assert module.__all__ == [name], module.__name__
+    tensor_steps = sorted((Path(__file__).resolve().parents[1] / "integrators/torch/schemes").glob("[!_]*.py"))
+    assert [p.stem for p in tensor_steps] == sorted(SCHEMES[s].NAME for s in ("em", "baoab", "ubu", "obabo"))
+    for path in tensor_steps:
+        offered = [ast.literal_eval(node.value) for node in ast.parse(path.read_text()).body
+                   if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)]
+        assert offered == [["step"]], path.name
 
 
 def test_registering_checks_what_a_scheme_or_plan_declares():

@@ -258,7 +258,9 @@ def test_verify_the_claims_table_and_the_adapters_read_one_declaration_of_what_i
 
 
 def test_a_user_plan_without_a_theorem_makes_no_claim_for_any_scheme():
-    from integrators.plans import Plan, sms
+    from integrators.plans import PLANS, Plan
+
+    sms = PLANS["sms"]
 
     observed = Plan("sms_observed", sms.outcomes, sms.force_scale, sms.period, WEAK_ORDER=2.0, STRONG_ORDER=2.0,
                     THEOREM=False, batch_index=sms.batch_index, SWEEPS=sms.SWEEPS)

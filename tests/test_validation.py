@@ -62,7 +62,7 @@ from integrators._validation import (
 )
 from integrators._validation import test_functions_and_data as functions_and_data  # (not a test)
 from integrators.plans import Plan, next_batches
-from integrators.plans import sms as sms_plan
+from integrators.plans.sms import PLAN as sms_plan
 
 ONE_D = GaussianTarget.one_d_example()  # d = 1, two data
 RUN = dict(h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)

@@ -91,9 +91,9 @@ def probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_p
 
     Parameters
     ----------
-    module : module or Scheme
+    module : Scheme
         The scheme, resolved.
-    plan : module or Plan
+    plan : Plan
         The plan, resolved.
     target : GaussianTarget
         The target.
@@ -166,9 +166,9 @@ def target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_
 
     Parameters
     ----------
-    module : module or Scheme
+    module : Scheme
         The scheme, resolved.
-    plan : module or Plan
+    plan : Plan
         The plan, resolved.
     target : GaussianTarget
         The target.

@@ -196,7 +196,7 @@ def nonlinear_checks(module, plan_modules, target, batch_size, *, gamma: float =
 
     Parameters
     ----------
-    module : module or Scheme
+    module : Scheme
         The scheme, resolved (:func:`integrators.schemes.resolve_scheme`).
     plan_modules : list
         The plans, resolved (:func:`integrators.plans.resolve_plan`).

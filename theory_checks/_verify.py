@@ -1,6 +1,6 @@
 """``verify(scheme)``: is a scheme what it declares?  The harness for anyone's integrator.
 
-Given a scheme (a registered name, a scheme module, or an :class:`integrators.Scheme` built in
+Given a scheme (a registered name, or an :class:`integrators.Scheme`, built-in or built in
 user code), on Gaussian targets whose data terms do not commute (by default two,
 :func:`default_targets`: 2-D at batch size 1, and 3-D with unequal scales at batch size 2, whose
 checks are named ``...@3d``):
@@ -322,8 +322,8 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
 
     Parameters
     ----------
-    scheme : str or module or Scheme
-        A registered scheme's name, a scheme module, or an :class:`integrators.Scheme`.
+    scheme : str or Scheme
+        A registered scheme's name, or an :class:`integrators.Scheme`.
     plans : list or None, default None
         Plans (names or objects) to check the scheme with; ``None``: every registered plan (on a
         target without an exact law, :data:`NONLINEAR_PLANS`).

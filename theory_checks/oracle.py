@@ -139,7 +139,7 @@ def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
     hess : numpy.ndarray
         ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
@@ -175,7 +175,7 @@ def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
     hess : numpy.ndarray
         ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
@@ -299,7 +299,7 @@ def count_orders(plan, n_data: int, batch_size: int) -> int:
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
     n_data : int
         The number of data terms ``N_D``.
@@ -360,9 +360,9 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     ----------
     target : GaussianTarget
         The target.
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
     h : float
         The step size.
@@ -466,7 +466,7 @@ def affine_step_map(scheme, hess, h, gamma):
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
     hess : array_like
         ``H``, symmetric, shape ``(d, d)``.
@@ -498,7 +498,7 @@ def spectral_radius(scheme, hess, h, gamma) -> float:
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
     hess : array_like
         ``H``, symmetric, shape ``(d, d)``.
@@ -521,7 +521,7 @@ def stationary_covariance(scheme, hess, h, gamma):
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
     hess : array_like
         ``H``, symmetric, shape ``(d, d)``.
@@ -551,7 +551,7 @@ def stationary_full(scheme, target, h, gamma):
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
     target : GaussianTarget
         The target.

@@ -45,7 +45,7 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
 
     Parameters
     ----------
-    scheme : str or module or Scheme or adapter
+    scheme : str or Scheme or adapter
         What to check: a scheme (as :func:`verify` takes it) or an adapter (a registered
         adapter's name or an object, ``_is_adapter``).
     budget : float or None, default None

@@ -37,6 +37,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from integrators import SCHEMES, BrownianPath, GaussianTarget, coarsen, pair_covariance, sample
+from integrators.schemes import ubu as ubu_module
 from theory_checks.oracle import UnstableStepError, stationary_moments
 from tour import check, question
 
@@ -110,12 +111,13 @@ print("covariance of (dW, J) over tau = 1/2:\n", pair_covariance(gamma, 0.5))
 #
 # Here they are in a few lines of numpy, vectorized over chains and driven by the *same* pairs
 # (each step draws the two half-step pairs; EM and BAOAB read the coarsened pair). The toolkit's
-# versions live in `integrators/schemes/` and say the same in their docstrings:
+# versions live in `integrators/schemes/` (one module each, declaring its `SCHEME`) and say the
+# same in their docstrings:
 
 # %%
-print(SCHEMES["ubu"].__doc__.strip().splitlines()[0])
+print(ubu_module.__doc__.strip().splitlines()[0])
 print("declared orders (weak, strong):",
-      {name: (m.WEAK_ORDER, m.STRONG_ORDER) for name, m in SCHEMES.items()})
+      {name: (s.WEAK_ORDER, s.STRONG_ORDER) for name, s in SCHEMES.items()})
 
 
 def em_step(x, v, h, halves):

@@ -11,14 +11,16 @@ A partition cuts a random permutation into ``N_m = ceil(N_D / N_b)`` consecutive
 ``N_b`` indices (the last one may be shorter).  Scaling by ``N_m`` makes the average force over
 one epoch exactly the full gradient, uneven batches included.  A plan never knows the scheme.
 
-A plan is one module of this package (``full.py``, ``iid.py``, ``rr.py``, ``sms.py``; found by
-:func:`integrators.registry.discover`, so a new file is a new plan) declaring ``NAME``, its batch
-rule in one vocabulary, ``KIND``: ``"full"``, ``"iid"``, or ``"partition"`` with the rule
-``batch_index(position, n_batches)`` (a Numba function: the index of the batch of the partition
-used at step ``position`` of the period) and ``SWEEPS`` (epochs per fresh partition), which every
-backend and the exact oracle follow (``plan_rule`` reads the declaration, the one reference
-walker :class:`integrators.plans._walk.PlanWalk` walks it; the Numba kernel derives its fast path
-from it privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
+A plan is a :class:`Plan`; a built-in plan is a module of this package (``full.py``, ``iid.py``,
+``rr.py``, ``sms.py``; found by :func:`integrators.registry.discover`, so a new file is a new plan)
+that ends with ``PLAN = Plan(NAME=..., KIND=..., ...)`` and ``__all__ = ["PLAN"]`` (:data:`PLANS`
+holds that object).  A plan declares ``NAME``, its batch rule in one vocabulary, ``KIND``:
+``"full"``, ``"iid"``, or ``"partition"`` with the rule ``batch_index(position, n_batches)`` (a
+Numba function: the index of the batch of the partition used at step ``position`` of the period)
+and ``SWEEPS`` (epochs per fresh partition), which every backend and the exact oracle follow
+(``plan_rule`` reads the declaration, the one reference walker
+:class:`integrators.plans._walk.PlanWalk` walks it; the Numba kernel derives its fast path from it
+privately), or a ``BATCH_RULE`` of its own (a Numba function with the signature of
 :func:`next_batches`, Numba backend only); ``WEAK_ORDER`` / ``STRONG_ORDER`` (the
 orders the plan allows a scheme: a sampler's expected order is the smaller of the scheme's
 and the plan's; ``None``: no cap, or no claim for ``STRONG_ORDER``), ``THEOREM`` (whether
@@ -29,8 +31,8 @@ int period of the batch sequence in steps, the int number of batch sequences ove
 one period's batch sequences with their probabilities for the exact oracle: a list of
 ``(probability, batches)`` pairs, each batch a tuple of indices).  The members' functions carry a
 summary line: this docstring is their contract.  ``PLANS`` is the
-registry every caller reads; :func:`register_plan` adds a plan from user code (or a
-:class:`Plan` built from functions).
+registry every caller reads; :func:`register_plan` adds a plan from user code (a :class:`Plan`
+built from functions, or any object with its attributes).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ import numba as nb
 import numpy as np
 
 from integrators._rng import PLAN_STREAM, lane_states, lane_uniforms
-from integrators.plans import rr, sms  # the kernel's built-in partition rules (next_batches, plan_rule)
 from integrators.plans._partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.registry import Registry, discover_modules
 
@@ -54,12 +55,12 @@ PLAN_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "force_scale", "period"
 
 @dataclass(frozen=True)
 class Plan:
-    """A minibatch plan written in user code, with the attributes of a plan module.
+    """A minibatch plan: its declared constants and functions (see the package docstring).
 
     A plan is the sequence of batches a sampler uses; it never knows the scheme.  A plan crossed
-    with a scheme is a sampler (``SMS-UBU = UBU x sms``).  Every attribute below is what a plan
-    module of :mod:`integrators.plans` declares; :func:`register_plan` checks them and adds the plan
-    to :data:`PLANS`.
+    with a scheme is a sampler (``SMS-UBU = UBU x sms``).  Every built-in plan module of
+    :mod:`integrators.plans` declares one (``PLAN``); :func:`register_plan` checks one built in user
+    code and adds it to :data:`PLANS`.
 
     Parameters
     ----------
@@ -114,6 +115,13 @@ class Plan:
 
 KINDS = ("full", "iid", "partition")  # the vocabulary of KIND
 
+# the kernel's built-in partition rules (next_batches, _declared); their modules declare a Plan, defined above
+from integrators.plans import rr as _rr  # noqa: E402
+from integrators.plans import sms as _sms  # noqa: E402
+
+_RR_INDEX, _RR_SWEEPS = _rr.PLAN.batch_index, _rr.PLAN.SWEEPS
+_SMS_INDEX, _SMS_SWEEPS = _sms.PLAN.batch_index, _sms.PLAN.SWEEPS
+
 
 @dataclass(frozen=True)
 class _PlanRule:
@@ -146,7 +154,7 @@ def _optional(plan) -> dict:
                                                          "count_orders")}
 
 
-_PARTITIONS = {RR: rr, SMS: sms}  # the kernel's built-in partition rules, by code
+_PARTITIONS = {RR: _rr.PLAN, SMS: _sms.PLAN}  # the kernel's built-in partition rules, by code
 
 
 def _declared(plan) -> _Declaration:
@@ -196,14 +204,14 @@ def register_plan(plan, *, replace: bool = False):
 
     Parameters
     ----------
-    plan : module or Plan
-        A module with a plan module's attributes, or a :class:`Plan`.
+    plan : Plan
+        A :class:`Plan` (or any object with its attributes).
     replace : bool, default False
         Replace a different plan already registered under the same name.
 
     Returns
     -------
-    module or Plan
+    Plan
         The plan, as given.
 
     Raises
@@ -238,12 +246,12 @@ def resolve_plan(plan):
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
 
     Returns
     -------
-    module or Plan
+    Plan
         The plan.
 
     Raises
@@ -259,7 +267,7 @@ def kernel_code(plan) -> int:
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
 
     Returns
@@ -286,7 +294,7 @@ def force_scale(plan, n_data: int, batch_size: int) -> float:
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
     n_data : int
         The number of data points ``N_D``.
@@ -306,7 +314,7 @@ def period(plan, n_data: int, batch_size: int) -> int:
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
     n_data : int
         The number of data points ``N_D``.
@@ -326,7 +334,7 @@ def count_orders(plan, n_data: int, batch_size: int) -> int:
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
     n_data : int
         The number of data points ``N_D``.
@@ -430,8 +438,8 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
         return batch_size
     new_partitions(perm, position, states, source, u)
     if plan_code == RR:  # each partition plan's own rule
-        return partition_batch(rr.batch_index, rr.SWEEPS, perm, position, batch_size, out)
-    return partition_batch(sms.batch_index, sms.SWEEPS, perm, position, batch_size, out)
+        return partition_batch(_RR_INDEX, _RR_SWEEPS, perm, position, batch_size, out)
+    return partition_batch(_SMS_INDEX, _SMS_SWEEPS, perm, position, batch_size, out)
 
 
 @nb.njit(nogil=True, inline="always")
@@ -520,7 +528,7 @@ def batch_rule(plan=None):
 
     Parameters
     ----------
-    plan : str or module or Plan or None, optional
+    plan : str or Plan or None, optional
         A registered plan's name or a plan object; None: the built-in rules.
 
     Returns
@@ -547,7 +555,7 @@ def plan_rule(plan) -> _PlanRule:
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
 
     Returns
@@ -579,7 +587,7 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
 
     Parameters
     ----------
-    plan : str or module or Plan
+    plan : str or Plan
         A registered plan's name or a plan object.
     n_data : int
         Number of data terms ``N_D``.
@@ -615,8 +623,8 @@ def batch_sequence(plan: str, n_data: int, batch_size: int, n_steps: int, seed: 
     return seq
 
 
-# the built-in plans: the modules of this package that declare PLAN_ATTRIBUTES (a new file is a new plan)
-PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, discover_modules(__name__, PLAN_ATTRIBUTES))
+# the built-in plans: the PLAN of each module of this package that declares one (a new file is a new plan)
+PLANS = Registry("plan", PLAN_ATTRIBUTES, _check_plan, (m.PLAN for m in discover_modules(__name__, ("PLAN",))))
 
 __all__ = ["PLANS", "Plan", "batch_sequence", "register_plan",
            "resolve_plan", "unregister_plan"]

@@ -11,12 +11,7 @@ import math
 
 import numpy as np
 
-NAME = "iid"
-KIND = "iid"  # its batch rule (:data:`integrators.plans.KINDS`)
-WEAK_ORDER = 1.0
-STRONG_ORDER = 0.5
-THEOREM = True  # its orders are proved
-SOURCE = "paper, Thm. SG-UBU (any scheme, iid)"
+from integrators.plans import Plan
 
 
 def force_scale(n_data: int, batch_size: int) -> float:
@@ -45,3 +40,16 @@ def outcomes(n_data: int, batch_size: int) -> list:
             ways //= math.factorial(int(c))
         out.append((ways / total, [multiset]))
     return out
+
+
+PLAN = Plan(
+    NAME="iid",
+    KIND="iid",  # its batch rule (:data:`integrators.plans.KINDS`)
+    WEAK_ORDER=1.0,
+    STRONG_ORDER=0.5,
+    THEOREM=True,  # its orders are proved
+    SOURCE="paper, Thm. SG-UBU (any scheme, iid)",
+    force_scale=force_scale, period=period, count_orders=count_orders, outcomes=outcomes,
+)
+
+__all__ = ["PLAN"]

@@ -9,15 +9,10 @@ The palindrome cancels the first-order error of the sweep: weak (and, for UBU, s
 
 import numba as nb
 
+from integrators.plans import Plan
 from integrators.plans._partitions import partition_plan_functions
 
-NAME = "sms"
-KIND = "partition"  # its batch rule (:data:`integrators.plans.KINDS`)
-WEAK_ORDER = 2.0
-STRONG_ORDER = 2.0
-THEOREM = True  # its orders are proved
-SOURCE = "paper, main theorem"
-SWEEPS = 2  # epochs per fresh partition: forward, then backward
+_SWEEPS = 2  # epochs per fresh partition: forward, then backward
 
 
 @nb.njit(nogil=True, inline="always")
@@ -41,4 +36,18 @@ def batch_index(position, n_batches):
     return position if position < n_batches else 2 * n_batches - 1 - position
 
 
-force_scale, period, count_orders, outcomes = partition_plan_functions(SWEEPS, batch_index)
+_force_scale, _period, _count_orders, _outcomes = partition_plan_functions(_SWEEPS, batch_index)
+
+PLAN = Plan(
+    NAME="sms",
+    KIND="partition",  # its batch rule (:data:`integrators.plans.KINDS`)
+    batch_index=batch_index,
+    SWEEPS=_SWEEPS,
+    WEAK_ORDER=2.0,
+    STRONG_ORDER=2.0,
+    THEOREM=True,  # its orders are proved
+    SOURCE="paper, main theorem",
+    force_scale=_force_scale, period=_period, count_orders=_count_orders, outcomes=_outcomes,
+)
+
+__all__ = ["PLAN"]

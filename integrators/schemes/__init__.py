@@ -1,4 +1,4 @@
-"""The schemes, one file each.  Every module declares ``NAME``, ``WEAK_ORDER``, ``STRONG_ORDER``
+"""The schemes, one file each.  A scheme is a :class:`Scheme` declaring ``NAME``, ``WEAK_ORDER``, ``STRONG_ORDER``
 (for full gradients), ``FSAL`` (whether its one force is evaluated at the end of the step with
 the next step's batch), ``coefficients(h, gamma)``, a Numba ``step`` and, optionally,
 ``affine_ops(h, gamma)`` (the step as operations, interpreted by the exact oracle in
@@ -24,15 +24,17 @@ a summary line: this docstring is their contract.
 first where a :class:`Scheme` is built, and both where a scheme is registered or a scheme object is
 first used (:func:`resolve_scheme`: ``sample``, ``verify``, the oracle), once per scheme object.
 
-A built-in scheme is a module of this package that declares those attributes (found by
-:func:`integrators.registry.discover`: a new file is a new scheme), its ``ORDER`` (its place in
-tables and figures) and ``reference_step(x, v, g, h, gamma, dW, J, grad)``, the same step for one
-chain in plain numpy (``dW, J`` of shape ``(2, d)``, ``grad(x)`` the force; it returns ``(x, v, g)``),
-which the tests hold :func:`step` to.
+A built-in scheme is a module of this package that ends with ``SCHEME = Scheme(NAME=..., WEAK_ORDER=...,
+STRONG_ORDER=..., FSAL=..., coefficients=coefficients, step=step, ...)`` and ``__all__ = ["SCHEME"]``
+(found by :func:`integrators.registry.discover`: a new file is a new scheme; :data:`SCHEMES` holds
+that object), with its update rule in the module docstring, its ``ORDER`` (an integer literal at
+module level: its place in tables and figures) and a ``reference_step`` (see :class:`Scheme`), which
+the tests hold its ``step`` to.
 
 ``SCHEMES`` is the registry that the kernel, the oracle, the coupled chains, the claims table,
-the weak-orders figure and the tests read.  A scheme in user code (a module, or a :class:`Scheme`
-built from a Numba step) joins it with :func:`register_scheme`; nothing else changes.
+the weak-orders figure and the tests read.  A scheme in user code (a :class:`Scheme` built from a
+Numba step, or any object with its attributes) joins it with :func:`register_scheme`; nothing else
+changes.
 """
 
 from __future__ import annotations
@@ -48,14 +50,15 @@ SCHEME_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "FSAL", "coefficients
 
 @dataclass(frozen=True, eq=False)
 class Scheme:
-    """A scheme written in user code, with the attributes of a scheme module.
+    """A scheme: its declared constants and functions (see the package docstring for the contract).
 
-    ``affine_ops`` and ``rotation_ops`` are optional (the oracle probes the compiled step when they
-    are absent).  A scheme written only in torch gives ``step=None`` and its ``TORCH_STEP``: the
-    torch backend runs it, the oracle and ``verify`` probe its tensor step, and the Numba backend
-    refuses it by name.  Its coefficients are checked when it is made (a non-empty 1-D float64
-    array of finite numbers, of one length at every ``(h, gamma)``); :func:`register_scheme` adds
-    it to :data:`SCHEMES`.
+    Every built-in scheme module of this package declares one (``SCHEME``); one built in user code
+    joins the registry with :func:`register_scheme`.  ``affine_ops`` and ``rotation_ops`` are
+    optional (the oracle probes the compiled step when they are absent).  A scheme written only in
+    torch gives ``step=None`` and its ``TORCH_STEP``: the torch backend runs it, the oracle and
+    ``verify`` probe its tensor step, and the Numba backend refuses it by name.  Its coefficients
+    are checked when it is made (a non-empty 1-D float64 array of finite numbers, of one length at
+    every ``(h, gamma)``); :func:`register_scheme` adds it to :data:`SCHEMES`.
 
     Parameters
     ----------
@@ -80,6 +83,13 @@ class Scheme:
     TORCH_STEP : callable or None, default None
         The same update on tensors (the contract of :mod:`integrators.torch.schemes`), with
         which the scheme runs on the torch backend too.
+    reference_step : callable or None, default None
+        ``reference_step(x, v, g, h, gamma, dW, J, grad)``: the same step for one chain in plain
+        numpy (``dW, J`` of shape ``(2, d)``, ``grad(x)`` the force; returns ``(x, v, g)``), which
+        the tests hold ``step`` to; every built-in scheme gives one.
+    EXACT_GAUSSIAN_X : bool, default False
+        Whether, with full gradients, its x-marginal is exact on Gaussian targets at every stable
+        step size (BAOAB): ``verify`` then expects no bias rather than its weak order.
 
     Raises
     ------
@@ -97,6 +107,8 @@ class Scheme:
     affine_ops: object = None
     rotation_ops: object = None
     TORCH_STEP: object = None
+    reference_step: object = None
+    EXACT_GAUSSIAN_X: bool = False
 
     def __post_init__(self):
         _CHECKED[id(self)] = (self, self.step, self.coefficients, check_coefficients(self), False)
@@ -121,8 +133,8 @@ def check_coefficients(scheme) -> np.ndarray:
 
     Parameters
     ----------
-    scheme : module or Scheme
-        A scheme, with its ``NAME`` and ``coefficients``.
+    scheme : Scheme
+        A scheme (or an object with its attributes), with its ``NAME`` and ``coefficients``.
 
     Returns
     -------
@@ -169,8 +181,8 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
 
     Parameters
     ----------
-    scheme : module or Scheme
-        A scheme, with its ``NAME`` and Numba ``step``.
+    scheme : Scheme
+        A scheme (or an object with its attributes), with its ``NAME`` and Numba ``step``.
     coef : numpy.ndarray
         Its coefficients at the first of :data:`REPRESENTATIVE_STEPS` (:func:`check_coefficients`).
 
@@ -210,9 +222,9 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
 
 # id(scheme) -> (scheme, its step, its coefficients, their value, whether the step's reads were checked)
 _CHECKED: dict = {}
-# the modules of this package that declare SCHEME_ATTRIBUTES, in their ORDER; their steps' reads are
+# the SCHEME of each module of this package that declares one, in their ORDER; their steps' reads are
 # tested (tests/test_scheme_contract.py), not probed
-_BUILT_IN = discover_modules(__name__, SCHEME_ATTRIBUTES)
+_BUILT_IN = tuple(module.SCHEME for module in discover_modules(__name__, ("SCHEME",)))
 
 
 def _check_scheme(scheme) -> None:
@@ -227,7 +239,7 @@ def _check_scheme(scheme) -> None:
     if seen is None or seen[0] is not scheme or seen[1] is not scheme.step or seen[2] is not scheme.coefficients:
         seen = (scheme, scheme.step, scheme.coefficients, check_coefficients(scheme), False)
     numba_step = scheme.step is not None
-    if not seen[4] and numba_step and not any(scheme is module for module in _BUILT_IN):  # no compiling at import
+    if not seen[4] and numba_step and not any(scheme is built_in for built_in in _BUILT_IN):  # no compiling at import
         check_step_reads(scheme, seen[3])
     _CHECKED[id(scheme)] = (*seen[:4], True)
 
@@ -245,14 +257,14 @@ def register_scheme(scheme, *, replace: bool = False):
 
     Parameters
     ----------
-    scheme : module or Scheme
-        A module with a scheme module's attributes, or a :class:`Scheme`.
+    scheme : Scheme
+        A :class:`Scheme` (or any object with its attributes).
     replace : bool, default False
         Replace a different scheme already registered under the same name.
 
     Returns
     -------
-    module or Scheme
+    Scheme
         The scheme, as given.
 
     Raises
@@ -286,12 +298,12 @@ def resolve_scheme(scheme):
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A registered scheme's name or a scheme object.
 
     Returns
     -------
-    module or Scheme
+    Scheme
         The scheme.
 
     Raises

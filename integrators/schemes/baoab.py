@@ -18,13 +18,9 @@ import numba as nb
 import numpy as np
 
 from integrators._bounce import reflect
+from integrators.schemes import Scheme
 
-NAME = "baoab"
 ORDER = 2  # its place in tables and figures (integrators.registry.discover)
-WEAK_ORDER = 2.0
-STRONG_ORDER = 1.0
-FSAL = True
-EXACT_GAUSSIAN_X = True  # with full gradients the x-marginal is exact on Gaussian targets (every stable h)
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
@@ -76,3 +72,16 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     for a in range(d):
         for c in range(n):
             v[c, a] -= 0.5 * h * g[c, a]
+
+
+SCHEME = Scheme(
+    NAME="baoab",
+    WEAK_ORDER=2.0,
+    STRONG_ORDER=1.0,
+    FSAL=True,
+    EXACT_GAUSSIAN_X=True,  # with full gradients the x-marginal is exact on Gaussian targets (every stable h)
+    coefficients=coefficients, step=step, affine_ops=affine_ops, rotation_ops=rotation_ops,
+    reference_step=reference_step,
+)
+
+__all__ = ["SCHEME"]

@@ -12,12 +12,9 @@ import numba as nb
 import numpy as np
 
 from integrators._bounce import reflect
+from integrators.schemes import Scheme
 
-NAME = "em"
 ORDER = 1  # its place in tables and figures (integrators.registry.discover)
-WEAK_ORDER = 1.0
-STRONG_ORDER = 1.0
-FSAL = False
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
@@ -48,3 +45,14 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
             x[c, a] += h * v_old
             v[c, a] = v_old - h * g[c, a] - h * gamma * v_old + noise * (dW[0, a, c] + dW[1, a, c])
     reflect(x, v, box)
+
+
+SCHEME = Scheme(
+    NAME="em",
+    WEAK_ORDER=1.0,
+    STRONG_ORDER=1.0,
+    FSAL=False,
+    coefficients=coefficients, step=step, affine_ops=affine_ops, reference_step=reference_step,
+)
+
+__all__ = ["SCHEME"]

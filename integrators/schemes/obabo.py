@@ -17,12 +17,9 @@ import numba as nb
 import numpy as np
 
 from integrators._bounce import reflect
+from integrators.schemes import Scheme
 
-NAME = "obabo"
 ORDER = 4  # its place in tables and figures (integrators.registry.discover)
-WEAK_ORDER = 2.0
-STRONG_ORDER = 1.0
-FSAL = True
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
@@ -69,3 +66,15 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     for a in range(d):
         for c in range(n):
             v[c, a] = eta_half * (v[c, a] - 0.5 * h * g[c, a]) + noise * J[1, a, c]
+
+
+SCHEME = Scheme(
+    NAME="obabo",
+    WEAK_ORDER=2.0,
+    STRONG_ORDER=1.0,
+    FSAL=True,
+    coefficients=coefficients, step=step, affine_ops=affine_ops, rotation_ops=rotation_ops,
+    reference_step=reference_step,
+)
+
+__all__ = ["SCHEME"]

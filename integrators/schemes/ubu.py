@@ -15,12 +15,9 @@ import numba as nb
 import numpy as np
 
 from integrators._bounce import reflect
+from integrators.schemes import Scheme
 
-NAME = "ubu"
 ORDER = 3  # its place in tables and figures (integrators.registry.discover)
-WEAK_ORDER = 2.0
-STRONG_ORDER = 2.0
-FSAL = False
 
 
 def coefficients(h: float, gamma: float) -> np.ndarray:
@@ -77,3 +74,14 @@ def step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
     force(x, g, batch, n_batch, scale, tdata)
     _kick_then_half_u(x, v, g, coef, dW, J)
     reflect(x, v, box)
+
+
+SCHEME = Scheme(
+    NAME="ubu",
+    WEAK_ORDER=2.0,
+    STRONG_ORDER=2.0,
+    FSAL=False,
+    coefficients=coefficients, step=step, affine_ops=affine_ops, reference_step=reference_step,
+)
+
+__all__ = ["SCHEME"]

@@ -10,7 +10,7 @@
   once through ``torch.func.functional_call`` and ``vmap``.
 
 Every scheme's update is in :mod:`integrators.torch.schemes` (the coefficients and constants come
-from the Numba scheme modules), the path pair's law from :mod:`integrators._brownian`; what a
+from the built-in schemes, :data:`integrators.SCHEMES`), the path pair's law from :mod:`integrators._brownian`; what a
 divergence is in each mode, and what it records or raises, in :mod:`integrators._divergence`
 (:class:`SamplerDiverged`, also :class:`integrators.SamplerDiverged`).
 """

@@ -5,7 +5,7 @@ eta_half)``, the O step's ``J`` over the whole step composed from its halves).""
 import triton
 import triton.language as tl  # noqa: F401 (the interpreter finds the language through the globals)
 
-from integrators.schemes import baoab as _numba
+from integrators.schemes.baoab import SCHEME as _numba
 
 NAME = _numba.NAME
 

@@ -4,7 +4,7 @@
 import triton
 import triton.language as tl  # noqa: F401 (the interpreter finds the language through the globals)
 
-from integrators.schemes import obabo as _numba
+from integrators.schemes.obabo import SCHEME as _numba
 
 NAME = _numba.NAME
 

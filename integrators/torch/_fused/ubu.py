@@ -5,7 +5,7 @@ v_noise, x_noise)``)."""
 import triton
 import triton.language as tl  # noqa: F401 (the interpreter finds the language through the globals)
 
-from integrators.schemes import ubu as _numba
+from integrators.schemes.ubu import SCHEME as _numba
 
 NAME = _numba.NAME
 

@@ -1,8 +1,9 @@
 """The schemes on tensors, one file each, under the names of the built-in schemes of :mod:`integrators.schemes`.
 
-Every module here holds only the tensor ``step`` of the Numba scheme module of the same name;
-:class:`TorchScheme` pairs it with that module, whose constants, declared orders and ``FSAL`` are
-read there, never retyped. The step writes the same update rule with tensor operations, in the
+Every module here offers only the tensor ``step`` (``__all__ = ["step"]``) of the built-in scheme
+of the same name (the ``SCHEME`` of :mod:`integrators.schemes`' module of that name, whose ``NAME``
+it takes); :class:`TorchScheme` pairs it with that scheme, whose constants, declared orders and
+``FSAL`` are read there, never retyped. The step writes the same update rule with tensor operations, in the
 same order of floating-point operations:
 
     step(x, v, g, coef, dW, J, force, reflect) -> g
@@ -20,7 +21,6 @@ torch backend refuses it by name (:func:`torch_step`).  Importing this package n
 what has been registered.
 """
 
-import pkgutil
 from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
 
@@ -38,15 +38,15 @@ class TorchScheme:
     tensor : module
         The module of this package (or a namespace holding a user scheme's ``TORCH_STEP``) whose
         ``step`` is the update on tensors.
-    declared : module or Scheme
-        The Numba scheme module or object: ``NAME``, ``coefficients``, ``FSAL``, the orders.
+    declared : Scheme
+        The scheme (or an object with its attributes): ``NAME``, ``coefficients``, ``FSAL``, the orders.
     """
 
     tensor: ModuleType    # the module of this package (or a user scheme's TORCH_STEP): ``step``
-    declared: ModuleType  # the Numba scheme module or object: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
+    declared: object      # the Scheme: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
 
     @property
-    def NAME(self) -> str:  # noqa: N802 (the scheme modules' constant)
+    def NAME(self) -> str:  # noqa: N802 (the Scheme's field)
         """The scheme's name (its declaration's ``NAME``)."""
         return self.declared.NAME
 
@@ -56,7 +56,7 @@ class TorchScheme:
         return self.tensor.step
 
     @property
-    def FSAL(self) -> bool:  # noqa: N802 (the scheme modules' constant)
+    def FSAL(self) -> bool:  # noqa: N802 (the Scheme's field)
         """Whether the scheme is first-same-as-last (its declaration's ``FSAL``)."""
         return self.declared.FSAL
 
@@ -78,15 +78,15 @@ class TorchScheme:
         return self.declared.coefficients(h, gamma)
 
 
-# each tensor step beside the Numba module it rewrites (its ``_numba``), not the registry's entry
+# each tensor step beside the built-in scheme it rewrites (its ``_numba``), not the registry's entry
 # of that name: what user code registers (or unregisters) cannot change what a torch step declares
 TORCH_STEPS = {m.NAME: TorchScheme(m, m._numba) for m in discover_modules(__name__, ("NAME", "step"))}
 
-# every scheme file of integrators/schemes must get its tensor step (a built-in scheme, not a
+# every built-in scheme of integrators/schemes must get its tensor step (a built-in scheme, not a
 # registered one: those are Numba-only and refused by name in torch_step)
-_BUILT_IN = {name for _, name, _ in pkgutil.iter_modules(_numba_schemes.__path__)}
-if _BUILT_IN != {s.declared.__name__.rsplit(".", 1)[-1] for s in TORCH_STEPS.values()}:
-    raise ImportError(f"integrators.torch.schemes covers {sorted(TORCH_STEPS)}, the scheme files of "
+_BUILT_IN = {m.SCHEME.NAME: m.SCHEME for m in discover_modules(_numba_schemes, ("SCHEME",))}
+if {name: s.declared for name, s in TORCH_STEPS.items()} != _BUILT_IN:  # Scheme compares by identity
+    raise ImportError(f"integrators.torch.schemes covers {sorted(TORCH_STEPS)}, the built-in schemes of "
                       f"integrators.schemes are {sorted(_BUILT_IN)}")
 
 
@@ -95,7 +95,7 @@ def torch_step(scheme) -> TorchScheme:
 
     Parameters
     ----------
-    scheme : str or module or Scheme
+    scheme : str or Scheme
         A scheme's name or a scheme object; one from user code runs when it declares
         ``TORCH_STEP``.
 

@@ -8,7 +8,7 @@
     v <- v - h/2 g
 """
 
-from integrators.schemes import baoab as _numba
+from integrators.schemes.baoab import SCHEME as _numba
 
 NAME = _numba.NAME
 
@@ -27,3 +27,6 @@ def step(x, v, g, coef, dW, J, force, reflect):
     g = force(x)
     v.sub_(0.5 * h * g)
     return g
+
+
+__all__ = ["step"]  # the contract of integrators.torch.schemes; NAME pairs it with its scheme

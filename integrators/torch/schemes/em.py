@@ -4,7 +4,7 @@
     v' = v - h G(x, w_k) - h gamma v + sqrt(2 gamma) (dW_1 + dW_2)
 """
 
-from integrators.schemes import em as _numba
+from integrators.schemes.em import SCHEME as _numba
 
 NAME = _numba.NAME
 
@@ -19,3 +19,6 @@ def step(x, v, g, coef, dW, J, force, reflect):
     if reflect is not None:
         reflect(x, v)
     return g
+
+
+__all__ = ["step"]  # the contract of integrators.torch.schemes; NAME pairs it with its scheme

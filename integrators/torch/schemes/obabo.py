@@ -6,7 +6,7 @@
     v <- e^{-gamma h/2} (v - h/2 g) + sqrt(2 gamma) J_2
 """
 
-from integrators.schemes import obabo as _numba
+from integrators.schemes.obabo import SCHEME as _numba
 
 NAME = _numba.NAME
 
@@ -21,3 +21,6 @@ def step(x, v, g, coef, dW, J, force, reflect):
     g = force(x)
     v.copy_(eta_half * (v - 0.5 * h * g) + noise * J[1])
     return g
+
+
+__all__ = ["step"]  # the contract of integrators.torch.schemes; NAME pairs it with its scheme

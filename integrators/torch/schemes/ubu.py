@@ -8,7 +8,7 @@
     v <- e^{-gamma h/2} v + sqrt(2 gamma) J_2
 """
 
-from integrators.schemes import ubu as _numba
+from integrators.schemes.ubu import SCHEME as _numba
 
 NAME = _numba.NAME
 
@@ -27,3 +27,6 @@ def step(x, v, g, coef, dW, J, force, reflect):
     if reflect is not None:
         reflect(x, v)
     return g
+
+
+__all__ = ["step"]  # the contract of integrators.torch.schemes; NAME pairs it with its scheme
