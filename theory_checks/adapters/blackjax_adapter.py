@@ -301,3 +301,5 @@ class _BlackJAXSGNHT(ThermostatAdapter, _BlackJAXAdapter):
 
 
 ADAPTERS = (_BlackJAXSGLD(), BlackJAXSGHMC(), _BlackJAXSGNHT())
+
+__all__ = ["ADAPTERS", "LIBRARY", "VERSION"]

@@ -305,3 +305,5 @@ class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
 
 
 ADAPTERS = (_PosteriorsSGLD(), _PosteriorsSGHMC(), _PosteriorsBAOA(), PosteriorsSGNHT())
+
+__all__ = ["ADAPTERS", "LIBRARY", "VERSION"]
