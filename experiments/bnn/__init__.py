@@ -11,7 +11,7 @@ from experiments.bnn import _curves as curves
 from experiments.bnn import _figures as figures
 from experiments.bnn import _presets as presets
 from experiments.bnn import _verdicts as verdicts
-from experiments.bnn._presets import REGIME_H
+from experiments.bnn._presets import REGIME_H, missing_data
 from experiments.bnn._verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.registry import Experiment
@@ -438,4 +438,4 @@ EXPERIMENT = Experiment(
     inputs=inputs,
 )
 
-__all__ = ["EXPERIMENT", "REGIME_H", "run"]
+__all__ = ["EXPERIMENT", "REGIME_H", "missing_data", "run", "run_config"]
