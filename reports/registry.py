@@ -13,7 +13,9 @@ persisted so that the figure can say what is absent, but never as done (``_unfin
 Adding a figure is one module (or subpackage) of the ``experiments`` package that declares
 ``EXPERIMENT = Experiment(...)``: the registry finds it (:func:`integrators.registry.discover`), with
 no list to edit.  An integer literal ``ORDER`` beside it, read from the source, sets its place in
-the registry, ``list`` and the report (modules without one come last, by name).
+the registry, ``list`` and the report (modules without one come last, by name).  The functions
+such a module defines (its ``units``, ``run_unit``, ``draw``, ...) carry a summary line:
+:class:`Experiment`'s docstring is their contract.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 
-from integrators._validation import InstanceOf, check_parameters, instance_of, optional
 from integrators._validation import ListOf as ListOfValues
+from integrators._validation import check_parameters, instance_of, optional
 from integrators.registry import discover
 from reports.schema import ANY, Schema
 
@@ -37,7 +39,7 @@ DEFAULT_MODULES = discover("experiments", CONTRACT)
 
 _TEXT = instance_of(str, "a string")
 _NAMES = ListOfValues(_TEXT, unique=True)
-_FUNCTION = InstanceOf(Callable, "a function")
+_FUNCTION = instance_of(Callable, "a function")
 
 
 def _example_units(preset):
