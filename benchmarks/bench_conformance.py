@@ -33,7 +33,7 @@ def run_one(args: tuple) -> tuple[dict, float]:
     name, preset, seed, plans = args
     t0 = time.perf_counter()
     if plans is None:
-        rec = fig_conformance.run_unit({"sampler": name, "target": "default"}, preset, seed)
+        rec = fig_conformance.EXPERIMENT.run_unit({"sampler": name, "target": "default"}, preset, seed)
     else:
         report = conformance.measure_adapter(conformance.conformance_adapters()[name], plans=plans,
                                              level=fig_conformance.LEVEL[preset], seed=seed)
@@ -74,7 +74,7 @@ def main() -> None:
     from experiments import conformance as fig_conformance
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--level", default="quick", choices=fig_conformance.PRESETS,
+    parser.add_argument("--level", default="quick", choices=fig_conformance.EXPERIMENT.PRESETS,
                         help="the report's preset (its measurement level: fig_conformance.LEVEL)")
     parser.add_argument("--adapters", type=int, default=None, help="only the first N samplers of the preset")
     parser.add_argument("--workers", type=int, default=2)
@@ -82,7 +82,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    names = [u["sampler"] for u in fig_conformance.units(args.level)
+    names = [u["sampler"] for u in fig_conformance.EXPERIMENT.units(args.level)
              if u["sampler"] != "toolkit" and u["target"] == "default"][:args.adapters]
     t0 = time.perf_counter()
     with ProcessPoolExecutor(args.workers) as pool:

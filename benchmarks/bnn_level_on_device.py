@@ -42,7 +42,7 @@ def main(argv=None) -> int:
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         ap.error("--device cuda but torch sees no CUDA device")
-    units = fig_bnn.units(args.level)[:args.units]
+    units = fig_bnn.EXPERIMENT.units(args.level)[:args.units]
     results, start = [], time.perf_counter()
     for unit in units:
         t0 = time.perf_counter()
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         results.append((unit, pipeline.run(cfg, unit_seed(args.seed, "bnn", unit), device=args.device)))
         print(f"{unit['dataset']} run {unit['run']}: {time.perf_counter() - t0:.1f} s", flush=True)
     total = time.perf_counter() - start
-    written = write_drawing(fig_bnn.draw(results, args.level), Path(args.out))
+    written = write_drawing(fig_bnn.EXPERIMENT.draw(results, args.level), Path(args.out))
     meta = {**metadata(args.seed, args.level), "device": args.device, "units": len(units), "seconds": round(total, 1)}
     written.append(str(write_metadata(Path(args.out) / "metadata.json", meta)))
     print(f"{len(units)} units of bnn:{args.level} on {args.device}: {total:.1f} s; wrote {len(written)} files")

@@ -1,6 +1,6 @@
 """The experiments: one module (or subpackage) per figure or table of the report.
 
-Each declares the experiment contract of :mod:`reports.registry` (its units, ``run_unit`` and
+Each declares one :class:`reports.registry.Experiment` as ``EXPERIMENT`` (its units, ``run_unit`` and
 ``draw``) beside its computation; the registry finds them here (:func:`integrators.registry.discover`),
 with no list to edit.
 """

@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import TEXT, ListOf, Record
 from theory_checks import _claims as claims
 
-ID = "claims"
 ORDER = 80  # its place in the registry, the list and the report
-TITLE = "Claims table: every claim of the design, measured"
-CLAIM = "Every row states the paper's claim; a claim that fails is reported, never hidden."
-COST = {"quick": "~10 s (~45 s the first time: it compiles every scheme x plan kernel)", "full": "~1 min"}
-PRESETS = tuple(claims.PRESETS)  # tiny runs the quick table
-RESULT = Record(rows=ListOf(Record(claim=TEXT, expected=TEXT, measured=TEXT, uncertainty=TEXT, verdict=TEXT,
-                                   source=TEXT, command=TEXT)))
 
 
 def units(preset: str) -> list[dict]:
@@ -33,3 +27,19 @@ def draw(results: list, preset: str) -> Drawing:
     n_fail = sum(r["verdict"] == claims.FAILS for r in rows)
     return Drawing(measured=f"{len(rows)} claims measured; {n_fail} fail.", tables={"claims": rows},
                    texts={"claims.md": claims.markdown(rows, preset)}, table="claims.md")
+
+
+EXPERIMENT = Experiment(
+    ID="claims",
+    TITLE="Claims table: every claim of the design, measured",
+    CLAIM="Every row states the paper's claim; a claim that fails is reported, never hidden.",
+    COST={"quick": "~10 s (~45 s the first time: it compiles every scheme x plan kernel)", "full": "~1 min"},
+    PRESETS=tuple(claims.PRESETS),  # tiny runs the quick table
+    RESULT=Record(rows=ListOf(Record(claim=TEXT, expected=TEXT, measured=TEXT, uncertainty=TEXT, verdict=TEXT,
+                                     source=TEXT, command=TEXT))),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT"]

@@ -8,36 +8,17 @@ is skipped and named (``pip install -e '.[adapters]'``)."""
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import ANY, BOOL, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
 
-ID = "conformance"
 ORDER = 60  # its place in the registry, the list and the report
-TITLE = "Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB"
-CLAIM = ("Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE): SGLD, SGHMC (Euler) and SGNHT "
-         "are first-order rules, so order 1 under every plan (the symmetric sweep removes the minibatch error's "
-         "leading term, not the rule's own); posteriors' baoa has BAOAB's positions: exact on Gaussian targets "
-         "with full gradients, order 1 under iid, 2 under sms; BlackJAX's sghmc refreshes its momentum every "
-         "call and has no weak order (its law tends to temperature L/(L-1)); the planted copies with noise x1.02 "
-         "(the detectable limit error, 0.04) and x1.05 fail their limit checks at every plan at quick and above; "
-         "the tiny level cannot detect a 0.04 limit error and says that its positive controls were missed.")
-PRESETS = ("tiny", "quick", "full")
-LIBRARIES = ("posteriors", "blackjax", "jax", "torch")  # their versions join each unit's fingerprint
 _LADDER = Nullable(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))))
 _PLAN = Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER)), noise=ListOf(Nullable(NUMBER)),
                n_chains=ListOf(INTEGER), slope=Nullable(NUMBER), ci=ListOf(Nullable(NUMBER)), fit=ListOf(INTEGER),
                b0_max=Nullable(NUMBER), expected=Nullable(NUMBER), asserted=BOOL)
-RESULT = OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(MapOf(_LADDER))),  # the toolkit's
-               Record(sampler=TEXT, library=TEXT, target=TEXT, rule_order=Nullable(NUMBER), rule_source=TEXT,
-                      exact_gaussian_x=BOOL, gamma=NUMBER,
-                      level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
-                      checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))))
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
-COST = {"tiny": "~1-2 min with posteriors and BlackJAX installed (3 samplers, up to 512 chains); seconds without them",
-        "quick": "~10 min with --workers 2 (9 samplers on the 2-D target, chains set by the detectable limit "
-                 "error: benchmarks/RESULTS.md, bench_conformance.py)",
-        "full": "an hour or more with --workers 2 (both targets, 4 step sizes, BlackJAX's sghmc in its range)"}
 
 
 def tiny_samplers() -> tuple[str, ...]:
@@ -225,3 +206,33 @@ def draw(results: list, preset: str) -> Drawing:
                      + f" ({skipped[0]['skipped']}).")
     return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
                    tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})
+
+
+EXPERIMENT = Experiment(
+    ID="conformance",
+    TITLE="Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB",
+    CLAIM="Expected before measuring (each adapter's RULE_ORDER and RULE_SOURCE): SGLD, SGHMC (Euler) and SGNHT "
+          "are first-order rules, so order 1 under every plan (the symmetric sweep removes the minibatch error's "
+          "leading term, not the rule's own); posteriors' baoa has BAOAB's positions: exact on Gaussian targets "
+          "with full gradients, order 1 under iid, 2 under sms; BlackJAX's sghmc refreshes its momentum every "
+          "call and has no weak order (its law tends to temperature L/(L-1)); the planted copies with noise x1.02 "
+          "(the detectable limit error, 0.04) and x1.05 fail their limit checks at every plan at quick and above; "
+          "the tiny level cannot detect a 0.04 limit error and says that its positive controls were missed.",
+    COST={"tiny": ("~1-2 min with posteriors and BlackJAX installed (3 samplers, up to 512 chains); seconds "
+                   "without them"),
+          "quick": "~10 min with --workers 2 (9 samplers on the 2-D target, chains set by the detectable limit "
+                   "error: benchmarks/RESULTS.md, bench_conformance.py)",
+          "full": "an hour or more with --workers 2 (both targets, 4 step sizes, BlackJAX's sghmc in its range)"},
+    PRESETS=("tiny", "quick", "full"),
+    RESULT=OneOf(Record(sampler=TEXT, target=TEXT, gamma=NUMBER, ladders=MapOf(MapOf(_LADDER))),  # the toolkit's
+                 Record(sampler=TEXT, library=TEXT, target=TEXT, rule_order=Nullable(NUMBER), rule_source=TEXT,
+                        exact_gaussian_x=BOOL, gamma=NUMBER,
+                        level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
+                        checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT)))),
+    LIBRARIES=("posteriors", "blackjax", "jax", "torch"),  # their versions join each unit's fingerprint
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT"]

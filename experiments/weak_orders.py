@@ -7,17 +7,11 @@ import numpy as np
 
 from integrators import PLANS, SCHEMES, GaussianTarget
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import NUMBER, ListOf, Nullable, Record
 from theory_checks.orders import weak_order
 
-ID = "weak_orders"
 ORDER = 20  # its place in the registry, the list and the report
-TITLE = "Exact stationary variance bias against h, every scheme x plan (1-D example)"
-CLAIM = ("UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sampler and EM have weak "
-         "order 1; BAOAB x full has an exact x-variance; EM is unstable at h = 1/4 (design claims table).")
-COST = {"quick": "~2 s", "full": "~2 s"}
-PRESETS = ("quick", "full")  # the oracle needs no smaller level: tiny runs quick
-RESULT = Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER), unstable=ListOf())
 _PANELS_PER_ROW = 4
 
 
@@ -82,3 +76,19 @@ def draw(results: list, preset: str) -> Drawing:
     measured += f". Exact x-variance (|bias| < 1e-12 at every stable h): {', '.join(exact) or 'none'}"
     return Drawing(measured=f"Fitted slopes on the four finest h: {measured}.", figures={"weak_orders": fig},
                    tables={"weak_orders": table})
+
+
+EXPERIMENT = Experiment(
+    ID="weak_orders",
+    TITLE="Exact stationary variance bias against h, every scheme x plan (1-D example)",
+    CLAIM="UBU x full, UBU x sms and BAOAB x sms have weak order 2; every iid sampler and EM have weak "
+          "order 1; BAOAB x full has an exact x-variance; EM is unstable at h = 1/4 (design claims table).",
+    COST={"quick": "~2 s", "full": "~2 s"},
+    PRESETS=("quick", "full"),  # the oracle needs no smaller level: tiny runs quick
+    RESULT=Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER), unstable=ListOf()),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT"]

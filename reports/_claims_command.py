@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 
@@ -17,7 +16,7 @@ def cmd_claims(args, figures) -> int:
     from reports._metadata import metadata
     # the registry's claims table, also where SMS_LANGEVIN_REPORT_MODULES leaves it out of ``figures``
     tab_claims = figures.get("claims") or next(
-        mod for mod in map(importlib.import_module, registry.DEFAULT_MODULES) if mod.ID == "claims")
+        exp for exp in map(registry.declared_by, registry.DEFAULT_MODULES) if exp.ID == "claims")
     check_preset(args.preset)
     level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)

@@ -128,7 +128,7 @@ def _backend_options(args, ids, figures) -> dict:
         if args.device not in (None, "cpu"):
             raise CliError(f"--device {args.device} needs --backend torch")
         return {}
-    if not any(getattr(figures[fid], "BACKENDS", None) for fid in ids):
+    if not any(figures[fid].BACKENDS for fid in ids):
         raise CliError(f"--backend {args.backend} applies to figure1 only; selected: {', '.join(ids)}")
     try:
         from integrators.torch._chains import resolve_device
@@ -201,18 +201,17 @@ def _use_data_dir(data_dir) -> None:
 
 def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
     """What identifies a unit's input files (the figure's optional ``inputs(unit, preset)``)."""
-    describe = getattr(mod, "inputs", None)
-    return describe(unit, level) if describe is not None else None
+    return mod.inputs(unit, level) if mod.inputs is not None else None
 
 
 def _absent_inputs(figures, tasks) -> list:
     """``[(task, why)]`` for the tasks whose input data are absent, asked of each figure's optional
     ``missing_input(unit, preset)`` before anything runs (it checks paths only)."""
-    by_module = {mod.__name__: mod for mod in figures.values()}
+    by_module = {mod.module: mod for mod in figures.values()}
     absent = []
     for task in tasks:
         module, unit, level, _ = task
-        ask = getattr(by_module[module], "missing_input", None)
+        ask = by_module[module].missing_input
         why = ask(unit, level) if ask is not None else None
         if why is not None:
             absent.append((task, why))
@@ -228,7 +227,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         level = registry.module_preset(figures[fid], args.preset)
         for unit in _units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
-            wanted = fingerprint(figures[fid].__name__, args.seed, seed, args.preset,
+            wanted = fingerprint(figures[fid].module, args.seed, seed, args.preset,
                                  inputs=_unit_inputs(figures[fid], unit, level))
             if args.resume:
                 try:
@@ -242,10 +241,10 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
                 except schema.SchemaError as exc:
                     print(f"warning: {store.path(fid, unit)}: not a result of {fid} ({exc}); recomputing",
                           file=sys.stderr)
-            task = (figures[fid].__name__, unit, level, seed)
+            task = (figures[fid].module, unit, level, seed)
             tasks.append(task)
             prints[(fid, store.path(fid, unit))] = wanted
-    by_module = {mod.__name__: fid for fid, mod in figures.items()}
+    by_module = {mod.module: fid for fid, mod in figures.items()}
     from reports._metadata import metadata
 
     def save(task, result, seconds):
@@ -293,7 +292,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
 def _units(mod, level: str, backend: dict) -> list[dict]:
     """The units of a figure at ``level``; a figure that offers backends carries the run's
     ``{"backend", "device"}`` in each unit (so its results live under keys of their own)."""
-    return [{**unit, **backend} if getattr(mod, "BACKENDS", None) else unit for unit in mod.units(level)]
+    return [{**unit, **backend} if mod.BACKENDS else unit for unit in mod.units(level)]
 
 
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
@@ -321,11 +320,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         mod = figures[fid]
         level = registry.module_preset(mod, preset)
         results, missing = [], []
-        flags = backend_flags(backend) if getattr(mod, "BACKENDS", None) else ""
+        flags = backend_flags(backend) if mod.BACKENDS else ""
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
                             *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
         for unit in _units(mod, level, backend):
-            wanted = fingerprint(mod.__name__, run_seed, unit_seed(run_seed, fid, unit), preset,
+            wanted = fingerprint(mod.module, run_seed, unit_seed(run_seed, fid, unit), preset,
                                  inputs=_unit_inputs(mod, unit, level))
             try:
                 res = store.load(fid, unit, wanted)
@@ -351,7 +350,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),
                             "unit_seeds": "derived from run_seed and each unit (see units/)",
                             "compute_seconds": round(sum(m.get("wall_seconds", 0.0) for m in metas), 1)})
-        if getattr(mod, "BACKENDS", None):
+        if mod.BACKENDS:
             figure_meta.update(backend or {"backend": "numba"})
         clash = sorted(set(drawing.metadata) & set(figure_meta))
         if clash:  # a figure's facts never replace the run's own record

@@ -66,10 +66,10 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | Non
 def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
     """Run one unit here; returns ``(result, wall seconds)``.  ``threads`` (None: the unit's default) is passed
     to ``run_unit`` only where it takes that keyword."""
-    mod = importlib.import_module(module_name)
-    options = {"threads": threads} if _takes_threads(mod.run_unit) else {}
+    run_unit = importlib.import_module(module_name).EXPERIMENT.run_unit
+    options = {"threads": threads} if _takes_threads(run_unit) else {}
     t0 = time.time()
-    result = mod.run_unit(unit, preset, seed, **options)
+    result = run_unit(unit, preset, seed, **options)
     return result, time.time() - t0
 
 

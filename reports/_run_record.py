@@ -68,7 +68,7 @@ def infer_run(out: Path, figures) -> dict:
 def infer_backend(out: Path, figures) -> dict:
     """The ``{"backend", "device"}`` of the units of a figure that offers backends (``{}``: Numba)."""
     for fid, mod in figures.items():
-        if getattr(mod, "BACKENDS", None):
+        if mod.BACKENDS:
             for path in sorted((out / "units" / fid).glob("*.json")):
                 try:
                     unit = json.loads(path.read_text())["unit"]

@@ -7,7 +7,7 @@ with a message saying what differs.  The code version is a hash of the source fi
 the unit: the figure's own module and every Python file of the computing packages
 (:data:`COMPUTING_PACKAGES`); an edit to any of them makes earlier units stale, an edit to the
 command line or the report does not.  A figure that measures other libraries names their
-distributions in ``LIBRARIES`` (optional in the experiment contract); their installed versions, or
+distributions in ``LIBRARIES`` (optional in its :class:`reports.registry.Experiment`); their installed versions, or
 ``"not installed"``, join the fingerprint, so installing or upgrading one makes its units stale;
 likewise what a figure's ``inputs(unit, preset)`` says of a unit's input files.
 """
@@ -41,7 +41,7 @@ def code_version(module_name: str) -> str:
 def library_versions(module_name: str) -> dict:
     """``{distribution: version or "not installed"}`` of the figure module's ``LIBRARIES`` (from installed
     metadata, not imported); empty where it declares none."""
-    names = getattr(importlib.import_module(module_name), "LIBRARIES", ())
+    names = importlib.import_module(module_name).EXPERIMENT.LIBRARIES
     versions = {}
     for name in names:
         try:

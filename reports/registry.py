@@ -1,72 +1,179 @@
 """The registry of figures and tables.
 
-The experiment contract: each figure or table is one module (or package) of ``experiments`` with
+Each figure or table is one module (or package) of ``experiments`` that declares one
+:class:`Experiment` as ``EXPERIMENT`` (its contract: what it is, its presets, its units, the
+function that runs one unit and the one that draws their results).  Nothing in it writes a file:
+the command line checks the preset (once, here and in ``cli_common``), runs and persists the
+units through the executor, and writes what ``draw`` returns (:func:`reports.drawing.write_drawing`),
+the metadata and the report.  A unit whose input data is absent returns ``{"missing": why}``, and
+one that could not run here (a library not installed) a dict with ``"skipped": why``: either is
+persisted so that the figure can say what is absent, but never as done (``_unfinished``):
+``--resume`` computes it again.  A run with a missing-data unit ends with exit code 2 naming it.
 
-    ID, TITLE, CLAIM           what it is and what the paper claims
-    COST                       {"quick": "...", "full": "..."}: rough cost per preset
-    PRESETS                    the presets it knows (``tiny``, the level of make demo, runs ``quick``
-                               in a module that does not list it)
-    units(preset)              the independent units of work (JSON-serializable dicts)
-    run_unit(unit, preset, seed[, *, threads]) -> JSON-serializable result; ``threads`` (optional
-                               keyword): the cores the unit may use, given by the executor (None
-                               when the unit runs alone in its process), for the unit to pass on
-                               to its backends and thread pools
-    RESULT                     the structure of that result (:mod:`reports.schema`), checked before draw
-    draw(results, preset) -> reports.drawing.Drawing   (figures, tables, texts, measured numbers)
-    BACKENDS (optional)        kernels it offers (the command line adds them to its units)
-    REQUIRES (optional)        modules of an optional extra that its units and runs import (the
-                               module itself imports without them): :func:`lacking`
-    LIBRARIES (optional)       other libraries' distributions it measures (their versions join
-                               each unit's fingerprint: ``reports._runmeta``)
-    missing_input(unit, preset) (optional)  why a unit's input data are absent, else None: asked
-                               before the run starts (paths only), so absent data are said at once
-    inputs(unit, preset) (optional)  what identifies a unit's input files (name, size): joins the
-                               unit's fingerprint, so a unit computed on other data is stale
-    ORDER (optional)           an integer literal: its place in the registry, ``list`` and the
-                               report (modules without one come last, by name)
-
-Nothing in it writes a file: the command line checks the preset (once, here and in
-``cli_common``), runs and persists the units through the executor, and writes what ``draw``
-returns (:func:`reports.drawing.write_drawing`), the metadata and the report.  A unit whose input
-data is absent returns ``{"missing": why}``, and one that could not run here (a library not
-installed) a dict with ``"skipped": why``: either is persisted so that the figure can say what is
-absent, but never as done (``_unfinished``): ``--resume`` computes it again.  A run with a
-missing-data unit ends with exit code 2 naming it.
-
-Adding a figure is one module (or subpackage) of the ``experiments`` package that declares the
-contract: the registry finds it (:func:`integrators.registry.discover`), with no list to edit.  A
-member's ``units``, ``run_unit`` and ``draw`` carry a summary line: this docstring is their contract.
+Adding a figure is one module (or subpackage) of the ``experiments`` package that declares
+``EXPERIMENT = Experiment(...)``: the registry finds it (:func:`integrators.registry.discover`), with
+no list to edit.  An integer literal ``ORDER`` beside it, read from the source, sets its place in
+the registry, ``list`` and the report (modules without one come last, by name).  The functions
+such a module defines (its ``units``, ``run_unit``, ``draw``, ...) carry a summary line:
+:class:`Experiment`'s docstring is their contract.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 
+from integrators._validation import ListOf as ListOfValues
+from integrators._validation import check_parameters, instance_of, optional
 from integrators.registry import discover
+from reports.schema import ANY, Schema
 
 PRESETS = ("tiny", "quick", "full")
-CONTRACT = ("ID", "TITLE", "CLAIM", "COST", "PRESETS", "RESULT", "units", "run_unit", "draw")
-# the modules of the experiments package whose source declares the contract, in their ORDER
+CONTRACT = ("EXPERIMENT",)
+# the modules of the experiments package whose source declares an EXPERIMENT, in their ORDER
 DEFAULT_MODULES = discover("experiments", CONTRACT)
 
+_TEXT = instance_of(str, "a string")
+_NAMES = ListOfValues(_TEXT, unique=True)
+_FUNCTION = instance_of(Callable, "a function")
 
-def module_preset(mod, preset: str) -> str:
-    """The preset a module runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
-    module without a ``tiny`` level of its own (``PRESETS`` in the module).
+
+def _example_units(preset):
+    return [{"k": 1}]
+
+
+def _example_run_unit(unit, preset, seed):
+    return {"value": 1.0}
+
+
+def _example_draw(results, preset):
+    from reports.drawing import Drawing
+    return Drawing(measured="")
+
+
+@dataclass(frozen=True, eq=False)
+class Experiment:
+    """One figure or table of the report: the experiment contract, declared once per module of
+    ``experiments`` as ``EXPERIMENT = Experiment(...)``.
+
+    The fields are checked against :attr:`CONSTRAINTS` when the object is made.
 
     Parameters
     ----------
-    mod : module
-        A figure or table module.
+    ID : str
+        Its id (the command line's name for it, its folder in the report and the store).
+    TITLE : str
+        What it is, in one line (the report's section title).
+    CLAIM : str
+        What the paper claims that it measures.
+    COST : dict
+        ``{preset: rough cost in words}``, one entry per preset of ``PRESETS``.
+    PRESETS : tuple of str
+        The presets it knows; ``tiny`` (the level of ``make demo``) runs ``quick`` where it is not
+        listed (:func:`module_preset`).
+    RESULT : reports.schema.Schema
+        The structure of a unit's result, checked before ``draw``.
+    units : callable
+        ``units(preset) -> list of dict``: the independent units of work (JSON-serializable).
+    run_unit : callable
+        ``run_unit(unit, preset, seed[, *, threads]) -> dict``: one unit's JSON-serializable
+        result.  ``threads`` (optional keyword): the cores the unit may use, given by the
+        executor (None when the unit runs alone in its process), for the unit to pass on to its
+        backends and thread pools.
+    draw : callable
+        ``draw(results, preset) -> reports.drawing.Drawing`` (figures, tables, texts, measured
+        numbers) from the ``(unit, result)`` pairs.
+    BACKENDS : tuple of str, default ()
+        The kernels it offers (the command line adds the chosen one to its units).
+    REQUIRES : tuple of str, default ()
+        Modules of an optional extra that its units and runs import (the module itself imports
+        without them): :func:`lacking`.
+    LIBRARIES : tuple of str, default ()
+        Other libraries' distributions it measures (their versions join each unit's fingerprint:
+        ``reports._runmeta``).
+    missing_input : callable or None, default None
+        ``missing_input(unit, preset) -> str or None``: why a unit's input data are absent, asked
+        before the run starts (paths only), so absent data are said at once.
+    inputs : callable or None, default None
+        ``inputs(unit, preset) -> dict or None``: what identifies a unit's input files (name,
+        size); joins the unit's fingerprint, so a unit computed on other data is stale.
+    module : str or None, default None
+        The module that declares it (its units run and are fingerprinted by that name);
+        :func:`load` fills it in.
+
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each checked field (:mod:`integrators._validation`).
+
+    Raises
+    ------
+    ValueError
+        If a field breaks its constraint, or ``COST`` does not name exactly the presets of
+        ``PRESETS``.
+    """
+
+    ID: str
+    TITLE: str
+    CLAIM: str
+    COST: dict
+    PRESETS: tuple
+    RESULT: Schema
+    units: Callable
+    run_unit: Callable
+    draw: Callable
+    BACKENDS: tuple = ()
+    REQUIRES: tuple = ()
+    LIBRARIES: tuple = ()
+    missing_input: Callable | None = None
+    inputs: Callable | None = None
+    module: str | None = None
+
+    CONSTRAINTS = {
+        "ID": _TEXT, "TITLE": _TEXT, "CLAIM": _TEXT,
+        "COST": instance_of(Mapping, "a dict {preset: cost in words}"),
+        "PRESETS": ListOfValues(_TEXT, min_len=1, unique=True),
+        "RESULT": instance_of(Schema, "a reports.schema.Schema (e.g. Record(...))"),
+        "units": _FUNCTION, "run_unit": _FUNCTION, "draw": _FUNCTION,
+        "BACKENDS": _NAMES, "REQUIRES": _NAMES, "LIBRARIES": _NAMES,
+        "missing_input": optional(_FUNCTION), "inputs": optional(_FUNCTION),
+        "module": optional(_TEXT),
+    }
+    VALID_EXAMPLE = {"ID": "example", "TITLE": "An example", "CLAIM": "None.",
+                     "COST": {"quick": "~1 s", "full": "~1 s"}, "PRESETS": ("quick", "full"),
+                     "RESULT": ANY, "units": _example_units, "run_unit": _example_run_unit,
+                     "draw": _example_draw}
+
+    def __post_init__(self):
+        values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
+        for name in ("PRESETS", "BACKENDS", "REQUIRES", "LIBRARIES"):
+            values[name] = tuple(values[name])
+        if set(values["COST"]) != set(values["PRESETS"]):
+            raise ValueError(f"{values['ID']}: COST must name exactly the presets of PRESETS "
+                             f"{values['PRESETS']}, got {tuple(values['COST'])}")
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+
+def module_preset(mod, preset: str) -> str:
+    """The preset an experiment runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
+    experiment without a ``tiny`` level of its own (in its ``PRESETS``).
+
+    Parameters
+    ----------
+    mod : Experiment
+        A figure or table.
     preset : str
         The preset asked for.
 
     Returns
     -------
     str
-        ``preset``, or ``"quick"`` where the module does not list it.
+        ``preset``, or ``"quick"`` where the experiment does not list it.
     """
     return preset if preset in mod.PRESETS else "quick"
 
@@ -78,26 +185,49 @@ def _module_names() -> tuple[str, ...]:
     return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
 
 
-def load() -> dict:
-    """``{figure id: module}`` in registry order.
+def declared_by(name: str) -> Experiment:
+    """The :class:`Experiment` that module ``name`` declares (``EXPERIMENT``), with its ``module``.
+
+    Parameters
+    ----------
+    name : str
+        An importable module name.
 
     Returns
     -------
-    dict
-        Each module imported, keyed by its ``ID``.
+    Experiment
+        Its ``EXPERIMENT``, ``module`` set to ``name``.
 
     Raises
     ------
     RuntimeError
-        When a module lacks a name of the contract (:data:`CONTRACT`).
+        When the module declares no :class:`Experiment`, or one that another module declares.
+    """
+    experiment = getattr(importlib.import_module(name), "EXPERIMENT", None)
+    if not isinstance(experiment, Experiment):
+        raise RuntimeError(f"report module {name} declares no EXPERIMENT = Experiment(...)")
+    if experiment.module not in (None, name):
+        raise RuntimeError(f"report module {name}'s EXPERIMENT is declared by {experiment.module}")
+    return dataclasses.replace(experiment, module=name)
+
+
+def load() -> dict:
+    """``{figure id: Experiment}`` in registry order.
+
+    Returns
+    -------
+    dict
+        Each module's :class:`Experiment` (:func:`declared_by`), keyed by its ``ID``.
+
+    Raises
+    ------
+    RuntimeError
+        When a module declares no :class:`Experiment`.
     """
     out = {}
     for name in _module_names():
-        mod = importlib.import_module(name)
-        for attr in CONTRACT:
-            if not hasattr(mod, attr):
-                raise RuntimeError(f"report module {name} lacks {attr}")
-        out[mod.ID] = mod
+        experiment = declared_by(name)
+        out[experiment.ID] = experiment
     return out
 
 
@@ -151,13 +281,13 @@ def install_hint(module: str) -> str:
 
 
 def lacking(mod) -> str | None:
-    """What ``mod`` (a figure module, or any module declaring ``REQUIRES``) needs and this
+    """What ``mod`` (an :class:`Experiment`, or any module declaring ``REQUIRES``) needs and this
     installation lacks, in words (``install_hint``), else None; nothing is imported.
 
     Parameters
     ----------
-    mod : module
-        A module with an optional ``REQUIRES``: the top-level names its work imports.
+    mod : Experiment or module
+        An object with an optional ``REQUIRES``: the top-level names its work imports.
 
     Returns
     -------
@@ -181,7 +311,7 @@ def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     Parameters
     ----------
     figures : dict
-        The registry ``{id: module}`` (:func:`load`).
+        The registry ``{id: Experiment}`` (:func:`load`).
     ids : sequence of str
         Selected ids, each a key of ``figures``.
 

@@ -83,9 +83,9 @@ class ToyULA:
         return state[0]
 
 
-def draw_files(module, results: list, preset: str, out_dir) -> dict:
-    """A figure module's drawing written as the command line writes it: ``{"files", "measured"}``."""
+def draw_files(experiment, results: list, preset: str, out_dir) -> dict:
+    """An experiment's drawing written as the command line writes it: ``{"files", "measured"}``."""
     from reports.drawing import write_drawing
 
-    drawing = module.draw(results, preset)
+    drawing = experiment.draw(results, preset)
     return {"files": write_drawing(drawing, out_dir), "measured": drawing.measured}

@@ -14,7 +14,7 @@ from bnn import _augment as bnn_augment
 from bnn import _diagnostics as diagnostics
 from bnn import _metrics as metrics
 from bnn import models
-from experiments import bnn as fig_bnn
+from experiments.bnn import EXPERIMENT as fig_bnn
 from experiments.bnn import _pipeline as pipeline
 from experiments.bnn import _presets as presets
 from reports import schema
@@ -66,7 +66,7 @@ def test_diverging_sampler_is_reported_with_its_step():
 
 @pytest.mark.slow
 def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
-    from experiments import bnn as fig_bnn
+    from experiments.bnn import EXPERIMENT as fig_bnn
 
     info = draw_files(fig_bnn, [({"dataset": "digits", "run": i}, r) for i, r in enumerate(two_runs)], "tiny",
                       tmp_path)
@@ -80,7 +80,7 @@ def test_reports_module_draws_csv_markdown_and_figures(two_runs, tmp_path):
 
 
 def test_absent_data_is_reported_not_replaced(tmp_path):
-    from experiments import bnn as fig_bnn
+    from experiments.bnn import EXPERIMENT as fig_bnn
 
     info = draw_files(fig_bnn, [({"dataset": "celeba", "run": 0}, {"missing": "x: file not found"})], "full", tmp_path)
     assert "celeba: data absent (x: file not found)" in info["measured"]
@@ -107,14 +107,15 @@ def test_presets_cover_every_level_and_the_paper_tables():
 
 
 def test_registry_runs_tiny_as_quick_except_where_a_module_has_its_own_tiny():
-    from experiments import bnn as fig_bnn
-    from experiments import demo as fig_demo
+    from experiments.bnn import EXPERIMENT as fig_bnn
+    from experiments.demo import EXPERIMENT as fig_demo
     from reports import registry
 
     assert "tiny" in registry.PRESETS
     assert registry.module_preset(fig_demo, "tiny") == "quick"
     assert registry.module_preset(fig_bnn, "tiny") == "tiny"
-    assert registry.module_preset(fig_bnn, "quick") == "quick" and registry.module_preset(fig_demo, "full") == "full"
+    assert registry.module_preset(fig_bnn, "quick") == "quick"
+    assert registry.module_preset(fig_demo, "full") == "full"
     assert {u["dataset"] for u in fig_bnn.units("quick")} == {"xray_subset"}
 
 
@@ -190,7 +191,7 @@ def test_run_with_several_chains_per_sampler_averages_them(one_thread):
 def test_verdicts_use_only_ensemble_sizes_with_a_standard_deviation(tmp_path):
     """Four runs give ensembles of 1, 2 and 4; one group of 4 has no standard deviation, so the
     measured verdicts speak of sizes 1 and 2 only."""
-    from experiments import bnn as fig_bnn
+    from experiments.bnn import EXPERIMENT as fig_bnn
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 3, size=40)

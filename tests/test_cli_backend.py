@@ -91,6 +91,8 @@ def test_no_command_prints_the_commands():
 
 
 def test_claims_takes_every_preset_run_claims_takes(tmp_path, monkeypatch):
+    import dataclasses
+
     from experiments import claims as tab_claims
     from reports import _cli as cli_module
 
@@ -100,9 +102,9 @@ def test_claims_takes_every_preset_run_claims_takes(tmp_path, monkeypatch):
         seen.append(preset)
         return {"rows": [{"claim": unit["section"], "source": "s", "expected": "e", "measured": "m",
                           "uncertainty": "u", "verdict": "holds", "command": "c"}]}
-    monkeypatch.setattr(tab_claims, "run_unit", fake_unit)
+    monkeypatch.setattr(tab_claims, "EXPERIMENT", dataclasses.replace(tab_claims.EXPERIMENT, run_unit=fake_unit))
     assert cli_module.main(["claims", "--preset", "tiny", "--out", str(tmp_path)]) == 0
-    assert set(seen) == {"quick"} and len(seen) == len(tab_claims.units("quick"))
+    assert set(seen) == {"quick"} and len(seen) == len(tab_claims.EXPERIMENT.units("quick"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["claims.csv", "claims.md", "metadata.json"]
     assert cli_module.main(["claims", "--preset", "huge", "--out", str(tmp_path)]) == 2
 
@@ -122,7 +124,7 @@ def test_report_on_a_folder_a_run_is_writing_is_one_line(tmp_path, units_written
 def test_figure1_runs_its_own_tiny_level():
     """``run figure1 --preset tiny`` runs Figure 1's tiny preset (it ran quick while the registry did
     not know of it: minutes more on the torch route)."""
-    from experiments import figure1 as fig1_wasserstein
+    from experiments.figure1 import EXPERIMENT as fig1_wasserstein
     from reports import registry
 
     assert registry.module_preset(fig1_wasserstein, "tiny") == "tiny"

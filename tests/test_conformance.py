@@ -78,9 +78,10 @@ def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp
     monkeypatch.setitem(fig_conformance.LEVEL, "tiny", LEVELS["tiny"])
     units = [{"sampler": "toolkit", "target": "default"}, {"sampler": "toy.ula", "target": "default"},
              {"sampler": "toy.absent", "target": "default"}]
-    results = [(u, json.loads(json.dumps(fig_conformance.run_unit(u, "tiny", 3)))) for u in units]  # persisted form
+    run_unit = fig_conformance.EXPERIMENT.run_unit
+    results = [(u, json.loads(json.dumps(run_unit(u, "tiny", 3)))) for u in units]  # persisted form
     assert "absent==1.0" in results[2][1]["skipped"]
-    drawn = draw_files(fig_conformance, results, "tiny", tmp_path)
+    drawn = draw_files(fig_conformance.EXPERIMENT, results, "tiny", tmp_path)
     assert all((tmp_path / f).stat().st_size > 0 for f in drawn["files"])
     assert "toy.absent" in drawn["measured"] and "toy.ula on default" in drawn["measured"]
     rows = (tmp_path / "conformance.csv").read_text().splitlines()
@@ -91,8 +92,8 @@ def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp
 
 def test_every_preset_lists_toolkit_lines_and_known_samplers():
     names = set(conformance.conformance_adapters())
-    for preset in fig_conformance.PRESETS:
-        units = fig_conformance.units(preset)
+    for preset in fig_conformance.EXPERIMENT.PRESETS:
+        units = fig_conformance.EXPERIMENT.units(preset)
         assert {u["sampler"] for u in units} - {"toolkit"} <= names
         assert {u["target"] for u in units if u["sampler"] == "toolkit"} == set(fig_conformance.TARGETS[preset])
     tiny = fig_conformance.tiny_samplers()

@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers import draw_files
 
-from experiments import demo as fig_demo
+from experiments.demo import EXPERIMENT as fig_demo
 from experiments.demo import _compute as demo
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]

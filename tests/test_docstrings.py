@@ -34,7 +34,8 @@ The rule:
    documents every one of them in a ``Parameters`` or ``Attributes`` section.
 6. A property has a docstring (numpydoc renders it as an attribute: a summary, no sections needed).
 7. A registry member implements a contract its package documents once (every scheme's ``step``,
-   every plan's ``force_scale``, every adapter's ``step``): the functions, classes and methods a
+   every plan's ``force_scale``, every adapter's ``step``, every experiment's ``units``, ``run_unit``
+   and ``draw``: :class:`reports.registry.Experiment`): the functions, classes and methods a
    member module defines need a summary line and parse cleanly (rule 1), with no sections required.
    The member modules are found by the rule ``benchmarks/public_surface.toml`` declares: a public
    module of a package whose entry has ``members_declare``, declaring those names at module level.

@@ -27,14 +27,8 @@ THROWAWAY = textwrap.dedent('''
     import os
 
     from reports.drawing import Drawing
+    from reports.registry import Experiment
     from reports.schema import NUMBER, Record
-
-    ID = "throwaway"
-    TITLE = "Throw-away experiment: AR(1) variance against its coefficient"
-    CLAIM = "The stationary variance of x' = a x + noise is 1 / (1 - a^2)."
-    COST = {"quick": "milliseconds", "full": "milliseconds", "mine": "milliseconds"}
-    PRESETS = ("quick", "full", "mine")
-    RESULT = Record(a=NUMBER, variance=NUMBER)
 
     def units(preset):
         return [{"a": a} for a in ((0.1, 0.5, 0.9) if preset != "mine" else (0.3,))]
@@ -56,6 +50,16 @@ THROWAWAY = textwrap.dedent('''
         return Drawing(measured=f"{len(rows)} coefficients; largest variance {rows[-1]['variance']:.3f}.",
                        figures={"ar1": fig}, tables={"ar1": rows}, texts={"ar1.md": text}, table="ar1.md",
                        metadata={"model": "AR(1)"})
+
+    EXPERIMENT = Experiment(
+        ID="throwaway",
+        TITLE="Throw-away experiment: AR(1) variance against its coefficient",
+        CLAIM="The stationary variance of x' = a x + noise is 1 / (1 - a^2).",
+        COST={"quick": "milliseconds", "full": "milliseconds", "mine": "milliseconds"},
+        PRESETS=("quick", "full", "mine"),
+        RESULT=Record(a=NUMBER, variance=NUMBER),
+        units=units, run_unit=run_unit, draw=draw,
+    )
 ''')
 
 
@@ -107,7 +111,7 @@ def test_an_experiments_own_preset_is_accepted_and_an_unknown_one_named(throwawa
 
 def test_every_registered_experiment_follows_the_contract():
     for fid, mod in registry.load().items():
-        assert all(hasattr(mod, attr) for attr in registry.CONTRACT), fid
+        assert isinstance(mod, registry.Experiment) and mod.ID == fid and mod.module.startswith("experiments."), fid
         assert list(inspect.signature(mod.draw).parameters) == ["results", "preset"], fid
         params = inspect.signature(mod.run_unit).parameters
         assert list(params)[:3] == ["unit", "preset", "seed"], fid

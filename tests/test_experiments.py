@@ -15,9 +15,9 @@ from bias._metrics import accuracy, ace_classwise, all_metrics, nll, rps
 from bias._noise_floor import expected_binned_w1
 from data_sets import DataError
 from data_sets._idx import read_idx
-from experiments import figure1 as fig1_wasserstein
-from experiments import logistic as fig_logistic
+from experiments.figure1 import EXPERIMENT as fig1_wasserstein
 from experiments.figure1 import _compute as figure1
+from experiments.logistic import EXPERIMENT as fig_logistic
 from experiments.logistic import _compute as logistic
 from experiments.logistic import _output as logistic_output
 from integrators import GaussianTarget

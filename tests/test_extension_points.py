@@ -31,13 +31,8 @@ FIGURE = '''\
 """A figure added by tests/test_extension_points.py."""
 
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import NUMBER, Record
-
-ID, TITLE = "extension_probe", "A figure that is one new file"
-CLAIM = "Adding a figure is one module."
-COST = {"quick": "milliseconds", "full": "milliseconds"}
-PRESETS = ("quick", "full")
-RESULT = Record(a=NUMBER)
 
 
 def units(preset):
@@ -50,6 +45,13 @@ def run_unit(unit, preset, seed):
 
 def draw(results, preset):
     return Drawing(measured={"a": results[0][1]["a"]})
+
+
+EXPERIMENT = Experiment(
+    ID="extension_probe", TITLE="A figure that is one new file", CLAIM="Adding a figure is one module.",
+    COST={"quick": "milliseconds", "full": "milliseconds"}, PRESETS=("quick", "full"), RESULT=Record(a=NUMBER),
+    units=units, run_unit=run_unit, draw=draw,
+)
 '''
 
 

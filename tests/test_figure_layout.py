@@ -134,7 +134,7 @@ def conformance():
 
 
 def weak_orders():
-    from experiments import weak_orders as mod
+    from experiments.weak_orders import EXPERIMENT as mod
     results = [(unit, mod.run_unit(unit, "quick", 0)) for unit in mod.units("quick")]
     return mod.draw(results, "quick").figures["weak_orders"]
 

@@ -9,7 +9,7 @@ from helpers import draw_files
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from experiments import ghmc as fig_ghmc
+from experiments.ghmc import EXPERIMENT as fig_ghmc
 from experiments.ghmc import _compute as ghmc_logistic
 from reports import registry, schema
 

@@ -244,7 +244,7 @@ def throwaway():
 
 @pytest.mark.slow
 def test_a_scheme_and_plan_registered_in_a_test_appear_in_the_claims_table_and_the_figure(throwaway, tmp_path):
-    from experiments import weak_orders as fig_weak_orders
+    from experiments.weak_orders import EXPERIMENT as fig_weak_orders
     from theory_checks._claims import weak_order_rows
 
     rows = {r["claim"]: r for r in weak_order_rows("quick")}

@@ -275,8 +275,8 @@ def test_the_report_opens_with_an_introduction_and_contents_and_says_each_sectio
 
 
 def test_a_section_with_its_own_level_says_the_preset_alone():
-    from experiments import bnn as fig_bnn
-    from experiments import weak_orders as fig_weak_orders
+    from experiments.bnn import EXPERIMENT as fig_bnn
+    from experiments.weak_orders import EXPERIMENT as fig_weak_orders
     from reports import _report as report
     assert report.section_preset(fig_bnn, "tiny") == "tiny"
     assert report.section_preset(fig_weak_orders, "tiny") == "tiny (runs this section's quick level)"

@@ -2,6 +2,7 @@
 link to a file outside the output folder leaves that file unchanged; the fingerprint names the
 versions of the libraries a figure measures."""
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -94,5 +95,6 @@ def test_the_fingerprint_names_the_measured_libraries_versions(monkeypatch):
     assert runmeta.fingerprint(module, 0, 1, "quick")["libraries"] == versions
     assert "libraries" not in runmeta.fingerprint("tests.report_fixtures.fast_units", 0, 1, "quick")
     mod = sys.modules[module]
-    monkeypatch.setattr(mod, "LIBRARIES", ("numpy", "surely-not-an-installed-distribution"))
+    monkeypatch.setattr(mod, "EXPERIMENT", dataclasses.replace(
+        mod.EXPERIMENT, LIBRARIES=("numpy", "surely-not-an-installed-distribution")))
     assert runmeta.library_versions(module)["surely-not-an-installed-distribution"] == "not installed"

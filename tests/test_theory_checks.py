@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from helpers import draw_files
 
-from experiments import claims as tab_claims
+from experiments.claims import EXPERIMENT as tab_claims
 from integrators import GaussianTarget, RunSpec
 from theory_checks import _declared as declared
 from theory_checks._claims import FAILS, HOLDS, HOLDS_FASTER, claims_table

@@ -14,31 +14,15 @@ from experiments.bnn import _verdicts as verdicts
 from experiments.bnn._presets import REGIME_H, missing_data
 from experiments.bnn._verdicts import MIN_DF
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
 
 # fewest runs per data set whose ensembles can test the claim: 8 single runs give 7 degrees of freedom (regime runs 32,
 # quick 12); the tiny levels' 2 runs give two single-run groups, a standard error from two numbers
 MIN_RUNS_TO_TEST = 8
 
-ID = "bnn"
 ORDER = 70  # its place in the registry, the list and the report
-TITLE = "BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)"
-CLAIM = ("Ensembles of SMS-UBU samples around independent SWA points are better calibrated (lower NLL, ACE, "
-         "RPS) than Adam or SWA ensembles of the same size, with a small gain in accuracy (paper, Section 5, "
-         "Figs. 3-6 and the CIFAR-10 table).")
-COST = {"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
-        "quick": "~9 min on 2 idle cores with --workers 2 (chest X-ray subset, width 1/4, 12 runs; SMS-UBU, Adam, SWA)",
-        "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)",
-        "regime": "~65 min on 2 idle cores with --workers 2, ~80 min under a load of 3.6 (estimated: stratified "
-                  "X-ray subset and digits, 32 runs each, the paper's optimizer steps; Adam, SWA, the paper's Adam and "
-                  "SWA, SMS-UBU; SMS-UBU (notebook), SG-UBU, SG-HMC on 8 runs)",
-        "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"}
-PRESETS = presets.LEVELS  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
-LIBRARIES = ("torch",)  # its version joins each unit's fingerprint
 ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn._metrics.METRICS: both ACE definitions, each named
-RESULT = Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
-                methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY)))  # null: diverged
-REQUIRES = ("torch",)  # what its runs import (experiments.bnn._presets and this module import without it)
 
 
 def units(preset: str) -> list[dict]:
@@ -428,5 +412,30 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["CLAIM", "COST", "ID", "LIBRARIES", "ORDER", "PRESETS", "REGIME_H", "REQUIRES", "RESULT", "TITLE", "draw",
-           "inputs", "missing_data", "missing_input", "run", "run_config", "run_unit", "units"]
+EXPERIMENT = Experiment(
+    ID="bnn",
+    TITLE="BNN ensembles: SMS-UBU around SWA points against Adam and SWA (accuracy, NLL, ACE, RPS)",
+    CLAIM="Ensembles of SMS-UBU samples around independent SWA points are better calibrated (lower NLL, ACE, "
+          "RPS) than Adam or SWA ensembles of the same size, with a small gain in accuracy (paper, Section 5, "
+          "Figs. 3-6 and the CIFAR-10 table).",
+    COST={"tiny": "~15 s (embedded digits, width 1/4, 2 runs)",
+          "quick": ("~9 min on 2 idle cores with --workers 2 (chest X-ray subset, width 1/4, 12 runs; SMS-UBU, "
+                    "Adam, SWA)"),
+          "full": "GPU or cluster: 64 runs per data set at the paper's epochs and widths (local data files)",
+          "regime": ("~65 min on 2 idle cores with --workers 2, ~80 min under a load of 3.6 (estimated: stratified "
+                     "X-ray subset and digits, 32 runs each, the paper's optimizer steps; Adam, SWA, the paper's "
+                     "Adam and SWA, SMS-UBU; SMS-UBU (notebook), SG-UBU, SG-HMC on 8 runs)"),
+          "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"},
+    PRESETS=presets.LEVELS,  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
+    RESULT=Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
+                  methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY))),  # null: diverged
+    REQUIRES=("torch",),  # what its runs import (experiments.bnn._presets and this module import without it)
+    LIBRARIES=("torch",),  # its version joins each unit's fingerprint
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+    missing_input=missing_input,
+    inputs=inputs,
+)
+
+__all__ = ["EXPERIMENT", "REGIME_H", "missing_data", "run", "run_config"]

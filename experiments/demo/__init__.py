@@ -4,17 +4,10 @@ from __future__ import annotations
 
 from experiments.demo import _compute as demo
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import NUMBER, TEXT, ListOf, Nullable, Record
 
-ID = "demo"
 ORDER = 10  # its place in the registry, the list and the report
-TITLE = "SMS-UBU against SG-UBU on the 1-D example, against the exact target"
-CLAIM = ("Symmetric minibatch splitting makes UBU's stationary bias second order in h; SG-UBU (iid "
-         "batches) is first order (paper, Sections 2-3).")
-COST = {"quick": "~15 s", "full": "~1 min"}
-PRESETS = ("quick", "full")  # make demo (tiny) runs the quick demo
-RESULT = Record(row=Record(sampler=TEXT, h=NUMBER, mean=NUMBER, variance=NUMBER, variance_bias=NUMBER),
-                hist=Nullable(ListOf(NUMBER)))  # the counts at k = 2 only
 
 
 def units(preset: str) -> list[dict]:
@@ -42,4 +35,18 @@ def draw(results: list, preset: str) -> Drawing:
                    figures={"demo": demo.plot(rows, demo.histograms(found))}, tables={"demo": rows})
 
 
-__all__ = ["CLAIM", "COST", "ID", "ORDER", "PRESETS", "RESULT", "TITLE", "draw", "run_unit", "units"]
+EXPERIMENT = Experiment(
+    ID="demo",
+    TITLE="SMS-UBU against SG-UBU on the 1-D example, against the exact target",
+    CLAIM="Symmetric minibatch splitting makes UBU's stationary bias second order in h; SG-UBU (iid "
+          "batches) is first order (paper, Sections 2-3).",
+    COST={"quick": "~15 s", "full": "~1 min"},
+    PRESETS=("quick", "full"),  # make demo (tiny) runs the quick demo
+    RESULT=Record(row=Record(sampler=TEXT, h=NUMBER, mean=NUMBER, variance=NUMBER, variance_bias=NUMBER),
+                  hist=Nullable(ListOf(NUMBER))),  # the counts at k = 2 only
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT"]

@@ -7,17 +7,10 @@ from experiments.figure1._compute import local_slopes, run_points
 from experiments.figure1._setup import PRESETS as PRESET_SETTINGS  # the presets' settings (PRESETS: their names)
 from experiments.figure1._setup import target_law
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import ListOf, Record, from_dataclass
 
-ID = "figure1"
 ORDER = 30  # its place in the registry, the list and the report
-TITLE = "Figure 1: Wasserstein bias of nine samplers on the 1-D example"
-CLAIM = ("SMS-UBU, SG-UBU without replacement (rr), SMS-BAOAB and SG-BAOAB-rr have W1 bias O(h^2); "
-         "the iid and EM samplers O(h); EM diverges at h = 1/4 (paper, Section 3.4, Figure 1).")
-COST = {"tiny": "~15 s, mostly compiling (numba); ~12 min with --backend torch on a CPU (eager torch steps: 511 "
-                "CPU-seconds measured on 2 loaded cores, 965 s on one core)",
-        "quick": "~25 s", "full": "7.3e9 chain-steps (10^7 * 2^k samples per point, plus full-gradient "
-                                   "controls), bound by the kernel: bench_figure1 measures it"}
 
 
 def units(preset: str) -> list[dict]:
@@ -38,11 +31,6 @@ def units(preset: str) -> list[dict]:
     """
     # one per scheme and step size: its three plans and their control on one path per repeat
     return [{"scheme": s, "k": k} for s, k in figure1.units(preset)]
-
-
-PRESETS = tuple(figure1.PRESETS)  # its own tiny level (`--preset tiny` ran quick before it was declared)
-RESULT = Record(points=ListOf(from_dataclass(figure1.Point)))  # draw rebuilds each Point
-BACKENDS = figure1.BACKENDS  # `sms-langevin run figure1 --backend torch --device cuda` adds both to the units
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
@@ -101,5 +89,21 @@ def draw(results: list, preset: str) -> Drawing:
                    metadata=figure1.run_facts(points, preset))
 
 
-__all__ = ["BACKENDS", "CLAIM", "COST", "ID", "ORDER", "PRESETS", "PRESET_SETTINGS", "RESULT", "TITLE", "draw",
-           "local_slopes", "run_points", "run_unit", "target_law", "units"]
+EXPERIMENT = Experiment(
+    ID="figure1",
+    TITLE="Figure 1: Wasserstein bias of nine samplers on the 1-D example",
+    CLAIM="SMS-UBU, SG-UBU without replacement (rr), SMS-BAOAB and SG-BAOAB-rr have W1 bias O(h^2); "
+          "the iid and EM samplers O(h); EM diverges at h = 1/4 (paper, Section 3.4, Figure 1).",
+    COST={"tiny": "~15 s, mostly compiling (numba); ~12 min with --backend torch on a CPU (eager torch steps: 511 "
+                  "CPU-seconds measured on 2 loaded cores, 965 s on one core)",
+          "quick": "~25 s", "full": "7.3e9 chain-steps (10^7 * 2^k samples per point, plus full-gradient "
+                                     "controls), bound by the kernel: bench_figure1 measures it"},
+    PRESETS=tuple(figure1.PRESETS),  # its own tiny level (`--preset tiny` ran quick before it was declared)
+    RESULT=Record(points=ListOf(from_dataclass(figure1.Point))),  # draw rebuilds each Point
+    BACKENDS=figure1.BACKENDS,  # `sms-langevin run figure1 --backend torch --device cuda` adds both to the units
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT", "PRESET_SETTINGS", "local_slopes", "run_points", "target_law"]

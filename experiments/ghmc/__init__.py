@@ -5,22 +5,10 @@ from __future__ import annotations
 
 from experiments.ghmc import _compute as ghmc_logistic
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
 
-ID = "ghmc"
 ORDER = 50  # its place in the registry, the list and the report
-TITLE = "SMS-GHMC against SMS-UBU on multinomial logistic regression: error of the predictive and acceptance"
-CLAIM = ("The Metropolized SMS-GHMC reaches the calibration of SMS-UBU only at a much smaller step size (the "
-         "paper: h = 1e-5 against 1e-3 on Fashion-MNIST, acceptance 0.844 with L = 10, alpha = 0.7), so it costs "
-         "far more gradient evaluations (paper, supplement D).")
-COST = {"tiny": ("~20 s, mostly compiling two Numba kernels (digits PCA 8, "
-                 "12 chains, 25 iterations of 10 sweeps)"),
-        "quick": "a few minutes (digits PCA 16, 16 chains, 60 iterations of 10 sweeps)",
-        "full": "~30 min, estimated (digits, 64 features, 64 chains, 1000 iterations)"}
-PRESETS = tuple(ghmc_logistic.PRESETS)  # its own tiny level (make demo)
-RESULT = Record(sampler=TEXT, h=NUMBER, data=TEXT, labels=ListOf(INTEGER),
-                probs=Nullable(ListOf(ListOf(NUMBER))),  # null where every chain diverged
-                chain_p_true=ListOf(ListOf(NUMBER)), chains=INTEGER, epochs_per_chain=NUMBER, diverged=ANY)
 
 
 def units(preset: str) -> list[dict]:
@@ -45,4 +33,23 @@ def draw(results: list, preset: str) -> Drawing:
                              f"the mode; predictive from the chains' final states. {ghmc_logistic.summary(table)}"))
 
 
-__all__ = ["CLAIM", "COST", "ID", "ORDER", "PRESETS", "RESULT", "TITLE", "draw", "run_unit", "units"]
+EXPERIMENT = Experiment(
+    ID="ghmc",
+    TITLE="SMS-GHMC against SMS-UBU on multinomial logistic regression: error of the predictive and acceptance",
+    CLAIM="The Metropolized SMS-GHMC reaches the calibration of SMS-UBU only at a much smaller step size (the "
+          "paper: h = 1e-5 against 1e-3 on Fashion-MNIST, acceptance 0.844 with L = 10, alpha = 0.7), so it costs "
+          "far more gradient evaluations (paper, supplement D).",
+    COST={"tiny": ("~20 s, mostly compiling two Numba kernels (digits PCA 8, "
+                   "12 chains, 25 iterations of 10 sweeps)"),
+          "quick": "a few minutes (digits PCA 16, 16 chains, 60 iterations of 10 sweeps)",
+          "full": "~30 min, estimated (digits, 64 features, 64 chains, 1000 iterations)"},
+    PRESETS=tuple(ghmc_logistic.PRESETS),  # its own tiny level (make demo)
+    RESULT=Record(sampler=TEXT, h=NUMBER, data=TEXT, labels=ListOf(INTEGER),
+                  probs=Nullable(ListOf(ListOf(NUMBER))),  # null where every chain diverged
+                  chain_p_true=ListOf(ListOf(NUMBER)), chains=INTEGER, epochs_per_chain=NUMBER, diverged=ANY),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT"]

@@ -11,19 +11,10 @@ from experiments.logistic import _output as logistic_output
 from experiments.logistic._compute import digits_features, fashion_features, predictive_test_functions
 from integrators import MultinomialLogisticTarget
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import TEXT, ListOf, Record, from_dataclass
 
-ID = "logistic"
 ORDER = 40  # its place in the registry, the list and the report
-TITLE = "Bayesian multinomial logistic regression: bias and calibration against h"
-CLAIM = ("SMS-UBU has the smallest bias of the posterior probability of the true class, significantly smaller "
-         "than the BAOAB and EM samplers, and the best calibration at the largest step sizes (paper, "
-         "Section 3.4, Figure 2; there on Fashion-MNIST).")
-PRESETS = tuple(logistic.PRESETS)  # its own tiny level (make demo): PCA 8, 400 points, h = 1/16 and 1/32
-RESULT = Record(data=TEXT, rows=ListOf(from_dataclass(logistic.Row)))
-COST = {"tiny": "~25 s, mostly compiling (embedded digits, PCA 8, h = 1/16 and 1/32)",
-        "quick": "~1 min (embedded digits, PCA 16, h = 1/16 .. 1/128)",
-        "full": "~15 min, estimated from the quick preset (embedded digits, 64 features, h = 1/16 .. 1/256)"}
 
 
 def units(preset: str) -> list[dict]:
@@ -68,5 +59,20 @@ def draw(results: list, preset: str) -> Drawing:
                   f"{logistic_output.ordering_summary(rows)}."))
 
 
-__all__ = ["CLAIM", "COST", "ID", "ORDER", "PRESETS", "RESULT", "TITLE", "digits_features", "draw", "fashion_features",
-           "predictive_test_functions", "run_unit", "units"]
+EXPERIMENT = Experiment(
+    ID="logistic",
+    TITLE="Bayesian multinomial logistic regression: bias and calibration against h",
+    CLAIM="SMS-UBU has the smallest bias of the posterior probability of the true class, significantly smaller "
+          "than the BAOAB and EM samplers, and the best calibration at the largest step sizes (paper, "
+          "Section 3.4, Figure 2; there on Fashion-MNIST).",
+    COST={"tiny": "~25 s, mostly compiling (embedded digits, PCA 8, h = 1/16 and 1/32)",
+          "quick": "~1 min (embedded digits, PCA 16, h = 1/16 .. 1/128)",
+          "full": "~15 min, estimated from the quick preset (embedded digits, 64 features, h = 1/16 .. 1/256)"},
+    PRESETS=tuple(logistic.PRESETS),  # its own tiny level (make demo): PCA 8, 400 points, h = 1/16 and 1/32
+    RESULT=Record(data=TEXT, rows=ListOf(from_dataclass(logistic.Row))),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
+
+__all__ = ["EXPERIMENT", "digits_features", "fashion_features", "predictive_test_functions"]

@@ -5,15 +5,8 @@ the suggested rerun) must find them under those keys.  Units take milliseconds."
 from __future__ import annotations
 
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import INTEGER, TEXT, Record
-
-ID = "twin"
-TITLE = "A figure with two backends (test fixture)"
-CLAIM = "A tiny figure used by the tests of --backend."
-COST = {"quick": "~1 s", "full": "~1 s"}
-BACKENDS = ("numba", "torch")
-PRESETS = ("quick", "full")
-RESULT = Record(k=INTEGER, backend=TEXT)
 
 
 def units(preset: str) -> list[dict]:
@@ -27,3 +20,17 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
 
 def draw(results: list, preset: str) -> Drawing:
     return Drawing(measured=f"{len(results)} units", tables={"twin": [res for _, res in results]})
+
+
+EXPERIMENT = Experiment(
+    ID="twin",
+    TITLE="A figure with two backends (test fixture)",
+    CLAIM="A tiny figure used by the tests of --backend.",
+    COST={"quick": "~1 s", "full": "~1 s"},
+    PRESETS=("quick", "full"),
+    RESULT=Record(k=INTEGER, backend=TEXT),
+    BACKENDS=("numba", "torch"),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)

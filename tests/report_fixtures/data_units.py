@@ -8,14 +8,8 @@ import os
 from pathlib import Path
 
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import INTEGER, NUMBER, Record
-
-ID = "withdata"
-TITLE = "A figure that needs a data file (test fixture)"
-CLAIM = "A tiny figure used by the tests of absent data."
-COST = {"quick": "~1 s", "full": "~1 s"}
-PRESETS = ("quick", "full")
-RESULT = Record(k=INTEGER, value=NUMBER)
 
 
 def units(preset: str) -> list[dict]:
@@ -51,3 +45,18 @@ def draw(results: list, preset: str) -> Drawing:
 
 def inputs(unit: dict, preset: str) -> dict | None:
     return {"data": _path().name, "bytes": _path().stat().st_size} if _path().exists() else None
+
+
+EXPERIMENT = Experiment(
+    ID="withdata",
+    TITLE="A figure that needs a data file (test fixture)",
+    CLAIM="A tiny figure used by the tests of absent data.",
+    COST={"quick": "~1 s", "full": "~1 s"},
+    PRESETS=("quick", "full"),
+    RESULT=Record(k=INTEGER, value=NUMBER),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+    missing_input=missing_input,
+    inputs=inputs,
+)

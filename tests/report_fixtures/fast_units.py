@@ -16,14 +16,8 @@ import numpy as np
 
 from integrators._brownian import pair_cholesky
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import NUMBER, Record
-
-ID = "fast"
-TITLE = "Fast test figure: exact Ornstein-Uhlenbeck velocity moments"
-CLAIM = "A tiny figure used by the tests."
-COST = {"quick": "~1 s", "full": "~1 s"}
-PRESETS = ("quick", "full")
-RESULT = Record(mean=NUMBER, variance=NUMBER)
 
 
 def units(preset: str) -> list[dict]:
@@ -61,3 +55,16 @@ def draw(results: list, preset: str) -> Drawing:
         ax.plot(*np.array(pts).T, marker="o", label=plan)
     ax.legend()
     return Drawing(measured=f"{len(results)} units.", figures={"fast": fig}, tables={"fast": rows})
+
+
+EXPERIMENT = Experiment(
+    ID="fast",
+    TITLE="Fast test figure: exact Ornstein-Uhlenbeck velocity moments",
+    CLAIM="A tiny figure used by the tests.",
+    COST={"quick": "~1 s", "full": "~1 s"},
+    PRESETS=("quick", "full"),
+    RESULT=Record(mean=NUMBER, variance=NUMBER),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)

@@ -6,15 +6,8 @@ from __future__ import annotations
 import os
 
 from reports.drawing import Drawing
+from reports.registry import Experiment
 from reports.schema import INTEGER, NUMBER, Record
-
-ID = "withlib"
-TITLE = "A figure that measures another library (test fixture)"
-CLAIM = "A tiny figure used by the tests of skipped units."
-COST = {"quick": "~1 s", "full": "~1 s"}
-PRESETS = ("quick", "full")
-RESULT = Record(k=INTEGER, value=NUMBER)
-LIBRARIES = ("numpy",)
 
 
 def units(preset: str) -> list[dict]:
@@ -32,3 +25,17 @@ def draw(results: list, preset: str) -> Drawing:
     rows = [res for _, res in results if "skipped" not in res]
     return Drawing(measured=f"skipped: {skipped[0]}" if skipped else f"{len(rows)} units measured",
                    tables={"withlib": rows})
+
+
+EXPERIMENT = Experiment(
+    ID="withlib",
+    TITLE="A figure that measures another library (test fixture)",
+    CLAIM="A tiny figure used by the tests of skipped units.",
+    COST={"quick": "~1 s", "full": "~1 s"},
+    PRESETS=("quick", "full"),
+    RESULT=Record(k=INTEGER, value=NUMBER),
+    LIBRARIES=("numpy",),
+    units=units,
+    run_unit=run_unit,
+    draw=draw,
+)
