@@ -328,3 +328,6 @@ def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
         return list(ids), None
     hints = dict.fromkeys(needs[fid] for fid in left_out)  # one hint per extra, in order
     return [fid for fid in ids if not needs[fid]], f"{', '.join(left_out)} not run: {'; '.join(hints)}"
+
+
+__all__ = ["DEFAULT_MODULES", "Experiment", "PRESETS", "declared_by", "load"]
