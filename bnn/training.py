@@ -121,20 +121,8 @@ def sum_loss(data: Tensors):
 
 
 def prior_term(net, precision: float) -> torch.Tensor:
-    """The prior's potential ``precision |weights|^2 / 2`` over the parameters the prior covers.
-
-    Parameters
-    ----------
-    net : torch.nn.Module
-        The network (:func:`bnn.models.prior_mask_names` names the parameters covered).
-    precision : float
-        The prior's precision.
-
-    Returns
-    -------
-    torch.Tensor
-        The scalar potential (differentiable).
-    """
+    """The prior's potential ``precision |weights|^2 / 2`` over the parameters the prior covers
+    (:func:`bnn.models.prior_mask_names`), as a differentiable scalar."""
     names = set(models.prior_mask_names(net))
     return 0.5 * precision * sum((p**2).sum() for n, p in net.named_parameters() if n in names)
 
@@ -299,20 +287,7 @@ def train(net, data: Tensors, cfg: RunConfig, gen: torch.Generator, timings: dic
 
 
 def copy_state(net, state):
-    """A deep copy of ``net`` holding the parameters and buffers of ``state``.
-
-    Parameters
-    ----------
-    net : torch.nn.Module
-        The network copied (left as it is).
-    state : dict
-        A state dict of the network's architecture, loaded into the copy.
-
-    Returns
-    -------
-    torch.nn.Module
-        The copy.
-    """
+    """A deep copy of ``net`` (left as it is) holding the parameters and buffers of the state dict ``state``."""
     import copy
 
     out = copy.deepcopy(net)

@@ -22,13 +22,8 @@ EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up 
 
 
 def tiny_samplers() -> tuple[str, ...]:
-    """The ``tiny`` level's samplers (every sampler of the registry at the other levels).
-
-    Returns
-    -------
-    tuple of str
-        The names of the first registered adapter of each library, and of the positive controls.
-    """
+    """The ``tiny`` level's samplers (every sampler of the registry at the other levels): the names of the
+    first registered adapter of each library, and of the positive controls."""
     from theory_checks.adapters._conformance import conformance_adapters
 
     first = {}
@@ -102,18 +97,7 @@ def _points(records: list[dict], toolkit: list[dict]) -> list[dict]:
 
 
 def control_note(records: list[dict]) -> str:
-    """The positive controls' verdicts in one line.
-
-    Parameters
-    ----------
-    records : list of dict
-        The measured samplers' results.
-
-    Returns
-    -------
-    str
-        The line; empty without controls.
-    """
+    """The positive controls' verdicts among the measured ``records``, in one line; ``""`` without controls."""
     from theory_checks.adapters._conformance import control_verdict, is_control
 
     parts = [f"{r['sampler']} on {r['target']}: {control_verdict(r)}" for r in records if is_control(r)]
@@ -121,22 +105,8 @@ def control_note(records: list[dict]) -> str:
 
 
 def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
-    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines.
-
-    Parameters
-    ----------
-    records : list of dict
-        The measured samplers' results.
-    toolkit : list of dict
-        The toolkit's results.
-    skipped : list of dict
-        The units skipped for a missing library (named on the figure).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure.
-    """
+    """The figure: ``|b(h)|`` against ``h``, one panel per target and plan, beside the toolkit's exact lines;
+    the ``skipped`` units (a library missing) are named on it."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

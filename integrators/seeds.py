@@ -30,23 +30,8 @@ SEED_BITS = 64
 
 
 def label_word(label) -> int:
-    """A label as a non-negative integer of at most 64 bits.
-
-    Parameters
-    ----------
-    label : int or str
-        An integer in ``[0, 2**64)`` (taken as it is) or a string (hashed with BLAKE2b to 8 bytes).
-
-    Returns
-    -------
-    int
-        The label's word, in ``[0, 2**64)``.
-
-    Raises
-    ------
-    ValueError
-        If ``label`` is neither a string nor an integer in ``[0, 2**64)`` (a bool is refused).
-    """
+    """A label as a word in ``[0, 2**64)``: an integer in that range as it is, a string hashed with BLAKE2b
+    to 8 bytes; anything else (a bool included) raises ``ValueError``."""
     if isinstance(label, str):
         return int.from_bytes(hashlib.blake2b(label.encode(), digest_size=8).digest(), "little")
     if isinstance(label, bool) or not isinstance(label, numbers.Integral) or not 0 <= label < 2**SEED_BITS:

@@ -160,21 +160,8 @@ class Experiment:
 
 
 def module_preset(mod, preset: str) -> str:
-    """The preset an experiment runs at: ``tiny`` (the level of ``make demo``) is ``quick`` for every
-    experiment without a ``tiny`` level of its own (in its ``PRESETS``).
-
-    Parameters
-    ----------
-    mod : Experiment
-        A figure or table.
-    preset : str
-        The preset asked for.
-
-    Returns
-    -------
-    str
-        ``preset``, or ``"quick"`` where the experiment does not list it.
-    """
+    """The preset an experiment runs at: ``preset``, except ``tiny`` (the level of ``make demo``), which is
+    ``quick`` for every experiment without a ``tiny`` level of its own (in its ``PRESETS``)."""
     return preset if preset in mod.PRESETS else "quick"
 
 
@@ -261,19 +248,9 @@ EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert":
 
 
 def install_hint(module: str) -> str:
-    """What to install for ``module``: its extra (:data:`EXTRAS`) where it has one.
-
-    Parameters
-    ----------
-    module : str
-        An importable name, e.g. ``"torch"``.
-
-    Returns
-    -------
-    str
-        ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, or, for a module of no extra,
-        ``"needs <module>, which is not installed"``.
-    """
+    """What to install for ``module`` (an importable name): its extra (:data:`EXTRAS`) where it has one,
+    e.g. ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, else
+    ``"needs <module>, which is not installed"``."""
     extra = EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
@@ -281,19 +258,9 @@ def install_hint(module: str) -> str:
 
 
 def lacking(mod) -> str | None:
-    """What ``mod`` (an :class:`Experiment`, or any module declaring ``REQUIRES``) needs and this
-    installation lacks, in words (``install_hint``), else None; nothing is imported.
-
-    Parameters
-    ----------
-    mod : Experiment or module
-        An object with an optional ``REQUIRES``: the top-level names its work imports.
-
-    Returns
-    -------
-    str or None
-        The hint for the first absent name, or None when every one is installed.
-    """
+    """What ``mod`` (an :class:`Experiment`, or any module declaring ``REQUIRES``, the top-level names its
+    work imports) needs and this installation lacks: the hint (``install_hint``) for the first absent
+    name, else None; nothing is imported."""
     for name in getattr(mod, "REQUIRES", ()):
         try:
             found = importlib.util.find_spec(name) is not None
@@ -305,23 +272,9 @@ def lacking(mod) -> str | None:
 
 
 def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
-    """The figures of ``ids`` this installation can run, and one line naming the others and what
-    they need (None when all can run).
-
-    Parameters
-    ----------
-    figures : dict
-        The registry ``{id: Experiment}`` (:func:`load`).
-    ids : sequence of str
-        Selected ids, each a key of ``figures``.
-
-    Returns
-    -------
-    ids : list of str
-        Those whose ``REQUIRES`` are installed, in order.
-    note : str or None
-        E.g. ``"bnn not run: needs the torch extra: pip install 'sms-langevin[torch]'"``.
-    """
+    """``(ids, note)``: the figures of ``ids`` this installation can run (their ``REQUIRES`` installed, in
+    order), and one line naming the others and what they need (None when all can run), e.g.
+    ``"bnn not run: needs the torch extra: pip install 'sms-langevin[torch]'"``."""
     needs = {fid: lacking(figures[fid]) for fid in ids}
     left_out = [fid for fid in ids if needs[fid]]
     if not left_out:

@@ -152,13 +152,8 @@ def _lock_holders(path: Path) -> list[int]:
 
 
 class FolderLock:
-    """``with FolderLock(out):`` holds ``out/.lock`` exclusively or raises :class:`Busy` at once.
-
-    Parameters
-    ----------
-    out : pathlib.Path or str
-        The output folder.
-    """
+    """``with FolderLock(out):`` holds ``out/.lock`` (``out`` the output folder) exclusively or raises
+    :class:`Busy` at once."""
 
     def __init__(self, out: Path | str):
         self.path = Path(out) / ".lock"

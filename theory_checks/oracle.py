@@ -96,26 +96,8 @@ class OracleMoments:
 
 # ----------------------------------------------------------------------------- step maps
 def affine_force(target: GaussianTarget, batch, scale: float, control_variate=False, x_ref=None):
-    """``(H, b)`` with ``G(x, batch) = H x - b``, read off the Numba force.
-
-    Parameters
-    ----------
-    target : GaussianTarget
-        The target (its force is affine).
-    batch : sequence of int
-        The batch's data indices.
-    scale : float
-        The force's scale for the batch.
-    control_variate : bool, default False
-        Whether the force uses the control variate.
-    x_ref : array_like or None, optional
-        The control variate's reference point (None: the mode).
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(H, b)``, shapes ``(d, d)`` and ``(d,)``.
-    """
+    """``(H, b)`` with ``G(x, batch) = H x - b`` (shapes ``(d, d)``, ``(d,)``), read off the Numba force at
+    ``scale``, with the control variate at ``x_ref`` (None: the mode) if asked."""
     d = target.dim
     force = force_for(target)
     tdata = force_data(target, control_variate, x_ref)
@@ -133,33 +115,9 @@ def affine_force(target: GaussianTarget, batch, scale: float, control_variate=Fa
 
 
 def step_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float):
-    """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops``.
-
-    ``z' = A z + a + C xi`` with ``z = (x, v)`` and ``xi`` the 4d path noise.
-
-    Parameters
-    ----------
-    scheme : str or Scheme
-        A registered scheme's name or a scheme object.
-    hess : numpy.ndarray
-        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
-    b : numpy.ndarray
-        ``b``, shape ``(d,)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(A, a, C)``, shapes ``(2d, 2d)``, ``(2d,)`` and ``(2d, 4d)``.
-
-    Raises
-    ------
-    ValueError
-        If the scheme declares no ``affine_ops``, or an operation is unknown.
-    """
+    """``(A, a, C)`` of one transition, from the scheme's declared ``affine_ops`` (``ValueError`` without
+    them, or for an unknown operation): ``z' = A z + a + C xi`` with ``z = (x, v)``, ``xi`` the 4d path
+    noise and the force ``G(x) = H x - b`` (``hess = H``); shapes ``(2d, 2d)``, ``(2d,)``, ``(2d, 4d)``."""
     module = resolve_scheme(scheme)
     if getattr(module, "affine_ops", None) is None:
         raise ValueError(f"scheme {module.NAME!r} declares no affine_ops; use maps='probed'")
@@ -171,28 +129,7 @@ def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float
     (identity for schemes that are not first-same-as-last), without the noise it undoes; with
     ``noise=True``, ``(K, k, N)``: the rotated state is ``K z + k + N xi`` with ``xi`` the step's
     own path noise (nonzero columns of ``N``: the slots a rotation that crosses an O step undoes,
-    which in the rotated transition belong to the previous step, see :func:`rotation_slots`).
-
-    Parameters
-    ----------
-    scheme : str or Scheme
-        A registered scheme's name or a scheme object.
-    hess : numpy.ndarray
-        ``H`` of the affine force ``G(x) = H x - b``, shape ``(d, d)``.
-    b : numpy.ndarray
-        ``b``, shape ``(d,)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-    noise : bool, default False
-        Whether to return the noise map too.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(K, k)``, or ``(K, k, N)`` with ``noise``.
-    """
+    which in the rotated transition belong to the previous step, see :func:`rotation_slots`)."""
     module = resolve_scheme(scheme)
     rotation = getattr(module, "rotation_ops", None)
     ops = rotation(h, gamma) if rotation is not None else []
@@ -201,20 +138,9 @@ def rotation_map(scheme, hess: np.ndarray, b: np.ndarray, h: float, gamma: float
 
 
 def rotation_slots(noise_map: np.ndarray) -> list[int]:
-    """The path-noise slots (0 dW1, 1 J1, 2 dW2, 3 J2) on which a rotation's noise map ``N``
-    (``rotation_map(..., noise=True)``) depends: in the rotated transition of ``affine_ops``
-    those slots carry the previous step's noise, the others the current step's.
-
-    Parameters
-    ----------
-    noise_map : numpy.ndarray
-        ``N``, shape ``(2d, 4d)``.
-
-    Returns
-    -------
-    list of int
-        The slots, in order.
-    """
+    """The path-noise slots (0 dW1, 1 J1, 2 dW2, 3 J2), in order, on which a rotation's noise map ``N``
+    (``rotation_map(..., noise=True)``, ``(2d, 4d)``) depends: in the rotated transition of
+    ``affine_ops`` those slots carry the previous step's noise, the others the current step's."""
     d = noise_map.shape[1] // 4
     return [k for k in range(4) if np.any(noise_map[:, k * d:(k + 1) * d] != 0.0)]
 
@@ -267,22 +193,7 @@ def _ops_map(ops, hess: np.ndarray, b: np.ndarray, h: float, gamma: float, schem
 
 
 def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
-    """Covariance of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step.
-
-    Parameters
-    ----------
-    d : int
-        The dimension.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    numpy.ndarray
-        The covariance, shape ``(4d, 4d)``.
-    """
+    """Covariance ``(4d, 4d)`` of ``xi = (dW_1, J_1, dW_2, J_2)`` over the two half steps of one step."""
     pair = pair_covariance(gamma, h / 2)
     cov = np.zeros((4 * d, 4 * d))
     for half in (0, 1):
@@ -295,22 +206,7 @@ def path_noise_covariance(d: int, h: float, gamma: float) -> np.ndarray:
 
 # --------------------------------------------------------------------------- the plans' laws
 def count_orders(plan, n_data: int, batch_size: int) -> int:
-    """Number of batch orders the oracle enumerates per period.
-
-    Parameters
-    ----------
-    plan : str or Plan
-        A registered plan's name or a plan object.
-    n_data : int
-        The number of data terms ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The count (:func:`integrators.plans.count_orders`).
-    """
+    """Number of batch orders the oracle enumerates per period (:func:`integrators.plans.count_orders`)."""
     return plan_count_orders(plan, n_data, batch_size)
 
 
@@ -462,29 +358,9 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
 
 # ------------------------------------------------------------ helpers kept for the full plan
 def affine_step_map(scheme, hess, h, gamma):
-    """Full-gradient map on ``f(x) = x^T H x / 2``: ``z' = A z + noise``, ``noise ~ N(0, Q)``.
-
-    Parameters
-    ----------
-    scheme : str or Scheme
-        A registered scheme's name or a scheme object.
-    hess : array_like
-        ``H``, symmetric, shape ``(d, d)``.
-    h : float
-        The step size.
-    gamma : float
-        The friction.
-
-    Returns
-    -------
-    tuple of numpy.ndarray
-        ``(A, Q)``, shapes ``(2d, 2d)``.
-
-    Raises
-    ------
-    ValueError
-        If ``hess`` is not a finite symmetric square matrix, or ``h`` or ``gamma`` is not positive.
-    """
+    """Full-gradient map on ``f(x) = x^T H x / 2``: ``(A, Q)`` with ``z' = A z + noise``, ``noise ~ N(0, Q)``,
+    both ``(2d, 2d)``.  Refuses (``ValueError``) a ``hess`` that is not a finite symmetric square
+    matrix, and ``h`` or ``gamma`` not positive."""
     hess = finite_array("hess", hess, 2)
     if hess.shape[0] != hess.shape[1] or not np.allclose(hess, hess.T):
         raise ValueError(f"hess must be a symmetric square matrix, got shape {hess.shape}")

@@ -98,20 +98,9 @@ def assert_verified(scheme, *, budget: float | None = None, allow_inconclusive=(
 
 
 def is_allowed(name: str, allowed) -> bool:
-    """Whether the check ``name`` is matched by an entry of ``allowed``: equal to it, or ``name``
-    is the entry followed by ``[...]`` or ``@...`` (a family, or the same check on every target).
-
-    Parameters
-    ----------
-    name : str
-        A check's name, e.g. ``"strong_order[sms]@3d"``.
-    allowed : sequence of str
-        Full names or families.
-
-    Returns
-    -------
-    bool
-    """
+    """Whether the check ``name`` (e.g. ``"strong_order[sms]@3d"``) is matched by an entry of ``allowed``:
+    equal to it, or ``name`` is the entry followed by ``[...]`` or ``@...`` (a family, or the same check
+    on every target)."""
     return any(name == a or name.startswith(a + "[") or name.startswith(a + "@") for a in allowed)
 
 

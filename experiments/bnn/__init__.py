@@ -26,81 +26,29 @@ ACE_READINGS = ("ace_top_label", "ace_classwise")  # keys of bnn._metrics.METRIC
 
 
 def units(preset: str) -> list[dict]:
-    """The independent units of work of the BNN experiment: one per data set and independent run.
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, ``{"dataset", "run"}``.
-    """
+    """The independent units of work of the BNN experiment: one per data set and independent run,
+    ``{"dataset", "run"}``."""
     return [{"dataset": e.name, "run": i} for e in presets.experiments(preset) for i in range(e.n_runs)]
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """Compute one unit: one run of the preset's configuration for its data set (:func:`run_config`).
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-    threads : int or None, optional
-        The torch threads the unit may use, given by the executor (None: one).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``, or ``{"missing": why}``.
-    """
+    """Compute one unit: one run of the preset's configuration for its data set (:func:`run_config`), of
+    the structure ``RESULT``, or ``{"missing": why}``; ``threads`` are the torch threads the executor
+    gives it (None: one)."""
     return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed, threads=threads)
 
 
 def missing_input(unit: dict, preset: str) -> str | None:
-    """Why a unit's data set is absent (asked before a run starts; paths only).
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-
-    Returns
-    -------
-    str or None
-        Why, or None when its files are found.
-    """
+    """Why a unit's data set is absent, or None when its files are found (asked before a run starts;
+    paths only)."""
     from experiments.bnn import _presets as presets
     return presets.missing_data(preset, unit["dataset"])
 
 
 def inputs(unit: dict, preset: str) -> dict | None:
-    """The data file or folder a unit reads (name and size).
-
-    Part of its fingerprint, so a unit computed on the development subset is not reused for the full
-    PneumoniaMNIST, nor the reverse.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-
-    Returns
-    -------
-    dict or None
-        The name and size (:func:`experiments.bnn._presets.data_identity`); None for data made in
-        memory or found nowhere.
-    """
+    """The data file or folder a unit reads, by name and size (:func:`experiments.bnn._presets.data_identity`);
+    None for data made in memory or found nowhere.  Part of its fingerprint, so a unit computed on the
+    development subset is not reused for the full PneumoniaMNIST, nor the reverse."""
     from experiments.bnn import _presets as presets
     return presets.data_identity(preset, unit["dataset"])
 
@@ -146,32 +94,13 @@ def _settings(runs: list) -> str:
 
 
 def ensemble_verdict(rows, dataset, size, metric, testable=True):
-    """SMS-UBU against SWA on one metric at one ensemble size, the summary sentence's reading:
-    ``lower`` or ``higher`` where the difference's 95% t interval over the ``G`` disjoint groups
-    (``G - 1`` degrees of freedom, the two methods' spreads combined) excludes 0, ``not
+    """SMS-UBU against SWA on one metric at one ensemble size, the summary sentence's reading (``""`` where
+    either has no row): ``lower`` or ``higher`` where the difference's 95% t interval over the ``G``
+    disjoint groups (``G - 1`` degrees of freedom, the two methods' spreads combined) excludes 0, ``not
     distinguishable`` otherwise; with fewer than :data:`experiments.bnn._verdicts.MIN_DF` degrees of freedom, or
     where the run cannot test the claim (``testable`` False: too few runs), the difference alone,
     said to be no test.  The corrected verdicts of the regime's tables are
-    :func:`experiments.bnn._verdicts.paired_verdicts`'.
-
-    Parameters
-    ----------
-    rows : list of dict
-        The ensemble rows (method, dataset, size, metric, mean, std, n_groups).
-    dataset : str
-        The data set.
-    size : int
-        The ensemble size.
-    metric : str
-        The metric.
-    testable : bool, default True
-        Whether the run can test the claim (False: too few runs).
-
-    Returns
-    -------
-    str
-        The sentence; empty where SMS-UBU or SWA has no row.
-    """
+    :func:`experiments.bnn._verdicts.paired_verdicts`'."""
     get = {r["method"]: r for r in rows if r["dataset"] == dataset and r["size"] == size and r["metric"] == metric}
     if "SMS-UBU" not in get or "SWA" not in get:
         return ""
@@ -190,21 +119,9 @@ def ensemble_verdict(rows, dataset, size, metric, testable=True):
 
 
 def too_small(preset: str, by_data: dict) -> str:
-    """Why this run cannot test the claim (fewer than :data:`MIN_RUNS_TO_TEST` runs of a data set),
-    as the sentence that opens the section's measurements; ``""`` when it can.
-
-    Parameters
-    ----------
-    preset : str
-        The level the section ran.
-    by_data : dict
-        ``{data set: [run results]}`` (CIFAR-10's table is not an ensemble verdict and is left out).
-
-    Returns
-    -------
-    str
-        For instance ``"The tiny preset cannot test this claim: 2 runs, digits (...)"``, or ``""``.
-    """
+    """Why this run cannot test the claim (fewer than :data:`MIN_RUNS_TO_TEST` runs of a data set in
+    ``by_data``, ``{data set: [run results]}``; CIFAR-10 is no ensemble verdict and is left out), as the
+    sentence that opens the section's measurements; ``""`` when it can."""
     small = {d: len(runs) for d, runs in by_data.items() if d != "cifar10" and len(runs) < MIN_RUNS_TO_TEST}
     if not small:
         return ""
@@ -219,21 +136,10 @@ def _range(values) -> str:
 
 
 def rhat_summary(rows) -> str:
-    """Both R-hats of the training loss (classic and rank-normalised split), and what they say
-    against the bar the figure draws: below :data:`bnn._metrics.RHAT_MIXED` (1.1) mixed enough to
-    report, and whether below the strict :data:`bnn._metrics.RHAT_STRICT` (1.01) too (below 1 is
-    noise of few draws, not a pass).
-
-    Parameters
-    ----------
-    rows : list of dict
-        One row per SWA point, with its ``rhat`` (and ``rank_split_rhat``).
-
-    Returns
-    -------
-    str
-        The sentence.
-    """
+    """Both R-hats of the training loss (classic and rank-normalised split) over the SWA points ``rows``, and
+    what they say against the bar the figure draws: below :data:`bnn._metrics.RHAT_MIXED` (1.1) mixed enough
+    to report, and whether below the strict :data:`bnn._metrics.RHAT_STRICT` (1.01) too (below 1 is noise of
+    few draws, not a pass)."""
     n = len(rows)
     classic = [r["rhat"] for r in rows]
     rank = [r["rank_split_rhat"] for r in rows if r.get("rank_split_rhat", "") != ""]
@@ -311,20 +217,8 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list):
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of the BNN runs: ensembles, step sizes, traces, Hessians and verdicts.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary (absent data sets named).
-    """
+    """What the report shows of the BNN runs: ensembles, step sizes, traces, Hessians and verdicts, from
+    every ``(unit, result)`` pair (absent data sets named)."""
     by_data: dict = {}
     missing = {}
     for unit, res in results:

@@ -14,45 +14,16 @@ ORDER = 30  # its place in the registry, the list and the report
 
 
 def units(preset: str) -> list[dict]:
-    """The independent units of work of Figure 1.
-
-    One per scheme and step size (``{"scheme", "k"}``, with the options and backend the command line adds): the
-    scheme's three plans and their control on one Brownian path per repeat.
-
-    Parameters
-    ----------
-    preset : str
-        The preset, one of ``PRESETS``.
-
-    Returns
-    -------
-    list of dict
-        The units, JSON-serializable.
-    """
+    """The independent units of work of Figure 1, JSON-serializable: one per scheme and step size
+    (``{"scheme", "k"}``, with the options and backend the command line adds), the scheme's three plans
+    and their control on one Brownian path per repeat."""
     # one per scheme and step size: its three plans and their control on one path per repeat
     return [{"scheme": s, "k": k} for s, k in figure1.units(preset)]
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """Compute one unit: the points (one per plan) of the unit's group.
-
-    Parameters
-    ----------
-    unit : dict
-        One of :func:`units`.
-    preset : str
-        The preset.
-    seed : int
-        The unit's seed (:func:`reports.store.unit_seed`).
-    threads : int or None, optional
-        The cores the unit may use, given by the executor (None: the unit runs alone in its
-        process).
-
-    Returns
-    -------
-    dict
-        The JSON-serializable result, of the structure ``RESULT``.
-    """
+    """Compute one unit: the points (one per plan) of the unit's group, of the structure ``RESULT``;
+    ``threads`` are the cores the executor lets it use (None: the unit runs alone in its process)."""
     # the options figure1.compute adds to its units, at their defaults in the command line's
     options = {name: unit[name] for name in ("baoab_paper_friction", "control_variate") if name in unit}
     return figure1.run_group(unit["scheme"], unit["k"], preset, seed, threads=threads,
@@ -60,20 +31,8 @@ def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) 
 
 
 def draw(results: list, preset: str) -> Drawing:
-    """What the report shows of Figure 1: its figures, tables and measured numbers.
-
-    Parameters
-    ----------
-    results : list of (dict, dict)
-        Every unit with its result.
-    preset : str
-        The preset the units ran at.
-
-    Returns
-    -------
-    reports.drawing.Drawing
-        The figures, tables, texts and the measured summary.
-    """
+    """What the report shows of Figure 1: its figures, tables and measured numbers, from every
+    ``(unit, result)`` pair (run at ``preset``)."""
     points = [figure1.Point(**q) for _, res in results for q in res["points"]]
     slopes = figure1.local_slopes(points)
     names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}

@@ -263,24 +263,9 @@ def resolve_plan(plan):
 
 
 def kernel_code(plan) -> int:
-    """The code the kernel passes to the plan's batch rule.
-
-    Parameters
-    ----------
-    plan : str or Plan
-        A registered plan's name or a plan object.
-
-    Returns
-    -------
-    int
-        The built-in rule's code, or -1 for a rule of the plan's own.
-
-    Raises
-    ------
-    ValueError
-        If the plan is unknown, or the kernel cannot run it (it declares neither ``KIND``, a
-        ``batch_index`` nor its own Numba ``BATCH_RULE``).
-    """
+    """The code the kernel passes to the plan's batch rule: the built-in rule's code, or -1 for a rule of
+    the plan's own.  Refuses (``ValueError``) an unknown plan, or one the kernel cannot run (it declares
+    neither ``KIND``, a ``batch_index`` nor its own Numba ``BATCH_RULE``)."""
     p = resolve_plan(plan)
     d = _declared(p)
     if d.rule is None and d.numba_rule is None:
@@ -290,62 +275,18 @@ def kernel_code(plan) -> int:
 
 
 def force_scale(plan, n_data: int, batch_size: int) -> float:
-    """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition).
-
-    Parameters
-    ----------
-    plan : str or Plan
-        A registered plan's name or a plan object.
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    float
-        The scale.
-    """
+    """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition)."""
     return resolve_plan(plan).force_scale(n_data, batch_size)
 
 
 def period(plan, n_data: int, batch_size: int) -> int:
-    """Steps after which the plan draws fresh randomness (1 for full and iid).
-
-    Parameters
-    ----------
-    plan : str or Plan
-        A registered plan's name or a plan object.
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The period.
-    """
+    """Steps after which the plan draws fresh randomness (1 for full and iid)."""
     return resolve_plan(plan).period(n_data, batch_size)
 
 
 def count_orders(plan, n_data: int, batch_size: int) -> int:
-    """Number of batch sequences per period the oracle enumerates.
-
-    Parameters
-    ----------
-    plan : str or Plan
-        A registered plan's name or a plan object.
-    n_data : int
-        The number of data points ``N_D``.
-    batch_size : int
-        The batch size ``N_b``.
-
-    Returns
-    -------
-    int
-        The plan's ``count_orders``, else the number of its ``outcomes``.
-    """
+    """Number of batch sequences per period the oracle enumerates: the plan's ``count_orders``, else the
+    number of its ``outcomes``."""
     p = resolve_plan(plan)
     own = _declared(p).count_orders
     return len(p.outcomes(n_data, batch_size)) if own is None else own(n_data, batch_size)
@@ -353,18 +294,8 @@ def count_orders(plan, n_data: int, batch_size: int) -> int:
 
 @nb.njit(nogil=True, inline="always")
 def shuffle_lanes(perm, states, u):
-    """Fisher-Yates shuffle of every column ``perm[:, c]`` in place (Numba).
-
-    Parameters
-    ----------
-    perm : numpy.ndarray
-        The permutations, shape ``(n_data, n)``, one column per chain; shuffled in place.
-    states : numpy.ndarray
-        The chains' batch streams, word-major (:mod:`integrators._rng`): chain ``c`` draws from
-        ``states[:, c]``.
-    u : numpy.ndarray
-        Scratch, shape ``(n,)``.
-    """
+    """Fisher-Yates shuffle of every column ``perm[:, c]`` of ``perm`` ``(n_data, n)`` in place (Numba); chain
+    ``c`` draws from ``states[:, c]`` (word-major, :mod:`integrators._rng`); ``u`` ``(n,)`` is scratch."""
     n_data, n = perm.shape
     for i in range(n_data - 1, 0, -1):
         lane_uniforms(states, u)
@@ -389,39 +320,14 @@ def shuffle_lanes(perm, states, u):
 
 @nb.njit(nogil=True)
 def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
-    """Write the next batch of every chain of a block into ``out[:n_b, c]`` and return ``n_b``.
+    """Write the next batch of every chain of a block into ``out[:n_b, c]`` (``out`` ``(k, n)``) and return ``n_b``.
 
-    The chains of a block stand at the same step of the plan's period, ``position[0]`` (shared;
-    partitions cut alike, so every chain's batch has the same length); each chain has its own
-    permutation ``perm[:, c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators._rng`).
-    A new period shuffles each ``perm[:, c]``, or, when ``source`` is not empty, copies ``source``
-    (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes
-    its batch once, on the first call.
-
-    Parameters
-    ----------
-    plan_code : int
-        The built-in rule's code (:func:`kernel_code`).
-    perm : numpy.ndarray
-        The chains' permutations, shape ``(n_data, n)``.
-    position : numpy.ndarray
-        The step within the period, shape ``(1,)``; advanced in place.
-    batch_size : int
-        The batch size ``N_b``.
-    states : numpy.ndarray
-        The chains' batch streams, word-major.
-    out : numpy.ndarray
-        The batches, shape ``(k, n)``; written in place.
-    source : numpy.ndarray
-        Permutations to copy at a new period, or an empty array.
-    u : numpy.ndarray
-        Scratch, shape ``(n,)``.
-
-    Returns
-    -------
-    int
-        ``n_b``, the length of the batches written.
-    """
+    The chains of a block stand at the same step of the plan's period, ``position[0]`` (``(1,)``, shared and
+    advanced in place; partitions cut alike, so every chain's batch has the same length); each chain has its own
+    permutation ``perm[:, c]`` (``(n_data, n)``) and batch stream ``states[:, c]`` (word-major,
+    :mod:`integrators._rng`).  A new period shuffles each ``perm[:, c]``, or, when ``source`` is not empty,
+    copies ``source`` (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes its
+    batch once, on the first call.  ``plan_code`` is :func:`kernel_code`'s; ``u`` ``(n,)`` is scratch."""
     n_data, n = perm.shape
     if plan_code == FULL:
         if position[0] == 0:
@@ -444,23 +350,8 @@ def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
 
 @nb.njit(nogil=True, inline="always")
 def new_partitions(perm, position, states, source, u):
-    """At the start of a period, shuffle each chain's permutation (Numba).
-
-    Or copy ``source``'s when it is not empty (the coupled h / h/2 chains).
-
-    Parameters
-    ----------
-    perm : numpy.ndarray
-        The chains' permutations, shape ``(n_data, n)``; changed in place.
-    position : numpy.ndarray
-        The step within the period, shape ``(1,)``: a new period when ``position[0] == 0``.
-    states : numpy.ndarray
-        The chains' batch streams, word-major.
-    source : numpy.ndarray
-        Permutations to copy, shape ``(n_data, n)``, or an empty array.
-    u : numpy.ndarray
-        Scratch, shape ``(n,)``.
-    """
+    """At the start of a period (``position[0] == 0``), shuffle each chain's permutation ``perm[:, c]``, or
+    copy ``source``'s when it is not empty (the coupled h / h/2 chains) (Numba)."""
     if position[0] == 0:
         if source.shape[0] > 0:
             for i in range(perm.shape[0]):
@@ -472,28 +363,9 @@ def new_partitions(perm, position, states, source, u):
 
 @nb.njit(nogil=True, inline="always")
 def partition_batch(batch_index, sweeps, perm, position, batch_size, out):
-    """Write the batch that ``batch_index(position, N_m)`` picks from the partitions (Numba).
-
-    Parameters
-    ----------
-    batch_index : numba function
-        The partition plan's rule, ``batch_index(position, n_batches)``.
-    sweeps : int
-        Epochs per fresh partition: the period is ``sweeps * N_m`` steps.
-    perm : numpy.ndarray
-        The chains' permutations, shape ``(n_data, n)``, cut into ``N_m`` batches.
-    position : numpy.ndarray
-        The step within the period, shape ``(1,)``; advanced in place.
-    batch_size : int
-        The batch size ``N_b``.
-    out : numpy.ndarray
-        The batches, shape ``(k, n)``; written in place for every chain.
-
-    Returns
-    -------
-    int
-        ``n_b``, the length of the batch (the last batch of a partition may be shorter).
-    """
+    """Write the batch that ``batch_index(position, N_m)`` picks from the partitions into ``out`` for every
+    chain and return its length ``n_b`` (the last batch of a partition may be shorter); ``position[0]``
+    advances in place, over a period of ``sweeps * N_m`` steps (Numba)."""
     n_data, n = perm.shape
     m = (n_data + batch_size - 1) // batch_size
     p = position[0]
@@ -521,22 +393,10 @@ def partition_rule(batch_index, sweeps: int):
 
 
 def batch_rule(plan=None):
-    """The Numba batch rule of a plan.
-
-    A rule or ``batch_index`` from user code is bounds-checked and named in its errors
-    (:func:`integrators._user_code.guarded`).
-
-    Parameters
-    ----------
-    plan : str or Plan or None, optional
-        A registered plan's name or a plan object; None: the built-in rules.
-
-    Returns
-    -------
-    numba function
-        Its own ``BATCH_RULE`` (same signature as :func:`next_batches`), the rule made from its
-        ``batch_index`` (:func:`partition_rule`), or the built-in rules, :func:`next_batches`.
-    """
+    """The Numba batch rule of a plan: its own ``BATCH_RULE`` (the signature of :func:`next_batches`), the
+    rule made from its ``batch_index`` (:func:`partition_rule`), or the built-in rules,
+    :func:`next_batches` (also for ``plan=None``).  A rule or ``batch_index`` from user code is
+    bounds-checked and named in its errors (:func:`integrators._user_code.guarded`)."""
     if plan is None:
         return next_batches
     from integrators._user_code import guarded  # (imports the kernel's modules: not at import time)
@@ -551,24 +411,9 @@ def batch_rule(plan=None):
 
 
 def plan_rule(plan) -> _PlanRule:
-    """The ``_PlanRule`` of a plan: its batch rule as every backend follows it.
-
-    Parameters
-    ----------
-    plan : str or Plan
-        A registered plan's name or a plan object.
-
-    Returns
-    -------
-    _PlanRule
-        The plan's declared rule.
-
-    Raises
-    ------
-    ValueError
-        Naming the plan, if it is unknown, or its batches come from a Numba ``BATCH_RULE`` of its
-        own (only the Numba kernel runs those) or from no rule at all.
-    """
+    """The ``_PlanRule`` of a plan: its batch rule as every backend follows it.  Refuses (``ValueError``,
+    naming the plan) an unknown plan, or one whose batches come from a Numba ``BATCH_RULE`` of its own
+    (only the Numba kernel runs those) or from no rule at all."""
     p = resolve_plan(plan)
     d = _declared(p)
     if d.rule is not None:

@@ -14,20 +14,7 @@ _SWEEPS = 1  # epochs per fresh partition
 
 @nb.njit(nogil=True, inline="always")
 def batch_index(position, n_batches):
-    """The batch of the partition used at step ``position`` of the period: ``w_1 ... w_{N_m}``.
-
-    Parameters
-    ----------
-    position : int
-        The step within the period, in ``[0, n_batches)``.
-    n_batches : int
-        The number of batches ``N_m`` of the partition.
-
-    Returns
-    -------
-    int
-        The index of the batch, in ``[0, n_batches)``.
-    """
+    """The batch of the partition used at step ``position`` of the period: ``w_1 ... w_{N_m}`` (``N_m = n_batches``)."""
     return position
 
 

@@ -17,22 +17,8 @@ _SWEEPS = 2  # epochs per fresh partition: forward, then backward
 
 @nb.njit(nogil=True, inline="always")
 def batch_index(position, n_batches):
-    """The batch of the partition used at step ``position`` of the period.
-
-    ``w_1 ... w_{N_m}`` then ``w_{N_m} ... w_1``: the period is ``2 N_m`` steps.
-
-    Parameters
-    ----------
-    position : int
-        The step within the period, in ``[0, 2 * n_batches)``.
-    n_batches : int
-        The number of batches ``N_m`` of the partition.
-
-    Returns
-    -------
-    int
-        The index of the batch, in ``[0, n_batches)``.
-    """
+    """The batch of the partition used at step ``position`` of the period: ``w_1 ... w_{N_m}`` then
+    ``w_{N_m} ... w_1`` (``N_m = n_batches``), a period of ``2 N_m`` steps."""
     return position if position < n_batches else 2 * n_batches - 1 - position
 
 

@@ -126,27 +126,11 @@ def _describe(value) -> str:
 
 
 def check_coefficients(scheme) -> np.ndarray:
-    """Check ``scheme.coefficients(h, gamma)`` at :data:`REPRESENTATIVE_STEPS`.
+    """Check ``scheme.coefficients(h, gamma)`` at :data:`REPRESENTATIVE_STEPS` and return those at the first.
 
     Each must be a non-empty 1-D float64 numpy array of finite numbers, of one length at every
-    ``(h, gamma)``.
-
-    Parameters
-    ----------
-    scheme : Scheme
-        A scheme (or an object with its attributes), with its ``NAME`` and ``coefficients``.
-
-    Returns
-    -------
-    numpy.ndarray
-        The coefficients at the first of :data:`REPRESENTATIVE_STEPS`.
-
-    Raises
-    ------
-    ValueError
-        Naming the scheme and its coefficients, if ``coefficients`` is not callable, raises, or
-        returns anything else.
-    """
+    ``(h, gamma)``; otherwise (or if ``coefficients`` is not callable or raises) ``ValueError`` names
+    the scheme and its coefficients."""
     name = getattr(scheme, "NAME", "?")
     function = scheme.coefficients
     if not callable(function):
@@ -173,24 +157,11 @@ def check_coefficients(scheme) -> np.ndarray:
 
 
 def check_step_reads(scheme, coef: np.ndarray) -> None:
-    """Check that the scheme's ``step`` reads no coefficient past the end of ``coef``.
+    """Check that the scheme's ``step`` reads no coefficient past the end of ``coef`` (else ``ValueError``).
 
     One step of a small block on a Gaussian target, with ``coef`` followed by :data:`PAD` ones and
     then by as many NaN: a state that is finite with the ones and not with the NaN read past the end
-    (the kernel would read whatever memory follows).
-
-    Parameters
-    ----------
-    scheme : Scheme
-        A scheme (or an object with its attributes), with its ``NAME`` and Numba ``step``.
-    coef : numpy.ndarray
-        Its coefficients at the first of :data:`REPRESENTATIVE_STEPS` (:func:`check_coefficients`).
-
-    Raises
-    ------
-    ValueError
-        If the step fails on the test block, or reads past the end of ``coef``.
-    """
+    (the kernel would read whatever memory follows)."""
     from integrators._bounce import make_box
     from integrators._user_code import guarded
     from integrators.targets import GaussianTarget

@@ -182,48 +182,22 @@ class _BlackJAXSGLD(_BlackJAXAdapter):
 
 
 class BlackJAXSGHMC(_BlackJAXAdapter):
-    """``blackjax.sghmc`` (blackjax/sgmcmc/sghmc.py, ``build_kernel``, and
-    ``diffusions.sghmc``).  One call of ``step`` with a minibatch draws a fresh momentum
-    ``m ~ N(0, I)``, then makes ``num_integration_steps`` (``L``) Euler steps with that minibatch
+    """``blackjax.sghmc`` (blackjax/sgmcmc/sghmc.py, ``build_kernel``, and ``diffusions.sghmc``): a call draws
+    a fresh momentum ``m ~ N(0, I)``, makes ``num_integration_steps`` (``L = STEPS_PER_CALL``, an integer
+    >= 1; BlackJAX's default 10) Euler steps with one minibatch
 
         x' = x + step_size m
         m' = (1 - alpha step_size) m + step_size grad log p(x, minibatch)
              + sqrt(step_size T (2 alpha - step_size T beta)) xi
 
-    (``x'`` uses the old ``m``, ``m'`` the gradient at the old ``x``: the toolkit's ``em``), and
-    returns the position only: the momentum is discarded, so every call starts from a fresh one.
-    With ``step_size = h``, ``alpha = gamma``, ``T = 1``, ``beta = 0``: ``L`` Euler-Maruyama steps of
-    kinetic Langevin after a full momentum refreshment (which leaves the invariant law
-    ``pi(x) N(m; 0, I)`` invariant).  Expected weak order 1.  One adapter ``step`` is one call, so
-    the plan's batch holds for ``L`` gradient evaluations (``STEPS_PER_CALL = L``).
-
-    Read from the source before measuring: the gradient of the last inner step only updates the
-    momentum that is then discarded, so a call of ``L`` gradient evaluations moves the position
-    with ``L - 1`` of them, and with ``num_integration_steps=1`` the position moves by
-    ``step_size * m`` with a fresh ``m``, never seeing the gradient: a random walk.
-
-    Measured (the ``limit`` checks fail on every plan), then explained: over one call the
-    position moves by ``L h m0`` (variance ``L^2 h^2``) plus a drift ``L (L - 1) h^2 / 2`` times the
-    gradient (the gradients of steps ``1 .. L - 1`` act for ``L - 1, ..., 1`` steps), where
-    Langevin needs variance ``2 x drift``; so as ``h -> 0`` at fixed ``L`` the chain samples the
-    target at temperature ``L / (L - 1)`` (variance 1.11 times too large for ``L = 10``), not the
-    target: no weak order at all.  Leapfrog inner steps (the missing half kick) or no refreshment
-    (``diffusions.sghmc`` alone) would be consistent.  benchmarks/RESULTS.md, "Library samplers
-    under the toolkit's measurement", shows it.  ``RULE_ORDER`` stays the order an Euler solver
-    promises, so the measurement keeps flagging it.  The default here is BlackJAX's own,
-    ``L = 10``.  Stacked chains: refreshment, friction and noise act coordinate by coordinate, so
-    chains are independent.
-
-    Parameters
-    ----------
-    num_integration_steps : int, default 10
-        ``L``, the Euler steps per call (``STEPS_PER_CALL``).
-
-    Raises
-    ------
-    ValueError
-        If ``num_integration_steps`` is not an integer >= 1.
-    """
+    (``x'`` uses the old ``m``, ``m'`` the gradient at the old ``x``: the toolkit's ``em`` at
+    ``step_size = h``, ``alpha = gamma``, ``T = 1``, ``beta = 0``) and returns the position only.  The
+    last step's gradient reaches only the discarded momentum, so a call moves ``x`` by ``L h m0``
+    (variance ``L^2 h^2``) plus ``L (L - 1) h^2 / 2`` times the gradient, where Langevin needs variance
+    twice the drift: as ``h -> 0`` at fixed ``L`` the chain samples the target at temperature
+    ``L / (L - 1)`` (:meth:`stationary_covariance`; ``L = 1`` is a random walk), with no weak order at
+    all (benchmarks/RESULTS.md).  ``RULE_ORDER`` stays the Euler solver's, so the measurement keeps
+    flagging it.  Stacked chains are independent."""
 
     NAME = "blackjax.sghmc"
     SAMPLER = "sghmc"

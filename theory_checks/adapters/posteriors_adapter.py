@@ -85,18 +85,7 @@ def _bridge():
 def log_posterior_for(problem: AdapterProblem):
     """posteriors' ``log_posterior(params, batch) -> (value, aux)`` for the toolkit's problem:
     the sum over chains of each chain's minibatch log-density (its gradient in row ``c`` is chain
-    ``c``'s), no auxiliary output.
-
-    Parameters
-    ----------
-    problem : AdapterProblem
-        The target and the force scale.
-
-    Returns
-    -------
-    callable
-        ``log_posterior(params, batch)``.
-    """
+    ``c``'s), no auxiliary output."""
     _, torch = _posteriors()
     bridge = _bridge()
 
@@ -254,18 +243,14 @@ class PosteriorsSGNHT(ThermostatAdapter, PosteriorsAdapter):
         m'     = m + lr grad log p(theta, batch) - lr sigma^-2 xi m + sqrt(lr T (2 alpha - lr beta T)) eta
         xi'    = xi + lr (sigma^-2 mean(m^2) - T)
 
-    every right-hand side at the old state (``xi'`` reads the old ``m``; the mean runs over every
-    coordinate of every parameter).  With ``lr = h``, ``sigma = 1``, ``alpha = gamma``, ``T = 1``,
-    ``beta = 0``: the explicit Euler step of the Nose-Hoover-Langevin SDE of Ding et al. (2014),
-    whose invariant law is ``pi(x) N(v; 0, I) N(xi; gamma, 1/d)``: the position marginal is the
-    target.  Expected weak order 1 (explicit Euler; Leimkuhler and Shang (2016) reach 2 only by
-    splitting).  The thermostat ``xi`` is one number for all coordinates, so stacked chains would
-    share it (one thermostat for ``n_chains * d`` coordinates): this adapter maps posteriors'
-    update over chains with ``torch.func.vmap`` (``randomness="different"``), one ``xi`` per
-    chain, which is SGNHT as a user runs it on a ``d``-dimensional problem.  ``xi`` starts at
-    ``alpha`` (posteriors' default).  The thermostat relaxes more slowly than the positions at
-    large friction (:func:`~theory_checks.adapters._protocol.thermostat_time`); burn-in and window
-    follow the slower of the two, twice over (``MIXING_FACTOR``)."""
+    every right-hand side at the old state (the mean over every coordinate of every parameter).  With
+    ``lr = h``, ``sigma = 1``, ``alpha = gamma``, ``T = 1``, ``beta = 0``: the explicit Euler step of the
+    Nose-Hoover-Langevin SDE of Ding et al. (2014), invariant law ``pi(x) N(v; 0, I) N(xi; gamma, 1/d)``;
+    expected weak order 1 (Leimkuhler and Shang (2016) reach 2 only by splitting).  ``xi`` (starting at
+    ``alpha``) is one number for all coordinates, so chains are mapped with ``torch.func.vmap``
+    (``randomness="different"``), one ``xi`` each, as a user runs SGNHT on a ``d``-dimensional problem.
+    Burn-in and window follow the slower of thermostat and positions
+    (:func:`~theory_checks.adapters._protocol.thermostat_time`), twice over (``MIXING_FACTOR``)."""
 
     NAME = "posteriors.sgnht"
     SAMPLER = "sgnht"
