@@ -63,9 +63,21 @@ _CIFAR_LISTING_CONV = (_wide_block(512) + (("bn",),) + _wide_block(768) + (("bn"
 class Architecture:
     """One network of the supplement: its layers, input shape, classes and stated size.
 
-    ``name`` is its key in :data:`ARCHITECTURES`; ``conv`` and ``fc`` are the layers of ``conv_layer`` and
-    ``fc_layer`` as ``(kind, size)`` tuples; ``stated_parameters`` is the count the paper states, ``note`` how
-    this network relates to the listing, where it differs."""
+    Attributes
+    ----------
+    name : str
+        The key in :data:`ARCHITECTURES`.
+    in_shape : tuple of int
+        ``(channels, height, width)`` of the paper's data.
+    n_classes : int
+        The paper's number of classes.
+    conv, fc : tuple
+        The layers of ``conv_layer`` and ``fc_layer``, as ``(kind, size)`` tuples.
+    stated_parameters : int
+        The parameter count the paper states.
+    note : str
+        How this network relates to the listing, where it differs.
+    """
 
     name: str
     in_shape: tuple[int, int, int]  # (channels, height, width) of the paper's data
@@ -249,4 +261,5 @@ def prior_mask_names(model: nn.Module) -> list[str]:
     not ending in ``bias`` (BatchNorm scales are weights here, as in ``'bias' not in name``)."""
     return [name for name, _ in model.named_parameters() if not name.endswith("bias")]
 
-__all__ = ["PaperCNN", "build", "n_parameters"]
+
+__all__ = ["ARCHITECTURES", "Architecture", "PaperCNN", "build", "n_parameters"]

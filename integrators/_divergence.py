@@ -26,7 +26,7 @@ diverges when either chain does; the step recorded is the coarse step (two fine 
 both chains are parked.  The Metropolized sampler (:mod:`integrators._ghmc`) follows the same rule
 with its iterations in place of steps.
 
-**Module mode** (:class:`integrators.torch._module.ModuleSampler`).  One posterior, no bound: with
+**Module mode** (:class:`integrators.torch.ModuleSampler`).  One posterior, no bound: with
 localization the bounces keep the parameters in their box, without it nothing sets a scale.  The
 sampler diverges at the first step after which a parameter or the force is not finite.  Every step
 records that step on the device (no value is read back to the host); every

@@ -160,7 +160,7 @@ class ControlVariate:
 class Localization:
     """The localized posterior of module mode and ensembles (the paper's Section 4).
 
-    :mod:`integrators.torch._module` adds the term ``|x - x*|^2 / (2 rho^2)`` to the potential and
+    :class:`integrators.torch.ModuleSampler` adds the term ``|x - x*|^2 / (2 rho^2)`` to the potential and
     keeps the parameters in the box ``|x - x*|_inf < rho_max`` by elastic bounces; the paper's
     friction for it is ``gamma = 1 / rho``.
 

@@ -198,12 +198,14 @@ class RunSpec:
     # ---------------------------------------------------------------- derived
     @property
     def scheme_module(self):
-        """The scheme itself (a module or :class:`integrators.Scheme`), resolved from its name."""
+        """The scheme itself (a :class:`integrators.Scheme`, or a user's object with its attributes), resolved
+        from its name."""
         return resolve_scheme(self.scheme)
 
     @property
     def plan_module(self):
-        """The plan itself (a module or :class:`integrators.Plan`), resolved from its name."""
+        """The plan itself (a :class:`integrators.Plan`, or a user's object with its attributes), resolved from
+        its name."""
         return resolve_plan(self.plan)
 
     def box_arrays(self) -> tuple:

@@ -19,7 +19,7 @@ def check_preset(preset, figures=None, ids=None):
     level such as bnn's ``regime``)."""
     if preset in registry.PRESETS:
         return
-    own = {fid: getattr(mod, "PRESETS", ()) for fid, mod in (figures or {}).items()}
+    own = {fid: experiment.PRESETS for fid, experiment in (figures or {}).items()}
     holders = [fid for fid, presets in own.items() if preset in presets]
     if holders and (ids is None or all(fid in holders for fid in ids)):
         return

@@ -24,6 +24,7 @@ import dataclasses
 import importlib
 import importlib.util
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 
@@ -113,8 +114,9 @@ class Experiment:
     Raises
     ------
     ValueError
-        If a field breaks its constraint, or ``COST`` does not name exactly the presets of
-        ``PRESETS``.
+        If a field breaks its constraint, ``ID`` is not a lower-case name (letters, digits, ``_``)
+        or is ``all``, ``TITLE`` or ``CLAIM`` is empty, or ``COST`` does not name exactly the presets
+        of ``PRESETS``.
     """
 
     ID: str
@@ -152,6 +154,12 @@ class Experiment:
         values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
         for name in ("PRESETS", "BACKENDS", "REQUIRES", "LIBRARIES"):
             values[name] = tuple(values[name])
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", values["ID"]) or values["ID"] == "all":
+            raise ValueError(f"ID must be a lower-case name of letters, digits and '_' other than 'all' (it names "
+                             f"the command's figure, its folder and its anchor), got {values['ID']!r}")
+        for name in ("TITLE", "CLAIM"):
+            if not values[name].strip():
+                raise ValueError(f"{values['ID']}: {name} must not be empty")
         if set(values["COST"]) != set(values["PRESETS"]):
             raise ValueError(f"{values['ID']}: COST must name exactly the presets of PRESETS "
                              f"{values['PRESETS']}, got {tuple(values['COST'])}")
@@ -188,7 +196,7 @@ def declared_by(name: str) -> Experiment:
     Raises
     ------
     RuntimeError
-        When the module declares no :class:`Experiment`, or one that another module declares.
+        When the module declares no :class:`Experiment`, or one already bound to another module.
     """
     experiment = getattr(importlib.import_module(name), "EXPERIMENT", None)
     if not isinstance(experiment, Experiment):
@@ -209,11 +217,20 @@ def load() -> dict:
     Raises
     ------
     RuntimeError
-        When a module declares no :class:`Experiment`.
+        When a module declares no :class:`Experiment`, two modules declare the same ``ID`` (a copied
+        figure module whose ``ID`` was not changed), or one imports another's ``EXPERIMENT``.
     """
-    out = {}
+    out, declarers = {}, {}
     for name in _module_names():
         experiment = declared_by(name)
+        declared = importlib.import_module(name).EXPERIMENT
+        if id(declared) in declarers:
+            raise RuntimeError(f"report module {name}'s EXPERIMENT is the one {declarers[id(declared)]} declares: "
+                               f"declare an Experiment of its own")
+        if experiment.ID in out:
+            raise RuntimeError(f"report modules {out[experiment.ID].module} and {name} both declare ID "
+                               f"{experiment.ID!r}: each figure needs an ID of its own")
+        declarers[id(declared)] = name
         out[experiment.ID] = experiment
     return out
 

@@ -236,5 +236,5 @@ def check(result, schema: Schema) -> None:
     """
     schema.check(result)
 
-__all__ = ["ANY", "BOOL", "INTEGER", "MapOf", "NUMBER", "Nullable", "ListOf",
+__all__ = ["ANY", "BOOL", "INTEGER", "MapOf", "Schema", "NUMBER", "Nullable", "ListOf",
            "OneOf", "Record", "SchemaError", "TEXT", "check", "from_dataclass"]

@@ -378,4 +378,4 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["Store", "checksum", "unit_seed"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "checksum", "unit_seed"]

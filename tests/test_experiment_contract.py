@@ -177,3 +177,27 @@ def test_a_drawing_writes_each_output_once(tmp_path):
     assert (tmp_path / "d" / "t.csv").read_text().splitlines() == ["a,b", "1,", ",2"]
     with pytest.raises(ValueError, match="names no text"):
         Drawing(measured="m", table="absent.md")
+
+
+def test_a_copied_figure_module_is_refused_by_name(throwaway, tmp_path, monkeypatch):
+    folder = tmp_path / "experiment"  # the fixture's module folder, on sys.path
+    source = (folder / "throwaway_experiment.py").read_text()
+    (folder / "copied_id.py").write_text(source)  # a copy whose ID was not changed
+    (folder / "imported.py").write_text("from throwaway_experiment import EXPERIMENT  # noqa: F401\n")
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", "throwaway_experiment,copied_id")
+    with pytest.raises(RuntimeError, match="throwaway_experiment and copied_id both declare ID 'throwaway'"):
+        registry.load()
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", "throwaway_experiment,imported")
+    with pytest.raises(RuntimeError, match="imported's EXPERIMENT is the one throwaway_experiment declares"):
+        registry.load()
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", "throwaway_experiment")
+    assert list(registry.load()) == ["throwaway"]
+
+
+@pytest.mark.parametrize("bad", ["", "all", "../up", "a b", "Figure1"])
+def test_an_experiment_id_that_cannot_name_a_command_and_a_folder_is_refused(bad):
+    valid = dict(registry.Experiment.VALID_EXAMPLE)
+    with pytest.raises(ValueError, match="ID"):
+        registry.Experiment(**{**valid, "ID": bad})
+    with pytest.raises(ValueError, match="TITLE must not be empty"):
+        registry.Experiment(**{**valid, "TITLE": "  "})

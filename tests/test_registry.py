@@ -181,7 +181,7 @@ def test_path_noise_covariance_is_the_layout_the_probe_uses():
     assert cov.shape == (4, 4) and cov[0, 0] == pytest.approx(0.1) and cov[0, 2] == 0.0
 
 
-def test_declared_orders_come_from_the_modules():
+def test_declared_orders_come_from_the_declared_objects():
     """Expected orders are the smaller of the scheme's and the plan's declarations."""
     for s, scheme in SCHEMES.items():
         for p, plan in PLANS.items():

@@ -33,7 +33,7 @@ def units(preset: str) -> list[dict]:
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
     """Compute one unit: one run of the preset's configuration for its data set (:func:`run_config`), of
-    the structure ``RESULT``, or ``{"missing": why}``; ``threads`` are the torch threads the executor
+    the structure ``EXPERIMENT.RESULT``, or ``{"missing": why}``; ``threads`` are the torch threads the executor
     gives it (None: one)."""
     return run_config(presets.run_config(preset, unit["dataset"], unit["run"]), seed, threads=threads)
 

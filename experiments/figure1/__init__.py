@@ -22,7 +22,7 @@ def units(preset: str) -> list[dict]:
 
 
 def run_unit(unit: dict, preset: str, seed: int, *, threads: int | None = None) -> dict:
-    """Compute one unit: the points (one per plan) of the unit's group, of the structure ``RESULT``;
+    """Compute one unit: the points (one per plan) of the unit's group, of the structure ``EXPERIMENT.RESULT``;
     ``threads`` are the cores the executor lets it use (None: the unit runs alone in its process)."""
     # the options figure1.compute adds to its units, at their defaults in the command line's
     options = {name: unit[name] for name in ("baoab_paper_friction", "control_variate") if name in unit}

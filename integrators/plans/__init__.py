@@ -29,7 +29,7 @@ those orders are proved or only observed), ``SOURCE`` (where that claim comes fr
 number of data points ``N_D`` and the batch size ``N_b`` (the float factor on a batch's force, the
 int period of the batch sequence in steps, the int number of batch sequences over one period, and
 one period's batch sequences with their probabilities for the exact oracle: a list of
-``(probability, batches)`` pairs, each batch a tuple of indices).  The members' functions carry a
+``(probability, batches)`` pairs, each batch a tuple of indices).  The member modules' functions carry a
 summary line: this docstring is their contract.  ``PLANS`` is the
 registry every caller reads; :func:`register_plan` adds a plan from user code (a :class:`Plan`
 built from functions, or any object with its attributes).
@@ -320,14 +320,39 @@ def shuffle_lanes(perm, states, u):
 
 @nb.njit(nogil=True)
 def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
-    """Write the next batch of every chain of a block into ``out[:n_b, c]`` (``out`` ``(k, n)``) and return ``n_b``.
+    """Write the next batch of every chain of a block into ``out[:n_b, c]`` and return ``n_b``.
 
-    The chains of a block stand at the same step of the plan's period, ``position[0]`` (``(1,)``, shared and
-    advanced in place; partitions cut alike, so every chain's batch has the same length); each chain has its own
-    permutation ``perm[:, c]`` (``(n_data, n)``) and batch stream ``states[:, c]`` (word-major,
-    :mod:`integrators._rng`).  A new period shuffles each ``perm[:, c]``, or, when ``source`` is not empty,
-    copies ``source`` (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes its
-    batch once, on the first call.  ``plan_code`` is :func:`kernel_code`'s; ``u`` ``(n,)`` is scratch."""
+    The chains of a block stand at the same step of the plan's period, ``position[0]`` (shared;
+    partitions cut alike, so every chain's batch has the same length); each chain has its own
+    permutation ``perm[:, c]`` and batch stream ``states[:, c]`` (word-major, :mod:`integrators._rng`).
+    A new period shuffles each ``perm[:, c]``, or, when ``source`` is not empty, copies ``source``
+    (the permutations of other chains: the coupled h / h/2 chains).  ``full`` writes
+    its batch once, on the first call.
+
+    Parameters
+    ----------
+    plan_code : int
+        The built-in rule's code (:func:`kernel_code`).
+    perm : numpy.ndarray
+        The chains' permutations, shape ``(n_data, n)``.
+    position : numpy.ndarray
+        The step within the period, shape ``(1,)``; advanced in place.
+    batch_size : int
+        The batch size ``N_b``.
+    states : numpy.ndarray
+        The chains' batch streams, word-major.
+    out : numpy.ndarray
+        The batches, shape ``(k, n)``; written in place.
+    source : numpy.ndarray
+        Permutations to copy at a new period, or an empty array.
+    u : numpy.ndarray
+        Scratch, shape ``(n,)``.
+
+    Returns
+    -------
+    int
+        ``n_b``, the length of the batches written.
+    """
     n_data, n = perm.shape
     if plan_code == FULL:
         if position[0] == 0:

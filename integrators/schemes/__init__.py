@@ -16,7 +16,7 @@ so the arithmetic vectorizes over chains.  A scheme never knows the plan, the ta
 ``force(x, g, batch, n_batch, scale, tdata)`` writes the stochastic force at ``x`` into ``g``
 (``scale``: the plan's ``force_scale`` for that batch; ``tdata``: the target's data, as ``force``
 reads it); ``box`` is ``(center, half_width, active)``, the reflecting box of the positions,
-inactive when ``active[0]`` is false (:func:`integrators.reflect`).  The members' functions carry
+inactive when ``active[0]`` is false (:func:`integrators.reflect`).  The member modules' functions carry
 a summary line: this docstring is their contract.
 
 ``coefficients(h, gamma)`` returns a 1-D float64 array of finite numbers, the same length at every

@@ -6,7 +6,7 @@ every chain comes from one vectorized call, ``vmap(grad(loss))`` over the rows a
 chain's own batch indices, and the scheme's update (:mod:`integrators.torch.schemes`, elementwise)
 runs on the whole ``(K, P)`` block.  Chain ``k`` draws its velocity, path and batches from its own
 ``torch.Generator`` seeded with :func:`chain_seed` ``(seed, k)``, in the order a
-:class:`~integrators.torch._module.ModuleSampler` with ``seed = chain_seed(seed, k)`` draws them
+:class:`~integrators.torch.ModuleSampler` with ``seed = chain_seed(seed, k)`` draws them
 (both take them from :func:`~integrators.torch._posterior_terms.chain_streams`), so its trajectory does not
 depend on how many chains run beside it (and equals that sampler's).  The prior, the localization
 and its box are the module mode's (:func:`~integrators.torch._posterior_terms.quadratic_terms`), and a

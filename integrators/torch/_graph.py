@@ -1,6 +1,6 @@
 """A step written over static buffers, replayed: captured in a CUDA graph on CUDA, a plain call elsewhere.
 
-Module mode and the ensembles (:mod:`integrators.torch._module`, :mod:`integrators.torch._ensemble`)
+Module mode and the ensembles (:class:`integrators.torch.ModuleSampler`, :mod:`integrators.torch._ensemble`)
 write a graph step as a function of no arguments that reads only tensors which stay put (the state
 ``x, v``, the cached force, the step's normals and batch indices, a device step counter) and writes
 its results into them.  Before each call the sampler refills the normals and the indices from the

@@ -1,5 +1,5 @@
 """The parts of a module-mode posterior that do not come from the data, shared by the sampler
-(:mod:`integrators.torch._module`) and the ensembles (:mod:`integrators.torch._ensemble`): the prior,
+(:class:`integrators.torch.ModuleSampler`) and the ensembles (:mod:`integrators.torch._ensemble`): the prior,
 the localization and its box (:func:`quadratic_terms`), a chain's random sources
 (:func:`chain_streams`), and the checks of starting values, divergence and the box's wall."""
 
