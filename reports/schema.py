@@ -32,8 +32,20 @@ class Schema:
     """One piece of a declaration: :meth:`check` raises :class:`SchemaError` naming where it differs."""
 
     def check(self, value, where: str = "result") -> None:
-        """Raise :class:`SchemaError` naming the first place where ``value`` (read from a unit file)
-        differs; ``where`` is its path inside the result, for the message."""
+        """Raise :class:`SchemaError` naming the first place where ``value`` differs.
+
+        Parameters
+        ----------
+        value
+            The value read from a unit file.
+        where : str
+            Its path inside the result, for the message.
+
+        Raises
+        ------
+        SchemaError
+            Where the structure differs.
+        """
         self._check(value, where)
 
     def _check(self, value, where: str) -> None:
