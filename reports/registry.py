@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 
+from integrators._options import set_fields
 from integrators._validation import ListOf as ListOfValues
 from integrators._validation import check_parameters, instance_of, optional
 from integrators.registry import discover
@@ -163,8 +164,7 @@ class Experiment:
         if set(values["COST"]) != set(values["PRESETS"]):
             raise ValueError(f"{values['ID']}: COST must name exactly the presets of PRESETS "
                              f"{values['PRESETS']}, got {tuple(values['COST'])}")
-        for name, value in values.items():
-            object.__setattr__(self, name, value)
+        set_fields(self, **values)
 
 
 def module_preset(mod, preset: str) -> str:
