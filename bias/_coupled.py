@@ -31,6 +31,7 @@ import numpy as np
 
 from integrators._brownian import pair_cholesky
 from integrators._chain_summary import ChainSummary
+from integrators._disk_cache import disk_cached, njit_cached
 from integrators._kernel import (
     BLOCK_SIZE,
     Divergence,
@@ -58,6 +59,7 @@ from integrators._rng import (
     lane_states,
 )
 from integrators._spec import RunSpec
+from integrators._user_code import guarded
 from integrators._validation import boolean, int_at_least
 from integrators.plans import IID, kernel_code
 from integrators.seeds import derive
@@ -67,7 +69,7 @@ COUPLINGS = ("shared", "independent")
 INDEPENDENT_SEED_LABELS = ("coupled", "independent paths")  # the uncoupled baseline's coarse chain's seed's labels
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def first_coordinates(x, out, data):
     """Default test functions: ``x_0`` and ``x_0^2`` of one chain's position, written into ``out`` ``(2,)``."""
     out[0] = x[0]
@@ -86,7 +88,7 @@ def _coarse_batches(rule, shared, plan, perm_c, pos_c, states_c, out, fine_batch
     return rule(plan.code, perm_c, pos_c, plan.batch_size, states_c, out, perm_f if shared else perm_f[:0], u)
 
 
-@nb.njit(nogil=True, _nrt=False)
+@njit_cached(nogil=True, _nrt=False)
 def _coarsen_halves(dWf, Jf, decay, dWc, Jc):
     """The coarse chain's path over each of its half steps, composed exactly from the fine
     chain's two steps (``dWf, Jf`` of shape ``(2, 2, d, n)``: fine step, half, coordinate, chain);
@@ -106,28 +108,29 @@ _Coupling = namedtuple("Coupling", "shared states first")
 
 
 @nb.njit(nogil=True, inline="always")
-def _chunk_observers(obs, chunk):
-    """The observers of one time chunk: ``obs.sum_tests`` has shape ``(n, n_chunks, n_tests)``.
-"""
-    return Observers(obs.test_fn, obs.test_data, obs.sum_x, obs.sum_xx, obs.sum_outer, obs.sum_tests[:, chunk],
+def _chunk_observers(obs, chunk, test_fn):
+    """The observers of one time chunk: ``obs.sum_tests`` has shape ``(n, n_chunks, n_tests)``."""
+    return Observers(test_fn, obs.test_data, obs.sum_x, obs.sum_xx, obs.sum_outer, obs.sum_tests[:, chunk],
                      obs.samples, obs.hist, obs.hist_lo, obs.hist_inv_width, obs.hist_tails)
 
 
 _KERNELS: dict = {}
 
 
-def _coupled_kernel_for(scheme_module, force, plan_module=None):
-    """The coupled kernel for one scheme, target class and batch rule (compiled once, cached)."""
-    key = sampler_kind(scheme_module, force, plan_module)  # a user step: bounds-checked, named in its errors
-    if key not in _KERNELS:
-        step, fsal, _, rule = key
-        _KERNELS[key] = _make_coupled_kernel(step, fsal, force, force.allocates, rule)
-    return _KERNELS[key]
+def _coupled_kernel_for(scheme_module, force, plan_module, test_fn):
+    """The coupled kernel for one scheme, target class, batch rule and test function (compiled once per
+    process, kept on disk: :mod:`integrators._disk_cache`)."""
+    kind = sampler_kind(scheme_module, force, plan_module)  # a user step: bounds-checked, named in its errors
+    if (kind, test_fn) not in _KERNELS:
+        step, fsal, _, rule = kind
+        _KERNELS[kind, test_fn] = _make_coupled_kernel(step, fsal, force, force.allocates, rule, test_fn)
+    return _KERNELS[kind, test_fn]
 
 
-def _make_coupled_kernel(step, fsal, force, allocates, rule):
+def _make_coupled_kernel(step, fsal, force, allocates, rule, test_fn):
     # the pieces of ``sample``'s kernel (integrators._kernel): path, batch rule, step with bounce,
-    # divergence check and parking, observers; only the coarse path and batches are its own
+    # divergence check and parking, observers; only the coarse path and batches are its own.  The
+    # test functions are a constant, not in an argument (see integrators._kernel._make_run)
     @nb.njit(nogil=True, _nrt=allocates)
     def run_pairs(fine, coarse, path, plan, coupling, forces, schedule, obs_f, obs_c, div, work_f, work_c):
         xf, vf, xc, vc = fine.x, fine.v, coarse.x, coarse.v
@@ -179,10 +182,10 @@ def _make_coupled_kernel(step, fsal, force, allocates, rule):
             chunk = min(counted // per_chunk, n_chunks - 1)
             if observe:
                 counted += 1
-                observe_chains(xf, div.diverged_at, _chunk_observers(obs_f, chunk), work_f.tvals, False, 0)
-                observe_chains(xc, div.diverged_at, _chunk_observers(obs_c, chunk), work_c.tvals, False, 0)
+                observe_chains(xf, div.diverged_at, _chunk_observers(obs_f, chunk, test_fn), work_f.tvals, False, 0)
+                observe_chains(xc, div.diverged_at, _chunk_observers(obs_c, chunk, test_fn), work_c.tvals, False, 0)
 
-    return run_pairs
+    return disk_cached(run_pairs, "run_pairs")
 
 
 @dataclass
@@ -344,7 +347,8 @@ def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1,
                spec.backend.memory_bytes(spec, loop="coupled", n_chunks=n_chunks))
     module = spec.scheme_module
     plan_module = spec.plan_module
-    kernel = _coupled_kernel_for(module, lane_force_for(target), plan_module)
+    test_fn = guarded(test_functions, "test_functions")
+    kernel = _coupled_kernel_for(module, lane_force_for(target), plan_module, test_fn)
     cv = spec.control_variate
     tdata = force_data(target, cv is not None, None if cv is None else cv.x_ref)
     scale = plan_module.force_scale(target.n_data, batch_size)
@@ -368,8 +372,8 @@ def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1,
                PlanState(code, batch_size, scale, lane_states(seed, PLAN_STREAM, lo, n)),
                _Coupling(shared, lane_states(seed, COARSE_PLAN_STREAM, lo, n), np.zeros_like(work_f.batch)),
                forces, schedule,
-               no_observers(n, d, test_functions, test_data, fine[lo:hi]),
-               no_observers(n, d, test_functions, test_data, coarse[lo:hi]),
+               no_observers(n, d, None, test_data, fine[lo:hi]),
+               no_observers(n, d, None, test_data, coarse[lo:hi]),
                Divergence(divergence_bound, diverged_at[lo:hi]), work_f, work_c)
     n_stat = max(1, (n_coarse_steps - burn_in) // test_every)
     per_chunk = max(1, n_stat // n_chunks)

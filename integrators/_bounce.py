@@ -13,10 +13,11 @@ import math
 import numba as nb
 import numpy as np
 
+from integrators._disk_cache import njit_cached
 from integrators._validation import finite_array
 
 
-@nb.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def fold(y, w):
     """Fold ``y`` into ``[-w, w]`` by reflections at the walls; return (folded, n_reflections)."""
     if -w <= y <= w:

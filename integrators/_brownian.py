@@ -20,8 +20,9 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-import numba as nb
 import numpy as np
+
+from integrators._disk_cache import njit_cached
 
 # Below this value of x = gamma * tau the series for L22^2 / tau is used.
 _SERIES_SWITCH = 0.5
@@ -40,7 +41,7 @@ def _series_coefficients(n_terms: int) -> list[float]:
 _PHI_COEFFS = np.array(_series_coefficients(_N_SERIES))  # p_0 = p_1 = 0, p_2 = 1/12
 
 
-@nb.njit(cache=True)
+@njit_cached()
 def _phi(x):
     """(1 - e^{-2x})/(2x) - ((1 - e^{-x})/x)^2, accurate to rounding for all x > 0."""
     if x < _SERIES_SWITCH:
@@ -53,7 +54,7 @@ def _phi(x):
     return b - a * a
 
 
-@nb.njit(cache=True)
+@njit_cached()
 def pair_cholesky(gamma, tau):
     """Lower Cholesky factor of the covariance of the path pair ``(dW, J)`` over ``tau``.
 

@@ -189,7 +189,7 @@ def _run_samplers(runs: list[_Prepared]) -> list[SampleResult]:
     first = runs[0]
     kinds = list(dict.fromkeys(r.kind for r in runs))
     by_kind = [[r for r in runs if r.kind == kind] for kind in kinds]
-    kernel = kernel_for_kinds(kinds)
+    kernel = kernel_for_kinds(kinds, first.observers.test_fn)
     a = first.spec
     chunk = path_chunk(a.target.dim, first.tile)
     stacks = [tuple(_stack(same, group) for same in by_kind) for group in range(len(first.groups))]
@@ -198,7 +198,7 @@ def _run_samplers(runs: list[_Prepared]) -> list[SampleResult]:
         t_lo, t_hi = first.groups[group]
         path = first.path._replace(states=first.path.states[t_lo:t_hi])
         work = make_work_buffers(first.tile, a.target.dim, a.target.n_data, 1, 0, path_steps=chunk)
-        return path, stacks[group], work, first.observers.test_fn
+        return path, stacks[group], work
 
     def run_group(group):
         kernel(*group_args(group))

@@ -28,6 +28,7 @@ import numpy as np
 
 from integrators._bounce import make_box, reflect
 from integrators._chain_summary import ChainSummary
+from integrators._disk_cache import disk_cached
 from integrators._kernel import (
     BLOCK_SIZE,
     Divergence,
@@ -43,7 +44,7 @@ from integrators._kernel import (
     reset_plan,
 )
 from integrators._memory import check_fits
-from integrators._observers import add_moments, no_observers, observe_chains
+from integrators._observers import Observers, add_moments, no_observers, no_test_functions, observe_chains
 from integrators._rng import (
     PATH_STREAM,
     PLAN_STREAM,
@@ -106,8 +107,12 @@ def ghmc_kernel_for(force, potential):
 
 
 def _make_ghmc_kernel(force, potential):
+    # observed by the default test functions, a constant (a Numba function in an argument's type would
+    # keep the kernel off the disk cache: integrators._kernel._make_run)
     @nb.njit(nogil=True)
-    def run_ghmc(coef, x, v, plan, forces, schedule, mh, arrays, obs, div, work):
+    def run_ghmc(coef, x, v, plan, forces, schedule, mh, arrays, o, div, work):
+        obs = Observers(no_test_functions, o.test_data, o.sum_x, o.sum_xx, o.sum_outer, o.sum_tests, o.samples,
+                        o.hist, o.hist_lo, o.hist_inv_width, o.hist_tails)
         n, d = x.shape
         g, batch, perm, position, z1, raw = work.g, work.batch, work.perm, work.position, work.z1, work.raw
         xp, vp = mh.x, mh.v
@@ -155,7 +160,7 @@ def _make_ghmc_kernel(force, potential):
                 observe_chains(x, div.diverged_at, obs, work.tvals, False, 0)
         nan_diverged(x, v, div.diverged_at)
 
-    return run_ghmc
+    return disk_cached(run_ghmc, "run_ghmc")
 
 
 @dataclass
@@ -296,7 +301,7 @@ def sms_ghmc(spec: RunSpec, *, n_sweeps: int = 1, alpha: float = 0.7) -> GHMCRes
     for b in range(math.ceil(n_chains / BLOCK_SIZE)):
         lo, hi = b * BLOCK_SIZE, min((b + 1) * BLOCK_SIZE, n_chains)
         n = hi - lo
-        observers = no_observers(n, d)._replace(sum_x=sum_x[lo:hi], sum_xx=sum_xx[lo:hi])
+        observers = no_observers(n, d, None)._replace(sum_x=sum_x[lo:hi], sum_xx=sum_xx[lo:hi])
         proposal = Proposal(n_sweeps, float(alpha), lane_states(seed, PATH_STREAM, lo, n), np.zeros((n, d)),
                             np.zeros((n, d)), np.zeros((n, d)), np.zeros(n), accepted[lo:hi])
         kernel(coef, x[lo:hi], v[lo:hi], PlanState(SMS, batch_size, sms.force_scale(target.n_data, batch_size),

@@ -38,7 +38,8 @@ import numba as nb
 import numpy as np
 
 from integrators._brownian import pair_cholesky
-from integrators._observers import Observers, add_moments, observe_chains
+from integrators._disk_cache import disk_cached, njit_cached
+from integrators._observers import Observers, add_moments, no_test_functions, observe_chains
 from integrators._rng import lane_normals
 from integrators._user_code import guarded
 from integrators.plans import batch_rule
@@ -78,7 +79,7 @@ leading ``m`` (:func:`make_work_buffers` with ``samplers=m``; the path they read
 One stack of one sampler is a plain run."""
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw):
     """Fill ``dW, J`` ``(2, d, n)`` with each chain's pair per half step, composed from ``refine`` fine
     intervals; chain ``c`` draws from ``states[:, c]`` (``(4, n)``) in an order independent of the number of
@@ -102,7 +103,7 @@ def draw_step_path(states, l11, l21, l22, decay_fine, refine, dW, J, z1, z2, raw
 
 
 # ------------------------------------------------------------------ the pieces every loop shares
-@nb.njit(nogil=True, _nrt=False)
+@njit_cached(nogil=True, _nrt=False)
 def reset_plan(perm, position):
     """A block's plan at the start of a run: identity permutations, position 0 of the period."""
     for i in range(perm.shape[0]):
@@ -139,7 +140,7 @@ def add_moments_in_bounds(x, v, bound, sum_x, sum_xx):
     return all_in
 
 
-@nb.njit(nogil=True, _nrt=False)
+@njit_cached(nogil=True, _nrt=False)
 def mark_diverged(k, x, v, div):
     """Record step ``k`` in ``div.diverged_at`` for every chain not yet marked with a coordinate
     of ``x`` or ``v`` non-finite or beyond ``div.bound``; returns how many were newly marked."""
@@ -158,7 +159,7 @@ def mark_diverged(k, x, v, div):
     return marked
 
 
-@nb.njit(nogil=True, _nrt=False)
+@njit_cached(nogil=True, _nrt=False)
 def park_diverged(x, v, g, diverged_at):
     """Park every marked chain at the origin (state and cached force), out of every statistic."""
     n, d = x.shape
@@ -170,7 +171,7 @@ def park_diverged(x, v, g, diverged_at):
                 g[c, a] = 0.0
 
 
-@nb.njit(nogil=True, _nrt=False)
+@njit_cached(nogil=True, _nrt=False)
 def count_diverged(diverged_at):
     marked = 0
     for c in range(diverged_at.shape[0]):
@@ -179,7 +180,7 @@ def count_diverged(diverged_at):
     return marked
 
 
-@nb.njit(nogil=True, _nrt=False)
+@njit_cached(nogil=True, _nrt=False)
 def nan_diverged(x, v, diverged_at):
     """A diverged chain's final state is reported as NaN."""
     for c in range(x.shape[0]):
@@ -202,11 +203,11 @@ def _member_steps(key):
     return _KERNELS[key]
 
 
-def kernel_for(scheme_module, force, plan_module=None):
-    """The cached kernel ``run_chains(path, stacks, work, test_fn)`` for one scheme, target class and batch
-    rule (:func:`kernel_for_kinds` with one kind); ``work`` from :func:`make_work_buffers` with
+def kernel_for(scheme_module, force, plan_module=None, test_fn=no_test_functions):
+    """The cached kernel ``run_chains(path, stacks, work)`` for one scheme, target class and batch rule
+    (:func:`kernel_for_kinds` with one kind); ``work`` from :func:`make_work_buffers` with
     ``path_steps=path_chunk(d, tile)``."""
-    return kernel_for_kinds([sampler_kind(scheme_module, force, plan_module)])
+    return kernel_for_kinds([sampler_kind(scheme_module, force, plan_module)], test_fn)
 
 
 def sampler_kind(scheme, force, plan=None) -> tuple:
@@ -216,17 +217,34 @@ def sampler_kind(scheme, force, plan=None) -> tuple:
     return (step, bool(scheme.FSAL), force, batch_rule(plan))
 
 
-def kernel_for_kinds(kinds):
-    """The kernel ``run_chains(path, stacks, work, test_fn)`` advancing one :class:`Samplers` stack per kind
-    on one shared path; each sampler's numbers equal its single-sampler run's bit for bit.  Compiled once
-    per tuple of kinds."""
+def kernel_for_kinds(kinds, test_fn=no_test_functions):
+    """The kernel ``run_chains(path, stacks, work)`` advancing one :class:`Samplers` stack per kind on one
+    shared path, observing ``test_fn``; each sampler's numbers equal its single-sampler run's bit for bit.
+    Compiled once per tuple of kinds and test function, and kept on disk (:mod:`integrators._disk_cache`)."""
     keys = tuple(kinds)
     if not keys:
         raise ValueError("kernel_for_kinds needs at least one kind of sampler")
-    if keys not in _GROUP_KERNELS:
+    if (keys, test_fn) not in _GROUP_KERNELS:
         allocates = any(k[2].allocates for k in keys)
-        _GROUP_KERNELS[keys] = _make_run([_member_steps(k) for k in keys], allocates)
-    return _GROUP_KERNELS[keys]
+        _GROUP_KERNELS[keys, test_fn] = _make_run([_member_steps(k) for k in keys], allocates, test_fn)
+    return _GROUP_KERNELS[keys, test_fn]
+
+
+_STEP_CALLERS: dict = {}
+
+
+def step_caller(step, force):
+    """``call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box)``: one ``step`` with ``force`` bound,
+    for code that runs a single step from Python (the oracle's probe, the schemes' read check).  The
+    force is a constant of this small kernel, so it is kept on disk (:mod:`integrators._disk_cache`),
+    which a step called directly with a Numba function as an argument cannot be."""
+    if (step, force) not in _STEP_CALLERS:
+        @nb.njit(nogil=True)
+        def call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box):
+            step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
+
+        _STEP_CALLERS[step, force] = disk_cached(call, "step_caller")
+    return _STEP_CALLERS[step, force]
 
 
 ALIGN_BYTES = 64  # a cache line: vector loads of a lane pass never straddle two lines
@@ -341,11 +359,13 @@ def _each(fns, allocates):
     return nb.njit(nogil=True, _nrt=allocates, inline="always")(namespace["each"])
 
 
-def _make_run(member_steps, allocates):
+def _make_run(member_steps, allocates, test_fn):
     each = _each(member_steps, allocates)
 
+    # the test functions are a constant of the kernel, not an argument: a Numba function's type names
+    # its address, so no argument types holding one can key a cache across processes
     @nb.njit(nogil=True, _nrt=allocates)
-    def run_chains(path, stacks, work, test_fn):
+    def run_chains(path, stacks, work):
         """All tiles of ``tile = path.states.shape[2]`` chains, one after the other, in one call
         (one call per thread keeps the interpreter out of the loop); ``path.states`` has shape
         ``(n_tiles, 4, tile)`` and every stack's chain arrays ``n_tiles * tile`` rows.  Per tile, a
@@ -369,4 +389,4 @@ def _make_run(member_steps, allocates):
                 each(stacks, steps, t, k_first, k_last, dW, J, test_fn)
             each(stacks, finish, t, none, none, dW, J, test_fn)
 
-    return run_chains
+    return disk_cached(run_chains, "run_chains")

@@ -10,6 +10,8 @@ from collections import namedtuple
 import numba as nb
 import numpy as np
 
+from integrators._disk_cache import njit_cached
+
 Observers = namedtuple("Observers", "test_fn test_data sum_x sum_xx sum_outer sum_tests samples "
                                     "hist hist_lo hist_inv_width hist_tails")
 
@@ -21,13 +23,13 @@ one histogram of the first coordinate shared by the block (``hist`` of ``n_bins`
 ``[hist_lo, hist_lo + n_bins / hist_inv_width)`` and its ``hist_tails``)."""
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def no_test_functions(x, out, data):
     """The default observer: no extra test functions."""
     return
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def histogram_add_tail(value, lo, hi, tails):
     """Record a value outside ``[lo, hi)`` in ``tails = (n_below, excess_below, n_above, excess_above)``."""
     if value < lo:
@@ -38,7 +40,7 @@ def histogram_add_tail(value, lo, hi, tails):
         tails[3] += value - hi
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def histogram_add(values, lo, inv_width, counts, tails, parked):
     """Add ``values[i]`` (where ``parked[i] < 0``) to ``counts`` on ``[lo, lo + n_bins / inv_width)``,
     out-of-range ones to ``tails`` in order of ``i``.  One tight loop: a per-value function was several times

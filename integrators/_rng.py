@@ -23,6 +23,8 @@ import math
 import numba as nb
 import numpy as np
 
+from integrators._disk_cache import njit_cached
+
 STATE_WORDS = 4
 # stream kinds: each chain has one stream of each kind (seeded by the run seed, the kind and its index)
 PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM, COARSE_PLAN_STREAM = 0, 1, 2, 3
@@ -77,7 +79,7 @@ def lane_states(seed: int, kind: int, first: int, count: int) -> np.ndarray:
     return np.ascontiguousarray(chain_states(seed, kind, first, count).T)
 
 
-@nb.njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def splitmix64_fill(key, skip, out):
     """Outputs ``skip .. skip + len(out) - 1`` of SplitMix64 started at ``key``."""
     z = key + np.uint64(skip) * np.uint64(0x9E3779B97F4A7C15)
@@ -88,7 +90,7 @@ def splitmix64_fill(key, skip, out):
         out[i] = r ^ (r >> np.uint64(31))
 
 
-@nb.njit(nogil=True, cache=True)
+@njit_cached(nogil=True)
 def _no_zero_rows(words):
     """The all-zero state is xoshiro's only fixed point: replace it (probability 2^-256)."""
     for c in range(words.shape[0]):
@@ -164,7 +166,7 @@ def normal_s(s0, s1, s2, s3):
             return x, s0, s1, s2, s3
 
 
-@nb.njit(nogil=True, _nrt=False)  # not inlined: one compiled copy serves every kernel
+@njit_cached(nogil=True, _nrt=False)  # not inlined: one compiled copy serves every kernel
 def lane_normals(states, z, raw):
     """One standard normal per lane, ``z[c]`` from ``states[:, c]`` (``(4, n)``): exactly :func:`normal_s`,
     via a vectorized pass then the ziggurat's slow path for the ~1.5% of lanes that need it.  ``raw``: scratch."""
@@ -208,7 +210,7 @@ def stream_uniform(row):
     return u
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def lane_normal_matrix(states, d):
     """``(n, d)`` standard normals, row ``c`` from stream ``states[:, c]`` (coordinates in order)."""
     n = states.shape[1]
@@ -222,7 +224,7 @@ def lane_normal_matrix(states, d):
     return out
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def fill_normals(row, out):
     """Fill ``out`` with standard normals from one stream (for tests and benchmarks)."""
     s0, s1, s2, s3 = row[0], row[1], row[2], row[3]
@@ -231,7 +233,7 @@ def fill_normals(row, out):
     row[0], row[1], row[2], row[3] = s0, s1, s2, s3
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def fill_uniforms(row, out):
     """Fill ``out`` with uniforms on [0, 1) from one stream (for tests)."""
     for i in range(out.shape[0]):

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from integrators._bounce import make_box
+from integrators._kernel import step_caller
 from integrators._user_code import guarded
 from integrators._validation import positive_float
 from integrators.schemes import resolve_scheme
@@ -104,10 +105,10 @@ def probe_step_map(scheme, target: GaussianTarget, batch, scale: float, h: float
         out = _torch_step_outputs(module, target, batch, scale, h, gamma, control_variate, x_ref, x, v, g, dW, J)
     else:
         batches = np.ascontiguousarray(np.repeat(batch[:, None], n, axis=1))
-        step = guarded(module.step, f"scheme {module.NAME!r}: step")  # user code: checked, named
-        step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J,
-             lane_force_for(target), batches, len(batch), float(scale),
-             force_data(target, control_variate, x_ref), make_box(d))
+        step = step_caller(guarded(module.step, f"scheme {module.NAME!r}: step"),  # user code: checked, named
+                           lane_force_for(target))
+        step(x, v, g, np.asarray(module.coefficients(h, gamma), dtype=float), dW, J, batches, len(batch),
+             float(scale), force_data(target, control_variate, x_ref), make_box(d))
         out = np.hstack([x, v, g])                  # (n, 3d)
     a = out[0]
     cols = (out[1:1 + 7 * d] - a).T                # (3d, 7d)

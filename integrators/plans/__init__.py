@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numba as nb
 import numpy as np
 
+from integrators._disk_cache import disk_cached, njit_cached
 from integrators._rng import PLAN_STREAM, lane_states, lane_uniforms
 from integrators.plans._partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.registry import Registry, discover_modules
@@ -318,7 +319,7 @@ def shuffle_lanes(perm, states, u):
             perm[j, c] = tmp
 
 
-@nb.njit(nogil=True)
+@njit_cached(nogil=True)
 def next_batches(plan_code, perm, position, batch_size, states, out, source, u):
     """Write the next batch of every chain of a block into ``out[:n_b, c]`` and return ``n_b``.
 
@@ -414,7 +415,7 @@ def partition_rule(batch_index, sweeps: int):
         new_partitions(perm, position, states, source, u)
         return partition_batch(batch_index, sweeps, perm, position, batch_size, out)
 
-    return rule
+    return disk_cached(rule, "partition_rule")
 
 
 def batch_rule(plan=None):

@@ -163,13 +163,15 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
     then by as many NaN: a state that is finite with the ones and not with the NaN read past the end
     (the kernel would read whatever memory follows)."""
     from integrators._bounce import make_box
+    from integrators._kernel import step_caller
     from integrators._user_code import guarded
     from integrators.targets import GaussianTarget
     from integrators.targets._force import force_data, lane_force_for
 
-    step = guarded(scheme.step, f"scheme {scheme.NAME!r}: step")  # user code: a write past an array raises
     d, n = 2, 4
     target = GaussianTarget(np.zeros((1, d)), np.eye(d)[None], prior_precision=0.5)
+    # user code: a write past an array raises
+    step = step_caller(guarded(scheme.step, f"scheme {scheme.NAME!r}: step"), lane_force_for(target))
     rng = np.random.default_rng(0)
     state = [rng.normal(size=(n, d)) for _ in range(3)]
     noise = [np.ascontiguousarray(rng.normal(size=(2, d, n))) for _ in range(2)]
@@ -178,8 +180,7 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
         x, v, g = (np.array(a, order="C") for a in state)
         padded = np.concatenate([coef, np.full(PAD, pad)])
         try:
-            step(x, v, g, padded, *noise, lane_force_for(target), np.zeros((1, n), dtype=np.int32), 1, 1.0,
-                 force_data(target), make_box(d))
+            step(x, v, g, padded, *noise, np.zeros((1, n), dtype=np.int32), 1, 1.0, force_data(target), make_box(d))
         except Exception as exc:
             raise ValueError(f"scheme {scheme.NAME!r}: its step(x, v, g, coef, dW, J, force, batch, n_batch, scale, "
                              f"tdata, box) failed on a test block with coefficients(0.1, 1.0) "

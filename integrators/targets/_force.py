@@ -7,6 +7,7 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
+from integrators._disk_cache import disk_cached
 from integrators._user_code import guarded
 from integrators._validation import finite_array
 
@@ -100,10 +101,11 @@ def force_for(target) -> object:
 
 
 def lane_force_for(target) -> object:
-    """The force over a block of chains for the target's class (:func:`make_lane_force`), compiled once."""
+    """The force over a block of chains for the target's class (:func:`make_lane_force`), compiled once
+    (and kept on disk: :mod:`integrators._disk_cache`)."""
     key = (type(target), "lanes")
     if key not in _FORCES:
-        _FORCES[key] = make_lane_force(type(target))
+        _FORCES[key] = disk_cached(make_lane_force(type(target)), f"lane_force_{type(target).__name__}")
     return _FORCES[key]
 
 

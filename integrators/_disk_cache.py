@@ -1,0 +1,401 @@
+"""Compiled kernels kept on disk, keyed on the code they were compiled from: a machine compiles a kernel once.
+
+The kernels are closures built per scheme, target force, batch rule and test function
+(:mod:`integrators._kernel`, :mod:`bias._coupled`, :mod:`integrators._ghmc`), which Numba's own
+``cache=True`` cannot hold: its index key pickles a closure's cells, and a Numba function pickles
+with a new identity in every process, so every process misses; and it keys a function on its own
+file only, not on the functions it calls.  :func:`disk_cached` gives such a function a cache
+keyed instead on a fingerprint (:func:`fingerprint`) of everything its machine code depends on:
+
+- the toolkit's own source (every ``.py`` file of its packages, hashed once per process): a
+  change anywhere in the toolkit recompiles every kernel once;
+- user code reached from the kernel (a scheme's step, a target's gradients, a plan's rule, test
+  functions), by its bytecode, constants, closure cells and the globals it reads, recursively;
+  a user module reached through an attribute is keyed on its file's bytes;
+- the Python, Numba, llvmlite and numpy versions (the folder's name), and the argument types
+  and the CPU (target triple, CPU name and features: Numba's own ``magic_tuple``).
+
+Each (function, fingerprint, argument types) has an index and a data file of its own, written
+through a temporary file and an atomic rename, so two processes compiling the same kernel at
+once write the same bytes; every data file carries a SHA-256 of its contents, and an entry whose
+check fails or that does not load is deleted and compiled again, never used.  Code whose
+fingerprint cannot be taken (a global of a kind the walk does not know, such as an arbitrary
+object) or a kernel whose argument types name a Numba function compiles in memory as before.
+
+The folder is ``$NUMBA_CACHE_DIR/sms-langevin`` when ``NUMBA_CACHE_DIR`` is set, else
+``$SMS_LANGEVIN_CACHE_DIR``, else the user's cache folder (``$XDG_CACHE_HOME`` or ``~/.cache``,
+then ``sms-langevin/kernels``), so a read-only install works.  ``SMS_LANGEVIN_DISK_CACHE=0``
+turns it off.  A folder that cannot be written is reported once (a warning) and kernels then
+compile in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import re
+import sys
+import sysconfig
+import types
+import warnings
+from pathlib import Path
+
+import numba as nb
+import numpy as np
+from numba.core import types as nbtypes
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
+
+TOOLKIT_PACKAGES = ("integrators", "bias", "bnn", "theory_checks", "reports", "tour", "experiments", "data_sets")
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Uncacheable(Exception):
+    """Raised by :func:`fingerprint` for a value it cannot key (the kernel then compiles in memory)."""
+
+
+# ------------------------------------------------------------------------------ where and what
+def cache_folder() -> Path:
+    """The folder of this installation's kernels: the root (see the module) and a subfolder named by
+    the Python, Numba, llvmlite and numpy versions and the toolkit's source hash."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        root = Path(os.environ["NUMBA_CACHE_DIR"]) / "sms-langevin"
+    elif os.environ.get("SMS_LANGEVIN_CACHE_DIR"):
+        root = Path(os.environ["SMS_LANGEVIN_CACHE_DIR"])
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = Path(base) / "sms-langevin" / "kernels"
+    import llvmlite
+
+    versions = (f"py{sys.version_info[0]}{sys.version_info[1]}-numba{nb.__version__}-llvmlite{llvmlite.__version__}"
+                f"-numpy{np.__version__}")
+    return root / f"{versions}-{toolkit_hash()[:16]}"
+
+
+def enabled() -> bool:
+    """Whether kernels are kept on disk (``SMS_LANGEVIN_DISK_CACHE=0`` turns it off)."""
+    return os.environ.get("SMS_LANGEVIN_DISK_CACHE", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+_TOOLKIT_HASH: list = []
+
+
+def toolkit_hash() -> str:
+    """SHA-256 of every ``.py`` file of the toolkit's packages (relative path and bytes), once per process."""
+    if not _TOOLKIT_HASH:
+        h = hashlib.sha256()
+        for package in TOOLKIT_PACKAGES:
+            folder = _ROOT / package
+            for path in sorted(folder.rglob("*.py")) if folder.is_dir() else ():
+                h.update(str(path.relative_to(_ROOT)).encode())
+                h.update(path.read_bytes())
+        _TOOLKIT_HASH.append(h.hexdigest())
+    return _TOOLKIT_HASH[0]
+
+
+# ----------------------------------------------------------------------------- the fingerprint
+_INSTALLED = tuple(os.path.realpath(p) for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib",
+                                                                                     "purelib", "platlib")})
+
+
+def _is_toolkit(module_name) -> bool:
+    return isinstance(module_name, str) and module_name.split(".")[0] in TOOLKIT_PACKAGES
+
+
+def _toolkit_source(fn) -> bool:
+    """Whether ``fn`` is written in a toolkit file at module or class level (not a closure, not generated
+    code): the toolkit's source hash then covers its code."""
+    return (_is_toolkit(fn.__module__) and "<locals>" not in fn.__qualname__
+            and fn.__code__.co_filename.startswith(str(_ROOT)))
+
+
+def fingerprint(obj, dispatchers: set | None = None) -> str:
+    """SHA-256 of everything the machine code compiled from ``obj`` depends on, apart from the toolkit's
+    source and the versions (the folder's name): see the module.  The ids of the Numba functions
+    reached are added to ``dispatchers`` when given.  Raises :class:`Uncacheable`."""
+    h = hashlib.sha256()
+    seen: dict = {}
+    _walk(obj, h, seen)
+    if dispatchers is not None:
+        dispatchers.update(i for i, (_, value) in seen.items() if isinstance(value, nb.core.dispatcher.Dispatcher))
+    return h.hexdigest()
+
+
+def _walk(obj, h, seen) -> None:  # noqa: C901 (one case per kind of value)
+    put = h.update
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
+        put(f"{type(obj).__name__}:{obj!r};".encode())
+        return
+    if id(obj) in seen:
+        put(f"@{seen[id(obj)][0]};".encode())
+        return
+    seen[id(obj)] = (len(seen), obj)  # (the object too: its id stays its own while the walk runs)
+    if isinstance(obj, (tuple, list)):
+        put(f"{type(obj).__name__}[{len(obj)}".encode())
+        for item in obj:
+            _walk(item, h, seen)
+        put(b"]")
+    elif isinstance(obj, dict):
+        put(f"dict[{len(obj)}".encode())
+        for key in sorted(obj, key=repr):
+            _walk(key, h, seen)
+            _walk(obj[key], h, seen)
+        put(b"]")
+    elif isinstance(obj, np.ndarray):
+        put(f"ndarray:{obj.dtype.str}:{obj.shape};".encode())
+        put(hashlib.sha256(np.ascontiguousarray(obj).tobytes()).digest())
+    elif isinstance(obj, np.generic):
+        put(f"{obj.dtype.str}:{obj.item()!r};".encode())
+    elif isinstance(obj, nb.core.dispatcher.Dispatcher):
+        put(b"dispatcher(")
+        _walk(obj.py_func, h, seen)
+        _walk({k: v for k, v in obj.targetoptions.items() if k != "cache"}, h, seen)
+        put(b")")
+    elif isinstance(obj, types.FunctionType):
+        _walk_function(obj, h, seen)
+    elif isinstance(obj, types.CodeType):
+        _walk_code(obj, h, seen)
+    elif isinstance(obj, types.ModuleType):
+        _walk_module(obj, h)
+    elif isinstance(obj, type):
+        if not _is_toolkit(obj.__module__) and obj.__module__ != "builtins" and not _installed_module(obj.__module__):
+            raise Uncacheable(f"the class {obj.__qualname__!r} of user module {obj.__module__!r}")
+        put(f"class:{obj.__module__}.{obj.__qualname__};".encode())
+    elif isinstance(obj, nbtypes.Type):
+        put(f"nbtype:{obj};".encode())
+    elif isinstance(obj, types.BuiltinFunctionType):
+        put(f"builtin:{getattr(obj, '__module__', '')}.{obj.__qualname__};".encode())
+    elif type(obj).__module__.split(".")[0] in ("numba", "numpy", "math"):
+        put(f"{type(obj).__module__}.{type(obj).__qualname__}:{obj!r};".encode())  # np.float64 and the like
+    else:
+        raise Uncacheable(f"a global of type {type(obj).__qualname__}")
+
+
+def _walk_function(fn, h, seen) -> None:
+    if _toolkit_source(fn):
+        h.update(f"toolkit:{fn.__module__}.{fn.__qualname__};".encode())
+        return
+    h.update(f"function:{fn.__qualname__}(".encode())
+    _walk_code(fn.__code__, h, seen)
+    _walk(fn.__defaults__, h, seen)
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            value = "<empty cell>"
+        _walk(value, h, seen)
+    for name in sorted(_global_names(fn.__code__)):
+        if name in fn.__globals__:
+            h.update(f"global:{name}=".encode())
+            _walk(fn.__globals__[name], h, seen)
+    h.update(b")")
+
+
+def _global_names(code) -> set:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _walk_code(code, h, seen) -> None:
+    h.update(b"code(")
+    h.update(code.co_code)
+    h.update(repr((code.co_names, code.co_varnames, code.co_freevars, code.co_argcount,
+                   code.co_kwonlyargcount)).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _walk_code(const, h, seen)
+        else:
+            h.update(f"{type(const).__name__}:{const!r};".encode())
+    h.update(b")")
+
+
+def _installed_module(name: str) -> bool:
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    return path is None or os.path.realpath(path).startswith(_INSTALLED)
+
+
+def _walk_module(module, h) -> None:
+    name = module.__name__
+    if _is_toolkit(name) or _installed_module(name):
+        version = getattr(module, "__version__", "")
+        h.update(f"module:{name}:{version};".encode())
+        return
+    h.update(f"user module:{name}:".encode())  # its functions are reached by attribute: key on its file
+    h.update(hashlib.sha256(Path(module.__file__).read_bytes()).digest())
+
+
+# ---------------------------------------------------------------------------------- the cache
+class _SumCheckedFile(IndexDataCacheFile):
+    """Numba's index and data files, each data file prefixed with the SHA-256 of the rest."""
+
+    def _dump(self, obj):
+        data = super()._dump(obj)
+        return hashlib.sha256(data).digest() + data
+
+    def _load_data(self, name):
+        import pickle
+
+        with open(self._data_path(name), "rb") as f:
+            raw = f.read()
+        digest, data = raw[:32], raw[32:]
+        if hashlib.sha256(data).digest() != digest:
+            raise ValueError(f"corrupt cache entry {name!r}: its checksum does not match")
+        return pickle.loads(data)
+
+    def _load_index(self):
+        path = self._index_path
+        import pickle
+
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+            digest, data = raw[:32], raw[32:]
+            if hashlib.sha256(data).digest() != digest:
+                return {}  # corrupt: a miss, and the save after compiling replaces it
+            version, stamp, overloads = pickle.loads(data)
+        except Exception:  # missing, unreadable or not ours: a miss
+            return {}
+        return overloads if version == self._version and stamp == self._source_stamp else {}
+
+    def _save_index(self, overloads):
+        import pickle
+
+        data = pickle.dumps((self._version, self._source_stamp, overloads), protocol=-1)
+        with self._open_for_write(self._index_path) as f:
+            f.write(hashlib.sha256(data).digest() + data)
+
+    def remove(self):
+        for path in (self._index_path, *(self._data_path(self._data_name(i)) for i in (1, 2, 3))):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+class _Locator:
+    """What Numba's cache reads off a locator: the folder, made on first save."""
+
+    def __init__(self, folder: Path, py_file: str):
+        self._folder, self._py_file = folder, py_file
+
+    def ensure_cache_path(self):
+        self._folder.mkdir(parents=True, exist_ok=True)
+
+    def get_cache_path(self):
+        return str(self._folder)
+
+
+class _Impl(CompileResultCacheImpl):
+    def __init__(self, py_func, folder: Path, name: str, dispatchers: set):  # (no source-file locator)
+        self._lineno = py_func.__code__.co_firstlineno
+        self._locator = _Locator(folder, py_func.__code__.co_filename)
+        self._filename_base = name
+        self._dispatcher_ids = set(dispatchers)
+
+    def check_cachable(self, cres) -> bool:
+        """Numba refuses code holding "dynamic globals" (addresses of this process's objects).  A kernel
+        passing a Numba function as a value (the force to the step, the test functions to the observers)
+        holds that function object's address, but its calls are bound at compile time and the address is
+        never read (its type's data model is opaque); so code whose every dynamic global is such an address
+        is kept.  Any other (a large global array, a first-class function pointer) is not."""
+        if any(not x.can_cache for x in cres.lifted):
+            return False
+        for name in getattr(cres.library, "_dynamic_globals", ()):
+            found = _DYNAMIC_GLOBAL.fullmatch(name)  # (linking may append ".1" to a repeated name)
+            if found is None or int(found.group(1), 16) not in self._dispatcher_ids:
+                return False
+        return True
+
+
+_DYNAMIC_GLOBAL = re.compile(r"numba\.dynamic\.globals\.([0-9a-f]+)(?:\.\d+)?")
+
+
+_WARNED: set = set()
+_LISTENERS: list = []  # callables told "compiling <name>" when a kernel misses the cache
+
+
+class KeyedCache(FunctionCache):
+    """A Numba function cache keyed on a fingerprint (see the module)."""
+
+    def __init__(self, py_func, key: str, name: str, dispatchers: set):
+        self._name, self._py_func, self._key = name, py_func, key
+        self._folder = cache_folder()
+        self._impl = _Impl(py_func, self._folder, name, dispatchers)
+        self._cache_path = str(self._folder)
+        self.enable()
+
+    def _file(self, sig) -> _SumCheckedFile | None:
+        if " at 0x" in str(sig):
+            return None  # argument types holding a Numba function name its address: no stable key
+        full = hashlib.sha256(f"{self._key}|{sig}".encode()).hexdigest()[:32]
+        return _SumCheckedFile(self._cache_path, f"{self._name}-{full}", self._key)
+
+    def _index_key(self, sig, codegen):
+        return (str(sig), codegen.magic_tuple(), self._key)
+
+    def load_overload(self, sig, target_context):
+        file = self._file(sig)
+        if file is None or not self._enabled:
+            return None
+        target_context.refresh()
+        try:
+            data = file.load(self._index_key(sig, target_context.codegen()))
+            found = None if data is None else self._impl.rebuild(target_context, data)
+        except Exception:  # corrupt, truncated or unreadable: compile again, never use it
+            file.remove()
+            found = None
+        if found is None:
+            for listener in list(_LISTENERS):
+                listener(self._name)
+        return found
+
+    def save_overload(self, sig, data):
+        file = self._file(sig)
+        if file is None or not self._enabled or not self._impl.check_cachable(data):
+            return
+        try:
+            self._impl.locator.ensure_cache_path()
+            file.save(self._index_key(sig, data.codegen), self._impl.reduce(data))
+        except OSError as exc:
+            if self._cache_path not in _WARNED:
+                _WARNED.add(self._cache_path)
+                warnings.warn(f"compiled kernels cannot be kept in {self._cache_path} ({exc}); they compile in every "
+                              f"process (set NUMBA_CACHE_DIR or SMS_LANGEVIN_CACHE_DIR to a writable folder)",
+                              RuntimeWarning, stacklevel=2)
+
+
+def disk_cached(dispatcher, name: str | None = None):
+    """``dispatcher`` (a Numba function, not yet compiled) with its compiled code kept on disk, keyed on
+    :func:`fingerprint` of its Python function; unchanged where the cache is off or the fingerprint
+    cannot be taken.  Returns the dispatcher."""
+    if not enabled():
+        return dispatcher
+    dispatchers: set = set()
+    try:
+        key = fingerprint(dispatcher, dispatchers)
+    except Uncacheable:
+        return dispatcher
+    py_func = dispatcher.py_func
+    label = name or py_func.__qualname__.replace("<locals>.", "").replace("<", "").replace(">", "")
+    dispatcher._cache = KeyedCache(py_func, key, label, dispatchers)
+    return dispatcher
+
+
+def njit_cached(**options):
+    """``numba.njit(**options)`` with :func:`disk_cached`: the decorator of the toolkit's module-level kernels."""
+    def decorate(fn):
+        return disk_cached(nb.njit(**options)(fn))
+
+    return decorate
+
+
+@contextlib.contextmanager
+def on_compile(listener):
+    """Call ``listener(name)`` whenever a kernel misses the disk cache (it is about to compile) inside the block."""
+    _LISTENERS.append(listener)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(listener)
