@@ -383,6 +383,18 @@ def disk_cached(dispatcher, name: str | None = None):
     return dispatcher
 
 
+def describe_state() -> str:
+    """One line for a command's start: whether kernels will compile first, and where they are kept."""
+    if not enabled():
+        return "kernels compile in every process (SMS_LANGEVIN_DISK_CACHE=0)"
+    folder = cache_folder()
+    kept = len(list(folder.glob("*.nbi"))) if folder.is_dir() else 0
+    if not kept:
+        return (f"first run of this code on this machine: each kernel compiles before its first unit (about 20 s per "
+                f"scheme, once; kept in {folder})")
+    return f"{kept} compiled kernels found in {folder} (a kernel not among them compiles first, once)"
+
+
 def njit_cached(**options):
     """``numba.njit(**options)`` with :func:`disk_cached`: the decorator of the toolkit's module-level kernels."""
     def decorate(fn):

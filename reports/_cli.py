@@ -271,6 +271,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         skip = {id(task) for task, _ in no_data}
         tasks = [task for task in tasks if id(task) not in skip]
     progress = Progress(len(tasks), label=f"{args.preset}")
+    from integrators._disk_cache import describe_state
+    print(f"{args.preset}: {len(tasks)} units to run; {describe_state()}", file=sys.stderr, flush=True)
     if args.resume:
         print(f"resuming: {skipped} units already done, {len(tasks)} to run", file=sys.stderr)
     try:

@@ -273,6 +273,22 @@ def test_more_local_workers_than_cores_are_reduced_to_the_cores(tmp_path):
     assert f"--workers 100000 reduced to {local_cores()}" in proc.stderr
 
 
+def test_the_first_line_says_whether_kernels_compile_first(tmp_path, monkeypatch):
+    """Before any unit runs, one line says how many units there are and whether this machine holds the
+    compiled kernels (integrators._disk_cache) or compiles them first, instead of a silent start."""
+    cold = cli(["run", "fast", "--out", str(tmp_path / "a")], env_extra={"NUMBA_CACHE_DIR": str(tmp_path / "c")})
+    assert cold.returncode == 0, cold.stderr
+    first = cold.stderr.splitlines()[0]
+    assert "units to run; first run of this code on this machine" in first and str(tmp_path / "c") in first, first
+    from integrators._disk_cache import cache_folder
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "c"))
+    cache_folder().mkdir(parents=True, exist_ok=True)
+    (cache_folder() / "run_chains-0.nbi").write_bytes(b"")  # a kernel kept by an earlier run
+    warm = cli(["run", "fast", "--out", str(tmp_path / "b")], env_extra={"NUMBA_CACHE_DIR": str(tmp_path / "c")})
+    assert "compiled kernels found in" in warm.stderr.splitlines()[0], warm.stderr
+
+
 def test_units_skipped_for_an_absent_library_are_not_done_on_resume(tmp_path):
     """A unit that could not run (its library not installed) is persisted so the figure names it, but
     ``--resume`` after installing the library computes it: never "already done", never a stale report."""
