@@ -11,7 +11,9 @@ Where the text states the cost ``with --workers 2``, the figure runs as a user r
 ``sms-langevin run FIGURE --preset PRESET --workers 2`` in a subprocess (its CPU seconds are its
 processes'); the torch variant runs through the command line too; otherwise the units run in this
 process, one after the other, and are drawn (imports excluded, compiling included: a user's first
-run compiles).  On a machine shared with other work the wall-clock seconds are an upper bound.
+run compiles).  The kernels compile into an empty cache folder (a machine's first run, the cost
+the texts state); ``--warm`` uses the kernels this machine already keeps (a later run).  On a
+machine shared with other work the wall-clock seconds are an upper bound.
 
     python benchmarks/bench_costs.py                          # the cheapest: weak_orders at quick
     python benchmarks/bench_costs.py figure1:tiny logistic:tiny bnn:tiny
@@ -21,6 +23,7 @@ run compiles).  On a machine shared with other work the wall-clock seconds are a
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import resource
 import subprocess
@@ -127,7 +130,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("figures", nargs="*", type=_spec, default=[_spec(CHEAPEST)],
                         help=f"FIGURE:PRESET or FIGURE:PRESET:torch (default: {CHEAPEST}, the cheapest)")
+    parser.add_argument("--warm", action="store_true",
+                        help="use the kernels already compiled on this machine (default: an empty kernel cache, so the "
+                             "costs measured are a machine's first run, the ones stated)")
     args = parser.parse_args(argv)
+    if not args.warm:  # (before the toolkit is imported: the cache folder is read once)
+        os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-costs-cache-")
+        os.environ.pop("SMS_LANGEVIN_CACHE_DIR", None)
     from reports import registry
     figures = registry.load()
     for fid, preset, _ in args.figures:

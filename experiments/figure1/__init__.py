@@ -53,7 +53,8 @@ EXPERIMENT = Experiment(
     TITLE="Figure 1: Wasserstein bias of nine samplers on the 1-D example",
     CLAIM="SMS-UBU, SG-UBU without replacement (rr), SMS-BAOAB and SG-BAOAB-rr have W1 bias O(h^2); "
           "the iid and EM samplers O(h); EM diverges at h = 1/4 (paper, Section 3.4, Figure 1).",
-    COST={"tiny": "~15 s, mostly compiling (numba); ~12 min with --backend torch on a CPU (eager torch steps: 511 "
+    COST={"tiny": "~15 s on a machine's first run, mostly compiling (numba, kept on disk for later runs); "
+                  "~12 min with --backend torch on a CPU (eager torch steps: 511 "
                   "CPU-seconds measured on 2 loaded cores, 965 s on one core)",
           "quick": "~25 s", "full": "7.3e9 chain-steps (10^7 * 2^k samples per point, plus full-gradient "
                                      "controls), bound by the kernel: bench_figure1 measures it"},

@@ -39,7 +39,7 @@ EXPERIMENT = Experiment(
     CLAIM="The Metropolized SMS-GHMC reaches the calibration of SMS-UBU only at a much smaller step size (the "
           "paper: h = 1e-5 against 1e-3 on Fashion-MNIST, acceptance 0.844 with L = 10, alpha = 0.7), so it costs "
           "far more gradient evaluations (paper, supplement D).",
-    COST={"tiny": ("~20 s, mostly compiling two Numba kernels (digits PCA 8, "
+    COST={"tiny": ("~20 s on a machine's first run, mostly compiling two Numba kernels, kept on disk (digits PCA 8, "
                    "12 chains, 25 iterations of 10 sweeps)"),
           "quick": "a few minutes (digits PCA 16, 16 chains, 60 iterations of 10 sweeps)",
           "full": "~30 min, estimated (digits, 64 features, 64 chains, 1000 iterations)"},

@@ -65,7 +65,8 @@ EXPERIMENT = Experiment(
     CLAIM="SMS-UBU has the smallest bias of the posterior probability of the true class, significantly smaller "
           "than the BAOAB and EM samplers, and the best calibration at the largest step sizes (paper, "
           "Section 3.4, Figure 2; there on Fashion-MNIST).",
-    COST={"tiny": "~25 s, mostly compiling (embedded digits, PCA 8, h = 1/16 and 1/32)",
+    COST={"tiny": ("~25 s on a machine's first run, mostly compiling, kept on disk for later runs (embedded digits, "
+                   "PCA 8, h = 1/16 and 1/32)"),
           "quick": "~1 min (embedded digits, PCA 16, h = 1/16 .. 1/128)",
           "full": "~15 min, estimated from the quick preset (embedded digits, 64 features, h = 1/16 .. 1/256)"},
     PRESETS=tuple(logistic.PRESETS),  # its own tiny level (make demo): PCA 8, 400 points, h = 1/16 and 1/32
