@@ -127,6 +127,7 @@ def test_an_object_the_walk_does_not_know_is_refused_by_name():
     assert dc.disk_cached(dispatcher) is dispatcher and not isinstance(dispatcher._cache, dc.KeyedCache)
 
 
+@pytest.mark.slow  # fresh processes, each compiling
 def test_the_fingerprint_is_the_same_in_another_process(tmp_path):
     code = """
 import json, sys
@@ -159,6 +160,7 @@ def test_the_toolkit_source_hash_changes_with_any_toolkit_file(tmp_path, monkeyp
 
 
 # ------------------------------------------------------------------------------ the cache on disk
+@pytest.mark.slow  # fresh processes, each compiling
 def test_a_second_process_loads_what_the_first_compiled_and_an_edit_recompiles(tmp_path):
     cache = tmp_path / "cache"
     source = _user_module(tmp_path / "v1")
@@ -172,6 +174,7 @@ def test_a_second_process_loads_what_the_first_compiled_and_an_edit_recompiles(t
     assert _run(RUN_USER_KERNEL, cache, source)["compiled"] == []  # the first version's entry is still there
 
 
+@pytest.mark.slow  # fresh processes, each compiling
 def test_a_corrupt_entry_is_rebuilt_never_used(tmp_path):
     cache, source = tmp_path / "cache", _user_module(tmp_path / "src")
     _run(RUN_USER_KERNEL, cache, source)
@@ -191,6 +194,7 @@ def test_a_corrupt_entry_is_rebuilt_never_used(tmp_path):
     assert _run(RUN_USER_KERNEL, cache, source)["compiled"] == []  # written again, whole
 
 
+@pytest.mark.slow  # fresh processes, each compiling
 def test_two_processes_compiling_the_same_kernel_at_once(tmp_path):
     cache, source = tmp_path / "cache", _user_module(tmp_path / "src")
     procs = [subprocess.Popen([sys.executable, "-c", RUN_USER_KERNEL, str(source)], env=_env(cache), cwd=ROOT,
@@ -215,6 +219,7 @@ def test_the_folder_follows_numba_cache_dir_and_the_versions(tmp_path, monkeypat
     assert dc.cache_folder().parent == tmp_path / "xdg" / "sms-langevin" / "kernels"
 
 
+@pytest.mark.slow  # fresh processes, each compiling
 def test_a_folder_that_cannot_be_written_warns_once_and_the_kernel_runs(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
