@@ -274,6 +274,23 @@ class _SumCheckedFile(IndexDataCacheFile):
                 os.unlink(path)
 
 
+KEEP_FOLDERS = 16  # the most recently written code versions kept; older ones are deleted as a new one starts
+
+
+def _prune(root: Path) -> None:
+    """Delete all but the :data:`KEEP_FOLDERS` most recently modified version folders under ``root`` (each
+    edit of the toolkit starts a new one).  A process still reading a deleted one compiles again."""
+    import shutil
+
+    try:
+        folders = sorted((p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and "-numba" in p.name),
+                         key=lambda p: p.stat().st_mtime, reverse=True)
+    except OSError:
+        return
+    for old in folders[KEEP_FOLDERS:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 class _Locator:
     """What Numba's cache reads off a locator: the folder, made on first save."""
 
@@ -281,7 +298,9 @@ class _Locator:
         self._folder, self._py_file = folder, py_file
 
     def ensure_cache_path(self):
-        self._folder.mkdir(parents=True, exist_ok=True)
+        if not self._folder.is_dir():
+            self._folder.mkdir(parents=True, exist_ok=True)
+            _prune(self._folder.parent)
 
     def get_cache_path(self):
         return str(self._folder)

@@ -267,3 +267,16 @@ print(json.dumps({"compiled": compiled, "mean": res.chain_mean.tolist()}))
         assert done.returncode == 0, done.stderr[-3000:]
         outs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     assert outs[1]["compiled"] == [] and outs[1]["mean"] == outs[0]["mean"]
+
+
+def test_old_code_versions_are_pruned_as_a_new_one_starts(tmp_path):
+    for i in range(dc.KEEP_FOLDERS + 3):
+        old = tmp_path / f"py311-numba0-old{i}"
+        old.mkdir()
+        os.utime(old, (1000 + i, 1000 + i))
+    (tmp_path / "not-a-version").mkdir()
+    dc._Locator(tmp_path / "py311-numba0-new", "x.py").ensure_cache_path()
+    kept = {p.name for p in tmp_path.iterdir()}
+    assert "py311-numba0-new" in kept and "not-a-version" in kept
+    assert kept >= {f"py311-numba0-old{i}" for i in range(4, dc.KEEP_FOLDERS + 3)} and "py311-numba0-old2" not in kept
+    assert len(kept) == dc.KEEP_FOLDERS + 1
