@@ -280,3 +280,64 @@ def test_old_code_versions_are_pruned_as_a_new_one_starts(tmp_path):
     assert "py311-numba0-new" in kept and "not-a-version" in kept
     assert kept >= {f"py311-numba0-old{i}" for i in range(4, dc.KEEP_FOLDERS + 3)} and "py311-numba0-old2" not in kept
     assert len(kept) == dc.KEEP_FOLDERS + 1
+
+
+SCHEME_MODULE = """
+import numba as nb
+import numpy as np
+from integrators import Scheme
+
+
+@nb.njit(nogil=True)
+def drift_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += {shift} * coef[0]
+
+
+def coefficients(h, gamma):
+    return np.array([h])
+
+
+DRIFT = Scheme("drift", drift_step, coefficients, WEAK_ORDER=1.0, STRONG_ORDER=1.0)
+"""
+
+RUN_SCHEME = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from integrators import GaussianTarget, sample
+from integrators._disk_cache import on_compile
+import myscheme
+compiled = []
+with on_compile(compiled.append):
+    res = sample(GaussianTarget.one_d_example(), scheme=myscheme.DRIFT, plan="full", h=0.5, n_chains=8, n_steps=2,
+                 x0=0.0)
+print(json.dumps({"mean": float(res.chain_mean.mean()), "compiled": compiled}))
+"""
+
+
+@pytest.mark.slow  # fresh processes, each compiling a kernel for the scheme
+def test_an_edited_scheme_step_is_recompiled_in_a_new_process(tmp_path):
+    """sample() with a user scheme, then the same scheme with its step edited: the new process compiles the new
+    step and runs it (the chain moves twice as far), and the first version's kernel is still loaded unchanged."""
+    def version(name, shift):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "myscheme.py").write_text(SCHEME_MODULE.format(shift=shift))
+        return folder
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the user's cache folder: the toolkit's kernels are likely there
+
+    def run(folder):
+        done = subprocess.run([sys.executable, "-c", RUN_SCHEME, str(folder)], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    first = run(version("v1", "1.0"))
+    assert first["mean"] == pytest.approx(0.75)  # x after steps 1, 2: 0.5, 1.0
+    edited = run(version("v2", "2.0"))
+    assert edited["mean"] == pytest.approx(1.5) and "run_chains" in edited["compiled"]
+    again = run(version("v3", "1.0"))  # the first version's code, from another file: loaded, not compiled
+    assert again == {"mean": pytest.approx(0.75), "compiled": []}
