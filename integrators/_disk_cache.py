@@ -277,7 +277,7 @@ class _SumCheckedFile(IndexDataCacheFile):
 KEEP_FOLDERS = 16  # the most recently written code versions kept; older ones are deleted as a new one starts
 
 
-def _prune(root: Path) -> None:
+def prune_old_versions(root: Path) -> None:
     """Delete all but the :data:`KEEP_FOLDERS` most recently modified version folders under ``root`` (each
     edit of the toolkit starts a new one).  A process still reading a deleted one compiles again."""
     import shutil
@@ -300,7 +300,7 @@ class _Locator:
     def ensure_cache_path(self):
         if not self._folder.is_dir():
             self._folder.mkdir(parents=True, exist_ok=True)
-            _prune(self._folder.parent)
+            prune_old_versions(self._folder.parent)
 
     def get_cache_path(self):
         return str(self._folder)

@@ -275,7 +275,8 @@ def test_old_code_versions_are_pruned_as_a_new_one_starts(tmp_path):
         old.mkdir()
         os.utime(old, (1000 + i, 1000 + i))
     (tmp_path / "not-a-version").mkdir()
-    dc._Locator(tmp_path / "py311-numba0-new", "x.py").ensure_cache_path()
+    (tmp_path / "py311-numba0-new").mkdir()
+    dc.prune_old_versions(tmp_path)
     kept = {p.name for p in tmp_path.iterdir()}
     assert "py311-numba0-new" in kept and "not-a-version" in kept
     assert kept >= {f"py311-numba0-old{i}" for i in range(4, dc.KEEP_FOLDERS + 3)} and "py311-numba0-old2" not in kept
