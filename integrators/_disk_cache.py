@@ -12,8 +12,9 @@ keyed instead on a fingerprint (:func:`fingerprint`) of everything its machine c
 - user code reached from the kernel (a scheme's step, a target's gradients, a plan's rule, test
   functions), by its bytecode, constants, closure cells and the globals it reads, recursively;
   a user module reached through an attribute is keyed on its file's bytes;
-- the Python, Numba, llvmlite and numpy versions (the folder's name), and the argument types
-  and the CPU (target triple, CPU name and features: Numba's own ``magic_tuple``).
+- the Python, Numba, llvmlite and numpy versions (the folder's name), Numba's settings that change
+  machine code (``NUMBA_OPT``, ``NUMBA_BOUNDSCHECK``, ...), the argument types and the CPU (target
+  triple, CPU name and features: Numba's own ``magic_tuple``).
 
 Each (function, fingerprint, argument types) has an index and a data file of its own, written
 through a temporary file and an atomic rename, so two processes compiling the same kernel at
@@ -396,6 +397,7 @@ def disk_cached(dispatcher, name: str | None = None):
         key = fingerprint(dispatcher, dispatchers)
     except Uncacheable:
         return dispatcher
+    key = hashlib.sha256(f"{key}|{_compiler_settings()}".encode()).hexdigest()
     py_func = dispatcher.py_func
     label = name or py_func.__qualname__.replace("<locals>.", "").replace("<", "").replace(">", "")
     dispatcher._cache = KeyedCache(py_func, key, label, dispatchers)
@@ -412,6 +414,16 @@ def describe_state() -> str:
         return (f"first run of this code on this machine: each kernel compiles before its first unit (about 20 s per "
                 f"scheme, once; kept in {folder})")
     return f"{kept} compiled kernels found in {folder} (a kernel not among them compiles first, once)"
+
+
+def _compiler_settings() -> tuple:
+    """Numba's settings from the environment that change machine code (``NUMBA_OPT``, ``NUMBA_BOUNDSCHECK``, ...):
+    part of every key, so a run with other settings never loads code compiled without them."""
+    from numba.core import config
+
+    names = ("OPT", "BOUNDSCHECK", "LOOP_VECTORIZE", "SLP_VECTORIZE", "ENABLE_AVX", "CPU_NAME", "CPU_FEATURES",
+             "DEBUGINFO_DEFAULT", "FULL_TRACEBACKS", "DISABLE_JIT")
+    return tuple((name, str(getattr(config, name, None))) for name in names)
 
 
 def njit_cached(**options):

@@ -342,3 +342,13 @@ def test_an_edited_scheme_step_is_recompiled_in_a_new_process(tmp_path):
     assert edited["mean"] == pytest.approx(1.5) and "run_chains" in edited["compiled"]
     again = run(version("v3", "1.0"))  # the first version's code, from another file: loaded, not compiled
     assert again == {"mean": pytest.approx(0.75), "compiled": []}
+
+
+def test_numbas_code_settings_are_part_of_the_key(monkeypatch, tmp_path):
+    from numba.core import config
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    fn = _function("def f(x):\n    return x + 1.0\n", "f")
+    plain = dc.disk_cached(nb.njit(fn))._cache._key
+    monkeypatch.setattr(config, "BOUNDSCHECK", 1)
+    assert dc.disk_cached(nb.njit(fn))._cache._key != plain
