@@ -50,13 +50,15 @@ class Config:
     arch: int = 90
     block: int | None = None  # None: the launch's (launch_config); else a candidate to measure
     num_warps: int | None = None
+    maxnreg: int | None = None  # a register cap (the launch sets none): a spill planted for the checks
 
     def label(self) -> str:
         flags = [name for name in FLAGS if getattr(self, name)]
         return (f"{self.scheme} {self.plan} d={self.d} n={self.n_data} b={self.batch} sm_{self.arch}"
                 + (f" +{'+'.join(flags)}" if flags else "")
                 + ("" if self.block is None else f" BLOCK={self.block}")
-                + ("" if self.num_warps is None else f" warps={self.num_warps}"))
+                + ("" if self.num_warps is None else f" warps={self.num_warps}")
+                + ("" if self.maxnreg is None else f" maxnreg={self.maxnreg}"))
 
 
 FLAGS = ("prior", "control_variate", "histogram", "keep", "full_moments")
@@ -153,7 +155,7 @@ def launch_for(config: Config):
     return launch if config.num_warps is None else replace(launch, num_warps=config.num_warps)
 
 
-def compile_launch(launch, arch: int) -> tuple[object, float]:
+def compile_launch(launch, arch: int, *, maxnreg: int | None = None) -> tuple[object, float]:
     """``(compiled kernel, seconds)``: ``launch`` compiled for ``sm_<arch>`` (Triton's on-disk cache answers
     a kernel compiled before: seconds near zero)."""
     import triton
@@ -174,14 +176,15 @@ def compile_launch(launch, arch: int) -> tuple[object, float]:
     attrs = {(i,): aligned for i, name in enumerate(names) if signature[name].startswith("*")}
     source = ASTSource(fn=chain_kernel, signature=signature, constexprs=launch.constexprs, attrs=attrs)
     start = time.perf_counter()
-    kernel = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=dict(num_warps=launch.num_warps))
+    options = dict(num_warps=launch.num_warps) | ({} if maxnreg is None else dict(maxnreg=maxnreg))
+    kernel = triton.compile(source, target=GPUTarget("cuda", arch, 32), options=options)
     return kernel, time.perf_counter() - start
 
 
 def resources(config: Config) -> Resources:
     """Compile ``config`` and read its resources with the bundled ``cuobjdump``."""
     launch = launch_for(config)
-    kernel, seconds = compile_launch(launch, config.arch)
+    kernel, seconds = compile_launch(launch, config.arch, maxnreg=config.maxnreg)
     cuobjdump = bundled_tool("cuobjdump")
     with tempfile.TemporaryDirectory() as tmp:
         cubin = os.path.join(tmp, "chain_kernel.cubin")
