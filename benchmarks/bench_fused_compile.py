@@ -72,11 +72,7 @@ def main(argv=None) -> int:
     print(f"{len(configs)} kernels, triton {__import__('triton').__version__}, {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory() as cache:
         env = dict(os.environ) if args.warm else dict(os.environ, TRITON_CACHE_DIR=cache)
-        rows = []
-        for config in configs:  # one process each: a row printed as it comes, a crash costs one kernel
-            row = run_isolated([config], env=env)[0]
-            rows.append(row)
-            print(line(row), flush=True)
+        rows = run_isolated(configs, env=env, timeout=24 * 3600, on_row=lambda row: print(line(row), flush=True))
     good = [row for row in rows if "error" not in row]
     bad = [row for row in rows if "error" in row or row["spills"]]
     by_arch = {a: sum(r["seconds"] for r in good if r["config"]["arch"] == a) for a in archs}

@@ -101,12 +101,15 @@ def launch_config(d: int) -> tuple[int, int]:
     program and warps."""
     if not (isinstance(d, int) and 1 <= d <= MAX_DIM):
         raise ValueError(f"d must be an integer from 1 to {MAX_DIM}, got {d!r}")
-    # Chosen from the compiled kernels' registers and spills (benchmarks/bench_fused_compile.py, the table in
-    # benchmarks/RESULTS.md): a program's tiles are BLOCK x DP and, in the force, BLOCK x DP x DP; with 4 warps,
-    # BLOCK * DP = 128 keeps the largest launch (every observer, prior, control variate, a batch of
-    # SMALL_SHUFFLE data) within 255 registers without spilling on sm_80 and sm_90 for every d, where 128
-    # chains a program spilled from d = 3 on.
-    return max(1, 128 // _pow2(d)), 4
+    return _BLOCKS[_pow2(d)], 4
+
+
+# Chains a program by padded dimension DP, with 4 warps, chosen from the compiled kernels' registers and spills
+# (benchmarks/bench_fused_compile.py, the table in benchmarks/RESULTS.md): each compiles without spilling on
+# sm_80 and sm_90, smallest and largest launches alike; 128 spilled at d = 2 (OBABO, sm_80), and 4 and 8 at
+# d = 16 (the largest launch at 4, the smallest at 8). Register use is not monotone in BLOCK or in the launch's
+# flags: measure a change, do not extrapolate.
+_BLOCKS = {1: 128, 2: 64, 4: 32, 8: 8, 16: 2}
 
 
 @dataclass(frozen=True)

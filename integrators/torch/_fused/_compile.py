@@ -221,19 +221,33 @@ def _spill_bytes(ptx: str, arch: int) -> int:
     return int(found.group(1)) + int(found.group(2))
 
 
-def run_isolated(configs: list[Config], *, timeout: float = 1800, env: dict | None = None) -> list[dict]:
+def run_isolated(configs: list[Config], *, timeout: float = 1800, env: dict | None = None, on_row=None) -> list[dict]:
     """:func:`resources` of each config in a fresh Python process with Triton's compiler (not its interpreter):
-    one dict per config (``Resources``' fields, or ``error``: the compiler's message)."""
+    one dict per config (``Resources``' fields, or ``error``: the compiler's message), each also passed to
+    ``on_row`` as it comes."""
     env = dict(os.environ if env is None else env, TRITON_INTERPRET="0", TRITON_DEFAULT_FP_FUSION="1")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
-    proc = subprocess.run([sys.executable, "-m", "integrators.torch._fused._compile"], cwd=root, env=env,
-                          input=json.dumps([asdict(c) for c in configs]), capture_output=True, text=True,
-                          timeout=timeout)
-    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    if proc.returncode != 0 or len(rows) != len(configs):
-        raise RuntimeError(f"the compilation process ended with {proc.returncode} after {len(rows)} of "
-                           f"{len(configs)} configurations:\n{proc.stderr[-4000:]}")
+    rows = []
+    with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
+            [sys.executable, "-m", "integrators.torch._fused._compile"], cwd=root, env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err) as proc:
+        deadline = time.monotonic() + timeout
+        proc.stdin.write(json.dumps([asdict(c) for c in configs]))
+        proc.stdin.close()
+        for line in proc.stdout:  # the timeout is checked between rows: a guard, not a measurement
+            if line.startswith("{"):
+                rows.append(json.loads(line))
+                if on_row is not None:
+                    on_row(rows[-1])
+            if time.monotonic() > deadline:
+                proc.kill()
+                break
+        code = proc.wait()
+        err.seek(0)
+        if code != 0 or len(rows) != len(configs):
+            raise RuntimeError(f"the compilation process ended with {code} after {len(rows)} of "
+                               f"{len(configs)} configurations:\n{err.read()[-4000:]}")
     return rows
 
 

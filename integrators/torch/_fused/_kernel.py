@@ -172,7 +172,7 @@ def chain_kernel(
             x, v = BEFORE(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
         if HAS_PRIOR:
             prior = tl.zeros_like(x)
-            for b in range(D):  # loops, not unrolled: unrolled, d = 16 spilled (benchmarks/RESULTS.md, issue 52)
+            for b in range(D):  # loops, not unrolled (here and over the batch): unrolled, the largest launches spill
                 p0_col = tl.load(p0_ptr + col * D + b, mask=cmask, other=0.0)  # p0[:, b]
                 prior += (_column(x, col, b) - tl.load(m0_ptr + b))[:, None] * p0_col
         batch = tl.zeros_like(x)
