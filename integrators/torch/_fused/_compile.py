@@ -112,9 +112,17 @@ def unavailable() -> str | None:
         import triton  # noqa: F401
     except ImportError:
         return "triton is not installed"
-    for tool in ("ptxas", "cuobjdump"):
-        if bundled_tool(tool) is None:
-            return f"triton's bundled {tool} is missing (triton {__import__('triton').__version__})"
+    version = __import__("triton").__version__
+    try:
+        from triton.backends.nvidia.compiler import get_ptxas
+        for arch in ARCHS:  # the ptxas Triton runs for each target (sm_90 has its own)
+            path = get_ptxas(arch).path
+            if not (path and os.path.isfile(path) and os.access(path, os.X_OK)):
+                return f"triton's bundled ptxas for sm_{arch} is missing (triton {version})"
+    except (ImportError, AttributeError, RuntimeError) as error:
+        return f"triton {version} has no CUDA backend with a bundled ptxas ({error})"
+    if bundled_tool("cuobjdump") is None:
+        return f"triton's bundled cuobjdump is missing (triton {version})"
     return None
 
 
