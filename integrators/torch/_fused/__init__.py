@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -95,17 +96,64 @@ def shared(spec) -> tuple:
             observers.histogram, None if cv is None else as_bytes(cv.x_ref), spec.backend)
 
 
+def launch_config(d: int) -> tuple[int, int]:
+    """``(BLOCK, num_warps)`` of a launch on cuda for ``d`` coordinates (1 to :data:`MAX_DIM`): chains per
+    program and warps."""
+    if not (isinstance(d, int) and 1 <= d <= MAX_DIM):
+        raise ValueError(f"d must be an integer from 1 to {MAX_DIM}, got {d!r}")
+    return _BLOCKS[_pow2(d)], 4
+
+
+# Chains a program by padded dimension DP, with 4 warps, chosen from the compiled kernels' registers and spills
+# (benchmarks/bench_fused_compile.py, the table in benchmarks/RESULTS.md): each compiles without spilling on
+# sm_80 and sm_90, smallest and largest launches alike. Larger ones spilled: at d = 2, 128 (OBABO with the
+# prior, histogram and full moments, sm_80) and 64 (EM's smallest launch, sm_80: 64 registers and 16 B); at
+# d = 16, 8 (the smallest launch) and 4 (the largest). Register use is not monotone in BLOCK or in the
+# launch's flags: measure a change, do not extrapolate.
+_BLOCKS = {1: 128, 2: 32, 4: 32, 8: 8, 16: 2}
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch of :func:`_kernel.chain_kernel` as :func:`advance_together` makes it: the grid, the
+    runtime arguments in the kernel's order, the specialization (``constexprs``) and ``num_warps``;
+    ``outputs``: the stacked tensors the kernel fills (``x``, ``v`` and the observers of :data:`_STACKED`)."""
+
+    grid: tuple
+    args: tuple
+    constexprs: dict
+    num_warps: int
+    outputs: dict
+
+
 def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: int | None = None) -> None:
     """:func:`advance` for runs that share :func:`shared` (minibatch plans of one batch size): one launch.
     ``path_keys``, ``plan_keys``: ``(n,)`` shared by every run (one path drawn once per step for all of them)
     or ``(runs, n)``, a row per run."""
+    launch = launch_of(specs, xs, vs, observers, path_keys, plan_keys, block=block)
+    chain_kernel[launch.grid](*launch.args, **launch.constexprs, num_warps=launch.num_warps)
+    out = launch.outputs
+    for r, o in enumerate(observers):
+        xs[r].copy_(out["x"][r])
+        vs[r].copy_(out["v"][r])
+        for name in _STACKED:
+            if getattr(o, name, None) is not None:
+                getattr(o, name).copy_(out[name][r])
+        o.kept = o.keep
+
+
+def launch_of(specs, xs, vs, observers, path_keys, plan_keys, *, block: int | None = None, device=None) -> Launch:
+    """The :class:`Launch` of :func:`advance_together` (its arguments), on the tensors' device; ``device``
+    (``"cuda"``) picks the block size and warps of that device instead (the compilation checks build
+    cuda launches from CPU tensors)."""
     spec = specs[0]
     target, obs = spec.target, observers[0]
     dev = xs[0].device
-    block = block or (128 if dev.type == "cuda" else 64)
+    n, d = xs[0].shape
+    cuda_block, num_warps = launch_config(d)
+    block = block or (cuda_block if torch.device(device or dev).type == "cuda" else 64)
     declared = torch_step(spec.scheme)
     module = FUSED_STEPS[declared.NAME]
-    n, d = xs[0].shape
     n_data = target.n_data
     rules = [plan_rule(s.plan) for s in specs]
     batch_sizes = {s.batch_size for s, rule in zip(specs, rules, strict=True) if rule.kind != "full"}
@@ -141,7 +189,8 @@ def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: i
     counts = torch.tensor([[s.n_steps, s.burn_in, max(1, (s.n_steps - s.burn_in) // keep) if keep else 1]
                            for s in specs], device=dev, dtype=torch.int64)
     keys_stride = n if path_keys.ndim == 2 else 0
-    chain_kernel[(triton.cdiv(n, block), len(specs))](
+    shuffle = n_data <= SMALL_SHUFFLE
+    args = (
         x, v, g, stacked["diverged_at"], stacked["sum_x"], stacked["sum_xx"], stacked["sum_outer"], stacked["hist"],
         stacked["tails"], stacked["samples"],
         path_keys.contiguous(), plan_keys.contiguous(), params,
@@ -149,15 +198,13 @@ def advance_together(specs, xs, vs, observers, path_keys, plan_keys, *, block: i
         torch.tensor(periods, device=dev, dtype=torch.int32), order, counts,
         as_f64(mu), as_f64(prec), as_f64(p0), as_f64(m0), as_f64(ref_grads), as_f64(ref_sum),
         n, int(n_bins), keep, order.shape[1], keys_stride,
+    )
+    constexprs = dict(
         BEFORE=module.before, AFTER=module.after, FSAL=int(declared.FSAL),
-        D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data), NB=nb,
+        # past SMALL_SHUFFLE data no partition runs (refusal): no permutation to hold or shuffle
+        D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data) if shuffle else 1, NB=nb, SHUFFLE=shuffle,
         HAS_PRIOR=bool((np.asarray(p0) != 0).any()), USE_CV=bool(use_cv[0]),
         FULL_MOMENTS=obs.sum_outer is not None, HIST=obs.hist is not None, KEEP=bool(keep), BLOCK=block,
     )
-    for r, o in enumerate(observers):
-        xs[r].copy_(x[r])
-        vs[r].copy_(v[r])
-        for name in _STACKED:
-            if getattr(o, name, None) is not None:
-                getattr(o, name).copy_(stacked[name][r])
-        o.kept = o.keep
+    outputs = dict(stacked, x=x, v=v)
+    return Launch((triton.cdiv(n, block), len(specs)), args, constexprs, num_warps, outputs)

@@ -78,6 +78,7 @@ def chain_kernel(
     n_chains, n_bins, keep, order_stride, keys_stride,
     BEFORE: tl.constexpr, AFTER: tl.constexpr, FSAL: tl.constexpr,
     D: tl.constexpr, DP: tl.constexpr, N_DATA: tl.constexpr, NP: tl.constexpr, NB: tl.constexpr,
+    SHUFFLE: tl.constexpr,
     HAS_PRIOR: tl.constexpr, USE_CV: tl.constexpr,
     FULL_MOMENTS: tl.constexpr, HIST: tl.constexpr, KEEP: tl.constexpr, BLOCK: tl.constexpr,
 ):
@@ -150,12 +151,13 @@ def chain_kernel(
     for k in range(1 - FSAL, n_steps + 1):
         # the force at x on this step's batch: G = grad f_0 + scale * sum_w grad f_i (+ the control variate)
         first = tl.zeros([], dtype=tl.int32)
-        if kind == 2:  # a partition: a fresh permutation at the start of each period
-            if position == 0:
-                perm = _shuffle(plan_key, plan_ctr, coln, N_DATA, BLOCK, NP)
-                plan_ctr += N_DATA
-            first = tl.load(order_ptr + position) * NB
-            position = (position + 1) % period
+        if SHUFFLE:  # compiled only where a partition can run: its unrolled swaps grow with N_DATA
+            if kind == 2:  # a partition: a fresh permutation at the start of each period
+                if position == 0:
+                    perm = _shuffle(plan_key, plan_ctr, coln, N_DATA, BLOCK, NP)
+                    plan_ctr += N_DATA
+                first = tl.load(order_ptr + position) * NB
+                position = (position + 1) % period
         if k > 0:
             z0, z1, z2, z3 = step_normals(path_key, path_ctr, col, D)
             path_ctr += 3 * D
@@ -170,7 +172,7 @@ def chain_kernel(
             x, v = BEFORE(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
         if HAS_PRIOR:
             prior = tl.zeros_like(x)
-            for b in tl.static_range(D):
+            for b in range(D):  # loops, not unrolled (here and over the batch): unrolled, the largest launches spill
                 p0_col = tl.load(p0_ptr + col * D + b, mask=cmask, other=0.0)  # p0[:, b]
                 prior += (_column(x, col, b) - tl.load(m0_ptr + b))[:, None] * p0_col
         batch = tl.zeros_like(x)
@@ -182,7 +184,7 @@ def chain_kernel(
                 batch += grad
                 batch_ref += ref
         else:
-            for t in tl.static_range(NB):
+            for t in range(NB):
                 if kind == 1:
                     u = plan_uniform(plan_key, plan_ctr + t)
                     idx = tl.minimum((u * N_DATA).to(tl.int64), N_DATA - 1)
