@@ -34,7 +34,9 @@ QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
     report = verify(scheme, **QUICK)
-    assert report.ok, report.table()
+    assert not report.failed, report.table()
+    # 64 chains cannot reach the Monte Carlo checks' stated resolution: those say so, nothing else is left open
+    assert all("cannot detect" in report.check(n).skipped for n in report.inconclusive), report.table()
     names = [c.name for c in report.checks]
     for plan in ("full", "iid", "rr", "sms"):
         for key in ("", "@3d"):
@@ -221,7 +223,7 @@ def test_a_wall_clock_cap_gives_the_same_verdicts_or_inconclusive_never_ok():
     the old budget reported ok with every strong-order and Monte Carlo check skipped."""
     kw = dict(plans=["full", "sms"], n_chains=16, strong_hs=STRONG_HS, seed=3)
     full = verify("ubu", **kw)
-    assert full.ok, full.table()
+    assert not full.failed, full.table()  # 16 chains: the Monte Carlo passes are underpowered, inconclusive
     for cap in (1e-6, full.seconds / 2):
         capped = verify("ubu", max_seconds=cap, **kw)
         assert not capped.failed, capped.table()

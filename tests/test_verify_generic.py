@@ -143,3 +143,29 @@ def test_a_step_that_allocates_fails_in_one_line_naming_the_scheme_and_keeps_the
     failed = [report.check(name) for name in report.failed]
     assert failed and all("scheme 'ubu_scratch'" in c.measured and "\n" not in c.measured for c in failed)
     assert any("empty" in c.measured for c in failed), report.table()
+
+
+def _measurement(stable):
+    from theory_checks.adapters._runs import PlanMeasurement
+    n = len(stable)
+    return PlanMeasurement("full", 0.1 * 2.0 ** -np.arange(n), [8] * n, [(1, 1)] * n,
+                           [np.zeros((8, 2)) if ok else None for ok in stable], np.zeros((n, 2)), np.ones((n, 2)),
+                           np.zeros(n), np.ones(n), 0.0)
+
+
+@pytest.mark.parametrize("stable", [(True, True, False), (False, True, True, True)])
+def test_an_adapter_chain_that_turns_nan_at_a_chosen_step_size_fails_the_claim(stable):
+    from theory_checks.adapters._measure import stable_fit
+    check = stable_fit(Check("weak_order[full]", True, "2", "slope 2.0", claim=True), _measurement(stable),
+                       chosen=True)
+    assert check.passed is False and "non-finite chains at h = " in check.measured, check.measured
+    given = stable_fit(Check("limit[full]", True, "-", "b0", claim=True), _measurement(stable), chosen=False)
+    assert given.passed is (None if sum(stable) < 3 else True), given.measured
+
+
+def test_an_order_or_limit_fit_needs_three_stable_step_sizes():
+    from theory_checks.adapters._measure import stable_fit
+    two = stable_fit(Check("limit[full]", True, "-", "b0", claim=True), _measurement((True, True)), chosen=True)
+    assert two.passed is None and "fewer than 3 stable" in two.skipped
+    three = stable_fit(Check("limit[full]", True, "-", "b0", claim=True), _measurement((True,) * 3), chosen=True)
+    assert three.passed is True
