@@ -1,9 +1,10 @@
 """``verify(scheme)``: is a scheme what it declares?  The harness for anyone's integrator.
 
 Given a scheme (a registered name, or an :class:`integrators.Scheme`, built-in or built in
-user code), on Gaussian targets whose data terms do not commute (by default two,
-:func:`default_targets`: 2-D at batch size 1, and 3-D with unequal scales at batch size 2, whose
-checks are named ``...@3d``):
+user code), on Gaussian targets whose data terms do not commute (by default three,
+:func:`default_targets`: 2-D at batch size 1, 3-D with unequal scales at batch size 2 (``...@3d``)
+and 7-D with five unequal terms at batch size 2 (``...@7d``, exact checks only), each at a friction
+where no coefficient degenerates, :data:`DEFAULT_FRICTIONS`):
 
 * ``probe_affine``: the compiled step is affine in the state and the path data (read off by
   probing, :mod:`theory_checks._probe`); a step that is not (or draws its own randomness) fails here;
@@ -19,6 +20,10 @@ checks are named ``...@3d``):
   in the asymptotic regime (:func:`asymptotic_rate`); where it cannot (at large friction the
   regime lies below the rounding level), or a given ladder does not reach it, the claim is
   inconclusive and the check says why;
+* ``box`` (first target, :mod:`theory_checks._box`): every position stays in an active box where
+  the bounce fires; ``sweep[plan]`` and ``plan_strong_order[plan]`` (:mod:`theory_checks._sweeps`):
+  a declared symmetric sweep read from the declaration, and the plan's strong order measured with
+  UBU where the scheme's own cannot see it;
 * ``strong_order[plan]``: the pathwise error ladder on a shared Brownian path against
   full-gradient UBU at a much finer step (:func:`theory_checks.orders.strong_order`), slope at
   least the declared order minus ``STRONG_SLACK``;
@@ -358,8 +363,8 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
            backend: str | None = None, budget: float | None = None) -> VerifyReport:
     """Check a scheme against what it declares, with every plan: is it the scheme it says it is?
 
-    On each target (by default the two of :func:`default_targets`: today's 2-D one at batch size
-    1, and a 3-D one with unequal scales across its data terms at batch size 2), the checks
+    On each target (by default the three of :func:`default_targets`, each at its friction of
+    :data:`DEFAULT_FRICTIONS`), the checks
     ``probe_affine``, ``declared_map``, ``stationarity``, then ``weak_order``, ``strong_order``
     and ``monte_carlo`` per plan, each rule as the module docstring states it.  Checks on the
     second default target are named with the suffix ``@3d`` (``stationarity@3d``).  A plan whose
