@@ -9,9 +9,12 @@ keyed instead on a fingerprint (:func:`fingerprint`) of everything its machine c
 
 - the toolkit's own source (every ``.py`` file of its packages, hashed once per process): a
   change anywhere in the toolkit recompiles every kernel once;
+- each function's own bytecode and constants (so a module reloaded after an edit is seen);
 - user code reached from the kernel (a scheme's step, a target's gradients, a plan's rule, test
-  functions), by its bytecode, constants, closure cells and the globals it reads, recursively;
-  a user module reached through an attribute is keyed on its file's bytes;
+  functions), by its bytecode, constants, defaults, closure cells and the globals it reads,
+  recursively, a user module by the attributes the function may read from it; anything the walk
+  cannot describe (an object of a user class, an intrinsic, a plain Python function that Numba
+  code calls, such as an ``@overload`` stub) leaves the kernel in memory (fail closed);
 - the Python, Numba, llvmlite and numpy versions (the folder's name), Numba's settings that change
   machine code (``NUMBA_OPT``, ``NUMBA_BOUNDSCHECK``, ...), the argument types and the CPU (target
   triple, CPU name and features: Numba's own ``magic_tuple``).
@@ -105,21 +108,29 @@ def _is_toolkit(module_name) -> bool:
 
 def _toolkit_source(fn) -> bool:
     """Whether ``fn`` is written in a toolkit file at module or class level (not a closure, not generated
-    code): the toolkit's source hash then covers its code."""
+    code): the toolkit's source hash then covers what it calls."""
     return (_is_toolkit(fn.__module__) and "<locals>" not in fn.__qualname__
             and fn.__code__.co_filename.startswith(str(_ROOT)))
 
 
-def fingerprint(obj, dispatchers: set | None = None) -> str:
+def fingerprint(obj, dispatchers: list | None = None) -> str:
     """SHA-256 of everything the machine code compiled from ``obj`` depends on, apart from the toolkit's
-    source and the versions (the folder's name): see the module.  The ids of the Numba functions
-    reached are added to ``dispatchers`` when given.  Raises :class:`Uncacheable`."""
+    source and the versions (the folder's name): see the module.  The Numba functions reached are
+    appended to ``dispatchers`` when given.  Raises :class:`Uncacheable`."""
     h = hashlib.sha256()
     seen: dict = {}
-    _walk(obj, h, seen)
+    if isinstance(obj, types.FunctionType):
+        seen[id(obj)] = (0, obj)
+        _walk_function(obj, h, seen, compiled=True)
+    else:
+        _walk(obj, h, seen)
     if dispatchers is not None:
-        dispatchers.update(i for i, (_, value) in seen.items() if isinstance(value, nb.core.dispatcher.Dispatcher))
+        dispatchers.extend(value for _, value in seen.values() if isinstance(value, nb.core.dispatcher.Dispatcher))
     return h.hexdigest()
+
+
+def _dtype(dtype) -> str:
+    return repr(dtype.descr if dtype.fields else dtype.str)  # (a record's fields by name and type)
 
 
 def _walk(obj, h, seen) -> None:  # noqa: C901 (one case per kind of value)
@@ -132,63 +143,81 @@ def _walk(obj, h, seen) -> None:  # noqa: C901 (one case per kind of value)
         return
     seen[id(obj)] = (len(seen), obj)  # (the object too: its id stays its own while the walk runs)
     if isinstance(obj, (tuple, list)):
-        put(f"{type(obj).__name__}[{len(obj)}".encode())
+        put(f"{type(obj).__module__}.{type(obj).__qualname__}[{len(obj)}".encode())  # (a namedtuple by class)
+        if type(obj) not in (tuple, list):
+            _walk(type(obj), h, seen)
         for item in obj:
             _walk(item, h, seen)
         put(b"]")
-    elif isinstance(obj, dict):
+    elif type(obj) is dict:
         put(f"dict[{len(obj)}".encode())
         for key in sorted(obj, key=repr):
             _walk(key, h, seen)
             _walk(obj[key], h, seen)
         put(b"]")
-    elif isinstance(obj, np.ndarray):
-        put(f"ndarray:{obj.dtype.str}:{obj.shape};".encode())
+    elif type(obj) is np.ndarray:
+        put(f"ndarray:{_dtype(obj.dtype)}:{obj.shape};".encode())
         put(hashlib.sha256(np.ascontiguousarray(obj).tobytes()).digest())
-    elif isinstance(obj, np.generic):
-        put(f"{obj.dtype.str}:{obj.item()!r};".encode())
+    elif isinstance(obj, np.generic) and not obj.dtype.fields:
+        put(f"{_dtype(obj.dtype)}:{obj.item()!r};".encode())
+    elif isinstance(obj, np.dtype):
+        put(f"dtype:{_dtype(obj)};".encode())
+    elif isinstance(obj, np.ufunc):
+        put(f"ufunc:{obj.__name__};".encode())
     elif isinstance(obj, nb.core.dispatcher.Dispatcher):
-        put(b"dispatcher(")
-        _walk(obj.py_func, h, seen)
+        put(f"dispatcher:{type(obj).__name__}(".encode())
+        _walk_function(obj.py_func, h, seen, compiled=True)
         _walk({k: v for k, v in obj.targetoptions.items() if k != "cache"}, h, seen)
-        put(b")")
+        put(f"{sorted((k, str(v)) for k, v in (obj.locals or {}).items())};".encode())
+        if not obj._can_compile:  # explicit signatures only
+            put(f"{[str(sig) for sig in obj.signatures]};".encode())
+        put(f"{getattr(obj, '_compiler', None) and obj._compiler.pipeline_class};)".encode())
     elif isinstance(obj, types.FunctionType):
-        _walk_function(obj, h, seen)
-    elif isinstance(obj, types.CodeType):
-        _walk_code(obj, h, seen)
+        _walk_function(obj, h, seen, compiled=False)
     elif isinstance(obj, types.ModuleType):
-        _walk_module(obj, h)
+        _walk_module(obj, h, seen, ())
     elif isinstance(obj, type):
-        if not _is_toolkit(obj.__module__) and obj.__module__ != "builtins" and not _installed_module(obj.__module__):
-            raise Uncacheable(f"the class {obj.__qualname__!r} of user module {obj.__module__!r}")
+        if not (_is_toolkit(obj.__module__) or obj.__module__ == "builtins" or _installed_module(obj.__module__)):
+            raise Uncacheable(f"the class {obj.__qualname__!r} of module {obj.__module__!r}")
         put(f"class:{obj.__module__}.{obj.__qualname__};".encode())
     elif isinstance(obj, nbtypes.Type):
         put(f"nbtype:{obj};".encode())
-    elif isinstance(obj, types.BuiltinFunctionType):
-        put(f"builtin:{getattr(obj, '__module__', '')}.{obj.__qualname__};".encode())
-    elif type(obj).__module__.split(".")[0] in ("numba", "numpy", "math"):
-        put(f"{type(obj).__module__}.{type(obj).__qualname__}:{obj!r};".encode())  # np.float64 and the like
-    else:
-        raise Uncacheable(f"a global of type {type(obj).__qualname__}")
+    elif isinstance(obj, types.BuiltinFunctionType) and _installed_module(getattr(obj, "__module__", None) or ""):
+        put(f"builtin:{obj.__module__}.{obj.__qualname__};".encode())
+    else:  # an intrinsic, a typed container, a user object: what it compiles to is not known here
+        raise Uncacheable(f"a value of type {type(obj).__module__}.{type(obj).__qualname__}")
 
 
-def _walk_function(fn, h, seen) -> None:
-    if _toolkit_source(fn):
-        h.update(f"toolkit:{fn.__module__}.{fn.__qualname__};".encode())
-        return
-    h.update(f"function:{fn.__qualname__}(".encode())
+def _walk_function(fn, h, seen, *, compiled: bool) -> None:
+    """A function's code, defaults, closure cells and the globals it reads.  ``compiled``: the Python
+    function of a Numba function; otherwise a plain function that Numba code refers to, which compiles
+    to something its body does not say (an ``@overload`` stub, say) unless it is the toolkit's."""
+    toolkit = _toolkit_source(fn)
+    if not compiled and not toolkit:
+        raise Uncacheable(f"the plain Python function {fn.__module__}.{fn.__qualname__} (an @overload stub or "
+                          f"register_jitable: what it compiles to is not its body)")
+    h.update(f"function:{fn.__module__}.{fn.__qualname__}(".encode())
     _walk_code(fn.__code__, h, seen)
+    if toolkit:  # the toolkit's source hash covers what it calls; its own code is keyed (a reload changes it)
+        h.update(b")")
+        return
     _walk(fn.__defaults__, h, seen)
+    _walk(fn.__kwdefaults__, h, seen)
     for cell in fn.__closure__ or ():
         try:
             value = cell.cell_contents
         except ValueError:  # an empty cell
             value = "<empty cell>"
         _walk(value, h, seen)
-    for name in sorted(_global_names(fn.__code__)):
+    names = _global_names(fn.__code__)
+    for name in sorted(names):
         if name in fn.__globals__:
             h.update(f"global:{name}=".encode())
-            _walk(fn.__globals__[name], h, seen)
+            value = fn.__globals__[name]
+            if isinstance(value, types.ModuleType):
+                _walk_module(value, h, seen, names)
+            else:
+                _walk(value, h, seen)
     h.update(b")")
 
 
@@ -214,19 +243,26 @@ def _walk_code(code, h, seen) -> None:
 
 
 def _installed_module(name: str) -> bool:
-    module = sys.modules.get(name)
-    path = getattr(module, "__file__", None)
-    return path is None or os.path.realpath(path).startswith(_INSTALLED)
+    """Whether the module ``name`` is Python's or an installed package's (keyed by name and version)."""
+    if name in sys.builtin_module_names:
+        return True
+    path = getattr(sys.modules.get(name), "__file__", None)
+    return path is not None and os.path.realpath(path).startswith(_INSTALLED)
 
 
-def _walk_module(module, h) -> None:
+def _walk_module(module, h, seen, names) -> None:
+    """A module a function reads: the toolkit's and installed ones by name and version; a user's by the
+    attributes the function may read from it (``names``: the function's global and attribute names)."""
     name = module.__name__
     if _is_toolkit(name) or _installed_module(name):
-        version = getattr(module, "__version__", "")
-        h.update(f"module:{name}:{version};".encode())
+        h.update(f"module:{name}:{getattr(module, '__version__', '')};".encode())
         return
-    h.update(f"user module:{name}:".encode())  # its functions are reached by attribute: key on its file
-    h.update(hashlib.sha256(Path(module.__file__).read_bytes()).digest())
+    h.update(f"user module:{name}(".encode())
+    for attr in sorted(names):
+        if hasattr(module, attr):
+            h.update(f"{attr}=".encode())
+            _walk(getattr(module, attr), h, seen)
+    h.update(b")")
 
 
 # ---------------------------------------------------------------------------------- the cache
@@ -278,14 +314,16 @@ class _SumCheckedFile(IndexDataCacheFile):
 KEEP_FOLDERS = 16  # the most recently written code versions kept; older ones are deleted as a new one starts
 
 
-def prune_old_versions(root: Path) -> None:
-    """Delete all but the :data:`KEEP_FOLDERS` most recently modified version folders under ``root`` (each
-    edit of the toolkit starts a new one).  A process still reading a deleted one compiles again."""
+def prune_old_versions(root: Path, current: str | None = None) -> None:
+    """Delete all but the :data:`KEEP_FOLDERS` most recently used code versions under ``root`` that share
+    ``current``'s Python, Numba, llvmlite and numpy versions (each edit of the toolkit starts one; other
+    environments' folders are theirs).  A process still reading a deleted one compiles again."""
     import shutil
 
+    prefix = current.rsplit("-", 1)[0] + "-" if current else ""
     try:
-        folders = sorted((p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and "-numba" in p.name),
-                         key=lambda p: p.stat().st_mtime, reverse=True)
+        folders = sorted((p for p in root.iterdir() if p.is_dir() and not p.is_symlink() and "-numba" in p.name
+                          and p.name.startswith(prefix)), key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return
     for old in folders[KEEP_FOLDERS:]:
@@ -301,83 +339,111 @@ class _Locator:
     def ensure_cache_path(self):
         if not self._folder.is_dir():
             self._folder.mkdir(parents=True, exist_ok=True)
-            prune_old_versions(self._folder.parent)
+            prune_old_versions(self._folder.parent, self._folder.name)
 
     def get_cache_path(self):
         return str(self._folder)
 
 
 class _Impl(CompileResultCacheImpl):
-    def __init__(self, py_func, folder: Path, name: str, dispatchers: set):  # (no source-file locator)
+    def __init__(self, py_func, folder: Path, name: str):  # (no source-file locator: the key is the code's)
         self._lineno = py_func.__code__.co_firstlineno
         self._locator = _Locator(folder, py_func.__code__.co_filename)
         self._filename_base = name
-        self._dispatcher_ids = set(dispatchers)
+        self.dispatchers: list = []  # the Numba functions the kernel reaches, from the last key taken
 
     def check_cachable(self, cres) -> bool:
         """Numba refuses code holding "dynamic globals" (addresses of this process's objects).  A kernel
         passing a Numba function as a value (the force to the step, the test functions to the observers)
-        holds that function object's address, but its calls are bound at compile time and the address is
-        never read (its type's data model is opaque); so code whose every dynamic global is such an address
-        is kept.  Any other (a large global array, a first-class function pointer) is not."""
+        holds that function object's address; its calls are bound at compile time and the address is read
+        only if the function object is boxed (returned to Python, printed), which no kernel of the toolkit
+        does (see the sampling guide for user code).  Code whose every dynamic global is such an address is
+        kept; any other (a large global array, a first-class function pointer) is not."""
         if any(not x.can_cache for x in cres.lifted):
             return False
-        for name in getattr(cres.library, "_dynamic_globals", ()):
+        names = getattr(cres.library, "_dynamic_globals", None)
+        if names is None:  # (another Numba: fail closed)
+            return not cres.library.has_dynamic_globals
+        ids = {id(d) for d in self.dispatchers}
+        for name in names:
             found = _DYNAMIC_GLOBAL.fullmatch(name)  # (linking may append ".1" to a repeated name)
-            if found is None or int(found.group(1), 16) not in self._dispatcher_ids:
+            if found is None or int(found.group(1), 16) not in ids:
                 return False
         return True
 
 
 _DYNAMIC_GLOBAL = re.compile(r"numba\.dynamic\.globals\.([0-9a-f]+)(?:\.\d+)?")
-
+_UNSTABLE_TYPE = re.compile(r" at 0x|#[0-9a-f]{6,}")  # an address in a type's name: a jitclass, a function
 
 _WARNED: set = set()
-_LISTENERS: list = []  # callables told "compiling <name>" when a kernel misses the cache
+_LISTENERS: list = []  # callables told "compiling <name>" when a kernel misses the cache (process-wide)
 
 
 class KeyedCache(FunctionCache):
-    """A Numba function cache keyed on a fingerprint (see the module)."""
+    """A Numba function cache keyed on a fingerprint (see the module), taken again at every lookup and save:
+    globals or settings that changed since the kernel was made key the code compiled with them."""
 
-    def __init__(self, py_func, key: str, name: str, dispatchers: set):
-        self._name, self._py_func, self._key = name, py_func, key
+    def __init__(self, dispatcher, name: str):
+        self._name, self._dispatcher, self._py_func = name, dispatcher, dispatcher.py_func
         self._folder = cache_folder()
-        self._impl = _Impl(py_func, self._folder, name, dispatchers)
+        self._impl = _Impl(self._py_func, self._folder, name)
         self._cache_path = str(self._folder)
         self.enable()
 
-    def _file(self, sig) -> _SumCheckedFile | None:
-        if " at 0x" in str(sig):
-            return None  # argument types holding a Numba function name its address: no stable key
-        full = hashlib.sha256(f"{self._key}|{sig}".encode()).hexdigest()[:32]
-        return _SumCheckedFile(self._cache_path, f"{self._name}-{full}", self._key)
+    @property
+    def _key(self) -> str | None:
+        dispatchers: list = []
+        try:
+            code = fingerprint(self._dispatcher, dispatchers)
+        except Uncacheable:
+            return None
+        self._impl.dispatchers = dispatchers
+        return hashlib.sha256(f"{code}|{_compiler_settings()}".encode()).hexdigest()
 
-    def _index_key(self, sig, codegen):
-        return (str(sig), codegen.magic_tuple(), self._key)
+    def _file(self, sig, codegen):
+        key = self._key
+        if key is None or _UNSTABLE_TYPE.search(str(sig)):
+            return None, None  # no key stable across processes
+        full = (key, str(sig), codegen.magic_tuple())  # (a CPU of its own: a folder shared by several machines)
+        name = hashlib.sha256(repr(full).encode()).hexdigest()[:32]
+        return _SumCheckedFile(self._cache_path, f"{self._name}-{name}", key), full
+
+    def flush(self):
+        pass  # (entries are never rewritten in place: a new key is a new file)
 
     def load_overload(self, sig, target_context):
-        file = self._file(sig)
-        if file is None or not self._enabled:
+        if not self._enabled:
             return None
         target_context.refresh()
-        try:
-            data = file.load(self._index_key(sig, target_context.codegen()))
-            found = None if data is None else self._impl.rebuild(target_context, data)
-        except Exception:  # corrupt, truncated or unreadable: compile again, never use it
-            file.remove()
-            found = None
+        file, full = self._file(sig, target_context.codegen())
+        found = None
+        if file is not None:
+            try:
+                data = file.load(full)
+            except Exception:  # corrupt, truncated or unreadable: deleted, compiled again, never used
+                file.remove()
+                data = None
+            try:
+                found = None if data is None else self._impl.rebuild(target_context, data)
+            except Exception:  # (not loadable here, say another environment's: a miss, the entry kept)
+                found = None
+            if found is not None:
+                with contextlib.suppress(OSError):
+                    os.utime(self._folder)  # recently used: kept by prune_old_versions
         if found is None:
             for listener in list(_LISTENERS):
                 listener(self._name)
         return found
 
     def save_overload(self, sig, data):
-        file = self._file(sig)
-        if file is None or not self._enabled or not self._impl.check_cachable(data):
+        if not self._enabled:
+            return
+        file, full = self._file(sig, data.codegen)
+        if file is None or not self._impl.check_cachable(data):
             return
         try:
             self._impl.locator.ensure_cache_path()
-            file.save(self._index_key(sig, data.codegen), self._impl.reduce(data))
+            file.save(full, self._impl.reduce(data))
         except OSError as exc:
             if self._cache_path not in _WARNED:
                 _WARNED.add(self._cache_path)
@@ -388,19 +454,17 @@ class KeyedCache(FunctionCache):
 
 def disk_cached(dispatcher, name: str | None = None):
     """``dispatcher`` (a Numba function, not yet compiled) with its compiled code kept on disk, keyed on
-    :func:`fingerprint` of its Python function; unchanged where the cache is off or the fingerprint
-    cannot be taken.  Returns the dispatcher."""
+    :func:`fingerprint` of it; unchanged where the cache is off or the fingerprint cannot be taken.
+    Returns the dispatcher."""
     if not enabled():
         return dispatcher
-    dispatchers: set = set()
     try:
-        key = fingerprint(dispatcher, dispatchers)
+        fingerprint(dispatcher)
     except Uncacheable:
         return dispatcher
-    key = hashlib.sha256(f"{key}|{_compiler_settings()}".encode()).hexdigest()
     py_func = dispatcher.py_func
     label = name or py_func.__qualname__.replace("<locals>.", "").replace("<", "").replace(">", "")
-    dispatcher._cache = KeyedCache(py_func, key, label, dispatchers)
+    dispatcher._cache = KeyedCache(dispatcher, label)
     return dispatcher
 
 

@@ -65,7 +65,7 @@ def test_the_default_targets_reach_past_three_dimensions_with_uneven_batches():
     assert max(scales) / min(scales) >= 2 and t.n_data % bs != 0
 
 
-@pytest.mark.parametrize("scheme", [*sorted(SCHEMES), ABOBA, AOBOA], ids=str)
+@pytest.mark.parametrize("scheme", [*sorted(SCHEMES), ABOBA, AOBOA], ids=lambda s: getattr(s, "NAME", s))
 def test_correct_steps_keep_every_position_in_an_active_box_and_the_bounce_fires(scheme):
     check = box_check(resolve_scheme(scheme), default_target(), 0.2, 1.7, "numba")
     assert check.passed is True, check.measured
@@ -94,7 +94,7 @@ def test_a_report_that_checked_no_claim_is_not_ok():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", [UBU_FORGETS_OVER_GAMMA, BAOAB_NOISE_SQRT_2], ids=str)
+@pytest.mark.parametrize("bug", [UBU_FORGETS_OVER_GAMMA, BAOAB_NOISE_SQRT_2], ids=lambda s: getattr(s, "NAME", s))
 def test_a_friction_identity_fails_by_name_at_the_exact_level(bug):
     report = verify(bug, **EXACT)
     for key in ("", "@3d", "@7d"):
@@ -103,7 +103,7 @@ def test_a_friction_identity_fails_by_name_at_the_exact_level(bug):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("bug", [UBU_NOISE_LOOP_MIN_D_3, UBU_INDEX_MOD_3], ids=str)
+@pytest.mark.parametrize("bug", [UBU_NOISE_LOOP_MIN_D_3, UBU_INDEX_MOD_3], ids=lambda s: getattr(s, "NAME", s))
 def test_a_fourth_coordinate_bug_fails_by_name_at_the_exact_level_on_the_7d_target_only(bug):
     report = verify(bug, **EXACT)
     assert {"stationarity@7d", "weak_order[full]@7d"} <= set(report.failed), report.table()
