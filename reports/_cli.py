@@ -36,7 +36,17 @@ from reports._run_record import read_run
 from reports._runmeta import fingerprint
 from reports.drawing import write_drawing, write_metadata
 from reports.registry import _absent_input
-from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, UnsafeLock, _write_atomic, unit_seed
+from reports.store import (
+    Busy,
+    CorruptUnit,
+    FolderLock,
+    StaleUnit,
+    Store,
+    UnsafePath,
+    _write_atomic,
+    own_tree,
+    unit_seed,
+)
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -398,6 +408,7 @@ def cmd_tour(args, figures) -> int:
         raise CliError(f"the tour {registry.lacking(tour)}")
     check_out(out)  # creates the folder: only once the names have passed
     with _lock(out):  # a run or report swapping OUT/report in meanwhile would drop what the tour writes
+        own_tree(out, out / "report" / "tour")  # its pages are written in place: no link among them
         try:
             pages = build(out / "report" / "tour", args.notebooks, run_metadata=metadata(seed=0, preset="tour"),
                           progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))
@@ -471,7 +482,7 @@ def _main(argv, *, restore_ctrl_c: bool) -> int:
         handler = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims,
                    "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
-    except (CliError, Busy, UnsafeLock) as exc:
+    except (CliError, Busy, UnsafePath) as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. the output folder became unwritable (or full) mid-run
