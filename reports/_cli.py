@@ -263,7 +263,12 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         meta = metadata(seed, preset)
         meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
                      "fingerprint": prints[(fid, store.path(fid, unit))]})
-        store.save(fid, unit, result, meta)
+        _check_made(figures[fid], unit, result)
+        try:
+            store.save(fid, unit, result, meta)
+        except (TypeError, ValueError, RecursionError) as exc:  # json.dumps: not JSON, a cycle, too deep
+            raise CliError(f"{fid}: run_unit({json.dumps(unit)}) returned a result JSON cannot hold "
+                           f"({exc.__class__.__name__}: {str(exc)[:200]}); it was not saved") from None
         if _absent_input(result) is not None:
             absent.append((fid, _absent_input(result)))
         return fid, unit
@@ -297,6 +302,21 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         raise CliError(f"{absent[0][0]}: {len(absent)} unit{'s' if len(absent) > 1 else ''} found no data "
                        f"({absent[0][1]}); the report lists them as absent; add the files and rerun with --resume")
     return 0
+
+
+def _check_made(mod, unit: dict, result) -> None:
+    """A finished unit's result checked against its figure's ``RESULT`` before it is saved, so a value that
+    is not what ``draw`` expects (a NaN where the schema wants a finite number) is refused naming the unit."""
+    if registry._unfinished(result) is not None:
+        return
+    try:
+        schema.check(result, mod.RESULT)
+    except schema.SchemaError as exc:
+        raise CliError(f"{mod.ID}: run_unit({json.dumps(unit)}) returned a result that is not one of {mod.ID}'s "
+                       f"RESULT ({exc}); it was not saved") from None
+    except RecursionError:
+        raise CliError(f"{mod.ID}: run_unit({json.dumps(unit)}) returned a result nested too deeply to check; "
+                       f"it was not saved") from None
 
 
 def _units(mod, level: str, backend: dict) -> list[dict]:

@@ -381,7 +381,7 @@ class Store:
             payload = json.loads(path.read_text())
             ok = payload["checksum"] == checksum(payload["key"], payload["unit"], payload["result"],
                                                   payload["meta"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # (nested too deeply)
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
         if not ok or payload["unit"] != unit or not isinstance(payload["meta"], dict):
             raise CorruptUnit(f"{path}: checksum mismatch")

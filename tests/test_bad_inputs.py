@@ -1,0 +1,85 @@
+"""Bad input at the command line's boundaries ends in one line and exit code 2 naming what is wrong:
+results that are not what their figure declares (a NaN, not JSON), damaged unit and run files,
+broken registry modules, data settings that are not folders."""
+
+import contextlib
+import io
+import json
+import math
+
+import pytest
+
+from reports.store import Store, checksum
+
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
+FAST = "tests.report_fixtures.fast_units"
+
+
+def main(args, monkeypatch, modules=FAST):
+    from reports._cli import main as cli_main
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", modules)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(args)
+    return code, err.getvalue()
+
+
+def one_line(code, err, *words):
+    lines = err.strip().splitlines()
+    assert code == 2 and lines and lines[-1].startswith("sms-langevin: error:"), err
+    assert "Traceback" not in err, err
+    for word in words:
+        assert word in lines[-1], err
+    return lines[-1]
+
+
+@pytest.mark.parametrize("planted,words", [("nan", ["expected a finite number", "nan", '"k": 2']),
+                                           ("not-json", ["JSON cannot hold", "set"])])
+def test_a_result_that_is_not_its_figures_is_refused_when_made_naming_the_unit(tmp_path, monkeypatch, planted,
+                                                                                words):
+    monkeypatch.setenv("FAST_UNITS_BAD", planted)
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    one_line(code, err, "fast: run_unit(", *words)
+    assert not list((tmp_path / "units").rglob("*.json"))
+
+
+@pytest.fixture()
+def nan_stored(tmp_path, monkeypatch):
+    """A finished run whose first unit file holds a NaN mean under a valid checksum."""
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0, err
+    path = next(p for p in sorted((tmp_path / "units" / "fast").glob("*.json")))
+    payload = json.loads(path.read_text())
+    payload["result"]["mean"] = math.nan
+    payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+    path.write_text(json.dumps(payload))
+    return tmp_path, path
+
+
+def test_report_refuses_a_stored_nan_and_resume_recomputes_it(nan_stored, monkeypatch):
+    out, path = nan_stored
+    code, err = main(["report", "--out", str(out)], monkeypatch)
+    one_line(code, err, path.name, "expected a finite number")
+    code, err = main(["run", "fast", "--resume", "--out", str(out)], monkeypatch)
+    assert code == 0 and "recomputing" in err, err
+    assert math.isfinite(json.loads(path.read_text())["result"]["mean"])
+
+
+def test_a_run_json_seed_beyond_64_bits_is_one_line(tmp_path, monkeypatch):
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0, err
+    record = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**record, "seed": 10**30}))
+    one_line(*main(["report", "--out", str(tmp_path)], monkeypatch), "run.json", "seed must be < 2**64")
+
+
+def test_a_unit_file_of_deeply_nested_brackets_is_unreadable_not_a_crash(tmp_path, monkeypatch):
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0, err
+    path = sorted((tmp_path / "units" / "fast").glob("*.json"))[0]
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    one_line(*main(["report", "--out", str(tmp_path)], monkeypatch), path.name, "unreadable")
+    code, err = main(["run", "fast", "--resume", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0 and "recomputing" in err, err
+    assert Store(tmp_path).load("fast", json.loads(path.read_text())["unit"]) is not None
