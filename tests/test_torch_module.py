@@ -380,14 +380,14 @@ def test_divergence_names_the_true_one_based_step_however_rarely_checked(kind, s
 
 # ------------------------------------------------------------------------ a step is a transaction
 
-def raising_at_call(bad_call, exc=RuntimeError("user loss failed")):
-    """A loss whose ``bad_call``-th evaluation raises ``exc``."""
+def raising_at_call(bad_call):
+    """A loss whose ``bad_call``-th evaluation raises a RuntimeError."""
     calls, loss = [], loss_fn()
 
     def loss_that_raises(m, idx):
         calls.append(1)
         if len(calls) == bad_call:
-            raise exc
+            raise RuntimeError("user loss failed")
         return loss(m, idx)
 
     return loss_that_raises
