@@ -202,11 +202,21 @@ def _use_data_dir(data_dir) -> None:
     environment) as ``SMS_LANGEVIN_DATA_DIR``."""
     if data_dir is None:
         return
-    folder = Path(data_dir).expanduser()
-    if not folder.is_dir():
-        raise CliError(f"--data-dir {data_dir}: {'not a folder' if folder.exists() else 'no such folder'}")
+    shown = data_dir if len(data_dir) <= 200 else f"{data_dir[:100]}...{data_dir[-60:]} ({len(data_dir)} characters)"
+    if not data_dir.strip():
+        raise CliError("--data-dir must name a folder, got an empty string")
+    try:
+        folder = Path(data_dir).expanduser()
+        is_dir, exists = folder.is_dir(), folder.exists()
+        resolved = folder.resolve() if is_dir else None
+    except RuntimeError as exc:  # expanduser: ~user of no such user
+        raise CliError(f"--data-dir {shown}: {exc}") from None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL
+        raise CliError(f"--data-dir {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not is_dir:
+        raise CliError(f"--data-dir {shown}: {'not a folder' if exists else 'no such folder'}")
     from data_sets import DATA_DIR_ENV
-    os.environ[DATA_DIR_ENV] = str(folder.resolve())
+    os.environ[DATA_DIR_ENV] = str(resolved)
 
 
 def _unit_inputs(mod, unit: dict, level: str) -> dict | None:

@@ -83,3 +83,17 @@ def test_a_unit_file_of_deeply_nested_brackets_is_unreadable_not_a_crash(tmp_pat
     code, err = main(["run", "fast", "--resume", "--out", str(tmp_path)], monkeypatch)
     assert code == 0 and "recomputing" in err, err
     assert Store(tmp_path).load("fast", json.loads(path.read_text())["unit"]) is not None
+
+
+@pytest.mark.parametrize("value,words", [("", ["--data-dir must name a folder"]),
+                                         ("~nobody-of-this-machine/x", ["--data-dir ~nobody-of-this-machine/x"]),
+                                         ("d" * 5000, ["--data-dir ddd", "characters"])])
+def test_a_data_dir_that_is_no_folder_is_one_line_before_anything_runs(tmp_path, monkeypatch, value, words):
+    monkeypatch.setenv("FAST_UNITS_FAIL", "1")
+    one_line(*main(["run", "fast", "--out", str(tmp_path / "o"), "--data-dir", value], monkeypatch), *words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_out_that_is_a_file_is_one_line_saying_so(tmp_path, monkeypatch):
+    (tmp_path / "f").write_text("x")
+    one_line(*main(["run", "fast", "--out", str(tmp_path / "f")], monkeypatch), "is a file, not a folder")
