@@ -34,7 +34,7 @@ from reports._executor import SchedulerError, check_scheduler, execute, local_co
 from reports._progress import Progress
 from reports._run_record import read_run
 from reports._runmeta import fingerprint
-from reports.drawing import write_drawing, write_metadata
+from reports.drawing import Drawing, write_drawing, write_metadata
 from reports.registry import _absent_input
 from reports.store import (
     Busy,
@@ -114,6 +114,9 @@ def _lock(out: Path) -> FolderLock:
 def _select(ids, figures):
     if ids == ["all"]:
         return list(figures)
+    if "all" in ids:
+        raise CliError(f"`all` stands alone (it names every figure); got {' '.join(ids)}: run `all`, or name the "
+                       f"figures from {', '.join(figures)}")
     unknown = [i for i in ids if i not in figures]
     if unknown:
         raise CliError(f"unknown id {unknown[0]!r}; known: {', '.join(figures)} (or all)")
@@ -331,8 +334,27 @@ def _check_made(mod, unit: dict, result) -> None:
 
 def _units(mod, level: str, backend: dict) -> list[dict]:
     """The units of a figure at ``level``; a figure that offers backends carries the run's
-    ``{"backend", "device"}`` in each unit (so its results live under keys of their own)."""
-    return [{**unit, **backend} if mod.BACKENDS else unit for unit in mod.units(level)]
+    ``{"backend", "device"}`` in each unit (so its results live under keys of their own).  ``units`` must
+    return a non-empty list of distinct JSON objects (the experiment contract): else one line naming it."""
+    units = mod.units(level)
+    where = f"{mod.ID}: units({level!r}) (in {mod.module})"
+    if not isinstance(units, list | tuple) or not units:
+        raise CliError(f"{where} must return a non-empty list of dicts, got {_shown(units)}")
+    keys = set()
+    for unit in units:
+        try:
+            if not isinstance(unit, dict):
+                raise TypeError(f"an item is {_shown(unit)}")
+            keys.add(json.dumps(unit, sort_keys=True))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise CliError(f"{where} must return JSON objects (dicts of text keys): {str(exc)[:200]}") from None
+    if len(keys) != len(units):
+        raise CliError(f"{where} returned the same unit twice; each unit must differ (it names its file)")
+    return [{**unit, **backend} if mod.BACKENDS else unit for unit in units]
+
+
+def _shown(value) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
 
 
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
@@ -384,6 +406,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
         drawing = mod.draw(results, level)
+        if not isinstance(drawing, Drawing):
+            raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
+                           f"{_shown(drawing)}; the report in {out} is left as it was")
         files = write_drawing(drawing, report_dir / fid)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
@@ -394,7 +419,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             figure_meta.update(backend or {"backend": "numba"})
         clash = sorted(set(drawing.metadata) & set(figure_meta))
         if clash:  # a figure's facts never replace the run's own record
-            raise RuntimeError(f"{fid}: draw's metadata repeats the run's keys {clash}")
+            raise CliError(f"{fid}: draw's metadata repeats the run's keys {clash}")
         figure_meta.update(drawing.metadata)
         write_metadata(report_dir / fid / "metadata.json", figure_meta)
         info = {"files": files + ["metadata.json"], "measured": drawing.measured}
@@ -512,7 +537,7 @@ def _main(argv, *, restore_ctrl_c: bool) -> int:
         handler = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims,
                    "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
-    except (CliError, Busy, UnsafePath) as exc:
+    except (CliError, Busy, UnsafePath, registry.RegistryError) as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. the output folder became unwritable (or full) mid-run

@@ -97,3 +97,65 @@ def test_a_data_dir_that_is_no_folder_is_one_line_before_anything_runs(tmp_path,
 def test_an_out_that_is_a_file_is_one_line_saying_so(tmp_path, monkeypatch):
     (tmp_path / "f").write_text("x")
     one_line(*main(["run", "fast", "--out", str(tmp_path / "f")], monkeypatch), "is a file, not a folder")
+
+
+# ------------------------------------------------------------ registry modules and the experiment contract
+
+FAST_SOURCE = '''
+from tests.report_fixtures.fast_units import EXPERIMENT as _FAST
+import dataclasses
+EXPERIMENT = dataclasses.replace(_FAST, ID={id!r}, module=None, {changes})
+'''
+
+
+def registry_module(tmp_path, monkeypatch, source: str) -> str:
+    """A registry module of ``source`` under a fresh name, importable for this test."""
+    import secrets
+    name = f"reg49_{secrets.token_hex(4)}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.mark.parametrize("source,words", [
+    ("X = 1\n", ["declares no EXPERIMENT"]),
+    ("import no_such_module_49\n", ["failed to import: ModuleNotFoundError"]),
+    ("def broken(:\n", ["failed to import: SyntaxError"]),
+    ("raise RuntimeError('boom')\n", ["failed to import: RuntimeError: boom"]),
+    ("from reports.registry import Experiment\nEXPERIMENT = Experiment(ID='Bad ID', TITLE='t', CLAIM='c', COST={}, "
+     "PRESETS=('quick',), RESULT=None, units=len, run_unit=len, draw=len)\n", ["failed to import: ValueError"]),
+])
+def test_a_broken_registry_module_is_one_line_naming_it(tmp_path, monkeypatch, source, words):
+    name = registry_module(tmp_path, monkeypatch, source)
+    line = one_line(*main(["list"], monkeypatch, modules=f"{FAST},{name}"), *words)
+    assert name in line
+
+
+def test_two_modules_declaring_one_id_is_one_line_naming_both(tmp_path, monkeypatch):
+    name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="fast", changes="TITLE='copy'"))
+    one_line(*main(["list"], monkeypatch, modules=f"{FAST},{name}"), "both declare ID 'fast'", name)
+
+
+@pytest.mark.parametrize("units,words", [("lambda preset: {1, 2}", ["must return a non-empty list", "set"]),
+                                         ("lambda preset: []", ["must return a non-empty list"]),
+                                         ("lambda preset: [{'k': 1}, {'k': 1}]", ["the same unit twice"]),
+                                         ("lambda preset: [{'k': {1}}]", ["JSON objects"]),
+                                         ("lambda preset: ['k']", ["JSON objects", "str"])])
+def test_units_that_break_the_contract_are_one_line_naming_the_figure(tmp_path, monkeypatch, units, words):
+    name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="odd", changes=f"units={units}"))
+    one_line(*main(["run", "odd", "--out", str(tmp_path / "o")], monkeypatch, modules=name), "odd: units(", *words)
+
+
+def test_a_draw_returning_none_is_one_line_and_the_report_is_kept(tmp_path, monkeypatch):
+    draw = "draw=lambda r, p: None if __import__('os').environ.get('DRAW_NONE_49') else _FAST.draw(r, p)"
+    name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="fast", changes=draw))
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch, modules=name)
+    assert code == 0, err
+    before = (tmp_path / "report" / "index.html").read_text()
+    monkeypatch.setenv("DRAW_NONE_49", "1")
+    one_line(*main(["report", "--out", str(tmp_path)], monkeypatch, modules=name), "draw", "got NoneType None")
+    assert (tmp_path / "report" / "index.html").read_text() == before
+
+
+def test_all_among_other_ids_is_one_line_saying_it_stands_alone(tmp_path, monkeypatch):
+    one_line(*main(["run", "all", "fast", "--out", str(tmp_path)], monkeypatch), "`all` stands alone")
