@@ -547,3 +547,15 @@ def test_pipeline_flags_a_localized_run_at_an_absurd_step():
     assert m["diverged"] is None and m["boundary_fraction"] > pipeline.BOUNDARY_WARN
     assert any("sit on the localization box" in w for w in m["warnings"])
     assert any(w.startswith("SMS-UBU: ") and "localization box" in w for w in res["warnings"])
+
+
+def test_a_meta_device_model_and_an_x0_that_requires_grad_are_refused_by_name():
+    from integrators import GaussianTarget, sample
+    with torch.device("meta"):
+        net = nn.Linear(3, 2)
+    with pytest.raises(ValueError, match="'meta' device"):
+        ModuleSampler(net, config())
+    target = GaussianTarget(np.zeros((4, 2)), np.stack([np.eye(2)] * 4))
+    with pytest.raises(ValueError, match=r"x0 is a tensor that requires grad; pass its values, x0.detach\(\)"):
+        sample(target, "ubu", "sms", h=0.1, gamma=1.0, n_chains=2, n_steps=4, batch_size=2,
+               x0=torch.zeros(2, requires_grad=True), seed=0)
