@@ -11,11 +11,12 @@ missed) a watchdog thread ends a worker whose parent is gone.  A killed run ther
 worker computing, blocked, or holding ``<out>/.lock``; ``--resume`` recomputes what was lost.
 
 Ctrl-C belongs to the run, not its workers: local workers (of the pool or of a local Dask cluster)
-start with SIGINT ignored (a pool's) or blocked (a cluster's), and on an interrupt the run drops the
-queued units and kills its workers at once instead of waiting for them, so it stops within seconds,
-once or however often Ctrl-C is pressed (the command line ignores further interrupts while it stops).
-A press while a local cluster starts (seconds) is held until it is up, then acted on
-(:func:`_sigint_held`).  A ``--scheduler`` must answer Dask's handshake as a scheduler within
+start with SIGINT ignored (inherited by a pool's; set by a cluster's as it starts, through the preload
+:data:`WORKER_PRELOAD`), and on an interrupt the run drops the queued units and kills its workers at
+once instead of waiting for them, so it stops within seconds, once or however often Ctrl-C is
+pressed (the command line ignores further interrupts while it stops).  A press while a local
+cluster starts (seconds) is remembered and acted on once it is up, or once its start failed on
+that press (:func:`_sigint_held`).  A ``--scheduler`` must answer Dask's handshake as a scheduler within
 :data:`HANDSHAKE_TIMEOUT` seconds (:func:`check_scheduler`); one that does not, or answers
 something else, is refused in one line before the run starts.
 """
