@@ -235,6 +235,11 @@ def from_dataclass(cls, *, nonfinite=()) -> Record:
     Returns
     -------
     Record
+
+    Raises
+    ------
+    ValueError
+        If ``nonfinite`` names a field ``cls`` lacks.
     """
     hints = typing.get_type_hints(cls)
     unknown = sorted(set(nonfinite) - {f.name for f in dataclasses.fields(cls)})
