@@ -1,11 +1,15 @@
 """Where data files are found: an explicit path or data directory, the environment variable
 :data:`DATA_DIR_ENV`, the ``medmnist`` package's download folder, and last the development setup's
 data folder beside the repository (:data:`DEV_DATA`). Only paths are checked here (no file is read),
-so asking whether a data set is present costs a few ``stat`` calls."""
+so asking whether a data set is present costs a few ``stat`` calls.  A data directory given, or the
+environment variable when set, must be a folder that exists: anything else (a file, a missing
+folder, a link loop, a path with NUL) raises :class:`DataError` naming the setting, never a quiet
+fall back to the next place."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from data_sets._idx import DataError
@@ -25,14 +29,33 @@ def _search_dirs(data_dir, *, medmnist: bool) -> list[tuple[Path | None, str]]:
     None for an unset environment variable, named in the message all the same)."""
     dirs = []
     if data_dir is not None:
-        dirs.append((Path(data_dir), f"the data directory given ({data_dir})"))
+        dirs.append((_folder(data_dir, "data_dir"), f"the data directory given ({data_dir})"))
     env = os.environ.get(DATA_DIR_ENV)
-    dirs.append((Path(env), f"${DATA_DIR_ENV} ({env})") if env else (None, f"${DATA_DIR_ENV} (not set)"))
+    dirs.append((_folder(env, f"${DATA_DIR_ENV}"), f"${DATA_DIR_ENV} ({env})") if env
+                else (None, f"${DATA_DIR_ENV} (not set)"))
     if medmnist:
         dirs.append((Path.home().joinpath(*MEDMNIST_HOME),
                      "~/.medmnist (where the medmnist package saves its downloads)"))
     dirs.append((DEV_DATA, "the development setup's data folder beside the repository"))
     return dirs
+
+
+def _folder(value, setting: str) -> Path:
+    """``value`` as a folder that exists, else :class:`DataError` naming ``setting`` and why."""
+    try:
+        mode = os.stat(value).st_mode
+    except ValueError:  # os.stat's refusal of a NUL character
+        why = "the path contains a NUL character"
+    except OSError as exc:
+        why = exc.strerror or exc.__class__.__name__
+    else:
+        if stat.S_ISDIR(mode):
+            return Path(value)
+        why = "not a folder"
+    shown = repr(os.fspath(value))
+    shown = shown if len(shown) <= 200 else f"{shown[:100]}...{shown[-60:]} ({len(shown)} characters)"
+    raise DataError(f"{setting} = {shown} is not a usable data folder ({why}); point it at the folder holding "
+                    f"the data files{'' if setting == 'data_dir' else ', or unset it'}")
 
 
 def _looked(dirs: list[tuple[Path | None, str]]) -> str:
@@ -71,7 +94,8 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
         If ``name`` is not a MedMNIST set this package reads, or ``data_dir`` is not a path.
     DataError
         If no file is found (or ``data_dir`` names a ``.npz`` file that does not exist): the message
-        says where it looked and how to obtain the data.
+        says where it looked and how to obtain the data; or if ``data_dir`` (not a ``.npz`` file)
+        or ``SMS_LANGEVIN_DATA_DIR`` (when set) is not a folder that exists, naming which.
     """
     if not isinstance(name, str) or name.lower() not in MEDMNIST:
         raise ValueError(f"name must be one of {', '.join(MEDMNIST)}, got {name!r}")
@@ -116,11 +140,14 @@ def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = N
     ValueError
         If ``name`` or ``data_dir`` is not a path.
     DataError
-        If it is found nowhere: the message says where it looked and how to point to the data.
+        If it is found nowhere: the message says where it looked and how to point to the data; or if
+        ``data_dir`` or ``SMS_LANGEVIN_DATA_DIR`` (when set) is not a folder that exists, naming which.
     """
     if not isinstance(name, str | os.PathLike) or not os.fspath(name):
         raise ValueError(f"name must be a non-empty file or folder path, got {name!r}")
     data_dir = _data_dir(data_dir)
+    if data_dir is not None:
+        _folder(data_dir, "data_dir")  # given, so checked even where the name is a path of its own
     path = Path(name)
     explicit = path.is_absolute() or os.fspath(name).startswith(("./", "../"))
     dirs = [] if explicit else _search_dirs(data_dir, medmnist=False)

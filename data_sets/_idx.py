@@ -4,7 +4,9 @@ corrupt file (:class:`DataError`, naming the file and what is wrong)."""
 from __future__ import annotations
 
 import gzip
+import math
 import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -19,30 +21,46 @@ class DataError(ValueError):
     """A data file is missing or corrupt."""
 
 
+MAX_IDX_BYTES = 2**31  # the most data one IDX file may hold, decompressed (Fashion-MNIST's largest: 47 MB)
+
+
 def read_idx(path: str | Path) -> np.ndarray:
-    """Read one IDX file (``.gz`` allowed)."""
+    """Read one IDX file (``.gz`` allowed).  The data's size is computed from the header in Python
+    integers and refused above :data:`MAX_IDX_BYTES` before anything more is read; a gzipped file is
+    decompressed only as far as its header says (plus one byte to see a longer file), so a small file
+    that expands to gigabytes is refused, not unpacked."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+            return _read_idx_stream(fh, path)
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None
-    if len(raw) < 4:
-        raise DataError(f"{path}: too short for an IDX header ({len(raw)} bytes)")
-    zero, type_code, ndim = struct.unpack(">HBB", raw[:4])
+
+
+def _read_idx_stream(fh, path: Path) -> np.ndarray:
+    head = fh.read(4)
+    if len(head) < 4:
+        raise DataError(f"{path}: too short for an IDX header ({len(head)} bytes)")
+    zero, type_code, ndim = struct.unpack(">HBB", head)
     if zero != 0 or type_code not in IDX_TYPES or ndim == 0:
-        raise DataError(f"{path}: not an IDX file (magic bytes {raw[:4].hex()})")
-    header = 4 + 4 * ndim
-    if len(raw) < header:
+        raise DataError(f"{path}: not an IDX file (magic bytes {head.hex()})")
+    dims = fh.read(4 * ndim)
+    if len(dims) < 4 * ndim:
         raise DataError(f"{path}: truncated header")
-    shape = struct.unpack(f">{ndim}I", raw[4:header])
+    shape = struct.unpack(f">{ndim}I", dims)
     dtype = np.dtype(IDX_TYPES[type_code])
-    expected = int(np.prod(shape)) * dtype.itemsize
-    if len(raw) - header != expected:
+    expected = math.prod(shape) * dtype.itemsize  # Python integers: no overflow
+    if expected > MAX_IDX_BYTES:
+        raise DataError(f"{path}: header says shape {shape} ({expected} bytes of data), more than the "
+                        f"{MAX_IDX_BYTES} bytes an IDX file of this reader may hold")
+    data = fh.read(expected + 1)
+    if len(data) != expected:
+        held = f"{len(data)} bytes" if len(data) <= expected else "more"
         raise DataError(f"{path}: header says shape {shape} ({expected} bytes of data) but the file "
-                        f"holds {len(raw) - header} bytes")
-    return np.frombuffer(raw, dtype=dtype, offset=header).reshape(shape)
+                        f"holds {held}")
+    return np.frombuffer(data, dtype=dtype).reshape(shape)
 
 
 def find_idx_file(folder: str | Path, stem: str) -> Path:

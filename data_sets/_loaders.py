@@ -120,16 +120,23 @@ def _unpickle(path: Path) -> dict:
         with open(path, "rb") as fh:
             batch = _CifarUnpickler(fh, path).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
-            OSError, MemoryError) as exc:
+            OSError, MemoryError, RecursionError) as exc:
         if isinstance(exc, DataError):
             raise
-        raise DataError(f"{path}: not a CIFAR-10 python batch ({exc.__class__.__name__}: {exc})") from None
+        raise DataError(f"{path}: not a CIFAR-10 python batch ({exc.__class__.__name__}: {str(exc)[:200]})") from None
     if not isinstance(batch, dict):
         raise DataError(f"{path}: not a CIFAR-10 python batch (a {type(batch).__name__}, not a dict)")
-    batch = {k.decode() if isinstance(k, bytes) else k: v for k, v in batch.items()}
+    # a key that is not UTF-8 is no key a batch holds: shown with replacement characters, never a traceback
+    batch = {k.decode("utf-8", "replace") if isinstance(k, bytes) else k: v for k, v in batch.items()}
     if "data" not in batch or "labels" not in batch:
-        raise DataError(f"{path}: CIFAR-10 batch without 'data' and 'labels' (keys: {sorted(map(str, batch))})")
-    data = np.asarray(batch["data"])
+        keys = sorted(map(str, batch))
+        shown = ", ".join(repr(k[:40]) for k in keys[:10]) + (f", ... ({len(keys)} keys)" if len(keys) > 10 else "")
+        raise DataError(f"{path}: CIFAR-10 batch without 'data' and 'labels' (keys: {shown})")
+    try:
+        data = np.asarray(batch["data"])
+    except (ValueError, TypeError, RecursionError) as exc:  # ragged rows, objects
+        raise DataError(f"{path}: 'data' must be uint8 (n, 3072), got rows numpy cannot stack "
+                        f"({exc.__class__.__name__})") from None
     if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8:
         raise DataError(f"{path}: 'data' must be uint8 (n, 3072), got {data.dtype} {data.shape}")
     return {"data": data, "labels": batch["labels"]}

@@ -48,15 +48,18 @@ def finite_array(name, value, ndim=None, dtype=float, *, booleans=True):
     """``value`` as a contiguous real array of ``dtype`` (``ndim`` dimensions if given), finite where
     it is floating point; complex values and non-numbers are refused by name, and booleans too
     with ``booleans=False`` (a position of ``True`` is a mistake, not the number 1)."""
+    if getattr(value, "requires_grad", False) is True:  # a tensor of an autograd graph: its values only, said so
+        raise ValueError(f"{name} is a tensor that requires grad; pass its values, {name}.detach()")
     try:
         complex_values = np.iscomplexobj(value)
         if not booleans and np.asarray(value).dtype.kind == "b":
             raise ValueError(f"{name} must be an array of numbers, got booleans: {value!r}")
         arr = np.asarray(value, dtype=dtype if not complex_values else complex)
-    except (TypeError, ValueError, OverflowError) as error:
+    except (TypeError, ValueError, OverflowError, RuntimeError) as error:  # RuntimeError: a tensor numpy cannot read
         if str(error).startswith(f"{name} must be"):
             raise
-        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}") from None
+        why = f" ({str(error).splitlines()[0][:160]})" if isinstance(error, RuntimeError) and str(error) else ""
+        raise ValueError(f"{name} must be an array of numbers, got {type(value).__name__}{why}") from None
     if complex_values:  # numpy would drop the imaginary part with only a warning
         raise ValueError(f"{name} must be real, got complex values")
     arr = np.ascontiguousarray(arr) if arr.ndim else arr  # (ascontiguousarray makes a 0-d array 1-d)

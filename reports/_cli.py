@@ -34,9 +34,19 @@ from reports._executor import SchedulerError, check_scheduler, execute, local_co
 from reports._progress import Progress
 from reports._run_record import read_run
 from reports._runmeta import fingerprint
-from reports.drawing import write_drawing, write_metadata
+from reports.drawing import Drawing, write_drawing, write_metadata
 from reports.registry import _absent_input
-from reports.store import Busy, CorruptUnit, FolderLock, StaleUnit, Store, UnsafeLock, _write_atomic, unit_seed
+from reports.store import (
+    Busy,
+    CorruptUnit,
+    FolderLock,
+    StaleUnit,
+    Store,
+    UnsafePath,
+    _write_atomic,
+    own_tree,
+    unit_seed,
+)
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -104,6 +114,9 @@ def _lock(out: Path) -> FolderLock:
 def _select(ids, figures):
     if ids == ["all"]:
         return list(figures)
+    if "all" in ids:
+        raise CliError(f"`all` stands alone (it names every figure); got {' '.join(ids)}: run `all`, or name the "
+                       f"figures from {', '.join(figures)}")
     unknown = [i for i in ids if i not in figures]
     if unknown:
         raise CliError(f"unknown id {unknown[0]!r}; known: {', '.join(figures)} (or all)")
@@ -192,11 +205,21 @@ def _use_data_dir(data_dir) -> None:
     environment) as ``SMS_LANGEVIN_DATA_DIR``."""
     if data_dir is None:
         return
-    folder = Path(data_dir).expanduser()
-    if not folder.is_dir():
-        raise CliError(f"--data-dir {data_dir}: {'not a folder' if folder.exists() else 'no such folder'}")
+    shown = data_dir if len(data_dir) <= 200 else f"{data_dir[:100]}...{data_dir[-60:]} ({len(data_dir)} characters)"
+    if not data_dir.strip():
+        raise CliError("--data-dir must name a folder, got an empty string")
+    try:
+        folder = Path(data_dir).expanduser()
+        is_dir, exists = folder.is_dir(), folder.exists()
+        resolved = folder.resolve() if is_dir else None
+    except RuntimeError as exc:  # expanduser: ~user of no such user
+        raise CliError(f"--data-dir {shown}: {exc}") from None
+    except (OSError, ValueError) as exc:  # a name too long, a NUL
+        raise CliError(f"--data-dir {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+    if not is_dir:
+        raise CliError(f"--data-dir {shown}: {'not a folder' if exists else 'no such folder'}")
     from data_sets import DATA_DIR_ENV
-    os.environ[DATA_DIR_ENV] = str(folder.resolve())
+    os.environ[DATA_DIR_ENV] = str(resolved)
 
 
 def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
@@ -253,7 +276,12 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
         meta = metadata(seed, preset)
         meta.update({"run_seed": args.seed, "wall_seconds": round(seconds, 2), "figure": fid,
                      "fingerprint": prints[(fid, store.path(fid, unit))]})
-        store.save(fid, unit, result, meta)
+        _check_made(figures[fid], unit, result)
+        try:
+            store.save(fid, unit, result, meta)
+        except (TypeError, ValueError, RecursionError) as exc:  # json.dumps: not JSON, a cycle, too deep
+            raise CliError(f"{fid}: run_unit({json.dumps(unit)}) returned a result JSON cannot hold "
+                           f"({exc.__class__.__name__}: {str(exc)[:200]}); it was not saved") from None
         if _absent_input(result) is not None:
             absent.append((fid, _absent_input(result)))
         return fid, unit
@@ -291,10 +319,44 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     return 0
 
 
+def _check_made(mod, unit: dict, result) -> None:
+    """A finished unit's result checked against its figure's ``RESULT`` before it is saved, so a value that
+    is not what ``draw`` expects (a NaN where the schema wants a finite number) is refused naming the unit."""
+    if registry._unfinished(result) is not None:
+        return
+    try:
+        schema.check(result, mod.RESULT)
+    except schema.SchemaError as exc:
+        raise CliError(f"{mod.ID}: run_unit({json.dumps(unit)}) returned a result that is not one of {mod.ID}'s "
+                       f"RESULT ({exc}); it was not saved") from None
+    except RecursionError:
+        raise CliError(f"{mod.ID}: run_unit({json.dumps(unit)}) returned a result nested too deeply to check; "
+                       f"it was not saved") from None
+
+
 def _units(mod, level: str, backend: dict) -> list[dict]:
     """The units of a figure at ``level``; a figure that offers backends carries the run's
-    ``{"backend", "device"}`` in each unit (so its results live under keys of their own)."""
-    return [{**unit, **backend} if mod.BACKENDS else unit for unit in mod.units(level)]
+    ``{"backend", "device"}`` in each unit (so its results live under keys of their own).  ``units`` must
+    return a non-empty list of distinct JSON objects (the experiment contract): else one line naming it."""
+    units = mod.units(level)
+    where = f"{mod.ID}: units({level!r}) (in {mod.module})"
+    if not isinstance(units, list | tuple) or not units:
+        raise CliError(f"{where} must return a non-empty list of dicts, got {_shown(units)}")
+    keys = set()
+    for unit in units:
+        try:
+            if not isinstance(unit, dict):
+                raise TypeError(f"an item is {_shown(unit)}")
+            keys.add(json.dumps(unit, sort_keys=True))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise CliError(f"{where} must return JSON objects (dicts of text keys): {str(exc)[:200]}") from None
+    if len(keys) != len(units):
+        raise CliError(f"{where} returned the same unit twice; each unit must differ (it names its file)")
+    return [{**unit, **backend} if mod.BACKENDS else unit for unit in units]
+
+
+def _shown(value) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
 
 
 def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
@@ -346,6 +408,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
         drawing = mod.draw(results, level)
+        if not isinstance(drawing, Drawing):
+            raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
+                           f"{_shown(drawing)}; the report in {out} is left as it was")
         files = write_drawing(drawing, report_dir / fid)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
@@ -356,7 +421,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             figure_meta.update(backend or {"backend": "numba"})
         clash = sorted(set(drawing.metadata) & set(figure_meta))
         if clash:  # a figure's facts never replace the run's own record
-            raise RuntimeError(f"{fid}: draw's metadata repeats the run's keys {clash}")
+            raise CliError(f"{fid}: draw's metadata repeats the run's keys {clash}")
         figure_meta.update(drawing.metadata)
         write_metadata(report_dir / fid / "metadata.json", figure_meta)
         info = {"files": files + ["metadata.json"], "measured": drawing.measured}
@@ -400,6 +465,7 @@ def cmd_tour(args, figures) -> int:
         raise CliError(f"the tour {registry.lacking(tour)}")
     check_out(out)  # creates the folder: only once the names have passed
     with _lock(out):  # a run or report swapping OUT/report in meanwhile would drop what the tour writes
+        own_tree(out, out / "report" / "tour")  # its pages are written in place: no link among them
         try:
             pages = build(out / "report" / "tour", args.notebooks, run_metadata=metadata(seed=0, preset="tour"),
                           progress=lambda msg: print(f"tour: {msg}", file=sys.stderr, flush=True))
@@ -473,7 +539,7 @@ def _main(argv, *, restore_ctrl_c: bool) -> int:
         handler = {"list": cmd_list, "run": cmd_run, "report": cmd_report, "claims": cmd_claims,
                    "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
-    except (CliError, Busy, UnsafeLock) as exc:
+    except (CliError, Busy, UnsafePath, registry.RegistryError) as exc:
         print(f"sms-langevin: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # e.g. the output folder became unwritable (or full) mid-run

@@ -11,9 +11,14 @@ missed) a watchdog thread ends a worker whose parent is gone.  A killed run ther
 worker computing, blocked, or holding ``<out>/.lock``; ``--resume`` recomputes what was lost.
 
 Ctrl-C belongs to the run, not its workers: local workers (of the pool or of a local Dask cluster)
-start with SIGINT ignored, and on an interrupt the run drops the queued units and kills its workers
-at once instead of waiting for them, so it stops within seconds, once or however often Ctrl-C is
-pressed (the command line ignores further interrupts while it stops).
+start with SIGINT ignored (inherited by a pool's; set by a cluster's as it starts, through the preload
+:data:`WORKER_PRELOAD`), and on an interrupt the run drops the queued units and kills its workers at
+once instead of waiting for them, so it stops within seconds, once or however often Ctrl-C is
+pressed (the command line ignores further interrupts while it stops).  A press while a local
+cluster starts (seconds) is remembered and acted on once it is up, or once its start failed on
+that press (:func:`_sigint_held`).  A ``--scheduler`` must answer Dask's handshake as a scheduler within
+:data:`HANDSHAKE_TIMEOUT` seconds (:func:`check_scheduler`); one that does not, or answers
+something else, is refused in one line before the run starts.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import importlib.util
 import inspect
 import logging
 import multiprocessing
@@ -44,7 +50,8 @@ class SchedulerError(Exception):
 
 def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
     """``None`` if ``address`` (``tcp://host:port``, ``tls://host:port`` or ``host:port``) accepts a TCP
-    connection within ``timeout`` seconds, else the reason in words."""
+    connection within ``timeout`` seconds and (where dask.distributed is installed) answers Dask's
+    handshake as a scheduler within :data:`HANDSHAKE_TIMEOUT` seconds, else the reason in words."""
     protocol, sep, rest = address.partition("://")
     if not sep:
         protocol, rest = "tcp", address
@@ -60,6 +67,39 @@ def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | Non
             pass
     except OSError as exc:
         return f"cannot connect ({exc.strerror or exc.__class__.__name__}); is a Dask scheduler running there?"
+    if importlib.util.find_spec("distributed") is None:
+        return None  # (the command line says what to install)
+    return _no_dask_answer(f"{protocol}://{rest}", HANDSHAKE_TIMEOUT)
+
+
+HANDSHAKE_TIMEOUT = 10.0  # seconds a --scheduler has to answer Dask's handshake (its port accepted already)
+
+
+def _no_dask_answer(address: str, timeout: float) -> str | None:
+    """``None`` if ``address`` answers Dask's handshake and an ``identity`` request as a scheduler within
+    ``timeout`` seconds in all, else why not: a port that accepts and stays silent would hold a client
+    forever, and a service that is not Dask answers bytes that read as a frame of exabytes."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def identity():
+        comm = await connect(address, timeout=timeout)
+        try:
+            await comm.write({"op": "identity", "reply": True})
+            return await comm.read()
+        finally:
+            comm.abort()
+
+    try:
+        reply = asyncio.run(asyncio.wait_for(identity(), timeout))
+    except TimeoutError:
+        return f"no answer to Dask's handshake within {timeout:g} s; is a Dask scheduler running there?"
+    except (Exception, MemoryError) as exc:  # whatever the bytes of another service raise
+        return (f"it answered something other than Dask's handshake ({exc.__class__.__name__}); is a Dask "
+                f"scheduler running there?")
+    if not (isinstance(reply, dict) and reply.get("type") == "Scheduler"):
+        return f"it answered Dask's handshake as {str(reply)[:80]!r}, not as a scheduler; give a scheduler's address"
     return None
 
 
@@ -175,6 +215,33 @@ def _sigint_ignored():
         signal.signal(signal.SIGINT, previous)
 
 
+WORKER_PRELOAD = "reports._dask_worker_setup"  # run by each local cluster worker as it starts
+
+
+@contextlib.contextmanager
+def _sigint_held():
+    """Ctrl-C remembered inside the block and acted on after it: a press goes to the handler the block
+    replaced (the command line's raises KeyboardInterrupt) once the block's work is done, or has failed
+    (a local cluster's worker hit by the same press fails its start), so that it can be cleaned up."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    try:
+        yield
+    except Exception:
+        if not pressed:
+            raise
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        if callable(previous):
+            previous(signal.SIGINT, None)
+        if previous is not signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+
 def _dask(tasks, workers, scheduler):
     try:
         from dask.distributed import Client, LocalCluster
@@ -183,14 +250,15 @@ def _dask(tasks, workers, scheduler):
         raise SchedulerError("the Dask executor needs dask.distributed: pip install 'sms-langevin[dask]'") from None
     if not tasks:
         return
-    cluster = None
+    cluster = client = None
     try:
         if scheduler:
             client = Client(scheduler, timeout=f"{int(CONNECT_TIMEOUT * 3)}s")
         else:
-            with _sigint_ignored():  # its worker processes inherit it: Ctrl-C is the run's, which closes them
+            # Ctrl-C is the run's, which closes the cluster: each worker ignores it from its start (the preload)
+            with _sigint_held():
                 cluster = LocalCluster(n_workers=max(1, min(workers, len(tasks))), threads_per_worker=1,
-                                       processes=True, dashboard_address=None)
+                                       processes=True, dashboard_address=None, preload=[WORKER_PRELOAD])
             client = Client(cluster)
     except (OSError, TimeoutError, ValueError) as exc:
         if cluster is not None:
@@ -198,6 +266,12 @@ def _dask(tasks, workers, scheduler):
         where = scheduler or "a local Dask cluster"
         first = (str(exc).splitlines() or [""])[0]
         raise SchedulerError(f"cannot use {where}: {exc.__class__.__name__}: {first}") from None
+    except BaseException:  # Ctrl-C held while the cluster started: close what started
+        with _sigint_ignored(), _quiet("distributed"):
+            if cluster is not None:
+                _kill_local_workers(cluster)
+            _close_dask(client, cluster, timeout=DASK_CLOSE_SECONDS)
+        raise
     futures = {}
     try:
         futures = {client.submit(run_task, *task, 1, pure=False): task for task in tasks}
@@ -229,8 +303,9 @@ def _kill_local_workers(cluster) -> None:
 
 
 def _close_dask(client, cluster, timeout=None) -> None:
-    with contextlib.suppress(Exception):
-        client.close(**({"timeout": timeout} if timeout else {}))
+    if client is not None:
+        with contextlib.suppress(Exception):
+            client.close(**({"timeout": timeout} if timeout else {}))
     if cluster is not None:
         with contextlib.suppress(Exception):
             cluster.close(**({"timeout": timeout} if timeout else {}))

@@ -6,9 +6,11 @@ here."""
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -70,12 +72,15 @@ def metadata(seed: int, preset: str) -> dict:
 
 
 def unwritable(out: Path) -> str | None:
-    """``None`` if ``out`` can be created and written, else the reason."""
+    """``None`` if ``out`` can be created and written, else the reason.  The probe is a new file of a fresh
+    name (created exclusively, so a link planted in the folder is never written through or removed)."""
+    if out.exists() and not out.is_dir():
+        return "it is a file, not a folder"
     try:
         out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".write-test"
-        probe.write_text("")
-        probe.unlink()
+        fd, probe = tempfile.mkstemp(dir=out, prefix=".write-test-")
+        os.close(fd)
+        os.unlink(probe)
     except OSError as exc:
         return exc.strerror or str(exc)
     return None

@@ -7,7 +7,9 @@ images loaded (``data-images-ok`` / ``data-images-total``): the headless-browser
 
 A report is replaced whole: it is drawn into a staging folder beside it (:func:`staging_folder`)
 and swapped in once every file is written (:func:`swap_in`), so a failure part-way (a full disk)
-leaves the previous report, or none, never a half-written file.
+leaves the previous report, or none, never a half-written file.  A ``report`` (or its ``tour``) that
+is a symbolic link is refused by name (``reports.store.UnsafePath``), never moved or followed, and
+what a killed swap left is removed without following links.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from reports._metadata import LIBRARIES
 from reports.drawing import write_metadata
+from reports.store import own_path
 from tour._page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
@@ -31,14 +34,22 @@ KEPT = ("tour",)  # parts of a report other commands write (`sms-langevin tour`)
 def remove_stale_staging(out: Path) -> int:
     """Delete what a killed report build left in ``out`` (a swap killed between its renames gets its previous
     report back); returns how many folders were removed.  Call it holding ``out``'s lock."""
-    report = out / "report"
-    olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.stat().st_mtime)
-    if olds and not report.exists():
+    report = own_path(out, out / "report")
+    olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.lstat().st_mtime)
+    if olds and not report.exists() and not report.is_symlink() and not olds[-1].is_symlink():
         os.rename(olds.pop(), report)
     stale = list(out.glob(f"{STAGING_PREFIX}*")) + olds
     for path in stale:
-        shutil.rmtree(path, ignore_errors=True)
+        _remove(path)
     return len(stale)
+
+
+def _remove(path: Path) -> None:
+    """Delete a folder of ours, or the link planted in its place (the link only, never its target)."""
+    if path.is_symlink():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _link_or_copy(src, dst):
@@ -52,6 +63,8 @@ def staging_folder(out: Path) -> Path:
     """A new empty folder beside ``out/report`` (``out`` created if absent) to draw the next report into,
     holding the parts of the previous report other commands wrote (:data:`KEPT`)."""
     out.mkdir(parents=True, exist_ok=True)
+    for name in KEPT:
+        own_path(out, out / "report" / name)
     staging = out / f"{STAGING_PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir()
     try:
@@ -66,6 +79,7 @@ def staging_folder(out: Path) -> Path:
 
 def swap_in(staging: Path, report: Path) -> None:
     """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then deleted)."""
+    own_path(report.parent, report)
     old = None
     if report.exists():
         old = report.with_name(f"{OLD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
@@ -77,7 +91,7 @@ def swap_in(staging: Path, report: Path) -> None:
             os.rename(old, report)
         raise
     if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
 
 
 def _md_table_to_html(md: str) -> str:

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from integrators._validation import seed_value
 from reports._cli_common import CliError, check_preset
 
 
@@ -18,7 +19,7 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
         run_meta = json.loads((out / "run.json").read_text())
         if not isinstance(run_meta, dict):
             raise ValueError("not an object")
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         run_meta = infer_run(out, figures)
         print(f"warning: {out / 'run.json'} unreadable ({exc.__class__.__name__}); rebuilding "
               f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
@@ -34,8 +35,10 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
     except CliError as exc:
         raise CliError(f"{out / 'run.json'}: {exc}") from None
     seed = run_meta.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise CliError(f"{out / 'run.json'}: seed must be an integer >= 0, got {seed!r}")
+    try:
+        seed_value(seed, "seed")  # the bounds --seed has
+    except ValueError as exc:
+        raise CliError(f"{out / 'run.json'}: {exc}") from None
     backend = run_meta.get("backend") or {}
     if not (isinstance(backend, dict) and set(backend) <= {"backend", "device"}
             and all(isinstance(v, str) for v in backend.values())):
@@ -54,7 +57,7 @@ def infer_run(out: Path, figures) -> dict:
             if not fprint:
                 try:
                     fprint = json.loads(files[0].read_text())["meta"]["fingerprint"]
-                except (OSError, ValueError, KeyError, TypeError):
+                except (OSError, ValueError, KeyError, TypeError, RecursionError):
                     fprint = {}
     meta = {"ids": ids}
     if isinstance(fprint, dict):
@@ -73,6 +76,6 @@ def infer_backend(out: Path, figures) -> dict:
                 try:
                     unit = json.loads(path.read_text())["unit"]
                     return {k: unit[k] for k in ("backend", "device") if k in unit}
-                except (OSError, ValueError, KeyError, TypeError):
+                except (OSError, ValueError, KeyError, TypeError, RecursionError):
                     continue
     return {}

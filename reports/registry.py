@@ -180,6 +180,20 @@ def _module_names() -> tuple[str, ...]:
     return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
 
 
+class RegistryError(RuntimeError):
+    """A registry module that cannot serve: it fails to import, declares no :class:`Experiment`, or
+    shares its ``ID`` or its ``EXPERIMENT`` with another module; the message names the module."""
+
+
+def _import(name: str):
+    """Module ``name``, or :class:`RegistryError` naming it and the first line of why it failed to import."""
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # whatever the module's own code raises on import (its Experiment refused, say)
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise RegistryError(f"report module {name} failed to import: {exc.__class__.__name__}: {first}") from exc
+
+
 def declared_by(name: str) -> Experiment:
     """The :class:`Experiment` that module ``name`` declares (``EXPERIMENT``), with its ``module``.
 
@@ -195,14 +209,15 @@ def declared_by(name: str) -> Experiment:
 
     Raises
     ------
-    RuntimeError
-        When the module declares no :class:`Experiment`, or one already bound to another module.
+    RegistryError
+        When the module fails to import, declares no :class:`Experiment`, or one already bound to
+        another module.
     """
-    experiment = getattr(importlib.import_module(name), "EXPERIMENT", None)
+    experiment = getattr(_import(name), "EXPERIMENT", None)
     if not isinstance(experiment, Experiment):
-        raise RuntimeError(f"report module {name} declares no EXPERIMENT = Experiment(...)")
+        raise RegistryError(f"report module {name} declares no EXPERIMENT = Experiment(...)")
     if experiment.module not in (None, name):
-        raise RuntimeError(f"report module {name}'s EXPERIMENT is declared by {experiment.module}")
+        raise RegistryError(f"report module {name}'s EXPERIMENT is declared by {experiment.module}")
     return dataclasses.replace(experiment, module=name)
 
 
@@ -216,19 +231,19 @@ def load() -> dict:
 
     Raises
     ------
-    RuntimeError
-        When a module declares no :class:`Experiment`, two modules declare the same ``ID`` (a copied
-        figure module whose ``ID`` was not changed), or one imports another's ``EXPERIMENT``.
+    RegistryError
+        When a module fails to import or declares no :class:`Experiment`, two modules declare the same
+        ``ID`` (a copied figure module whose ``ID`` was not changed), or one imports another's ``EXPERIMENT``.
     """
     out, declarers = {}, {}
     for name in _module_names():
         experiment = declared_by(name)
         declared = importlib.import_module(name).EXPERIMENT
         if id(declared) in declarers:
-            raise RuntimeError(f"report module {name}'s EXPERIMENT is the one {declarers[id(declared)]} declares: "
+            raise RegistryError(f"report module {name}'s EXPERIMENT is the one {declarers[id(declared)]} declares: "
                                f"declare an Experiment of its own")
         if experiment.ID in out:
-            raise RuntimeError(f"report modules {out[experiment.ID].module} and {name} both declare ID "
+            raise RegistryError(f"report modules {out[experiment.ID].module} and {name} both declare ID "
                                f"{experiment.ID!r}: each figure needs an ID of its own")
         declarers[id(declared)] = name
         out[experiment.ID] = experiment
@@ -300,4 +315,4 @@ def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     return [fid for fid in ids if not needs[fid]], f"{', '.join(left_out)} not run: {'; '.join(hints)}"
 
 
-__all__ = ["DEFAULT_MODULES", "Experiment", "PRESETS", "declared_by", "load"]
+__all__ = ["DEFAULT_MODULES", "Experiment", "PRESETS", "RegistryError", "declared_by", "load"]

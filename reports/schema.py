@@ -11,6 +11,9 @@ The declarations are data, built from a few pieces::
 
     RESULT = Record(h=NUMBER, w1=NUMBER, diverged=BOOL, plan=TEXT, hs=ListOf(NUMBER))
 
+``NUMBER`` is a finite number: a NaN or an infinity is refused unless the field declares it with
+``NUMBER_OR_NONFINITE`` (a diverged point's distance, say), so a unit whose value overflowed is
+refused when it is made, naming the unit, instead of being drawn or kept by ``--resume``.
 ``Record`` requires its keys and allows others (a newer field does not break an older reader);
 ``MapOf`` is a dict with any text keys; ``OneOf`` takes the first alternative that fits.  A unit that
 is not done (``{"missing": why}`` or a dict with ``"skipped": why``) is not checked against
@@ -20,6 +23,7 @@ is not done (``{"missing": why}`` or a dict with ``"skipped": why``) is not chec
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 import typing
 
@@ -75,7 +79,21 @@ class _Leaf(Schema):
         return self.name
 
 
-NUMBER = _Leaf("a number", lambda v: isinstance(v, numbers.Real) and not isinstance(v, bool))
+def _real(v) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def _finite(v) -> bool:
+    if isinstance(v, numbers.Integral):
+        return True
+    try:
+        return math.isfinite(v)
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+NUMBER = _Leaf("a finite number", lambda v: _real(v) and _finite(v))
+NUMBER_OR_NONFINITE = _Leaf("a number (NaN and infinities allowed)", _real)
 INTEGER = _Leaf("an integer", lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool))
 TEXT = _Leaf("a string", lambda v: isinstance(v, str))
 BOOL = _Leaf("true or false", lambda v: isinstance(v, bool))
@@ -201,28 +219,41 @@ class OneOf(Schema):
 _BY_TYPE = {float: NUMBER, int: INTEGER, str: TEXT, bool: BOOL}
 
 
-def from_dataclass(cls) -> Record:
+def from_dataclass(cls, *, nonfinite=()) -> Record:
     """The record of a dataclass's fields (the keys its constructor takes from a result); a field's
     schema follows its annotation where that is ``float``, ``int``, ``str`` or ``bool`` (or one of
-    them or None), anything otherwise; fields with defaults are not required.
+    them or None), anything otherwise; fields with defaults are not required.  A ``float`` field is
+    ``NUMBER`` (finite), or ``NUMBER_OR_NONFINITE`` where ``nonfinite`` names it.
 
     Parameters
     ----------
     cls : type
         A dataclass.
+    nonfinite : tuple of str, default ()
+        The ``float`` fields that may hold NaN or an infinity (e.g. a diverged point's distance).
 
     Returns
     -------
     Record
+
+    Raises
+    ------
+    ValueError
+        If ``nonfinite`` names a field ``cls`` lacks.
     """
     hints = typing.get_type_hints(cls)
+    unknown = sorted(set(nonfinite) - {f.name for f in dataclasses.fields(cls)})
+    if unknown:
+        raise ValueError(f"nonfinite names fields {cls.__name__} lacks: {', '.join(unknown)}")
     fields = {}
     for field in dataclasses.fields(cls):
         if field.default is not dataclasses.MISSING or field.default_factory is not dataclasses.MISSING:
             continue
         hint = hints.get(field.name)
         args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if hint in _BY_TYPE:
+        if hint is float and field.name in nonfinite:
+            fields[field.name] = NUMBER_OR_NONFINITE
+        elif hint in _BY_TYPE:
             fields[field.name] = _BY_TYPE[hint]
         elif len(args) == 1 and args[0] in _BY_TYPE and type(None) in typing.get_args(hint):
             fields[field.name] = Nullable(_BY_TYPE[args[0]])
@@ -248,5 +279,5 @@ def check(result, schema: Schema) -> None:
     """
     schema.check(result)
 
-__all__ = ["ANY", "BOOL", "INTEGER", "MapOf", "Schema", "NUMBER", "Nullable", "ListOf",
+__all__ = ["ANY", "BOOL", "INTEGER", "MapOf", "Schema", "NUMBER", "NUMBER_OR_NONFINITE", "Nullable", "ListOf",
            "OneOf", "Record", "SchemaError", "TEXT", "check", "from_dataclass"]

@@ -13,7 +13,10 @@ The lock's descriptor is never handed to child processes (close-on-exec, and a f
 its copy at once), so a worker left behind by a killed run cannot keep the folder locked; where
 one still holds it, :class:`Busy` names the processes that do.  The lock is opened without following
 links and must be a regular file with one name (:class:`UnsafeLock` otherwise): a ``.lock`` planted as
-a link to a file outside the folder is refused, never written through.
+a link to a file outside the folder is refused, never written through.  So is every other path the
+store reads or writes inside the folder (``units/``, a figure's folder, a unit file): a symbolic link
+among them raises :class:`UnsafePath` naming it (:func:`own_path`), so no file outside the output
+folder is ever written, replaced or deleted through one.
 """
 
 from __future__ import annotations
@@ -89,8 +92,47 @@ class Busy(Exception):
     """Another run holds the output folder's lock."""
 
 
-class UnsafeLock(Exception):
+class UnsafePath(Exception):
+    """A path inside the output folder that is a symbolic link, or not the kind of file the store keeps
+    there (a directory in place of a unit file): refused by name, never followed."""
+
+
+class UnsafeLock(UnsafePath):
     """The folder's ``.lock`` is not a regular file of its own (a link, a device): never opened through."""
+
+
+def own_path(out: Path | str, path: Path | str) -> Path:
+    """``path`` (``out`` or a path inside it) when none of its components below ``out`` is a symbolic link.
+
+    Parameters
+    ----------
+    out : pathlib.Path or str
+        The output folder (itself the user's choice, link or not).
+    path : pathlib.Path or str
+        A path inside ``out``; its components need not exist.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    UnsafePath
+        Naming the first component that is a symbolic link (and where it points).
+    """
+    out, path = Path(out), Path(path)
+    here = out
+    for part in path.relative_to(out).parts:
+        here = here / part
+        try:
+            is_link = stat.S_ISLNK(os.lstat(here).st_mode)
+        except FileNotFoundError:
+            break
+        if is_link:
+            raise UnsafePath(f"{here} is a symbolic link (to {os.readlink(here)}); sms-langevin writes inside --out "
+                             f"{out} only, never through a link: remove the link or use another --out")
+    return path
 
 
 _HELD_LOCKS: dict[int, tuple[int, int]] = {}  # descriptor -> (device, inode) of the folder locks held here
@@ -149,6 +191,34 @@ def _lock_holders(path: Path) -> list[int]:
                 holders.append(int(pid))
                 break
     return sorted(holders)
+
+
+def own_tree(out: Path | str, folder: Path | str) -> Path:
+    """``folder`` (inside ``out``) checked as :func:`own_path` does, and nothing inside it a symbolic link:
+    for a folder whose files are written in place (the tour's pages).
+
+    Parameters
+    ----------
+    out : pathlib.Path or str
+        The output folder.
+    folder : pathlib.Path or str
+        A folder inside ``out`` (it need not exist).
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
+
+    Raises
+    ------
+    UnsafePath
+        Naming the first link found.
+    """
+    folder = own_path(out, folder)
+    for parent, dirs, files in os.walk(folder):
+        for name in sorted(dirs + files):
+            own_path(parent, Path(parent) / name)
+    return folder
 
 
 class FolderLock:
@@ -248,7 +318,16 @@ class Store:
     """
 
     def __init__(self, out: Path | str):
-        self.root = Path(out) / "units"
+        self.out = Path(out)
+        self.root = self.out / "units"
+
+    def _own_file(self, path: Path) -> Path:
+        """``path``, a unit file or where one goes, checked (:func:`own_path`) to be no link and no folder."""
+        own_path(self.out, path)
+        if path.is_dir():
+            raise UnsafePath(f"{path} is a folder where the unit file of that name belongs; remove it and rerun "
+                             f"(with --resume)")
+        return path
 
     def path(self, figure_id: str, unit: dict) -> Path:
         """Where a unit's file lives.
@@ -286,7 +365,7 @@ class Store:
         pathlib.Path
             The file written.
         """
-        path = self.path(figure_id, unit)
+        path = self._own_file(self.path(figure_id, unit))
         path.parent.mkdir(parents=True, exist_ok=True)
         key = _unit_key(unit)
         payload = {"key": key, "unit": unit, "result": result, "meta": meta,
@@ -295,14 +374,14 @@ class Store:
         return path
 
     def _payload(self, figure_id: str, unit: dict) -> dict | None:
-        path = self.path(figure_id, unit)
+        path = self._own_file(self.path(figure_id, unit))
         if not path.exists():
             return None
         try:
             payload = json.loads(path.read_text())
             ok = payload["checksum"] == checksum(payload["key"], payload["unit"], payload["result"],
                                                   payload["meta"])
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # (nested too deeply)
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
         if not ok or payload["unit"] != unit or not isinstance(payload["meta"], dict):
             raise CorruptUnit(f"{path}: checksum mismatch")
@@ -350,9 +429,13 @@ class Store:
         int
             How many were deleted.
         """
-        stale = list(self.root.rglob(".tmp-*")) if self.root.exists() else []
+        own_path(self.out, self.root)
+        stale = []
+        for folder, _, files in os.walk(self.root):  # links to folders are not entered
+            # a folder named .tmp-* is not one of the store's (it writes files only): left alone
+            stale += [Path(folder) / name for name in files if name.startswith(".tmp-")]
         for path in stale:
-            path.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)  # a link is removed itself, never what it points to
         return len(stale)
 
     def meta(self, figure_id: str, unit: dict) -> dict:
@@ -378,4 +461,4 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["CorruptUnit", "StaleUnit", "Store", "checksum", "unit_seed"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "unit_seed"]

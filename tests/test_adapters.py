@@ -363,3 +363,27 @@ def test_a_sampler_two_percent_too_hot_fails_the_limit_at_quick_and_the_genuine_
     assert "limit[full]" in hot.failed, hot.table()
     genuine = measure_adapter("posteriors.sghmc", plans=["full"], level="quick", seed=11)
     assert genuine.check("limit[full]").passed is True, genuine.table()
+
+
+# ------------------------------------------- a method that raises is named with its adapter (issue 49, row 12)
+class Raising(ToyULA):
+    """ToyULA whose ``method`` raises a KeyError."""
+
+    def __init__(self, method):
+        self.raising = method
+
+    def __getattribute__(self, name):
+        if name in ("build", "init", "step", "positions") and name == object.__getattribute__(self, "raising"):
+            def fail(*args):
+                raise KeyError("user state lost")
+            return fail
+        return object.__getattribute__(self, name)
+
+
+@pytest.mark.parametrize("method", ["build", "init", "step", "positions"])
+def test_an_adapter_method_that_raises_is_named_with_its_adapter_and_the_cause_kept(method):
+    from theory_checks.adapters import AdapterFailed
+    with pytest.raises(AdapterFailed, match=rf"adapter Raising \('toy.ula'\): {method}\(\) raised KeyError: "
+                                            r"'user state lost'") as err:
+        measure_adapter(Raising(method), plans=["full"], level="tiny", n_chains=40, seed=0)
+    assert isinstance(err.value.__cause__, KeyError)

@@ -407,3 +407,47 @@ def test_the_development_data_folder_is_the_shared_folder_beside_the_repository(
     from data_sets._find import DEV_DATA, SHARED_XRAY
     root = Path(__file__).resolve().parents[1]
     assert DEV_DATA == root.parent / "shared" / "data" and SHARED_XRAY.parent == DEV_DATA
+
+
+# ------------------------------------------------ an explicit data setting that is not a folder is an error
+
+def _unusable(tmp_path, kind):
+    if kind == "file":
+        path = tmp_path / "a-file"
+        path.write_text("x")
+    elif kind == "missing":
+        path = tmp_path / "absent"
+    elif kind == "loop":
+        path = tmp_path / "loop"
+        path.symlink_to(path)
+    elif kind == "nul":
+        path = f"{tmp_path}/bad\0name"
+    else:
+        path = tmp_path / ("x" * 5000)
+    return path
+
+
+UNUSABLE = ["file", "missing", "loop", "nul", "too-long"]
+
+
+@pytest.mark.parametrize("kind", UNUSABLE)
+def test_an_unusable_data_dir_variable_is_an_error_naming_it_never_the_development_subset(places, monkeypatch,
+                                                                                        tmp_path, kind):
+    _pneumonia(places["dev"])  # what a quiet fall back would find
+    (places["dev"] / "fashion-mnist").mkdir()
+    # an environment variable cannot hold NUL (the argument can): a missing folder stands for it
+    monkeypatch.setenv(data.DATA_DIR_ENV, str(_unusable(tmp_path, "missing" if kind == "nul" else kind)))
+    for find in (data.find_medmnist, lambda: data.find_data("fashion-mnist")):
+        with pytest.raises(DataError, match=f"\\${data.DATA_DIR_ENV} = .* is not a usable data folder"):
+            find()
+
+
+@pytest.mark.parametrize("kind", UNUSABLE)
+def test_an_unusable_data_dir_argument_is_an_error_naming_it(places, tmp_path, kind):
+    _pneumonia(places["env"])
+    bad = _unusable(tmp_path, kind)
+    for find in (lambda: data.find_medmnist(data_dir=bad), lambda: data.find_data("fashion-mnist", data_dir=bad),
+                 lambda: data.find_data(str(places["env"]), data_dir=bad)):
+        with pytest.raises(DataError, match="data_dir = .* is not a usable data folder") as err:
+            find()
+        assert len(str(err.value)) < 400

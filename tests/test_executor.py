@@ -223,3 +223,86 @@ def test_each_unit_is_given_its_share_of_the_cores_as_an_argument():
     assert os.getpid() not in {r["pid"] for r in pooled}
     [(_, plain, _)] = execute([(FAST, {"k": 2, "plan": "sms"}, "quick", 0)], workers=1)
     assert set(plain) == {"mean", "variance"}
+
+
+@linux_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--workers 2 is reduced to 1 on one core")
+def test_ctrl_c_while_a_local_cluster_starts_is_held_and_acted_on_once_it_is_up(tmp_path):
+    """SIGINT to the process group as soon as the run's first child process appears (the local cluster
+    starting its workers): the press is not dropped; the run stops with exit status 130 and one line,
+    leaving no process."""
+    pytest.importorskip("dask.distributed")
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen([sys.executable, "-m", "reports", "run", "all", "--workers", "2", "--local-dask",
+                             "--out", str(out)], cwd=ROOT, env=env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and proc.poll() is None and len(session(proc.pid)) < 2:
+            time.sleep(0.01)
+        assert proc.poll() is None and not unit_files(out), "the cluster should still be starting"
+        os.killpg(proc.pid, signal.SIGINT)
+        _, stderr = proc.communicate(timeout=90)
+        gone = time.time() + GONE_WITHIN
+        while session(proc.pid) and time.time() < gone:
+            time.sleep(0.1)
+        left = session(proc.pid)
+    finally:
+        for pid in session(proc.pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert not left, f"processes of the interrupted run still alive: {left}"
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert "interrupted; finished units are saved; rerun with --resume" in stderr.strip().splitlines()[-1], stderr
+
+
+def _listening(answer: bytes):
+    """A local port that accepts connections and sends ``answer`` (nothing: silent) on each."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    held = []
+
+    def serve():
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            if answer:
+                conn.sendall(answer)
+            held.append(conn)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("answer,words", [(b"", "no answer to Dask's handshake within 2 s"),
+                                          (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello\r\n" * 4,
+                                           "answered something other than Dask's handshake")])
+def test_a_scheduler_that_does_not_answer_dask_is_one_line_within_the_timeout(tmp_path, monkeypatch, answer, words):
+    pytest.importorskip("dask.distributed")
+    import io
+
+    from reports import _executor
+    from reports._cli import main
+
+    monkeypatch.setattr(_executor, "HANDSHAKE_TIMEOUT", 2.0)
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    monkeypatch.setenv("FAST_UNITS_FAIL", "1")
+    server = _listening(answer)
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(["run", "fast", "--scheduler", f"tcp://127.0.0.1:{server.getsockname()[1]}",
+                         "--out", str(tmp_path)])
+    finally:
+        server.close()
+    lines = err.getvalue().strip().splitlines()
+    assert code == 2 and len(lines) == 1 and words in lines[0], err.getvalue()

@@ -15,6 +15,7 @@ from reports.schema import (
     BOOL,
     INTEGER,
     NUMBER,
+    NUMBER_OR_NONFINITE,
     TEXT,
     ListOf,
     MapOf,
@@ -32,18 +33,18 @@ GOOD = {"h": 0.5, "n": 3, "plan": "sms", "diverged": False, "hs": [0.1, 0.2], "e
 
 def test_a_good_record_passes_and_unlisted_keys_are_allowed():
     check(GOOD, POINT)
-    check({**GOOD, "extra": {"a": 1.0, "b": math.nan}}, POINT)
+    check({**GOOD, "extra": {"a": 1.0, "b": -2}}, POINT)
 
 
 @pytest.mark.parametrize("key,bad,where", [
-    ("h", "0.5", "result['h']: expected a number"),
-    ("h", True, "result['h']: expected a number"),
+    ("h", "0.5", "result['h']: expected a finite number"),
+    ("h", True, "result['h']: expected a finite number"),
     ("n", 3.0, "result['n']: expected an integer"),
     ("plan", None, "result['plan']: expected a string"),
     ("diverged", 0, "result['diverged']: expected true or false"),
-    ("hs", [0.1, "x"], "result['hs'][1]: expected a number"),
+    ("hs", [0.1, "x"], "result['hs'][1]: expected a finite number"),
     ("hs", 0.1, "result['hs']: expected a list"),
-    ("extra", {"a": "b"}, "result['extra']['a']: expected a number"),
+    ("extra", {"a": "b"}, "result['extra']['a']: expected a finite number"),
 ])
 def test_each_wrong_field_is_named_with_its_path(key, bad, where):
     with pytest.raises(SchemaError, match=__import__("re").escape(where)):
@@ -96,3 +97,21 @@ def test_a_dataclass_declares_its_required_fields():
     with pytest.raises(SchemaError, match="lacks 'payload'"):
         check({k: v for k, v in good.items() if k != "payload"}, schema)
     assert "label" not in schema.fields
+
+
+@given(bad=st.sampled_from([math.nan, math.inf, -math.inf]), where=st.sampled_from(["h", "hs"]))
+def test_a_number_refuses_nan_and_infinities_unless_declared(bad, where):
+    value = {**GOOD, where: bad if where == "h" else [0.1, bad]}
+    with pytest.raises(SchemaError, match="expected a finite number"):
+        check(value, POINT)
+    check(value, Record(h=NUMBER_OR_NONFINITE, hs=ListOf(NUMBER_OR_NONFINITE)))
+    check({**GOOD, "h": 10**400}, POINT)  # a huge integer is finite (no OverflowError)
+
+
+def test_a_dataclass_declares_the_float_fields_that_may_be_nan():
+    good = {"sampler": "SMS-UBU", "h": math.nan, "steps": 3, "diverged": True, "note": None, "payload": [1]}
+    with pytest.raises(SchemaError, match="result\\['h'\\]: expected a finite number, got float nan"):
+        check(good, from_dataclass(_Row))
+    check(good, from_dataclass(_Row, nonfinite=("h",)))
+    with pytest.raises(ValueError, match="lacks: w1"):
+        from_dataclass(_Row, nonfinite=("w1",))

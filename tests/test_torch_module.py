@@ -369,11 +369,83 @@ def test_divergence_names_the_true_one_based_step_however_rarely_checked(kind, s
         for _ in range(8):
             sampler.step(loss)
     assert err.value.step == true_step
-    assert sampler.k == max(true_step, check_every)  # noticed at the first check after it
     if kind == "ensemble":  # under vmap the NaN reaches both chains at once
+        assert sampler.k == max(true_step, check_every)  # noticed at the first check after it
         assert err.value.diverged_at == (true_step, true_step)
-    else:
+    else:  # module mode puts the state back at the last passed check: before the diverged step, or the start
+        assert sampler.k == (true_step - 1 if check_every == 1 else 0)
+        assert bool(torch.isfinite(sampler.x).all()) and bool(torch.isfinite(sampler.v).all())
         assert err.value.diverged_at is None
+
+
+# ------------------------------------------------------------------------ a step is a transaction
+
+def raising_at_call(bad_call):
+    """A loss whose ``bad_call``-th evaluation raises a RuntimeError."""
+    calls, loss = [], loss_fn()
+
+    def loss_that_raises(m, idx):
+        calls.append(1)
+        if len(calls) == bad_call:
+            raise RuntimeError("user loss failed")
+        return loss(m, idx)
+
+    return loss_that_raises
+
+
+def model_state(net, sampler):
+    return ([p.detach().clone() for p in net.parameters()], sampler.v.clone(),
+            None if sampler.g is None else sampler.g.clone(), sampler.k)
+
+
+def same_state(a, b):
+    params_a, v_a, g_a, k_a = a
+    params_b, v_b, g_b, k_b = b
+    assert k_a == k_b
+    assert all(torch.equal(x, y) for x, y in zip(params_a, params_b, strict=True)) and torch.equal(v_a, v_b)
+    assert (g_a is None and g_b is None) or torch.equal(g_a, g_b)
+
+
+@pytest.mark.parametrize("scheme", ["ubu", "baoab", "obabo"])
+@pytest.mark.parametrize("bad_call", [1, 3])
+@pytest.mark.parametrize("control_variate", [False, True])
+def test_a_raising_loss_leaves_the_parameters_and_velocities_as_before_the_step(scheme, bad_call,
+                                                                                control_variate):
+    net = net_with()
+    extra = {"control_variate": True, "localization": Localization(rho=1.0)} if control_variate else {}
+    sampler = ModuleSampler(net, config(scheme=scheme, **extra))
+    loss = raising_at_call(bad_call if not control_variate else bad_call + 3)
+    before = model_state(net, sampler)
+    for _ in range(4):
+        before = model_state(net, sampler)
+        try:
+            sampler.step(loss)
+        except RuntimeError as exc:
+            assert "user loss failed" in str(exc)
+            break
+    else:
+        raise AssertionError("the loss never raised")
+    same_state(before, model_state(net, sampler))
+    sampler.step(loss_fn())  # usable afterwards: it steps on from there
+    assert sampler.k == before[3] + 1
+
+
+@pytest.mark.parametrize("scheme", ["ubu", "baoab"])
+@pytest.mark.parametrize("check_every", [1, 3])
+def test_a_nan_loss_puts_back_the_last_checked_state_and_a_new_sampler_accepts_the_model(scheme, check_every):
+    net = net_with()
+    sampler = ModuleSampler(net, config(scheme=scheme, check_every=check_every))
+    good = loss_fn()
+    for _ in range(check_every):
+        sampler.step(good)
+    checked = model_state(net, sampler)
+    with pytest.raises(SamplerDiverged):
+        for _ in range(2 * check_every):
+            sampler.step(lambda m, idx: good(m, idx) * float("nan"))
+    same_state(checked, model_state(net, sampler))
+    ModuleSampler(net, config(scheme=scheme))  # the model's parameters are finite: accepted
+    sampler.step(good)
+    assert sampler.k == checked[3] + 1
 
 
 def test_an_ensemble_records_each_chain_and_stops_at_the_first_divergence():
@@ -475,3 +547,15 @@ def test_pipeline_flags_a_localized_run_at_an_absurd_step():
     assert m["diverged"] is None and m["boundary_fraction"] > pipeline.BOUNDARY_WARN
     assert any("sit on the localization box" in w for w in m["warnings"])
     assert any(w.startswith("SMS-UBU: ") and "localization box" in w for w in res["warnings"])
+
+
+def test_a_meta_device_model_and_an_x0_that_requires_grad_are_refused_by_name():
+    from integrators import GaussianTarget, sample
+    with torch.device("meta"):
+        net = nn.Linear(3, 2)
+    with pytest.raises(ValueError, match="'meta' device"):
+        ModuleSampler(net, config())
+    target = GaussianTarget(np.zeros((4, 2)), np.stack([np.eye(2)] * 4))
+    with pytest.raises(ValueError, match=r"x0 is a tensor that requires grad; pass its values, x0.detach\(\)"):
+        sample(target, "ubu", "sms", h=0.1, gamma=1.0, n_chains=2, n_steps=4, batch_size=2,
+               x0=torch.zeros(2, requires_grad=True), seed=0)

@@ -59,6 +59,9 @@ def draw(results: list, preset: str) -> Drawing:
                   f"{logistic_output.ordering_summary(rows)}."))
 
 
+# a diverged sampler's row holds NaN in each of its measurements (its `diverged` says where)
+_NAN_WHEN_DIVERGED = ("bias", "bias_se", "floor", "bias_rms", "p_true", "accuracy", "nll", "ace", "rps")
+
 EXPERIMENT = Experiment(
     ID="logistic",
     TITLE="Bayesian multinomial logistic regression: bias and calibration against h",
@@ -70,7 +73,7 @@ EXPERIMENT = Experiment(
           "quick": "~1 min (embedded digits, PCA 16, h = 1/16 .. 1/128)",
           "full": "~15 min, estimated from the quick preset (embedded digits, 64 features, h = 1/16 .. 1/256)"},
     PRESETS=tuple(logistic.PRESETS),  # its own tiny level (make demo): PCA 8, 400 points, h = 1/16 and 1/32
-    RESULT=Record(data=TEXT, rows=ListOf(from_dataclass(logistic.Row))),
+    RESULT=Record(data=TEXT, rows=ListOf(from_dataclass(logistic.Row, nonfinite=_NAN_WHEN_DIVERGED))),
     units=units,
     run_unit=run_unit,
     draw=draw,

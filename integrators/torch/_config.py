@@ -77,13 +77,16 @@ def auto_chains(params: FlatParameters, config, *, extra_bytes_per_chain: float 
     return chains_that_fit(device_memory_bytes(params.device), per_chain)
 
 
-def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1) -> None:
-    """Raise ``ValueError`` naming ``request`` when ``n_chains`` chains' buffers over ``params`` exceed the
-    memory free on their device now, before anything is allocated."""
+def check_sampler_fits(request: str, params: FlatParameters, config, n_chains: int = 1, *,
+                       extra_buffers: int = 0) -> None:
+    """Raise ``ValueError`` naming ``request`` when ``n_chains`` chains' buffers over ``params`` (and
+    ``extra_buffers`` more flat tensors each, e.g. module mode's saved state) exceed the memory free on
+    their device now, before anything is allocated."""
     n, dtype, device = len(params), params.dtype, params.device
+    extra = float(n_chains) * extra_buffers * n * torch.empty((), dtype=dtype, device="meta").element_size()
     check_fits(f"{request} ({n} parameters of {str(dtype).replace('torch.', '')} on {device}, "
                f"n_data={config.n_data}, plan {config.plan!r})",
-               sampler_bytes(n, dtype, config, n_chains), limit=device_memory_bytes(device))
+               sampler_bytes(n, dtype, config, n_chains) + extra, limit=device_memory_bytes(device))
 
 
 def weights_prior(precision: float = 1.0) -> Callable[[str, torch.Tensor], float]:

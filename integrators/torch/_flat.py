@@ -45,7 +45,8 @@ class FlatParameters:
     ------
     ValueError
         If ``model`` is not an ``nn.Module``, has no trainable parameter, or its trainable
-        parameters are on several devices, of several dtypes or not floating point.
+        parameters are on several devices or the ``meta`` device, of several dtypes or not
+        floating point.
     """
 
     def __init__(self, model: torch.nn.Module):
@@ -64,6 +65,9 @@ class FlatParameters:
             raise ValueError(f"parameters of mixed dtypes {dtypes}; convert the model to one dtype")
         self.named = named
         self.device, self.dtype = named[0][1].device, named[0][1].dtype
+        if self.device.type == "meta":  # shapes without values: nothing to sample from
+            raise ValueError("the model's parameters are on the 'meta' device (shapes without values); "
+                             "materialize them first, e.g. model.to_empty(device='cpu') and load its weights")
         if not self.dtype.is_floating_point:
             raise ValueError(f"parameters must be floating point, got {self.dtype}")
         self.sizes = [p.numel() for _, p in named]

@@ -31,7 +31,13 @@ coefficients as the Numba kernel), the noise the path pair ``(dW, J)`` over each
 from a seeded ``torch.Generator`` on the parameters' device.  ``schedule=CyclicalSchedule(...)``
 gives the cyclical step size of Zhang et al. (2020) (cyclical SG-HMC is ``scheme="em"``,
 ``plan="iid"`` with it).  Divergence follows the one policy of :mod:`integrators._divergence`
-(:class:`SamplerDiverged` names the first step whose result was not finite); a request whose
+(:class:`SamplerDiverged` names the first step whose result was not finite).  A step is a
+transaction: when ``loss_fn`` raises (or returns what is not a loss) the parameters, velocities,
+cached force and step count are put back as they were before the step, and a divergence puts them
+back at the last step that passed its check (before the diverged step with the default
+``check_every=1``), so the model is never left half-updated or NaN; the random streams are not
+rewound (a step retried draws new noise and the next batch).  The saved state costs three flat
+buffers (six when ``check_every > 1``).  A request whose
 buffers cannot fit in the device's memory (:data:`integrators.torch._config.SAMPLER_BUFFERS`) is refused with a
 ``ValueError`` before anything is allocated.
 
@@ -138,7 +144,8 @@ class ModuleSampler:
         self.params = FlatParameters(model)  # (a model that is no nn.Module: refused naming model)
         self.x = self.params.x
         dev, dt = self.params.device, self.params.dtype
-        check_sampler_fits("a ModuleSampler", self.params, config)
+        # the state saved before each step (x, v, g), and at each passed check when checks are sparser
+        check_sampler_fits("a ModuleSampler", self.params, config, extra_buffers=3 if config.check_every == 1 else 6)
         self.params.check_finite()
         self.module = torch_step(config.scheme)
         self.normals, plan = chain_streams(config, self.params, config.seed, generator)
@@ -162,6 +169,52 @@ class ModuleSampler:
         graph = graph_enabled(config.graph, dev, schedule=config.schedule, control_variate=config.control_variate)
         self._replay = StepReplay(dev, strict=config.graph is True) if graph else None
         self._static: dict = {}  # the graph step's buffers (made at its first step)
+        self._before: dict = {}  # the state before the step in progress (restored if it fails)
+        self._checked: dict = {}  # the state at the last passed check (restored on a divergence), check_every > 1
+        if config.check_every > 1:
+            self._save(self._checked)
+
+    # ------------------------------------------------------------------------- the saved state
+    def _save(self, into: dict) -> None:
+        """Copy what a step changes (``x``, ``v``, the cached force, the step count) into ``into``'s buffers."""
+        g = self._static["g"] if self._static else self.g
+        with torch.no_grad():
+            for name, value in (("x", self.x), ("v", self.v), ("g", g)):
+                if value is None:
+                    into[name] = None
+                elif into.get(name) is None:
+                    into[name] = value.detach().clone()
+                else:
+                    into[name].copy_(value)
+        into["k"] = self.k
+
+    def _restore(self, saved: dict) -> None:
+        """Put back the state :meth:`_save` saved, and clear the divergence record."""
+        with torch.no_grad():
+            self.x.copy_(saved["x"])
+            self.v.copy_(saved["v"])
+            if self._static:  # the graph step's own force and step counter
+                if saved["g"] is None:
+                    self._static["g"].zero_()
+                else:
+                    self._static["g"].copy_(saved["g"])
+                self._static["k"].fill_(saved["k"])
+            self.g = None if saved["g"] is None else (self._static["g"] if self._static else saved["g"].clone())
+            self.diverged_at.fill_(NOT_DIVERGED)
+        self.k = saved["k"]
+
+    def _check_at(self, k: int) -> None:
+        """The divergence check of step ``k`` (every ``check_every`` steps): a divergence puts the state back
+        at the last passed check; a pass saves the state as that check's."""
+        if k % self.config.check_every:
+            return
+        try:
+            self.check_finite()
+        except SamplerDiverged:
+            self._restore(self._before if self.config.check_every == 1 else self._checked)
+            raise
+        if self.config.check_every > 1:
+            self._save(self._checked)
 
     # ------------------------------------------------------------------------------ the force
     def _loss(self, loss_fn, batch) -> torch.Tensor:
@@ -340,11 +393,24 @@ class ModuleSampler:
         Raises
         ------
         SamplerDiverged
-            At a check, if a step's parameters or force were not finite.
+            At a check, if a step's parameters or force were not finite; the parameters, velocities
+            and ``k`` are then those of the last step that passed a check (the step before the
+            diverged one when ``check_every`` is 1).
         ValueError
             If ``loss_fn`` does not return a one-element tensor of the parameters, or an explicit
-            batch or noise sequence ran out or has the wrong shape.
+            batch or noise sequence ran out or has the wrong shape; the state is then as it was
+            before the step (so after any exception ``loss_fn`` raises).
         """
+        self._save(self._before)
+        try:
+            return self._step(loss_fn)
+        except SamplerDiverged:
+            raise  # (the check put the state back)
+        except BaseException:
+            self._restore(self._before)
+            raise
+
+    def _step(self, loss_fn) -> StepInfo:
         if self.module.FSAL and self.g is None:
             self.prime(loss_fn)
         k = self.k + 1
@@ -363,8 +429,7 @@ class ModuleSampler:
             self.g = self.module.step(self.x, self.v, g, coef, dW, J, force, self.reflect)
         self.k = k
         record_divergence(self.diverged_at, k, self.x, self.g)
-        if k % self.config.check_every == 0:
-            self.check_finite()
+        self._check_at(k)
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
     def _graph_step(self, loss_fn, k: int, h: float, coef: tuple) -> StepInfo:
@@ -395,8 +460,7 @@ class ModuleSampler:
 
         self._replay((loss_fn, coef, factors is None, tuple(batch.shape), batch.dtype), replayed)
         self.g, self.k = st["g"], k
-        if k % self.config.check_every == 0:
-            self.check_finite()
+        self._check_at(k)
         return StepInfo(step=k, h=h, batch=batch, loss=st["loss"].clone())
 
     def check_finite(self) -> None:

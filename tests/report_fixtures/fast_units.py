@@ -39,6 +39,11 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         z = rng.normal(size=(2, 16))
         v = np.exp(-h) * v + np.sqrt(2.0) * (l21 * z[0] + l22 * z[1])
         trace[step] = v
+    planted = os.environ.get("FAST_UNITS_BAD")  # a result that must be refused when the unit is made
+    if planted == "nan":
+        return {"mean": float("nan"), "variance": float(trace[50:].var())}
+    if planted == "not-json":
+        return {"mean": 0.0, "variance": 1.0, "extra": {1, 2}}
     return {"mean": float(trace[50:].mean()), "variance": float(trace[50:].var())}
 
 

@@ -1,7 +1,8 @@
 """Other libraries' samplers behind one protocol, measured by the toolkit.
 
 * :mod:`~theory_checks.adapters._protocol`: what an adapter declares and does
-  (:class:`SamplerAdapter`, :func:`check_adapter`, :func:`checked_positions`, :class:`AdapterProblem`);
+  (:class:`SamplerAdapter`, :func:`check_adapter`, :func:`checked_positions`, :class:`AdapterProblem`;
+  a method that raises is :class:`AdapterFailed`, naming the adapter and the method);
 * :mod:`~theory_checks.adapters.posteriors_adapter`: posteriors' sgld, sghmc, baoa, sgnht;
 * :mod:`~theory_checks.adapters.blackjax_adapter`: BlackJAX's sgld, sghmc, sgnht;
 * :mod:`~theory_checks.adapters._measure`: :func:`measure_adapter` (bias of the stationary law
@@ -21,7 +22,13 @@ them.  ``theory_checks.testing.assert_verified(adapter)`` runs the measurement i
 
 from integrators.registry import discover_modules
 from theory_checks.adapters._measure import ADAPTERS, AdapterReport, measure_adapter
-from theory_checks.adapters._protocol import AdapterProblem, SamplerAdapter, check_adapter, checked_positions
+from theory_checks.adapters._protocol import (
+    AdapterFailed,
+    AdapterProblem,
+    SamplerAdapter,
+    check_adapter,
+    checked_positions,
+)
 from theory_checks.adapters._runs import LEVELS
 
 ADAPTER_MODULE = ("LIBRARY", "ADAPTERS")  # what a module of this package declares to be a library's adapters
@@ -29,5 +36,5 @@ for _module in discover_modules(__name__, ADAPTER_MODULE):
     for _adapter in _module.ADAPTERS:
         ADAPTERS.register(_adapter)
 
-__all__ = ["ADAPTERS", "LEVELS", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
+__all__ = ["ADAPTERS", "LEVELS", "AdapterFailed", "AdapterProblem", "AdapterReport", "SamplerAdapter", "check_adapter",
            "checked_positions", "measure_adapter"]

@@ -228,6 +228,42 @@ def _adapter_name(adapter) -> str:
     return type(adapter).__name__ + (f" ({name!r})" if isinstance(name, str) and name else "")
 
 
+class AdapterFailed(RuntimeError):
+    """An adapter's ``build``, ``init``, ``step`` or ``positions`` raised: the message names the adapter,
+    the method and the exception (chained as ``__cause__``, with its traceback)."""
+
+
+def called(adapter, method: str, *args):
+    """``adapter.<method>(*args)``; an exception it raises becomes :class:`AdapterFailed` naming the adapter
+    and the method (an interrupt passes through).
+
+    Parameters
+    ----------
+    adapter : SamplerAdapter
+        The adapter.
+    method : str
+        ``"build"``, ``"init"``, ``"step"`` or ``"positions"``.
+    *args
+        The method's arguments.
+
+    Returns
+    -------
+    object
+        What the method returned.
+
+    Raises
+    ------
+    AdapterFailed
+        When the method raised.
+    """
+    try:
+        return getattr(adapter, method)(*args)
+    except Exception as exc:
+        first = (str(exc).splitlines() or [""])[0][:300]
+        raise AdapterFailed(f"adapter {_adapter_name(adapter)}: {method}() raised {exc.__class__.__name__}"
+                            f"{': ' + first if first else ''}") from exc
+
+
 def checked_positions(adapter, sampler, state, n_chains: int, d: int) -> np.ndarray:
     """``adapter.positions(sampler, state)``, checked: every caller of an adapter reads positions here.
 
@@ -252,8 +288,10 @@ def checked_positions(adapter, sampler, state, n_chains: int, d: int) -> np.ndar
         Naming the adapter's class and ``positions()`` with the expected and actual shape or type,
         when the result is not a real numeric array of shape exactly ``(n_chains, d)`` (a ``(1, d)``
         or ``(d,)`` array is not broadcast over the chains: every chain would read one position).
+    AdapterFailed
+        When ``positions()`` raised.
     """
-    got = adapter.positions(sampler, state)
+    got = called(adapter, "positions", sampler, state)
     where = f"adapter {_adapter_name(adapter)}: positions() must return"
     try:
         arr = np.asarray(got)

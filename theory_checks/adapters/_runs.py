@@ -18,7 +18,13 @@ from integrators.plans._walk import PlanWalk, cut
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
 from theory_checks._verify import ASYMPTOTIC, asymptotic_rate, largest_frequency
-from theory_checks.adapters._protocol import AdapterProblem, checked_positions, mixing_factor, steps_per_call
+from theory_checks.adapters._protocol import (
+    AdapterProblem,
+    called,
+    checked_positions,
+    mixing_factor,
+    steps_per_call,
+)
 
 H_START = 1.0         # the coarsest h, in units of the asymptotic regime's edge
 BURN_IN = 6.0         # relaxation times of burn-in (from the exact law: leaves e^-6 of an O(h) start error)
@@ -218,15 +224,15 @@ def _run(adapter, problem, plan, batch_size, h, gamma, n_chains, burn, window, s
     the plan's periods, so both parts see every position of the period alike; ``None`` when the
     window is one period), or ``None`` when a chain left the target."""
     rng = np.random.default_rng(seed)
-    sampler = adapter.build(problem, h, gamma)
+    sampler = called(adapter, "build", problem, h, gamma)
     x0 = whitening.mu + rng.standard_normal((n_chains, whitening.dim)) @ whitening.chol.T
-    state = adapter.init(sampler, x0, int(rng.integers(2**62)))
+    state = called(adapter, "init", sampler, x0, int(rng.integers(2**62)))
     batches = PlanBatches(plan, problem.n_data, batch_size, n_chains, rng)
     d = whitening.dim
     iu = np.triu_indices(d)
     halves = np.zeros((2, n_chains, d + len(iu[0])))  # the window's first and second half
     for k in range(burn + window):
-        state = adapter.step(sampler, state, batches.next())
+        state = called(adapter, "step", sampler, state, batches.next())
         if k < burn and (k % 16 and k != burn - 1):
             continue
         z = whitening.z(checked_positions(adapter, sampler, state, n_chains, d))

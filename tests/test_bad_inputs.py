@@ -1,0 +1,161 @@
+"""Bad input at the command line's boundaries ends in one line and exit code 2 naming what is wrong:
+results that are not what their figure declares (a NaN, not JSON), damaged unit and run files,
+broken registry modules, data settings that are not folders."""
+
+import contextlib
+import io
+import json
+import math
+
+import pytest
+
+from reports.store import Store, checksum
+
+pytestmark = [pytest.mark.slow, pytest.mark.experiment]
+
+FAST = "tests.report_fixtures.fast_units"
+
+
+def main(args, monkeypatch, modules=FAST):
+    from reports._cli import main as cli_main
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", modules)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(args)
+    return code, err.getvalue()
+
+
+def one_line(code, err, *words):
+    lines = err.strip().splitlines()
+    assert code == 2 and lines and lines[-1].startswith("sms-langevin: error:"), err
+    assert "Traceback" not in err, err
+    for word in words:
+        assert word in lines[-1], err
+    return lines[-1]
+
+
+@pytest.mark.parametrize("planted,words", [("nan", ["expected a finite number", "nan", '"k": 2']),
+                                           ("not-json", ["JSON cannot hold", "set"])])
+def test_a_result_that_is_not_its_figures_is_refused_when_made_naming_the_unit(tmp_path, monkeypatch, planted,
+                                                                                words):
+    monkeypatch.setenv("FAST_UNITS_BAD", planted)
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    one_line(code, err, "fast: run_unit(", *words)
+    assert not list((tmp_path / "units").rglob("*.json"))
+
+
+@pytest.fixture()
+def nan_stored(tmp_path, monkeypatch):
+    """A finished run whose first unit file holds a NaN mean under a valid checksum."""
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0, err
+    path = next(p for p in sorted((tmp_path / "units" / "fast").glob("*.json")))
+    payload = json.loads(path.read_text())
+    payload["result"]["mean"] = math.nan
+    payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+    path.write_text(json.dumps(payload))
+    return tmp_path, path
+
+
+def test_report_refuses_a_stored_nan_and_resume_recomputes_it(nan_stored, monkeypatch):
+    out, path = nan_stored
+    code, err = main(["report", "--out", str(out)], monkeypatch)
+    one_line(code, err, path.name, "expected a finite number")
+    code, err = main(["run", "fast", "--resume", "--out", str(out)], monkeypatch)
+    assert code == 0 and "recomputing" in err, err
+    assert math.isfinite(json.loads(path.read_text())["result"]["mean"])
+
+
+def test_a_run_json_seed_beyond_64_bits_is_one_line(tmp_path, monkeypatch):
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0, err
+    record = json.loads((tmp_path / "run.json").read_text())
+    (tmp_path / "run.json").write_text(json.dumps({**record, "seed": 10**30}))
+    one_line(*main(["report", "--out", str(tmp_path)], monkeypatch), "run.json", "seed must be < 2**64")
+
+
+def test_a_unit_file_of_deeply_nested_brackets_is_unreadable_not_a_crash(tmp_path, monkeypatch):
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0, err
+    path = sorted((tmp_path / "units" / "fast").glob("*.json"))[0]
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    one_line(*main(["report", "--out", str(tmp_path)], monkeypatch), path.name, "unreadable")
+    code, err = main(["run", "fast", "--resume", "--out", str(tmp_path)], monkeypatch)
+    assert code == 0 and "recomputing" in err, err
+    assert Store(tmp_path).load("fast", json.loads(path.read_text())["unit"]) is not None
+
+
+@pytest.mark.parametrize("value,words", [("", ["--data-dir must name a folder"]),
+                                         ("~nobody-of-this-machine/x", ["--data-dir ~nobody-of-this-machine/x"]),
+                                         ("d" * 5000, ["--data-dir ddd", "characters"])])
+def test_a_data_dir_that_is_no_folder_is_one_line_before_anything_runs(tmp_path, monkeypatch, value, words):
+    monkeypatch.setenv("FAST_UNITS_FAIL", "1")
+    one_line(*main(["run", "fast", "--out", str(tmp_path / "o"), "--data-dir", value], monkeypatch), *words)
+    assert not (tmp_path / "o").exists()
+
+
+def test_an_out_that_is_a_file_is_one_line_saying_so(tmp_path, monkeypatch):
+    (tmp_path / "f").write_text("x")
+    one_line(*main(["run", "fast", "--out", str(tmp_path / "f")], monkeypatch), "is a file, not a folder")
+
+
+# ------------------------------------------------------------ registry modules and the experiment contract
+
+FAST_SOURCE = '''
+from tests.report_fixtures.fast_units import EXPERIMENT as _FAST
+import dataclasses
+EXPERIMENT = dataclasses.replace(_FAST, ID={id!r}, module=None, {changes})
+'''
+
+
+def registry_module(tmp_path, monkeypatch, source: str) -> str:
+    """A registry module of ``source`` under a fresh name, importable for this test."""
+    import secrets
+    name = f"reg49_{secrets.token_hex(4)}"
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return name
+
+
+@pytest.mark.parametrize("source,words", [
+    ("X = 1\n", ["declares no EXPERIMENT"]),
+    ("import no_such_module_49\n", ["failed to import: ModuleNotFoundError"]),
+    ("def broken(:\n", ["failed to import: SyntaxError"]),
+    ("raise RuntimeError('boom')\n", ["failed to import: RuntimeError: boom"]),
+    ("from reports.registry import Experiment\nEXPERIMENT = Experiment(ID='Bad ID', TITLE='t', CLAIM='c', COST={}, "
+     "PRESETS=('quick',), RESULT=None, units=len, run_unit=len, draw=len)\n", ["failed to import: ValueError"]),
+])
+def test_a_broken_registry_module_is_one_line_naming_it(tmp_path, monkeypatch, source, words):
+    name = registry_module(tmp_path, monkeypatch, source)
+    line = one_line(*main(["list"], monkeypatch, modules=f"{FAST},{name}"), *words)
+    assert name in line
+
+
+def test_two_modules_declaring_one_id_is_one_line_naming_both(tmp_path, monkeypatch):
+    name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="fast", changes="TITLE='copy'"))
+    one_line(*main(["list"], monkeypatch, modules=f"{FAST},{name}"), "both declare ID 'fast'", name)
+
+
+@pytest.mark.parametrize("units,words", [("lambda preset: {1, 2}", ["must return a non-empty list", "set"]),
+                                         ("lambda preset: []", ["must return a non-empty list"]),
+                                         ("lambda preset: [{'k': 1}, {'k': 1}]", ["the same unit twice"]),
+                                         ("lambda preset: [{'k': {1}}]", ["JSON objects"]),
+                                         ("lambda preset: ['k']", ["JSON objects", "str"])])
+def test_units_that_break_the_contract_are_one_line_naming_the_figure(tmp_path, monkeypatch, units, words):
+    name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="odd", changes=f"units={units}"))
+    one_line(*main(["run", "odd", "--out", str(tmp_path / "o")], monkeypatch, modules=name), "odd: units(", *words)
+
+
+def test_a_draw_returning_none_is_one_line_and_the_report_is_kept(tmp_path, monkeypatch):
+    draw = "draw=lambda r, p: None if __import__('os').environ.get('DRAW_NONE_49') else _FAST.draw(r, p)"
+    name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="fast", changes=draw))
+    code, err = main(["run", "fast", "--out", str(tmp_path)], monkeypatch, modules=name)
+    assert code == 0, err
+    before = (tmp_path / "report" / "index.html").read_text()
+    monkeypatch.setenv("DRAW_NONE_49", "1")
+    one_line(*main(["report", "--out", str(tmp_path)], monkeypatch, modules=name), "draw", "got NoneType None")
+    assert (tmp_path / "report" / "index.html").read_text() == before
+
+
+def test_all_among_other_ids_is_one_line_saying_it_stands_alone(tmp_path, monkeypatch):
+    one_line(*main(["run", "all", "fast", "--out", str(tmp_path)], monkeypatch), "`all` stands alone")

@@ -1,0 +1,161 @@
+"""Malformed input never ends in a traceback: generated IDX headers and CIFAR-10 batches give an array
+or a DataError naming the file; generated unit files and registry modules give the command line's
+one line and exit code 2 (or a run that recomputes the damaged unit)."""
+
+import contextlib
+import gzip
+import io
+import json
+import pickle
+import secrets
+import struct
+import sys
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from data_sets import DataError
+from data_sets._idx import IDX_TYPES, MAX_IDX_BYTES, read_idx
+
+FAST = "tests.report_fixtures.fast_units"
+
+
+# ------------------------------------------------------------------------------------ data headers
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(type_code=st.sampled_from([*IDX_TYPES, 0x00, 0x07, 0xFF]), dims=st.lists(st.integers(0, 2**32 - 1), max_size=5),
+       body=st.binary(max_size=64), gz=st.booleans(), magic=st.sampled_from([0, 1, 0x0801]))
+@example(type_code=0x0E, dims=[2**32 - 1] * 4, body=b"", gz=False, magic=0)  # overflows int64 in numpy's product
+@example(type_code=0x08, dims=[2**16, 2**16], body=b"", gz=True, magic=0)  # 4 GiB claimed
+def test_a_generated_idx_file_is_an_array_or_a_data_error_naming_it(tmp_path_factory, type_code, dims, body, gz,
+                                                                     magic):
+    raw = struct.pack(">HBB", magic, type_code, len(dims)) + struct.pack(f">{len(dims)}I", *dims) + body
+    path = tmp_path_factory.mktemp("idx") / ("f.idx.gz" if gz else "f.idx")
+    path.write_bytes(gzip.compress(raw) if gz else raw)
+    try:
+        out = read_idx(path)
+    except DataError as exc:
+        assert str(path) in str(exc) and "\n" not in str(exc)
+        return
+    assert out.shape == tuple(dims) and out.nbytes == len(body)
+
+
+def test_a_gzipped_idx_that_expands_beyond_the_cap_is_refused_unread(tmp_path):
+    """A header within the cap, data that would expand far beyond it: read as far as the header says."""
+    path = tmp_path / "bomb.gz"
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        fh.write(struct.pack(">HBBI", 0, 0x08, 1, 16))
+        for _ in range(64):  # 64 MiB of zeros, about 64 KiB on disk
+            fh.write(bytes(2**20))
+    with pytest.raises(DataError, match="header says shape \\(16,\\) \\(16 bytes of data\\) but the file holds more"):
+        read_idx(path)
+    big = tmp_path / "big.gz"
+    big.write_bytes(gzip.compress(struct.pack(">HBBII", 0, 0x08, 2, 2**16, 2**16)))
+    with pytest.raises(DataError, match=f"more than the {MAX_IDX_BYTES} bytes"):
+        read_idx(big)
+
+
+_KEYS = st.one_of(st.sampled_from([b"data", b"labels", "data", "labels"]), st.binary(max_size=6),
+                  st.text(max_size=4), st.integers())
+_VALUES = st.recursive(st.none() | st.integers() | st.binary(max_size=8) | st.floats(allow_nan=True),
+                       lambda inner: st.lists(inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batch=st.one_of(st.dictionaries(_KEYS, _VALUES, max_size=4), _VALUES), protocol=st.integers(2, 5))
+@example(batch={b"\xff\xfe": 1}, protocol=2)  # a key that is not UTF-8
+@example(batch={b"data": [[1, 2], [3]], b"labels": [0, 1]}, protocol=4)  # ragged rows
+def test_a_generated_cifar_batch_is_read_or_a_data_error_naming_it(tmp_path_factory, batch, protocol):
+    from data_sets._loaders import _unpickle
+    path = tmp_path_factory.mktemp("cifar") / "data_batch_1"
+    path.write_bytes(pickle.dumps(batch, protocol=protocol))
+    try:
+        _unpickle(path)
+    except DataError as exc:
+        assert str(path) in str(exc)
+
+
+# ------------------------------------------------------------------------- the command line's inputs
+
+def main(args, modules=FAST):
+    from reports._cli import main as cli_main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(args)
+    return code, err.getvalue()
+
+
+def assert_no_traceback(code, err):
+    assert "Traceback" not in err, err
+    assert code in (0, 2), (code, err)
+    if code == 2:
+        lines = err.strip().splitlines()
+        assert lines[-1].startswith("sms-langevin: error:") and len(
+            [ln for ln in lines if ln.startswith("sms-langevin: error:")]) == 1, err
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run49")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+        code, err = main(["run", "fast", "--out", str(out)])
+    assert code == 0, err
+    return out
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner,
+                                                                                     max_size=3), max_leaves=10)
+
+
+@pytest.mark.slow
+@pytest.mark.experiment
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(content=st.one_of(st.binary(max_size=80).map(lambda b: b.decode("latin-1")), _JSON.map(json.dumps),
+                         st.builds(lambda d: "[" * d + "]" * d, st.integers(1, 200_000)),
+                         st.builds(lambda key, value: json.dumps({"key": "x", "unit": {}, "result": {key: value},
+                                                                  "meta": {}, "checksum": "0" * 64}),
+                                   st.text(max_size=5), _JSON)),
+       command=st.sampled_from(["report", "resume"]))
+@example(content="[" * 100_000 + "]" * 100_000, command="report")
+def test_a_generated_unit_file_gives_one_line_or_a_recomputed_unit(finished_run, monkeypatch, content, command):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    path = sorted((finished_run / "units" / "fast").glob("*.json"))[0]
+    kept = path.read_text()
+    try:
+        path.write_text(content)
+        args = ["report", "--out", str(finished_run)] if command == "report" else \
+            ["run", "fast", "--resume", "--out", str(finished_run)]
+        assert_no_traceback(*main(args))
+    finally:
+        path.write_text(kept)
+
+
+_STATEMENTS = st.sampled_from([
+    "X = 1", "import no_such_module_49", "raise ValueError('no')", "def f(:", "EXPERIMENT = 3",
+    "EXPERIMENT = None",
+    "from tests.report_fixtures.fast_units import EXPERIMENT",
+    "import dataclasses\nfrom tests.report_fixtures.fast_units import EXPERIMENT as E\n"
+    "EXPERIMENT = dataclasses.replace(E, module=None, ID='other49')",
+    "from reports.registry import Experiment\nEXPERIMENT = Experiment(ID='x', TITLE='', CLAIM='c', "
+    "COST={'quick': 1}, PRESETS=('quick',), RESULT=None, units=len, run_unit=len, draw=len)",
+])
+
+
+@pytest.mark.slow
+@pytest.mark.experiment
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(statements=st.lists(_STATEMENTS, min_size=1, max_size=3))
+def test_a_generated_registry_module_gives_one_line_not_a_traceback(tmp_path_factory, monkeypatch, statements):
+    """The registry is read before any command runs: ``list`` stands for them all."""
+    folder = tmp_path_factory.mktemp("reg")
+    name = f"reg49_{secrets.token_hex(4)}"
+    (folder / f"{name}.py").write_text("\n".join(statements) + "\n")
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", f"{FAST},{name}")
+    try:
+        assert_no_traceback(*main(["list"]))
+    finally:
+        sys.modules.pop(name, None)

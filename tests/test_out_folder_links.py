@@ -1,0 +1,184 @@
+"""Nothing outside the output folder is written, replaced or deleted through a link planted inside it:
+the write test, ``units/``, a figure's folder, a unit file, ``report/``, the report's ``tour`` and the
+tour's pages are each refused by name (or never followed), and the link's target is left as it was."""
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import pytest
+
+from reports._metadata import unwritable
+from reports._report import remove_stale_staging, staging_folder, swap_in
+from reports.store import Store, UnsafePath, own_path, own_tree
+
+FAST = "tests.report_fixtures.fast_units"
+UNIT = {"k": 2, "plan": "sms"}
+
+
+def victim(tmp_path) -> Path:
+    path = tmp_path / "victim"
+    path.write_text("data\n")
+    return path
+
+
+def test_the_write_test_never_writes_through_a_planted_link(tmp_path):
+    out = tmp_path / "o"
+    out.mkdir()
+    target = victim(tmp_path)
+    (out / ".write-test").symlink_to(target)
+    assert unwritable(out) is None
+    assert target.read_text() == "data\n"
+    assert (out / ".write-test").is_symlink()
+
+
+def test_an_out_that_is_a_file_is_named_as_one(tmp_path):
+    target = victim(tmp_path)
+    assert unwritable(target) == "it is a file, not a folder"
+    assert target.read_text() == "data\n"
+
+
+@pytest.mark.parametrize("where", ["units", "units/fast"])
+def test_a_linked_units_folder_is_refused_and_nothing_lands_at_its_target(tmp_path, where):
+    out, elsewhere = tmp_path / "o", tmp_path / "elsewhere"
+    (out / where).parent.mkdir(parents=True)
+    elsewhere.mkdir()
+    (out / where).symlink_to(elsewhere)
+    store = Store(out)
+    with pytest.raises(UnsafePath, match=where.split("/")[-1]):
+        store.save("fast", UNIT, {"mean": 0.0, "variance": 1.0}, {})
+    with pytest.raises(UnsafePath):
+        store.load("fast", UNIT)
+    with pytest.raises(UnsafePath) if where == "units" else contextlib.nullcontext():
+        store.remove_stale_temporaries()
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_a_unit_file_that_is_a_link_is_neither_read_nor_replaced(tmp_path):
+    out = tmp_path / "o"
+    store = Store(out)
+    path = store.path("fast", UNIT)
+    path.parent.mkdir(parents=True)
+    target = victim(tmp_path)
+    path.symlink_to(target)
+    with pytest.raises(UnsafePath, match=path.name):
+        store.load("fast", UNIT)
+    with pytest.raises(UnsafePath, match=path.name):
+        store.save("fast", UNIT, {"mean": 0.0, "variance": 1.0}, {})
+    assert target.read_text() == "data\n" and path.is_symlink()
+
+
+def test_a_folder_in_place_of_a_unit_file_is_named_as_the_unit(tmp_path):
+    store = Store(tmp_path)
+    store.path("fast", UNIT).mkdir(parents=True)
+    with pytest.raises(UnsafePath, match=f"{store.path('fast', UNIT).name} is a folder"):
+        store.save("fast", UNIT, {"mean": 0.0, "variance": 1.0}, {})
+
+
+def test_a_tmp_folder_under_units_is_left_alone_and_stale_temporaries_go(tmp_path):
+    store = Store(tmp_path)
+    (store.root / "fast" / ".tmp-dir").mkdir(parents=True)
+    (store.root / "fast" / ".tmp-file.json").write_text("{")
+    target = victim(tmp_path)
+    (store.root / "fast" / ".tmp-link.json").symlink_to(target)
+    assert store.remove_stale_temporaries() == 2
+    assert (store.root / "fast" / ".tmp-dir").is_dir() and target.read_text() == "data\n"
+
+
+def test_a_linked_report_is_refused_and_no_old_link_is_left(tmp_path):
+    out, elsewhere = tmp_path / "o", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    (out / "report").symlink_to(elsewhere)
+    with pytest.raises(UnsafePath, match="report"):
+        remove_stale_staging(out)
+    staging = out / "staging"
+    staging.mkdir()
+    with pytest.raises(UnsafePath, match="report"):
+        swap_in(staging, out / "report")
+    assert (elsewhere / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in out.iterdir()) == ["report", "staging"]
+
+
+def test_a_linked_report_tour_is_refused_when_staging(tmp_path):
+    out, elsewhere = tmp_path / "o", tmp_path / "elsewhere"
+    (out / "report").mkdir(parents=True)
+    elsewhere.mkdir()
+    (out / "report" / "tour").symlink_to(elsewhere)
+    with pytest.raises(UnsafePath, match="tour"):
+        staging_folder(out)
+
+
+def test_a_link_left_as_a_killed_swaps_old_report_is_removed_not_followed(tmp_path):
+    out, elsewhere = tmp_path / "o", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("mine")
+    (out / ".report-old-1-ab").symlink_to(elsewhere)
+    remove_stale_staging(out)
+    assert not (out / "report").exists() and not (out / ".report-old-1-ab").is_symlink()
+    assert (elsewhere / "keep.txt").read_text() == "mine"
+
+
+def test_own_tree_names_a_link_inside_the_tour_folder(tmp_path):
+    tour = tmp_path / "report" / "tour"
+    (tour / "mathjax").mkdir(parents=True)
+    (tour / "mathjax" / "MathJax.js").symlink_to(victim(tmp_path))
+    with pytest.raises(UnsafePath, match="MathJax.js"):
+        own_tree(tmp_path, tour)
+    assert own_path(tmp_path, tmp_path / "report" / "absent" / "x") == tmp_path / "report" / "absent" / "x"
+
+
+def main(args, monkeypatch):
+    from reports._cli import main as cli_main
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(args)
+    return code, err.getvalue()
+
+
+@pytest.mark.slow
+@pytest.mark.experiment
+def test_run_keeps_a_linked_write_test_target_and_refuses_a_linked_units_in_one_line(tmp_path, monkeypatch):
+    out = tmp_path / "o"
+    out.mkdir()
+    target = victim(tmp_path)
+    (out / ".write-test").symlink_to("../victim")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "units").symlink_to(elsewhere)
+    code, err = main(["run", "fast", "--out", str(out)], monkeypatch)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "units is a symbolic link" in err
+    assert target.read_text() == "data\n" and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.experiment
+def test_tour_refuses_a_link_inside_its_folder_before_running_a_notebook(tmp_path, monkeypatch):
+    import tour._build
+    pytest.importorskip("jupytext")
+    out = tmp_path / "o"
+    (out / "report" / "tour").mkdir(parents=True)
+    target = victim(tmp_path)
+    (out / "report" / "tour" / "index.html").symlink_to(target)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the tour ran into a folder holding a link")
+
+    monkeypatch.setattr(tour._build, "build", never)
+    code, err = main(["tour", "01", "--out", str(out)], monkeypatch)
+    assert code == 2 and "index.html is a symbolic link" in err, err
+    assert target.read_text() == "data\n"
+
+
+def test_report_tour_link_check_runs_with_no_links(tmp_path):
+    (tmp_path / "report" / "tour").mkdir(parents=True)
+    (tmp_path / "report" / "tour" / "page.html").write_text("x")
+    assert own_tree(tmp_path, tmp_path / "report" / "tour") == tmp_path / "report" / "tour"
+    os.symlink("page.html", tmp_path / "report" / "tour" / "alias.html")
+    with pytest.raises(UnsafePath, match="alias.html"):
+        own_tree(tmp_path, tmp_path / "report" / "tour")
