@@ -352,3 +352,59 @@ def test_numbas_code_settings_are_part_of_the_key(monkeypatch, tmp_path):
     plain = dc.disk_cached(nb.njit(fn))._cache._key
     monkeypatch.setattr(config, "BOUNDSCHECK", 1)
     assert dc.disk_cached(nb.njit(fn))._cache._key != plain
+
+
+def _module(name: str, source: str):
+    import types
+
+    module = types.ModuleType(name)
+    exec(textwrap.dedent(source), module.__dict__)  # noqa: S102 (the tests' own text)
+    return module
+
+
+def test_the_fingerprint_follows_a_user_module_through_the_attributes_read(monkeypatch):
+    """``mod.f`` reached by attribute: the function it calls in turn, and values set on the module at run time."""
+    def user(factor, scale):
+        helper = _module("helpermod", f"import numba as nb\n@nb.njit\ndef g(x):\n    return x * {factor}\n")
+        mod = _module("usermod", "import numba as nb\n@nb.njit\ndef f(x):\n    return g(x)\n")
+        mod.g, mod.SCALE = helper.g, scale
+        monkeypatch.setitem(sys.modules, "usermod", mod)
+        return dc.fingerprint(nb.njit(_function("def k(x):\n    return usermod.f(x) * usermod.SCALE\n", "k",
+                                                {"usermod": mod})))
+
+    base = user(2, 1.0)
+    assert base == user(2, 1.0) and base != user(3, 1.0) and base != user(2, 5.0)
+
+
+def test_numba_options_and_record_dtypes_are_keyed():
+    def key(decorator, body="    y = x\n    return y\n"):
+        return dc.fingerprint(eval(decorator, {"nb": nb})(_function(f"def f(x):\n{body}", "f")))
+
+    assert key("nb.njit(locals={'y': nb.float32})") != key("nb.njit")
+    assert key("nb.njit('float32(float32)')") != key("nb.njit('float64(float64)')")
+    a = np.zeros(1, dtype=[("a", "f8"), ("b", "f8")])
+    b = np.zeros(1, dtype=[("b", "f8"), ("a", "f8")])
+    assert dc.fingerprint((a,)) != dc.fingerprint((b,))
+
+
+def test_what_the_walk_cannot_describe_keeps_the_kernel_in_memory():
+    """Fail closed: an @overload stub (its body is not what compiles), a class of a module Python does not
+    know, an intrinsic."""
+    from numba.extending import intrinsic, overload
+
+    def stub(x):
+        return x
+
+    @overload(stub)
+    def _stub_impl(x):
+        return lambda x: x * 2.0
+
+    unknown = _module("not_in_sys_modules", "import enum\nclass E(enum.IntEnum):\n    A = 1\n")
+
+    @intrinsic
+    def nothing(typingctx, x):
+        return None
+
+    for name, value in [("stub", stub), ("E", unknown.E), ("nothing", nothing)]:
+        with pytest.raises(dc.Uncacheable):
+            dc.fingerprint(nb.njit(_function(f"def k(x):\n    return {name}(x)\n", "k", {name: value})))
