@@ -113,7 +113,8 @@ class _CifarUnpickler(pickle.Unpickler):
                             f"batch holds only dicts, lists, bytes, numbers and numpy arrays)") from None
 
 
-def _unpickle(path: Path) -> dict:
+def unpickle_batch(path: Path) -> dict:
+    """One CIFAR-10 python batch as a dict, or :class:`DataError` naming the file."""
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
@@ -170,7 +171,7 @@ def load_cifar10(folder: str | Path) -> ImageData:
     parts = []
     for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
         for name in names:
-            batch = _unpickle(folder / name)
+            batch = unpickle_batch(folder / name)
             parts.append(Part(name, Field(batch["data"].reshape(-1, 3, 32, 32), str(folder / name), "data"),
                               Field(batch["labels"], str(folder / name), "labels"), split))
     out = check_layout(CIFAR10, parts)

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -34,9 +35,12 @@ def cli(args, env_extra=None, modules=FAST, cwd=ROOT, **kwargs):
                           text=True, timeout=300, **kwargs)
 
 
+START_LINE = re.compile(r"^\w[\w-]*: \d+ units to run; ")  # the run's first line, before any unit (not an error)
+
+
 def one_line_error(proc, *words):
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    lines = [line for line in proc.stderr.strip().splitlines() if not START_LINE.match(line)]
     assert len(lines) == 1 and lines[0].startswith("sms-langevin: error:"), proc.stderr
     for word in words:
         assert word in lines[0], proc.stderr

@@ -67,11 +67,11 @@ _VALUES = st.recursive(st.none() | st.integers() | st.binary(max_size=8) | st.fl
 @example(batch={b"\xff\xfe": 1}, protocol=2)  # a key that is not UTF-8
 @example(batch={b"data": [[1, 2], [3]], b"labels": [0, 1]}, protocol=4)  # ragged rows
 def test_a_generated_cifar_batch_is_read_or_a_data_error_naming_it(tmp_path_factory, batch, protocol):
-    from data_sets._loaders import _unpickle
+    from data_sets._loaders import unpickle_batch
     path = tmp_path_factory.mktemp("cifar") / "data_batch_1"
     path.write_bytes(pickle.dumps(batch, protocol=protocol))
     try:
-        _unpickle(path)
+        unpickle_batch(path)
     except DataError as exc:
         assert str(path) in str(exc)
 

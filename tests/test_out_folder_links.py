@@ -159,7 +159,7 @@ def test_run_keeps_a_linked_write_test_target_and_refuses_a_linked_units_in_one_
 @pytest.mark.slow
 @pytest.mark.experiment
 def test_tour_refuses_a_link_inside_its_folder_before_running_a_notebook(tmp_path, monkeypatch):
-    import tour._build
+    from tour import _build as tour_build
     pytest.importorskip("jupytext")
     out = tmp_path / "o"
     (out / "report" / "tour").mkdir(parents=True)
@@ -169,7 +169,7 @@ def test_tour_refuses_a_link_inside_its_folder_before_running_a_notebook(tmp_pat
     def never(*args, **kwargs):
         raise AssertionError("the tour ran into a folder holding a link")
 
-    monkeypatch.setattr(tour._build, "build", never)
+    monkeypatch.setattr(tour_build, "build", never)
     code, err = main(["tour", "01", "--out", str(out)], monkeypatch)
     assert code == 2 and "index.html is a symbolic link" in err, err
     assert target.read_text() == "data\n"

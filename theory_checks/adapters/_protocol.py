@@ -254,10 +254,12 @@ def called(adapter, method: str, *args):
     Raises
     ------
     AdapterFailed
-        When the method raised.
+        When the method raised (other than :class:`LibraryMissing`, which passes through).
     """
     try:
         return getattr(adapter, method)(*args)
+    except LibraryMissing:
+        raise  # (an absent library is reported as absent, by the caller, not as a failure)
     except Exception as exc:
         first = (str(exc).splitlines() or [""])[0][:300]
         raise AdapterFailed(f"adapter {_adapter_name(adapter)}: {method}() raised {exc.__class__.__name__}"
