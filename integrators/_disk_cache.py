@@ -475,7 +475,7 @@ def describe_state() -> str:
     folder = cache_folder()
     kept = len(list(folder.glob("*.nbi"))) if folder.is_dir() else 0
     if not kept:
-        return (f"first run of this code on this machine: each kernel compiles before its first unit (about 20 s per "
+        return (f"first run of this code on this machine: each kernel compiles before its first unit (about 25 s per "
                 f"scheme, once; kept in {folder})")
     return f"{kept} compiled kernels found in {folder} (a kernel not among them compiles first, once)"
 
