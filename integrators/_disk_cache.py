@@ -50,7 +50,10 @@ import numpy as np
 from numba.core import types as nbtypes
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 
-TOOLKIT_PACKAGES = ("integrators", "bias", "bnn", "theory_checks", "reports", "tour", "experiments", "data_sets")
+from integrators import _user_code
+
+# every package of the toolkit: its source is hashed; the user-code boundary itself is _user_code's list
+TOOLKIT_PACKAGES = (*_user_code.TOOLKIT_PACKAGES, "data_sets")
 _ROOT = Path(__file__).resolve().parent.parent
 
 
