@@ -67,7 +67,8 @@ marked beforehand, such as padding, stays parked throughout)."""
 Work = namedtuple("Work", "dW J g batch perm position tvals z1 z2 raw")
 Work.__doc__ = """Scratch arrays of one block: the path pairs ``dW, J`` ``(2, d, n)``, the force
 ``g`` ``(n, d)``, batches ``(width, n)`` and permutations ``(n_data, n)`` (int32), the plan's
-position in its period ``(1,)``, test values ``(n_tests,)`` and per-lane scratch ``z1, z2, raw``."""
+position in its period ``(1,)``, the test functions' values and a copy of the state they read
+``(n_tests + d,)`` (:func:`integrators._observers.observe_chains`) and per-lane scratch ``z1, z2, raw``."""
 Samplers = namedtuple("Samplers", "coef x v plan forces schedule obs div work")
 Samplers.__doc__ = """Samplers of one kind (one scheme, target class and batch rule) that advance together
 over a thread's tiles, stacked along a leading axis of length ``m``: coefficients ``(m, n_coef)``,
@@ -272,7 +273,7 @@ def make_work_buffers(n_chains: int, d: int, n_data: int, batch_size: int, n_tes
     return Work(dW=aligned_zeros(pair), J=aligned_zeros(pair), g=aligned_zeros(lead + (n_chains, d)),
                 batch=aligned_zeros(lead + (width, n_chains), np.int32),
                 perm=aligned_zeros(lead + (n_data, n_chains), np.int32),
-                position=np.zeros(lead + (1,), dtype=np.int64), tvals=np.zeros(lead + (n_tests,)),
+                position=np.zeros(lead + (1,), dtype=np.int64), tvals=np.zeros(lead + (n_tests + d,)),
                 z1=aligned_zeros(lead + (n_chains,)), z2=aligned_zeros(n_chains),
                 raw=aligned_zeros(n_chains, np.uint64))
 

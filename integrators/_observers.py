@@ -78,10 +78,13 @@ def add_moments(x, sum_x, sum_xx):
 @nb.njit(nogil=True, inline="always")
 def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
     """One step's per-chain observers for the chains not diverged: histogram, ``x x^T``, test functions and,
-    when ``keep_now``, sample ``kept`` (each only where its array is not empty).  ``tvals``: scratch."""
+    when ``keep_now``, sample ``kept`` (each only where its array is not empty).  ``tvals``: scratch of
+    ``n_tests + d`` values, the test functions' ``out`` then a copy of the chain's state, which is what
+    they are given: a test function that writes into its ``x`` cannot move the chain."""
     n, d = x.shape
     track_outer = obs.sum_outer.shape[1] > 0
     n_tests = obs.sum_tests.shape[1]
+    out, seen = tvals[:n_tests], tvals[n_tests:n_tests + d]
     if obs.hist.shape[0] > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
         histogram_add(x[:, 0], obs.hist_lo, obs.hist_inv_width, obs.hist, obs.hist_tails, diverged_at)
     if not (track_outer or n_tests > 0 or keep_now):
@@ -94,9 +97,11 @@ def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
                 for b in range(d):
                     obs.sum_outer[c, a, b] += x[c, a] * x[c, b]
         if n_tests > 0:
-            obs.test_fn(x[c], tvals, obs.test_data)
+            for a in range(d):
+                seen[a] = x[c, a]
+            obs.test_fn(seen, out, obs.test_data)
             for t in range(n_tests):
-                obs.sum_tests[c, t] += tvals[t]
+                obs.sum_tests[c, t] += out[t]
         if keep_now:
             for a in range(d):
                 obs.samples[c, kept, a] = x[c, a]

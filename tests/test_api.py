@@ -638,6 +638,37 @@ def test_a_test_function_writing_out_of_bounds_raises_naming_it_and_in_bounds_ru
 
 
 @nb.njit
+def _reads_the_state(x, out, test_data):
+    out[0] = x[0]
+    out[1] = x[1]
+
+
+@nb.njit
+def _reads_then_writes_the_state(x, out, test_data):
+    out[0] = x[0]
+    out[1] = x[1]
+    x[0] = 100.0  # a test function that writes: it must not move the chain
+    x[1] = -x[1]
+
+
+@pytest.mark.slow  # compiles two kernels (about 25 s each with a cold cache)
+def test_a_test_function_that_writes_its_state_leaves_the_chains_unchanged():
+    """A test function sees a copy of the state: writing into it changes neither the chains nor
+    the values it records, bit for bit against a test function that only reads (same seed)."""
+    target = GaussianTarget(means=[[0.5, -1.0], [1.0, 0.2], [-0.3, 0.4]],
+                            precisions=[[[2.0, 0.3], [0.3, 1.0]], [[1.5, 0.0], [0.0, 0.7]], [[1.0, -0.2], [-0.2, 1.2]]])
+    kw = dict(scheme="ubu", plan="sms", h=0.2, n_chains=6, n_steps=300, burn_in=50, batch_size=2, seed=5,
+              keep=3, n_test_functions=2)
+    pure = sample(target, test_functions=_reads_the_state, **kw)
+    writes = sample(target, test_functions=_reads_then_writes_the_state, **kw)
+    assert not np.any(writes.diverged_at >= 0), writes.diverged_at
+    np.testing.assert_array_equal(writes.chain_mean, pure.chain_mean)
+    np.testing.assert_array_equal(writes.samples, pure.samples)
+    np.testing.assert_array_equal(writes.chain_tests, pure.chain_tests)
+    np.testing.assert_array_equal(pure.chain_tests, pure.chain_mean)  # what it read was the state itself
+
+
+@nb.njit
 def _test_function_with_a_default(x, out, test_data, scale=2.0):
     out[0] = scale * x[0]
 
