@@ -74,7 +74,14 @@ def sample(target, scheme="ubu", plan="sms", *, h=0.1, gamma=1.0, n_chains=100, 
         Also average ``x x^T`` per chain (``SampleResult.chain_outer``).
     test_functions : numba function or None, default None
         A Numba function (``@numba.njit``) ``f(x, out, test_data)`` writing
-        ``n_test_functions`` values into ``out``, averaged per chain (Numba backend only).
+        ``n_test_functions`` values into ``out``, averaged per chain (Numba backend only).  Its
+        ``x`` is a copy of the chain's state (writing into it changes nothing).  It is compiled
+        bounds-checked (:mod:`integrators._user_code`), but the Numba functions it calls are not:
+        an index out of bounds in such a helper goes unchecked (garbage or a crash) unless the
+        helper is compiled with ``@numba.njit(boundscheck=True)`` or Python is started with
+        ``NUMBA_BOUNDSCHECK=1``.  A function that never returns (an infinite loop) cannot be
+        stopped by Ctrl-C: bound such a run in a process of its own with a timeout (the sampling
+        guide, "User code that never returns").
     n_test_functions : int, default 0
         How many values ``test_functions`` writes; required (``>= 1``) with it.
     test_data : tuple of numpy.ndarray, default ()

@@ -45,7 +45,9 @@ class Observers:
     test_functions : numba function or None, default None
         A Numba function (``@numba.njit``) ``f(x, out, test_data)`` writing
         ``n_test_functions`` values into ``out``, averaged per chain (``SampleResult.chain_tests``);
-        Numba backend only.
+        Numba backend only.  It is given a copy of the chain's state; it is compiled bounds-checked,
+        the Numba functions it calls are not (unless compiled with ``boundscheck=True`` or
+        ``NUMBA_BOUNDSCHECK=1`` is set: :func:`integrators.sample`).
     n_test_functions : int, default 0
         How many values ``test_functions`` writes; required (``>= 1``) with it.
     test_data : tuple of numpy.ndarray, default ()

@@ -9,7 +9,10 @@ in Python where the run was started, threads included.
 
 Only user code is checked (``benchmarks/bench_user_boundscheck.py`` measures the cost); an explicit
 ``boundscheck=False`` or ``NUMBA_BOUNDSCHECK=0`` turns the checks off.  Numba functions that the user
-function calls keep their own options.
+function calls keep their own options, so they are not checked unless compiled with
+``boundscheck=True`` (or ``NUMBA_BOUNDSCHECK=1`` is set), a limit stated where ``test_functions`` is
+documented (checking them here would mean rebuilding every Numba function reachable from the user's,
+through globals, closures and module attributes, with new globals: not attempted).
 """
 
 from __future__ import annotations

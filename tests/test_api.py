@@ -668,6 +668,74 @@ def test_a_test_function_that_writes_its_state_leaves_the_chains_unchanged():
     np.testing.assert_array_equal(pure.chain_tests, pure.chain_mean)  # what it read was the state itself
 
 
+@nb.njit(boundscheck=True)
+def _checked_helper_writing_past(out, i):
+    out[i] = 1.0
+
+
+@nb.njit
+def _calls_a_checked_helper(x, out, test_data):
+    out[0] = x[0]
+    _checked_helper_writing_past(out, out.shape[0] + 3)
+
+
+@pytest.mark.slow  # compiles a kernel (about 25 s with a cold cache)
+def test_a_helper_compiled_with_boundscheck_ends_in_the_error_naming_the_test_function():
+    """The remedy the docs give for helpers (which are not recompiled bounds-checked): a helper
+    compiled with ``boundscheck=True`` that writes out of bounds ends in one UserCodeError naming
+    the test function that called it."""
+    from integrators._user_code import UserCodeError
+
+    with pytest.raises(UserCodeError, match="test_functions '.*_calls_a_checked_helper'.*out of bounds"):
+        sample(T1, n_chains=3, n_steps=5, batch_size=1, test_functions=_calls_a_checked_helper, n_test_functions=1)
+
+
+_NEVER_RETURNS = """
+import numba as nb
+import numpy as np
+from integrators import GaussianTarget, sample
+
+@nb.njit
+def spins_when_asked(x, out, test_data):
+    out[0] = x[0]
+    while test_data[0][0] > 0.0 and out[0] < 1e300:  # never ends when asked: out[0] stops at 2**53
+        out[0] = abs(out[0]) + 1.0
+
+kw = dict(n_chains=2, n_steps=5, batch_size=1, test_functions=spins_when_asked, n_test_functions=1, threads=1)
+sample(GaussianTarget.one_d_example(), test_data=(np.zeros(1),), **kw)  # compiles the kernel and returns
+print("entering", flush=True)
+sample(GaussianTarget.one_d_example(), test_data=(np.ones(1),), **kw)
+print("returned", flush=True)
+"""
+
+
+@pytest.mark.slow  # compiles a kernel in a subprocess (about 40 s with a cold cache)
+def test_user_code_that_never_returns_ignores_ctrl_c_and_ends_on_sigterm_as_documented():
+    """What the sampling guide says of compiled user code that never returns: Ctrl-C (SIGINT) is
+    not acted on while the kernel runs; SIGTERM ends the process."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    child = subprocess.Popen([sys.executable, "-c", _NEVER_RETURNS], cwd=Path(__file__).resolve().parents[1],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline() == "entering\n", child.stderr.read()[-2000:]
+        time.sleep(3)  # into the kernel (the second call compiles nothing)
+        child.send_signal(signal.SIGINT)
+        time.sleep(5)
+        assert child.poll() is None, child.stderr.read()[-2000:]
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == -signal.SIGTERM
+        assert child.stdout.read() == ""
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+
+
 @nb.njit
 def _test_function_with_a_default(x, out, test_data, scale=2.0):
     out[0] = scale * x[0]

@@ -72,6 +72,54 @@ def test_no_paragraph_ends_in_a_colon_with_nothing_after(page):
     assert dangling_colons(page.read_text()) == []
 
 
+SAMPLING = (DOCS / "guides" / "sampling.md").read_text()
+
+
+def _section(text: str, title: str) -> str:
+    """The text of a ``###`` section of a guide, up to the next heading."""
+    start = text.index(f"### {title}\n")
+    following = re.search(r"^#", text[start + 4:], re.MULTILINE)
+    return text[start:start + 4 + following.start()] if following else text[start:]
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_docs_say_a_test_function_sees_a_copy_of_the_state():
+    from integrators import sample
+
+    assert "its `x` is a copy of the chain's state" in _flat(SAMPLING)
+    assert "``x`` is a copy of the chain's state" in _flat(sample.__doc__)
+
+
+def test_the_docs_say_helpers_of_user_code_are_not_bounds_checked_and_how_to_check_them():
+    """Where ``test_functions`` is documented (the guide and ``sample``), the limit and both ways to
+    turn the checks on for a helper."""
+    from integrators import sample
+
+    guide = _flat(SAMPLING[SAMPLING.index("**Helpers are not checked.**"):].split("\n\n")[0])
+    doc = _flat(sample.__doc__.split("test_functions :")[1].split("n_test_functions :")[0])
+    for text in (guide, doc):
+        assert "@numba.njit(boundscheck=True)" in text and "NUMBA_BOUNDSCHECK=1" in text, text
+    assert "not checked" in guide and "are not" in doc
+
+
+def test_the_docs_say_compiled_user_code_that_never_returns_cannot_be_interrupted_and_how_to_bound_it():
+    """The sampling guide's section, the verify guide on ``max_seconds``, and ``sample``'s docstring."""
+    from integrators import sample
+
+    section = _flat(_section(SAMPLING, "User code that never returns"))
+    for said in ("Ctrl-C is not acted on", "`max_seconds` cannot stop it", "read between checks",
+                 "SIGTERM", "SIGKILL", "`timeout 600 python", "subprocess.run(", "--workers 2"):
+        assert said in section, said
+    verify_guide = _flat((DOCS / "guides" / "verify.md").read_text())
+    assert ("The cap is read between checks: it stops the next check from starting, not a check that is running, "
+            "and it cannot stop compiled code that never returns") in verify_guide
+    assert "User code that never returns" in verify_guide
+    assert "cannot be stopped by Ctrl-C" in _flat(sample.__doc__) and "User code that never returns" in sample.__doc__
+
+
 RUNNERS = [page for page in GUIDES if "sms-langevin" in page.read_text()]  # the guides that run the command
 
 
