@@ -84,11 +84,11 @@ def observe_chains(x, diverged_at, obs, tvals, keep_now, kept):
     n, d = x.shape
     track_outer = obs.sum_outer.shape[1] > 0
     n_tests = obs.sum_tests.shape[1]
-    out, seen = tvals[:n_tests], tvals[n_tests:n_tests + d]
     if obs.hist.shape[0] > 0:  # streaming histogram of the first coordinate (1-D Wasserstein)
         histogram_add(x[:, 0], obs.hist_lo, obs.hist_inv_width, obs.hist, obs.hist_tails, diverged_at)
     if not (track_outer or n_tests > 0 or keep_now):
         return
+    out, seen = tvals[:n_tests], tvals[n_tests:n_tests + d]
     for c in range(n):
         if diverged_at[c] >= 0:
             continue
