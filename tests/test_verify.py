@@ -34,17 +34,16 @@ QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
-    report = verify(scheme, **QUICK)
-    assert not report.failed, report.table()
-    # 64 chains cannot reach the Monte Carlo checks' stated resolution: those say so, nothing else is left open
-    assert all("cannot detect" in report.check(n).skipped for n in report.inconclusive), report.table()
+    """The exact and strong-order levels (the Monte Carlo checks have tests of their own below)."""
+    report = verify(scheme, monte_carlo=False, **QUICK)
+    assert report.ok, report.table()
     names = [c.name for c in report.checks]
     for plan in ("full", "iid", "rr", "sms"):
         for key in ("", "@3d"):
             assert f"weak_order[{plan}]{key}" in names and f"strong_order[{plan}]{key}" in names
     assert report.check("weak_order[rr]").status == "no claim"  # rr declares no theorem: measured only
     assert report.check("declared_map").passed and report.check("probe_affine").passed
-    assert report.check("strong_order[sms]").passed and report.check("monte_carlo[sms]").passed
+    assert report.check("strong_order[sms]").passed and report.check("box").passed
 
 
 @pytest.mark.slow
@@ -107,7 +106,7 @@ def test_a_batch_size_of_3_is_the_default_double_wells_full_batch():
     """The Gaussian defaults have three data terms; the double well two (it takes min(3, 2))."""
     report = verify("ubu", batch_size=3, plans=["sms"], strong=False, monte_carlo=False)
     assert report.ok, report.table()
-    assert "batch size 3" in report.target and "double_well (d=1, 2 data terms, batch size 2)" in report.target
+    assert "batch size 3" in report.target and "double_well (d=1, 2 data terms, batch size 2," in report.target
 
 
 # ------------------------------------------------------------------ a user's scheme and test
@@ -312,12 +311,22 @@ CORRECT = {**{name: name for name in sorted(SCHEMES)}, "aboba": ABOBA, "aoboa": 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1])
 @pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_schemes_raise_no_false_alarm_at_the_defaults_over_seeds(name, seed):
-    """verify's every default (the four targets, 256 chains), at a seed other than 0: every claim
-    checked and passed, the built-in schemes, the README's ABOBA, the tour's AOBOA and correct schemes
-    written in unusual ways (``benchmarks/bench_verify.py --seeds`` runs more seeds; one here keeps
-    the suite's time)."""
-    report = verify(CORRECT[name], seed=seed)
+def test_correct_schemes_raise_no_false_alarm_at_the_exact_level(name):
+    """verify's exact level at its defaults (the three Gaussian targets at their frictions, the box,
+    the sweeps): every claim checked and passed for the built-in schemes, the README's ABOBA, the
+    tour's AOBOA and correct schemes written in unusual ways.  Its verdicts do not depend on the
+    seed; the Monte Carlo levels' false-alarm rate over seeds is measured by
+    ``benchmarks/bench_verify.py --level default --seeds 20`` (benchmarks/RESULTS.md)."""
+    report = verify(CORRECT[name], strong=False, monte_carlo=False)
     assert report.ok, report.table()
+
+
+@pytest.mark.slow
+def test_a_correct_scheme_raises_no_false_alarm_at_every_default_check():
+    """One scheme with every default check, Monte Carlo included, at a seed other than 0: every claim
+    passed, and every Monte Carlo pass states a detectable effect within the declared resolution."""
+    report = verify("ubu", seed=1)
+    assert report.ok, report.table()
+    assert all("detects a relative error" in c.measured for c in report.checks
+               if c.name.startswith(("monte_carlo", "target_law", "limit")) and c.claim), report.table()

@@ -145,6 +145,21 @@ def test_a_step_that_allocates_fails_in_one_line_naming_the_scheme_and_keeps_the
     assert any("empty" in c.measured for c in failed), report.table()
 
 
+def test_a_step_that_turns_non_finite_at_small_h_fails_by_name():
+    from integrators import Scheme
+    from integrators.schemes import ubu
+
+    def coefficients(h, gamma):
+        c = np.asarray(ubu.coefficients(h, gamma), dtype=float)
+        return c * np.nan if h < 0.004 else c  # finite where the scheme's own checks look
+
+    scheme = Scheme("nan_at_small_h", ubu.step, coefficients, 2.0, 2.0)
+    report = verify(scheme, target=default_target(), plans=["full"], **EXACT)
+    check = report.check("finite_step")
+    assert check.passed is False and "'nan_at_small_h'" in check.measured and "h=" in check.measured, report.table()
+    assert "see finite_step" in report.check("stationarity").measured
+
+
 def _measurement(stable):
     from theory_checks.adapters._runs import PlanMeasurement
     n = len(stable)

@@ -80,7 +80,7 @@ from theory_checks._declared import asserted, expected_strong_order, expected_we
 from theory_checks._monte_carlo import MC_ALPHA as MC_ALPHA  # the adapters read the same level
 from theory_checks._monte_carlo import PROBE_EXPECTED, TARGET_EXPECTED, probe_law_check, target_law_check
 from theory_checks._probe import probe_backend, probe_step_map
-from theory_checks.oracle import UnstableStepError, stationary_moments
+from theory_checks.oracle import NonFiniteStepError, UnstableStepError, stationary_moments
 from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
 
 WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
@@ -288,15 +288,18 @@ def rounding_level(moments, period: int, scale: float) -> float:
     return float(np.finfo(float).eps) * scale / max(1.0 - per_step, float(np.finfo(float).eps))
 
 
-def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed", backend=None):
-    """Errors of the law along ``hs`` (``nan`` where unstable) and their rounding levels."""
+def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed", backend=None, non_finite=None):
+    """Errors of the law along ``hs`` (``nan`` where unstable, or where the step gives non-finite
+    numbers: its message is appended to ``non_finite``) and their rounding levels."""
     period = resolve_plan(plan).period(target.n_data, batch_size or target.n_data)
     scale = target_scale(target)
     errors, levels = [], []
     for h in hs:
         try:
             moments = stationary_moments(target, module, plan, h, gamma, batch_size, maps=maps, backend=backend)
-        except UnstableStepError:
+        except (UnstableStepError, NonFiniteStepError) as exc:
+            if isinstance(exc, NonFiniteStepError) and non_finite is not None:
+                non_finite.append(str(exc))
             errors.append(float("nan"))
             levels.append(float("nan"))
             continue
@@ -402,7 +405,10 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     max_seconds : float or None, default None
         A wall-clock cap: once it is passed, the checks not yet run are reported inconclusive
         ("not run: the wall-clock cap ... was reached") and the report is not ``ok``.  ``None``:
-        no cap, every check runs.
+        no cap, every check runs.  The cap is read between checks: it stops the next check from
+        starting, not a running one, and cannot stop compiled user code that never returns (nor can
+        Ctrl-C); bound such a run in a process of its own with a timeout (the sampling guide, "User
+        code that never returns").
     strong, monte_carlo : bool, default True
         Run the strong-order checks; run the Monte Carlo checks (``monte_carlo``, ``target_law``
         and every check on a target without an exact law, the default double well's included).
@@ -475,6 +481,8 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
                    capped=capped)
     checks, used = [], []
     guard = KernelGuard(module.NAME)
+    if backend != "torch":
+        guard.compile_first(module, runs[0][1] if isinstance(runs[0][1], GaussianTarget) else default_target())
     for key, t, bs, only, g in runs:
         with threadpool_limits(1, user_api="blas"):  # small matrices: threads only contend (50x on a busy machine)
             found = _verify_run(module, plan_modules, key, t, bs, only, g, target, strong, monte_carlo, guard, used,
@@ -560,11 +568,13 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
     else:
         checks.append(_not_run("declared_map", "-", "no affine_ops declared", claim=False))
 
-    full_errors, full_levels = _ladder(target, module, "full", hs, gamma, None, backend=backend)
+    non_finite: list[str] = []
+    full_errors, full_levels = _ladder(target, module, "full", hs, gamma, None, backend=backend, non_finite=non_finite)
     finest = float(full_errors[-1]) / scale
     checks.append(Check("stationarity", bool(np.isfinite(finest) and finest < STATIONARY_TOL),
                         f"error at h={hs[-1]:g} < {STATIONARY_TOL:g} (relative)",
                         f"{finest:.2e}" if np.isfinite(finest) else
+                        f"non-finite step at h={hs[-1]:g}: see finite_step" if non_finite else
                         f"unstable at h={hs[-1]:g} (no stationary law): choose smaller hs",
                         list(hs), list(full_errors), claim=True))
 
@@ -578,11 +588,14 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
             checks.append(_not_run(name, exp_txt, reason, claim))
             continue
         errors, levels = (full_errors, full_levels) if plan.NAME == "full" else \
-            _ladder(target, module, plan, hs, gamma, batch_size, backend=backend)
+            _ladder(target, module, plan, hs, gamma, batch_size, backend=backend, non_finite=non_finite)
         passed, measured, why = _weak_check(hs, errors, levels, expected if claim else None, scale,
                                             exact_x_declared(module, plan), rate)
         checks.append(Check(name, passed, exp_txt, measured, list(hs), list(errors), skipped=why, claim=claim))
 
+    if non_finite:  # named once here; the ladders read those steps as unstable
+        checks.append(Check("finite_step", False, "finite numbers from finite inputs at every h",
+                            non_finite[0], claim=True))
     if box:
         from theory_checks._box import box_check
         checks.append(box_check(module, target, float(hs[0]), gamma, backend))
@@ -663,6 +676,15 @@ class KernelGuard:
         self.scheme_name = scheme_name
         self.error = ""
 
+    def compile_first(self, module, target) -> None:
+        """Compile ``module``'s step as the kernels run it (without Numba's runtime, unless the step
+        declares ``allocates``) before any check: a step that cannot run there is known at once, and
+        each kernel check then fails with its line instead of compiling."""
+        try:
+            _kernel_caller(module, target)
+        except Exception as exc:  # noqa: BLE001  (user code in a kernel: any error is the step's)
+            self.error = f"scheme {self.scheme_name!r}: its step cannot run in a kernel: {one_line(exc)}"
+
     def run(self, names, expected, measure, *, what: str) -> list[Check]:
         """``measure()`` (a check or a list of checks), or a failed check per name in ``names``."""
         if not self.error:
@@ -672,6 +694,33 @@ class KernelGuard:
             except Exception as exc:  # noqa: BLE001  (user code in a kernel: any error is the step's)
                 self.error = f"scheme {self.scheme_name!r}: its step cannot run in {what}: {one_line(exc)}"
         return [Check(name, False, expected, self.error, claim=True) for name in names]
+
+
+_KERNEL_CALLERS: dict = {}
+
+
+def _kernel_caller(module, target) -> None:
+    """One step of ``module`` on ``target`` through a caller compiled as the kernels are (kept on disk)."""
+    import numba as nb
+
+    from integrators._bounce import make_box
+    from integrators._disk_cache import disk_cached
+    from integrators._user_code import guarded
+    from integrators.targets._force import force_data, lane_force_for
+
+    step = guarded(module.step, f"scheme {module.NAME!r}: step")
+    force = lane_force_for(target)
+    if (step, force) not in _KERNEL_CALLERS:
+        @nb.njit(nogil=True, _nrt=bool(getattr(step, "allocates", False)))
+        def call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box):
+            step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
+
+        _KERNEL_CALLERS[step, force] = disk_cached(call, "kernel_caller")
+    d, n = target.dim, 1
+    batch = np.zeros((max(1, target.n_data), n), dtype=np.int32)
+    _KERNEL_CALLERS[step, force](np.zeros((n, d)), np.zeros((n, d)), np.zeros((n, d)),
+                                 np.asarray(module.coefficients(0.1, 1.0), dtype=float), np.zeros((2, d, n)),
+                                 np.zeros((2, d, n)), batch, 1, 1.0, force_data(target, False, None), make_box(d))
 
 
 def one_line(exc: BaseException) -> str:

@@ -48,6 +48,10 @@ _AT = ("average", "period_end")  # the law averaged over the period's steps, or 
 _MAX_ORDERS = 5000
 
 
+class NonFiniteStepError(ValueError):
+    """A step that turns finite inputs into non-finite numbers at some ``(h, gamma)``: it has no law."""
+
+
 class UnstableStepError(ValueError):
     """The scheme x plan at this step size has no stationary law (spectral radius >= 1)."""
 
@@ -300,6 +304,8 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     ------
     UnstableStepError
         When there is no stationary law (a ``ValueError``).
+    NonFiniteStepError
+        When a step gives non-finite numbers from finite inputs (a ``ValueError``).
     ValueError
         If the target is not a ``GaussianTarget``, an option is unknown or out of range, or
         ``batch_size`` is missing for a plan other than ``full``.
@@ -337,6 +343,10 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
             else:
                 hess, b = affine_force(target, key, scale, control_variate, x_ref)
                 a_mat, a_vec, c_mat = step_map(module, hess, b, h, gamma)
+            if not all(np.all(np.isfinite(m)) for m in (a_mat, a_vec, c_mat)):
+                raise NonFiniteStepError(
+                    f"scheme {scheme!r}: one step at h={h:g}, gamma={gamma:g} gives non-finite numbers from finite "
+                    f"inputs (its coefficients there: {np.asarray(module.coefficients(h, gamma)).tolist()})")
             cache[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
         return cache[key]
 
@@ -458,5 +468,5 @@ def stationary_full(scheme, target, h, gamma):
     return target.mean, stationary_covariance(scheme, target.precision, h, gamma)
 
 
-__all__ = ["OracleMoments", "UnstableStepError", "spectral_radius", "stationary_covariance",
+__all__ = ["NonFiniteStepError", "OracleMoments", "UnstableStepError", "spectral_radius", "stationary_covariance",
            "stationary_full", "stationary_moments"]
