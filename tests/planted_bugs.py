@@ -9,7 +9,7 @@ import numpy as np
 from integrators import Plan, Scheme
 from integrators._bounce import reflect
 from integrators.plans import n_batches, next_batches, shuffle_lanes
-from integrators.plans._partitions import ordered_partitions
+from integrators.plans._partitions import ordered_partitions, partition_plan_functions
 from integrators.plans.sms import PLAN as sms
 from integrators.schemes.baoab import SCHEME as baoab
 from integrators.schemes.ubu import SCHEME as ubu
@@ -249,3 +249,135 @@ def ubu_stencil_force_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, t
 
 UBU_CURVATURE_SHORTCUT = Scheme("ubu_curvature_shortcut", ubu_curvature_shortcut_step, ubu.coefficients, 2.0, 2.0)
 UBU_STENCIL_FORCE = Scheme("ubu_stencil_force", ubu_stencil_force_step, ubu.coefficients, 2.0, 2.0)
+
+
+# -- bugs at degenerate settings: each is bit for bit the right step at friction 1, in three
+# dimensions or fewer, with an inactive box, or for a scheme whose strong order is 1
+def ubu_forgets_over_gamma_coefficients(h, gamma):
+    """UBU's position coefficient ``(1 - eta) / gamma`` written ``1 - eta``: right at ``gamma = 1``."""
+    coef = ubu.coefficients(h, gamma)
+    coef[2] *= gamma
+    return coef
+
+
+def baoab_noise_sqrt_2_coefficients(h, gamma):
+    """BAOAB's noise ``sqrt(2 gamma)`` written ``sqrt(2)``: right at ``gamma = 1``."""
+    coef = baoab.coefficients(h, gamma)
+    coef[2] = math.sqrt(2.0)
+    return coef
+
+
+UBU_FORGETS_OVER_GAMMA = Scheme("ubu_forgets_over_gamma", ubu.step, ubu_forgets_over_gamma_coefficients, 2.0, 2.0)
+BAOAB_NOISE_SQRT_2 = Scheme("baoab_noise_sqrt_2", baoab.step, baoab_noise_sqrt_2_coefficients, 2.0, 1.0, FSAL=True)
+
+
+@nb.njit(nogil=True)
+def ubu_noise_loop_min_d_3_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose noise loops run over ``min(d, 3)`` coordinates (written for a 3-D problem): from the
+    fourth coordinate on, the chains move without noise."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for half in range(2):
+        if half == 1:
+            reflect(x, v, box)
+            force(x, g, batch, n_batch, scale, tdata)
+            for a in range(d):
+                for c in range(n):
+                    v[c, a] -= h * g[c, a]
+        for a in range(d):
+            for c in range(n):
+                x[c, a] += x_from_v * v[c, a]
+                v[c, a] = eta * v[c, a]
+        for a in range(min(d, 3)):
+            for c in range(n):
+                x[c, a] += x_noise * (dW[half, a, c] - J[half, a, c])
+                v[c, a] += v_noise * J[half, a, c]
+    reflect(x, v, box)
+
+
+@nb.njit(nogil=True)
+def ubu_index_mod_3_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU whose path index is taken modulo 3: right up to 3-D, from the fourth coordinate on each
+    reuses the noise of coordinate ``a % 3``."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        k = a % 3
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, k, c] - J[0, k, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, k, c]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        k = a % 3
+        for c in range(n):
+            kicked = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, k, c] - J[1, k, c])
+            v[c, a] = eta * kicked + v_noise * J[1, k, c]
+    reflect(x, v, box)
+
+
+UBU_NOISE_LOOP_MIN_D_3 = Scheme("ubu_noise_loop_min_d_3", ubu_noise_loop_min_d_3_step, ubu.coefficients, 2.0, 2.0)
+UBU_INDEX_MOD_3 = Scheme("ubu_index_mod_3", ubu_index_mod_3_step, ubu.coefficients, 2.0, 2.0)
+
+
+@nb.njit(nogil=True)
+def ubu_forgets_first_reflect_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU with no ``reflect`` after its first half step: the force is evaluated outside the box
+    (the last ``reflect`` folds the position back, so it ends inside)."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, a, c] - J[0, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, a, c]
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        for c in range(n):
+            kicked = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * kicked + v_noise * J[1, a, c]
+    reflect(x, v, box)
+
+
+UBU_FORGETS_FIRST_REFLECT = Scheme("ubu_forgets_first_reflect", ubu_forgets_first_reflect_step, ubu.coefficients,
+                                   2.0, 2.0)
+
+
+@nb.njit(nogil=True, inline="always")
+def off_by_one_backward_index(position, n_batches):
+    """sms's backward sweep off by one: ``w_1 ... w_m, w_(m-1) ... w_1, w_m``."""
+    if position < n_batches:
+        return position
+    return (3 * n_batches - 2 - position) % n_batches
+
+
+_off_force_scale, _off_period, _off_count, _off_outcomes = partition_plan_functions(2, off_by_one_backward_index)
+# a weak slope of about 2 on every target; only a strong order of 2 (UBU's) sees it, BAOAB's 1 does not
+SMS_OFF_BY_ONE = Plan("sms_off_by_one", _off_outcomes, _off_force_scale, _off_period, WEAK_ORDER=2.0,
+                      STRONG_ORDER=2.0, KIND="partition", batch_index=off_by_one_backward_index, SWEEPS=2,
+                      count_orders=_off_count)
+
+
+@nb.njit(nogil=True)
+def ubu_scratch_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    """UBU that keeps its kicked velocities in a scratch array it allocates: right, and runs when
+    called alone (the probe), but a kernel compiled without Numba's runtime cannot allocate."""
+    h, eta, x_from_v, v_noise, x_noise = coef[0], coef[1], coef[2], coef[3], coef[4]
+    n, d = x.shape
+    kicked = np.empty((n, d))
+    for a in range(d):
+        for c in range(n):
+            x[c, a] += x_from_v * v[c, a] + x_noise * (dW[0, a, c] - J[0, a, c])
+            v[c, a] = eta * v[c, a] + v_noise * J[0, a, c]
+    reflect(x, v, box)
+    force(x, g, batch, n_batch, scale, tdata)
+    for a in range(d):
+        for c in range(n):
+            kicked[c, a] = v[c, a] - h * g[c, a]
+            x[c, a] += x_from_v * kicked[c, a] + x_noise * (dW[1, a, c] - J[1, a, c])
+            v[c, a] = eta * kicked[c, a] + v_noise * J[1, a, c]
+    reflect(x, v, box)
+
+
+UBU_SCRATCH = Scheme("ubu_scratch", ubu_scratch_step, ubu.coefficients, 2.0, 2.0)

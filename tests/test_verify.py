@@ -18,6 +18,7 @@ from planted_bugs import (
     UBU_NOISE_2_PERCENT_HOT,
     UBU_NOISE_INDEX_MOD_2,
 )
+from unusual_schemes import UNUSUAL
 from user_schemes import ABOBA, AOBOA, aboba_coefficients, aboba_step
 
 from integrators import SCHEMES, Scheme
@@ -33,7 +34,8 @@ QUICK = dict(n_chains=64, strong_hs=STRONG_HS)
 @pytest.mark.slow
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
-    report = verify(scheme, **QUICK)
+    """The exact and strong-order levels (the Monte Carlo checks have tests of their own below)."""
+    report = verify(scheme, monte_carlo=False, **QUICK)
     assert report.ok, report.table()
     names = [c.name for c in report.checks]
     for plan in ("full", "iid", "rr", "sms"):
@@ -41,7 +43,7 @@ def test_every_builtin_scheme_passes_verify_with_its_declared_orders(scheme):
             assert f"weak_order[{plan}]{key}" in names and f"strong_order[{plan}]{key}" in names
     assert report.check("weak_order[rr]").status == "no claim"  # rr declares no theorem: measured only
     assert report.check("declared_map").passed and report.check("probe_affine").passed
-    assert report.check("strong_order[sms]").passed and report.check("monte_carlo[sms]").passed
+    assert report.check("strong_order[sms]").passed and report.check("box").passed
 
 
 @pytest.mark.slow
@@ -104,7 +106,7 @@ def test_a_batch_size_of_3_is_the_default_double_wells_full_batch():
     """The Gaussian defaults have three data terms; the double well two (it takes min(3, 2))."""
     report = verify("ubu", batch_size=3, plans=["sms"], strong=False, monte_carlo=False)
     assert report.ok, report.table()
-    assert "batch size 3" in report.target and "double_well (d=1, 2 data terms, batch size 2)" in report.target
+    assert "batch size 3" in report.target and "double_well (d=1, 2 data terms, batch size 2," in report.target
 
 
 # ------------------------------------------------------------------ a user's scheme and test
@@ -169,7 +171,7 @@ def test_package_import_of_verify_is_the_function_not_its_module():
 
 
 def test_the_default_targets_include_a_3d_one_with_unequal_scales_at_batch_size_2():
-    (_, old, old_batch), (key, new, batch) = default_targets()
+    (_, old, old_batch), (key, new, batch), _ = default_targets()
     assert (old.dim, old_batch) == (2, 1) and key == "3d" and new.dim >= 3 and batch >= 2
     cov = new.covariance
     assert np.abs(cov - np.diag(np.diag(cov))).max() > 1e-3  # not diagonal
@@ -182,7 +184,7 @@ def test_a_noise_index_taken_modulo_2_fails_by_name_at_the_defaults():
     """Right in 2-D: the old default (2-D target) passed it; the 3-D default target fails it."""
     report = verify(UBU_NOISE_INDEX_MOD_2, strong=False, monte_carlo=False)
     assert {"stationarity@3d", "weak_order[full]@3d", "weak_order[sms]@3d"} <= set(report.failed), report.table()
-    assert all(name.endswith("@3d") for name in report.failed), report.table()
+    assert all(name.endswith(("@3d", "@7d")) for name in report.failed), report.table()
     old = verify(UBU_NOISE_INDEX_MOD_2, target=default_target(), batch_size=1, strong=False, monte_carlo=False)
     assert old.ok, old.table()
 
@@ -193,7 +195,7 @@ def test_a_force_that_scales_the_batch_mean_fails_by_name_at_the_defaults(regist
     once the plan is registered, with verify's every default."""
     registered(SMS_BATCH_MEAN)
     report = verify("ubu", strong=False, monte_carlo=False)
-    assert report.failed == ["weak_order[sms_batch_mean]@3d"], report.table()
+    assert set(report.failed) == {"weak_order[sms_batch_mean]@3d", "weak_order[sms_batch_mean]@7d"}, report.table()
     old = verify("ubu", target=default_target(), batch_size=1, plans=[SMS_BATCH_MEAN], strong=False,
                  monte_carlo=False)
     assert old.ok, old.table()
@@ -208,7 +210,8 @@ def test_a_report_is_ok_only_when_every_claim_was_checked_and_passed(outcomes):
     checks = [Check(f"c{i}", passed, "-", "-", claim=claim) for i, (passed, claim) in enumerate(outcomes)]
     report = VerifyReport("s", "t", checks, 0.0)
     claims = [c for c in checks if c.claim]
-    assert report.ok == (all(c.passed is True for c in claims) and not any(c.passed is False for c in checks))
+    assert report.ok == (all(c.passed is True for c in claims) and not any(c.passed is False for c in checks)
+                         and any(c.passed is True for c in checks))  # a report that checked nothing is not ok
     assert set(report.inconclusive) == {c.name for c in claims if c.passed is None}
     assert {c.status for c in checks} <= {"passed", "failed", "inconclusive", "no claim"}
 
@@ -220,7 +223,7 @@ def test_a_wall_clock_cap_gives_the_same_verdicts_or_inconclusive_never_ok():
     the old budget reported ok with every strong-order and Monte Carlo check skipped."""
     kw = dict(plans=["full", "sms"], n_chains=16, strong_hs=STRONG_HS, seed=3)
     full = verify("ubu", **kw)
-    assert full.ok, full.table()
+    assert not full.failed, full.table()  # 16 chains: the Monte Carlo passes are underpowered, inconclusive
     for cap in (1e-6, full.seconds / 2):
         capped = verify("ubu", max_seconds=cap, **kw)
         assert not capped.failed, capped.table()
@@ -240,7 +243,7 @@ def test_assert_verified_fails_on_an_inconclusive_claim_unless_allowed_by_name()
     with pytest.raises(AssertionError, match=r"inconclusive.*weak_order\[full\]"):
         assert_verified("ubu", **kw)
     report = assert_verified("ubu", allow_inconclusive=["weak_order"], **kw)
-    assert report.inconclusive == ["weak_order[full]", "weak_order[full]@3d"]
+    assert report.inconclusive == ["weak_order[full]", "weak_order[full]@3d", "weak_order[full]@7d"]
     assert_verified("ubu", allow_inconclusive=["weak_order[full]"], **kw)  # one check, on every target
     with pytest.raises(AssertionError, match=r"weak_order\[full\]@3d"):
         assert_verified("ubu", allow_inconclusive=["weak_order[full]@"], **kw)  # not a name: allows nothing
@@ -304,15 +307,26 @@ def test_the_target_law_check_asserts_nothing_for_rr_and_is_inconclusive_on_the_
 # ------------------------------------------------------------------ no false alarm on correct schemes
 
 
-CORRECT = {**{name: name for name in sorted(SCHEMES)}, "aboba": ABOBA, "aoboa": AOBOA}
+CORRECT = {**{name: name for name in sorted(SCHEMES)}, "aboba": ABOBA, "aoboa": AOBOA, **UNUSUAL}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1])
 @pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_schemes_raise_no_false_alarm_at_the_defaults_over_seeds(name, seed):
-    """verify's every default (the three targets, 256 chains), at a seed other than 0: every claim
-    checked and passed (benchmarks/RESULTS.md reports the same over 20 seeds; one seed here keeps
-    the suite's time)."""
-    report = verify(CORRECT[name], seed=seed)
+def test_correct_schemes_raise_no_false_alarm_at_the_exact_level(name):
+    """verify's exact level at its defaults (the three Gaussian targets at their frictions, the box,
+    the sweeps): every claim checked and passed for the built-in schemes, the README's ABOBA, the
+    tour's AOBOA and correct schemes written in unusual ways.  Its verdicts do not depend on the
+    seed; the Monte Carlo levels' false-alarm rate over seeds is measured by
+    ``benchmarks/bench_verify.py --level default --seeds 20`` (benchmarks/RESULTS.md)."""
+    report = verify(CORRECT[name], strong=False, monte_carlo=False)
     assert report.ok, report.table()
+
+
+@pytest.mark.slow
+def test_a_correct_scheme_raises_no_false_alarm_at_every_default_check():
+    """One scheme with every default check, Monte Carlo included, at a seed other than 0: every claim
+    passed, and every Monte Carlo pass states a detectable effect within the declared resolution."""
+    report = verify("ubu", seed=1)
+    assert report.ok, report.table()
+    assert all("detects a relative error" in c.measured for c in report.checks
+               if c.name.startswith(("monte_carlo", "target_law", "limit")) and c.claim), report.table()

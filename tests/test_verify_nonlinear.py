@@ -83,12 +83,14 @@ def test_capped_run_is_inconclusive():
 @pytest.mark.parametrize("bug, caught", [(UBU_CURVATURE_SHORTCUT, "weak_order[full]@well"),
                                          (UBU_STENCIL_FORCE, "limit[full]@well")])
 def test_affine_exact_bugs_pass_every_gaussian_check_and_fail_by_name_at_the_defaults(bug, caught):
-    """verify's defaults: both Gaussian targets (exact and Monte Carlo checks) see UBU, since the
-    bug is exact for affine forces; the double well (@well) names it."""
+    """verify's defaults: the Gaussian targets (exact and Monte Carlo checks) see UBU, since the
+    bug is exact for affine forces; the double well (@well) names it.  The box check fails too: the
+    stencil evaluates the force a unit away from the position, outside an active box."""
     report = verify(bug, plans=["full"], strong=False)
-    gaussian = [c for c in report.checks if c.claim and not c.name.endswith("@well")]
+    gaussian = [c for c in report.checks if c.claim and not c.name.endswith("@well") and c.name != "box"]
     assert gaussian and all(c.status == PASSED for c in gaussian), report.table()
-    assert report.failed == [caught], report.table()
+    assert report.failed == ["box", caught], report.table()
+    assert "at a force evaluation" in report.check("box").measured, report.table()
 
 
 def _logistic():

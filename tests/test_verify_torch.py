@@ -61,7 +61,9 @@ def test_the_built_in_tensor_steps_pass_verify(scheme):
 def test_the_torch_path_runs_its_monte_carlo_check_on_the_torch_backend():
     report = verify("ubu", backend="torch", plans=["sms"], strong=False, n_chains=64)
     check = report.check("monte_carlo[sms]")
-    assert check.passed, report.table()
+    # run (its s.e. measured); 64 chains cannot reach the stated resolution, which it says
+    assert check.passed is not False and "s.e." in check.measured, report.table()
+    assert check.passed or "cannot detect" in check.skipped, report.table()
 
 
 def test_a_planted_o_step_noise_bug_fails_named_checks():

@@ -75,9 +75,10 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """Whether every claim was checked and passed: no check failed and none is inconclusive
-        (measurements that assert nothing do not count)."""
-        return not self.failed and not self.inconclusive
+        """Whether every claim was checked and passed: no check failed, none is inconclusive
+        (measurements that assert nothing do not count) and at least one passed (a report that
+        checked nothing claims nothing)."""
+        return not self.failed and not self.inconclusive and any(c.status == PASSED for c in self.checks)
 
     @property
     def failed(self) -> list[str]:
@@ -95,13 +96,14 @@ class VerifyReport:
         Returns
         -------
         str
-            ``OK``, or ``FAILED: <names>`` and/or ``INCONCLUSIVE: <names>`` joined by ``"; "``.
+            ``OK``, or ``FAILED: <names>`` and/or ``INCONCLUSIVE: <names>`` joined by ``"; "``, or
+            ``NO CLAIM CHECKED``.
         """
         if self.ok:
             return "OK"
         parts = ([f"FAILED: {', '.join(self.failed)}"] if self.failed else []) + \
             ([f"INCONCLUSIVE: {', '.join(self.inconclusive)}"] if self.inconclusive else [])
-        return "; ".join(parts)
+        return "; ".join(parts) or "NO CLAIM CHECKED"
 
     def check(self, name: str) -> Check:
         """One check by its name.

@@ -26,6 +26,7 @@ import numba as nb
 import numpy as np
 
 from theory_checks._checks import Check
+from theory_checks._power import detectable, gaussian_scales, powered
 from theory_checks.oracle import UnstableStepError, stationary_moments
 
 __all__ = ["family_critical", "probe_law_check", "target_law_check"]
@@ -140,8 +141,9 @@ def probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_p
     se2 = outer.std(axis=0, ddof=1)[iu] / math.sqrt(outer.shape[0])
     worst = max(float(np.max(np.abs(res.mean - exact.mean) / res.mean_se)),
                 float(np.max(np.abs(outer.mean(axis=0)[iu] - exact.second_moment[iu]) / (se2 + 1e-300))))
-    return Check(name, bool(worst < z), f"MC within {z:.1f} s.e. of the oracle", f"{worst:.2f} s.e. at h={h:.3g}",
-                 claim=True)
+    effect = detectable(np.concatenate([res.mean_se, se2]), gaussian_scales(exact.mean, exact.covariance), z)
+    return powered(name, f"MC within {z:.1f} s.e. of the oracle", worst, z, effect, f"{worst:.2f} s.e. at h={h:.3g}",
+                   claim=True)
 
 
 def extrapolation_weights(p: float) -> np.ndarray:
@@ -236,8 +238,9 @@ def target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, n_
     measured = (f"limit {worst:.2f} s.e. from the target (worst: {_statistic(k, d)} off by {bias[k]:.2e}, "
                 f"s.e. {se[k]:.1e}); largest bias at h={h:.3g}: {ladder[0]:.2e}; declared order {order:g} imposed on "
                 f"h, h/2, h/4")
-    return Check(name, bool(worst < z) if claim else None, f"extrapolated MC law = target within {z:.1f} s.e.",
-                 measured, [h, h / 2, h / 4], ladder, claim=claim)
+    effect = detectable(se, gaussian_scales(target.mean, target.covariance), z)
+    return powered(name, f"extrapolated MC law = target within {z:.1f} s.e.", worst, z, effect, measured,
+                   claim=claim, hs=[h, h / 2, h / 4], errors=ladder)
 
 
 def _diverged(ok, diverged_at, h) -> str:

@@ -66,6 +66,7 @@ from integrators.targets._force import target_function
 from theory_checks._checks import Check
 from theory_checks._declared import asserted, expected_weak_order
 from theory_checks._monte_carlo import family_critical
+from theory_checks._power import detectable, powered
 
 __all__ = ["default_h0", "nonlinear_checks"]
 
@@ -354,4 +355,5 @@ def _limit_check(name, lim_txt, run, names, exact, expected, claim, z) -> Check:
     measured = "; ".join(f"{n}: {e:.4f} +- {s:.1e} vs {x:.4f}"
                          for n, e, s, x in zip(names, est, se, exact, strict=True))
     measured += f" (worst {dev[worst]:.1f} s.e., {names[worst]}) at h={run.h:.3g}"
-    return Check(name, bool(dev[worst] < z) if claim else None, lim_txt, measured, claim=claim)
+    effect = detectable(se, statistic_scales(run), z)
+    return powered(name, lim_txt, float(dev[worst]), z, effect, measured, claim=claim)

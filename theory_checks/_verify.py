@@ -1,9 +1,10 @@
 """``verify(scheme)``: is a scheme what it declares?  The harness for anyone's integrator.
 
 Given a scheme (a registered name, or an :class:`integrators.Scheme`, built-in or built in
-user code), on Gaussian targets whose data terms do not commute (by default two,
-:func:`default_targets`: 2-D at batch size 1, and 3-D with unequal scales at batch size 2, whose
-checks are named ``...@3d``):
+user code), on Gaussian targets whose data terms do not commute (by default three,
+:func:`default_targets`: 2-D at batch size 1, 3-D with unequal scales at batch size 2 (``...@3d``)
+and 7-D with five unequal terms at batch size 2 (``...@7d``, exact checks only), each at a friction
+where no coefficient degenerates, :data:`DEFAULT_FRICTIONS`):
 
 * ``probe_affine``: the compiled step is affine in the state and the path data (read off by
   probing, :mod:`theory_checks._probe`); a step that is not (or draws its own randomness) fails here;
@@ -19,6 +20,10 @@ checks are named ``...@3d``):
   in the asymptotic regime (:func:`asymptotic_rate`); where it cannot (at large friction the
   regime lies below the rounding level), or a given ladder does not reach it, the claim is
   inconclusive and the check says why;
+* ``box`` (first target, :mod:`theory_checks._box`): every position stays in an active box where
+  the bounce fires; ``sweep[plan]`` and ``plan_strong_order[plan]`` (:mod:`theory_checks._sweeps`):
+  a declared symmetric sweep read from the declaration, and the plan's strong order measured with
+  UBU where the scheme's own cannot see it;
 * ``strong_order[plan]``: the pathwise error ladder on a shared Brownian path against
   full-gradient UBU at a much finer step (:func:`theory_checks.orders.strong_order`), slope at
   least the declared order minus ``STRONG_SLACK``;
@@ -48,9 +53,11 @@ claim checked and passed).
 from __future__ import annotations
 
 import math
+import re
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from integrators import RunSpec
 from integrators._validation import (
@@ -73,7 +80,7 @@ from theory_checks._declared import asserted, expected_strong_order, expected_we
 from theory_checks._monte_carlo import MC_ALPHA as MC_ALPHA  # the adapters read the same level
 from theory_checks._monte_carlo import PROBE_EXPECTED, TARGET_EXPECTED, probe_law_check, target_law_check
 from theory_checks._probe import probe_backend, probe_step_map
-from theory_checks.oracle import UnstableStepError, stationary_moments
+from theory_checks.oracle import NonFiniteStepError, UnstableStepError, stationary_moments
 from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
 
 WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
@@ -120,21 +127,65 @@ def unequal_scales_target(d: int = 3, scales=TERM_SCALES, seed: int = 1) -> Gaus
     return GaussianTarget(np.array(means), np.array(precs), prior_precision=0.1 * np.eye(d))
 
 
+# Frictions at which no common coefficient degenerates (see generic_friction): at gamma = 1,
+# ``/ gamma``, ``* gamma`` and ``sqrt(2 gamma) = sqrt(2)`` are identities; at 2, ``sqrt(2 gamma) = gamma``.
+DEFAULT_FRICTIONS = {"": 1.7, "3d": 0.6, "7d": 2.6}
+DIMENSION_SCALES = (0.5, 0.8, 1.0, 1.5, 2.0)  # the 7-D target's five data terms (batch size 2: 2 + 2 + 1)
+EXACT_ONLY = ("7d",)  # targets that get the exact checks only (their Monte Carlo would double the cost)
+# plans a target leaves out: at 7-D, iid's and rr's batch rules pick indices as in 3-D (a scheme's
+# dimension bug shows under full), and their oracles would triple the exact level's time
+LEFT_OUT = {"7d": ("iid", "rr")}
+COINCIDENCE = 0.05  # two expressions closer than this (relative) are one for a check
+
+
+def friction_expressions(gamma: float) -> dict[str, float]:
+    """The expressions of the friction a step's coefficients are made of, and the constants a slip
+    turns them into (``sqrt(2)`` for ``sqrt(2 gamma)``, ``1`` for ``1 / gamma``, ...)."""
+    g = float(gamma)
+    return {"1": 1.0, "2": 2.0, "1/2": 0.5, "sqrt(2)": math.sqrt(2.0), "gamma": g, "1/gamma": 1 / g,
+            "2 gamma": 2 * g, "gamma/2": g / 2, "sqrt(gamma)": math.sqrt(g), "sqrt(2 gamma)": math.sqrt(2 * g),
+            "sqrt(gamma/2)": math.sqrt(g / 2), "sqrt(2/gamma)": math.sqrt(2 / g), "1/sqrt(gamma)": 1 / math.sqrt(g),
+            "gamma^2": g * g, "1/(2 gamma)": 1 / (2 * g)}
+
+
+def generic_friction(gamma: float) -> list[tuple[str, str]]:
+    """The pairs of :func:`friction_expressions` that coincide at ``gamma`` (within
+    :data:`COINCIDENCE`): a step that writes one for the other is the right step there, so no check
+    at that friction can see it.  Empty for a generic friction (every one of
+    :data:`DEFAULT_FRICTIONS`); ``gamma = 1`` gives eight pairs, ``gamma = 2`` twelve."""
+    items = list(friction_expressions(gamma).items())
+    return [(a, b) for i, (a, x) in enumerate(items) for b, y in items[i + 1:]
+            if abs(math.log(x / y)) < COINCIDENCE]
+
+
+def dimension_target() -> GaussianTarget:
+    """Five Gaussian data terms of unequal scales (:data:`DIMENSION_SCALES`) in 7-D with a
+    non-diagonal covariance (:func:`unequal_scales_target`): past three coordinates, so a loop bound
+    or an index written for three (``min(d, 3)``, ``a % 3``) is seen, and five terms at batch size 2
+    cut into uneven batches."""
+    return unequal_scales_target(7, DIMENSION_SCALES)
+
+
 def default_targets() -> list[tuple[str, GaussianTarget, int]]:
-    """What :func:`verify` checks by default: ``(key, target, batch size)``.
+    """What :func:`verify` checks by default: ``(key, target, batch size)``, each at its friction
+    :data:`DEFAULT_FRICTIONS` ``[key]``.
 
     ``("", default_target(), 1)``: three non-commuting terms in 2-D at batch size 1 (its checks
     keep their plain names); ``("3d", unequal_scales_target(), 2)``: three non-commuting terms of
-    unequal scales in 3-D at batch size 2 (uneven batches of 2 and 1; checks named ``...@3d``).
-    The second finds what the first cannot: a step whose indexing is right only in 2-D, and a
-    force that scales the batch mean where it should scale the sum (equal at batch size 1).
+    unequal scales in 3-D at batch size 2 (uneven batches of 2 and 1; checks named ``...@3d``);
+    ``("7d", dimension_target(), 2)``: five terms of unequal scales in 7-D at batch size 2 (batches
+    of 2, 2 and 1; checks named ``...@7d``; the exact checks only, :data:`EXACT_ONLY`, without the
+    plans of :data:`LEFT_OUT`).  Each finds
+    what the ones before cannot: a step whose indexing is right only in 2-D (or 3-D), a force that
+    scales the batch mean where it should scale the sum (equal at batch size 1), and, at its own
+    friction, a coefficient that degenerates at another (:func:`generic_friction`).
 
     Returns
     -------
     list of (str, GaussianTarget, int)
         The key of each target's checks, the target and its batch size.
     """
-    return [("", default_target(), 1), ("3d", unequal_scales_target(), 2)]
+    return [("", default_target(), 1), ("3d", unequal_scales_target(), 2), ("7d", dimension_target(), 2)]
 
 
 NONLINEAR_PLANS = ("full", "sms")  # the double well's default plans (see default_nonlinear_targets)
@@ -237,15 +288,18 @@ def rounding_level(moments, period: int, scale: float) -> float:
     return float(np.finfo(float).eps) * scale / max(1.0 - per_step, float(np.finfo(float).eps))
 
 
-def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed", backend=None):
-    """Errors of the law along ``hs`` (``nan`` where unstable) and their rounding levels."""
+def _ladder(target, module, plan, hs, gamma, batch_size, maps="probed", backend=None, non_finite=None):
+    """Errors of the law along ``hs`` (``nan`` where unstable, or where the step gives non-finite
+    numbers: its message is appended to ``non_finite``) and their rounding levels."""
     period = resolve_plan(plan).period(target.n_data, batch_size or target.n_data)
     scale = target_scale(target)
     errors, levels = [], []
     for h in hs:
         try:
             moments = stationary_moments(target, module, plan, h, gamma, batch_size, maps=maps, backend=backend)
-        except UnstableStepError:
+        except (UnstableStepError, NonFiniteStepError) as exc:
+            if isinstance(exc, NonFiniteStepError) and non_finite is not None:
+                non_finite.append(str(exc))
             errors.append(float("nan"))
             levels.append(float("nan"))
             continue
@@ -300,19 +354,20 @@ VERIFY_CONSTRAINTS = {
     "target": Optional(InstanceOf(Target, "a Target (a GaussianTarget for the exact checks, or any other for the "
                                           "Monte Carlo weak orders)")),
     "batch_size": Optional(at_least(1)), "max_seconds": Optional(POSITIVE), "budget": Optional(POSITIVE),
+    "gamma": Optional(POSITIVE),
 }
 
 
 @declares(VERIFY_CONSTRAINTS, {"scheme": "ubu", "plans": ["full"], "target": None, "gamma": 1.0, "batch_size": 1,
                                "max_seconds": 60.0, "budget": None, "n_chains": 4})
-def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: float = 1.0,
+def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: float | None = None,
            batch_size: int | None = None, hs=None, strong_hs=STRONG_HS, max_seconds: float | None = None,
            strong: bool = True, monte_carlo: bool = True, n_chains: int = 256, seed: int = 0,
            backend: str | None = None, budget: float | None = None) -> VerifyReport:
     """Check a scheme against what it declares, with every plan: is it the scheme it says it is?
 
-    On each target (by default the two of :func:`default_targets`: today's 2-D one at batch size
-    1, and a 3-D one with unequal scales across its data terms at batch size 2), the checks
+    On each target (by default the three of :func:`default_targets`, each at its friction of
+    :data:`DEFAULT_FRICTIONS`), the checks
     ``probe_affine``, ``declared_map``, ``stationarity``, then ``weak_order``, ``strong_order``
     and ``monte_carlo`` per plan, each rule as the module docstring states it.  Checks on the
     second default target are named with the suffix ``@3d`` (``stationarity@3d``).  A plan whose
@@ -335,8 +390,10 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
         the Monte Carlo weak orders of :mod:`theory_checks._nonlinear` (``weak_order[plan]``, and
         ``limit[plan]`` where it knows its expectations), by default on the plans of
         :data:`NONLINEAR_PLANS`.
-    gamma : float, default 1.0
-        Friction, positive.
+    gamma : float or None, default None
+        Friction, positive, for every target; ``None``: each default target at its own friction
+        (:data:`DEFAULT_FRICTIONS`, chosen so that no coefficient degenerates: see
+        :func:`generic_friction`), a given target and the double well at the first of them.
     batch_size : int or None, default None
         Batch size of the minibatch plans, in ``[1, n_data]`` of every target; ``None``: each
         default target's own (1 and 2), or ``min(2, n_data)`` for a given target.
@@ -348,7 +405,10 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     max_seconds : float or None, default None
         A wall-clock cap: once it is passed, the checks not yet run are reported inconclusive
         ("not run: the wall-clock cap ... was reached") and the report is not ``ok``.  ``None``:
-        no cap, every check runs.
+        no cap, every check runs.  The cap is read between checks: it stops the next check from
+        starting, not a running one, and cannot stop compiled user code that never returns (nor can
+        Ctrl-C); bound such a run in a process of its own with a timeout (the sampling guide, "User
+        code that never returns").
     strong, monte_carlo : bool, default True
         Run the strong-order checks; run the Monte Carlo checks (``monte_carlo``, ``target_law``
         and every check on a target without an exact law, the default double well's included).
@@ -388,12 +448,15 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     if budget is not None and max_seconds is not None:
         raise ValueError(f"give max_seconds or its former name budget, not both (got {max_seconds!r} and {budget!r})")
     cap = values["max_seconds"] if budget is None else values["budget"]
+    first = DEFAULT_FRICTIONS[""] if gamma is None else gamma
     if target is None:
-        runs = [(key, t, bs, None) for key, t, bs in default_targets()] + default_nonlinear_targets()
+        runs = [(key, t, bs, None, DEFAULT_FRICTIONS[key] if gamma is None else gamma)
+                for key, t, bs in default_targets()]
+        runs += [(key, t, bs, only, first) for key, t, bs, only in default_nonlinear_targets()]
     elif isinstance(target, GaussianTarget):
-        runs = [("", target, min(2, target.n_data), None)]
+        runs = [("", target, min(2, target.n_data), None, first)]
     else:  # no exact law: by default the plans whose differences resolve
-        runs = [("", target, min(2, target.n_data), NONLINEAR_PLANS if plans is None else None)]
+        runs = [("", target, min(2, target.n_data), NONLINEAR_PLANS if plans is None else None, first)]
     if not isinstance(target, (GaussianTarget, type(None))):
         if not monte_carlo:
             raise ValueError(f"a {type(target).__name__} has no exact law: its checks are all Monte Carlo, and "
@@ -402,10 +465,10 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
             raise ValueError(f"hs is the exact weak-order ladder of a GaussianTarget; a {type(target).__name__}'s "
                              f"ladder is set by theory_checks._nonlinear.default_h0, got hs={hs!r}")
     if batch_size is not None:
-        for _, t, _, _ in runs[:1 if target is not None else len(default_targets())]:
+        for _, t, _, _, _ in runs[:1 if target is not None else len(default_targets())]:
             batch_size_for(t, batch_size)
         # the default double well has two data terms: a larger batch is its full batch
-        runs = [(key, t, min(batch_size, t.n_data), only) for key, t, _, only in runs]
+        runs = [(key, t, min(batch_size, t.n_data), only, g) for key, t, _, only, g in runs]
     given_hs = None if hs is None else ladder("hs", hs, minimum=FIT_POINTS)
     strong_hs = ladder("strong_hs", strong_hs)
 
@@ -414,27 +477,41 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
             return f"not run: the wall-clock cap max_seconds={cap:g} was reached"
         return ""
 
-    options = dict(gamma=gamma, given_hs=given_hs, strong_hs=strong_hs, strong=strong, monte_carlo=monte_carlo,
-                   n_chains=n_chains, seed=seed, backend=backend, capped=capped)
+    options = dict(given_hs=given_hs, strong_hs=strong_hs, n_chains=n_chains, seed=seed, backend=backend,
+                   capped=capped)
     checks, used = [], []
-    for key, t, bs, only in runs:
-        plans_here = [p for p in plan_modules if only is None or p.NAME in only]
-        if not plans_here:  # the default double well runs none of the plans asked for
-            continue
-        used.append((key, t, bs))
-        if isinstance(t, GaussianTarget):
-            found = _verify_target(module, plans_here, t, bs, **options)
-        else:
-            found = _verify_nonlinear(module, plans_here, t, bs, **options)
+    guard = KernelGuard(module.NAME)
+    if backend != "torch":
+        guard.compile_first(module, runs[0][1] if isinstance(runs[0][1], GaussianTarget) else default_target())
+    for key, t, bs, only, g in runs:
+        with threadpool_limits(1, user_api="blas"):  # small matrices: threads only contend (50x on a busy machine)
+            found = _verify_run(module, plan_modules, key, t, bs, only, g, target, strong, monte_carlo, guard, used,
+                                options)
         checks += [_named(c, key) for c in found]
     label = module.NAME + (" (torch step)" if backend == "torch" else "")
-    described = "; ".join(f"{t.name} (d={t.dim}, {t.n_data} data terms, batch size {bs})"
-                          + (f" [@{key}]" if key else "") for key, t, bs in used)
+    described = "; ".join(f"{t.name} (d={t.dim}, {t.n_data} data terms, batch size {bs}, gamma {g:g})"
+                          + (f" [@{key}]" if key else "") for key, t, bs, g in used)
     return VerifyReport(label, described, checks, time.time() - t0)
 
 
+def _verify_run(module, plan_modules, key, t, bs, only, g, target, strong, monte_carlo, guard, used,
+                options) -> list[Check]:
+    """The checks of one of :func:`verify`'s runs (a target at a batch size and a friction)."""
+    plans_here = [p for p in plan_modules if (only is None or p.NAME in only)
+                  and not (target is None and p is PLANS.get(p.NAME) and p.NAME in LEFT_OUT.get(key, ()))]
+    if not plans_here:  # the default double well runs none of the plans asked for
+        return []
+    used.append((key, t, bs, g))
+    exact_only = target is None and key in EXACT_ONLY
+    if isinstance(t, GaussianTarget):
+        return _verify_target(module, plans_here, t, bs, gamma=g, strong=strong and not exact_only,
+                              monte_carlo=monte_carlo and not exact_only, box=not used[:-1], guard=guard,
+                              listed=not exact_only, **options)
+    return _verify_nonlinear(module, plans_here, t, bs, gamma=g, monte_carlo=monte_carlo, guard=guard, **options)
+
+
 def _verify_nonlinear(module, plan_modules, target, batch_size, *, gamma, monte_carlo, n_chains, seed, backend,
-                      capped, **_) -> list[Check]:
+                      capped, guard, **_) -> list[Check]:
     """The Monte Carlo weak orders (and limits) of :mod:`theory_checks._nonlinear` on a target
     without an exact law; not claims of a run with ``monte_carlo=False``, inconclusive on the
     torch step (the coupled chains run on the Numba kernel)."""
@@ -447,8 +524,10 @@ def _verify_nonlinear(module, plan_modules, target, batch_size, *, gamma, monte_
         for check in checks:
             check.claim = check.claim and monte_carlo  # switched off by the caller: not claims of this run
         return checks
-    return nonlinear_checks(module, plan_modules, target, batch_size, gamma=gamma, n_chains=n_chains, seed=seed,
-                            capped=capped)
+    names = [f"{kind}[{p.NAME}]" for p in plan_modules for kind in ("weak_order", "limit")]
+    return guard.run(names, "-", lambda: nonlinear_checks(module, plan_modules, target, batch_size, gamma=gamma,
+                                                          n_chains=n_chains, seed=seed, capped=capped),
+                     what="the coupled kernel")
 
 
 def _named(check: Check, key: str) -> Check:
@@ -462,8 +541,10 @@ def _not_run(name, expected, reason, claim=True) -> Check:
 
 
 def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs, strong_hs, strong, monte_carlo,
-                   n_chains, seed, backend, capped) -> list[Check]:
-    """Every check of :func:`verify` on one target at one batch size, in order."""
+                   n_chains, seed, backend, capped, box, guard, listed) -> list[Check]:
+    """Every check of :func:`verify` on one target at one batch size, in order; ``box``: with the
+    bounce check (:mod:`theory_checks._box`); ``listed``: list the strong-order and Monte Carlo
+    checks it does not run (a target with the exact checks only leaves them out)."""
     rate = asymptotic_rate(target, gamma, batch_size)
     hs = step_ladder(target, gamma, batch_size) if given_hs is None else given_hs
     scale = target_scale(target)
@@ -487,11 +568,13 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
     else:
         checks.append(_not_run("declared_map", "-", "no affine_ops declared", claim=False))
 
-    full_errors, full_levels = _ladder(target, module, "full", hs, gamma, None, backend=backend)
+    non_finite: list[str] = []
+    full_errors, full_levels = _ladder(target, module, "full", hs, gamma, None, backend=backend, non_finite=non_finite)
     finest = float(full_errors[-1]) / scale
     checks.append(Check("stationarity", bool(np.isfinite(finest) and finest < STATIONARY_TOL),
                         f"error at h={hs[-1]:g} < {STATIONARY_TOL:g} (relative)",
                         f"{finest:.2e}" if np.isfinite(finest) else
+                        f"non-finite step at h={hs[-1]:g}: see finite_step" if non_finite else
                         f"unstable at h={hs[-1]:g} (no stationary law): choose smaller hs",
                         list(hs), list(full_errors), claim=True))
 
@@ -505,10 +588,21 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
             checks.append(_not_run(name, exp_txt, reason, claim))
             continue
         errors, levels = (full_errors, full_levels) if plan.NAME == "full" else \
-            _ladder(target, module, plan, hs, gamma, batch_size, backend=backend)
+            _ladder(target, module, plan, hs, gamma, batch_size, backend=backend, non_finite=non_finite)
         passed, measured, why = _weak_check(hs, errors, levels, expected if claim else None, scale,
                                             exact_x_declared(module, plan), rate)
         checks.append(Check(name, passed, exp_txt, measured, list(hs), list(errors), skipped=why, claim=claim))
+
+    if non_finite:  # named once here; the ladders read those steps as unstable
+        checks.append(Check("finite_step", False, "finite numbers from finite inputs at every h",
+                            non_finite[0], claim=True))
+    if box:
+        from theory_checks._box import box_check
+        checks.append(box_check(module, target, float(hs[0]), gamma, backend))
+    from theory_checks._sweeps import reference_order_check, sweep_check
+    checks += [c for c in (sweep_check(plan, target.n_data, batch_size) for plan in plan_modules) if c is not None]
+    if not listed:
+        return checks
 
     for plan in plan_modules:
         name = f"strong_order[{plan.NAME}]"
@@ -524,13 +618,22 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
         if reason:
             checks.append(_not_run(name, exp_txt, reason, claim))
             continue
-        fit = strong_order(RunSpec.from_options(target, module, plan, gamma=gamma,
-                                                batch_size=None if plan.NAME == "full" else batch_size,
-                                                n_chains=n_chains, seed=seed), strong_hs, sweeps=4, n_boot=100)
-        passed = bool(fit.slope >= expected - STRONG_SLACK) if claim else None
-        checks.append(Check(name, passed, exp_txt,
-                            f"slope {fit.slope:.3f} (95% CI [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}])",
-                            list(fit.hs), list(fit.errors), claim=claim))
+        def measure(plan=plan, name=name, exp_txt=exp_txt, expected=expected, claim=claim):
+            fit = strong_order(RunSpec.from_options(target, module, plan, gamma=gamma,
+                                                    batch_size=None if plan.NAME == "full" else batch_size,
+                                                    n_chains=n_chains, seed=seed), strong_hs, sweeps=4, n_boot=100)
+            passed = bool(fit.slope >= expected - STRONG_SLACK) if claim else None
+            return Check(name, passed, exp_txt, f"slope {fit.slope:.3f} (95% CI [{fit.ci[0]:.2f}, {fit.ci[1]:.2f}])",
+                         list(fit.hs), list(fit.errors), claim=claim)
+        checks += guard.run([name], exp_txt, measure, what="the strong-order kernel")
+    if strong and backend != "torch":  # the plan's own orders, seen by a scheme whose strong order can see them
+        for plan in plan_modules:
+            reason = _kernel_reason(plan) or capped()
+            checks += [c for c in guard.run(
+                [f"plan_strong_order[{plan.NAME}]"], "-",
+                lambda plan=plan, reason=reason: [reference_order_check(
+                    module, plan, target, batch_size, gamma, strong_hs, n_chains, seed, reason)],
+                what="the strong-order kernel of the reference scheme") if c is not None]
 
     for plan in plan_modules:
         name = f"monte_carlo[{plan.NAME}]"
@@ -541,8 +644,8 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
         if reason:
             checks.append(_not_run(name, PROBE_EXPECTED, reason))
             continue
-        checks.append(probe_law_check(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules),
-                                      backend))
+        checks += guard.run([name], PROBE_EXPECTED, lambda plan=plan: probe_law_check(
+            module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules), backend), what="the kernel")
 
     for plan in plan_modules:
         name = f"target_law[{plan.NAME}]"
@@ -556,9 +659,76 @@ def _verify_target(module, plan_modules, target, batch_size, *, gamma, given_hs,
         if reason:
             checks.append(_not_run(name, TARGET_EXPECTED, reason, claim))
             continue
-        checks.append(target_law_check(module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules),
-                                       h=float(ASYMPTOTIC / rate), order=expected, claim=claim))
+        checks += guard.run([name], TARGET_EXPECTED, lambda plan=plan, expected=expected, claim=claim: target_law_check(
+            module, plan, target, gamma, batch_size, n_chains, seed, len(plan_modules), h=float(ASYMPTOTIC / rate),
+            order=expected, claim=claim), what="the coupled kernel")
     return checks
+
+
+class KernelGuard:
+    """Runs the checks that need a compiled kernel (strong order, Monte Carlo, coupled chains) for
+    one scheme: a step that cannot run there (a compile error, e.g. a step that allocates where
+    the kernel runs without Numba's runtime, or an error the step raises) fails the check it was
+    running with one line naming the scheme and what went wrong, every later kernel check fails
+    with that line without compiling again, and every verdict computed so far stays."""
+
+    def __init__(self, scheme_name: str):
+        self.scheme_name = scheme_name
+        self.error = ""
+
+    def compile_first(self, module, target) -> None:
+        """Compile ``module``'s step as the kernels run it (without Numba's runtime, unless the step
+        declares ``allocates``) before any check: a step that cannot run there is known at once, and
+        each kernel check then fails with its line instead of compiling."""
+        try:
+            _kernel_caller(module, target)
+        except Exception as exc:  # noqa: BLE001  (user code in a kernel: any error is the step's)
+            self.error = f"scheme {self.scheme_name!r}: its step cannot run in a kernel: {one_line(exc)}"
+
+    def run(self, names, expected, measure, *, what: str) -> list[Check]:
+        """``measure()`` (a check or a list of checks), or a failed check per name in ``names``."""
+        if not self.error:
+            try:
+                found = measure()
+                return found if isinstance(found, list) else [found]
+            except Exception as exc:  # noqa: BLE001  (user code in a kernel: any error is the step's)
+                self.error = f"scheme {self.scheme_name!r}: its step cannot run in {what}: {one_line(exc)}"
+        return [Check(name, False, expected, self.error, claim=True) for name in names]
+
+
+_KERNEL_CALLERS: dict = {}
+
+
+def _kernel_caller(module, target) -> None:
+    """One step of ``module`` on ``target`` through a caller compiled as the kernels are (kept on disk)."""
+    import numba as nb
+
+    from integrators._bounce import make_box
+    from integrators._disk_cache import disk_cached
+    from integrators._user_code import guarded
+    from integrators.targets._force import force_data, lane_force_for
+
+    step = guarded(module.step, f"scheme {module.NAME!r}: step")
+    force = lane_force_for(target)
+    if (step, force) not in _KERNEL_CALLERS:
+        @nb.njit(nogil=True, _nrt=bool(getattr(step, "allocates", False)))
+        def call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box):
+            step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
+
+        _KERNEL_CALLERS[step, force] = disk_cached(call, "kernel_caller")
+    d, n = target.dim, 1
+    batch = np.zeros((max(1, target.n_data), n), dtype=np.int32)
+    _KERNEL_CALLERS[step, force](np.zeros((n, d)), np.zeros((n, d)), np.zeros((n, d)),
+                                 np.asarray(module.coefficients(0.1, 1.0), dtype=float), np.zeros((2, d, n)),
+                                 np.zeros((2, d, n)), batch, 1, 1.0, force_data(target, False, None), make_box(d))
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first meaningful line of its message."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # Numba colours its messages
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    head = next((ln for ln in lines if not ln.startswith("Failed in")), lines[0] if lines else "")
+    return f"{type(exc).__name__}: {head[:200]}"
 
 
 def _kernel_reason(plan) -> str:

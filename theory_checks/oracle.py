@@ -48,6 +48,10 @@ _AT = ("average", "period_end")  # the law averaged over the period's steps, or 
 _MAX_ORDERS = 5000
 
 
+class NonFiniteStepError(ValueError):
+    """A step that turns finite inputs into non-finite numbers at some ``(h, gamma)``: it has no law."""
+
+
 class UnstableStepError(ValueError):
     """The scheme x plan at this step size has no stationary law (spectral radius >= 1)."""
 
@@ -228,8 +232,19 @@ def _solve_random_affine(outcomes):
     n = outcomes[0][1].shape[0]
     e_phi_mat = sum(p * Phi for p, Phi, _, _ in outcomes)
     e_phi = sum(p * phi for p, _, phi, _ in outcomes)
-    kron = sum(p * np.kron(Phi, Phi) for p, Phi, _, _ in outcomes)
-    radius = float(np.max(np.abs(np.linalg.eigvals(kron)))) ** 0.5
+    # X -> E[Phi X Phi^T] on symmetric X only (n(n+1)/2 unknowns, a seventh of the eigenvalue work at
+    # d = 7): the map keeps the cone of positive semi-definite matrices, so its spectral radius has a
+    # symmetric eigenvector and is the radius on symmetric matrices.  Entry ((i, j), (k, l)) of
+    # E[Phi x Phi] is E[Phi_ik Phi_jl], summed over the outcomes as one batched product.
+    iu, ju = np.triu_indices(n)
+    probs = np.array([p for p, _, _, _ in outcomes])
+    phis = np.array([Phi for _, Phi, _, _ in outcomes])                        # (K, n, n)
+    rows = np.matmul((phis[:, iu, :] * probs[:, None, None]).transpose(1, 2, 0), phis[:, ju, :].transpose(1, 0, 2))
+    sym = rows[:, iu, ju] + np.where(iu == ju, 0.0, 1.0) * rows[:, ju, iu]
+    if len(outcomes) == 1:  # the eigenvalues of Phi x Phi are products of Phi's
+        radius = float(np.max(np.abs(np.linalg.eigvals(outcomes[0][1]))))
+    else:
+        radius = float(np.max(np.abs(np.linalg.eigvals(sym)))) ** 0.5
     if radius >= 1.0 - 1e-12:
         raise UnstableStepError(f"mean-square spectral radius {radius:.6g} >= 1")
     mean = np.linalg.solve(np.eye(n) - e_phi_mat, e_phi)
@@ -237,8 +252,11 @@ def _solve_random_affine(outcomes):
     for p, Phi, phi, noise in outcomes:
         cross = np.outer(Phi @ mean, phi)
         rhs += p * (cross + cross.T + np.outer(phi, phi) + noise)
-    second = np.linalg.solve(np.eye(n * n) - kron, rhs.reshape(-1)).reshape(n, n)
-    return mean, 0.5 * (second + second.T), radius
+    upper = np.linalg.solve(np.eye(iu.size) - sym, 0.5 * (rhs + rhs.T)[iu, ju])
+    second = np.zeros((n, n))
+    second[iu, ju] = upper
+    second[ju, iu] = upper
+    return mean, second, radius
 
 
 def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: float = 1.0,
@@ -286,6 +304,8 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     ------
     UnstableStepError
         When there is no stationary law (a ``ValueError``).
+    NonFiniteStepError
+        When a step gives non-finite numbers from finite inputs (a ``ValueError``).
     ValueError
         If the target is not a ``GaussianTarget``, an option is unknown or out of range, or
         ``batch_size`` is missing for a plan other than ``full``.
@@ -323,6 +343,10 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
             else:
                 hess, b = affine_force(target, key, scale, control_variate, x_ref)
                 a_mat, a_vec, c_mat = step_map(module, hess, b, h, gamma)
+            if not all(np.all(np.isfinite(m)) for m in (a_mat, a_vec, c_mat)):
+                raise NonFiniteStepError(
+                    f"scheme {scheme!r}: one step at h={h:g}, gamma={gamma:g} gives non-finite numbers from finite "
+                    f"inputs (its coefficients there: {np.asarray(module.coefficients(h, gamma)).tolist()})")
             cache[key] = (a_mat, a_vec, c_mat @ noise_cov @ c_mat.T)
         return cache[key]
 
@@ -444,5 +468,5 @@ def stationary_full(scheme, target, h, gamma):
     return target.mean, stationary_covariance(scheme, target.precision, h, gamma)
 
 
-__all__ = ["OracleMoments", "UnstableStepError", "spectral_radius", "stationary_covariance",
+__all__ = ["NonFiniteStepError", "OracleMoments", "UnstableStepError", "spectral_radius", "stationary_covariance",
            "stationary_full", "stationary_moments"]

@@ -126,10 +126,14 @@ print("ok:", report.ok, "| failed:", report.failed)
 #   step sizes, against the *expected* order: the smaller of what the scheme declares and what
 #   the plan allows. `iid` caps every scheme at first order (the gradient noise), so 1 is
 #   expected and 1 is measured; `sms` keeps the scheme's 2.
-# * the same rows again with `@3d`: every check runs on two targets, the 2-D one above at batch
-#   size 1 and a 3-D one whose data terms have unequal scales, at batch size 2. A step whose
-#   indexing is right only in 2-D, or a force that scales the batch mean instead of the sum
-#   (the same at batch size 1), fails only there.
+# * the same rows again with `@3d` and `@7d`: the checks run on three targets, the 2-D one above at
+#   batch size 1, a 3-D one whose data terms have unequal scales at batch size 2, and a 7-D one of
+#   five such terms at batch size 2 (the exact checks only), each at its own friction (1.7, 0.6,
+#   2.6: no coefficient degenerates there, as `/gamma` does at friction 1). A step whose indexing
+#   is right only in 2-D (or 3-D), or a force that scales the batch mean instead of the sum (the
+#   same at batch size 1), fails only there.
+# * `box`: the step with an active box, where the bounce fires; `sweep[sms]`: the plan's declared
+#   symmetric sweep, read from its declaration.
 # * the verdicts: every claim ends pass, FAIL or INCONCLUSIVE (not checked, with the reason), and
 #   `report.ok` is true only when every claim was checked and passed. The strong-order and Monte
 #   Carlo rows are listed as skipped: we switched them off, so they are not claims of this run.

@@ -332,23 +332,42 @@ def measure_adapter(adapter, *, target: GaussianTarget | None = None, plans=None
         fit_order(m, exact, weights, level.n_boot, seed)
         fit_limit(m, p or 1.0)
         checks.append(stationary_check(m, names))
-        checks.append(limit_check(m, p or 1.0, names))
+        checks.append(stable_fit(limit_check(m, p or 1.0, names), m, chosen=not given))
         if plan.NAME == "full" and adapter.EXACT_GAUSSIAN_X:
             checks.append(exact_check(m, names))
         else:
             passed, measured, why = slope_verdict(m, p if asserted else None)
             exp_txt = "-" if p is None else f"{p:g}" + ("" if asserted else " (observed, not a claim)")
-            unstable = [f"{h:.3g}" for h, ok in zip(m.hs, m.stable, strict=True) if not ok]
-            if unstable:
-                measured += f"; unstable at h = {', '.join(unstable)}"
-            checks.append(Check(f"weak_order[{plan.NAME}]", passed, exp_txt, measured, list(m.hs), list(m.errors),
-                                skipped=why, claim=bool(asserted and p is not None)))
+            checks.append(stable_fit(Check(f"weak_order[{plan.NAME}]", passed, exp_txt, measured, list(m.hs),
+                                           list(m.errors), skipped=why, claim=bool(asserted and p is not None)),
+                                     m, chosen=not given))
         if getattr(adapter, "EQUIVALENT_SCHEME", None) is not None:
             checks.append(oracle_check(adapter, m, target, gamma, batch_size, whitening, names))
     checks.append(_documented_check(adapter, measurements.get("full"), checks))
     return AdapterReport(adapter.NAME, f"{target.name} (d={target.dim}, {target.n_data} data terms)", checks,
                          time.time() - t0, level=level.name, gamma=gamma, measurements=measurements,
                          adapter=adapter)
+
+
+MIN_STABLE = 3  # an order or a limit is fitted on at least this many stable step sizes
+
+
+def stable_fit(check: Check, m: PlanMeasurement, *, chosen: bool) -> Check:
+    """``check`` (an order or limit fit of ``m``) with the ladder's instability judged: a chain that
+    turned non-finite at a step size the toolkit chose (``chosen``: inside the asymptotic range it
+    computed) fails the claim, and the step size is never dropped from the verdict; at step sizes
+    the caller gave, or with no instability, a fit on fewer than :data:`MIN_STABLE` stable step
+    sizes is inconclusive."""
+    unstable = [f"{h:.3g}" for h, ok in zip(m.hs, m.stable, strict=True) if not ok]
+    if unstable:
+        check.measured += f"; non-finite chains at h = {', '.join(unstable)}"
+    if unstable and chosen and check.claim:
+        check.passed, check.skipped = False, ""
+        check.measured += " (step sizes the toolkit chose in the asymptotic range: the sampler diverged there)"
+    elif int(np.sum(m.stable)) < MIN_STABLE and check.claim and check.passed is not False:
+        check.passed = None
+        check.skipped = f"fewer than {MIN_STABLE} stable step sizes ({int(np.sum(m.stable))} of {len(m.hs)})"
+    return check
 
 
 def _documented_check(adapter, full: PlanMeasurement | None, checks: list) -> Check:
