@@ -112,6 +112,8 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    from theory_checks.adapters._analysis import FIT_MARGIN
+
     targets = list(dict.fromkeys([t["target"] for t in toolkit] + [r["target"] for r in records]))
     plans = list(dict.fromkeys(p for t in toolkit for by_plan in t["ladders"].values() for p in by_plan))
     colors = plt.get_cmap("tab10").colors
@@ -133,26 +135,40 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
                                 label=f"toolkit {scheme.upper()} (exact oracle)")
             for r in (r for r in records if r["target"] == target and plan in r["plans"]):
                 m = r["plans"][plan]
-                pts = [(h, e) for h, e in zip(m["hs"], m["errors"], strict=True) if e]
+                drawn = [(h, e, n) for h, e, n in zip(m["hs"], m["errors"], m["noise"], strict=True) if e]
+                pts = [(h, e) for h, e, _ in drawn]
                 color = colors[samplers.index(r["sampler"]) % len(colors)]
                 planted = r["library"] == "planted"
-                if pts:
-                    slope = "" if m["slope"] is None else f" ({m['slope']:.2f})"
+                if pts:  # filled where the bias stands FIT_MARGIN noise levels up (what a slope may use)
+                    above = [i for i, (_, e, n) in enumerate(drawn) if n is not None and e >= FIT_MARGIN * n]
+                    slope = "" if m["slope"] is None else f", slope {m['slope']:.2f}"
                     ax.plot(*zip(*pts, strict=True), "--" if planted else "-", marker="o", ms=4, color=color,
-                            label=r["sampler"] + slope)
+                            markevery=above, label=r["sampler"] + slope)
+                    within = [p for i, p in enumerate(pts) if i not in above]
+                    if within:
+                        ax.plot(*zip(*within, strict=True), "o", ms=4, mfc="white", color=color)
             ax.set(xscale="log", yscale="log", title=f"{target} target, plan {plan}", xlabel="h")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             # 8 pt: readable where the report's page shrinks the figure to its width
-            ax.legend(fontsize=8, title="sampler (slope)", title_fontsize=8, loc="upper center",
+            ax.legend(fontsize=8, title="sampler", title_fontsize=8, loc="upper center",
                       bbox_to_anchor=(0.5, -0.16), frameon=False)
         row[0].set_ylabel("|stationary bias| (whitened)")
-    note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
-            + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \
-        "Points below the Monte Carlo noise are not drawn."
+    note = (f"Filled points: the bias stands {FIT_MARGIN:g} Monte Carlo noise levels up (a slope is fitted on "
+            f"two or more); hollow: within the noise; a bias indistinguishable from zero is not drawn."
+            + (" Skipped (library not installed): " + ", ".join(sorted({s["sampler"] for s in skipped}))
+               if skipped else ""))
     controls = control_note(records)
     fig.text(0.01, 0.005, note + ("\n" + controls if controls else ""), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05 if controls else 0.03, 1, 1))
     return fig
+
+
+def checks_left(rec: dict) -> str:
+    """The checks of a measured sampler that did not pass, in parentheses: ``FAILED`` ones, then
+    ``inconclusive`` ones (no verdict); ``""`` where all passed."""
+    parts = ([f"FAILED: {', '.join(rec['failed'])}"] if rec.get("failed") else []) \
+        + ([f"inconclusive: {', '.join(rec['inconclusive'])}"] if rec.get("inconclusive") else [])
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def draw(results: list, preset: str) -> Drawing:
@@ -166,7 +182,7 @@ def draw(results: list, preset: str) -> Drawing:
     for r in records:
         orders = ", ".join(f"{p} {order_class(r, p)}" for p in r["plans"])
         verdicts.append(f"{r['sampler']} on {r['target']}: {orders}; the symmetric sweep {sms_effect(r)}"
-                        + ("" if r["ok"] else f" (FAILED: {', '.join(r['failed'])})"))
+                        + checks_left(r))
     measured = "; ".join(verdicts) + "." if verdicts else "No sampler measured."
     controls = control_note(records)
     if controls:
