@@ -25,6 +25,7 @@ import threading
 import time
 from pathlib import Path
 
+from integrators._install import install_command
 from integrators._validation import seed_value
 from reports import registry, schema
 from reports._bench_command import cmd_bench
@@ -146,7 +147,7 @@ def _backend_options(args, ids, figures) -> dict:
     try:
         from integrators.torch._chains import resolve_device
     except ImportError:
-        raise CliError("--backend torch needs torch: pip install 'sms-langevin[torch]'") from None
+        raise CliError(f"--backend torch needs torch: {install_command('torch')}") from None
     try:
         device = resolve_device(args.device)
     except ValueError as exc:
@@ -174,7 +175,7 @@ def cmd_run(args, figures) -> int:
     backend = _backend_options(args, ids, figures)
     if (args.scheduler is not None or args.local_dask) and not _importable("dask", "distributed"):
         raise CliError(f"{'--scheduler' if args.scheduler else '--local-dask'} needs dask.distributed: "
-                       f"pip install 'sms-langevin[dask]'")
+                       f"{install_command('dask')}")
     if args.scheduler is not None:
         problem = check_scheduler(args.scheduler)
         if problem:

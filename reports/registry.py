@@ -281,12 +281,14 @@ EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert":
 
 def install_hint(module: str) -> str:
     """What to install for ``module`` (an importable name): its extra (:data:`EXTRAS`) where it has one,
-    e.g. ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, else
-    ``"needs <module>, which is not installed"``."""
+    e.g. ``"needs the torch extra: pip install -e '.[torch]'"`` (the command that works from here:
+    :func:`integrators._install.install_command`), else ``"needs <module>, which is not installed"``."""
+    from integrators._install import install_command
+
     extra = EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
-    return f"needs the {extra} extra: pip install 'sms-langevin[{extra}]'"
+    return f"needs the {extra} extra: {install_command(extra)}"
 
 
 def lacking(mod) -> str | None:
@@ -306,7 +308,7 @@ def lacking(mod) -> str | None:
 def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     """``(ids, note)``: the figures of ``ids`` this installation can run (their ``REQUIRES`` installed, in
     order), and one line naming the others and what they need (None when all can run), e.g.
-    ``"bnn not run: needs the torch extra: pip install 'sms-langevin[torch]'"``."""
+    ``"bnn not run: needs the torch extra: pip install -e '.[torch]'"``."""
     needs = {fid: lacking(figures[fid]) for fid in ids}
     left_out = [fid for fid in ids if needs[fid]]
     if not left_out:

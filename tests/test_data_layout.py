@@ -321,6 +321,10 @@ def test_the_message_of_a_missing_file_says_where_it_looked_and_how_to_get_it(pl
         data.load_medmnist()
     message = str(err.value)
     assert "pip install medmnist" in message and "medmnist.PneumoniaMNIST(split='train', download=True)" in message
+    # the direct route first: the file, its checksum, where to put it; and what medmnist pulls in
+    assert "https://zenodo.org/records/10519652/files/pneumoniamnist.npz?download=1" in message
+    assert "MD5 28209eda62fecd6e6a2d98b1501bb15f" in message and "--data-dir" in message
+    assert "torchvision" in message
     assert data.DATA_DIR_ENV in message and "~/.medmnist" in message
     assert "shared/" not in message and str(places["dev"]) not in message and "\n" not in message
 
