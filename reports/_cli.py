@@ -32,7 +32,7 @@ from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, out_path
 from reports._executor import SchedulerError, check_scheduler, execute, local_cores
-from reports._progress import Progress
+from reports._progress import Progress, describe_unit
 from reports._run_record import read_run
 from reports._runmeta import fingerprint
 from reports.drawing import Drawing, write_drawing, write_metadata
@@ -307,7 +307,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     try:
         for task, result, seconds in execute(tasks, args.workers, args.scheduler, args.local_dask):
             fid, unit = save(task, result, seconds)
-            progress.advance(f"{fid} {unit}")
+            progress.advance(describe_unit(fid, unit))
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}

@@ -2,7 +2,8 @@
 
 On a terminal, one bar redrawn in place; elsewhere (a log file, a pipe, ``make demo > log``) whole
 lines, one per finished unit but at most one every :data:`LINE_EVERY` seconds, and always the first
-and the last, so that a log shows the run advancing."""
+and the last, so that a log shows the run advancing. A line's note (the unit just finished) is
+written whole; the bar's, which must fit its field, is shortened at a word's end, never inside one."""
 
 from __future__ import annotations
 
@@ -11,6 +12,24 @@ import time
 
 LINE_EVERY = 5.0  # seconds between two lines in a log (a terminal's bar is redrawn at every unit)
 ESTIMATE_AFTER = 4  # units finished before the time left is estimated (the first ones also compile)
+NOTE_WIDTH = 40  # the bar's field for the note
+
+
+def describe_unit(fid: str, unit) -> str:
+    """A unit in words for a progress note: ``"conformance sampler=posteriors.sghmc target=default"``."""
+    if isinstance(unit, dict):
+        return " ".join([fid, *(f"{key}={value}" for key, value in unit.items())])
+    return f"{fid} {unit}"
+
+
+def fit_note(note: str, width: int = NOTE_WIDTH) -> str:
+    """``note`` in at most ``width`` characters: whole, else its first words and ``"..."`` (a single
+    word longer than the field is cut, the only case where a word is)."""
+    if len(note) <= width:
+        return note
+    head = note[:width - 2]  # room for "..." after a space
+    cut = head.rfind(" ")
+    return (head[:cut] if cut > 0 else note[:width - 3]).rstrip() + "..."
 
 
 class Progress:
@@ -43,7 +62,7 @@ class Progress:
             filled = int(width * self.done / max(self.total, 1))
             bar = "#" * filled + "-" * (width - filled)
             self.stream.write(f"\r{self.label} [{bar}] {self.done}/{self.total} "
-                              f"{elapsed:5.0f}s elapsed, {left_text} {note[:40]:40s}")
+                              f"{elapsed:5.0f}s elapsed, {left_text} {fit_note(note):{NOTE_WIDTH}s}")
             if self.done == self.total:
                 self.stream.write("\n")
         else:
@@ -52,7 +71,7 @@ class Progress:
                 return
             self.last_line = now
             self.stream.write(f"{self.label} {self.done}/{self.total} units done, {elapsed:.0f}s elapsed, "
-                              f"{left_text} (last: {note[:60]})\n")
+                              f"{left_text} (last: {note})\n")
         self.stream.flush()
 
 

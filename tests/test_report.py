@@ -240,6 +240,26 @@ def test_progress_on_a_terminal_is_one_bar_and_off_when_disabled():
     assert off.getvalue() == ""
 
 
+def test_progress_notes_are_whole_in_a_log_and_cut_between_words_on_a_terminal():
+    """A unit's note (``'target': 'defaul`` was a line's end) is written whole into a log; the bar's
+    field takes whole words and ``...``."""
+    from reports._progress import NOTE_WIDTH, Progress, describe_unit, fit_note
+    note = describe_unit("conformance", {"sampler": "posteriors.sghmc_with_a_long_name", "target": "default"})
+    assert note == "conformance sampler=posteriors.sghmc_with_a_long_name target=default"
+    log, bar = _Log(), _Terminal()
+    for stream in (log, bar):
+        Progress(1, label="tiny", stream=stream).advance(note)
+    assert log.getvalue().endswith(f"(last: {note})\n")
+    shown = bar.getvalue().rsplit(" left ", 1)[1].rstrip()
+    assert shown == "conformance..." and len(shown) <= NOTE_WIDTH  # the next word did not fit
+    words = note.split()
+    for width in range(4, len(note) + 1):
+        cut = fit_note(note, width)
+        assert len(cut) <= width and (cut == note or cut.endswith("..."))
+        kept = cut.removesuffix("...").split()
+        assert cut == note or kept == words[:len(kept)] or len(kept) == 1 and words[0].startswith(kept[0])
+
+
 def test_a_run_into_a_log_reports_its_progress(tmp_path):
     """``sms-langevin run`` with standard error into a pipe (not a terminal) prints its progress."""
     import subprocess
