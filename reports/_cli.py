@@ -33,7 +33,7 @@ from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, out_path
 from reports._executor import SchedulerError, check_scheduler, execute, local_cores
 from reports._progress import Progress, describe_unit
-from reports._run_record import read_run
+from reports._run_record import read_left_out, read_run
 from reports._runmeta import fingerprint
 from reports.drawing import Drawing, write_drawing, write_metadata
 from reports.registry import _absent_input
@@ -168,7 +168,9 @@ def cmd_run(args, figures) -> int:
         seed_value(args.seed, "--seed")
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    ids, not_run = registry.runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
+    asked = _select(args.ids, figures)
+    ids, not_run = registry.runnable(figures, asked)  # those an absent extra leaves out
+    left_out = {fid: registry.lacking(figures[fid]) for fid in asked if fid not in ids}  # said in the report
     if not ids:
         raise CliError(not_run)
     check_preset(args.preset, figures, ids)
@@ -185,7 +187,7 @@ def cmd_run(args, figures) -> int:
     check_out(out)  # creates the folder: only once every argument has passed its checks
     with _lock(out):
         try:
-            code = _run_locked(args, figures, ids, out, backend)
+            code = _run_locked(args, figures, ids, out, backend, left_out)
         except CliError as exc:
             raise CliError(f"{exc}; {not_run}" if not_run else str(exc)) from None
     if not_run:  # the others ran and are in the report, but the run is not all that was asked
@@ -242,7 +244,7 @@ def _absent_inputs(figures, tasks) -> list:
     return absent
 
 
-def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
+def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) -> int:
     store = Store(out)
     store.remove_stale_temporaries()
     tasks, prints = [], {}
@@ -310,9 +312,9 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             progress.advance(describe_unit(fid, unit))
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
-    run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
+    run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
     _write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
-    build_outputs(out, figures, ids, args.preset, args.seed, backend)
+    build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)
     print(f"report: {out / 'report' / 'index.html'}")
     if absent:  # drawn (the figure says what is absent), but not a success
         raise CliError(f"{absent[0][0]}: {len(absent)} unit{'s' if len(absent) > 1 else ''} found no data "
@@ -360,22 +362,25 @@ def _shown(value) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
-def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
+def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None,
+                  left_out: dict | None = None) -> None:
     """Draw the figures ``ids`` into ``out/report`` from the units persisted in ``out``, each checked to come
-    from ``preset``, ``run_seed``, ``backend`` (``{}``: Numba) and the current code; the report is staged and
-    swapped in whole (:mod:`reports._report`)."""
+    from ``preset``, ``run_seed``, ``backend`` (``{}``: Numba) and the current code, and name those
+    ``left_out`` of the run (``{id: why}``); the report is staged and swapped in whole
+    (:mod:`reports._report`)."""
     from reports._report import remove_stale_staging, staging_folder, swap_in
     remove_stale_staging(out)
     staging = staging_folder(out)
     try:
-        _draw_into(staging, out, figures, ids, preset, run_seed, backend)
+        _draw_into(staging, out, figures, ids, preset, run_seed, backend, left_out)
         swap_in(staging, out / "report")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None) -> None:
+def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None,
+               left_out: dict | None = None) -> None:
     """Draw the figures of ``ids`` and the index from the units in ``out`` into ``report_dir``."""
     from reports._report import write_report
     backend = backend or {}
@@ -430,7 +435,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             info["table"] = drawing.table
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},
                       "wall": sum(m.get("wall_seconds", 0.0) for m in metas)}
-    write_report(report_dir, drawn, preset)
+    write_report(report_dir, drawn, preset, left_out)
 
 
 def cmd_report(args, figures) -> int:
@@ -446,7 +451,8 @@ def cmd_report(args, figures) -> int:
         not_run = registry.runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
         if not_run:
             raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
-        build_outputs(out, figures, ids, preset, seed, backend)
+        left_out = {fid: why for fid, why in read_left_out(out).items() if fid not in ids}
+        build_outputs(out, figures, ids, preset, seed, backend, left_out)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
 

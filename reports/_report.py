@@ -21,7 +21,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from reports._metadata import LIBRARIES
+from reports._metadata import code_metadata
 from reports.drawing import write_metadata
 from reports.store import own_path
 from tour._page_style import CHECK_SCRIPT, STYLE
@@ -154,15 +154,19 @@ def _table_body(table_md: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
+def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | None = None) -> None:
     """Write ``index.md``, ``index.html`` and ``metadata.json`` into ``report_dir``: introduction, contents, one
     section per figure of ``drawn`` (``{id: {"module", "info", "meta", "wall"}}``, in report order; files
-    already in ``report_dir/<id>``)."""
+    already in ``report_dir/<id>``), and the figures asked for but ``left_out`` of the run (``{id: why}``)."""
     report_dir.mkdir(parents=True, exist_ok=True)
+    left_out = left_out or {}
     any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
-    meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}
+    # the code that computed the units, as each figure records it (the code drawing them where none is drawn)
+    meta = {k: any_meta.get(k, "not recorded") if any_meta else v for k, v in code_metadata().items()}
+    meta["run_seed"] = any_meta.get("run_seed")
     meta["preset"] = preset
     meta["compute_seconds"] = {fid: round(d["wall"], 1) for fid, d in drawn.items()}
+    meta["left_out"] = dict(left_out)
     run = _run_record(report_dir, drawn)
     toured = (report_dir / "tour" / "index.html").exists()  # written by `sms-langevin tour`
     command = _regenerate(preset, run, drawn)
@@ -180,6 +184,8 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     contents = [(fid, d["module"].TITLE) for fid, d in drawn.items()]
     if toured:
         contents.append(("tour", "Guided tour"))
+    if left_out:
+        contents.append(("left-out", f"Not in this report: {', '.join(left_out)}"))
     contents.append(("metadata", "Run metadata"))
     md = [f"# SMS-Langevin report (preset `{preset}`)", "", intro, "", regen, "", "Contents:", ""]
     md += [f"- [{title}](#{anchor})" for anchor, title in contents] + [""]
@@ -219,6 +225,12 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
         body.append("<h2 id='tour'>Guided tour</h2><p><a href='tour/index.html'>Notebooks with exercises, "
                     "executed</a>: kinetic Langevin, stochastic gradients, bias, strong order, Figure 1, a Bayesian "
                     "neural network, verifying your own sampler.</p>")
+    if left_out:
+        why = [f"{fid}: {reason}" for fid, reason in left_out.items()]
+        md += ["<a id='left-out'></a>", "", "## Not in this report", "",
+               "Asked for, but not run here, and why:", "", *(f"- {w}" for w in why), ""]
+        body += ["<h2 id='left-out'>Not in this report</h2><p>Asked for, but not run here, and why:</p><ul>"
+                 + "".join(f"<li>{html.escape(w)}</li>" for w in why) + "</ul>"]
     meta_text = json.dumps(meta, indent=2)
     md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
     body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]

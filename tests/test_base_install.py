@@ -104,6 +104,8 @@ def test_run_all_without_torch_runs_the_others_and_exits_2_naming_the_extra(tmp_
     assert sorted(p.name for p in (out / "units").iterdir()) == ["fast"]
     assert json.loads((out / "run.json").read_text())["ids"] == ["fast"]
     assert (out / "report" / "index.html").is_file()
+    assert f"- bnn: needs the torch extra: {install_command('torch', cwd=tmp_path)}" in (
+        out / "report" / "index.md").read_text()  # the report says what it lacks, not stderr alone
     # a run made where torch was installed, reported where it is not: refused, the report left as it was
     page = (out / "report" / "index.html").read_bytes()
     (out / "run.json").write_text(json.dumps({**json.loads((out / "run.json").read_text()), "ids": ["fast", "bnn"]}))
