@@ -10,6 +10,7 @@ from __future__ import annotations
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import ANY, BOOL, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 
 ORDER = 60  # its place in the registry, the list and the report
 _LADDER = Nullable(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))))
@@ -194,6 +195,34 @@ def draw(results: list, preset: str) -> Drawing:
                    tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})
 
 
+def verdict(results: list, preset: str) -> Verdict:
+    """Each measured library sampler's checks against its expected order (its record's ``failed`` and
+    ``inconclusive``), and each positive control detected: does not hold where a sampler's check failed or
+    a control passed every limit check; not testable where a check or a control was inconclusive at this
+    level, or no library sampler was measured (none installed); holds otherwise."""
+    from theory_checks.adapters._conformance import control_verdict, is_control
+
+    records = [res for _, res in results if res["sampler"] != "toolkit" and "skipped" not in res]
+    real = [r for r in records if not is_control(r)]
+    controls = {f"{r['sampler']} on {r['target']}": control_verdict(r) for r in records if is_control(r)}
+    failed = [f"{r['sampler']} on {r['target']}{checks_left(r)}" for r in real if r.get("failed")]
+    missed = [f"{k}: {v}" for k, v in controls.items() if v.startswith("NOT DETECTED: every")]
+    unsure = [f"{r['sampler']} on {r['target']}{checks_left(r)}" for r in real if r.get("inconclusive")]
+    unsure += [f"{k}: {v}" for k, v in controls.items() if v.startswith("NOT DETECTED: level")]
+    numbers = (f"{len(real)} library samplers measured, {len(failed)} with a failed check, {len(unsure)} "
+               f"inconclusive; {len(controls)} positive controls")
+    if failed or missed:
+        return Verdict(DOES_NOT_HOLD, "measured against the expected orders: " + "; ".join(failed + missed), numbers)
+    if not real:
+        return Verdict(NOT_TESTABLE, "no library sampler was measured here (posteriors and BlackJAX not installed)",
+                       numbers)
+    if unsure:
+        return Verdict(NOT_TESTABLE, "no check failed, but these could not decide at this level: "
+                       + "; ".join(unsure), numbers)
+    return Verdict(HOLDS, "every library sampler passed its checks against its expected order and every "
+                   "positive control was detected", numbers)
+
+
 EXPERIMENT = Experiment(
     ID="conformance",
     TITLE="Conformance: library samplers x minibatch plans, stationary bias against h beside UBU and BAOAB",
@@ -219,6 +248,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT"]

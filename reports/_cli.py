@@ -48,6 +48,7 @@ from reports.store import (
     own_tree,
     unit_seed,
 )
+from reports.verdict import NOT_TESTABLE, Verdict
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -379,6 +380,13 @@ def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict 
         raise
 
 
+def _verdict(mod, results, level):
+    """The figure's :class:`reports.verdict.Verdict` (its ``verdict``), or one saying it declares none."""
+    if mod.verdict is None:
+        return Verdict(NOT_TESTABLE, f"{mod.module} declares no verdict for its claim")
+    return mod.verdict(results, level)
+
+
 def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None,
                left_out: dict | None = None) -> None:
     """Draw the figures of ``ids`` and the index from the units in ``out`` into ``report_dir``."""
@@ -417,6 +425,10 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
                            f"{_shown(drawing)}; the report in {out} is left as it was")
+        verdict = _verdict(mod, results, level)
+        if not isinstance(verdict, Verdict):
+            raise CliError(f"{fid}: verdict (in {mod.module}) must return a reports.verdict.Verdict, got "
+                           f"{_shown(verdict)}; the report in {out} is left as it was")
         files = write_drawing(drawing, report_dir / fid)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
@@ -429,8 +441,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if clash:  # a figure's facts never replace the run's own record
             raise CliError(f"{fid}: draw's metadata repeats the run's keys {clash}")
         figure_meta.update(drawing.metadata)
+        figure_meta["verdict"] = verdict.as_dict()
         write_metadata(report_dir / fid / "metadata.json", figure_meta)
-        info = {"files": files + ["metadata.json"], "measured": drawing.measured}
+        info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict}
         if drawing.table:
             info["table"] = drawing.table
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},

@@ -89,6 +89,11 @@ class Experiment:
     draw : callable
         ``draw(results, preset) -> reports.drawing.Drawing`` (figures, tables, texts, measured
         numbers) from the ``(unit, result)`` pairs.
+    verdict : callable or None, default None
+        ``verdict(results, preset) -> reports.verdict.Verdict``: how its claim is judged from the same
+        pairs (holds, does not hold, not testable at this preset, with the reason and the numbers).  The
+        report prints it atop the section, in the contents and in the claims section; a figure that
+        declares none says so there.  Every figure of ``experiments`` declares one.
     BACKENDS : tuple of str, default ()
         The kernels it offers (the command line adds the chosen one to its units).
     REQUIRES : tuple of str, default ()
@@ -134,6 +139,7 @@ class Experiment:
     LIBRARIES: tuple = ()
     missing_input: Callable | None = None
     inputs: Callable | None = None
+    verdict: Callable | None = None
     module: str | None = None
 
     CONSTRAINTS = {
@@ -143,7 +149,7 @@ class Experiment:
         "RESULT": instance_of(Schema, "a reports.schema.Schema (e.g. Record(...))"),
         "units": _FUNCTION, "run_unit": _FUNCTION, "draw": _FUNCTION,
         "BACKENDS": _NAMES, "REQUIRES": _NAMES, "LIBRARIES": _NAMES,
-        "missing_input": optional(_FUNCTION), "inputs": optional(_FUNCTION),
+        "missing_input": optional(_FUNCTION), "inputs": optional(_FUNCTION), "verdict": optional(_FUNCTION),
         "module": optional(_TEXT),
     }
     VALID_EXAMPLE = {"ID": "example", "TITLE": "An example", "CLAIM": "None.",
