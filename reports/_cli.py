@@ -246,6 +246,7 @@ def _absent_inputs(figures, tasks) -> list:
 
 
 def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) -> int:
+    print(f"{args.preset}: listing the units of {', '.join(ids)} (and which are done)", file=sys.stderr, flush=True)
     store = Store(out)
     store.remove_stale_temporaries()
     tasks, prints = [], {}
