@@ -32,7 +32,7 @@ from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, out_path
 from reports._executor import SchedulerError, check_scheduler, execute, local_cores
-from reports._progress import Progress, describe_unit
+from reports._progress import Progress, describe_unit, interleave
 from reports._run_record import read_left_out, read_run
 from reports._runmeta import fingerprint
 from reports.drawing import Drawing, write_drawing, write_metadata
@@ -303,7 +303,11 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
             save(task, {"missing": why}, 0.0)
         skip = {id(task) for task, _ in no_data}
         tasks = [task for task in tasks if id(task) not in skip]
-    progress = Progress(len(tasks), label=f"{args.preset}")
+    # two units of every figure first: the estimate of the time left waits until each figure is timed
+    kinds = [by_module[task[0]] for task in tasks]
+    order = interleave(kinds)
+    tasks, kinds = [tasks[i] for i in order], [kinds[i] for i in order]
+    progress = Progress(len(tasks), label=f"{args.preset}", kinds=kinds)
     from integrators._disk_cache import describe_state
     print(f"{args.preset}: {len(tasks)} units to run; {describe_state()}", file=sys.stderr, flush=True)
     if args.resume:
@@ -311,7 +315,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     try:
         for task, result, seconds in execute(tasks, args.workers, args.scheduler, args.local_dask):
             fid, unit = save(task, result, seconds)
-            progress.advance(describe_unit(fid, unit))
+            progress.advance(describe_unit(fid, unit), kind=fid, seconds=seconds)
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
