@@ -125,11 +125,28 @@ def _select(ids, figures):
     return ids
 
 
+def listed_presets(mod) -> list[str]:
+    """The presets ``list`` gives a figure's units and cost at: every preset of :data:`registry.PRESETS`
+    (``tiny`` included, where the figure runs its quick level), then the figure's own others."""
+    return list(dict.fromkeys([*registry.PRESETS, *mod.PRESETS]))
+
+
+def _level_words(mod, preset: str) -> str:
+    level = registry.module_preset(mod, preset)
+    return "" if level == preset else f" (runs its {level} level)"
+
+
 def cmd_list(args, figures) -> int:
     for fid, mod in figures.items():
-        cost = ", ".join(f"{k}: {v}" for k, v in mod.COST.items())
+        presets = listed_presets(mod)
+        counts = {}
+        for p in presets:
+            level = registry.module_preset(mod, p)
+            counts.setdefault(level, len(mod.units(level)))
+        cost = ", ".join(f"{p}{_level_words(mod, p)}: {mod.COST[registry.module_preset(mod, p)]}" for p in presets)
         lack = registry.lacking(mod)
-        units = f"units (quick): {len(mod.units('quick'))}" + (f" ({lack})" if lack else "")
+        units = "units: " + ", ".join(f"{p} {counts[registry.module_preset(mod, p)]}" for p in presets) \
+            + (f" ({lack})" if lack else "")
         print(f"{fid:14s} {mod.TITLE}\n{'':14s} claim: {mod.CLAIM}\n{'':14s} {units}; cost: {cost}")
     print("\ncosts: on 2 idle cores; unless a cost says so, with the kernels already compiled: the first run after "
           "installing also compiles them (about 30 s more per figure, in each worker process)")

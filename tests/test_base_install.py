@@ -82,7 +82,7 @@ def test_list_without_torch_lists_every_figure_and_notes_the_torch_extra(tmp_pat
     for fid, mod in registry.load().items():
         needs_torch = "torch" in getattr(mod, "REQUIRES", ())
         assert (f"(needs the torch extra: {install_command('torch', cwd=tmp_path)})" in blocks[fid]) == needs_torch, fid
-        assert "units (quick):" in blocks[fid], fid  # counted without the extra too
+        assert "units: tiny " in blocks[fid] and ", quick " in blocks[fid], fid  # counted without the extra too
 
 
 @pytest.mark.experiment
