@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import STATUS_LINE
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -35,8 +36,7 @@ def cli(args, env_extra=None, modules=FAST, cwd=ROOT, **kwargs):
                           text=True, timeout=300, **kwargs)
 
 
-# the lines a command prints before any unit (reports._start's, the run's listing and count): not errors
-START_LINE = re.compile(r"^(sms-langevin \w+: starting |\w[\w-]*: (\d+ units to run; |listing the units ))")
+START_LINE = STATUS_LINE  # the lines a command prints before any unit: not errors
 
 
 def one_line_error(proc, *words):
@@ -311,7 +311,6 @@ def test_units_skipped_for_an_absent_library_are_not_done_on_resume(tmp_path):
 
 
 def test_rerun_hints_quote_an_out_folder_with_spaces(tmp_path):
-    import re
     import shlex
 
     out = tmp_path / "my results; $HOME"

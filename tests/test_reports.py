@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import message_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -155,7 +156,7 @@ def test_html_report_in_headless_chromium(toured_run):
 def test_bad_input_is_one_line_and_exit_2(args, message):
     proc = cli(args)
     assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
+    lines = message_lines(proc.stderr)
     assert len(lines) == 1 and message in lines[0], proc.stderr
 
 
@@ -165,7 +166,7 @@ def test_corrupt_unit_is_reported_and_recomputed(tmp_path, reference_run):
     victim = unit_files(out)[0]
     victim.write_text(victim.read_text()[:40])
     proc = cli(["report", "--out", str(out)])
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.returncode == 2 and len(message_lines(proc.stderr)) == 1
     assert "unreadable" in proc.stderr or "checksum" in proc.stderr
     resumed = cli(["run", "all", "--out", str(out), "--resume"])
     assert resumed.returncode == 0, resumed.stderr
