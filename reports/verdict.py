@@ -45,17 +45,40 @@ class Verdict:
             raise ValueError("a verdict needs its reason")
 
     def text(self) -> str:
-        """``"<outcome>: <reason> (<numbers>)"`` in one line."""
+        """The verdict in one line.
+
+        Returns
+        -------
+        str
+            ``"<outcome>: <reason> (<numbers>)"`` (without the parentheses where there are no numbers).
+        """
         return f"{self.outcome}: {self.reason}" + (f" ({self.numbers})" if self.numbers else "")
 
     def as_dict(self) -> dict:
-        """The verdict as a JSON-serializable dict (``outcome``, ``reason``, ``numbers``)."""
+        """The verdict as data, for a figure's ``metadata.json``.
+
+        Returns
+        -------
+        dict
+            ``{"outcome", "reason", "numbers"}``, JSON-serializable.
+        """
         return asdict(self)
 
 
 def worst(verdicts) -> str:
-    """The outcome of several sub-claims taken together: ``does not hold`` if any does not, else
-    ``not testable at this preset`` if any is not testable, else ``holds`` (no sub-claim: not testable)."""
+    """The outcome of several sub-claims taken together.
+
+    Parameters
+    ----------
+    verdicts : iterable of Verdict or str
+        The sub-claims' verdicts, or their outcomes.
+
+    Returns
+    -------
+    str
+        ``does not hold`` if any does not, else ``not testable at this preset`` if any is not testable (or
+        there is none), else ``holds``.
+    """
     outcomes = [v if isinstance(v, str) else v.outcome for v in verdicts]
     if not outcomes:
         return NOT_TESTABLE
