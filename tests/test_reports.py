@@ -113,7 +113,8 @@ def test_tour_command_writes_pages_linked_from_the_report(toured_run):
 
 def test_tour_bad_notebook_is_one_line_and_exit_2(tmp_path):
     proc = cli(["tour", "--out", str(tmp_path), "nope"])
-    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no tour notebook" in proc.stderr
+    lines = message_lines(proc.stderr)
+    assert proc.returncode == 2 and len(lines) == 1 and "no tour notebook" in lines[0], proc.stderr
 
 
 def images_loaded(browser, flags, page: Path) -> None:
