@@ -22,6 +22,12 @@ SHARED_XRAY = DEV_DATA / "pneumoniamnist-subset.npz"
 # ``medmnist`` saves ``<name>.npz`` (28 x 28) in ``~/.medmnist`` (its ``DEFAULT_ROOT``, the home folder
 # from ``os.path.expanduser``; the package reads no environment variable to move it)
 MEDMNIST_HOME = (".medmnist",)
+# MedMNIST's 28 x 28 files on Zenodo (the record the medmnist package downloads from), and the MD5 of
+# those whose checksum the package lists and this project has checked
+MEDMNIST_URL = "https://zenodo.org/records/10519652/files/{name}.npz?download=1"
+MEDMNIST_MD5 = {"pneumoniamnist": "28209eda62fecd6e6a2d98b1501bb15f"}
+# how a message names the ways to give a data folder (the command line's option, the argument, the variable)
+GIVE_FOLDER = f"pass that folder (the command line's --data-dir, or data_dir=) or set {DATA_DIR_ENV} to it"
 
 
 def _search_dirs(data_dir, *, medmnist: bool) -> list[tuple[Path | None, str]]:
@@ -110,11 +116,12 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
         for file in () if folder is None else (f"{name}.npz", f"{name}-subset.npz"):
             if (folder / file).is_file():
                 return folder / file
-    cls = MEDMNIST[name].name
-    raise DataError(f"{name}.npz not found; looked in {_looked(dirs)}. To get it: pip install medmnist, then "
-                    f"python -c \"import medmnist; medmnist.{cls}(split='train', download=True)\" (saves "
-                    f"~/.medmnist/{name}.npz); or put {name}.npz in a folder and set {DATA_DIR_ENV} to it "
-                    f"(or pass its path)")
+    cls, md5 = MEDMNIST[name].name, MEDMNIST_MD5.get(name)
+    raise DataError(f"{name}.npz not found; looked in {_looked(dirs)}. To get it: download "
+                    f"{MEDMNIST_URL.format(name=name)}{f' (MD5 {md5})' if md5 else ''} as {name}.npz into a folder "
+                    f"and {GIVE_FOLDER}; or, with the medmnist package (pip install medmnist, which also installs "
+                    f"torch, torchvision, pandas and scikit-image), python -c \"import medmnist; medmnist.{cls}("
+                    f"split='train', download=True)\" saves ~/.medmnist/{name}.npz, found there")
 
 
 def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = None) -> Path:
@@ -157,5 +164,5 @@ def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = N
     if explicit and path.exists():
         return path
     where = f"; also looked in {_looked(dirs)}" if dirs else ""
-    raise DataError(f"{path}: not found{where}. Put it in a folder and set {DATA_DIR_ENV} to that folder "
-                    f"(or pass its full path); nothing is downloaded")
+    raise DataError(f"{path}: not found{where}. Put it in a folder and {GIVE_FOLDER} (or pass its full path); "
+                    f"nothing is downloaded")

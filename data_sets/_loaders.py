@@ -207,7 +207,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     ``size``. ``folder`` holds ``list_attr_celeba.txt`` and ``img_align_celeba/`` (the images);
     images with both or neither attribute are left out. ``list_eval_partition.txt`` (0 train, 1 val,
     2 test) gives the split when present (val joins train), else a seeded random split; ``max_images``
-keeps that many (with a partition: the first of each split, about ``test_fraction`` of them test).
+    keeps that many (with a partition: the first of each split, about ``test_fraction`` of them test).
 
     Parameters
     ----------

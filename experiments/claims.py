@@ -5,6 +5,7 @@ from __future__ import annotations
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import TEXT, ListOf, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 from theory_checks import _claims as claims
 
 ORDER = 80  # its place in the registry, the list and the report
@@ -29,6 +30,22 @@ def draw(results: list, preset: str) -> Drawing:
                    texts={"claims.md": claims.markdown(rows, preset)}, table="claims.md")
 
 
+def verdict(results: list, preset: str) -> Verdict:
+    """Every claim row's own verdict taken together: does not hold if a row fails, holds otherwise
+    (rows measured without a claim do not count)."""
+    rows = [r for _, res in results for r in res["rows"]]
+    failed = [r["claim"] for r in rows if r["verdict"] == claims.FAILS]
+    judged = [r for r in rows if r["verdict"] != claims.NOT_ASSERTED]
+    numbers = (f"{len(judged) - len(failed)} of {len(judged)} claims hold, {len(rows) - len(judged)} rows "
+               "measured without a claim")
+    if failed:
+        return Verdict(DOES_NOT_HOLD, f"{len(failed)} claim{'s' if len(failed) != 1 else ''} fail: {'; '.join(failed)}",
+                       numbers)
+    if not judged:
+        return Verdict(NOT_TESTABLE, "no row of this run carries a claim", numbers)
+    return Verdict(HOLDS, "no claim of the table fails (each row's rule is given under the table)", numbers)
+
+
 EXPERIMENT = Experiment(
     ID="claims",
     TITLE="Claims table: every claim of the design, measured",
@@ -40,6 +57,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import ANY, BOOL, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 
 ORDER = 60  # its place in the registry, the list and the report
 _LADDER = Nullable(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))))
@@ -112,6 +113,8 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
+    from theory_checks.adapters._analysis import FIT_MARGIN
+
     targets = list(dict.fromkeys([t["target"] for t in toolkit] + [r["target"] for r in records]))
     plans = list(dict.fromkeys(p for t in toolkit for by_plan in t["ladders"].values() for p in by_plan))
     colors = plt.get_cmap("tab10").colors
@@ -133,26 +136,40 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
                                 label=f"toolkit {scheme.upper()} (exact oracle)")
             for r in (r for r in records if r["target"] == target and plan in r["plans"]):
                 m = r["plans"][plan]
-                pts = [(h, e) for h, e in zip(m["hs"], m["errors"], strict=True) if e]
+                drawn = [(h, e, n) for h, e, n in zip(m["hs"], m["errors"], m["noise"], strict=True) if e]
+                pts = [(h, e) for h, e, _ in drawn]
                 color = colors[samplers.index(r["sampler"]) % len(colors)]
                 planted = r["library"] == "planted"
-                if pts:
-                    slope = "" if m["slope"] is None else f" ({m['slope']:.2f})"
+                if pts:  # filled where the bias stands FIT_MARGIN noise levels up (what a slope may use)
+                    above = [i for i, (_, e, n) in enumerate(drawn) if n is not None and e >= FIT_MARGIN * n]
+                    slope = "" if m["slope"] is None else f", slope {m['slope']:.2f}"
                     ax.plot(*zip(*pts, strict=True), "--" if planted else "-", marker="o", ms=4, color=color,
-                            label=r["sampler"] + slope)
+                            markevery=above, label=r["sampler"] + slope)
+                    within = [p for i, p in enumerate(pts) if i not in above]
+                    if within:
+                        ax.plot(*zip(*within, strict=True), "o", ms=4, mfc="white", color=color)
             ax.set(xscale="log", yscale="log", title=f"{target} target, plan {plan}", xlabel="h")
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             # 8 pt: readable where the report's page shrinks the figure to its width
-            ax.legend(fontsize=8, title="sampler (slope)", title_fontsize=8, loc="upper center",
+            ax.legend(fontsize=8, title="sampler", title_fontsize=8, loc="upper center",
                       bbox_to_anchor=(0.5, -0.16), frameon=False)
         row[0].set_ylabel("|stationary bias| (whitened)")
-    note = ("Points below the Monte Carlo noise are not drawn. Skipped (library not installed): "
-            + ", ".join(sorted({s["sampler"] for s in skipped}))) if skipped else \
-        "Points below the Monte Carlo noise are not drawn."
+    note = (f"Filled points: the bias stands {FIT_MARGIN:g} Monte Carlo noise levels up (a slope is fitted on "
+            f"two or more); hollow: within the noise; a bias indistinguishable from zero is not drawn."
+            + (" Skipped (library not installed): " + ", ".join(sorted({s["sampler"] for s in skipped}))
+               if skipped else ""))
     controls = control_note(records)
     fig.text(0.01, 0.005, note + ("\n" + controls if controls else ""), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05 if controls else 0.03, 1, 1))
     return fig
+
+
+def checks_left(rec: dict) -> str:
+    """The checks of a measured sampler that did not pass, in parentheses: ``FAILED`` ones, then
+    ``inconclusive`` ones (no verdict); ``""`` where all passed."""
+    parts = ([f"FAILED: {', '.join(rec['failed'])}"] if rec.get("failed") else []) \
+        + ([f"inconclusive: {', '.join(rec['inconclusive'])}"] if rec.get("inconclusive") else [])
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def draw(results: list, preset: str) -> Drawing:
@@ -166,7 +183,7 @@ def draw(results: list, preset: str) -> Drawing:
     for r in records:
         orders = ", ".join(f"{p} {order_class(r, p)}" for p in r["plans"])
         verdicts.append(f"{r['sampler']} on {r['target']}: {orders}; the symmetric sweep {sms_effect(r)}"
-                        + ("" if r["ok"] else f" (FAILED: {', '.join(r['failed'])})"))
+                        + checks_left(r))
     measured = "; ".join(verdicts) + "." if verdicts else "No sampler measured."
     controls = control_note(records)
     if controls:
@@ -176,6 +193,34 @@ def draw(results: list, preset: str) -> Drawing:
                      + f" ({skipped[0]['skipped']}).")
     return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
                    tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})
+
+
+def verdict(results: list, preset: str) -> Verdict:
+    """Each measured library sampler's checks against its expected order (its record's ``failed`` and
+    ``inconclusive``), and each positive control detected: does not hold where a sampler's check failed or
+    a control passed every limit check; not testable where a check or a control was inconclusive at this
+    level, or no library sampler was measured (none installed); holds otherwise."""
+    from theory_checks.adapters._conformance import control_verdict, is_control
+
+    records = [res for _, res in results if res["sampler"] != "toolkit" and "skipped" not in res]
+    real = [r for r in records if not is_control(r)]
+    controls = {f"{r['sampler']} on {r['target']}": control_verdict(r) for r in records if is_control(r)}
+    failed = [f"{r['sampler']} on {r['target']}{checks_left(r)}" for r in real if r.get("failed")]
+    missed = [f"{k}: {v}" for k, v in controls.items() if v.startswith("NOT DETECTED: every")]
+    unsure = [f"{r['sampler']} on {r['target']}{checks_left(r)}" for r in real if r.get("inconclusive")]
+    unsure += [f"{k}: {v}" for k, v in controls.items() if v.startswith("NOT DETECTED: level")]
+    numbers = (f"{len(real)} library samplers measured, {len(failed)} with a failed check, {len(unsure)} "
+               f"inconclusive; {len(controls)} positive controls")
+    if failed or missed:
+        return Verdict(DOES_NOT_HOLD, "measured against the expected orders: " + "; ".join(failed + missed), numbers)
+    if not real:
+        return Verdict(NOT_TESTABLE, "no library sampler was measured here (posteriors and BlackJAX not installed)",
+                       numbers)
+    if unsure:
+        return Verdict(NOT_TESTABLE, "no check failed, but these could not decide at this level: "
+                       + "; ".join(unsure), numbers)
+    return Verdict(HOLDS, "every library sampler passed its checks against its expected order and every "
+                   "positive control was detected", numbers)
 
 
 EXPERIMENT = Experiment(
@@ -203,6 +248,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT"]

@@ -9,6 +9,7 @@ from integrators import PLANS, SCHEMES, GaussianTarget
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import NUMBER, ListOf, Nullable, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 from theory_checks.orders import weak_order
 
 ORDER = 20  # its place in the registry, the list and the report
@@ -78,6 +79,41 @@ def draw(results: list, preset: str) -> Drawing:
                    tables={"weak_orders": table})
 
 
+def verdict(results: list, preset: str) -> Verdict:
+    """The claim judged by the claims table's rule (:func:`theory_checks._verify.weak_order_verdict`): each
+    scheme x plan with an asserted weak order has its slope on the four finest h within the tolerance of
+    it, or its declared exact law; and EM x full is unstable at h = 1/4."""
+    from theory_checks._declared import asserted, expected_weak_order
+    from theory_checks._verify import WEAK_TOL, exact_x_declared, target_scale, weak_order_verdict
+
+    scale = target_scale(GaussianTarget.one_d_example())
+    failed, held = [], []
+    for unit, res in results:
+        scheme, plan = unit["scheme"], unit["plan"]
+        errors = [np.nan if b is None else abs(b) for b in res["bias"]]
+        name = f"{scheme.upper()} x {plan}"
+        if exact_x_declared(scheme, plan):
+            passed, measured = weak_order_verdict(res["hs"], errors, None, scale, exact_declared=True)
+        elif asserted(scheme, plan) and expected_weak_order(scheme, plan) is not None:
+            passed, measured = weak_order_verdict(res["hs"], errors, expected_weak_order(scheme, plan), scale)
+            name += f" (order {expected_weak_order(scheme, plan):g})"
+        else:
+            continue
+        (held if passed else failed).append(f"{name}: {measured}")
+    em = [res for unit, res in results if unit["scheme"] == "em" and unit["plan"] == "full"]
+    if em:
+        (held if 0.25 in em[0]["unstable"] else failed).append(
+            f"EM x full at h = 1/4: {'unstable' if 0.25 in em[0]['unstable'] else 'stable'}")
+    rule = f"slope on the four finest h within {WEAK_TOL:g} of the asserted order, or the declared exact law"
+    if failed:
+        return Verdict(DOES_NOT_HOLD, f"{len(failed)} of {len(failed) + len(held)} asserted claims miss: {rule}",
+                       "; ".join(failed))
+    if not held:
+        return Verdict(NOT_TESTABLE, "no scheme x plan of this run carries an asserted weak order")
+    return Verdict(HOLDS, f"all {len(held)} asserted claims: {rule} (exact oracle, no Monte Carlo error)",
+                   "; ".join(held))
+
+
 EXPERIMENT = Experiment(
     ID="weak_orders",
     TITLE="Exact stationary variance bias against h, every scheme x plan (1-D example)",
@@ -89,6 +125,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT"]

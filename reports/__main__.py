@@ -1,3 +1,3 @@
-from reports._cli import entry
+from reports._start import entry
 
 entry()

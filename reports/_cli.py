@@ -25,14 +25,15 @@ import threading
 import time
 from pathlib import Path
 
+from integrators._install import install_command
 from integrators._validation import seed_value
 from reports import registry, schema
 from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, out_path
 from reports._executor import SchedulerError, check_scheduler, execute, local_cores
-from reports._progress import Progress
-from reports._run_record import read_run
+from reports._progress import Progress, describe_unit, interleave
+from reports._run_record import read_left_out, read_run
 from reports._runmeta import fingerprint
 from reports.drawing import Drawing, write_drawing, write_metadata
 from reports.registry import _absent_input
@@ -47,6 +48,7 @@ from reports.store import (
     own_tree,
     unit_seed,
 )
+from reports.verdict import NOT_TESTABLE, Verdict
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -123,11 +125,28 @@ def _select(ids, figures):
     return ids
 
 
+def listed_presets(mod) -> list[str]:
+    """The presets ``list`` gives a figure's units and cost at: every preset of :data:`registry.PRESETS`
+    (``tiny`` included, where the figure runs its quick level), then the figure's own others."""
+    return list(dict.fromkeys([*registry.PRESETS, *mod.PRESETS]))
+
+
+def _level_words(mod, preset: str) -> str:
+    level = registry.module_preset(mod, preset)
+    return "" if level == preset else f" (runs its {level} level)"
+
+
 def cmd_list(args, figures) -> int:
     for fid, mod in figures.items():
-        cost = ", ".join(f"{k}: {v}" for k, v in mod.COST.items())
+        presets = listed_presets(mod)
+        counts = {}
+        for p in presets:
+            level = registry.module_preset(mod, p)
+            counts.setdefault(level, len(mod.units(level)))
+        cost = ", ".join(f"{p}{_level_words(mod, p)}: {mod.COST[registry.module_preset(mod, p)]}" for p in presets)
         lack = registry.lacking(mod)
-        units = f"units (quick): {len(mod.units('quick'))}" + (f" ({lack})" if lack else "")
+        units = "units: " + ", ".join(f"{p} {counts[registry.module_preset(mod, p)]}" for p in presets) \
+            + (f" ({lack})" if lack else "")
         print(f"{fid:14s} {mod.TITLE}\n{'':14s} claim: {mod.CLAIM}\n{'':14s} {units}; cost: {cost}")
     print("\ncosts: on 2 idle cores; unless a cost says so, with the kernels already compiled: the first run after "
           "installing also compiles them (about 30 s more per figure, in each worker process)")
@@ -146,7 +165,7 @@ def _backend_options(args, ids, figures) -> dict:
     try:
         from integrators.torch._chains import resolve_device
     except ImportError:
-        raise CliError("--backend torch needs torch: pip install 'sms-langevin[torch]'") from None
+        raise CliError(f"--backend torch needs torch: {install_command('torch')}") from None
     try:
         device = resolve_device(args.device)
     except ValueError as exc:
@@ -167,14 +186,16 @@ def cmd_run(args, figures) -> int:
         seed_value(args.seed, "--seed")
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    ids, not_run = registry.runnable(figures, _select(args.ids, figures))  # those an absent extra leaves out
+    asked = _select(args.ids, figures)
+    ids, not_run = registry.runnable(figures, asked)  # those an absent extra leaves out
+    left_out = {fid: registry.lacking(figures[fid]) for fid in asked if fid not in ids}  # said in the report
     if not ids:
         raise CliError(not_run)
     check_preset(args.preset, figures, ids)
     backend = _backend_options(args, ids, figures)
     if (args.scheduler is not None or args.local_dask) and not _importable("dask", "distributed"):
         raise CliError(f"{'--scheduler' if args.scheduler else '--local-dask'} needs dask.distributed: "
-                       f"pip install 'sms-langevin[dask]'")
+                       f"{install_command('dask')}")
     if args.scheduler is not None:
         problem = check_scheduler(args.scheduler)
         if problem:
@@ -184,7 +205,7 @@ def cmd_run(args, figures) -> int:
     check_out(out)  # creates the folder: only once every argument has passed its checks
     with _lock(out):
         try:
-            code = _run_locked(args, figures, ids, out, backend)
+            code = _run_locked(args, figures, ids, out, backend, left_out)
         except CliError as exc:
             raise CliError(f"{exc}; {not_run}" if not_run else str(exc)) from None
     if not_run:  # the others ran and are in the report, but the run is not all that was asked
@@ -241,7 +262,8 @@ def _absent_inputs(figures, tasks) -> list:
     return absent
 
 
-def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
+def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) -> int:
+    print(f"{args.preset}: listing the units of {', '.join(ids)} (and which are done)", file=sys.stderr, flush=True)
     store = Store(out)
     store.remove_stale_temporaries()
     tasks, prints = [], {}
@@ -298,7 +320,11 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
             save(task, {"missing": why}, 0.0)
         skip = {id(task) for task, _ in no_data}
         tasks = [task for task in tasks if id(task) not in skip]
-    progress = Progress(len(tasks), label=f"{args.preset}")
+    # two units of every figure first: the estimate of the time left waits until each figure is timed
+    kinds = [by_module[task[0]] for task in tasks]
+    order = interleave(kinds)
+    tasks, kinds = [tasks[i] for i in order], [kinds[i] for i in order]
+    progress = Progress(len(tasks), label=f"{args.preset}", kinds=kinds)
     from integrators._disk_cache import describe_state
     print(f"{args.preset}: {len(tasks)} units to run; {describe_state()}", file=sys.stderr, flush=True)
     if args.resume:
@@ -306,12 +332,12 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     try:
         for task, result, seconds in execute(tasks, args.workers, args.scheduler, args.local_dask):
             fid, unit = save(task, result, seconds)
-            progress.advance(f"{fid} {unit}")
+            progress.advance(describe_unit(fid, unit), kind=fid, seconds=seconds)
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
-    run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
+    run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
     _write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
-    build_outputs(out, figures, ids, args.preset, args.seed, backend)
+    build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)
     print(f"report: {out / 'report' / 'index.html'}")
     if absent:  # drawn (the figure says what is absent), but not a success
         raise CliError(f"{absent[0][0]}: {len(absent)} unit{'s' if len(absent) > 1 else ''} found no data "
@@ -359,22 +385,32 @@ def _shown(value) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
-def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None) -> None:
+def build_outputs(out: Path, figures, ids, preset, run_seed: int, backend: dict | None = None,
+                  left_out: dict | None = None) -> None:
     """Draw the figures ``ids`` into ``out/report`` from the units persisted in ``out``, each checked to come
-    from ``preset``, ``run_seed``, ``backend`` (``{}``: Numba) and the current code; the report is staged and
-    swapped in whole (:mod:`reports._report`)."""
+    from ``preset``, ``run_seed``, ``backend`` (``{}``: Numba) and the current code, and name those
+    ``left_out`` of the run (``{id: why}``); the report is staged and swapped in whole
+    (:mod:`reports._report`)."""
     from reports._report import remove_stale_staging, staging_folder, swap_in
     remove_stale_staging(out)
     staging = staging_folder(out)
     try:
-        _draw_into(staging, out, figures, ids, preset, run_seed, backend)
+        _draw_into(staging, out, figures, ids, preset, run_seed, backend, left_out)
         swap_in(staging, out / "report")
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
 
 
-def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None) -> None:
+def _verdict(mod, results, level):
+    """The figure's :class:`reports.verdict.Verdict` (its ``verdict``), or one saying it declares none."""
+    if mod.verdict is None:
+        return Verdict(NOT_TESTABLE, f"{mod.module} declares no verdict for its claim")
+    return mod.verdict(results, level)
+
+
+def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None,
+               left_out: dict | None = None) -> None:
     """Draw the figures of ``ids`` and the index from the units in ``out`` into ``report_dir``."""
     from reports._report import write_report
     backend = backend or {}
@@ -411,6 +447,10 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
                            f"{_shown(drawing)}; the report in {out} is left as it was")
+        verdict = _verdict(mod, results, level)
+        if not isinstance(verdict, Verdict):
+            raise CliError(f"{fid}: verdict (in {mod.module}) must return a reports.verdict.Verdict, got "
+                           f"{_shown(verdict)}; the report in {out} is left as it was")
         files = write_drawing(drawing, report_dir / fid)
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
@@ -423,13 +463,14 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if clash:  # a figure's facts never replace the run's own record
             raise CliError(f"{fid}: draw's metadata repeats the run's keys {clash}")
         figure_meta.update(drawing.metadata)
+        figure_meta["verdict"] = verdict.as_dict()
         write_metadata(report_dir / fid / "metadata.json", figure_meta)
-        info = {"files": files + ["metadata.json"], "measured": drawing.measured}
+        info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict}
         if drawing.table:
             info["table"] = drawing.table
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},
                       "wall": sum(m.get("wall_seconds", 0.0) for m in metas)}
-    write_report(report_dir, drawn, preset)
+    write_report(report_dir, drawn, preset, left_out)
 
 
 def cmd_report(args, figures) -> int:
@@ -445,7 +486,8 @@ def cmd_report(args, figures) -> int:
         not_run = registry.runnable(figures, ids)[1]  # REQUIRES covers a figure's run and its draw alike
         if not_run:
             raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
-        build_outputs(out, figures, ids, preset, seed, backend)
+        left_out = {fid: why for fid, why in read_left_out(out).items() if fid not in ids}
+        build_outputs(out, figures, ids, preset, seed, backend, left_out)
     print(f"report: {out / 'report' / 'index.html'}")
     return 0
 

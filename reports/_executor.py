@@ -39,6 +39,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 
 from integrators._backends import local_cores
+from integrators._install import install_command
 
 SCHEDULER_PROTOCOLS = ("tcp", "tls")
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a scheduler's port to accept a connection
@@ -247,7 +248,7 @@ def _dask(tasks, workers, scheduler):
         from dask.distributed import Client, LocalCluster
         from dask.distributed import as_completed as dask_completed
     except ImportError:
-        raise SchedulerError("the Dask executor needs dask.distributed: pip install 'sms-langevin[dask]'") from None
+        raise SchedulerError(f"the Dask executor needs dask.distributed: {install_command('dask')}") from None
     if not tasks:
         return
     cluster = client = None

@@ -62,12 +62,17 @@ def library_version(name: str) -> str:
         return "absent"
 
 
+def code_metadata() -> dict:
+    """The code and the machine: git commit, this package's version and where its code came from,
+    interpreter, platform and library versions (every output records these)."""
+    return {"git_commit": git_commit(), "sms_langevin": package_version(), "code": code_source(),
+            "python": sys.version.split()[0], "platform": platform.platform(),
+            **{name: library_version(name) for name in LIBRARIES}}
+
+
 def metadata(seed: int, preset: str) -> dict:
-    """Seed, preset, git commit, this package's version and where its code came from, interpreter,
-    platform, library versions and creation time."""
-    return {"seed": seed, "preset": preset, "git_commit": git_commit(), "sms_langevin": package_version(),
-            "code": code_source(), "python": sys.version.split()[0],
-            "platform": platform.platform(), **{name: library_version(name) for name in LIBRARIES},
+    """Seed, preset, :func:`code_metadata` and creation time."""
+    return {"seed": seed, "preset": preset, **code_metadata(),
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
 
 

@@ -21,7 +21,7 @@ import secrets
 import shutil
 from pathlib import Path
 
-from reports._metadata import LIBRARIES
+from reports._metadata import code_metadata
 from reports.drawing import write_metadata
 from reports.store import own_path
 from tour._page_style import CHECK_SCRIPT, STYLE
@@ -103,7 +103,7 @@ def _md_table_to_html(md: str) -> str:
     out = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
     for r in rows:
         verdict = r[-1] if r else ""
-        cls = "fails" if verdict == "fails" else ("holds" if verdict.startswith("holds") else "")
+        cls = "fails" if verdict in ("fails", "does not hold") else ("holds" if verdict.startswith("holds") else "")
         out.append(f"<tr class='{cls}'>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>")
     out.append("</table>")
     return "\n".join(out)
@@ -154,15 +154,36 @@ def _table_body(table_md: str) -> str:
     return "\n".join(lines)
 
 
-def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
+CLAIMS_ID = "claims"  # the section that also tabulates every figure's verdict
+
+
+def _css(verdict) -> str:
+    from reports.verdict import DOES_NOT_HOLD, HOLDS
+    return {HOLDS: "holds", DOES_NOT_HOLD: "fails"}.get(verdict.outcome, "untested")
+
+
+def figure_verdicts_markdown(drawn: dict, verdicts: dict) -> str:
+    """One row per figure of ``drawn``: its claim's verdict (``verdicts``, ``{id: Verdict}``), reason and numbers."""
+    lines = ["| figure | reason | numbers | verdict |", "|---|---|---|---|"]
+    for fid, v in verdicts.items():
+        cells = [drawn[fid]["module"].TITLE, v.reason, v.numbers or "-", v.outcome]
+        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | None = None) -> None:
     """Write ``index.md``, ``index.html`` and ``metadata.json`` into ``report_dir``: introduction, contents, one
     section per figure of ``drawn`` (``{id: {"module", "info", "meta", "wall"}}``, in report order; files
-    already in ``report_dir/<id>``)."""
+    already in ``report_dir/<id>``), and the figures asked for but ``left_out`` of the run (``{id: why}``)."""
     report_dir.mkdir(parents=True, exist_ok=True)
+    left_out = left_out or {}
     any_meta = next((d["meta"] for d in drawn.values() if d["meta"]), {})
-    meta = {k: any_meta.get(k) for k in ("git_commit", "python", *LIBRARIES, "platform", "run_seed")}
+    # the code that computed the units, as each figure records it (the code drawing them where none is drawn)
+    meta = {k: any_meta.get(k, "not recorded") if any_meta else v for k, v in code_metadata().items()}
+    meta["run_seed"] = any_meta.get("run_seed")
     meta["preset"] = preset
     meta["compute_seconds"] = {fid: round(d["wall"], 1) for fid, d in drawn.items()}
+    meta["left_out"] = dict(left_out)
     run = _run_record(report_dir, drawn)
     toured = (report_dir / "tour" / "index.html").exists()  # written by `sms-langevin tour`
     command = _regenerate(preset, run, drawn)
@@ -170,16 +191,20 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     smaller = {fid for fid, d in drawn.items() if section_preset(d["module"], preset) != preset}
     intro = (f"This report reruns the experiments of the SMS-Langevin toolkit (the paper's claims on symmetric "
              f"minibatch splitting for kinetic Langevin samplers) at the preset {preset}{seed}. Each section is "
-             "one figure or table: the paper's claim, what this run measured, and its data files (CSV, PDF, "
-             "metadata.json). A preset smaller than full runs smaller problems with fewer samples: read each "
-             "measurement with its section's preset (the BNN section says when its preset cannot test the claim)"
+             "one figure or table: its verdict on the paper's claim (holds, does not hold, or not testable at this "
+             "preset, with the reason and the numbers), the claim, what this run measured, and its data files (CSV, "
+             "PDF, metadata.json). A preset smaller than full runs smaller problems with fewer samples: read each "
+             "measurement with its section's preset"
              + (f"; sections without a {preset} level of their own run their quick level, as each says" if smaller
                 else "") + ".")
     regen = (f"Regenerate it with `{command}` (OUT: the folder holding this report), or redraw it from the "
              "saved results with `sms-langevin report --out OUT`.")
-    contents = [(fid, d["module"].TITLE) for fid, d in drawn.items()]
+    verdicts = {fid: d["info"]["verdict"] for fid, d in drawn.items()}
+    contents = [(fid, f"{d['module'].TITLE} ({verdicts[fid].outcome})") for fid, d in drawn.items()]
     if toured:
         contents.append(("tour", "Guided tour"))
+    if left_out:
+        contents.append(("left-out", f"Not in this report: {', '.join(left_out)}"))
     contents.append(("metadata", "Run metadata"))
     md = [f"# SMS-Langevin report (preset `{preset}`)", "", intro, "", regen, "", "Contents:", ""]
     md += [f"- [{title}](#{anchor})" for anchor, title in contents] + [""]
@@ -192,8 +217,12 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     for fid, d in drawn.items():
         mod, info = d["module"], d["info"]
         ran = section_preset(mod, preset)
-        md += [f"<a id='{fid}'></a>", "", f"## {mod.TITLE}", "", f"Preset: {ran}.", ""]
+        verdict = verdicts[fid]
+        md += [f"<a id='{fid}'></a>", "", f"## {mod.TITLE}", "", f"**Verdict: {verdict.text()}**", "",
+               f"Preset: {ran}.", ""]
         body.append(f"<h2 id='{fid}'>{html.escape(mod.TITLE)}</h2>")
+        body.append(f"<p class='verdict {_css(verdict)}'><b>Verdict: {html.escape(verdict.outcome)}</b>: "
+                    f"{html.escape(verdict.text().split(': ', 1)[1])}</p>")
         body.append(f"<p class='preset'>Preset: {html.escape(ran)}.</p>")
         pngs = [f for f in info["files"] if f.endswith(".png")]
         others = [f for f in info["files"] if not f.endswith(".png")]
@@ -213,12 +242,23 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
             table_md = (report_dir / fid / info["table"]).read_text()
             md += [_table_body(table_md), ""]
             body.append(_md_table_to_html(table_md))
+        if fid == CLAIMS_ID:  # the figures' verdicts beside the claims table: the objects the sections print
+            table_md = figure_verdicts_markdown(drawn, verdicts)
+            md += ["The figures' verdicts (each figure's section opens with its own):", "", table_md, ""]
+            body.append("<p>The figures' verdicts (each figure's section opens with its own):</p>"
+                        + _md_table_to_html(table_md))
     if toured:
         md += ["<a id='tour'></a>", "", "## Guided tour", "", "[Notebooks with exercises, executed](tour/index.html)",
                ""]
         body.append("<h2 id='tour'>Guided tour</h2><p><a href='tour/index.html'>Notebooks with exercises, "
                     "executed</a>: kinetic Langevin, stochastic gradients, bias, strong order, Figure 1, a Bayesian "
                     "neural network, verifying your own sampler.</p>")
+    if left_out:
+        why = [f"{fid}: {reason}" for fid, reason in left_out.items()]
+        md += ["<a id='left-out'></a>", "", "## Not in this report", "",
+               "Asked for, but not run here, and why:", "", *(f"- {w}" for w in why), ""]
+        body += ["<h2 id='left-out'>Not in this report</h2><p>Asked for, but not run here, and why:</p><ul>"
+                 + "".join(f"<li>{html.escape(w)}</li>" for w in why) + "</ul>"]
     meta_text = json.dumps(meta, indent=2)
     md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
     body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]

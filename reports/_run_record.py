@@ -47,6 +47,18 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
     return preset, seed, ids, backend
 
 
+def read_left_out(out: Path) -> dict:
+    """The figures the run in ``out`` was asked for but left out, and why (``run.json``'s ``left_out``,
+    ``{id: reason}``); ``{}`` where none is recorded or the file is unreadable."""
+    try:
+        value = json.loads((out / "run.json").read_text()).get("left_out", {})
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
 def infer_run(out: Path, figures) -> dict:
     """Ids, preset and seed of a run whose ``run.json`` is lost, read from its unit files."""
     ids, fprint = [], {}

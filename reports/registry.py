@@ -89,6 +89,11 @@ class Experiment:
     draw : callable
         ``draw(results, preset) -> reports.drawing.Drawing`` (figures, tables, texts, measured
         numbers) from the ``(unit, result)`` pairs.
+    verdict : callable or None, default None
+        ``verdict(results, preset) -> reports.verdict.Verdict``: how its claim is judged from the same
+        pairs (holds, does not hold, not testable at this preset, with the reason and the numbers).  The
+        report prints it atop the section, in the contents and in the claims section; a figure that
+        declares none says so there.  Every figure of ``experiments`` declares one.
     BACKENDS : tuple of str, default ()
         The kernels it offers (the command line adds the chosen one to its units).
     REQUIRES : tuple of str, default ()
@@ -134,6 +139,7 @@ class Experiment:
     LIBRARIES: tuple = ()
     missing_input: Callable | None = None
     inputs: Callable | None = None
+    verdict: Callable | None = None
     module: str | None = None
 
     CONSTRAINTS = {
@@ -143,7 +149,7 @@ class Experiment:
         "RESULT": instance_of(Schema, "a reports.schema.Schema (e.g. Record(...))"),
         "units": _FUNCTION, "run_unit": _FUNCTION, "draw": _FUNCTION,
         "BACKENDS": _NAMES, "REQUIRES": _NAMES, "LIBRARIES": _NAMES,
-        "missing_input": optional(_FUNCTION), "inputs": optional(_FUNCTION),
+        "missing_input": optional(_FUNCTION), "inputs": optional(_FUNCTION), "verdict": optional(_FUNCTION),
         "module": optional(_TEXT),
     }
     VALID_EXAMPLE = {"ID": "example", "TITLE": "An example", "CLAIM": "None.",
@@ -281,12 +287,14 @@ EXTRAS = {"torch": "torch", "jupytext": "tour", "nbclient": "tour", "nbconvert":
 
 def install_hint(module: str) -> str:
     """What to install for ``module`` (an importable name): its extra (:data:`EXTRAS`) where it has one,
-    e.g. ``"needs the torch extra: pip install 'sms-langevin[torch]'"``, else
-    ``"needs <module>, which is not installed"``."""
+    e.g. ``"needs the torch extra: pip install -e '.[torch]'"`` (the command that works from here:
+    :func:`integrators._install.install_command`), else ``"needs <module>, which is not installed"``."""
+    from integrators._install import install_command
+
     extra = EXTRAS.get(module.split(".")[0])
     if extra is None:
         return f"needs {module}, which is not installed"
-    return f"needs the {extra} extra: pip install 'sms-langevin[{extra}]'"
+    return f"needs the {extra} extra: {install_command(extra)}"
 
 
 def lacking(mod) -> str | None:
@@ -306,7 +314,7 @@ def lacking(mod) -> str | None:
 def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     """``(ids, note)``: the figures of ``ids`` this installation can run (their ``REQUIRES`` installed, in
     order), and one line naming the others and what they need (None when all can run), e.g.
-    ``"bnn not run: needs the torch extra: pip install 'sms-langevin[torch]'"``."""
+    ``"bnn not run: needs the torch extra: pip install -e '.[torch]'"``."""
     needs = {fid: lacking(figures[fid]) for fid in ids}
     left_out = [fid for fid in ids if needs[fid]]
     if not left_out:

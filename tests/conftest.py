@@ -19,9 +19,17 @@ Each test is in exactly one tier, marked with it (the first that applies):
 * ``core``: everything else.
 
 Experiments and statistical tests also carry ``slow``, so ``-m "not slow"`` is the quick tier (core
-and the quick torch tests). Where torch cannot be imported, test modules that need it at module
-level are not collected (said in the report's header), so ``-m "not torch"`` runs without torch;
-nor are they where ``-m`` deselects the torch tier (``-m core``), which saves importing them.
+and the quick torch tests).
+
+A test that reads the development data folder beside the checkout (``../shared/data``, which a
+user's clone has not) is marked ``data``: where the folder's file is absent it is skipped with the
+reason, and fails instead where :data:`REQUIRE_DATA_ENV` is set (CI, which has the folder: a data
+test skipped there would be a check that never runs). ``--without-dev-data`` runs the suite as a
+clone without the folder would (the loaders look there no more).
+
+Where torch cannot be imported, test modules that need it at module level are not collected (said
+in the report's header), so ``-m "not torch"`` runs without torch; nor are they where ``-m``
+deselects the torch tier (``-m core``), which saves importing them.
 """
 
 import ast
@@ -54,6 +62,43 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 TORCH_FIXTURES = frozenset({"one_torch_thread"})
 OPTIONAL = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+# ------------------------------------------------------------------ the development data folder
+REQUIRE_DATA_ENV = "SMS_LANGEVIN_REQUIRE_DATA"  # set (non-empty) by .ci/run: a skipped data test fails there
+
+
+def pytest_addoption(parser):
+    parser.addoption("--without-dev-data", action="store_true",
+                     help="run as a clone without ../shared/data would: the loaders do not look there and the "
+                          "tests marked data skip (or fail under $" + REQUIRE_DATA_ENV + ")")
+
+
+def pytest_configure(config):
+    if config.getoption("--without-dev-data"):
+        import data_sets._find as find
+        absent = Path(config.rootpath) / ".no-dev-data" / "shared" / "data"  # a folder that does not exist
+        find.DEV_DATA, find.SHARED_XRAY = absent, absent / find.SHARED_XRAY.name
+
+
+def dev_data_missing() -> str | None:
+    """Why the tests marked ``data`` cannot run here (the development data file is absent), or None."""
+    from data_sets import _find as find
+    if find.SHARED_XRAY.is_file():
+        return None
+    return (f"needs the development data folder beside the checkout (../shared/data/{find.SHARED_XRAY.name}), "
+            "absent here (a clone has none; CI has it)")
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("data") is None:
+        return
+    reason = dev_data_missing()
+    if reason is None:
+        return
+    if os.environ.get(REQUIRE_DATA_ENV):
+        pytest.fail(f"{reason}; ${REQUIRE_DATA_ENV} is set, so a data test may not skip", pytrace=False)
+    pytest.skip(reason)
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ and a toy adapter in numpy."""
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -89,3 +90,12 @@ def draw_files(experiment, results: list, preset: str, out_dir) -> dict:
 
     drawing = experiment.draw(results, preset)
     return {"files": write_drawing(drawing, out_dir), "measured": drawing.measured}
+
+
+# what a command prints before it works (reports._start's line, run's listing and count): progress, not errors
+STATUS_LINE = re.compile(r"^(sms-langevin \w+: starting |\w[\w-]*: (\d+ units to run; |listing the units ))")
+
+
+def message_lines(stderr: str) -> list[str]:
+    """The lines of ``stderr`` other than the progress lines of a command's start (:data:`STATUS_LINE`)."""
+    return [line for line in stderr.strip().splitlines() if not STATUS_LINE.match(line)]

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from setuptools import find_packages
 
+from integrators._install import install_command
 from reports import registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,14 +81,14 @@ def test_list_without_torch_lists_every_figure_and_notes_the_torch_extra(tmp_pat
     assert list(blocks) == list(registry.load())
     for fid, mod in registry.load().items():
         needs_torch = "torch" in getattr(mod, "REQUIRES", ())
-        assert ("(needs the torch extra: pip install 'sms-langevin[torch]')" in blocks[fid]) == needs_torch, fid
-        assert "units (quick):" in blocks[fid], fid  # counted without the extra too
+        assert (f"(needs the torch extra: {install_command('torch', cwd=tmp_path)})" in blocks[fid]) == needs_torch, fid
+        assert "units: tiny " in blocks[fid] and ", quick " in blocks[fid], fid  # counted without the extra too
 
 
 @pytest.mark.experiment
 def test_a_figure_that_needs_torch_is_refused_in_one_line_and_writes_nothing(tmp_path):
     proc = cli_without_extras(["run", "bnn", "--preset", "tiny", "--out", str(tmp_path / "out")], tmp_path)
-    assert_one_line_error(proc, "bnn not run", "pip install 'sms-langevin[torch]'")
+    assert_one_line_error(proc, "bnn not run", install_command("torch", cwd=tmp_path))
     assert not (tmp_path / "out").exists()
 
 
@@ -99,23 +100,25 @@ def test_run_all_without_torch_runs_the_others_and_exits_2_naming_the_extra(tmp_
     out = tmp_path / "out"
     proc = cli_without_extras(["run", "all", "--preset", "tiny", "--out", str(out)], tmp_path,
                               modules="tests.report_fixtures.fast_units,experiments.bnn")
-    assert_one_line_error(proc, "bnn not run", "pip install 'sms-langevin[torch]'")
+    assert_one_line_error(proc, "bnn not run", install_command("torch", cwd=tmp_path))
     assert sorted(p.name for p in (out / "units").iterdir()) == ["fast"]
     assert json.loads((out / "run.json").read_text())["ids"] == ["fast"]
     assert (out / "report" / "index.html").is_file()
+    assert f"- bnn: needs the torch extra: {install_command('torch', cwd=tmp_path)}" in (
+        out / "report" / "index.md").read_text()  # the report says what it lacks, not stderr alone
     # a run made where torch was installed, reported where it is not: refused, the report left as it was
     page = (out / "report" / "index.html").read_bytes()
     (out / "run.json").write_text(json.dumps({**json.loads((out / "run.json").read_text()), "ids": ["fast", "bnn"]}))
     proc = cli_without_extras(["report", "--out", str(out)], tmp_path,
                               modules="tests.report_fixtures.fast_units,experiments.bnn")
-    assert_one_line_error(proc, "bnn not drawn", "pip install 'sms-langevin[torch]'")
+    assert_one_line_error(proc, "bnn not drawn", install_command("torch", cwd=tmp_path))
     assert (out / "report" / "index.html").read_bytes() == page
 
 
 @pytest.mark.experiment
 def test_tour_without_the_notebook_stack_says_to_install_the_tour_extra(tmp_path):
     proc = cli_without_extras(["tour", "--out", str(tmp_path / "out")], tmp_path)
-    assert_one_line_error(proc, "pip install 'sms-langevin[tour]'")
+    assert_one_line_error(proc, install_command("tour", cwd=tmp_path))
 
 
 def test_an_installation_without_the_tours_sources_is_refused_not_an_empty_tour(tmp_path, monkeypatch):
@@ -218,7 +221,8 @@ def test_plain_pip_install_gives_a_working_command_line(tmp_path):
     assert (meta["git_commit"], meta["code"], meta["sms_langevin"]) == (
         "not a git checkout", "installed package", tomllib.loads((ROOT / "pyproject.toml").read_text())[
             "project"]["version"])
-    assert_one_line_error(sms("tour", "--out", out), "pip install 'sms-langevin[tour]'")
+    # the installed copy's remedy: the extra from the folder it was installed from (there is no index)
+    assert_one_line_error(sms("tour", "--out", out), f"pip install '{source}[tour]'")
     shipped = subprocess.run([str(python), "-c", "from tour import notebooks; print(*(p.name for p in notebooks()))"],
                              cwd=tmp_path, env=_env(), capture_output=True, text=True)
     assert shipped.stdout.split() == sorted(p.name for p in (ROOT / "docs" / "tour").glob("[0-9][0-9]_*.py"))
@@ -231,5 +235,5 @@ def test_plain_pip_install_gives_a_working_command_line(tmp_path):
 def test_dask_options_without_dask_are_refused_before_out_is_created(tmp_path):
     for option in (["--local-dask"], ["--scheduler", "tcp://127.0.0.1:1"]):
         proc = cli_without_extras(["run", "demo", "--preset", "tiny", "--out", "out", *option], tmp_path)
-        assert_one_line_error(proc, "needs dask.distributed", "pip install 'sms-langevin[dask]'")
+        assert_one_line_error(proc, "needs dask.distributed", install_command("dask", cwd=tmp_path))
         assert not (tmp_path / "out").exists()

@@ -15,7 +15,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import data_sets as data
-from data_sets._find import SHARED_XRAY
 from experiments.bnn import _curves as curves
 from experiments.bnn import _pipeline as pipeline
 from experiments.bnn import _presets as presets
@@ -55,7 +54,7 @@ def test_stratified_split_puts_the_same_share_of_each_class_in_test(counts, frac
     np.testing.assert_array_equal(labels[ids], np.concatenate([s.y_train, s.y_test]))
 
 
-@pytest.mark.skipif(not SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {SHARED_XRAY}")
+@pytest.mark.data  # the development data folder (tests/conftest.py)
 def test_stratified_xray_subset_has_the_pooled_class_ratio_in_train_and_test():
     d = data.load_medmnist().stratified(0.2)
     pooled = np.array([388 + 135 + 234, 3494 + 389 + 390])  # normal, pneumonia (the data README)
@@ -204,7 +203,7 @@ def test_other_modules_refuse_the_regime_preset(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {SHARED_XRAY}")
+@pytest.mark.data  # the development data folder (tests/conftest.py)
 def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
     out = tmp_path / "regime"
     proc = _cli(["run", "bnn", "--preset", "regime-tiny", "--workers", "2", "--out", str(out)], timeout=300)
@@ -235,7 +234,7 @@ def test_regime_tiny_runs_through_the_command_line_and_resumes(tmp_path):
     assert again.returncode == 0 and "4 units already done, 0 to run" in again.stderr
 
 
-
+@pytest.mark.data  # its X-ray level reads the development data folder
 def test_the_prepared_device_run_of_a_level_draws_its_tables(tmp_path, one_torch_thread):
     """benchmarks/bnn_level_on_device.py (the GPU run of ``regime``) at its smallest: two units of
     ``regime-tiny`` on the CPU, drawn into the report's files."""

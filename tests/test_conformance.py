@@ -55,11 +55,12 @@ def test_order_class_reads_the_interval(lo, hi, expected):
 
 
 def test_order_class_names_a_missing_limit_an_exact_law_and_no_slope():
-    rec = record_with({"full": plan_record(0.9, 1.1), "iid": plan_record(0.9, 1.1), "sms": plan_record(None, None,
-                                                                                                         None)},
+    rec = record_with({"full": plan_record(0.9, 1.1), "iid": plan_record(0.9, 1.1),
+                       "sms": {**plan_record(None, None, None), "fit": []},
+                       "rr": {**plan_record(None, None, None), "fit": [2]}},
                       limit_failed=("iid",), exact=True)
-    assert [conformance.order_class(rec, p) for p in ("full", "iid", "sms", "rr")] == \
-        ["exact", "no limit", "below noise", "not measured"]
+    assert [conformance.order_class(rec, p) for p in ("full", "iid", "sms", "rr", "none")] == \
+        ["exact", "no limit", "below noise", "no slope (one step size above noise)", "not measured"]
     assert conformance.sms_effect(rec).startswith("undecided")
     rec = record_with({"iid": plan_record(0.9, 1.2), "sms": plan_record(1.8, 2.2)})
     assert conformance.sms_effect(rec) == "changes its order from 1 to 2"
@@ -130,3 +131,45 @@ def test_the_positive_controls_include_one_at_the_detectable_effect():
     from theory_checks.adapters._analysis import DETECTABLE_LIMIT
     factors = sorted(a.noise_factor for a in conformance.positive_controls().values())
     assert factors == [1.02, 1.05] and abs(factors[0] ** 2 - 1 - DETECTABLE_LIMIT) < 0.001
+
+
+def measured_record(plans, *, failed=(), inconclusive=()):
+    return {**record_with(plans), "sampler": "toy.ula", "library": "toy", "target": "default", "rule_order": 1.0,
+            "rule_source": "toy", "gamma": 1.0, "level": "tiny", "ok": not failed and not inconclusive,
+            "failed": list(failed), "inconclusive": list(inconclusive), "positive_control": False}
+
+
+def test_the_measured_line_says_failed_only_for_checks_that_failed():
+    """A sampler whose checks were inconclusive (none failed) reads "inconclusive: <names>", never "FAILED: "."""
+    plans = {"sms": plan_record(0.9, 1.2)}
+    toolkit = {"sampler": "toolkit", "target": "default", "gamma": 1.0,
+               "ladders": {"ubu": {"sms": {"hs": [0.1, 0.05], "errors": [0.01, 0.0025]}}}}
+    unsure = measured_record(plans, inconclusive=["weak_order[sms]", "limit[sms]"])
+    text = fig_conformance.draw([({}, toolkit), ({}, unsure)], "tiny").measured
+    assert "(inconclusive: weak_order[sms], limit[sms])" in text and "FAILED" not in text
+    both = measured_record(plans, failed=["limit[sms]"], inconclusive=["weak_order[sms]"])
+    assert fig_conformance.checks_left(both) == " (FAILED: limit[sms]; inconclusive: weak_order[sms])"
+    assert fig_conformance.checks_left(measured_record(plans)) == ""
+
+
+def test_the_figure_fills_points_above_noise_and_names_a_slope_only_where_fitted():
+    import matplotlib.pyplot as plt
+
+    fitted = {**plan_record(0.9, 1.2), "errors": [0.1, 0.05, 0.002], "fit": [0, 1]}  # the last within the noise
+    unfitted = {**plan_record(None, None, None), "errors": [0.002, 0.0, 0.001], "fit": []}
+    toolkit = {"sampler": "toolkit", "target": "default", "gamma": 1.0,
+               "ladders": {"ubu": {p: {"hs": [0.1, 0.05], "errors": [0.01, 0.0025]} for p in ("iid", "sms")}}}
+    rec = measured_record({"iid": fitted, "sms": unfitted})
+    fig = fig_conformance.plot([rec], [toolkit], [])
+    iid, sms = fig.axes[:2]
+    labels = {ax: [t.get_text() for t in ax.get_legend().get_texts()] for ax in (iid, sms)}
+    assert labels[iid] == ["toolkit UBU (exact oracle)", "toy.ula, slope 1.00"]
+    assert labels[sms] == ["toolkit UBU (exact oracle)", "toy.ula"]
+    assert iid.get_legend().get_title().get_text() == "sampler"
+    hollow = {ax: [tuple(line.get_xdata()) for line in ax.lines if line.get_markerfacecolor() == "white"]
+              for ax in (iid, sms)}
+    assert hollow[iid] == [(0.025,)] and hollow[sms] == [(0.1, 0.025)]  # the zero bias is not drawn
+    measured = next(line for line in iid.lines if line.get_label() == "toy.ula, slope 1.00")
+    assert list(measured.get_markevery()) == [0, 1]
+    assert "hollow: within the noise" in fig.texts[0].get_text()
+    plt.close(fig)

@@ -209,7 +209,7 @@ def test_medmnist_npz(tmp_path):
         data.load_medmnist(tmp_path / "mismatch.npz")
 
 
-@pytest.mark.skipif(not SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {SHARED_XRAY}")
+@pytest.mark.data  # the development data folder (tests/conftest.py)
 def test_medmnist_reads_the_shared_chest_xray_subset():
     d = data.load_medmnist(SHARED_XRAY)
     assert d.x_train.shape == (3882 + 524, 1, 28, 28) and d.x_test.shape == (624, 1, 28, 28)

@@ -212,7 +212,7 @@ def test_the_declared_set_gives_the_classes(tmp_path):
         data.load_medmnist(path, dataset="no-such-mnist")
 
 
-@pytest.mark.skipif(not SHARED_XRAY.exists(), reason=f"shared chest X-ray subset absent at {SHARED_XRAY}")
+@pytest.mark.data  # the development data folder (tests/conftest.py)
 def test_the_shared_subset_loads_as_before():
     """The layout check changes no value on valid input: the shared subset, read the way the loader
     read it before the check (channel axis added, scaled by 255, val joined to train)."""
@@ -321,6 +321,10 @@ def test_the_message_of_a_missing_file_says_where_it_looked_and_how_to_get_it(pl
         data.load_medmnist()
     message = str(err.value)
     assert "pip install medmnist" in message and "medmnist.PneumoniaMNIST(split='train', download=True)" in message
+    # the direct route first: the file, its checksum, where to put it; and what medmnist pulls in
+    assert "https://zenodo.org/records/10519652/files/pneumoniamnist.npz?download=1" in message
+    assert "MD5 28209eda62fecd6e6a2d98b1501bb15f" in message and "--data-dir" in message
+    assert "torchvision" in message
     assert data.DATA_DIR_ENV in message and "~/.medmnist" in message
     assert "shared/" not in message and str(places["dev"]) not in message and "\n" not in message
 
@@ -402,8 +406,10 @@ def test_a_configured_data_folder_wins_over_a_stray_copy_in_the_working_folder(p
         data.find_data("./celeba")
 
 
-def test_the_development_data_folder_is_the_shared_folder_beside_the_repository():
+def test_the_development_data_folder_is_the_shared_folder_beside_the_repository(request):
     """Where the tests' data is looked for last: ``../shared/data`` of the checkout (a path, existing or not)."""
+    if request.config.getoption("--without-dev-data"):
+        pytest.skip("--without-dev-data moves the development data folder away")
     from data_sets._find import DEV_DATA, SHARED_XRAY
     root = Path(__file__).resolve().parents[1]
     assert DEV_DATA == root.parent / "shared" / "data" and SHARED_XRAY.parent == DEV_DATA

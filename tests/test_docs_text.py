@@ -1,10 +1,13 @@
 """What the documentation's prose promises, checked on the sources: no sentence of a guide ends in a
 colon with nothing after it, every guide that runs `sms-langevin` says where it comes from (the
-project's `.venv`), and `SampleResult.summary()` prints the R-hat the guides say it prints.
+project's `.venv`), and `SampleResult.summary()` prints the R-hat the guides say it prints; the
+user pages name a public route where there is one, never "these machines", list every API page
+on the home page and the extras `make demo` installs.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from pathlib import Path
 
@@ -16,8 +19,12 @@ from hypothesis import strategies as st
 from integrators._chain_summary import format_values
 from integrators._result import SampleResult
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 GUIDES = sorted((DOCS / "guides").glob("*.md")) + [DOCS / "getting-started.md"]
+USER_PAGES = [*GUIDES, DOCS / "index.md", DOCS / "method.md", ROOT / "README.md"]
+# `a.b._c.name` or `a._c.name(...)`: a name reached through a private module
+PRIVATE_ROUTE = re.compile(r"`((?:[A-Za-z]\w*\.)+_\w+(?:\.\w+)*)\.([A-Za-z]\w*)(?:\([^`]*\))?`")
 FENCE = re.compile(r"^(```|~~~)")
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
 VENV = re.compile(r"source \.venv/bin/activate|\.venv/bin/sms-langevin")
@@ -162,3 +169,47 @@ def test_summary_prints_rhat_where_the_result_has_it(res):
         assert "R-hat=" not in line
     else:
         assert f"R-hat={format_values(res.rhat)}" in line
+
+
+def public_route(module: str, name: str) -> str | None:
+    """``parent.name`` where the public package above ``module``'s first private part offers the same
+    object as ``module.name``; None where it does not (or either cannot be imported here)."""
+    parts = module.split(".")
+    parent = ".".join(parts[:next(i for i, p in enumerate(parts) if p.startswith("_"))])
+    try:
+        obj = getattr(importlib.import_module(module), name)
+        offered = getattr(importlib.import_module(parent), name, None)
+    except (ImportError, AttributeError):
+        return None
+    return f"{parent}.{name}" if offered is obj else None
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.name)
+def test_user_pages_name_the_public_route_where_there_is_one(page):
+    found = [(f"{m}.{n}", public_route(m, n)) for m, n in PRIVATE_ROUTE.findall(page.read_text())]
+    assert not [pair for pair in found if pair[1]], [pair for pair in found if pair[1]]
+
+
+def test_the_public_route_check_sees_a_private_path_to_a_public_name():
+    assert public_route("theory_checks._claims", "claims_table") == "theory_checks.claims_table"
+    assert public_route("reports._progress", "fit_note") is None
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.name)
+def test_user_pages_do_not_speak_of_the_developers_machines(page):
+    text = " ".join(page.read_text().split())
+    assert not re.search(r"\b(these|the reference) machines\b", text, re.I)
+
+
+def test_the_home_pages_api_row_links_every_api_page():
+    row = next(line for line in (DOCS / "index.md").read_text().splitlines() if line.startswith("| API reference"))
+    linked = set(re.findall(r"\]\(api/([\w-]+)\.md\)", row))
+    assert linked == {p.stem for p in (DOCS / "api").glob("*.md")}
+
+
+def test_getting_started_names_the_extras_make_demo_installs():
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile.split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
+    extras = re.search(r'install --quiet -e "(\.\[[\w,]+\])"', target).group(1)
+    page = (DOCS / "getting-started.md").read_text()
+    assert 'make demo` installs' in page and f'pip install -e "{extras}"' in page

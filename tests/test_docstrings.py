@@ -551,3 +551,28 @@ def test_the_api_pages_are_the_navigation_of_the_api_reference():
     listed = sorted(next(iter(entry.values())) for entry in section)
     assert listed == sorted(f"api/{page.name}" for page in API_PAGES.glob("*.md"))
     assert "integrators" in TABLE and "theory_checks" in TABLE and "integrators.plans.sms" in TABLE
+
+
+
+def dedented_docstring_lines(path: Path) -> list[int]:
+    """The line numbers of docstring lines indented less than their opening quotes (from there on,
+    numpydoc and griffe take the sections for plain text: they render as raw code)."""
+    lines = path.read_text().splitlines()
+    found = []
+    for node in ast.walk(ast.parse("\n".join(lines))):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) or not node.body:
+            continue
+        doc = node.body[0]
+        if not (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str)):
+            continue
+        found += [n for n in range(doc.lineno + 1, doc.end_lineno + 1)
+                  if lines[n - 1].strip() and len(lines[n - 1]) - len(lines[n - 1].lstrip()) < doc.col_offset]
+    return found
+
+
+def test_no_docstring_line_is_dedented_below_its_quotes(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text('def f():\n    """One.\n\nmore, dedented.\n\n    Returns\n    -------\n    int\n    """\n')
+    assert dedented_docstring_lines(bad) == [4]
+    found = [f"{path.relative_to(ROOT)}:{n}" for path in MODULES.values() for n in dedented_docstring_lines(path)]
+    assert not found, found

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import message_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -122,7 +123,7 @@ def test_a_lock_outliving_its_run_names_the_processes_holding_it(tmp_path):
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         proc = cli(["run", "all", "--resume", "--out", str(out)])
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    lines = message_lines(proc.stderr)
     assert len(lines) == 1 and lines[0].startswith("sms-langevin: error:"), proc.stderr
     assert f"pid {os.getpid()} still holds" in lines[0] and f"kill {os.getpid()}" in lines[0], lines[0]
     assert f"run of pid {dead.pid} that took its lock is gone" in lines[0], lines[0]

@@ -127,8 +127,8 @@ def conformance():
     records = [{"sampler": name, "target": "default", "library": name.split(".")[0], "level": "quick",
                 "checks": [], "failed": ["limit[full]"] if name.startswith("planted") else [],
                 "positive_control": name.startswith("planted"),
-                "plans": {p: {"hs": hs, "errors": [0.1 + 0.02 * i + h for h in hs], "slope": 1.0 + 0.01 * i}
-                          for p in plans}}
+                "plans": {p: {"hs": hs, "errors": [0.1 + 0.02 * i + h for h in hs], "noise": [0.01, 0.05, None],
+                              "slope": 1.0 + 0.01 * i} for p in plans}}  # filled, hollow, no noise level
                for i, name in enumerate(("posteriors.sgld", "blackjax.sgld", "planted.sghmc_noise_x1.05"))]
     return fig_conformance.plot(records, toolkit, [])
 

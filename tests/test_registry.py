@@ -306,4 +306,5 @@ def test_extras_name_the_pyproject_extras_that_install_them():
         assert module in dists, (module, extra)
     declared = [n for mod in [tour, *registry.load().values()] for n in getattr(mod, "REQUIRES", ())]
     assert "torch" in declared and set(declared) <= set(registry.EXTRAS)
-    assert registry.install_hint("torch.nn") == "needs the torch extra: pip install 'sms-langevin[torch]'"
+    from integrators._install import install_command
+    assert registry.install_hint("torch.nn") == f"needs the torch extra: {install_command('torch')}"

@@ -5,6 +5,7 @@ a half-written file, and the one-line error names the command to rerun."""
 import builtins
 import errno
 import io
+import json
 import os
 import sys
 from pathlib import Path
@@ -240,6 +241,26 @@ def test_progress_on_a_terminal_is_one_bar_and_off_when_disabled():
     assert off.getvalue() == ""
 
 
+def test_progress_notes_are_whole_in_a_log_and_cut_between_words_on_a_terminal():
+    """A unit's note (``'target': 'defaul`` was a line's end) is written whole into a log; the bar's
+    field takes whole words and ``...``."""
+    from reports._progress import NOTE_WIDTH, Progress, describe_unit, fit_note
+    note = describe_unit("conformance", {"sampler": "posteriors.sghmc_with_a_long_name", "target": "default"})
+    assert note == "conformance sampler=posteriors.sghmc_with_a_long_name target=default"
+    log, bar = _Log(), _Terminal()
+    for stream in (log, bar):
+        Progress(1, label="tiny", stream=stream).advance(note)
+    assert log.getvalue().endswith(f"(last: {note})\n")
+    shown = bar.getvalue().rsplit(" left ", 1)[1].rstrip()
+    assert shown == "conformance..." and len(shown) <= NOTE_WIDTH  # the next word did not fit
+    words = note.split()
+    for width in range(4, len(note) + 1):
+        cut = fit_note(note, width)
+        assert len(cut) <= width and (cut == note or cut.endswith("..."))
+        kept = cut.removesuffix("...").split()
+        assert cut == note or kept == words[:len(kept)] or len(kept) == 1 and words[0].startswith(kept[0])
+
+
 def test_a_run_into_a_log_reports_its_progress(tmp_path):
     """``sms-langevin run`` with standard error into a pipe (not a terminal) prints its progress."""
     import subprocess
@@ -272,6 +293,40 @@ def test_the_report_opens_with_an_introduction_and_contents_and_says_each_sectio
     md = (out / "report" / "index.md").read_text()
     assert all(f"<a id='{anchor}'></a>" in md and f"](#{anchor})" in md for anchor in links)
     assert md.count("Preset: tiny (runs this section's quick level).") == 2
+
+
+def test_the_reports_metadata_records_the_code_as_each_figure_does(tmp_path, monkeypatch):
+    """The report's ``metadata.json`` holds every field that says which code and machine computed the
+    units (version, where the code came from, commit, libraries), with the figures' values."""
+    from reports._metadata import code_metadata
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "run"
+    assert cli.main(["run", "all", "--preset", "tiny", "--out", str(out)]) == 0
+    report = json.loads((out / "report" / "metadata.json").read_text())
+    figure = json.loads((out / "report" / "fast" / "metadata.json").read_text())
+    fields = list(code_metadata())
+    assert {"sms_langevin", "code", "git_commit", "python", "numpy"} <= set(fields)
+    assert {k: report[k] for k in fields} == {k: figure[k] for k in fields}
+    assert report["left_out"] == {} and report["run_seed"] == figure["run_seed"]
+
+
+def test_a_figure_left_out_of_a_run_is_named_in_the_report_with_the_reason(tmp_path, monkeypatch, capsys):
+    """``run all`` where one figure cannot run (an extra missing) reports the others and says, in the
+    report itself and its metadata, which was left out and why; ``report`` redraws it the same way."""
+    from reports import registry
+    why = "needs the imaginary extra: pip install -e '.[imaginary]'"
+    monkeypatch.setattr(registry, "lacking", lambda mod: why if getattr(mod, "ID", None) == "other" else None)
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", f"{FAST},tests.report_fixtures.other_units")
+    out = tmp_path / "run"
+    assert cli.main(["run", "all", "--preset", "tiny", "--out", str(out)]) == 2  # not all that was asked
+    assert "other not run: " + why in capsys.readouterr().err
+    for command in (None, ["report", "--out", str(out)]):
+        if command:
+            assert cli.main(command) == 0
+        page, md = (out / "report" / "index.html").read_text(), (out / "report" / "index.md").read_text()
+        assert "<h2 id='left-out'>Not in this report</h2>" in page and "href='#left-out'" in page
+        assert f"- other: {why}" in md and "## Not in this report" in md
+        assert json.loads((out / "report" / "metadata.json").read_text())["left_out"] == {"other": why}
 
 
 def test_a_section_with_its_own_level_says_the_preset_alone():

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import message_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.experiment]
 
@@ -112,7 +113,8 @@ def test_tour_command_writes_pages_linked_from_the_report(toured_run):
 
 def test_tour_bad_notebook_is_one_line_and_exit_2(tmp_path):
     proc = cli(["tour", "--out", str(tmp_path), "nope"])
-    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "no tour notebook" in proc.stderr
+    lines = message_lines(proc.stderr)
+    assert proc.returncode == 2 and len(lines) == 1 and "no tour notebook" in lines[0], proc.stderr
 
 
 def images_loaded(browser, flags, page: Path) -> None:
@@ -155,7 +157,7 @@ def test_html_report_in_headless_chromium(toured_run):
 def test_bad_input_is_one_line_and_exit_2(args, message):
     proc = cli(args)
     assert proc.returncode == 2
-    lines = proc.stderr.strip().splitlines()
+    lines = message_lines(proc.stderr)
     assert len(lines) == 1 and message in lines[0], proc.stderr
 
 
@@ -165,7 +167,7 @@ def test_corrupt_unit_is_reported_and_recomputed(tmp_path, reference_run):
     victim = unit_files(out)[0]
     victim.write_text(victim.read_text()[:40])
     proc = cli(["report", "--out", str(out)])
-    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.returncode == 2 and len(message_lines(proc.stderr)) == 1
     assert "unreadable" in proc.stderr or "checksum" in proc.stderr
     resumed = cli(["run", "all", "--out", str(out), "--resume"])
     assert resumed.returncode == 0, resumed.stderr

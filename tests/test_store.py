@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import message_lines
 
 from reports import _runmeta as runmeta
 from reports.store import FolderLock, UnsafeLock
@@ -81,7 +82,7 @@ def test_the_command_line_refuses_a_symlinked_lock_in_one_line(tmp_path, command
     proc = subprocess.run([sys.executable, "-m", "reports", *command, "--out", str(out)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
+    lines = message_lines(proc.stderr)
     assert len(lines) == 1 and "is a symbolic link" in lines[0], proc.stderr
     assert victim.read_text() == "a user's file\n"
 

@@ -44,8 +44,9 @@ def mathjax_source():
     try:
         import jupyter_server_mathjax
     except ModuleNotFoundError as exc:
+        from integrators._install import install_command
         raise ModuleNotFoundError("the pages' mathematics needs MathJax from the package jupyter-server-mathjax "
-                                  "(pip install -e '.[tour]' or '.[docs]')") from exc
+                                  f"({install_command('tour')})") from exc
     return Path(jupyter_server_mathjax.__file__).parent / "static"
 
 

@@ -90,9 +90,9 @@ if DATA_FILE is not None:
     class_names = ["normal", "pneumonia"]
 else:
     print("PneumoniaMNIST was not found on this machine, so this notebook runs on scikit-learn's digits "
-          "instead and the numbers below are for the digits. To run it on the chest X-rays: pip install "
-          "medmnist, then python -c \"import medmnist; medmnist.PneumoniaMNIST(split='train', download=True)\", "
-          "or set SMS_LANGEVIN_DATA_DIR to a folder holding pneumoniamnist.npz.")
+          "instead and the numbers below are for the digits. To run it on the chest X-rays: download "
+          "https://zenodo.org/records/10519652/files/pneumoniamnist.npz?download=1 as pneumoniamnist.npz "
+          "into a folder and set SMS_LANGEVIN_DATA_DIR to it (the data guide says more).")
     cfg = RunConfig("digits", "fashion_mnist", width=0.125, **settings)
     images = load(cfg)
     class_names = [str(k) for k in range(10)]

@@ -16,6 +16,7 @@ from experiments.bnn._verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict, worst
 
 # fewest runs per data set whose ensembles can test the claim: 8 single runs give 7 degrees of freedom (regime runs 32,
 # quick 12); the tiny levels' 2 runs give two single-run groups, a standard error from two numbers
@@ -298,6 +299,43 @@ def draw(results: list, preset: str) -> Drawing:
     return drawing
 
 
+def verdict(results: list, preset: str) -> Verdict:
+    """SMS-UBU against SWA per data set at the largest ensemble size with two disjoint groups, on NLL and each
+    ACE reading (:func:`ensemble_verdict`'s 95% t interval): holds where every one is lower; does not hold
+    where one is higher or none is distinguishable; not testable with too few runs (:func:`too_small`), too
+    few groups, or no data."""
+    by_data, missing = {}, []
+    for unit, res in results:
+        if "missing" in res or "skipped" in res:
+            missing.append(f"{unit.get('dataset', '?')}: {res.get('missing', res.get('skipped'))}")
+        elif unit["dataset"] != "cifar10":
+            by_data.setdefault(unit["dataset"], []).append(res)
+    if not by_data:
+        return Verdict(NOT_TESTABLE, "no data set was run here", "; ".join(missing))
+    small = too_small(preset, by_data)
+    if small:
+        return Verdict(NOT_TESTABLE, small.removeprefix(f"The {preset} preset cannot test this claim: "))
+    outcomes, numbers = [], []
+    for dataset, runs in by_data.items():
+        rows = figures.ensemble_rows(dataset, runs)
+        sizes = sorted({r["size"] for r in rows if r["size"] != "" and r["n_groups"] >= 2})
+        said = [ensemble_verdict(rows, dataset, sizes[-1], m) for m in ("nll", *ACE_READINGS)] if sizes else []
+        said = [v for v in said if v]
+        if not said or any("no test" in v for v in said):
+            outcomes.append(NOT_TESTABLE)
+        elif any("(higher" in v for v in said) or not any("(lower" in v for v in said):
+            outcomes.append(DOES_NOT_HOLD)
+        else:
+            outcomes.append(HOLDS if all("(lower" in v for v in said) else DOES_NOT_HOLD)
+        numbers.append(f"{dataset}, ensembles of {sizes[-1] if sizes else '-'}: " + ("; ".join(said) or "no ensemble"))
+    outcome = worst(outcomes)
+    reason = {HOLDS: "SMS-UBU's ensembles are lower than SWA's on NLL and every ACE reading (95% t interval)",
+              DOES_NOT_HOLD: "SMS-UBU's ensembles are not lower than SWA's on every calibration metric "
+                             "(higher, or not distinguishable at 95%)",
+              NOT_TESTABLE: "too few disjoint groups of runs for a test"}[outcome]
+    return Verdict(outcome, reason, ". ".join(numbers + missing))
+
+
 def __getattr__(name: str):
     # run imports torch: imported when first asked, so that this module imports without it
     if name == "run":
@@ -328,6 +366,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
     missing_input=missing_input,
     inputs=inputs,
 )

@@ -6,6 +6,7 @@ from experiments.demo import _compute as demo
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import NUMBER, TEXT, ListOf, Nullable, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict, worst
 
 ORDER = 10  # its place in the registry, the list and the report
 
@@ -35,6 +36,35 @@ def draw(results: list, preset: str) -> Drawing:
                    figures={"demo": demo.plot(rows, demo.histograms(found))}, tables={"demo": rows})
 
 
+ORDERS = {"SMS-UBU": 2.0, "SG-UBU": 1.0}  # the claimed weak order of each sampler
+SLOPE_TOL = 0.5  # Monte Carlo slopes over a few h: a claimed order q holds within q +- SLOPE_TOL
+NOISE = 2.0  # a point enters the fit when its |variance bias| is above NOISE standard errors
+
+
+def verdict(results: list, preset: str) -> Verdict:
+    """Each sampler's weak order: the least-squares slope of log |variance bias| on log h over the step sizes
+    whose bias stands above :data:`NOISE` standard errors, within :data:`SLOPE_TOL` of :data:`ORDERS` (SMS-UBU
+    may exceed 2); fewer than two such points: not testable."""
+    import numpy as np
+
+    rows = [res["row"] for _, res in results]
+    outcomes, numbers = [], []
+    for name, order in ORDERS.items():
+        pts = sorted((r["h"], abs(r["variance_bias"])) for r in rows if r["sampler"] == name
+                     and abs(r["variance_bias"]) > NOISE * r.get("variance_se", 0.0))
+        if len(pts) < 2:
+            outcomes.append(NOT_TESTABLE)
+            numbers.append(f"{name}: {len(pts)} step size above noise")
+            continue
+        slope = float(np.polyfit(np.log([h for h, _ in pts]), np.log([b for _, b in pts]), 1)[0])
+        ok = slope >= order - SLOPE_TOL and (order == 2.0 or slope <= order + SLOPE_TOL)
+        outcomes.append(HOLDS if ok else DOES_NOT_HOLD)
+        numbers.append(f"{name}: slope {slope:.2f} over h = {', '.join(f'{h:g}' for h, _ in pts)}")
+    return Verdict(worst(outcomes), f"SMS-UBU's slope at least {2 - SLOPE_TOL:g}, SG-UBU's within {SLOPE_TOL:g} "
+                   f"of 1 (log-log fit over the step sizes whose bias is above {NOISE:g} standard errors)",
+                   "; ".join(numbers))
+
+
 EXPERIMENT = Experiment(
     ID="demo",
     TITLE="SMS-UBU against SG-UBU on the 1-D example, against the exact target",
@@ -47,6 +77,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT"]

@@ -9,6 +9,7 @@ from experiments.figure1._setup import target_law
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import ListOf, Record, from_dataclass
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict, worst
 
 ORDER = 30  # its place in the registry, the list and the report
 
@@ -48,6 +49,49 @@ def draw(results: list, preset: str) -> Drawing:
                    metadata=figure1.run_facts(points, preset))
 
 
+SLOPE_TOL = 0.5  # a claimed order q holds for a local slope of at least q - SLOPE_TOL (order 1: at most q + SLOPE_TOL)
+NOISE = 2.0  # a point is above noise when its W1 exceeds NOISE x max(Monte Carlo error, noise floor)
+
+
+def claimed_order(scheme: str, plan: str) -> float | None:
+    """The figure's claim for a sampler: 2 for UBU and BAOAB under sms or rr, 1 for iid and for EM."""
+    if scheme == "em" or plan == "iid":
+        return 1.0
+    return 2.0 if plan in ("sms", "rr") else None
+
+
+def verdict(results: list, preset: str) -> Verdict:
+    """Each sampler's local slope between the two finest h (:func:`local_slopes`) against its claimed order
+    (:func:`claimed_order`, within :data:`SLOPE_TOL`), where both points stand above noise (:data:`NOISE`);
+    EM diverges at h = 1/4 where the run has that step size."""
+    import math
+
+    points = [figure1.Point(**q) for _, res in results for q in res["points"]]
+    slopes = figure1.local_slopes(points)
+    outcomes, numbers = [], []
+    for (scheme, plan), slope in slopes.items():
+        order = claimed_order(scheme, plan)
+        if order is None:
+            continue
+        finest = sorted((q for q in points if q.scheme == scheme and q.plan == plan), key=lambda q: q.h)[:2]
+        name = f"{scheme.upper()} x {plan} (order {order:g})"
+        noisy = [q for q in finest if q.diverged or not q.w1 > NOISE * max(q.mc_error, q.noise_floor)]
+        if noisy or not math.isfinite(slope):
+            outcomes.append(NOT_TESTABLE)
+            numbers.append(f"{name}: below noise at h = {', '.join(f'{q.h:g}' for q in noisy) or '-'}")
+            continue
+        ok = slope >= order - SLOPE_TOL and (order == 2.0 or slope <= order + SLOPE_TOL)
+        outcomes.append(HOLDS if ok else DOES_NOT_HOLD)
+        numbers.append(f"{name}: {slope:.2f}" + ("" if ok else " (misses)"))
+    em = [q for q in points if q.scheme == "em" and q.h == 0.25]
+    if em:
+        outcomes.append(HOLDS if all(q.diverged for q in em) else DOES_NOT_HOLD)
+        numbers.append(f"EM at h = 1/4: {sum(q.diverged for q in em)} of {len(em)} plans diverged")
+    return Verdict(worst(outcomes), f"local slope between the two finest h at least q - {SLOPE_TOL:g} (order 1: "
+                   f"within {SLOPE_TOL:g}) where both points are above {NOISE:g} x their noise; any sampler below "
+                   "noise leaves the claim not testable here", "; ".join(numbers))
+
+
 EXPERIMENT = Experiment(
     ID="figure1",
     TITLE="Figure 1: Wasserstein bias of nine samplers on the 1-D example",
@@ -65,6 +109,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT", "PRESET_SETTINGS", "local_slopes", "run_points", "target_law"]

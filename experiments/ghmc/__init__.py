@@ -7,6 +7,7 @@ from experiments.ghmc import _compute as ghmc_logistic
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, Nullable, Record
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 
 ORDER = 50  # its place in the registry, the list and the report
 
@@ -33,6 +34,42 @@ def draw(results: list, preset: str) -> Drawing:
                              f"the mode; predictive from the chains' final states. {ghmc_logistic.summary(table)}"))
 
 
+MUCH_SMALLER = 4.0  # "a much smaller step size": at least this factor below SMS-UBU's
+
+
+def verdict(results: list, preset: str) -> Verdict:
+    """Where SMS-GHMC reaches SMS-UBU's smallest error of the predictive (within two combined standard
+    errors, among runs that left the mode): the claim holds when it does so only at step sizes at least
+    :data:`MUCH_SMALLER` times below the one where SMS-UBU has it (or at none of this run's), and does not
+    hold when it does so at a larger one; without a sampling run of either, not testable."""
+    import math
+
+    table = ghmc_logistic.rows([res for _, res in results])
+    ok = {name: [r for r in table if r["sampler"] == name and r["p_true_error"] != "" and not ghmc_logistic.stuck(r)]
+          for name in ("SMS-GHMC", "SMS-UBU")}
+    if not ok["SMS-GHMC"] or not ok["SMS-UBU"]:
+        idle = [name for name, runs in ok.items() if not runs]
+        return Verdict(NOT_TESTABLE, f"{' and '.join(idle)} never sampled here (every run stuck at the mode or "
+                       "diverged)")
+    ubu = min(ok["SMS-UBU"], key=lambda r: r["p_true_error"])
+    ghmc = min(ok["SMS-GHMC"], key=lambda r: r["p_true_error"])
+    reach = [r for r in ok["SMS-GHMC"] if r["p_true_error"] <= ubu["p_true_error"]
+             + 2 * math.hypot(r["p_true_error_se"], ubu["p_true_error_se"])]
+    numbers = (f"SMS-UBU's smallest error {ubu['p_true_error']:.2e} (s.e. {ubu['p_true_error_se']:.1e}) at h = "
+               f"{ubu['h']:g}; SMS-GHMC's {ghmc['p_true_error']:.2e} (s.e. {ghmc['p_true_error_se']:.1e}) at h = "
+               f"{ghmc['h']:g}" + (", below SMS-UBU's" if ghmc["p_true_error"] < ubu["p_true_error"] else ""))
+    largest = max((r["h"] for r in reach), default=None)
+    if largest is None:
+        return Verdict(HOLDS, f"SMS-GHMC does not reach SMS-UBU's error at any of its step sizes here "
+                       f"(h = {', '.join(format(r['h'], 'g') for r in ok['SMS-GHMC'])})", numbers)
+    if largest * MUCH_SMALLER <= ubu["h"]:
+        return Verdict(HOLDS, f"SMS-GHMC reaches SMS-UBU's error (within 2 s.e.) only at h <= {largest:g}, at least "
+                       f"{MUCH_SMALLER:g}x below SMS-UBU's", numbers)
+    return Verdict(DOES_NOT_HOLD, f"SMS-GHMC reaches SMS-UBU's error (within 2 s.e.) at h = {largest:g}, not "
+                   f"{MUCH_SMALLER:g}x below SMS-UBU's h = {ubu['h']:g}: at this preset it needs no much smaller "
+                   "step", numbers)
+
+
 EXPERIMENT = Experiment(
     ID="ghmc",
     TITLE="SMS-GHMC against SMS-UBU on multinomial logistic regression: error of the predictive and acceptance",
@@ -50,6 +87,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT"]

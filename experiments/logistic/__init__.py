@@ -13,6 +13,7 @@ from integrators import MultinomialLogisticTarget
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import TEXT, ListOf, Record, from_dataclass
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 
 ORDER = 40  # its place in the registry, the list and the report
 
@@ -59,6 +60,24 @@ def draw(results: list, preset: str) -> Drawing:
                   f"{logistic_output.ordering_summary(rows)}."))
 
 
+def verdict(results: list, preset: str) -> Verdict:
+    """The bias part of the claim, at each step size (:func:`experiments.logistic._output.ordering`): SMS-UBU's
+    mean |bias| below every other sampler's by more than two combined standard errors.  Holds where it is so at
+    every h; does not hold where another sampler is significantly below it at some h (or SMS-UBU diverged);
+    otherwise (smallest only within noise) not testable at this preset.  Calibration is shown, not judged."""
+    rows = [logistic.Row(**r) for _, res in results for r in res["rows"]]
+    order = logistic_output.ordering(rows)
+    words = [o["verdict"] for o in order]
+    if any(w in ("not smallest", "diverged", "absent") for w in words):
+        outcome = DOES_NOT_HOLD
+    elif all(w == "smallest" for w in words):
+        outcome = HOLDS
+    else:
+        outcome = NOT_TESTABLE
+    return Verdict(outcome, "SMS-UBU's mean |bias| of p(true class) significantly (2 s.e.) the smallest at every h "
+                   "(the calibration part is shown, not judged)", logistic_output.ordering_summary(rows))
+
+
 # a diverged sampler's row holds NaN in each of its measurements (its `diverged` says where)
 _NAN_WHEN_DIVERGED = ("bias", "bias_se", "floor", "bias_rms", "p_true", "accuracy", "nll", "ace", "rps")
 
@@ -77,6 +96,7 @@ EXPERIMENT = Experiment(
     units=units,
     run_unit=run_unit,
     draw=draw,
+    verdict=verdict,
 )
 
 __all__ = ["EXPERIMENT", "digits_features", "fashion_features", "predictive_test_functions"]

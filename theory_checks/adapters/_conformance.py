@@ -134,7 +134,8 @@ def _consistent(plan: dict, order: float) -> bool:
 
 def order_class(rec: dict, plan: str) -> str:
     """The measured order of ``plan``: ``"exact"`` (a declared exact law that held), ``"1"`` or
-    ``"2"`` (the slope's interval fits one and not the other), ``"below noise"`` (no slope),
+    ``"2"`` (the slope's interval fits one and not the other), ``"below noise"`` (no step size's
+    bias stands ``FIT_MARGIN`` noise levels up), ``"no slope (one step size above noise)"``,
     ``"no limit"`` (the bias does not vanish as ``h -> 0``), else ``"inconclusive"``."""
     m = rec["plans"].get(plan)
     if m is None:
@@ -146,8 +147,8 @@ def order_class(rec: dict, plan: str) -> str:
         exact = check_of(rec, "weak_order[full]")
         if exact is not None and exact["passed"]:
             return "exact"
-    if m["slope"] is None:
-        return "below noise"
+    if m["slope"] is None:  # fewer than 2 step sizes above noise: those are the fit's
+        return "below noise" if not m["fit"] else "no slope (one step size above noise)"
     lo, hi = m["ci"]
     if lo is None or hi is None or hi - lo > SLOPE_CI_MAX:
         return "inconclusive"

@@ -449,5 +449,7 @@ class LibraryMissing(ImportError):
 
 def missing_library(library: str, package: str) -> LibraryMissing:
     """The error an adapter raises when its library is not installed."""
+    from integrators._install import install_command
+
     return LibraryMissing(f"the {library} adapters need {package}, which is not installed: "
-                          f"pip install 'sms-langevin[adapters]' (or pip install {package})")
+                          f"{install_command('adapters')} (or pip install {package})")

@@ -1,0 +1,27 @@
+"""The ``sms-langevin`` entry point, kept free of heavy imports: it says what the command is doing
+before Python imports numba, scipy and the experiments (seconds on a loaded machine), then runs it
+(:func:`reports._cli.main`)."""
+
+from __future__ import annotations
+
+import sys
+
+QUIET = ("-h", "--help")  # the help text is the whole answer: no line before it
+
+
+def first_line(argv) -> str | None:
+    """The line a command prints at once (standard error), or None for help and no command."""
+    if not argv or argv[0].startswith("-") or any(a in QUIET for a in argv):
+        return None
+    return (f"sms-langevin {argv[0]}: starting (importing numba and the experiments; kernels not yet compiled "
+            "on this machine compile before their first unit, and a line says so)")
+
+
+def entry() -> None:
+    """The ``sms-langevin`` command (and ``python -m reports``): the first line, then :func:`reports._cli.entry`."""
+    line = first_line(sys.argv[1:])
+    if line:
+        print(line, file=sys.stderr, flush=True)
+    from reports._cli import entry as run
+
+    run()

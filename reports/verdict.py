@@ -1,0 +1,91 @@
+"""A figure's verdict on its claim, judged from its own numbers.
+
+Each experiment declares ``verdict(results, preset) -> Verdict`` beside its ``draw`` (the same
+``(unit, result)`` pairs).  The command line calls it once per figure; the figure's section, the
+report's contents and the claims section's table of figure verdicts all print that one object.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+HOLDS = "holds"
+DOES_NOT_HOLD = "does not hold"
+NOT_TESTABLE = "not testable at this preset"
+OUTCOMES = (HOLDS, DOES_NOT_HOLD, NOT_TESTABLE)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The claim of one figure judged at one preset.
+
+    Parameters
+    ----------
+    outcome : str
+        One of :data:`OUTCOMES`: ``holds``, ``does not hold``, ``not testable at this preset``.
+    reason : str
+        Why, in one sentence (the rule applied).
+    numbers : str
+        The measured numbers the verdict rests on.
+
+    Raises
+    ------
+    ValueError
+        When ``outcome`` is not one of :data:`OUTCOMES` or ``reason`` is empty.
+    """
+
+    outcome: str
+    reason: str
+    numbers: str = ""
+
+    def __post_init__(self):
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"a verdict's outcome is one of {OUTCOMES}, got {self.outcome!r}")
+        if not str(self.reason).strip():
+            raise ValueError("a verdict needs its reason")
+
+    def text(self) -> str:
+        """The verdict in one line.
+
+        Returns
+        -------
+        str
+            ``"<outcome>: <reason> (<numbers>)"`` (without the parentheses where there are no numbers).
+        """
+        return f"{self.outcome}: {self.reason}" + (f" ({self.numbers})" if self.numbers else "")
+
+    def as_dict(self) -> dict:
+        """The verdict as data, for a figure's ``metadata.json``.
+
+        Returns
+        -------
+        dict
+            ``{"outcome", "reason", "numbers"}``, JSON-serializable.
+        """
+        return asdict(self)
+
+
+def worst(verdicts) -> str:
+    """The outcome of several sub-claims taken together.
+
+    Parameters
+    ----------
+    verdicts : iterable of Verdict or str
+        The sub-claims' verdicts, or their outcomes.
+
+    Returns
+    -------
+    str
+        ``does not hold`` if any does not, else ``not testable at this preset`` if any is not testable (or
+        there is none), else ``holds``.
+    """
+    outcomes = [v if isinstance(v, str) else v.outcome for v in verdicts]
+    if not outcomes:
+        return NOT_TESTABLE
+    for outcome in (DOES_NOT_HOLD, NOT_TESTABLE):
+        if outcome in outcomes:
+            return outcome
+    return HOLDS
+
+
+__all__ = ["DOES_NOT_HOLD", "HOLDS", "NOT_TESTABLE", "OUTCOMES", "Verdict", "worst"]

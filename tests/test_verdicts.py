@@ -1,0 +1,89 @@
+"""Every figure judges its claim from its own numbers (``Experiment.verdict``), and the report prints that
+one verdict atop the figure's section, in the contents and in the claims section's table."""
+
+from __future__ import annotations
+
+import pytest
+
+from reports import _cli as cli
+from reports import registry
+from reports._report import write_report
+from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, OUTCOMES, Verdict
+
+FAST = "tests.report_fixtures.fast_units"
+
+
+@pytest.mark.parametrize("module", registry.DEFAULT_MODULES)
+def test_every_registered_experiment_declares_a_verdict(module):
+    assert callable(registry.declared_by(module).verdict), f"{module} declares no verdict(results, preset)"
+
+
+@pytest.mark.parametrize("module", registry.DEFAULT_MODULES)
+def test_the_report_prints_each_figures_verdict_atop_its_section_in_the_contents_and_the_claims_table(
+        tmp_path, module):
+    figures = {m: registry.declared_by(m) for m in registry.DEFAULT_MODULES}
+    verdicts = {m: Verdict(OUTCOMES[i % 3], f"rule of {m}", f"numbers of {m}") for i, m in enumerate(figures)}
+    drawn = {exp.ID: {"module": exp, "info": {"files": [], "measured": "m.", "verdict": verdicts[m]}, "meta": {},
+                      "wall": 0.0} for m, exp in figures.items()}
+    write_report(tmp_path, drawn, "tiny")
+    fid, verdict = figures[module].ID, verdicts[module]
+    md = (tmp_path / "index.md").read_text()
+    section = md.split(f"<a id='{fid}'></a>")[1].split("<a id=")[0]
+    first = [line for line in section.splitlines() if line.strip()][1]  # the line under the heading
+    assert first == f"**Verdict: {verdict.outcome}: rule of {module} (numbers of {module})**", first
+    assert f"{figures[module].TITLE} ({verdict.outcome})](#{fid})" in md
+    if "claims" in drawn:
+        claims = md.split("<a id='claims'></a>")[1].split("<a id=")[0]
+        assert f"| {figures[module].TITLE} | rule of {module} | numbers of {module} | {verdict.outcome} |" in claims
+    page = (tmp_path / "index.html").read_text()
+    assert f"<b>Verdict: {verdict.outcome}</b>" in page.split(f"<h2 id='{fid}'>")[1].split("<h2")[0]
+
+
+def test_a_figure_that_declares_no_verdict_says_so_in_its_section(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    assert cli.main(["run", "all", "--preset", "quick", "--out", str(tmp_path)]) == 0
+    md = (tmp_path / "report" / "index.md").read_text()
+    assert f"**Verdict: {NOT_TESTABLE}: {FAST} declares no verdict for its claim**" in md
+
+
+def test_a_verdict_has_one_of_three_outcomes_and_a_reason():
+    with pytest.raises(ValueError, match="outcome"):
+        Verdict("fine", "a reason")
+    with pytest.raises(ValueError, match="reason"):
+        Verdict(HOLDS, " ")
+
+
+def _ghmc_row(sampler, h, err, se=1e-3):
+    return {"sampler": sampler, "h": h, "p_true_error": err, "p_true_error_se": se, "spread_ratio": 1.0}
+
+
+@pytest.mark.parametrize(("ghmc_rows", "outcome"), [
+    # SMS-GHMC's smallest error below SMS-UBU's at a comparable step: the claim's opposite
+    ([_ghmc_row("SMS-GHMC", 0.04, 3e-2), _ghmc_row("SMS-GHMC", 0.01, 1.32e-2)], DOES_NOT_HOLD),
+    # it reaches SMS-UBU's error only at a step 8x smaller
+    ([_ghmc_row("SMS-GHMC", 0.01, 3e-2), _ghmc_row("SMS-GHMC", 0.002, 1.40e-2)], HOLDS),
+    ([_ghmc_row("SMS-GHMC", 0.01, 3e-2)], HOLDS),  # never reaches it
+])
+def test_the_ghmc_verdict_says_when_ghmc_matches_ubu_at_a_comparable_step(monkeypatch, ghmc_rows, outcome):
+    from experiments import ghmc
+    table = [_ghmc_row("SMS-UBU", 0.0625, 2e-2), _ghmc_row("SMS-UBU", 0.015625, 1.39e-2), *ghmc_rows]
+    monkeypatch.setattr(ghmc.ghmc_logistic, "rows", lambda results: table)
+    verdict = ghmc.EXPERIMENT.verdict([], "tiny")
+    assert verdict.outcome == outcome, verdict
+    assert "1.39e-02" in verdict.numbers
+
+
+@pytest.mark.parametrize(("sms_order", "outcome"), [(2.0, HOLDS), (1.0, DOES_NOT_HOLD)])
+def test_the_demo_verdict_reads_the_slopes_of_the_bias(sms_order, outcome):
+    from experiments import demo
+    hs = (0.25, 0.125, 0.0625, 0.03125)
+    results = [({}, {"row": {"sampler": name, "h": h, "variance_bias": 0.3 * h ** order, "variance_se": 1e-6}})
+               for name, order in (("SMS-UBU", sms_order), ("SG-UBU", 1.0)) for h in hs]
+    assert demo.EXPERIMENT.verdict(results, "tiny").outcome == outcome
+
+
+def test_the_demo_verdict_is_not_testable_where_the_bias_is_below_noise():
+    from experiments import demo
+    results = [({}, {"row": {"sampler": name, "h": h, "variance_bias": 1e-4, "variance_se": 1e-3}})
+               for name in ("SMS-UBU", "SG-UBU") for h in (0.25, 0.125)]
+    assert demo.EXPERIMENT.verdict(results, "tiny").outcome == NOT_TESTABLE
