@@ -234,18 +234,20 @@ def kernel_for_kinds(kinds, test_fn=no_test_functions):
 _STEP_CALLERS: dict = {}
 
 
-def step_caller(step, force):
+def step_caller(step, force, *, runtime: bool = True):
     """``call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box)``: one ``step`` with ``force`` bound,
     for code that runs a single step from Python (the oracle's probe, the schemes' read check).  The
     force is a constant of this small kernel, so it is kept on disk (:mod:`integrators._disk_cache`),
-    which a step called directly with a Numba function as an argument cannot be."""
-    if (step, force) not in _STEP_CALLERS:
-        @nb.njit(nogil=True)
+    which a step called directly with a Numba function as an argument cannot be.  ``runtime=False``
+    compiles it without Numba's runtime, as the kernels run a step that does not declare ``allocates``."""
+    key = (step, force, runtime)
+    if key not in _STEP_CALLERS:
+        @nb.njit(nogil=True, _nrt=runtime)
         def call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box):
             step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
 
-        _STEP_CALLERS[step, force] = disk_cached(call, "step_caller")
-    return _STEP_CALLERS[step, force]
+        _STEP_CALLERS[key] = disk_cached(call, "step_caller")
+    return _STEP_CALLERS[key]
 
 
 ALIGN_BYTES = 64  # a cache line: vector loads of a lane pass never straddle two lines

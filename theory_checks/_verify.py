@@ -696,31 +696,19 @@ class KernelGuard:
         return [Check(name, False, expected, self.error, claim=True) for name in names]
 
 
-_KERNEL_CALLERS: dict = {}
-
-
 def _kernel_caller(module, target) -> None:
     """One step of ``module`` on ``target`` through a caller compiled as the kernels are (kept on disk)."""
-    import numba as nb
-
     from integrators._bounce import make_box
-    from integrators._disk_cache import disk_cached
+    from integrators._kernel import step_caller
     from integrators._user_code import guarded
     from integrators.targets._force import force_data, lane_force_for
 
     step = guarded(module.step, f"scheme {module.NAME!r}: step")
-    force = lane_force_for(target)
-    if (step, force) not in _KERNEL_CALLERS:
-        @nb.njit(nogil=True, _nrt=bool(getattr(step, "allocates", False)))
-        def call(x, v, g, coef, dW, J, batch, n_batch, scale, tdata, box):
-            step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box)
-
-        _KERNEL_CALLERS[step, force] = disk_cached(call, "kernel_caller")
+    call = step_caller(step, lane_force_for(target), runtime=bool(getattr(step, "allocates", False)))
     d, n = target.dim, 1
     batch = np.zeros((max(1, target.n_data), n), dtype=np.int32)
-    _KERNEL_CALLERS[step, force](np.zeros((n, d)), np.zeros((n, d)), np.zeros((n, d)),
-                                 np.asarray(module.coefficients(0.1, 1.0), dtype=float), np.zeros((2, d, n)),
-                                 np.zeros((2, d, n)), batch, 1, 1.0, force_data(target, False, None), make_box(d))
+    call(np.zeros((n, d)), np.zeros((n, d)), np.zeros((n, d)), np.asarray(module.coefficients(0.1, 1.0), dtype=float),
+         np.zeros((2, d, n)), np.zeros((2, d, n)), batch, 1, 1.0, force_data(target, False, None), make_box(d))
 
 
 def one_line(exc: BaseException) -> str:
