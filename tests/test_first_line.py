@@ -34,27 +34,24 @@ def test_help_prints_no_line_before_its_text():
     assert first_line(["--help"]) is None and first_line([]) is None and first_line(["run", "-h"]) is None
 
 
-def test_run_says_it_lists_the_units_before_listing_them(tmp_path, monkeypatch, capsys):
+def _run_stopped_at(step: str, tmp_path, monkeypatch, capsys) -> str:
+    """``run all --preset quick`` with the CLI's ``step`` made to raise: the stderr written before it."""
     monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
 
     def heavy(*args, **kwargs):
-        raise RuntimeError("the units were listed")
+        raise RuntimeError(f"{step} was reached")
 
-    monkeypatch.setattr(cli, "_units", heavy)
-    with pytest.raises(RuntimeError, match="listed"):
+    monkeypatch.setattr(cli, step, heavy)
+    with pytest.raises(RuntimeError, match="was reached"):
         cli.main(["run", "all", "--preset", "quick", "--out", str(tmp_path)])
-    assert "quick: listing the units of fast" in capsys.readouterr().err
+    return capsys.readouterr().err
+
+
+def test_run_says_it_lists_the_units_before_listing_them(tmp_path, monkeypatch, capsys):
+    assert "quick: listing the units of fast" in _run_stopped_at("_units", tmp_path, monkeypatch, capsys)
 
 
 def test_run_says_whether_kernels_compile_before_the_first_unit_runs(tmp_path, monkeypatch, capsys):
-    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
-
-    def heavy(*args, **kwargs):
-        raise RuntimeError("a unit ran")
-
-    monkeypatch.setattr(cli, "execute", heavy)
-    with pytest.raises(RuntimeError, match="a unit ran"):
-        cli.main(["run", "all", "--preset", "quick", "--out", str(tmp_path)])
-    err = capsys.readouterr().err.splitlines()
+    err = _run_stopped_at("execute", tmp_path, monkeypatch, capsys).splitlines()
     assert err[0].startswith("quick: listing the units")
     assert err[1].startswith("quick: ") and "units to run" in err[1] and "compile" in err[1], err
