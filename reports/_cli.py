@@ -43,9 +43,9 @@ from reports.store import (
     StaleUnit,
     Store,
     UnsafePath,
-    _write_atomic,
     own_tree,
     unit_seed,
+    write_atomic,
 )
 
 
@@ -310,7 +310,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict) -> int:
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend}
-    _write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
+    write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend)
     print(f"report: {out / 'report' / 'index.html'}")
     if absent:  # drawn (the figure says what is absent), but not a success

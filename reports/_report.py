@@ -23,7 +23,7 @@ from pathlib import Path
 
 from reports._metadata import LIBRARIES
 from reports.drawing import write_metadata
-from reports.store import own_path
+from reports.store import own_path, write_atomic
 from tour._page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
@@ -222,8 +222,8 @@ def write_report(report_dir: Path, drawn: dict, preset: str) -> None:
     meta_text = json.dumps(meta, indent=2)
     md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
     body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
-    (report_dir / "index.md").write_text("\n".join(md))
+    write_atomic(report_dir / "index.md", "\n".join(md))
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
             f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")
-    (report_dir / "index.html").write_text(page)
+    write_atomic(report_dir / "index.html", page)
     write_metadata(report_dir / "metadata.json", meta)

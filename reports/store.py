@@ -292,19 +292,45 @@ class FolderLock:
         self.fh.close()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: a reader
-    (or a run killed mid-write, or a full disk) sees the old file or the whole new one."""
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: the mode a file written in place would have had
+
+
+def write_atomic(path: Path | str, data: str | bytes, *, sync: bool = True) -> Path:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` through a temporary file in the same folder
+    and a rename: a reader (or a run killed mid-write, or a full disk) sees the old file or the whole
+    new one, and whatever ``path`` was (a hard link to a file elsewhere) is replaced, never written
+    through.  The one writer of every file sms-langevin puts under ``--out``.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        The file to write; its folder must exist.
+    data : str or bytes
+        Its whole content.
+    sync : bool
+        Flush the content to disk before the rename (off for bulk copies that are redone when missing).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the report from other readers
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
 
 class Store:
@@ -347,7 +373,7 @@ class Store:
         return self.root / figure_id / f"{_unit_key(unit)}.json"
 
     def save(self, figure_id: str, unit: dict, result, meta: dict) -> Path:
-        """Write a unit's result and metadata atomically (``_write_atomic``).
+        """Write a unit's result and metadata atomically (``write_atomic``).
 
         Parameters
         ----------
@@ -370,7 +396,7 @@ class Store:
         key = _unit_key(unit)
         payload = {"key": key, "unit": unit, "result": result, "meta": meta,
                    "checksum": checksum(key, unit, result, meta)}
-        _write_atomic(path, json.dumps(payload, sort_keys=True))
+        write_atomic(path, json.dumps(payload, sort_keys=True))
         return path
 
     def _payload(self, figure_id: str, unit: dict) -> dict | None:
@@ -461,4 +487,5 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "unit_seed"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "unit_seed",
+           "write_atomic"]

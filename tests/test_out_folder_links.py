@@ -182,3 +182,57 @@ def test_report_tour_link_check_runs_with_no_links(tmp_path):
     os.symlink("page.html", tmp_path / "report" / "tour" / "alias.html")
     with pytest.raises(UnsafePath, match="alias.html"):
         own_tree(tmp_path, tmp_path / "report" / "tour")
+
+
+@pytest.mark.slow
+def test_tour_replaces_hard_links_in_its_folder_and_never_writes_through_them(tmp_path, monkeypatch):
+    """Every page, the executed notebook, the index, the metadata and MathJax's files are written through a
+    temporary file and a rename: a hard link planted under one of their names keeps its other name's content."""
+    from tour import _build as tour_build
+    pytest.importorskip("jupytext")
+    pytest.importorskip("nbconvert")
+    pytest.importorskip("jupyter_server_mathjax")
+    out = tmp_path / "o"
+    tour = out / "report" / "tour"
+    (tour / "mathjax" / "config").mkdir(parents=True)
+    names = ["metadata.json", "index.html", "01_splittings.html", "01_splittings.ipynb", "mathjax/config/Safe.js"]
+    victims = []
+    for i, name in enumerate(names):
+        target = tmp_path / f"victim{i}"
+        target.write_text("data\n")
+        os.link(target, tour / name)
+        victims.append(target)
+    monkeypatch.setattr(tour_build, "execute", lambda nb, **kwargs: nb)  # no kernel: the pages are what matters
+    code, err = main(["tour", "01", "--out", str(out)], monkeypatch)
+    assert code == 0, err
+    assert [v.read_text() for v in victims] == ["data\n"] * len(victims)
+    for name in names:
+        assert (tour / name).stat().st_nlink == 1 and (tour / name).read_text() != "data\n", name
+    assert "01_splittings.html" in (tour / "index.html").read_text()
+    assert not [p for p in tour.rglob(".tmp-*")]
+
+
+def test_write_drawing_and_metadata_replace_hard_links_never_write_through_them(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reports.drawing import Drawing, write_drawing, write_metadata
+    out = tmp_path / "o"
+    out.mkdir()
+    names = ["fig.png", "fig.pdf", "rows.csv", "table.md", "metadata.json"]
+    victims = []
+    for i, name in enumerate(names):
+        target = tmp_path / f"victim{i}"
+        target.write_text("data\n")
+        os.link(target, out / name)
+        victims.append(target)
+    fig = plt.figure()
+    drawing = Drawing("m", figures={"fig": fig}, tables={"rows": [{"a": 1}]}, texts={"table.md": "| t |"})
+    written = write_drawing(drawing, out)
+    write_metadata(out / "metadata.json", {"seed": 0})
+    assert written == names[:4]
+    assert [v.read_text() for v in victims] == ["data\n"] * len(victims)
+    assert (out / "rows.csv").read_text() == "a\n1\n" and (out / "table.md").read_text() == "| t |\n"
+    assert (out / "fig.png").read_bytes()[:4] == b"\x89PNG" and (out / "fig.pdf").read_bytes()[:4] == b"%PDF"
+    assert all((out / name).stat().st_nlink == 1 for name in names)
