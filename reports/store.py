@@ -135,6 +135,47 @@ def own_path(out: Path | str, path: Path | str) -> Path:
     return path
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def read_regular(path: Path | str) -> str:
+    """The text (UTF-8) of ``path``, a regular file inside the output folder, opened without blocking (a fifo
+    planted there would hang an ordinary read) and checked on the open descriptor to be a regular file.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        The file to read.
+
+    Returns
+    -------
+    str
+        Its content.
+
+    Raises
+    ------
+    UnsafePath
+        When ``path`` is not a regular file (a fifo, a socket, a device, a folder), naming it and what it is.
+    OSError, UnicodeDecodeError
+        When it cannot be opened or read, or is not UTF-8.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise UnsafePath(f"{path} is {kind}, not a regular file; sms-langevin reads only regular files inside "
+                             f"--out: remove it and rerun")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read()
+    finally:
+        os.close(fd)
+    return data.decode("utf-8")
+
+
 _HELD_LOCKS: dict[int, tuple[int, int]] = {}  # descriptor -> (device, inode) of the folder locks held here
 
 
@@ -404,11 +445,13 @@ class Store:
         if not path.exists():
             return None
         try:
-            payload = json.loads(path.read_text())
+            payload = json.loads(read_regular(path))
             ok = payload["checksum"] == checksum(payload["key"], payload["unit"], payload["result"],
                                                   payload["meta"])
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # (nested too deeply)
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
+        except UnsafePath:  # a fifo or device in its place: damaged, replaced when recomputed
+            raise CorruptUnit(f"{path}: unreadable (not a regular file)") from None
         if not ok or payload["unit"] != unit or not isinstance(payload["meta"], dict):
             raise CorruptUnit(f"{path}: checksum mismatch")
         return payload
@@ -487,5 +530,5 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "unit_seed",
-           "write_atomic"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "read_regular",
+           "unit_seed", "write_atomic"]
