@@ -159,3 +159,25 @@ def test_a_draw_returning_none_is_one_line_and_the_report_is_kept(tmp_path, monk
 
 def test_all_among_other_ids_is_one_line_saying_it_stands_alone(tmp_path, monkeypatch):
     one_line(*main(["run", "all", "fast", "--out", str(tmp_path)], monkeypatch), "`all` stands alone")
+
+
+@pytest.mark.parametrize("source", [b"EXPERIMENT = (\n", b"# \xff\xfe\nEXPERIMENT = None\n",
+                                    b"ORDER = 1e400\nEXPERIMENT = None\n", b'ORDER = "first"\nEXPERIMENT = None\n',
+                                    b"ORDER = 1" + b"0" * 100 + b"\nEXPERIMENT = None\n"])
+def test_an_unreadable_module_dropped_into_experiments_is_one_line_naming_it(tmp_path, monkeypatch, source):
+    """Found when a command asks for the registry (not when ``reports.registry`` is imported), and said in the
+    command's one-line error (exit 2), not a traceback of every command."""
+    import contextlib
+    import io
+
+    import experiments
+    from reports import _cli, registry
+    (tmp_path / "dropped_in.py").write_bytes(source)
+    monkeypatch.setattr(experiments, "__path__", [*experiments.__path__, str(tmp_path)])
+    monkeypatch.setattr(registry, "_DEFAULT_MODULES", None)
+    monkeypatch.delenv("SMS_LANGEVIN_REPORT_MODULES", raising=False)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = _cli.main(["list"])
+    assert code == 2 and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+    assert "experiments.dropped_in" in err.getvalue() and "Traceback" not in err.getvalue()
