@@ -411,7 +411,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
                            f"{_shown(drawing)}; the report in {out} is left as it was")
-        files = write_drawing(drawing, report_dir / fid)
+        try:
+            files = write_drawing(drawing, report_dir / fid)
+        except ValueError as exc:  # a name that is not a plain file name: nothing of it written
+            raise CliError(f"{fid}: draw (in {mod.module}) returned a Drawing that cannot be written: {exc}; "
+                           f"the report in {out} is left as it was") from None
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
         figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),

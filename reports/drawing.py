@@ -57,6 +57,22 @@ class Drawing:
             raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
 
 
+def _file_names(drawing: Drawing) -> list[str]:
+    """The names :func:`write_drawing` writes, each checked to be a plain file name (a string, no folder
+    separator, not ``.`` or ``..``, not empty): ``ValueError`` naming the first that is not, so no name a
+    ``draw`` returns can place a file outside the figure's folder."""
+    names = []
+    for part, suffixes, keys in (("figures", (".png", ".pdf"), drawing.figures), ("tables", (".csv",), drawing.tables),
+                                 ("texts", ("",), drawing.texts)):
+        for key in keys:
+            plain = isinstance(key, str) and key not in ("", ".", "..") and not any(c in key for c in ("/", "\\", "\0"))
+            if not plain:
+                raise ValueError(f"the drawing's {part} name {str(key)[:100]!r} is not a plain file name (no folder "
+                                 f"separator, not . or ..): its files are written in the figure's folder only")
+            names += [f"{key}{suffix}" for suffix in suffixes]
+    return names
+
+
 def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     """Write every figure, table and text of ``drawing`` into ``out_dir``.
 
@@ -71,9 +87,16 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     -------
     list of str
         The written file names, figures first (PNG then PDF), then tables and texts.
+
+    Raises
+    ------
+    ValueError
+        When a name in ``figures``, ``tables`` or ``texts`` is not a plain file name (``../x``, ``/abs``),
+        naming it; nothing is written then.
     """
     import matplotlib.pyplot as plt
 
+    _file_names(drawing)  # every name checked before the first file is written
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []

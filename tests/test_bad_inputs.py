@@ -181,3 +181,15 @@ def test_an_unreadable_module_dropped_into_experiments_is_one_line_naming_it(tmp
         code = _cli.main(["list"])
     assert code == 2 and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
     assert "experiments.dropped_in" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+@pytest.mark.parametrize("where", ["texts", "tables", "figures"])
+@pytest.mark.parametrize("name", ["../../../escaped.md", "/tmp/abs_escaped.md", "..", "sub/x.md", ""])
+def test_a_drawing_name_that_is_not_a_plain_file_name_is_refused_and_nothing_is_written(tmp_path, where, name):
+    from reports.drawing import Drawing, write_drawing
+    out = tmp_path / "a" / "b" / "c" / "fig"
+    out.parent.mkdir(parents=True)
+    value = {"texts": "E", "tables": [{"a": 1}], "figures": None}[where]
+    with pytest.raises(ValueError, match="not a plain file name"):
+        write_drawing(Drawing("m", **{where: {name: value}}), out)
+    assert not out.exists() and sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "c"]
