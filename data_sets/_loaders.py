@@ -181,6 +181,7 @@ def load_cifar10(folder: str | Path) -> ImageData:
 
 def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
+    from PIL.Image import DecompressionBombError  # more pixels than Pillow's limit: refused, never decoded
 
     try:
         with Image.open(path) as img:
@@ -191,8 +192,18 @@ def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> 
                 img = img.crop((left, top, left + side, top + side))
             img = img.resize((size, size), Image.BILINEAR)
             return np.asarray(img, dtype=np.uint8)
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (UnidentifiedImageError, DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
         raise DataError(f"{path}: cannot read the image ({exc.__class__.__name__}: {exc})") from None
+
+
+def _read_list(path: Path) -> list[str]:
+    """The lines of a Celeb-A list file, or :class:`DataError` naming it when it is not a readable UTF-8 text
+    file (a folder in its place, bytes that are not UTF-8)."""
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the list ({exc.__class__.__name__}); it must be a UTF-8 text file") \
+            from None
 
 
 def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +257,7 @@ keeps that many (with a partition: the first of each split, about ``test_fractio
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
         raise DataError(f"{attr_path}: file not found")
-    lines = attr_path.read_text().splitlines()
+    lines = _read_list(attr_path)
     if len(lines) < 2:
         raise DataError(f"{attr_path}: truncated (needs a count line and a header line)")
     names = lines[1].split()
@@ -276,7 +287,7 @@ keeps that many (with a partition: the first of each split, about ``test_fractio
     partition = folder / "list_eval_partition.txt"
     if partition.exists():
         part = {}
-        for lineno, line in enumerate(partition.read_text().splitlines(), start=1):
+        for lineno, line in enumerate(_read_list(partition), start=1):
             if line.split():
                 if len(line.split()) < 2:
                     raise DataError(f"{partition}: line {lineno} is not '<file> <0, 1 or 2>'")

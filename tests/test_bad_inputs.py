@@ -193,3 +193,31 @@ def test_a_drawing_name_that_is_not_a_plain_file_name_is_refused_and_nothing_is_
     with pytest.raises(ValueError, match="not a plain file name"):
         write_drawing(Drawing("m", **{where: {name: value}}), out)
     assert not out.exists() and sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("kind", ["not_utf8", "folder"])
+@pytest.mark.parametrize("name", ["list_attr_celeba.txt", "list_eval_partition.txt"])
+def test_a_celeba_list_file_that_is_not_utf8_text_is_a_data_error_naming_it(tmp_path, kind, name):
+    from data_sets import DataError
+    from data_sets._loaders import load_celeba
+    (tmp_path / "img_align_celeba").mkdir()
+    if name != "list_attr_celeba.txt":
+        (tmp_path / "list_attr_celeba.txt").write_text("1\nBlond_Hair Brown_Hair\na.jpg 1 -1\n")
+    if kind == "folder":
+        (tmp_path / name).mkdir()
+    else:
+        (tmp_path / name).write_bytes(b"1\n\xff\xfe\x00bad\n")
+    with pytest.raises(DataError, match=name):
+        load_celeba(tmp_path)
+
+
+def test_a_decompression_bomb_image_is_a_data_error_naming_it(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from data_sets import DataError
+    from data_sets._loaders import _read_image
+    path = tmp_path / "big.png"
+    Image.new("L", (64, 64)).save(path)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 64 x 64 is more than twice that: a bomb
+    with pytest.raises(DataError, match="big.png"):
+        _read_image(path, 8, "RGB")
