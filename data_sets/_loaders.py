@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from data_sets._find import find_medmnist
-from data_sets._idx import FASHION_FILES, DataError, find_idx_file, read_idx
+from data_sets._idx import FASHION_FILES, MAX_IDX_BYTES, DataError, find_idx_file, read_idx
 from data_sets._layout import (
     FASHION_MNIST,
     MEDMNIST,
@@ -387,6 +387,10 @@ def _read_npz(path: Path) -> dict:
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise DataError(f"{path}: not an .npz archive (a single .npy array of shape {np.shape(npz)} renamed?)")
     with npz:
+        for member in npz.zip.infolist():  # the declared inflated size, checked before anything is inflated
+            if member.file_size > MAX_IDX_BYTES:
+                raise DataError(f"{path}: member {member.filename} would inflate to {member.file_size} bytes, more "
+                                f"than the {MAX_IDX_BYTES} a data file may hold")
         try:
             return {k: npz[k] for k in npz.files}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError) as exc:
