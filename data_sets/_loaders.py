@@ -32,6 +32,7 @@ from integrators._validation import boolean, int_at_least
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
 CELEBA_ATTRS = "list_attr_celeba.txt"
+MAX_IMAGE_SIDE = 2048  # the largest side load_chest_xray resizes to (size**2 bytes per image, ~5000 images)
 XRAY_CLASSES = ("NORMAL", "PNEUMONIA")
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
@@ -335,12 +336,14 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     Raises
     ------
     ValueError
-        If ``size`` is not an integer >= 1.
+        If ``size`` is not an integer from 1 to :data:`MAX_IMAGE_SIDE`.
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
     size = int_at_least("size", size, 1)
+    if size > MAX_IMAGE_SIDE:
+        raise ValueError(f"size must be at most {MAX_IMAGE_SIDE} (the side of the resized images), got {size}")
     folder = Path(folder)
     parts = []
     for split in ("train", "test"):

@@ -221,3 +221,9 @@ def test_a_decompression_bomb_image_is_a_data_error_naming_it(tmp_path, monkeypa
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 64 x 64 is more than twice that: a bomb
     with pytest.raises(DataError, match="big.png"):
         _read_image(path, 8, "RGB")
+
+
+def test_load_chest_xray_refuses_a_size_above_its_declared_bound_before_reading(tmp_path):
+    from data_sets._loaders import MAX_IMAGE_SIDE, load_chest_xray
+    with pytest.raises(ValueError, match=f"at most {MAX_IMAGE_SIDE}"):
+        load_chest_xray(tmp_path, size=10**6)
