@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from data_sets._find import find_medmnist
-from data_sets._idx import FASHION_FILES, DataError, find_idx_file, read_idx
+from data_sets._idx import FASHION_FILES, MAX_IDX_BYTES, DataError, find_idx_file, read_idx
 from data_sets._layout import (
     FASHION_MNIST,
     MEDMNIST,
@@ -32,6 +32,7 @@ from integrators._validation import boolean, int_at_least
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
 CELEBA_ATTRS = "list_attr_celeba.txt"
+MAX_IMAGE_SIDE = 2048  # the largest side load_chest_xray resizes to (size**2 bytes per image, ~5000 images)
 XRAY_CLASSES = ("NORMAL", "PNEUMONIA")
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
@@ -181,6 +182,7 @@ def load_cifar10(folder: str | Path) -> ImageData:
 
 def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
+    from PIL.Image import DecompressionBombError  # more pixels than Pillow's limit: refused, never decoded
 
     try:
         with Image.open(path) as img:
@@ -191,8 +193,18 @@ def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> 
                 img = img.crop((left, top, left + side, top + side))
             img = img.resize((size, size), Image.BILINEAR)
             return np.asarray(img, dtype=np.uint8)
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+    except (UnidentifiedImageError, DecompressionBombError, OSError, SyntaxError, ValueError) as exc:
         raise DataError(f"{path}: cannot read the image ({exc.__class__.__name__}: {exc})") from None
+
+
+def _read_list(path: Path) -> list[str]:
+    """The lines of a Celeb-A list file, or :class:`DataError` naming it when it is not a readable UTF-8 text
+    file (a folder in its place, bytes that are not UTF-8)."""
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the list ({exc.__class__.__name__}); it must be a UTF-8 text file") \
+            from None
 
 
 def _split(n: int, test_fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -246,7 +258,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
         raise DataError(f"{attr_path}: file not found")
-    lines = attr_path.read_text().splitlines()
+    lines = _read_list(attr_path)
     if len(lines) < 2:
         raise DataError(f"{attr_path}: truncated (needs a count line and a header line)")
     names = lines[1].split()
@@ -276,7 +288,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     partition = folder / "list_eval_partition.txt"
     if partition.exists():
         part = {}
-        for lineno, line in enumerate(partition.read_text().splitlines(), start=1):
+        for lineno, line in enumerate(_read_list(partition), start=1):
             if line.split():
                 if len(line.split()) < 2:
                     raise DataError(f"{partition}: line {lineno} is not '<file> <0, 1 or 2>'")
@@ -324,12 +336,14 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     Raises
     ------
     ValueError
-        If ``size`` is not an integer >= 1.
+        If ``size`` is not an integer from 1 to :data:`MAX_IMAGE_SIDE`.
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
     size = int_at_least("size", size, 1)
+    if size > MAX_IMAGE_SIDE:
+        raise ValueError(f"size must be at most {MAX_IMAGE_SIDE} (the side of the resized images), got {size}")
     folder = Path(folder)
     parts = []
     for split in ("train", "test"):
@@ -376,6 +390,10 @@ def _read_npz(path: Path) -> dict:
     if not isinstance(npz, np.lib.npyio.NpzFile):
         raise DataError(f"{path}: not an .npz archive (a single .npy array of shape {np.shape(npz)} renamed?)")
     with npz:
+        for member in npz.zip.infolist():  # the declared inflated size, checked before anything is inflated
+            if member.file_size > MAX_IDX_BYTES:
+                raise DataError(f"{path}: member {member.filename} would inflate to {member.file_size} bytes, more "
+                                f"than the {MAX_IDX_BYTES} a data file may hold")
         try:
             return {k: npz[k] for k in npz.files}
         except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError) as exc:

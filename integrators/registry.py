@@ -160,6 +160,9 @@ def _declared(path: str, required=()) -> dict:
     return out
 
 
+MAX_ORDER = 10**6  # a module's ORDER: an integer literal in [-MAX_ORDER, MAX_ORDER]
+
+
 def discover(package, required) -> tuple[str, ...]:
     """The modules of ``package`` whose source declares every name of ``required``, by full name.
 
@@ -184,7 +187,8 @@ def discover(package, required) -> tuple[str, ...]:
     Raises
     ------
     ValueError
-        If a member's ``ORDER`` is not an integer literal.
+        If a member's source cannot be read or parsed (naming it), or its ``ORDER`` is not an integer
+        literal within ``[-MAX_ORDER, MAX_ORDER]``.
     """
     package = importlib.import_module(package) if isinstance(package, str) else package
     found = []
@@ -196,7 +200,11 @@ def discover(package, required) -> tuple[str, ...]:
         origin = getattr(spec, "origin", None)
         if origin is None or not origin.endswith(".py"):
             continue
-        names = _declared(origin, required)
+        try:
+            names = _declared(origin, required)
+        except (SyntaxError, UnicodeDecodeError, ValueError, RecursionError, OSError) as exc:
+            first = (str(exc).splitlines() or [""])[0][:200]
+            raise ValueError(f"{full}: its source cannot be read ({exc.__class__.__name__}: {first})") from None
         if not all(name in names for name in required):
             continue
         order = math.inf
@@ -205,8 +213,9 @@ def discover(package, required) -> tuple[str, ...]:
                 order = ast.literal_eval(names["ORDER"])
             except ValueError:
                 order = None
-            if isinstance(order, bool) or not isinstance(order, int):
-                raise ValueError(f"{full}: ORDER must be an integer literal, got {ast.unparse(names['ORDER'])}")
+            if isinstance(order, bool) or not isinstance(order, int) or not -MAX_ORDER <= order <= MAX_ORDER:
+                raise ValueError(f"{full}: ORDER must be an integer literal from {-MAX_ORDER} to {MAX_ORDER}, "
+                                 f"got {ast.unparse(names['ORDER'])[:80]}")
         found.append((order, info.name, full))
     return tuple(full for _, _, full in sorted(found))
 

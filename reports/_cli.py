@@ -44,9 +44,9 @@ from reports.store import (
     StaleUnit,
     Store,
     UnsafePath,
-    _write_atomic,
     own_tree,
     unit_seed,
+    write_atomic,
 )
 from reports.verdict import NOT_TESTABLE, Verdict
 
@@ -336,7 +336,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
-    _write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
+    write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)
     print(f"report: {out / 'report' / 'index.html'}")
     if absent:  # drawn (the figure says what is absent), but not a success
@@ -451,7 +451,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if not isinstance(verdict, Verdict):
             raise CliError(f"{fid}: verdict (in {mod.module}) must return a reports.verdict.Verdict, got "
                            f"{_shown(verdict)}; the report in {out} is left as it was")
-        files = write_drawing(drawing, report_dir / fid)
+        try:
+            files = write_drawing(drawing, report_dir / fid)
+        except ValueError as exc:  # a name that is not a plain file name: nothing of it written
+            raise CliError(f"{fid}: draw (in {mod.module}) returned a Drawing that cannot be written: {exc}; "
+                           f"the report in {out} is left as it was") from None
         metas = [store.meta(fid, unit) for unit, _ in results]
         figure_meta = {k: v for k, v in metas[0].items() if k not in ("seed", "wall_seconds", "created")}
         figure_meta.update({"preset": preset, "module_preset": level, "units": len(results),

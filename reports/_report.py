@@ -19,11 +19,12 @@ import json
 import os
 import secrets
 import shutil
+import stat
 from pathlib import Path
 
 from reports._metadata import code_metadata
 from reports.drawing import write_metadata
-from reports.store import own_path
+from reports.store import UnsafePath, own_path, read_regular, write_atomic
 from tour._page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
@@ -36,8 +37,8 @@ def remove_stale_staging(out: Path) -> int:
     report back); returns how many folders were removed.  Call it holding ``out``'s lock."""
     report = own_path(out, out / "report")
     olds = sorted(out.glob(f"{OLD_PREFIX}*"), key=lambda p: p.lstat().st_mtime)
-    if olds and not report.exists() and not report.is_symlink() and not olds[-1].is_symlink():
-        os.rename(olds.pop(), report)
+    if olds and not report.exists() and not report.is_symlink() and stat.S_ISDIR(olds[-1].lstat().st_mode):
+        os.rename(olds.pop(), report)  # a real folder only: never a link, fifo or file planted under that name
     stale = list(out.glob(f"{STAGING_PREFIX}*")) + olds
     for path in stale:
         _remove(path)
@@ -45,11 +46,16 @@ def remove_stale_staging(out: Path) -> int:
 
 
 def _remove(path: Path) -> None:
-    """Delete a folder of ours, or the link planted in its place (the link only, never its target)."""
-    if path.is_symlink():
-        path.unlink(missing_ok=True)
-    else:
+    """Delete a folder of ours, or whatever was planted in its place (a link: the link only, never its
+    target; a fifo, socket or file: unlinked without being opened, which for a fifo would hang)."""
+    try:
+        is_dir = stat.S_ISDIR(path.lstat().st_mode)
+    except FileNotFoundError:
+        return
+    if is_dir:
         shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _link_or_copy(src, dst):
@@ -113,8 +119,8 @@ def _run_record(report_dir: Path, drawn: dict) -> dict:
     """The run's preset, seed, ids and backend as ``run.json`` beside the report records them (the
     command line writes it before drawing), else what the units' metadata say."""
     try:
-        record = json.loads((report_dir.parent / "run.json").read_text())
-    except (OSError, ValueError):
+        record = json.loads(read_regular(report_dir.parent / "run.json"))
+    except (OSError, ValueError, UnsafePath):
         record = {}
     if not isinstance(record, dict):
         record = {}
@@ -262,8 +268,8 @@ def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | No
     meta_text = json.dumps(meta, indent=2)
     md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
     body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
-    (report_dir / "index.md").write_text("\n".join(md))
+    write_atomic(report_dir / "index.md", "\n".join(md))
     page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
             f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")
-    (report_dir / "index.html").write_text(page)
+    write_atomic(report_dir / "index.html", page)
     write_metadata(report_dir / "metadata.json", meta)

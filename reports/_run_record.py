@@ -10,16 +10,17 @@ from pathlib import Path
 
 from integrators._validation import seed_value
 from reports._cli_common import CliError, check_preset
+from reports.store import UnsafePath, read_regular
 
 
 def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str], dict]:
     """Preset, seed, ids and backend of the run in ``out``, from ``run.json`` or, where that is
     unreadable, from its unit files; ``preset`` (given) overrides the recorded one."""
     try:
-        run_meta = json.loads((out / "run.json").read_text())
+        run_meta = json.loads(read_regular(out / "run.json"))
         if not isinstance(run_meta, dict):
             raise ValueError("not an object")
-    except (OSError, ValueError, RecursionError) as exc:
+    except (OSError, ValueError, RecursionError, UnsafePath) as exc:  # (UnsafePath: a fifo in its place)
         run_meta = infer_run(out, figures)
         print(f"warning: {out / 'run.json'} unreadable ({exc.__class__.__name__}); rebuilding "
               f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
@@ -68,8 +69,8 @@ def infer_run(out: Path, figures) -> dict:
             ids.append(fid)
             if not fprint:
                 try:
-                    fprint = json.loads(files[0].read_text())["meta"]["fingerprint"]
-                except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                    fprint = json.loads(read_regular(files[0]))["meta"]["fingerprint"]
+                except (OSError, ValueError, KeyError, TypeError, RecursionError, UnsafePath):
                     fprint = {}
     meta = {"ids": ids}
     if isinstance(fprint, dict):
@@ -86,8 +87,8 @@ def infer_backend(out: Path, figures) -> dict:
         if mod.BACKENDS:
             for path in sorted((out / "units" / fid).glob("*.json")):
                 try:
-                    unit = json.loads(path.read_text())["unit"]
+                    unit = json.loads(read_regular(path))["unit"]
                     return {k: unit[k] for k in ("backend", "device") if k in unit}
-                except (OSError, ValueError, KeyError, TypeError, RecursionError):
+                except (OSError, ValueError, KeyError, TypeError, RecursionError, UnsafePath):
                     continue
     return {}

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
+
+from reports.store import write_atomic
 
 
 def write_rows(path: Path, rows: list[dict]) -> Path:
     """Write ``rows`` (dicts; a key absent from a row is an empty cell) to ``path`` as CSV."""
     path = Path(path)
     fields = list(dict.fromkeys(k for row in rows for k in row)) or ["empty"]
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=fields, restval="")
-        writer.writeheader()
-        writer.writerows(rows)
-    return path
+    text = io.StringIO(newline="")
+    writer = csv.DictWriter(text, fieldnames=fields, restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    return write_atomic(path, text.getvalue())  # a hard link there is replaced, never written through

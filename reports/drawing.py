@@ -3,16 +3,21 @@
 An experiment returns data and writes no files.  Its ``draw(results, preset)`` gives a
 :class:`Drawing` (matplotlib figures, tables as rows of dicts, texts such as a Markdown table, and
 one paragraph of measured numbers); :func:`write_drawing` alone turns it into files, beside the
-figure's ``metadata.json`` that the command line writes with :func:`write_metadata`.
+figure's ``metadata.json`` that the command line writes with :func:`write_metadata`.  Every file goes
+through a temporary file and a rename (:func:`reports.store.write_atomic`): one that is a hard link to a
+file elsewhere (``sms-langevin claims --out`` writes into a folder the user chose) is replaced, never
+written through.
 """
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from reports._tables import write_rows
+from reports.store import write_atomic
 
 
 @dataclass
@@ -52,6 +57,22 @@ class Drawing:
             raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
 
 
+def _file_names(drawing: Drawing) -> list[str]:
+    """The names :func:`write_drawing` writes, each checked to be a plain file name (a string, no folder
+    separator, not ``.`` or ``..``, not empty): ``ValueError`` naming the first that is not, so no name a
+    ``draw`` returns can place a file outside the figure's folder."""
+    names = []
+    for part, suffixes, keys in (("figures", (".png", ".pdf"), drawing.figures), ("tables", (".csv",), drawing.tables),
+                                 ("texts", ("",), drawing.texts)):
+        for key in keys:
+            plain = isinstance(key, str) and key not in ("", ".", "..") and not any(c in key for c in ("/", "\\", "\0"))
+            if not plain:
+                raise ValueError(f"the drawing's {part} name {str(key)[:100]!r} is not a plain file name (no folder "
+                                 f"separator, not . or ..): its files are written in the figure's folder only")
+            names += [f"{key}{suffix}" for suffix in suffixes]
+    return names
+
+
 def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     """Write every figure, table and text of ``drawing`` into ``out_dir``.
 
@@ -66,22 +87,31 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     -------
     list of str
         The written file names, figures first (PNG then PDF), then tables and texts.
+
+    Raises
+    ------
+    ValueError
+        When a name in ``figures``, ``tables`` or ``texts`` is not a plain file name (``../x``, ``/abs``),
+        naming it; nothing is written then.
     """
     import matplotlib.pyplot as plt
 
+    _file_names(drawing)  # every name checked before the first file is written
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
     for stem, fig in drawing.figures.items():
-        fig.savefig(out_dir / f"{stem}.png", dpi=120, bbox_inches="tight")
-        fig.savefig(out_dir / f"{stem}.pdf", bbox_inches="tight")
+        for suffix, options in (("png", {"dpi": 120}), ("pdf", {})):
+            buffer = io.BytesIO()
+            fig.savefig(buffer, format=suffix, bbox_inches="tight", **options)
+            write_atomic(out_dir / f"{stem}.{suffix}", buffer.getvalue())
         plt.close(fig)
         files += [f"{stem}.png", f"{stem}.pdf"]
     for stem, rows in drawing.tables.items():
         write_rows(out_dir / f"{stem}.csv", rows)
         files.append(f"{stem}.csv")
     for name, text in drawing.texts.items():
-        (out_dir / name).write_text(text if text.endswith("\n") else text + "\n")
+        write_atomic(out_dir / name, text if text.endswith("\n") else text + "\n")
         files.append(name)
     return files
 
@@ -101,6 +131,4 @@ def write_metadata(path: Path, meta: dict) -> Path:
     pathlib.Path
         ``path``.
     """
-    path = Path(path)
-    path.write_text(json.dumps(meta, indent=2) + "\n")
-    return path
+    return write_atomic(Path(path), json.dumps(meta, indent=2) + "\n")

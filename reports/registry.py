@@ -36,8 +36,27 @@ from reports.schema import ANY, Schema
 
 PRESETS = ("tiny", "quick", "full")
 CONTRACT = ("EXPERIMENT",)
-# the modules of the experiments package whose source declares an EXPERIMENT, in their ORDER
-DEFAULT_MODULES = discover("experiments", CONTRACT)
+_DEFAULT_MODULES: tuple[str, ...] | None = None
+
+
+def default_modules() -> tuple[str, ...]:
+    """The modules of the experiments package whose source declares an EXPERIMENT, in their ORDER (also
+    ``registry.DEFAULT_MODULES``); found on first use, not on import, so a module there that cannot be read
+    (a syntax error, not UTF-8, a bad ``ORDER``) is a :class:`RegistryError` naming it, in the command's
+    one-line error, not a traceback of every command."""
+    global _DEFAULT_MODULES
+    if _DEFAULT_MODULES is None:
+        try:
+            _DEFAULT_MODULES = discover("experiments", CONTRACT)
+        except ValueError as exc:
+            raise RegistryError(f"report module {exc}") from None
+    return _DEFAULT_MODULES
+
+
+def __getattr__(name):
+    if name == "DEFAULT_MODULES":
+        return default_modules()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _TEXT = instance_of(str, "a string")
 _NAMES = ListOfValues(_TEXT, unique=True)
@@ -183,7 +202,7 @@ def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
     (the tests use a small registry of fast units this way)."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
-    return tuple(m.strip() for m in env.split(",") if m.strip()) if env else DEFAULT_MODULES
+    return tuple(m.strip() for m in env.split(",") if m.strip()) if env else default_modules()
 
 
 class RegistryError(RuntimeError):
@@ -323,4 +342,4 @@ def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     return [fid for fid in ids if not needs[fid]], f"{', '.join(left_out)} not run: {'; '.join(hints)}"
 
 
-__all__ = ["DEFAULT_MODULES", "Experiment", "PRESETS", "RegistryError", "declared_by", "load"]
+__all__ = ["Experiment", "PRESETS", "RegistryError", "declared_by", "default_modules", "load"]

@@ -135,6 +135,47 @@ def own_path(out: Path | str, path: Path | str) -> Path:
     return path
 
 
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def read_regular(path: Path | str) -> str:
+    """The text (UTF-8) of ``path``, a regular file inside the output folder, opened without blocking (a fifo
+    planted there would hang an ordinary read) and checked on the open descriptor to be a regular file.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        The file to read.
+
+    Returns
+    -------
+    str
+        Its content.
+
+    Raises
+    ------
+    UnsafePath
+        When ``path`` is not a regular file (a fifo, a socket, a device, a folder), naming it and what it is.
+    OSError, UnicodeDecodeError
+        When it cannot be opened or read, or is not UTF-8.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise UnsafePath(f"{path} is {kind}, not a regular file; sms-langevin reads only regular files inside "
+                             f"--out: remove it and rerun")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read()
+    finally:
+        os.close(fd)
+    return data.decode("utf-8")
+
+
 _HELD_LOCKS: dict[int, tuple[int, int]] = {}  # descriptor -> (device, inode) of the folder locks held here
 
 
@@ -292,19 +333,45 @@ class FolderLock:
         self.fh.close()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename: a reader
-    (or a run killed mid-write, or a full disk) sees the old file or the whole new one."""
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once: the mode a file written in place would have had
+
+
+def write_atomic(path: Path | str, data: str | bytes, *, sync: bool = True) -> Path:
+    """Write ``data`` (text as UTF-8, or bytes) to ``path`` through a temporary file in the same folder
+    and a rename: a reader (or a run killed mid-write, or a full disk) sees the old file or the whole
+    new one, and whatever ``path`` was (a hard link to a file elsewhere) is replaced, never written
+    through.  The one writer of every file sms-langevin puts under ``--out``.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        The file to write; its folder must exist.
+    data : str or bytes
+        Its whole content.
+    sync : bool
+        Flush the content to disk before the rename (off for bulk copies that are redone when missing).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
     try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the report from other readers
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
 
 
 class Store:
@@ -347,7 +414,7 @@ class Store:
         return self.root / figure_id / f"{_unit_key(unit)}.json"
 
     def save(self, figure_id: str, unit: dict, result, meta: dict) -> Path:
-        """Write a unit's result and metadata atomically (``_write_atomic``).
+        """Write a unit's result and metadata atomically (``write_atomic``).
 
         Parameters
         ----------
@@ -370,7 +437,7 @@ class Store:
         key = _unit_key(unit)
         payload = {"key": key, "unit": unit, "result": result, "meta": meta,
                    "checksum": checksum(key, unit, result, meta)}
-        _write_atomic(path, json.dumps(payload, sort_keys=True))
+        write_atomic(path, json.dumps(payload, sort_keys=True))
         return path
 
     def _payload(self, figure_id: str, unit: dict) -> dict | None:
@@ -378,11 +445,13 @@ class Store:
         if not path.exists():
             return None
         try:
-            payload = json.loads(path.read_text())
+            payload = json.loads(read_regular(path))
             ok = payload["checksum"] == checksum(payload["key"], payload["unit"], payload["result"],
                                                   payload["meta"])
         except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:  # (nested too deeply)
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
+        except UnsafePath:  # a fifo or device in its place: damaged, replaced when recomputed
+            raise CorruptUnit(f"{path}: unreadable (not a regular file)") from None
         if not ok or payload["unit"] != unit or not isinstance(payload["meta"], dict):
             raise CorruptUnit(f"{path}: checksum mismatch")
         return payload
@@ -461,4 +530,5 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "unit_seed"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "read_regular",
+           "unit_seed", "write_atomic"]

@@ -159,3 +159,71 @@ def test_a_draw_returning_none_is_one_line_and_the_report_is_kept(tmp_path, monk
 
 def test_all_among_other_ids_is_one_line_saying_it_stands_alone(tmp_path, monkeypatch):
     one_line(*main(["run", "all", "fast", "--out", str(tmp_path)], monkeypatch), "`all` stands alone")
+
+
+@pytest.mark.parametrize("source", [b"EXPERIMENT = (\n", b"# \xff\xfe\nEXPERIMENT = None\n",
+                                    b"ORDER = 1e400\nEXPERIMENT = None\n", b'ORDER = "first"\nEXPERIMENT = None\n',
+                                    b"ORDER = 1" + b"0" * 100 + b"\nEXPERIMENT = None\n"])
+def test_an_unreadable_module_dropped_into_experiments_is_one_line_naming_it(tmp_path, monkeypatch, source):
+    """Found when a command asks for the registry (not when ``reports.registry`` is imported), and said in the
+    command's one-line error (exit 2), not a traceback of every command."""
+    import contextlib
+    import io
+
+    import experiments
+    from reports import _cli, registry
+    (tmp_path / "dropped_in.py").write_bytes(source)
+    monkeypatch.setattr(experiments, "__path__", [*experiments.__path__, str(tmp_path)])
+    monkeypatch.setattr(registry, "_DEFAULT_MODULES", None)
+    monkeypatch.delenv("SMS_LANGEVIN_REPORT_MODULES", raising=False)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = _cli.main(["list"])
+    assert code == 2 and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+    assert "experiments.dropped_in" in err.getvalue() and "Traceback" not in err.getvalue()
+
+
+@pytest.mark.parametrize("where", ["texts", "tables", "figures"])
+@pytest.mark.parametrize("name", ["../../../escaped.md", "/tmp/abs_escaped.md", "..", "sub/x.md", ""])
+def test_a_drawing_name_that_is_not_a_plain_file_name_is_refused_and_nothing_is_written(tmp_path, where, name):
+    from reports.drawing import Drawing, write_drawing
+    out = tmp_path / "a" / "b" / "c" / "fig"
+    out.parent.mkdir(parents=True)
+    value = {"texts": "E", "tables": [{"a": 1}], "figures": None}[where]
+    with pytest.raises(ValueError, match="not a plain file name"):
+        write_drawing(Drawing("m", **{where: {name: value}}), out)
+    assert not out.exists() and sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("kind", ["not_utf8", "folder"])
+@pytest.mark.parametrize("name", ["list_attr_celeba.txt", "list_eval_partition.txt"])
+def test_a_celeba_list_file_that_is_not_utf8_text_is_a_data_error_naming_it(tmp_path, kind, name):
+    from data_sets import DataError
+    from data_sets._loaders import load_celeba
+    (tmp_path / "img_align_celeba").mkdir()
+    if name != "list_attr_celeba.txt":
+        (tmp_path / "list_attr_celeba.txt").write_text("1\nBlond_Hair Brown_Hair\na.jpg 1 -1\n")
+    if kind == "folder":
+        (tmp_path / name).mkdir()
+    else:
+        (tmp_path / name).write_bytes(b"1\n\xff\xfe\x00bad\n")
+    with pytest.raises(DataError, match=name):
+        load_celeba(tmp_path)
+
+
+def test_a_decompression_bomb_image_is_a_data_error_naming_it(tmp_path, monkeypatch):
+    from PIL import Image
+
+    from data_sets import DataError
+    from data_sets._loaders import _read_image
+    path = tmp_path / "big.png"
+    Image.new("L", (64, 64)).save(path)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 64 x 64 is more than twice that: a bomb
+    with pytest.raises(DataError, match="big.png"):
+        _read_image(path, 8, "RGB")
+
+
+def test_load_chest_xray_refuses_a_size_above_its_declared_bound_before_reading(tmp_path):
+    from data_sets._loaders import MAX_IMAGE_SIDE, load_chest_xray
+    with pytest.raises(ValueError, match=f"at most {MAX_IMAGE_SIDE}"):
+        load_chest_xray(tmp_path, size=10**6)

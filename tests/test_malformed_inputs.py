@@ -159,3 +159,14 @@ def test_a_generated_registry_module_gives_one_line_not_a_traceback(tmp_path_fac
         assert_no_traceback(*main(["list"]))
     finally:
         sys.modules.pop(name, None)
+
+
+def test_an_npz_member_declaring_more_than_the_cap_is_refused_uninflated(tmp_path, monkeypatch):
+    import numpy as np
+
+    from data_sets import _loaders
+    path = tmp_path / "pneumoniamnist.npz"
+    np.savez_compressed(path, train_images=np.zeros((64, 28, 28), np.uint8))
+    monkeypatch.setattr(_loaders, "MAX_IDX_BYTES", 1000)  # the member inflates to 50 kB
+    with pytest.raises(DataError, match="inflate"):
+        _loaders._read_npz(path)

@@ -183,3 +183,126 @@ def test_report_tour_link_check_runs_with_no_links(tmp_path):
     os.symlink("page.html", tmp_path / "report" / "tour" / "alias.html")
     with pytest.raises(UnsafePath, match="alias.html"):
         own_tree(tmp_path, tmp_path / "report" / "tour")
+
+
+@pytest.mark.slow
+def test_tour_replaces_hard_links_in_its_folder_and_never_writes_through_them(tmp_path, monkeypatch):
+    """Every page, the executed notebook, the index, the metadata and MathJax's files are written through a
+    temporary file and a rename: a hard link planted under one of their names keeps its other name's content."""
+    from tour import _build as tour_build
+    pytest.importorskip("jupytext")
+    pytest.importorskip("nbconvert")
+    pytest.importorskip("jupyter_server_mathjax")
+    out = tmp_path / "o"
+    tour = out / "report" / "tour"
+    (tour / "mathjax" / "config").mkdir(parents=True)
+    names = ["metadata.json", "index.html", "01_splittings.html", "01_splittings.ipynb", "mathjax/config/Safe.js"]
+    victims = []
+    for i, name in enumerate(names):
+        target = tmp_path / f"victim{i}"
+        target.write_text("data\n")
+        os.link(target, tour / name)
+        victims.append(target)
+    monkeypatch.setattr(tour_build, "execute", lambda nb, **kwargs: nb)  # no kernel: the pages are what matters
+    code, err = main(["tour", "01", "--out", str(out)], monkeypatch)
+    assert code == 0, err
+    assert [v.read_text() for v in victims] == ["data\n"] * len(victims)
+    for name in names:
+        assert (tour / name).stat().st_nlink == 1 and (tour / name).read_text() != "data\n", name
+    assert "01_splittings.html" in (tour / "index.html").read_text()
+    assert not [p for p in tour.rglob(".tmp-*")]
+
+
+def test_write_drawing_and_metadata_replace_hard_links_never_write_through_them(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from reports.drawing import Drawing, write_drawing, write_metadata
+    out = tmp_path / "o"
+    out.mkdir()
+    names = ["fig.png", "fig.pdf", "rows.csv", "table.md", "metadata.json"]
+    victims = []
+    for i, name in enumerate(names):
+        target = tmp_path / f"victim{i}"
+        target.write_text("data\n")
+        os.link(target, out / name)
+        victims.append(target)
+    fig = plt.figure()
+    drawing = Drawing("m", figures={"fig": fig}, tables={"rows": [{"a": 1}]}, texts={"table.md": "| t |"})
+    written = write_drawing(drawing, out)
+    write_metadata(out / "metadata.json", {"seed": 0})
+    assert written == names[:4]
+    assert [v.read_text() for v in victims] == ["data\n"] * len(victims)
+    assert (out / "rows.csv").read_text() == "a\n1\n" and (out / "table.md").read_text() == "| t |\n"
+    assert (out / "fig.png").read_bytes()[:4] == b"\x89PNG" and (out / "fig.pdf").read_bytes()[:4] == b"%PDF"
+    assert all((out / name).stat().st_nlink == 1 for name in names)
+
+
+def no_hang(call, *fifos, seconds=20):
+    """``call()``'s value, failing (not hanging) when it blocks, as an open of a planted fifo would: it runs in a
+    thread, and a thread still blocked after ``seconds`` is released by opening ``fifos`` for writing."""
+    import threading
+    box = {}
+
+    def body():
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # handed to the test
+            box["error"] = exc
+
+    thread = threading.Thread(target=body, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        for fifo in fifos:
+            with contextlib.suppress(OSError):
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        thread.join(seconds)
+        raise AssertionError(f"blocked for {seconds} s on a fifo")
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+@pytest.mark.parametrize("with_report", [True, False])
+def test_fifos_planted_as_stale_staging_are_unlinked_unopened(tmp_path, with_report):
+    out = tmp_path / "o"
+    out.mkdir()
+    if with_report:
+        (out / "report").mkdir()
+        (out / "report" / "index.html").write_text("kept\n")
+    os.mkfifo(out / ".report-tmp-9-zz")
+    os.mkfifo(out / ".report-old-9-zz")
+    assert no_hang(lambda: remove_stale_staging(out), out / ".report-tmp-9-zz", out / ".report-old-9-zz") == 2
+    assert sorted(p.name for p in out.iterdir()) == (["report"] if with_report else [])
+    if with_report:
+        assert (out / "report" / "index.html").read_text() == "kept\n"
+
+
+def test_a_fifo_in_place_of_a_unit_file_is_a_damaged_unit_replaced_when_saved(tmp_path):
+    from reports.store import CorruptUnit
+    store = Store(tmp_path / "o")
+    path = store.path("fast", UNIT)
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    with pytest.raises(CorruptUnit, match="not a regular file"):
+        no_hang(lambda: store.load("fast", UNIT), path)
+    store.save("fast", UNIT, {"mean": 0.0, "variance": 1.0}, {})
+    assert store.load("fast", UNIT) == {"mean": 0.0, "variance": 1.0}
+
+
+def test_a_fifo_in_place_of_run_json_is_read_as_unreadable_not_waited_on(tmp_path, capsys, monkeypatch):
+    from reports import registry
+    from reports._run_record import read_run
+    from reports.store import UnsafePath, read_regular
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "o"
+    store = Store(out)
+    store.save("fast", UNIT, {"mean": 0.0, "variance": 1.0}, {"fingerprint": {"preset": "quick", "run_seed": 3}})
+    os.mkfifo(out / "run.json")
+    with pytest.raises(UnsafePath, match="run.json is a fifo"):
+        no_hang(lambda: read_regular(out / "run.json"), out / "run.json")
+    preset, seed, ids, _ = no_hang(lambda: read_run(out, registry.load(), None), out / "run.json")
+    assert (preset, seed, ids) == ("quick", 3, ["fast"])
+    assert "run.json unreadable" in capsys.readouterr().err

@@ -31,7 +31,7 @@ def snapshot(folder: Path) -> dict:
 
 
 class FullDisk:
-    """``open`` (and ``io.open``, which ``Path.write_text`` uses) whose ``fail_at``-th file opened for
+    """``open`` (and ``io.open``, which ``Path.write_text`` and ``os.fdopen`` use) whose ``fail_at``-th file opened for
     writing under ``out`` (outside its units, run.json, lock and write probe) takes ``ROOM`` bytes,
     then raises ENOSPC."""
 
@@ -42,10 +42,13 @@ class FullDisk:
     def __call__(self, file, mode="r", *args, **kwargs):
         fh = self.real(file, mode, *args, **kwargs)
         path = os.fspath(file) if isinstance(file, str | os.PathLike) else ""
+        if isinstance(file, int):  # os.fdopen of write_atomic's temporary file: its name, from /proc
+            path = os.readlink(f"/proc/self/fd/{file}")
         if isinstance(path, bytes):
             path = os.fsdecode(path)
         inside = path.startswith(self.out + os.sep) and Path(path).name not in (".lock", ".write-test") and (
-            Path(path).relative_to(self.out).parts[0] not in ("units", "run.json"))
+            Path(path).relative_to(self.out).parts[0] not in ("units", "run.json")) and not (
+            Path(path).parent == Path(self.out) and Path(path).name.startswith(".tmp-"))  # run.json's temporary
         if not inside or not any(m in mode for m in "wax+"):
             return fh
         self.opened += 1

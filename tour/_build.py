@@ -10,6 +10,8 @@ Each page carries the report's image check (``data-images-ok`` / ``data-images-t
 ``<body>``), which the headless-browser test reads.  The pages need no network: nbconvert's "lab"
 template (no jQuery or require.js), and MathJax copied from the jupyter-server-mathjax package
 into ``mathjax/`` beside them (:func:`tour._page_style.copy_mathjax`) instead of a CDN.  Each
+file is written through a temporary file and a rename (:func:`reports.store.write_atomic`), so a
+page that is a hard link to a file elsewhere is replaced, never written through.  Each
 executed notebook records the hash of its source (``metadata.sms_langevin.source_sha256``), so the
 documentation site reuses it while the source is unchanged (``docs/hooks.py``).
 """
@@ -25,6 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from reports.store import write_atomic
 from tour._notebooks import NOTEBOOK_DIR, notebooks
 from tour._page_style import CHECK_SCRIPT, STYLE, copy_mathjax, mathjax_head
 
@@ -102,7 +105,7 @@ def write_page(nb, path: Path) -> None:
     body = offline(body.replace(loader, mathjax_head(url), 1))
     body = body.replace("</body>", f"{CHECK_SCRIPT}\n</body>", 1)
     copy_mathjax(path.parent / MATHJAX_DIR)
-    path.write_text(body, encoding="utf-8")
+    write_atomic(path, body)
 
 
 REMOTE = re.compile(r"""src=["']https?://|import\(["']https?://""")
@@ -123,7 +126,8 @@ def offline(body: str) -> str:
 
 def write_notebook(nb, path: Path) -> None:
     import nbformat
-    nbformat.write(nb, str(path))
+    text = nbformat.writes(nb)
+    write_atomic(path, text if text.endswith("\n") else text + "\n")  # as nbformat.write ends it
 
 
 def write_index(path: Path, pages: list[Page], report_link: str | None) -> None:
@@ -136,14 +140,14 @@ def write_index(path: Path, pages: list[Page], report_link: str | None) -> None:
             "<p>Each notebook runs in a minute or two on a laptop CPU and ends with exercises; "
             "<code>tour.check(exercise_id, answer)</code> says whether an answer is right.</p>\n"
             f"<ol>\n{items}\n</ol>\n{CHECK_SCRIPT}\n</body></html>\n")
-    path.write_text(page, encoding="utf-8")
+    write_atomic(path, page)
 
 
 def write_metadata(path: Path, pages: list[Page], run_metadata: dict) -> None:
     meta = dict(run_metadata)
     meta["notebooks"] = {p.source.name: {"seconds": round(p.seconds, 1), "page": p.html} for p in pages}
     meta["seed"] = "each notebook fixes its own seeds in its cells"
-    path.write_text(json.dumps(meta, indent=2) + "\n")
+    write_atomic(path, json.dumps(meta, indent=2) + "\n")
 
 
 def build(out_dir: Path | str, names=None, *, run_metadata: dict, timeout: int = CELL_TIMEOUT,

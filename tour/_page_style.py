@@ -55,10 +55,16 @@ def copy_mathjax(dest) -> None:
     ``<dest>/MathJax.js``."""
     import shutil
     from pathlib import Path
+
+    from reports.store import write_atomic
     dest = Path(dest)
     if (dest / "MathJax.js").exists():
         return
-    shutil.copytree(mathjax_source(), dest, dirs_exist_ok=True,
+
+    def replace(src, dst):  # a file already there (a hard link to one elsewhere) is replaced, not written through
+        write_atomic(dst, Path(src).read_bytes(), sync=False)
+
+    shutil.copytree(mathjax_source(), dest, dirs_exist_ok=True, copy_function=replace,
                     ignore=lambda folder, names: [n for n in names if n in MATHJAX_SKIP
                                                   or (Path(folder).name == "localization" and n != "en")])
 
