@@ -4,3 +4,5 @@ Each declares one :class:`reports.registry.Experiment` as ``EXPERIMENT`` (its un
 ``draw``) beside its computation; the registry finds them here (:func:`integrators.registry.discover`),
 with no list to edit.
 """
+
+__all__: list[str] = []  # each figure is a module of this package, found by the registry; nothing to import here

@@ -13,6 +13,8 @@ import math
 import pkgutil
 from collections.abc import Callable
 
+__all__ = ["CONTRACTS", "MAX_ORDER", "Registry", "discover", "discover_modules"]
+
 
 class Registry(dict):
     """A registry of schemes or plans: a dict from each item's ``NAME`` to the item.
@@ -162,6 +164,10 @@ def _declared(path: str, required=()) -> dict:
 
 MAX_ORDER = 10**6  # a module's ORDER: an integer literal in [-MAX_ORDER, MAX_ORDER]
 
+CONTRACTS: dict[str, tuple[str, ...]] = {}
+"""Every package :func:`discover` has searched, by name, and the names its members declare: the
+registries' own statement of what makes a module a member (tools and tests read it, no table)."""
+
 
 def discover(package, required) -> tuple[str, ...]:
     """The modules of ``package`` whose source declares every name of ``required``, by full name.
@@ -191,6 +197,7 @@ def discover(package, required) -> tuple[str, ...]:
         literal within ``[-MAX_ORDER, MAX_ORDER]``.
     """
     package = importlib.import_module(package) if isinstance(package, str) else package
+    CONTRACTS[package.__name__] = tuple(required)
     found = []
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("_"):

@@ -41,9 +41,22 @@ _DEFAULT_MODULES: tuple[str, ...] | None = None
 
 def default_modules() -> tuple[str, ...]:
     """The modules of the experiments package whose source declares an EXPERIMENT, in their ORDER (also
-    ``registry.DEFAULT_MODULES``); found on first use, not on import, so a module there that cannot be read
-    (a syntax error, not UTF-8, a bad ``ORDER``) is a :class:`RegistryError` naming it, in the command's
-    one-line error, not a traceback of every command."""
+    ``registry.DEFAULT_MODULES``).
+
+    Found on first use, not on import, so a module there that cannot be read (a syntax error, not
+    UTF-8, a bad ``ORDER``) is a :class:`RegistryError` naming it, in the command's one-line error,
+    not a traceback of every command.
+
+    Returns
+    -------
+    tuple of str
+        The modules' full names, in report order.
+
+    Raises
+    ------
+    RegistryError
+        If a module of the package cannot be read or declares a bad ``ORDER``.
+    """
     global _DEFAULT_MODULES
     if _DEFAULT_MODULES is None:
         try:

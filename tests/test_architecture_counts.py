@@ -1,4 +1,4 @@
-"""``benchmarks/architecture_counts.py``: it runs on this repository and reports every count as a
+"""``tools/architecture_counts.py``: it runs on this repository and reports every count as a
 non-negative integer, and each of its static rules counts exactly what it states on a small
 synthetic tree (with a near miss beside every match), so a rule that drifts fails here."""
 
@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "benchmarks" / "architecture_counts.py"
+SCRIPT = ROOT / "tools" / "architecture_counts.py"
 _spec = importlib.util.spec_from_file_location("architecture_counts", SCRIPT)
 counts_module = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(counts_module)

@@ -37,8 +37,8 @@ The rule:
    every plan's ``force_scale``, every adapter's ``step``, every experiment's ``units``, ``run_unit``
    and ``draw``: :class:`reports.registry.Experiment`): the functions, classes and methods a
    member module defines need a summary line and parse cleanly (rule 1), with no sections required.
-   The member modules are found by the rule ``benchmarks/public_surface.toml`` declares: a public
-   module of a package whose entry has ``members_declare``, declaring those names at module level.
+   The member modules are found by the registries' own rule (:data:`integrators.registry.CONTRACTS`):
+   a public module of a package a registry discovers, declaring the names it requires at module level.
 8. A public module that declares ``__all__`` offers those names; the functions and classes it
    defines but leaves out of it (and out of every other ``__all__``) are implementation that its
    package and the tests import: like rule 7, a summary line and a clean parse (rule 1).  What
@@ -60,7 +60,6 @@ import inspect
 import logging
 import re
 import textwrap
-import tomllib
 import warnings
 from pathlib import Path
 
@@ -122,20 +121,29 @@ def _module_level_names(path: Path) -> set[str]:
     return names
 
 
-def member_modules(root=ROOT) -> set[str]:
-    """The registry member modules (rule 7): public modules of a package whose entry in
-    ``benchmarks/public_surface.toml`` has ``members_declare``, declaring every one of those names."""
-    table = tomllib.loads((root / "benchmarks" / "public_surface.toml").read_text(encoding="utf-8"))
+def registry_contracts() -> dict[str, tuple[str, ...]]:
+    """What each registry's package requires of a member (:data:`integrators.registry.CONTRACTS`), after
+    importing every public module, so that every registry has run its discovery."""
+    from integrators.registry import CONTRACTS
+    from reports.registry import default_modules
+
+    for name in PUBLIC_MODULES:
+        if name not in torch_modules_unloaded():
+            importlib.import_module(name)
+    default_modules()  # the figures are discovered on first use
+    return dict(CONTRACTS)
+
+
+def member_modules() -> set[str]:
+    """The registry member modules (rule 7): public modules of a package some registry discovers,
+    declaring every name its contract requires."""
     out = set()
-    for package, entry in table["packages"].items():
-        declared = set(entry.get("members_declare", ()))
+    for package, required in registry_contracts().items():
         out.update(name for name, path in MODULES.items()
-                   if declared and name.rpartition(".")[0] == package and _is_public_module(name)
-                   and declared <= _module_level_names(path))
+                   if name.rpartition(".")[0] == package and _is_public_module(name)
+                   and set(required) <= _module_level_names(path))
     return out
 
-
-MEMBER_MODULES = member_modules()
 
 
 def offered_ids(modules=MODULES) -> set[int]:
@@ -151,6 +159,9 @@ def offered_ids(modules=MODULES) -> set[int]:
 def torch_modules_unloaded() -> set[str]:
     """The modules that need torch, when torch is not installed (nothing to import there)."""
     return set(torch_modules()) if importlib.util.find_spec("torch") is None else set()
+
+
+MEMBER_MODULES = member_modules()
 
 
 def left_out_of_all(owner, offered: set[int]) -> bool:

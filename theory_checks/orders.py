@@ -24,6 +24,9 @@ from integrators.seeds import derive
 from integrators.targets import GaussianTarget
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
 
+__all__ = ["OrderFit", "anisotropic_gaussian", "fit_slope", "ladder", "local_slopes", "logistic_example",
+           "strong_order", "weak_order"]
+
 
 @dataclass
 class OrderFit:

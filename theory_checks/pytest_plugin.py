@@ -20,6 +20,8 @@ from integrators.plans import PLAN_ATTRIBUTES, register_plan, unregister_plan
 from integrators.schemes import register_scheme, unregister_scheme
 from theory_checks.testing import _is_adapter, assert_verified
 
+__all__ = ["registered", "verify_adapter", "verify_scheme"]
+
 
 @pytest.fixture
 def verify_scheme():

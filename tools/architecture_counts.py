@@ -9,7 +9,7 @@ tour); found by listing, so a package added or renamed is counted without editin
 Every rule is approximate and stated in :data:`RULES`, printed with the counts; the output also
 lists what each rule matched (``path:line name``) so that a reader can audit it.
 
-    PYTHONPATH=. python benchmarks/architecture_counts.py [--root PATH] [--json]
+    PYTHONPATH=. python tools/architecture_counts.py [--root PATH] [--json]
 
 ``--root`` defaults to this repository; ``--json`` prints one JSON object (``counts``,
 ``per_package``, ``all_sizes``, ``rules``, ``found``) instead of tables.  To count an older
