@@ -99,6 +99,13 @@ print(json.dumps(found))
 '''
 
 
+def built_in(package: str, declares: str) -> list[str]:
+    """The names of ``package``'s members in this tree, in the registry's order."""
+    from integrators.registry import discover_modules
+
+    return [getattr(module, declares).NAME for module in discover_modules(package, (declares,))]
+
+
 def _touched(copy: Path) -> tuple[list[str], list[str]]:
     """Files of the copy that are new, and files that differ from the source."""
     new, changed = [], []
@@ -141,12 +148,15 @@ def test_each_extension_point_is_its_new_files_alone(extended):
 
 def test_a_new_scheme_file_is_a_registered_scheme(extended):
     _, found, _ = extended
-    assert found["scheme"] == ["em", "baoab", "ubu", "obabo", "em_copy"]  # in their ORDER
+    # the copy's own members, in their ORDER, then the new one (ORDER 5: after every built-in scheme)
+    assert found["scheme"] == [*built_in("integrators.schemes", "SCHEME"), "em_copy"]
 
 
 def test_a_new_plan_file_is_a_registered_plan(extended):
     _, found, _ = extended
-    assert found["plan"] == ["full", "iid", "rr", "rr_copy", "sms"]
+    plans = built_in("integrators.plans", "PLAN")
+    at = plans.index("rr") + 1  # the copy declares rr's ORDER: ties are ordered by name
+    assert found["plan"] == [*plans[:at], "rr_copy", *plans[at:]]
 
 
 def test_a_new_figure_module_is_in_the_registry_and_the_list(extended):
