@@ -58,9 +58,9 @@ from integrators._rng import (
     lane_normal_matrix,
     lane_states,
 )
-from integrators._spec import RunSpec
+from integrators._spec import SPEC, RunSpec
 from integrators._user_code import guarded
-from integrators._validation import boolean, int_at_least
+from integrators._validation import BOOLEAN, at_least, check_parameters, declares, one_of
 from integrators.plans import IID, kernel_code
 from integrators.seeds import derive
 from integrators.targets._force import force_data, lane_force_for
@@ -283,6 +283,11 @@ class CoupledResult:
         return self.stats.pooled_se(self.fine if which == "fine" else self.coarse)
 
 
+COUPLED_CONSTRAINTS = {"spec": SPEC, "coupling": one_of(COUPLINGS), "test_every": at_least(1),
+                       "n_chunks": at_least(1), "independent_paths": BOOLEAN}
+
+
+@declares(COUPLED_CONSTRAINTS)
 def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1, n_chunks: int = 4,
                 independent_paths: bool = False) -> CoupledResult:
     """Run ``spec.n_chains`` coupled (h, h/2) pairs; see the module docstring.
@@ -328,15 +333,12 @@ def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1,
     >>> coupled_run(spec).fine.shape
     (4, 4, 2)
     """
+    values = check_parameters(locals(), COUPLED_CONSTRAINTS)
+    test_every, independent_paths, n_chunks = values["test_every"], values["independent_paths"], values["n_chunks"]
     spec.refuse_for("coupled_run")
-    if coupling not in COUPLINGS:
-        raise ValueError(f"unknown coupling {coupling!r}; choose from {COUPLINGS}")
-    test_every = int_at_least("test_every", test_every, 1)
-    if test_every > spec.n_steps - spec.burn_in:
+    if test_every > spec.n_steps - spec.burn_in:  # bounded by the spec: no declaration states it
         raise ValueError(f"test_every must be at most n_steps - burn_in = {spec.n_steps - spec.burn_in}, "
                          f"got {test_every} (no step would be observed)")
-    independent_paths = boolean("independent_paths", independent_paths)
-    n_chunks = int_at_least("n_chunks", n_chunks, 1)
     target, h, gamma, seed = spec.target, spec.h, spec.gamma, spec.seed
     n_chains, n_coarse_steps, burn_in, batch_size = spec.n_chains, spec.n_steps, spec.burn_in, spec.batch_size
     obs = spec.observers

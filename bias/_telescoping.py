@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bias._coupled import coupled_run
+from bias._coupled import COUPLED_CONSTRAINTS, coupled_run
 from integrators._spec import RunSpec
-from integrators._validation import int_at_least, real_number
+from integrators._validation import Interval, at_least, check_parameters, declares, one_of
 from integrators.plans import n_batches
 from integrators.seeds import derive
 
@@ -102,6 +102,15 @@ def level_seed(seed: int, level: int) -> int:
     return derive(seed, "telescoping", level)
 
 
+TELESCOPING_CONSTRAINTS = {
+    **{k: COUPLED_CONSTRAINTS[k] for k in ("spec", "coupling", "test_every", "n_chunks")},
+    "levels": Interval(int, 0, MAX_LEVELS, closed="both"),  # each level doubles the steps: 2^levels times level 0
+    "base_epochs": at_least(1), "burn_fraction": Interval(float, 0, 1, closed="left"),
+    "on_diverge": one_of(("raise", "skip")),
+}
+
+
+@declares(TELESCOPING_CONSTRAINTS)
 def telescoping_bias(spec: RunSpec, *, levels: int = 3, base_epochs: int = 2000, burn_fraction: float = 0.1,
                      coupling: str = "shared", test_every: int = 1, n_chunks: int = 4,
                      on_diverge: str = "raise") -> TelescopingResult:
@@ -150,15 +159,8 @@ def telescoping_bias(spec: RunSpec, *, levels: int = 3, base_epochs: int = 2000,
     >>> telescoping_bias(spec, levels=1, base_epochs=20).hs.tolist()
     [0.25, 0.125]
     """
-    if on_diverge not in ("raise", "skip"):
-        raise ValueError(f"on_diverge must be 'raise' or 'skip', got {on_diverge!r}")
-    levels = int_at_least("levels", levels, 0)
-    if levels > MAX_LEVELS:  # each level doubles the steps: 2^levels times the first level's work
-        raise ValueError(f"levels must be at most {MAX_LEVELS} (level l runs 2^l times level 0's steps), got {levels}")
-    base_epochs = int_at_least("base_epochs", base_epochs, 1)
-    burn_fraction = real_number("burn_fraction", burn_fraction)
-    if not 0 <= burn_fraction < 1:
-        raise ValueError(f"burn_fraction must lie in [0, 1), got {burn_fraction}")
+    values = check_parameters(locals(), TELESCOPING_CONSTRAINTS)
+    levels, base_epochs, burn_fraction = values["levels"], values["base_epochs"], values["burn_fraction"]
     epoch = n_batches(spec.target.n_data, spec.batch_size)
     scheme, plan, h0 = spec.scheme_module.NAME, spec.plan_module.NAME, spec.h
     hs, diffs, ses, coarse, diverged, replicates = [], [], [], [], {}, []

@@ -18,7 +18,6 @@ chain's numbers depend on the seed and its index only.
 from __future__ import annotations
 
 import math
-import numbers
 from collections import namedtuple
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -54,7 +53,8 @@ from integrators._rng import (
     lane_states,
     lane_uniforms,
 )
-from integrators._validation import int_at_least
+from integrators._spec import SPEC
+from integrators._validation import Interval, at_least, check_parameters, declares, int_at_least
 from integrators.plans import SMS, next_batches, resolve_plan
 from integrators.targets._force import force_data, lane_force_for, target_function
 
@@ -230,6 +230,10 @@ class GHMCResult:
         return self.stats.summary("SMS-GHMC", lead=f"acceptance {self.acceptance_rate:.3g}, ", warnings=self.warnings)
 
 
+GHMC_CONSTRAINTS = {"spec": SPEC, "n_sweeps": at_least(1), "alpha": Interval(float, 0, 1, closed="left")}
+
+
+@declares(GHMC_CONSTRAINTS)
 def sms_ghmc(spec: RunSpec, *, n_sweeps: int = 1, alpha: float = 0.7) -> GHMCResult:
     """Run SMS-GHMC (the paper's supplement, Algorithm 7) on ``spec.n_chains`` independent chains.
 
@@ -274,13 +278,12 @@ def sms_ghmc(spec: RunSpec, *, n_sweeps: int = 1, alpha: float = 0.7) -> GHMCRes
     >>> 0 < sms_ghmc(spec, n_sweeps=2).acceptance_rate <= 1
     True
     """
+    values = check_parameters(locals(), GHMC_CONSTRAINTS)
+    n_sweeps, alpha = values["n_sweeps"], values["alpha"]
     if spec.plan_module.NAME != "sms":
         raise ValueError(f"sms_ghmc runs the sms plan's sweeps: the spec's plan must be 'sms', got "
                          f"{spec.plan_module.NAME!r}")
     spec.refuse_for("sms_ghmc", unread=("box", "observers"))
-    n_sweeps = int_at_least("n_sweeps", n_sweeps, 1)
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not (0.0 <= alpha < 1.0):
-        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}")
     n_chains = int_at_least("n_chains", spec.n_chains, 2)
     target, h, batch_size, seed = spec.target, spec.h, spec.batch_size, spec.seed
     n_iter, burn_in, divergence_bound = spec.n_steps, spec.burn_in, spec.divergence_bound

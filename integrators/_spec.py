@@ -371,3 +371,8 @@ class RunSpec:
                    box=None if box_half_width is None else Box(box_half_width, box_center),
                    observers=Observers(keep, full_moments, test_functions, n_test_functions, test_data, histogram),
                    path_refine=path_refine, divergence_bound=divergence_bound, backend=backend)
+
+
+SPEC = instance_of(RunSpec, "a RunSpec (RunSpec.from_options(target, scheme, plan, h=..., ...))")
+"""The declared constraint of a loop's ``spec`` argument (``coupled_run``, ``telescoping_bias``, ``sms_ghmc``,
+``strong_order``)."""

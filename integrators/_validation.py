@@ -600,12 +600,15 @@ def check_parameters(values: Mapping, constraints: Mapping) -> dict:
     return out
 
 
-def declares(constraints: Mapping, example: Mapping):
+def declares(constraints: Mapping, example: Mapping | None = None):
     """Mark a function as a declarer: ``func.CONSTRAINTS`` (checked by the function itself, with
     :func:`check_parameters`, at its boundary) and ``func.VALID_EXAMPLE`` (keywords it accepts,
-    from which the common test makes each invalid call)."""
+    from which the common test makes each invalid call; left out where a valid call needs an object,
+    such as a ``RunSpec``, that the test builds itself)."""
     def mark(func):
-        func.CONSTRAINTS, func.VALID_EXAMPLE = constraints, example
+        func.CONSTRAINTS = constraints
+        if example is not None:
+            func.VALID_EXAMPLE = example
         return func
     return mark
 

@@ -28,9 +28,25 @@ PACKAGES = project_packages()
 OPTIONAL_LIBRARIES = {"torch", "jax", "jaxlib", "blackjax", "posteriors", "optree", "dask", "distributed"}
 
 # valid examples of declarers whose example holds an object a class attribute could not
+def _spec(plan="sms"):
+    from integrators import RunSpec
+
+    return RunSpec.from_options(GaussianTarget.one_d_example(), "ubu", plan, h=0.1, n_chains=2, n_steps=10,
+                                batch_size=1)
+
+
 EXAMPLES = {
     "integrators._spec.RunSpec": lambda: {"target": GaussianTarget.one_d_example(), "scheme": "ubu", "plan": "sms",
                                          "h": 0.1, "n_chains": 2, "n_steps": 10, "batch_size": 1},
+    # the loops take a spec, then their own keywords
+    "bias._coupled.coupled_run": lambda: {"spec": _spec(), "coupling": "shared", "test_every": 1, "n_chunks": 1,
+                                          "independent_paths": False},
+    "bias._telescoping.telescoping_bias": lambda: {"spec": _spec(), "levels": 1, "base_epochs": 1, "burn_fraction": 0.1,
+                                                   "coupling": "shared", "test_every": 1, "n_chunks": 1,
+                                                   "on_diverge": "raise"},
+    "integrators._ghmc.sms_ghmc": lambda: {"spec": _spec(), "n_sweeps": 1, "alpha": 0.5},
+    "theory_checks.orders.strong_order": lambda: {"spec": _spec("full"), "hs": [0.1, 0.05], "sweeps": 1,
+                                                  "ref_levels": 1, "n_boot": 2, "fit_points": None},
 }
 
 
@@ -120,7 +136,8 @@ def one_format(name: str, constraint: Constraint) -> str:
 
 def test_the_walk_finds_the_declarers_of_every_package():
     assert {"integrators._spec.RunSpec", "integrators._options.Observers", "bnn._config.RunConfig",
-            "theory_checks._verify.verify", "theory_checks.adapters._measure.measure_adapter"} <= set(DECLARERS)
+            "theory_checks._verify.verify", "theory_checks.adapters._measure.measure_adapter",
+            *(key for key in EXAMPLES if key != "integrators._spec.RunSpec")} <= set(DECLARERS)
 
 
 @pytest.mark.parametrize("key", [_param(key, key=key, id=key) for key in sorted(DECLARERS)])

@@ -458,20 +458,18 @@ def call_entry(entry, kwargs):
 
 
 # (entry point, its keywords, what the message says): each refuses before compiling
+# (their own keywords are declared, COUPLED_CONSTRAINTS and the like: tests/test_constraints.py generates those)
 ENTRY_POINT_REFUSALS = [
     pytest.param(coupled_run, {**COUPLED, "control_variate": "yes"}, "control_variate must be True or False",
                  id="coupled-control_variate-string"),
     pytest.param(coupled_run, {**COUPLED, "control_variate": 1}, "control_variate must be True or False",
                  id="coupled-control_variate-one"),
-    pytest.param(coupled_run, {**COUPLED, "independent_paths": "no"}, "independent_paths must be True or False",
-                 id="coupled-independent_paths-string"),
     pytest.param(coupled_run, {**COUPLED, "seed": 2**64 + 5},
                  r"seed must be an integer in \[0, 2\*\*64\), got 18446744073709551621", id="coupled-seed"),
     pytest.param(coupled_run, {**COUPLED, "x0": [np.nan]}, "x0 contains non-finite", id="coupled-x0-nan"),
     pytest.param(coupled_run, {**COUPLED, "x0": [1.0, 2.0]}, "x0 must have shape", id="coupled-x0-shape"),
     pytest.param(coupled_run, {**COUPLED, "test_every": 1000}, "test_every must be at most",
                  id="coupled-test_every-beyond-the-run"),
-    pytest.param(coupled_run, {**COUPLED, "coupling": "tight"}, "unknown coupling 'tight'", id="coupled-coupling"),
     pytest.param(coupled_run, {**COUPLED, "test_functions": three_arguments, "n_test_functions": 0},
                  "test_functions needs n_test_functions >= 1", id="coupled-n_test_functions-zero"),
     pytest.param(coupled_run, {**COUPLED, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="coupled-n_chains-memory"),
@@ -488,7 +486,6 @@ ENTRY_POINT_REFUSALS = [
                  "cannot run test_functions", id="ghmc-test_functions"),
     pytest.param(sms_ghmc, {**GHMC, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="ghmc-n_chains-memory"),
     pytest.param(sms_ghmc, {**GHMC, "n_chains": 1}, "n_chains must be >= 2", id="ghmc-one-chain"),
-    pytest.param(sms_ghmc, {**GHMC, "alpha": 1.0}, r"alpha must be a number in \[0, 1\)", id="ghmc-alpha-one"),
     pytest.param(sms_ghmc, {**GHMC, "h": -0.1}, r"h must be a finite real number > 0", id="ghmc-h-negative"),
     pytest.param(sms_ghmc, {**GHMC, "batch_size": 3}, "batch_size=3 is larger than the data", id="ghmc-batch"),
     pytest.param(sms_ghmc, {**GHMC, "burn_in": 20}, "burn_in must be smaller than n_steps=20", id="ghmc-burn-in"),
@@ -498,16 +495,6 @@ ENTRY_POINT_REFUSALS = [
                  r"n_steps must be an integer in \[1, 2\*\*48\]", id="ghmc-n_steps-huge"),
     pytest.param(sms_ghmc, {**GHMC, "target": "gauss"}, "target must be a Target .e.g. GaussianTarget., got 'gauss'",
                  id="ghmc-target"),
-    pytest.param(telescoping_bias, {**LADDER, "levels": True}, "levels must be an integer", id="ladder-levels-bool"),
-    pytest.param(telescoping_bias, {**LADDER, "levels": 1.5}, "levels must be an integer",
-                 id="ladder-levels-fraction"),
-    pytest.param(telescoping_bias, {**LADDER, "levels": 100}, "levels must be at most 20", id="ladder-levels-100"),
-    pytest.param(telescoping_bias, {**LADDER, "base_epochs": 2.5}, "base_epochs must be an integer",
-                 id="ladder-base_epochs-fraction"),
-    pytest.param(telescoping_bias, {**LADDER, "burn_fraction": 1.0}, r"burn_fraction must lie in \[0, 1\)",
-                 id="ladder-burn_fraction-one"),
-    pytest.param(telescoping_bias, {**LADDER, "on_diverge": "ignore"}, "on_diverge must be 'raise' or 'skip'",
-                 id="ladder-on_diverge"),
 ]
 
 

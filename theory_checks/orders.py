@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators import RunSpec
-from integrators._validation import int_at_least
+from integrators._spec import SPEC
+from integrators._validation import at_least, check_parameters, declares, int_at_least, optional
 from integrators.plans import n_batches
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
@@ -238,6 +239,11 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
                     unstable=unstable)
 
 
+STRONG_ORDER_CONSTRAINTS = {"spec": SPEC, "sweeps": at_least(1), "ref_levels": at_least(0), "n_boot": at_least(1),
+                            "fit_points": optional(at_least(2))}
+
+
+@declares(STRONG_ORDER_CONSTRAINTS)
 def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_boot: int = 300,
                  fit_points: int | None = None) -> OrderFit:
     """Claim checked: the pathwise (strong) L2 error of ``scheme x plan`` against the
@@ -288,13 +294,10 @@ def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_b
     >>> round(strong_order(spec, [0.2, 0.1, 0.05], n_boot=5).slope)
     2
     """
+    values = check_parameters(locals(), STRONG_ORDER_CONSTRAINTS)
+    sweeps, ref_levels, n_boot, fit_points = (values[k] for k in ("sweeps", "ref_levels", "n_boot", "fit_points"))
     hs = ladder("hs", hs)
     int_at_least("n_chains", spec.n_chains, 2)
-    sweeps = int_at_least("sweeps", sweeps, 1)
-    ref_levels = int_at_least("ref_levels", ref_levels, 0)
-    n_boot = int_at_least("n_boot", n_boot, 1)
-    if fit_points is not None:
-        int_at_least("fit_points", fit_points, 2)
     if spec.v0 is not None:
         raise ValueError("strong_order draws the ladder's shared initial velocities: leave v0 out of the spec")
     h_ref = hs[-1] / 2**ref_levels
