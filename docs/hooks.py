@@ -35,6 +35,9 @@ from griffe import Extension
 from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import api_entries  # noqa: E402 (docs/ is not a package: found beside this file)
+
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -184,6 +187,12 @@ def on_files(files, config):
     files.append(File.generated(config, "tour/index.md", content=tour_index(_state.get("tour", []))))
     files.append(File.generated(config, "javascripts/mathjax-config.js", content=MATHJAX_CONFIG + "\n"))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    if page.file.src_uri.startswith("api/"):
+        return api_entries.expand(markdown)  # `::: package.*`: one entry per public module of the package
+    return markdown
 
 
 def on_page_content(content, page, config, files):

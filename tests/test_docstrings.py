@@ -174,11 +174,19 @@ def left_out_of_all(owner, offered: set[int]) -> bool:
             and not {id(owner), id(_python_function(owner))} & offered)
 
 
+def _api_entries():
+    spec = importlib.util.spec_from_file_location("api_entries", ROOT / "docs" / "api_entries.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def api_table(pages=API_PAGES) -> dict:
-    """``{module: page name}`` for every ``::: module`` entry of the API pages, in page order."""
+    """``{module: page name}`` for every ``::: module`` entry of the API pages as the site renders them
+    (``::: package.*`` expanded), in page order."""
     table = {}
     for page in sorted(Path(pages).glob("*.md")):
-        for line in page.read_text(encoding="utf-8").splitlines():
+        for line in _api_entries().expand(page.read_text(encoding="utf-8")).splitlines():
             entry = ENTRY.match(line)
             if not entry:
                 continue

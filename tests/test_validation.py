@@ -35,7 +35,6 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from bias._coupled import CoupledResult, coupled_run
-from bias._telescoping import telescoping_bias
 from integrators import GaussianTarget, LogisticTarget, sms_ghmc
 from integrators import _memory as memory
 from integrators._backends import Numba, Torch
@@ -445,7 +444,6 @@ def test_integers_beyond_float_range_are_refused_by_name(kwargs):
 # ================================================================== other entry points
 COUPLED = dict(target=ONE_D, scheme="ubu", plan="sms", h=0.1, n_chains=4, n_steps=50, burn_in=5, batch_size=1)
 GHMC = dict(target=ONE_D, plan="sms", h=0.1, batch_size=1, n_steps=20, n_chains=4)
-LADDER = dict(target=ONE_D, scheme="ubu", plan="full", h=0.1, levels=1, base_epochs=2)
 
 
 def call_entry(entry, kwargs):
