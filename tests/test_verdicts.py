@@ -87,3 +87,14 @@ def test_the_demo_verdict_is_not_testable_where_the_bias_is_below_noise():
     results = [({}, {"row": {"sampler": name, "h": h, "variance_bias": 1e-4, "variance_se": 1e-3}})
                for name in ("SMS-UBU", "SG-UBU") for h in (0.25, 0.125)]
     assert demo.EXPERIMENT.verdict(results, "tiny").outcome == NOT_TESTABLE
+
+
+def test_the_bnn_verdict_names_an_absent_data_set_once_with_its_count_of_units():
+    from experiments import bnn
+    why = "pneumoniamnist (full): pneumoniamnist.npz not found (looked in data/; --data-dir FOLDER)"
+    results = [({"dataset": "pneumoniamnist", "run": i}, {"missing": why}) for i in range(64)]
+    results.append(({"dataset": "celeba", "run": 0}, {"missing": "celeba (full): not found"}))
+    verdict = bnn.EXPERIMENT.verdict(results, "full")
+    assert verdict.outcome == NOT_TESTABLE
+    assert verdict.numbers.count(why) == 1 and f"data absent for 64 units ({why})" in verdict.numbers, verdict
+    assert "celeba: data absent for 1 unit (" in verdict.numbers
