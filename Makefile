@@ -31,8 +31,9 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile --durations=30 tests  # two workers: one per core; the slowest tests listed
 
 # the tiers (tests/conftest.py puts each test in one: core, statistical, torch, experiment; pyproject.toml's markers):
-# test-core runs the core tier (no statistics, no torch: under 30 s on 2 cores); test-fast the quick tier, every
-# test not marked slow (core and the quick torch tests, under a minute); `-m "not torch"` runs without torch
+# test-core runs the core tier (no statistics, no torch: about 30 s on 2 idle cores, more under load); test-fast the
+# quick tier, every test not marked slow (core and the quick torch tests: about 8 minutes on 2 shared cores, the first
+# run also compiling the kernels; benchmarks/RESULTS.md has the measurements); `-m "not torch"` runs without torch
 test-core: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 --dist loadfile -m core tests
 
@@ -51,6 +52,7 @@ tour: $(VENV)/.installed-test
 # the tour's notebooks are executed once per change of their source (cached in .cache/docs-tour/, or taken from
 # `make tour`'s out/tiny/report/tour/ when executed from the same source)
 docs: $(VENV)/.installed-test
+	@echo "make docs: under 2 minutes with the tour's executed notebooks cached (.cache/docs-tour/), about 12 minutes on 2 cores the first time (it executes the seven notebooks)"
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict  # (the variable: no notice about the theme's successor)
 
 docs-serve: $(VENV)/.installed-test

@@ -34,7 +34,7 @@ from reports._cli_common import CliError, backend_flags, check_out, check_preset
 from reports._executor import SchedulerError, check_scheduler, execute, local_cores
 from reports._progress import Progress, describe_unit, interleave
 from reports._run_record import read_left_out, read_run
-from reports._runmeta import fingerprint
+from reports._runmeta import drawable, fingerprint, library_changes
 from reports.drawing import Drawing, write_drawing, write_metadata
 from reports.registry import _absent_input
 from reports.store import (
@@ -409,6 +409,31 @@ def _verdict(mod, results, level):
     return mod.verdict(results, level)
 
 
+def _load_drawable(store: Store, fid: str, unit: dict, wanted: dict, other_libraries: dict):
+    """A unit's stored result for the report: held to the fingerprint ``wanted`` less the measured libraries'
+    versions (:func:`reports._runmeta.drawable`); where only those differ, each difference is counted in
+    ``other_libraries`` (``{difference: units}``) and the unit is drawn as it was computed."""
+    try:
+        return store.load(fid, unit, wanted)
+    except StaleUnit:
+        res = store.load(fid, unit, drawable(wanted))  # anything else that differs is refused
+        for change in library_changes(store.meta(fid, unit).get("fingerprint"), wanted):
+            other_libraries[change] = other_libraries.get(change, 0) + 1
+        return res
+
+
+def _other_libraries_note(fid: str, other_libraries: dict, units: int, rerun: str) -> str:
+    """What the report and one line on standard error say of a figure's units computed with other versions of
+    the libraries it measures (empty when there are none)."""
+    if not other_libraries:
+        return ""
+    changes = ", ".join(f"{n} of {units} units with {change}" for change, n in other_libraries.items())
+    note = (f"drawn from units computed with other versions of the libraries this figure measures: {changes}; "
+            f"`{rerun}` recomputes them")
+    print(f"note: {fid}: {note}", file=sys.stderr)
+    return note
+
+
 def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int, backend: dict | None,
                left_out: dict | None = None) -> None:
     """Draw the figures of ``ids`` and the index from the units in ``out`` into ``report_dir``."""
@@ -419,7 +444,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
     for fid in ids:
         mod = figures[fid]
         level = registry.module_preset(mod, preset)
-        results, missing = [], []
+        results, missing, other_libraries = [], [], {}
         flags = backend_flags(backend) if mod.BACKENDS else ""
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
                             *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
@@ -427,7 +452,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             wanted = fingerprint(mod.module, run_seed, unit_seed(run_seed, fid, unit), preset,
                                  inputs=_unit_inputs(mod, unit, level))
             try:
-                res = store.load(fid, unit, wanted)
+                res = _load_drawable(store, fid, unit, wanted, other_libraries)
             except (CorruptUnit, StaleUnit) as exc:
                 raise CliError(f"{exc}; run `{rerun}` to recompute it") from None
             if res is None and not store.path(fid, unit).exists():
@@ -443,6 +468,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
+        note = _other_libraries_note(fid, other_libraries, len(results), rerun)
         drawing = mod.draw(results, level)
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
@@ -468,8 +494,10 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: draw's metadata repeats the run's keys {clash}")
         figure_meta.update(drawing.metadata)
         figure_meta["verdict"] = verdict.as_dict()
+        if note:
+            figure_meta["other_library_versions"] = note
         write_metadata(report_dir / fid / "metadata.json", figure_meta)
-        info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict}
+        info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict, "note": note}
         if drawing.table:
             info["table"] = drawing.table
         drawn[fid] = {"module": mod, "info": info, "meta": metas[0] if metas else {},

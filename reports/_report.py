@@ -226,10 +226,14 @@ def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | No
         verdict = verdicts[fid]
         md += [f"<a id='{fid}'></a>", "", f"## {mod.TITLE}", "", f"**Verdict: {verdict.text()}**", "",
                f"Preset: {ran}.", ""]
+        if info.get("note"):  # what the numbers below rest on, said before them (the command line's note)
+            md += [f"Note: {info['note']}.", ""]
         body.append(f"<h2 id='{fid}'>{html.escape(mod.TITLE)}</h2>")
         body.append(f"<p class='verdict {_css(verdict)}'><b>Verdict: {html.escape(verdict.outcome)}</b>: "
                     f"{html.escape(verdict.text().split(': ', 1)[1])}</p>")
         body.append(f"<p class='preset'>Preset: {html.escape(ran)}.</p>")
+        if info.get("note"):
+            body.append(f"<p class='note'>Note: {html.escape(info['note'])}.</p>")
         pngs = [f for f in info["files"] if f.endswith(".png")]
         others = [f for f in info["files"] if not f.endswith(".png")]
         for png in pngs:  # a figure of several panels files: each image says which it is

@@ -1,15 +1,19 @@
 """What a persisted unit's result depends on: its fingerprint (run seed, unit seed, preset, code version,
 and the versions of the other libraries the figure measures).
 
-A unit is reused (by ``run --resume`` or ``report``) only when its stored fingerprint equals the one
-the current run would compute it with; otherwise it is recomputed (``run``) or refused (``report``)
-with a message saying what differs.  The code version is a hash of the source files that compute
-the unit: the figure's own module and every Python file of the computing packages
-(:data:`COMPUTING_PACKAGES`); an edit to any of them makes earlier units stale, an edit to the
-command line or the report does not.  A figure that measures other libraries names their
-distributions in ``LIBRARIES`` (optional in its :class:`reports.registry.Experiment`); their installed versions, or
-``"not installed"``, join the fingerprint, so installing or upgrading one makes its units stale;
-likewise what a figure's ``inputs(unit, preset)`` says of a unit's input files.
+A unit is reused by ``run --resume`` only when its stored fingerprint equals the one the current run
+would compute it with; otherwise it is recomputed, with a message saying what differs.  ``report``
+holds a unit to the same fingerprint less the measured libraries' versions (:func:`drawable`): a unit
+of another seed, preset, code or input is refused, but one computed before a library was installed or
+upgraded is drawn as it was computed, and the report says so (:func:`library_changes`).
+
+The code version is a hash of the source files that compute the unit: the figure's own module and
+every Python file of the computing packages (:data:`COMPUTING_PACKAGES`); an edit to any of them makes
+earlier units stale, an edit to the command line or the report does not.  A figure that measures other
+libraries names their distributions in ``LIBRARIES`` (optional in its
+:class:`reports.registry.Experiment`); their installed versions, or ``"not installed"``, join the
+fingerprint, so installing or upgrading one makes its units stale for ``run --resume``; likewise what
+a figure's ``inputs(unit, preset)`` says of a unit's input files (stale for both commands).
 """
 
 from __future__ import annotations
@@ -70,3 +74,18 @@ def differences(stored: dict | None, wanted: dict) -> list[str]:
     stored = stored or {}
     return [f"{key} {stored.get(key, 'unknown')} (wanted {value})"
             for key, value in wanted.items() if stored.get(key) != value]
+
+
+def drawable(wanted: dict) -> dict:
+    """The part of a fingerprint ``wanted`` that ``report`` holds a stored unit to: all of it but the measured
+    libraries' versions.  A unit computed with other versions is still this code's result for this seed,
+    preset and input, so it is drawn (and said to be), while ``run --resume`` recomputes it."""
+    return {key: value for key, value in wanted.items() if key != "libraries"}
+
+
+def library_changes(stored: dict | None, wanted: dict) -> list[str]:
+    """One ``"<library> <stored version> (now <installed version>)"`` per measured library whose version
+    differs between a unit's ``stored`` fingerprint and ``wanted``; empty when they agree."""
+    before = (stored or {}).get("libraries") or {}
+    return [f"{name} {before.get(name, 'unknown')} (now {version})"
+            for name, version in (wanted.get("libraries") or {}).items() if before.get(name) != version]

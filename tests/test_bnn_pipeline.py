@@ -83,7 +83,7 @@ def test_absent_data_is_reported_not_replaced(tmp_path):
     from experiments.bnn import EXPERIMENT as fig_bnn
 
     info = draw_files(fig_bnn, [({"dataset": "celeba", "run": 0}, {"missing": "x: file not found"})], "full", tmp_path)
-    assert "celeba: data absent (x: file not found)" in info["measured"]
+    assert "celeba: data absent for 1 unit (x: file not found)" in info["measured"]
 
 
 @pytest.mark.parametrize("change,match", [

@@ -84,17 +84,47 @@ def test_report_refuses_units_of_another_preset_and_a_changed_meta(tmp_path, qui
     one_line_error(cli(["report", "--out", str(out)]), "checksum mismatch", f"--out {out}")
 
 
+def forge_fingerprints(paths, **entries):
+    """Set ``entries`` in the fingerprint of each unit file of ``paths``, its checksum recomputed: as if the
+    units had been computed so."""
+    from reports.store import checksum
+    for path in paths:
+        payload = json.loads(path.read_text())
+        payload["meta"]["fingerprint"].update(entries)
+        payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+        path.write_text(json.dumps(payload))
+
+
 def test_a_changed_code_version_makes_units_stale(tmp_path, quick_run):
     out = tmp_path / "code"
     shutil.copytree(quick_run, out)
-    from reports.store import Store, checksum
-    for path in unit_files(out):
-        payload = json.loads(path.read_text())
-        payload["meta"]["fingerprint"]["code_version"] = "0" * 16  # as if computed by other code
-        payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
-        path.write_text(json.dumps(payload))
+    from reports.store import Store
+    forge_fingerprints(unit_files(out), code_version="0" * 16)  # as if computed by other code
     assert Store(out).meta("fast", {"k": 2, "plan": "sms"})["fingerprint"]["code_version"] == "0" * 16
     one_line_error(cli(["report", "--out", str(out)]), "code_version")
+
+
+def test_report_draws_units_of_other_library_versions_saying_so_and_resume_recomputes_them(tmp_path):
+    """Installing an extra (``make test-fast`` installs the adapters) changes the measured libraries' versions:
+    ``report`` still draws the units, in the report and in one line naming the versions and the rerun, while
+    ``run --resume`` recomputes them, and any other difference is still refused."""
+    out, lib = tmp_path / "lib", "tests.report_fixtures.library_units"
+    assert cli(["run", "all", "--out", str(out)], modules=lib).returncode == 0
+    forge_fingerprints(unit_files(out), libraries={"numpy": "0.0.1"})
+    drawn = cli(["report", "--out", str(out)], modules=lib)
+    assert drawn.returncode == 0, drawn.stderr
+    notes = [line for line in drawn.stderr.splitlines() if "other versions" in line]
+    assert len(notes) == 1 and notes[0].startswith("note: withlib:"), notes
+    assert "2 of 2 units with numpy 0.0.1 (now " in notes[0] and "sms-langevin run withlib --resume" in notes[0], notes
+    section = (out / "report" / "index.md").read_text().split("<a id='withlib'></a>")[1]
+    assert "Note: drawn from units computed with other versions of the libraries" in section
+    meta = json.loads((out / "report" / "withlib" / "metadata.json").read_text())
+    assert "numpy 0.0.1" in meta["other_library_versions"]
+    forge_fingerprints(unit_files(out)[:1], code_version="0" * 16)  # another difference is refused as before
+    one_line_error(cli(["report", "--out", str(out)], modules=lib), "code_version")
+    again = cli(["run", "all", "--resume", "--out", str(out)], modules=lib)
+    assert again.returncode == 0 and "resuming: 0 units already done, 2 to run" in again.stderr, again.stderr
+    assert "Note:" not in (out / "report" / "index.md").read_text()
 
 
 def test_a_run_into_a_folder_another_process_writes_to_is_refused(tmp_path, quick_run):

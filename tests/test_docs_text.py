@@ -213,3 +213,13 @@ def test_getting_started_names_the_extras_make_demo_installs():
     extras = re.search(r'install --quiet -e "(\.\[[\w,]+\])"', target).group(1)
     page = (DOCS / "getting-started.md").read_text()
     assert 'make demo` installs' in page and f'pip install -e "{extras}"' in page
+
+
+def test_make_docs_states_its_cost_before_it_builds_as_the_readme_does():
+    recipe = (ROOT / "Makefile").read_text().split("\ndocs:", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    first = recipe[0].strip()
+    assert first.startswith("@echo ") and "mkdocs" in recipe[1], recipe
+    costs = re.findall(r"(?:about|under) \d+ minutes", first)
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    said = readme.split("`make docs` builds the documentation site", 1)[1].split(". ", 1)[0]
+    assert len(costs) == 2 and all(cost in said for cost in costs), (costs, said)

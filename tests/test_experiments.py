@@ -226,3 +226,23 @@ def test_diverged_samplers_are_listed_once_with_their_step_sizes():
             row("SG-HMC", 1 / 32, "diverged at h=0.0625 (coarse step 3), h=0.03125 (coarse step 9)"),
             row("SMS-UBU", 1 / 16, "")]
     assert logistic_output.diverged_step_sizes(rows) == {"SG-HMC": [1 / 16, 1 / 32]}
+
+
+def test_figure1_says_undefined_where_a_local_slope_is_and_leaves_its_csv_cell_empty():
+    from dataclasses import asdict
+
+    from experiments.figure1 import EXPERIMENT
+    from experiments.figure1._setup import Point
+    nan = float("nan")
+
+    def point(scheme, h, w1):
+        return asdict(Point(scheme, "sms", h, 1000, w1, 1e-4, 1e-4, 1e-5, not w1 == w1, 3 if w1 != w1 else -1, 0.1))
+
+    points = [point("ubu", 0.25, 4e-2), point("ubu", 0.125, 1e-2), point("em", 0.25, 1e-1), point("em", 0.125, nan)]
+    drawing = EXPERIMENT.draw([({}, {"points": points})], "tiny")
+    assert "SMS-EM: undefined (a point diverged)" in drawing.measured and "SMS-UBU: 2.00" in drawing.measured
+    assert "nan" not in drawing.measured, drawing.measured
+    slopes = {(r["scheme"], r["h"]): r["local_slope_finest"] for r in drawing.tables["figure1"]}
+    assert slopes[("em", 0.25)] == "" and slopes[("ubu", 0.25)] == pytest.approx(2.0)
+    legend = [t.get_text() for t in drawing.figures["figure1"].axes[0].get_legend().get_texts()]
+    assert not any("nan" in t for t in legend), legend

@@ -18,6 +18,7 @@ from theory_checks._verify import verify
 from theory_checks.oracle import affine_force, spectral_radius, stationary_covariance, stationary_moments
 from theory_checks.orders import (
     anisotropic_gaussian,
+    describe_local_slopes,
     fit_slope,
     local_slopes,
     logistic_example,
@@ -33,6 +34,18 @@ def test_fit_slope_recovers_power_laws():
     assert fit_slope(hs, 3 * hs**1.5) == pytest.approx(1.5)
     np.testing.assert_allclose(local_slopes(hs, hs**2), 2.0)
     assert np.isnan(fit_slope(hs, np.full(hs.size, np.nan)))
+
+
+def test_an_undefined_local_slope_reads_as_a_word_saying_why_never_nan():
+    hs = 2.0 ** -np.arange(2, 6)
+    em_like = np.array([np.nan, 0.3 * hs[1], 0.3 * hs[2], 0.3 * hs[3]])  # EM unstable at h = 1/4
+    assert describe_local_slopes(hs, em_like) == "undefined (unstable h), 1.00, 1.00"
+    exact_tail = np.array([4e-2, 1e-2, 0.0, 0.0])
+    assert describe_local_slopes(hs, exact_tail) == "2.00, undefined (zero error), undefined (zero error)"
+    from theory_checks._verify import weak_order_verdict
+    measured = weak_order_verdict(2.0 ** -np.arange(2, 10), 0.3 * 2.0 ** -np.arange(2, 10) * [np.nan, *[1] * 7],
+                                  1.0, 1.0)[1]
+    assert "local: undefined (unstable h), 1.00" in measured and "nan" not in measured, measured
 
 
 @pytest.mark.slow

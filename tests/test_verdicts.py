@@ -73,6 +73,28 @@ def test_the_ghmc_verdict_says_when_ghmc_matches_ubu_at_a_comparable_step(monkey
     assert "1.39e-02" in verdict.numbers
 
 
+_GHMC_BRANCHES = {  # SMS-GHMC's rows beside SMS-UBU's, one per branch of the verdict
+    "reaches it at a comparable step": [_ghmc_row("SMS-GHMC", 0.04, 3e-2), _ghmc_row("SMS-GHMC", 0.01, 1.32e-2)],
+    "reaches it only at a much smaller step": [_ghmc_row("SMS-GHMC", 0.002, 1.40e-2)],
+    "never reaches it": [_ghmc_row("SMS-GHMC", 0.01, 3e-2)],
+    "never sampled": [{**_ghmc_row("SMS-GHMC", 0.01, 3e-2), "spread_ratio": 0.0}],
+}
+
+
+@pytest.mark.parametrize("branch", list(_GHMC_BRANCHES))
+def test_the_ghmc_verdict_reads_as_a_well_formed_sentence_on_every_branch(monkeypatch, branch):
+    import re
+
+    from experiments import ghmc
+    table = [_ghmc_row("SMS-UBU", 0.0625, 2e-2), _ghmc_row("SMS-UBU", 0.015625, 1.39e-2), *_GHMC_BRANCHES[branch]]
+    monkeypatch.setattr(ghmc.ghmc_logistic, "rows", lambda results: table)
+    text = ghmc.EXPERIMENT.verdict([], "tiny").reason
+    assert "no much" not in text and "needs no" not in text, text
+    assert re.fullmatch(r"SMS-GHMC [^\s].*[\w)]", text), text  # a sentence on SMS-GHMC, no trailing punctuation
+    assert not re.search(r"\s{2}|\s[,.:;)]|\(\s|\b(\w+) \1\b", text), text  # no doubled space or word
+    assert text.count("(") == text.count(")"), text
+
+
 @pytest.mark.parametrize(("sms_order", "outcome"), [(2.0, HOLDS), (1.0, DOES_NOT_HOLD)])
 def test_the_demo_verdict_reads_the_slopes_of_the_bias(sms_order, outcome):
     from experiments import demo
@@ -87,3 +109,14 @@ def test_the_demo_verdict_is_not_testable_where_the_bias_is_below_noise():
     results = [({}, {"row": {"sampler": name, "h": h, "variance_bias": 1e-4, "variance_se": 1e-3}})
                for name in ("SMS-UBU", "SG-UBU") for h in (0.25, 0.125)]
     assert demo.EXPERIMENT.verdict(results, "tiny").outcome == NOT_TESTABLE
+
+
+def test_the_bnn_verdict_names_an_absent_data_set_once_with_its_count_of_units():
+    from experiments import bnn
+    why = "pneumoniamnist (full): pneumoniamnist.npz not found (looked in data/; --data-dir FOLDER)"
+    results = [({"dataset": "pneumoniamnist", "run": i}, {"missing": why}) for i in range(64)]
+    results.append(({"dataset": "celeba", "run": 0}, {"missing": "celeba (full): not found"}))
+    verdict = bnn.EXPERIMENT.verdict(results, "full")
+    assert verdict.outcome == NOT_TESTABLE
+    assert verdict.numbers.count(why) == 1 and f"data absent for 64 units ({why})" in verdict.numbers, verdict
+    assert "celeba: data absent for 1 unit (" in verdict.numbers

@@ -26,7 +26,7 @@ from theory_checks._lemmas import variance_lemma_check
 from theory_checks._scaling import dimension_scaling
 from theory_checks._verify import EXACT_LEVEL, WEAK_TOL, exact_x_declared, target_scale, weak_order_verdict
 from theory_checks.oracle import UnstableStepError, stationary_moments
-from theory_checks.orders import anisotropic_gaussian, logistic_example, strong_order, weak_order
+from theory_checks.orders import anisotropic_gaussian, describe_local_slopes, logistic_example, strong_order, weak_order
 
 HOLDS, FAILS, NOT_ASSERTED = "holds", "fails", "measured, not a claim"  # observed (e.g. rr in Fig. 1), no theorem
 HOLDS_FASTER = "holds (error decays faster than the claimed order at these h)"
@@ -126,8 +126,7 @@ def strong_order_rows(preset: str) -> list[dict]:
                                n_boot=200)
             if expected is None:
                 cited = "measured (no claim)"
-            local = ", ".join(f"{s:.2f}" for s in fit.local_slopes)
-            measured = f"slope {fit.slope:.3f} (local: {local})"
+            measured = f"slope {fit.slope:.3f} (local: {describe_local_slopes(fit.hs, fit.errors)})"
             unc = f"95% CI [{fit.ci[0]:.3f}, {fit.ci[1]:.3f}]"
             if expected is None:
                 verdict, exp_txt = NOT_ASSERTED, "-"

@@ -81,7 +81,7 @@ from theory_checks._monte_carlo import MC_ALPHA as MC_ALPHA  # the adapters read
 from theory_checks._monte_carlo import PROBE_EXPECTED, TARGET_EXPECTED, probe_law_check, target_law_check
 from theory_checks._probe import probe_backend, probe_step_map
 from theory_checks.oracle import NonFiniteStepError, UnstableStepError, stationary_moments
-from theory_checks.orders import fit_slope, ladder, local_slopes, strong_order
+from theory_checks.orders import describe_local_slopes, fit_slope, ladder, strong_order
 
 WEAK_TOL = 0.15         # |slope - declared weak order| allowed (exact oracle: no Monte Carlo error)
 STRONG_SLACK = 0.25     # a strong slope down to the declared order minus this holds (error <= C h^q)
@@ -339,8 +339,7 @@ def _weak_check(hs, errors, levels, expected, scale, exact_declared, rate) -> tu
 
 
 def _fmt_slopes(hs, errors, fit_points: int = 4) -> str:
-    local = ", ".join("nan" if not np.isfinite(s) else f"{s:.2f}" for s in local_slopes(hs, errors))
-    return f"slope {fit_slope(hs, errors, fit_points):.3f} (local: {local})"
+    return f"slope {fit_slope(hs, errors, fit_points):.3f} (local: {describe_local_slopes(hs, errors)})"
 
 
 # What verify and theory_checks.adapters.measure_adapter take alike, declared once (each adjusts

@@ -170,6 +170,26 @@ def local_slopes(hs, errors) -> np.ndarray:
         return np.log(errors[:-1] / errors[1:]) / np.log(hs[:-1] / hs[1:])
 
 
+def format_slope(slope: float, why: str = "") -> str:
+    """A slope as a table shows it: two decimals, or the word ``undefined`` (with ``why``, in parentheses)
+    where it is not a finite number, never a raw ``nan`` or ``inf``."""
+    if math.isfinite(slope):
+        return f"{slope:.2f}"
+    return f"undefined ({why})" if why else "undefined"
+
+
+def describe_local_slopes(hs, errors) -> str:
+    """The local slopes (:func:`local_slopes`) in words, for a table cell: each to two decimals, and where one
+    is undefined, why: ``undefined (unstable h)`` beside a step size whose error is not finite (the step is
+    unstable, or its run diverged), ``undefined (zero error)`` beside an error of exactly zero."""
+    errors = np.asarray(errors, float)
+    words = []
+    for i, slope in enumerate(local_slopes(hs, errors)):
+        why = "unstable h" if not np.all(np.isfinite(errors[i:i + 2])) else "zero error"
+        words.append(format_slope(slope, why))
+    return ", ".join(words)
+
+
 _STATISTICS: dict[str, Callable] = {
     "variance": lambda m, t: float(np.trace(m.covariance) - np.trace(t.covariance)),
     "mean": lambda m, t: float(np.linalg.norm(m.mean - t.mean)),

@@ -4,6 +4,8 @@ preset, the CIFAR-10 table). One unit is one independent run (:func:`experiments
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from bnn._metrics import RHAT_MIXED, RHAT_STRICT
@@ -217,15 +219,23 @@ def _regime(dataset: str, runs: list, rows: list, rhats: list):
     return figure, markdown, curves.curve_rows(dataset, runs), paired, text
 
 
+def not_run(results: list) -> list[str]:
+    """The units that did not run (data absent, or skipped for a library not installed), said once per data
+    set and reason with how many units it concerns: ``"<dataset>: data absent for <n> units (<why>)"`` (the 64
+    runs of an absent data set at the full preset are one line, not 64 copies of it)."""
+    counts = Counter((unit.get("dataset", "?"), "data absent" if "missing" in res else "skipped",
+                      res.get("missing", res.get("skipped"))) for unit, res in results
+                     if "missing" in res or "skipped" in res)
+    return [f"{dataset}: {what} for {n} unit{'s' if n > 1 else ''} ({why})"
+            for (dataset, what, why), n in counts.items()]
+
+
 def draw(results: list, preset: str) -> Drawing:
     """What the report shows of the BNN runs: ensembles, step sizes, traces, Hessians and verdicts, from
     every ``(unit, result)`` pair (absent data sets named)."""
     by_data: dict = {}
-    missing = {}
     for unit, res in results:
-        if "missing" in res:
-            missing[unit["dataset"]] = res["missing"]
-        else:
+        if "missing" not in res and "skipped" not in res:
             by_data.setdefault(unit["dataset"], []).append(res)
     drawing = Drawing(measured="")
     untestable = too_small(preset, by_data)
@@ -293,8 +303,7 @@ def draw(results: list, preset: str) -> Drawing:
         measured.append("median |H|_2: " + ", ".join(f"{p} {v:.3g}" for p, v in med.items())
                         + (f" (power iteration not converged in {short} of {len(hess)} estimates: those are "
                            "lower bounds)" if short else ""))
-    for dataset, why in missing.items():
-        measured.append(f"{dataset}: data absent ({why})")
+    measured += not_run(results)
     drawing.measured = ". ".join(measured) + "."
     return drawing
 
@@ -304,11 +313,9 @@ def verdict(results: list, preset: str) -> Verdict:
     ACE reading (:func:`ensemble_verdict`'s 95% t interval): holds where every one is lower; does not hold
     where one is higher or none is distinguishable; not testable with too few runs (:func:`too_small`), too
     few groups, or no data."""
-    by_data, missing = {}, []
+    by_data, missing = {}, not_run(results)
     for unit, res in results:
-        if "missing" in res or "skipped" in res:
-            missing.append(f"{unit.get('dataset', '?')}: {res.get('missing', res.get('skipped'))}")
-        elif unit["dataset"] != "cifar10":
+        if "missing" not in res and "skipped" not in res and unit["dataset"] != "cifar10":
             by_data.setdefault(unit["dataset"], []).append(res)
     if not by_data:
         return Verdict(NOT_TESTABLE, "no data set was run here", "; ".join(missing))

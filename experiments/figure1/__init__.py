@@ -10,6 +10,7 @@ from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import ListOf, Record, from_dataclass
 from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict, worst
+from theory_checks.orders import format_slope
 
 ORDER = 30  # its place in the registry, the list and the report
 
@@ -37,7 +38,7 @@ def draw(results: list, preset: str) -> Drawing:
     points = [figure1.Point(**q) for _, res in results for q in res["points"]]
     slopes = figure1.local_slopes(points)
     names = {"sms": "SMS", "iid": "SG", "rr": "SG-RR"}
-    text = "; ".join(f"{names[p]}-{s.upper()}: {v:.2f}" for (s, p), v in slopes.items())
+    text = "; ".join(f"{names[p]}-{s.upper()}: {format_slope(v, 'a point diverged')}" for (s, p), v in slopes.items())
     diverged = [f"{q.scheme.upper()} x {q.plan} at h = {q.h:g} (step {q.first_divergence_step})"
                 for q in points if q.diverged]
     worst = max((max(q.mc_error, q.noise_floor) / q.w1 for q in points if not q.diverged), default=0.0)

@@ -9,12 +9,15 @@ import numpy as np
 
 from experiments.figure1._setup import PRESETS, SAMPLERS, Point, histogram_layout, target_law
 from integrators import GaussianTarget
+from theory_checks.orders import format_slope
 
 
 def table(points: list[Point], slopes: dict, *, with_seconds: bool = True) -> list[dict]:
-    """The figure's numbers, one row per point."""
+    """The figure's numbers, one row per point (an undefined local slope, where a point diverged, is an empty
+    cell)."""
     return [{**{f: v for f, v in asdict(q).items() if with_seconds or f != "seconds"},
-             "local_slope_finest": slopes[(q.scheme, q.plan)]} for q in points]
+             "local_slope_finest": slopes[(q.scheme, q.plan)] if np.isfinite(slopes[(q.scheme, q.plan)]) else ""}
+            for q in points]
 
 
 def resolution_metadata() -> dict:
@@ -59,7 +62,7 @@ def plot(points: list[Point], slopes: dict):
     for s, p in SAMPLERS:
         pts = sorted((q for q in points if q.scheme == s and q.plan == p), key=lambda q: q.h)
         ok = [q for q in pts if not q.diverged]
-        label = f"{names[p]}-{s.upper()} (slope {slopes[(s, p)]:.2f})"
+        label = f"{names[p]}-{s.upper()} (slope {format_slope(slopes[(s, p)])})"
         if ok:
             ax.errorbar([q.h for q in ok], [q.w1 for q in ok], yerr=[2 * q.mc_error for q in ok],
                         color=colors[s], ls=styles[p], marker=markers[p], capsize=2, label=label)
