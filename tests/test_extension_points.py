@@ -11,6 +11,7 @@ source by the new files alone.
 from __future__ import annotations
 
 import filecmp
+import importlib.util
 import inspect
 import json
 import os
@@ -25,7 +26,6 @@ from helpers import ToyULA, project_packages
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = project_packages()
-IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".venv", "out", ".git", ".cache", "site")
 
 FIGURE = '''\
 """A figure added by tests/test_extension_points.py."""
@@ -106,27 +106,37 @@ def built_in(package: str, declares: str) -> list[str]:
     return [getattr(module, declares).NAME for module in discover_modules(package, (declares,))]
 
 
+def _tracked() -> list[str]:
+    """The repository's files (git's list; every file under the source folders where git is absent)."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+        return [name for name in listed.decode().split("\0") if name and (ROOT / name).is_file()]
+    except (OSError, subprocess.CalledProcessError):
+        return [str(p.relative_to(ROOT)) for folder in (*PACKAGES, "docs", "tests")
+                for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+
+
 def _touched(copy: Path) -> tuple[list[str], list[str]]:
-    """Files of the copy that are new, and files that differ from the source."""
+    """Files of the copy that are new, and files that differ from the source (the whole repository)."""
     new, changed = [], []
-    for package in PACKAGES:
-        for path in sorted((copy / package).rglob("*")):
-            if path.is_dir() or "__pycache__" in path.parts:
-                continue
-            rel = path.relative_to(copy)
-            source = ROOT / rel
-            if not source.exists():
-                new.append(str(rel))
-            elif not filecmp.cmp(path, source, shallow=False):
-                changed.append(str(rel))
+    for path in sorted(copy.rglob("*")):
+        if path.is_dir() or "__pycache__" in path.parts or path.suffix == ".pyc":
+            continue
+        rel = path.relative_to(copy)
+        source = ROOT / rel
+        if not source.exists():
+            new.append(str(rel))
+        elif not filecmp.cmp(path, source, shallow=False):
+            changed.append(str(rel))
     return new, changed
 
 
 @pytest.fixture(scope="module")
 def extended(tmp_path_factory):
     copy = tmp_path_factory.mktemp("extended")
-    for package in PACKAGES:
-        shutil.copytree(ROOT / package, copy / package, ignore=IGNORE)
+    for name in _tracked():  # the whole repository, docs and tests included
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, copy / name)
     files = _new_files(copy)
     for group in files.values():
         for rel, text in group.items():
@@ -136,41 +146,56 @@ def extended(tmp_path_factory):
     run = subprocess.run([sys.executable, "-c", PROBE, str(copy)], cwd=copy, env=env, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
-    return files, json.loads(run.stdout.strip().splitlines()[-1]), _touched(copy)
+    return files, json.loads(run.stdout.strip().splitlines()[-1]), _touched(copy), copy
 
 
 def test_each_extension_point_is_its_new_files_alone(extended):
-    files, _, (new, changed) = extended
+    files, _, (new, changed), _ = extended
     assert changed == []
     assert sorted(new) == sorted(rel for group in files.values() for rel in group)
     assert {kind: len(group) for kind, group in files.items()} == {"scheme": 2, "plan": 1, "figure": 1, "adapter": 1}
 
 
+def test_the_api_pages_of_the_copy_render_every_new_module(extended):
+    """The copy's API pages, as its docs build expands them (``docs/api_entries.py``), have an entry for
+    each new file: nothing to add to ``docs/``."""
+    files, _, _, copy = extended
+    spec = importlib.util.spec_from_file_location("copy_api_entries", copy / "docs" / "api_entries.py")
+    entries = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(entries)
+    rendered = {m.group(1) for page in (copy / "docs" / "api").glob("*.md")
+                for line in entries.expand(page.read_text(encoding="utf-8"), copy).splitlines()
+                if (m := entries.ENTRY.match(line))}
+    new_modules = {rel.removesuffix(".py").replace("/", ".") for group in files.values()
+                   for rel in group}
+    assert new_modules <= rendered, sorted(new_modules - rendered)
+
+
 def test_a_new_scheme_file_is_a_registered_scheme(extended):
-    _, found, _ = extended
+    _, found, _, _ = extended
     # the copy's own members, in their ORDER, then the new one (ORDER 5: after every built-in scheme)
     assert found["scheme"] == [*built_in("integrators.schemes", "SCHEME"), "em_copy"]
 
 
 def test_a_new_plan_file_is_a_registered_plan(extended):
-    _, found, _ = extended
+    _, found, _, _ = extended
     plans = built_in("integrators.plans", "PLAN")
     at = plans.index("rr") + 1  # the copy declares rr's ORDER: ties are ordered by name
     assert found["plan"] == [*plans[:at], "rr_copy", *plans[at:]]
 
 
 def test_a_new_figure_module_is_in_the_registry_and_the_list(extended):
-    _, found, _ = extended
+    _, found, _, _ = extended
     assert found["figure"][-1] == "extension_probe" and found["figure"][0] == "demo"  # no ORDER: after the rest
     assert found["rc"] == 0 and "extension_probe" in found["list"] and "A figure that is one new file" in found["list"]
 
 
 def test_a_new_adapter_module_joins_the_adapters(extended):
-    _, found, _ = extended
+    _, found, _, _ = extended
     assert "toy.ula" in found["adapter"] and found["adapter"][0] == "posteriors.sgld"
 
 
 def test_a_new_scheme_file_has_its_tensor_step(extended):
     pytest.importorskip("torch")
-    _, found, _ = extended
+    _, found, _, _ = extended
     assert isinstance(found["torch"], list) and "em_copy" in found["torch"], found["torch"]
