@@ -168,9 +168,7 @@ class RunSpec:
             if batch_size is not None:  # the spec records what runs: all the data
                 batch_size_for(target, batch_size)
             batch_size = target.n_data
-        elif batch_size is None:
-            raise ValueError(f"batch_size is required for plan {values['plan'].NAME!r}")
-        values["batch_size"] = batch_size_for(target, batch_size)
+        values["batch_size"] = batch_size_for(target, batch_size, plan=values["plan"].NAME)
         values["divergence_bound"] = divergence_bound_for(target, values["divergence_bound"])
         del values["scheme"], values["plan"]  # kept as given: a registered name, or the object itself
         x0, v0 = values.pop("x0"), values.pop("v0")

@@ -137,11 +137,15 @@ def step_count(name, value, low) -> int:
     return value
 
 
-def batch_size_for(target, value) -> int:
-    """A batch size: an integer in ``[1, target.n_data]``."""
+def batch_size_for(target, value, *, plan: str | None = None) -> int:
+    """A batch size: an integer in ``[1, n_data]`` (``target``: a target, or its number of data terms);
+    ``None`` is refused for ``plan``, whose batches need a size (every backend says it so)."""
+    if value is None and plan is not None:
+        raise ValueError(f"batch_size is required for plan {plan!r}")
+    n_data = target if isinstance(target, numbers.Integral) else target.n_data
     value = int_at_least("batch_size", value, 1)
-    if value > target.n_data:
-        raise ValueError(f"batch_size={value} is larger than the data ({target.n_data} terms)")
+    if value > n_data:
+        raise ValueError(f"batch_size={value} is larger than the data ({n_data} terms)")
     return value
 
 

@@ -1050,3 +1050,14 @@ def test_module_mode_checks_the_device_free_memory(monkeypatch):
         check_sampler_fits("n_chains=1", Params(), config)
     monkeypatch.setattr(memory, "available_memory_bytes", lambda: 100 * GIB)
     check_sampler_fits("n_chains=1", Params(), config)
+
+
+def test_sample_and_from_options_declare_the_same_parameters_with_the_same_defaults():
+    """``sample`` forwards to ``RunSpec.from_options``: the two signatures are one description of a run
+    (names, order, kinds, defaults), so neither can drift from the other."""
+    from integrators import sample
+
+    def described(fn):
+        return [(p.name, p.kind, p.default) for p in inspect.signature(fn).parameters.values()]
+
+    assert described(sample) == described(RunSpec.from_options)

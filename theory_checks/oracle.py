@@ -324,11 +324,9 @@ def stationary_moments(target: GaussianTarget, scheme, plan, h: float, gamma: fl
     h, gamma = positive_float("h", h), positive_float("gamma", gamma)
     control_variate = boolean("control_variate", control_variate)
     n_data, d = target.n_data, target.dim
-    if batch_size is None:
-        if plan != "full":
-            raise ValueError(f"batch_size is required for plan {plan!r}")
+    if batch_size is None and plan == "full":
         batch_size = n_data
-    batch_size = batch_size_for(target, batch_size)
+    batch_size = batch_size_for(target, batch_size, plan=plan)
     scale = plan_module.force_scale(n_data, batch_size)
     noise_cov = path_noise_covariance(d, h, gamma)
     cache: dict = {}

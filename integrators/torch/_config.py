@@ -20,6 +20,7 @@ from integrators._validation import (
     SEED,
     Registered,
     at_least,
+    batch_size_for,
     check_parameters,
     instance_of,
     optional,
@@ -192,10 +193,8 @@ class SamplerConfig:
         for name in ("h", "gamma", "n_data", "batch_size", "control_variate", "seed", "check_every"):
             object.__setattr__(self, name, values[name])  # canonical (a 0-d array becomes its number)
         step_over_friction(self.h, self.gamma)  # the rule every backend applies
-        if self.batch_size is None and plan_rule(self.plan).kind != "full":
-            raise ValueError(f"batch_size is required for plan {self.plan!r}")
-        if self.batch_size is not None and self.batch_size > self.n_data:
-            raise ValueError(f"batch_size={self.batch_size} is larger than the data (n_data={self.n_data})")
+        if self.batch_size is not None or plan_rule(self.plan).kind != "full":
+            batch_size_for(self.n_data, self.batch_size, plan=self.plan)
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
         refused = graph_refusal(self.graph, schedule=self.schedule, control_variate=self.control_variate)
