@@ -185,6 +185,17 @@ def test_report_tour_link_check_runs_with_no_links(tmp_path):
         own_tree(tmp_path, tmp_path / "report" / "tour")
 
 
+def plant_hard_links(folder: Path, names, tmp_path: Path) -> list[Path]:
+    """A file outside ``folder`` (content ``data``) hard-linked under each of ``names`` in it: the victims."""
+    victims = []
+    for i, name in enumerate(names):
+        target = tmp_path / f"victim{i}"
+        target.write_text("data\n")
+        os.link(target, folder / name)
+        victims.append(target)
+    return victims
+
+
 @pytest.mark.slow
 def test_tour_replaces_hard_links_in_its_folder_and_never_writes_through_them(tmp_path, monkeypatch):
     """Every page, the executed notebook, the index, the metadata and MathJax's files are written through a
@@ -197,12 +208,7 @@ def test_tour_replaces_hard_links_in_its_folder_and_never_writes_through_them(tm
     tour = out / "report" / "tour"
     (tour / "mathjax" / "config").mkdir(parents=True)
     names = ["metadata.json", "index.html", "01_splittings.html", "01_splittings.ipynb", "mathjax/config/Safe.js"]
-    victims = []
-    for i, name in enumerate(names):
-        target = tmp_path / f"victim{i}"
-        target.write_text("data\n")
-        os.link(target, tour / name)
-        victims.append(target)
+    victims = plant_hard_links(tour, names, tmp_path)
     monkeypatch.setattr(tour_build, "execute", lambda nb, **kwargs: nb)  # no kernel: the pages are what matters
     code, err = main(["tour", "01", "--out", str(out)], monkeypatch)
     assert code == 0, err
@@ -222,12 +228,7 @@ def test_write_drawing_and_metadata_replace_hard_links_never_write_through_them(
     out = tmp_path / "o"
     out.mkdir()
     names = ["fig.png", "fig.pdf", "rows.csv", "table.md", "metadata.json"]
-    victims = []
-    for i, name in enumerate(names):
-        target = tmp_path / f"victim{i}"
-        target.write_text("data\n")
-        os.link(target, out / name)
-        victims.append(target)
+    victims = plant_hard_links(out, names, tmp_path)
     fig = plt.figure()
     drawing = Drawing("m", figures={"fig": fig}, tables={"rows": [{"a": 1}]}, texts={"table.md": "| t |"})
     written = write_drawing(drawing, out)
