@@ -117,7 +117,8 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
 
 
 def write_metadata(path: Path, meta: dict) -> Path:
-    """Write a run's or a figure's metadata (from :func:`reports._metadata.metadata`) as JSON.
+    """Write a run's or a figure's metadata (from :func:`reports._metadata.metadata`) as strict JSON (no NaN
+    or infinity, which JSON readers other than Python's refuse).
 
     Parameters
     ----------
@@ -130,5 +131,14 @@ def write_metadata(path: Path, meta: dict) -> Path:
     -------
     pathlib.Path
         ``path``.
+
+    Raises
+    ------
+    ValueError
+        When ``meta`` holds a NaN or an infinity, naming ``path``; nothing is written then.
     """
-    return write_atomic(Path(path), json.dumps(meta, indent=2) + "\n")
+    try:
+        text = json.dumps(meta, indent=2, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"{path}: the metadata hold a NaN or an infinity, which JSON cannot hold") from None
+    return write_atomic(Path(path), text + "\n")

@@ -7,7 +7,8 @@ the command line checks the preset (once, here and in ``cli_common``), runs and 
 units through the executor, and writes what ``draw`` returns (:func:`reports.drawing.write_drawing`),
 the metadata and the report.  A unit whose input data is absent returns ``{"missing": why}``, and
 one that could not run here (a library not installed) a dict with ``"skipped": why``: either is
-persisted so that the figure can say what is absent, but never as done (``_unfinished``):
+persisted so that the figure can say what is absent (its ``RESULT`` declares it: ``reports.schema.MISSING``,
+``SKIPPED``), but never as done (``_unfinished``):
 ``--resume`` computes it again.  A run with a missing-data unit ends with exit code 2 naming it.
 
 Adding a figure is one module (or subpackage) of the ``experiments`` package that declares
@@ -97,7 +98,8 @@ class Experiment:
         The presets it knows; ``tiny`` (the level of ``make demo``) runs ``quick`` where it is not
         listed (:func:`module_preset`).
     RESULT : reports.schema.Schema
-        The structure of a unit's result, checked before ``draw``.
+        The structure of a unit's result, checked before ``draw``; a unit that may end unfinished
+        declares that form too (``OneOf(Record(...), MISSING)``).
     units : callable
         ``units(preset) -> list of dict``: the independent units of work (JSON-serializable).
     run_unit : callable

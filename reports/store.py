@@ -32,6 +32,11 @@ from pathlib import Path
 
 from integrators.seeds import derive
 from reports._runmeta import differences
+from reports.schema import ANY, INTEGER, SECONDS, MapOf, Omittable, Record, SchemaError
+
+# what the store and the report read of a unit's metadata (the command line writes them all; a store written
+# by hand may lack them): a forged value is a damaged unit, never a traceback or an infinity in metadata.json
+META = Record(fingerprint=Omittable(MapOf(ANY)), wall_seconds=Omittable(SECONDS), run_seed=Omittable(INTEGER))
 
 
 def _unit_key(unit: dict) -> str:
@@ -452,8 +457,12 @@ class Store:
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
         except UnsafePath:  # a fifo or device in its place: damaged, replaced when recomputed
             raise CorruptUnit(f"{path}: unreadable (not a regular file)") from None
-        if not ok or payload["unit"] != unit or not isinstance(payload["meta"], dict):
+        if not ok or payload["unit"] != unit:
             raise CorruptUnit(f"{path}: checksum mismatch")
+        try:
+            META.check(payload["meta"], "meta")
+        except SchemaError as exc:
+            raise CorruptUnit(f"{path}: damaged ({exc})") from None
         return payload
 
     def load(self, figure_id: str, unit: dict, fingerprint: dict | None = None):

@@ -170,3 +170,62 @@ def test_an_npz_member_declaring_more_than_the_cap_is_refused_uninflated(tmp_pat
     monkeypatch.setattr(_loaders, "MAX_IDX_BYTES", 1000)  # the member inflates to 50 kB
     with pytest.raises(DataError, match="inflate"):
         _loaders._read_npz(path)
+
+
+# ----------------------------------------------------------- forged units that pass their checksum
+
+def forge(path, *, result=None, meta=None):
+    """Rewrite the unit file ``path`` with ``result`` and ``meta`` updates, its checksum recomputed (as a
+    hand-written file would be): only the schema stands between it and ``draw``."""
+    from reports.store import checksum
+    payload = json.loads(path.read_text())
+    payload["result"] = payload["result"] if result is None else result
+    payload["meta"].update(meta or {})
+    payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+    path.write_text(json.dumps(payload))
+
+
+@pytest.mark.parametrize("result, meta, words", [
+    ({"missing": "forged"}, None, "not a result of fast (result: lacks 'mean', 'variance')"),
+    (None, {"fingerprint": 3}, "damaged (meta['fingerprint']: expected an object"),
+    (None, {"wall_seconds": "x"}, "damaged (meta['wall_seconds']: expected a number of seconds"),
+    (None, {"wall_seconds": 1e308}, "damaged (meta['wall_seconds']: expected a number of seconds"),
+])
+def test_a_forged_unit_that_passes_its_checksum_is_refused_by_name_with_the_remedy(finished_run, monkeypatch,
+                                                                                   result, meta, words):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    path = sorted((finished_run / "units" / "fast").glob("*.json"))[0]
+    kept = path.read_text()
+    try:
+        forge(path, result=result, meta=meta)
+        code, err = main(["report", "--out", str(finished_run)])
+        assert_no_traceback(code, err)
+        assert code == 2 and str(path) in err and words in err and "--resume" in err, err
+    finally:
+        path.write_text(kept)
+
+
+def test_lists_read_point_by_point_must_have_one_length():
+    from reports.schema import NUMBER, ListOf, Nullable, Record, SameLength, SchemaError
+    from reports.schema import check as check_schema
+    declared = SameLength(Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER))), "hs", "bias")
+    check_schema({"hs": [0.5, 0.25], "bias": [None, 0.1]}, declared)
+    with pytest.raises(SchemaError, match=r"lists of different lengths \('hs' 1, 'bias' 2\)"):
+        check_schema({"hs": [0.5], "bias": [None, 0.1]}, declared)
+    with pytest.raises(ValueError, match="ListOf fields"):
+        SameLength(Record(hs=NUMBER, bias=ListOf()), "hs", "bias")
+
+
+def test_the_weak_order_figure_declares_its_step_sizes_and_biases_of_one_length():
+    from experiments.weak_orders import EXPERIMENT
+    from reports.schema import SchemaError
+    with pytest.raises(SchemaError, match="lists of different lengths"):
+        EXPERIMENT.RESULT.check({"hs": [0.5, 0.25, 0.125], "bias": [0.1], "slope": None, "unstable": []})
+
+
+def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path):
+    from reports.drawing import write_metadata
+    write_metadata(tmp_path / "metadata.json", {"seconds": 1.5})
+    with pytest.raises(ValueError, match=r"bad.json: the metadata hold a NaN or an infinity"):
+        write_metadata(tmp_path / "bad.json", {"seconds": float("inf")})
+    assert not (tmp_path / "bad.json").exists()
