@@ -229,3 +229,18 @@ def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match=r"bad.json: the metadata hold a NaN or an infinity"):
         write_metadata(tmp_path / "bad.json", {"seconds": float("inf")})
     assert not (tmp_path / "bad.json").exists()
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"ids": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+def test_a_run_json_nested_too_deeply_is_unreadable_and_the_report_rebuilt_from_the_units(finished_run, monkeypatch,
+                                                                                         content):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    path = finished_run / "run.json"
+    kept = path.read_text()
+    try:
+        path.write_text(content)
+        code, err = main(["report", "--out", str(finished_run)])
+        assert code == 0 and "Traceback" not in err, err
+        assert f"{path} unreadable (RecursionError); rebuilding fast" in err, err
+    finally:
+        path.write_text(kept)
