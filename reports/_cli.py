@@ -32,7 +32,7 @@ from reports import registry, schema
 from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, describe_exception, out_path
-from reports._executor import SchedulerError, check_scheduler, execute, local_cores
+from reports._executor import SchedulerError, UnitFailed, WorkerDied, check_scheduler, execute, local_cores
 from reports._progress import Progress, describe_unit, interleave
 from reports._run_record import read_left_out, read_run
 from reports._runmeta import fingerprint
@@ -336,6 +336,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
             progress.advance(describe_unit(fid, unit), kind=fid, seconds=seconds)
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
+    except (UnitFailed, WorkerDied) as exc:
+        raise CliError(f"{exc}; the finished units are saved: rerun with --resume to go on") from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
     write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)

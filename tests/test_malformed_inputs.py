@@ -244,3 +244,70 @@ def test_a_run_json_nested_too_deeply_is_unreadable_and_the_report_rebuilt_from_
         assert f"{path} unreadable (RecursionError); rebuilding fast" in err, err
     finally:
         path.write_text(kept)
+
+
+# ------------------------------------------------------------- an experiment module's own code
+
+_MODULE = '''
+import os
+from reports.drawing import Drawing
+from reports.registry import Experiment
+from reports.schema import NUMBER, Record
+
+
+def units(preset):
+    if os.environ.get("FAILS_IN") == "units":
+        raise KeyError("no such level")
+    return [{"k": 1}, {"k": 2}]
+
+
+def run_unit(unit, preset, seed):
+    if os.environ.get("FAILS_IN") == "run_unit":
+        raise ZeroDivisionError("planted")
+    unit.pop("k")  # a unit edited in place must not change the unit its result is saved under
+    return {"value": 1.0}
+
+
+def draw(results, preset):
+    if os.environ.get("FAILS_IN") == "draw":
+        raise IndexError("planted in draw")
+    return Drawing(measured="ok")
+
+
+EXPERIMENT = Experiment(ID="own_code", TITLE="t", CLAIM="c", COST={"quick": "1 s", "full": "1 s"},
+                        PRESETS=("quick", "full"), RESULT=Record(value=NUMBER), units=units, run_unit=run_unit,
+                        draw=draw)
+'''
+
+
+@pytest.fixture
+def own_code(tmp_path, monkeypatch):
+    name = f"own_code_{secrets.token_hex(4)}"
+    (tmp_path / f"{name}.py").write_text(_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", name)
+    yield name, tmp_path / "out"
+    sys.modules.pop(name, None)
+
+
+def test_a_run_unit_that_edits_its_unit_is_given_a_copy(own_code):
+    name, out = own_code
+    code, err = main(["run", "own_code", "--out", str(out)])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("function, command, words", [
+    ("units", "list", "own_code: units('quick') (in {name}) raised KeyError: 'no such level' (at "),
+    ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised ZeroDivisionError: planted (at '),
+    ("draw", "report", "own_code: draw (in {name}) raised IndexError: planted in draw (at "),
+])
+def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module_and_exception(
+        own_code, monkeypatch, function, command, words):
+    name, out = own_code
+    if command == "report":
+        assert main(["run", "own_code", "--out", str(out)])[0] == 0
+    monkeypatch.setenv("FAILS_IN", function)
+    args = {"list": ["list"], "run": ["run", "own_code", "--out", str(out)], "report": ["report", "--out", str(out)]}
+    code, err = main(args[command])
+    assert_no_traceback(code, err)
+    assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
