@@ -202,9 +202,16 @@ def module_preset(mod, preset: str) -> str:
 
 def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way)."""
+    (the tests use a small registry of fast units this way); one set but naming no module is a
+    :class:`RegistryError` naming it."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
-    return tuple(m.strip() for m in env.split(",") if m.strip()) if env else default_modules()
+    if not env:
+        return default_modules()
+    names = tuple(m.strip() for m in env.split(",") if m.strip())
+    if not names:
+        raise RegistryError(f"SMS_LANGEVIN_REPORT_MODULES={env!r} names no module; give comma-separated module "
+                            f"names, or unset it for the default registry")
+    return names
 
 
 class RegistryError(RuntimeError):

@@ -311,3 +311,11 @@ def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module
     code, err = main(args[command])
     assert_no_traceback(code, err)
     assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
+
+
+@pytest.mark.parametrize("value", [" , ,", ","])
+def test_a_modules_variable_naming_no_module_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", value)
+    code, err = main(["list"])
+    assert_no_traceback(code, err)
+    assert code == 2 and f"SMS_LANGEVIN_REPORT_MODULES={value!r} names no module" in err, err
