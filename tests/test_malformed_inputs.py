@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import pickle
+import re
 import secrets
 import struct
 import sys
@@ -319,3 +320,17 @@ def test_a_modules_variable_naming_no_module_is_one_line_naming_it(monkeypatch, 
     code, err = main(["list"])
     assert_no_traceback(code, err)
     assert code == 2 and f"SMS_LANGEVIN_REPORT_MODULES={value!r} names no module" in err, err
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("measured", 3, "measured must be a string"),
+    ("figures", {"a": 3}, "figures['a'] must be a matplotlib figure"),
+    ("tables", {"t": [1]}, "tables['t'][0] must be a dict (one row)"),
+    ("tables", {"t": {"a": 1}}, "tables['t'] must be a list or tuple"),
+    ("texts", {"t": b"bytes"}, "texts['t'] must be a string"),
+    ("metadata", [1], "metadata must be a dict"),
+])
+def test_a_drawing_refuses_contents_of_the_wrong_kind_naming_the_field(field, value, words):
+    from reports.drawing import Drawing
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Drawing(**{"measured": "1 unit.", field: value})
