@@ -108,13 +108,13 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
     name = name.lower()
     data_dir = _data_dir(data_dir)
     if data_dir is not None and Path(data_dir).suffix.lower() == ".npz":
-        if Path(data_dir).is_file():
+        if Path(data_dir).exists():  # (a fifo or folder in its place is refused by name when read)
             return Path(data_dir)
         raise DataError(f"{data_dir}: file not found")
     dirs = _search_dirs(data_dir, medmnist=True)
     for folder, _ in dirs:
         for file in () if folder is None else (f"{name}.npz", f"{name}-subset.npz"):
-            if (folder / file).is_file():
+            if (folder / file).exists():  # not skipped when it is no regular file: the reader refuses it by name
                 return folder / file
     cls, md5 = MEDMNIST[name].name, MEDMNIST_MD5.get(name)
     raise DataError(f"{name}.npz not found; looked in {_looked(dirs)}. To get it: download "

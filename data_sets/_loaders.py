@@ -27,6 +27,7 @@ from data_sets._layout import (
     check_layout,
     scaled_pixels,
 )
+from integrators._files import NotRegularFile, open_regular
 from integrators._validation import boolean, int_at_least
 
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -119,7 +120,7 @@ def unpickle_batch(path: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             batch = _CifarUnpickler(fh, path).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             OSError, MemoryError, RecursionError) as exc:
@@ -185,7 +186,7 @@ def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> 
     from PIL.Image import DecompressionBombError  # more pixels than Pillow's limit: refused, never decoded
 
     try:
-        with Image.open(path) as img:
+        with open_regular(path) as fh, Image.open(fh) as img:
             img = img.convert(mode)
             if center_crop:
                 side = min(img.size)
@@ -201,7 +202,10 @@ def _read_list(path: Path) -> list[str]:
     """The lines of a Celeb-A list file, or :class:`DataError` naming it when it is not a readable UTF-8 text
     file (a folder in its place, bytes that are not UTF-8)."""
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        with open_regular(path) as fh:
+            return fh.read().decode("utf-8").splitlines()
+    except NotRegularFile as exc:  # (a fifo would have blocked the read)
+        raise DataError(f"{path}: cannot read the list ({exc}); it must be a UTF-8 text file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the list ({exc.__class__.__name__}); it must be a UTF-8 text file") \
             from None
@@ -384,7 +388,16 @@ def _read_npz(path: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        npz = np.load(path, allow_pickle=False)
+        fh = open_regular(path)
+    except OSError as exc:  # (a fifo in its place would hang np.load)
+        raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
+    with fh:
+        return _read_npz_file(fh, path)
+
+
+def _read_npz_file(fh, path: Path) -> dict:
+    try:
+        npz = np.load(fh, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):
