@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from data_sets._find import find_medmnist
+from data_sets._find import find_medmnist, how_to_get
 from data_sets._idx import FASHION_FILES, MAX_IDX_BYTES, DataError, find_idx_file, read_idx
 from data_sets._layout import (
     FASHION_MNIST,
@@ -63,7 +63,10 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
     folder = Path(folder)
     fields = {}
     for key, stem in FASHION_FILES.items():
-        path = find_idx_file(folder, stem)
+        try:
+            path = find_idx_file(folder, stem)
+        except DataError as exc:
+            raise DataError(f"{exc}. {how_to_get('fashion-mnist')}") from None
         fields[key] = Field(read_idx(path), str(path), key)
     out = check_layout(FASHION_MNIST, [Part(s, fields[f"{s}_images"], fields[f"{s}_labels"], s)
                                        for s in ("train", "test")])
@@ -170,6 +173,9 @@ def load_cifar10(folder: str | Path) -> ImageData:
         ``ValueError``).
     """
     folder = Path(folder)
+    absent = [name for name in (*CIFAR_TRAIN, CIFAR_TEST) if not (folder / name).exists()]
+    if absent:
+        raise DataError(f"{folder / absent[0]}: file not found. {how_to_get('cifar-10-batches-py')}")
     parts = []
     for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
         for name in names:
@@ -261,7 +267,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     folder = Path(folder)
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
-        raise DataError(f"{attr_path}: file not found")
+        raise DataError(f"{attr_path}: file not found. {how_to_get('celeba')}")
     lines = _read_list(attr_path)
     if len(lines) < 2:
         raise DataError(f"{attr_path}: truncated (needs a count line and a header line)")

@@ -373,3 +373,18 @@ def test_a_fifo_in_place_of_a_data_file_is_refused_by_name_without_blocking(tmp_
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("load, folder, page", [
+    (data.load_fashion_mnist, "fashion-mnist", "https://github.com/zalandoresearch/fashion-mnist"),
+    (data.load_cifar10, "cifar-10-batches-py", "https://www.cs.toronto.edu/~kriz/cifar.html"),
+    (data.load_celeba, "celeba", "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"),
+    (lambda f: data.find_data(f.name, data_dir=f.parent), "celeba", "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"),
+])
+def test_absent_data_says_where_to_download_it_which_folder_and_how_to_give_it(tmp_path, load, folder, page):
+    with pytest.raises(DataError) as info:
+        load(tmp_path / folder)
+    message = str(info.value)
+    assert "not found" in message and page in message, message
+    assert f"folder {folder}" in message or f"folder named {folder}" in message, message
+    assert "--data-dir" in message and "SMS_LANGEVIN_DATA_DIR" in message, message
