@@ -28,6 +28,24 @@ MEDMNIST_URL = "https://zenodo.org/records/10519652/files/{name}.npz?download=1"
 MEDMNIST_MD5 = {"pneumoniamnist": "28209eda62fecd6e6a2d98b1501bb15f"}
 # how a message names the ways to give a data folder (the command line's option, the argument, the variable)
 GIVE_FOLDER = f"pass that folder (the command line's --data-dir, or data_dir=) or set {DATA_DIR_ENV} to it"
+# how to obtain each data set read from a folder of local files (nothing is downloaded), by the folder's name
+# (the name the BNN presets give find_data): the official page, the files, and what the folder holds
+SOURCES = {
+    "fashion-mnist": "download train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, t10k-images-idx3-ubyte.gz "
+                     "and t10k-labels-idx1-ubyte.gz (linked from https://github.com/zalandoresearch/fashion-mnist) "
+                     "into a folder named fashion-mnist",
+    "cifar-10-batches-py": "download cifar-10-python.tar.gz (CIFAR-10, python version) from "
+                           "https://www.cs.toronto.edu/~kriz/cifar.html and unpack it: it makes the folder "
+                           "cifar-10-batches-py (data_batch_1 to data_batch_5, test_batch)",
+    "celeba": "download img_align_celeba.zip, list_attr_celeba.txt and list_eval_partition.txt (linked from "
+              "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html) into a folder named celeba and unzip the images "
+              "there (celeba/img_align_celeba/)",
+}
+
+
+def how_to_get(name: str) -> str:
+    """How to obtain the data set of the folder ``name`` (a key of :data:`SOURCES`), in one sentence."""
+    return f"To get it: {SOURCES[name]}; put that folder in a data folder and {GIVE_FOLDER.replace('that', 'the data')}"
 
 
 def _search_dirs(data_dir, *, medmnist: bool) -> list[tuple[Path | None, str]]:
@@ -108,13 +126,13 @@ def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike |
     name = name.lower()
     data_dir = _data_dir(data_dir)
     if data_dir is not None and Path(data_dir).suffix.lower() == ".npz":
-        if Path(data_dir).is_file():
+        if Path(data_dir).exists():  # (a fifo or folder in its place is refused by name when read)
             return Path(data_dir)
         raise DataError(f"{data_dir}: file not found")
     dirs = _search_dirs(data_dir, medmnist=True)
     for folder, _ in dirs:
         for file in () if folder is None else (f"{name}.npz", f"{name}-subset.npz"):
-            if (folder / file).is_file():
+            if (folder / file).exists():  # not skipped when it is no regular file: the reader refuses it by name
                 return folder / file
     cls, md5 = MEDMNIST[name].name, MEDMNIST_MD5.get(name)
     raise DataError(f"{name}.npz not found; looked in {_looked(dirs)}. To get it: download "
@@ -164,5 +182,8 @@ def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = N
     if explicit and path.exists():
         return path
     where = f"; also looked in {_looked(dirs)}" if dirs else ""
+    if path.name in SOURCES:
+        raise DataError(f"{path}: not found{where}. {how_to_get(path.name)} (or pass its full path); nothing is "
+                        f"downloaded")
     raise DataError(f"{path}: not found{where}. Put it in a folder and {GIVE_FOLDER} (or pass its full path); "
                     f"nothing is downloaded")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from integrators._files import open_regular
+
 IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
 FASHION_FILES = {"train_images": "train-images-idx3-ubyte", "train_labels": "train-labels-idx1-ubyte",
@@ -33,7 +35,7 @@ def read_idx(path: str | Path) -> np.ndarray:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        with (gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb")) as fh:
+        with open_regular(path) as raw, (gzip.GzipFile(fileobj=raw) if path.suffix == ".gz" else raw) as fh:
             return _read_idx_stream(fh, path)
     except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from data_sets._find import find_medmnist
+from data_sets._find import find_medmnist, how_to_get
 from data_sets._idx import FASHION_FILES, MAX_IDX_BYTES, DataError, find_idx_file, read_idx
 from data_sets._layout import (
     FASHION_MNIST,
@@ -27,6 +27,7 @@ from data_sets._layout import (
     check_layout,
     scaled_pixels,
 )
+from integrators._files import NotRegularFile, open_regular
 from integrators._validation import boolean, int_at_least
 
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -62,7 +63,10 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
     folder = Path(folder)
     fields = {}
     for key, stem in FASHION_FILES.items():
-        path = find_idx_file(folder, stem)
+        try:
+            path = find_idx_file(folder, stem)
+        except DataError as exc:
+            raise DataError(f"{exc}. {how_to_get('fashion-mnist')}") from None
         fields[key] = Field(read_idx(path), str(path), key)
     out = check_layout(FASHION_MNIST, [Part(s, fields[f"{s}_images"], fields[f"{s}_labels"], s)
                                        for s in ("train", "test")])
@@ -119,7 +123,7 @@ def unpickle_batch(path: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             batch = _CifarUnpickler(fh, path).load()
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
             OSError, MemoryError, RecursionError) as exc:
@@ -169,6 +173,9 @@ def load_cifar10(folder: str | Path) -> ImageData:
         ``ValueError``).
     """
     folder = Path(folder)
+    absent = [name for name in (*CIFAR_TRAIN, CIFAR_TEST) if not (folder / name).exists()]
+    if absent:
+        raise DataError(f"{folder / absent[0]}: file not found. {how_to_get('cifar-10-batches-py')}")
     parts = []
     for split, names in (("train", CIFAR_TRAIN), ("test", (CIFAR_TEST,))):
         for name in names:
@@ -185,7 +192,7 @@ def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> 
     from PIL.Image import DecompressionBombError  # more pixels than Pillow's limit: refused, never decoded
 
     try:
-        with Image.open(path) as img:
+        with open_regular(path) as fh, Image.open(fh) as img:
             img = img.convert(mode)
             if center_crop:
                 side = min(img.size)
@@ -201,7 +208,10 @@ def _read_list(path: Path) -> list[str]:
     """The lines of a Celeb-A list file, or :class:`DataError` naming it when it is not a readable UTF-8 text
     file (a folder in its place, bytes that are not UTF-8)."""
     try:
-        return path.read_text(encoding="utf-8").splitlines()
+        with open_regular(path) as fh:
+            return fh.read().decode("utf-8").splitlines()
+    except NotRegularFile as exc:  # (a fifo would have blocked the read)
+        raise DataError(f"{path}: cannot read the list ({exc}); it must be a UTF-8 text file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"{path}: cannot read the list ({exc.__class__.__name__}); it must be a UTF-8 text file") \
             from None
@@ -257,7 +267,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     folder = Path(folder)
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
-        raise DataError(f"{attr_path}: file not found")
+        raise DataError(f"{attr_path}: file not found. {how_to_get('celeba')}")
     lines = _read_list(attr_path)
     if len(lines) < 2:
         raise DataError(f"{attr_path}: truncated (needs a count line and a header line)")
@@ -384,7 +394,16 @@ def _read_npz(path: Path) -> dict:
     if not path.exists():
         raise DataError(f"{path}: file not found")
     try:
-        npz = np.load(path, allow_pickle=False)
+        fh = open_regular(path)
+    except OSError as exc:  # (a fifo in its place would hang np.load)
+        raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
+    with fh:
+        return _read_npz_file(fh, path)
+
+
+def _read_npz_file(fh, path: Path) -> dict:
+    try:
+        npz = np.load(fh, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
     if not isinstance(npz, np.lib.npyio.NpzFile):

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from reports.drawing import Drawing
 from reports.registry import Experiment
-from reports.schema import ANY, BOOL, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
+from reports.schema import ANY, BOOL, INTEGER, NUMBER, SKIPPED, TEXT, ListOf, MapOf, Nullable, OneOf, Record, SameLength
 from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 
 ORDER = 60  # its place in the registry, the list and the report
-_LADDER = Nullable(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))))
-_PLAN = Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER)), noise=ListOf(Nullable(NUMBER)),
-               n_chains=ListOf(INTEGER), slope=Nullable(NUMBER), ci=ListOf(Nullable(NUMBER)), fit=ListOf(INTEGER),
-               b0_max=Nullable(NUMBER), expected=Nullable(NUMBER), asserted=BOOL)
+_LADDER = Nullable(SameLength(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER))), "hs", "errors"))
+_PLAN = SameLength(Record(hs=ListOf(NUMBER), errors=ListOf(Nullable(NUMBER)), noise=ListOf(Nullable(NUMBER)),
+                          n_chains=ListOf(INTEGER), slope=Nullable(NUMBER), ci=ListOf(Nullable(NUMBER)),
+                          fit=ListOf(INTEGER), b0_max=Nullable(NUMBER), expected=Nullable(NUMBER), asserted=BOOL),
+                   "hs", "errors", "noise")
 LEVEL = {"tiny": "tiny", "quick": "quick", "full": "standard"}  # theory_checks.adapters._runs.LEVELS
 TARGETS = {"tiny": ("default",), "quick": ("default",), "full": ("default", "one_d")}
 EXACT = 1e-12  # a toolkit line whose bias stays below this is an exact law, up to rounding
@@ -243,7 +244,8 @@ EXPERIMENT = Experiment(
                  Record(sampler=TEXT, library=TEXT, target=TEXT, rule_order=Nullable(NUMBER), rule_source=TEXT,
                         exact_gaussian_x=BOOL, gamma=NUMBER,
                         level=TEXT, ok=BOOL, plans=MapOf(_PLAN),
-                        checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT)))),
+                        checks=ListOf(Record(name=TEXT, passed=ANY, expected=ANY, measured=ANY, verdict=TEXT))),
+                 SKIPPED),  # its library not installed
     LIBRARIES=("posteriors", "blackjax", "jax", "torch"),  # their versions join each unit's fingerprint
     units=units,
     run_unit=run_unit,

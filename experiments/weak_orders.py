@@ -8,7 +8,7 @@ import numpy as np
 from integrators import PLANS, SCHEMES, GaussianTarget
 from reports.drawing import Drawing
 from reports.registry import Experiment
-from reports.schema import NUMBER, ListOf, Nullable, Record
+from reports.schema import NUMBER, ListOf, Nullable, Record, SameLength
 from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict
 from theory_checks.orders import weak_order
 
@@ -121,7 +121,8 @@ EXPERIMENT = Experiment(
           "order 1; BAOAB x full has an exact x-variance; EM is unstable at h = 1/4 (design claims table).",
     COST={"quick": "~2 s", "full": "~2 s"},
     PRESETS=("quick", "full"),  # the oracle needs no smaller level: tiny runs quick
-    RESULT=Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER), unstable=ListOf()),
+    RESULT=SameLength(Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER)), slope=Nullable(NUMBER),
+                             unstable=ListOf()), "hs", "bias"),
     units=units,
     run_unit=run_unit,
     draw=draw,

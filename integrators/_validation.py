@@ -499,6 +499,32 @@ class ListOf(Constraint):
         return out
 
 
+class DictOf(Constraint):
+    """A dict of string keys whose every value ``value`` allows; returns a dict of the canonical values."""
+
+    def __init__(self, value: Constraint):
+        self.value = value
+
+    def __str__(self) -> str:
+        return f"a dict of string keys, each value {self.value}"
+
+    def check(self, name: str, value) -> dict:
+        if not isinstance(value, Mapping):
+            raise self.error(name, value)
+        out = {}
+        for key, entry in value.items():
+            if not isinstance(key, str):
+                raise self.error(name, value, f"key {_shown(key)} is not a string")
+            try:
+                out[key] = self.value.check(f"{name}[{key!r}]", entry)
+            except ValueError as error:
+                raise self.error(name, value, str(error)) from None
+        return out
+
+    def invalid_examples(self) -> list:
+        return ["abc", [1], {1: None}, *({"x": bad} for bad in self.value.invalid_examples()[:2])]
+
+
 class PowerOfTwo(Constraint):
     """An integer ``2**k`` in ``[1, largest]``."""
 

@@ -14,6 +14,7 @@ sms-langevin tour --out out/run [notebook ...]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import os
@@ -30,8 +31,8 @@ from integrators._validation import seed_value
 from reports import registry, schema
 from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
-from reports._cli_common import CliError, backend_flags, check_out, check_preset, out_path
-from reports._executor import SchedulerError, check_scheduler, execute, local_cores
+from reports._cli_common import CliError, backend_flags, check_out, check_preset, describe_exception, out_path
+from reports._executor import SchedulerError, UnitFailed, WorkerDied, check_scheduler, execute, local_cores
 from reports._progress import Progress, describe_unit, interleave
 from reports._run_record import read_left_out, read_run
 from reports._runmeta import drawable, fingerprint, library_changes
@@ -142,7 +143,7 @@ def cmd_list(args, figures) -> int:
         counts = {}
         for p in presets:
             level = registry.module_preset(mod, p)
-            counts.setdefault(level, len(mod.units(level)))
+            counts.setdefault(level, len(_units(mod, level, {})))
         cost = ", ".join(f"{p}{_level_words(mod, p)}: {mod.COST[registry.module_preset(mod, p)]}" for p in presets)
         lack = registry.lacking(mod)
         units = "units: " + ", ".join(f"{p} {counts[registry.module_preset(mod, p)]}" for p in presets) \
@@ -335,6 +336,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
             progress.advance(describe_unit(fid, unit), kind=fid, seconds=seconds)
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
+    except (UnitFailed, WorkerDied) as exc:
+        raise CliError(f"{exc}; the finished units are saved: rerun with --resume to go on") from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
     write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)
@@ -346,10 +349,9 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
 
 
 def _check_made(mod, unit: dict, result) -> None:
-    """A finished unit's result checked against its figure's ``RESULT`` before it is saved, so a value that
-    is not what ``draw`` expects (a NaN where the schema wants a finite number) is refused naming the unit."""
-    if registry._unfinished(result) is not None:
-        return
+    """A unit's result checked against its figure's ``RESULT`` before it is saved, so a value that is not what
+    ``draw`` expects (a NaN where the schema wants a finite number, an undeclared ``{"missing": why}``) is
+    refused naming the unit."""
     try:
         schema.check(result, mod.RESULT)
     except schema.SchemaError as exc:
@@ -364,7 +366,8 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
     """The units of a figure at ``level``; a figure that offers backends carries the run's
     ``{"backend", "device"}`` in each unit (so its results live under keys of their own).  ``units`` must
     return a non-empty list of distinct JSON objects (the experiment contract): else one line naming it."""
-    units = mod.units(level)
+    with _figure_code(mod.ID, f"units({level!r})", mod, ""):
+        units = mod.units(level)
     where = f"{mod.ID}: units({level!r}) (in {mod.module})"
     if not isinstance(units, list | tuple) or not units:
         raise CliError(f"{where} must return a non-empty list of dicts, got {_shown(units)}")
@@ -379,6 +382,18 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
     if len(keys) != len(units):
         raise CliError(f"{where} returned the same unit twice; each unit must differ (it names its file)")
     return [{**unit, **backend} if mod.BACKENDS else unit for unit in units]
+
+
+@contextlib.contextmanager
+def _figure_code(fid: str, function: str, mod, remedy: str):
+    """An exception of a figure's own code (its ``units``, ``draw`` or ``verdict``) as one line naming the
+    function, the module and the exception, where it was raised, and ``remedy``."""
+    try:
+        yield
+    except CliError:
+        raise
+    except Exception as exc:
+        raise CliError(f"{fid}: {function} (in {mod.module}) raised {describe_exception(exc)}{remedy}") from exc
 
 
 def _shown(value) -> str:
@@ -458,22 +473,23 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             if res is None and not store.path(fid, unit).exists():
                 missing.append(unit)
                 continue
-            if registry._unfinished(res) is None:
-                try:
-                    schema.check(res, mod.RESULT)
-                except schema.SchemaError as exc:
-                    raise CliError(f"{store.path(fid, unit)}: not a result of {fid} ({exc}); delete it and run "
-                                   f"`{rerun}`") from None
+            try:
+                schema.check(res, mod.RESULT)
+            except schema.SchemaError as exc:
+                raise CliError(f"{store.path(fid, unit)}: not a result of {fid} ({exc}); delete it and run "
+                               f"`{rerun}`") from None
             results.append((unit, res))
         if missing:
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
         note = _other_libraries_note(fid, other_libraries, len(results), rerun)
-        drawing = mod.draw(results, level)
+        with _figure_code(fid, "draw", mod, f"; a unit file in {store.root / fid} may be damaged: delete it and run "
+                                            f"`{rerun}`; the report in {out} is left as it was"):
+            drawing = mod.draw(results, level)
+            verdict = _verdict(mod, results, level)
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
                            f"{_shown(drawing)}; the report in {out} is left as it was")
-        verdict = _verdict(mod, results, level)
         if not isinstance(verdict, Verdict):
             raise CliError(f"{fid}: verdict (in {mod.module}) must return a reports.verdict.Verdict, got "
                            f"{_shown(verdict)}; the report in {out} is left as it was")
@@ -496,7 +512,10 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         figure_meta["verdict"] = verdict.as_dict()
         if note:
             figure_meta["other_library_versions"] = note
-        write_metadata(report_dir / fid / "metadata.json", figure_meta)
+        try:
+            write_metadata(report_dir / fid / "metadata.json", figure_meta)
+        except ValueError as exc:  # NaN or an infinity among draw's facts: metadata.json is strict JSON
+            raise CliError(f"{fid}: {exc}; the report in {out} is left as it was") from None
         info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict, "note": note}
         if drawing.table:
             info["table"] = drawing.table

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import shlex
+import traceback
 from pathlib import Path
 
 from reports import registry
@@ -42,6 +43,19 @@ def check_out(out: Path) -> None:
     problem = unwritable(out)
     if problem:
         raise CliError(f"cannot write to --out {out}: {problem}")
+
+
+def describe_exception(exc: BaseException) -> str:
+    """An exception in one line, with where it was raised: ``"KeyError: 'hs' (at experiments/weak_orders.py:42)"``
+    (the line of the innermost frame, the path relative to the project where it lies inside it)."""
+    first = (str(exc).splitlines() or [""])[0][:300]
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return f"{exc.__class__.__name__}: {first}"
+    path = Path(frames[-1].filename)
+    root = Path(__file__).resolve().parents[1]
+    shown = path.relative_to(root) if path.is_relative_to(root) else path
+    return f"{exc.__class__.__name__}: {first} (at {shown}:{frames[-1].lineno})"
 
 
 def backend_flags(backend: dict) -> str:

@@ -24,10 +24,12 @@ something else, is refused in one line before the run starts.
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import importlib
 import importlib.util
 import inspect
+import json
 import logging
 import multiprocessing
 import os
@@ -37,9 +39,11 @@ import sys
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from integrators._backends import local_cores
 from integrators._install import install_command
+from reports._cli_common import describe_exception
 
 SCHEDULER_PROTOCOLS = ("tcp", "tls")
 CONNECT_TIMEOUT = 3.0  # seconds to wait for a scheduler's port to accept a connection
@@ -47,6 +51,15 @@ CONNECT_TIMEOUT = 3.0  # seconds to wait for a scheduler's port to accept a conn
 
 class SchedulerError(Exception):
     """The Dask scheduler could not be used (bad address, nothing listening, dask missing)."""
+
+
+class UnitFailed(Exception):
+    """A unit's ``run_unit`` raised: the message names the unit, its module and the exception (one line, so it
+    travels from a worker process as it is)."""
+
+
+class WorkerDied(Exception):
+    """A local worker process ended without finishing its unit (killed, or out of memory)."""
 
 
 def check_scheduler(address: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
@@ -106,11 +119,15 @@ def _no_dask_answer(address: str, timeout: float) -> str | None:
 
 def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
     """Run one unit here; returns ``(result, wall seconds)``.  ``threads`` (None: the unit's default) is passed
-    to ``run_unit`` only where it takes that keyword."""
+    to ``run_unit`` only where it takes that keyword.  ``run_unit`` gets a copy of ``unit`` (one that edits it
+    must not change the unit its result is saved under); an exception it raises is :class:`UnitFailed`."""
     run_unit = importlib.import_module(module_name).EXPERIMENT.run_unit
     options = {"threads": threads} if _takes_threads(run_unit) else {}
     t0 = time.time()
-    result = run_unit(unit, preset, seed, **options)
+    try:
+        result = run_unit(copy.deepcopy(unit), preset, seed, **options)
+    except Exception as exc:
+        raise UnitFailed(f"run_unit({json.dumps(unit)}) (in {module_name}) raised {describe_exception(exc)}") from exc
     return result, time.time() - t0
 
 
@@ -174,14 +191,33 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_init, initargs=(os.getpid(),))
         futures = {pool.submit(run_task, *task, threads): task for task in tasks}
+    finished = 0
     try:
         for fut in as_completed(futures):
-            result, seconds = fut.result()
+            try:
+                result, seconds = fut.result()
+            except BrokenProcessPool:
+                raise WorkerDied(f"a worker process ended abruptly ({_how_workers_ended(pool)}) with "
+                                 f"{len(futures) - finished} of {len(futures)} units unfinished") from None
+            finished += 1
             yield futures[fut], result, seconds
     except BaseException:
         _stop_at_once(pool)  # Ctrl-C, a failed unit, or the caller gone: never wait for the queued units
         raise
     pool.shutdown(wait=True)
+
+
+def _how_workers_ended(pool: ProcessPoolExecutor) -> str:
+    """How the pool's dead workers ended, in words (``"pid 12 killed by SIGKILL"``), where that can be read."""
+    ended = []
+    for pid, proc in (getattr(pool, "_processes", None) or {}).items():
+        code = proc.exitcode
+        if code is not None and code < 0:
+            with contextlib.suppress(ValueError):
+                ended.append(f"pid {pid} killed by {signal.Signals(-code).name}")
+        elif code:
+            ended.append(f"pid {pid} exited with code {code}")
+    return ", ".join(ended) or "killed, or out of memory"
 
 
 def _stop_at_once(pool: ProcessPoolExecutor) -> None:

@@ -23,8 +23,9 @@ import stat
 from pathlib import Path
 
 from reports._metadata import code_metadata
+from reports._run_record import run_json
 from reports.drawing import write_metadata
-from reports.store import UnsafePath, own_path, read_regular, write_atomic
+from reports.store import own_path, write_atomic
 from tour._page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
@@ -119,10 +120,8 @@ def _run_record(report_dir: Path, drawn: dict) -> dict:
     """The run's preset, seed, ids and backend as ``run.json`` beside the report records them (the
     command line writes it before drawing), else what the units' metadata say."""
     try:
-        record = json.loads(read_regular(report_dir.parent / "run.json"))
-    except (OSError, ValueError, UnsafePath):
-        record = {}
-    if not isinstance(record, dict):
+        record = run_json(report_dir.parent)
+    except ValueError:
         record = {}
     seed = next((d["meta"].get("run_seed") for d in drawn.values() if d["meta"]), None)
     ids, backend = record.get("ids"), record.get("backend")

@@ -13,16 +13,32 @@ from reports._cli_common import CliError, check_preset
 from reports.store import UnsafePath, read_regular
 
 
+def run_json(out: Path) -> dict:
+    """The object ``out/run.json`` holds (the one reader of that file).
+
+    Raises
+    ------
+    ValueError
+        Saying why it is unreadable: absent, not a regular file (a fifo), not JSON, nested too deeply to
+        parse, or not an object.
+    """
+    try:
+        value = json.loads(read_regular(out / "run.json"))
+    except (OSError, ValueError, RecursionError, UnsafePath) as exc:
+        raise ValueError(exc.__class__.__name__) from None
+    if not isinstance(value, dict):
+        raise ValueError("not an object")
+    return value
+
+
 def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str], dict]:
     """Preset, seed, ids and backend of the run in ``out``, from ``run.json`` or, where that is
     unreadable, from its unit files; ``preset`` (given) overrides the recorded one."""
     try:
-        run_meta = json.loads(read_regular(out / "run.json"))
-        if not isinstance(run_meta, dict):
-            raise ValueError("not an object")
-    except (OSError, ValueError, RecursionError, UnsafePath) as exc:  # (UnsafePath: a fifo in its place)
+        run_meta = run_json(out)
+    except ValueError as exc:
         run_meta = infer_run(out, figures)
-        print(f"warning: {out / 'run.json'} unreadable ({exc.__class__.__name__}); rebuilding "
+        print(f"warning: {out / 'run.json'} unreadable ({exc}); rebuilding "
               f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
     ids = run_meta.get("ids")
     if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
@@ -52,8 +68,8 @@ def read_left_out(out: Path) -> dict:
     """The figures the run in ``out`` was asked for but left out, and why (``run.json``'s ``left_out``,
     ``{id: reason}``); ``{}`` where none is recorded or the file is unreadable."""
     try:
-        value = json.loads((out / "run.json").read_text()).get("left_out", {})
-    except (OSError, ValueError, AttributeError, RecursionError):
+        value = run_json(out).get("left_out", {})
+    except ValueError:
         return {}
     if not isinstance(value, dict):
         return {}

@@ -13,11 +13,26 @@ from __future__ import annotations
 
 import io
 import json
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from integrators._validation import DictOf, ListOf, Registered, check_parameters, instance_of, optional
 from reports._tables import write_rows
 from reports.store import write_atomic
+
+
+def _figure(value):
+    """``value`` where it is a matplotlib figure (what :func:`write_drawing` saves); matplotlib is imported
+    only where a drawing holds figures (their maker imported it already)."""
+    from matplotlib.figure import Figure
+
+    if not isinstance(value, Figure):
+        raise TypeError(f"{type(value).__name__} is not a matplotlib.figure.Figure")
+    return value
+
+
+_TEXT = instance_of(str, "a string")
 
 
 @dataclass
@@ -39,10 +54,16 @@ class Drawing:
     metadata : dict
         Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram).
 
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each field (:mod:`integrators._validation`), checked when it is made.
+
     Raises
     ------
     ValueError
-        When ``table`` names no text of ``texts``.
+        When a field breaks its constraint (naming it and the entry), or ``table`` names no text of
+        ``texts``.
     """
 
     measured: str
@@ -52,7 +73,20 @@ class Drawing:
     table: str | None = None
     metadata: dict = field(default_factory=dict)
 
+    CONSTRAINTS = {
+        "measured": _TEXT,
+        "figures": DictOf(Registered(_figure, "a matplotlib figure")),
+        "tables": DictOf(ListOf(instance_of(Mapping, "a dict (one row)"))),
+        "texts": DictOf(_TEXT),
+        "table": optional(_TEXT),
+        "metadata": instance_of(Mapping, "a dict"),
+    }
+    VALID_EXAMPLE = {"measured": "3 units."}
+
     def __post_init__(self):
+        values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
+        for name, value in values.items():
+            setattr(self, name, value)
         if self.table is not None and self.table not in self.texts:
             raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
 
@@ -117,7 +151,8 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
 
 
 def write_metadata(path: Path, meta: dict) -> Path:
-    """Write a run's or a figure's metadata (from :func:`reports._metadata.metadata`) as JSON.
+    """Write a run's or a figure's metadata (from :func:`reports._metadata.metadata`) as strict JSON (no NaN
+    or infinity, which JSON readers other than Python's refuse).
 
     Parameters
     ----------
@@ -130,5 +165,14 @@ def write_metadata(path: Path, meta: dict) -> Path:
     -------
     pathlib.Path
         ``path``.
+
+    Raises
+    ------
+    ValueError
+        When ``meta`` holds a NaN or an infinity, naming ``path``; nothing is written then.
     """
-    return write_atomic(Path(path), json.dumps(meta, indent=2) + "\n")
+    try:
+        text = json.dumps(meta, indent=2, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"{path}: the metadata hold a NaN or an infinity, which JSON cannot hold") from None
+    return write_atomic(Path(path), text + "\n")

@@ -7,7 +7,8 @@ the command line checks the preset (once, here and in ``cli_common``), runs and 
 units through the executor, and writes what ``draw`` returns (:func:`reports.drawing.write_drawing`),
 the metadata and the report.  A unit whose input data is absent returns ``{"missing": why}``, and
 one that could not run here (a library not installed) a dict with ``"skipped": why``: either is
-persisted so that the figure can say what is absent, but never as done (``_unfinished``):
+persisted so that the figure can say what is absent (its ``RESULT`` declares it: ``reports.schema.MISSING``,
+``SKIPPED``), but never as done (``_unfinished``):
 ``--resume`` computes it again.  A run with a missing-data unit ends with exit code 2 naming it.
 
 Adding a figure is one module (or subpackage) of the ``experiments`` package that declares
@@ -110,7 +111,8 @@ class Experiment:
         The presets it knows; ``tiny`` (the level of ``make demo``) runs ``quick`` where it is not
         listed (:func:`module_preset`).
     RESULT : reports.schema.Schema
-        The structure of a unit's result, checked before ``draw``.
+        The structure of a unit's result, checked before ``draw``; a unit that may end unfinished
+        declares that form too (``OneOf(Record(...), MISSING)``).
     units : callable
         ``units(preset) -> list of dict``: the independent units of work (JSON-serializable).
     run_unit : callable
@@ -213,9 +215,16 @@ def module_preset(mod, preset: str) -> str:
 
 def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way)."""
+    (the tests use a small registry of fast units this way); one set but naming no module is a
+    :class:`RegistryError` naming it."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
-    return tuple(m.strip() for m in env.split(",") if m.strip()) if env else default_modules()
+    if not env:
+        return default_modules()
+    names = tuple(m.strip() for m in env.split(",") if m.strip())
+    if not names:
+        raise RegistryError(f"SMS_LANGEVIN_REPORT_MODULES={env!r} names no module; give comma-separated module "
+                            f"names, or unset it for the default registry")
+    return names
 
 
 class RegistryError(RuntimeError):

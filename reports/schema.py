@@ -14,10 +14,13 @@ The declarations are data, built from a few pieces::
 ``NUMBER`` is a finite number: a NaN or an infinity is refused unless the field declares it with
 ``NUMBER_OR_NONFINITE`` (a diverged point's distance, say), so a unit whose value overflowed is
 refused when it is made, naming the unit, instead of being drawn or kept by ``--resume``.
-``Record`` requires its keys and allows others (a newer field does not break an older reader);
-``MapOf`` is a dict with any text keys; ``OneOf`` takes the first alternative that fits.  A unit that
-is not done (``{"missing": why}`` or a dict with ``"skipped": why``) is not checked against
-``RESULT``: ``reports.registry._unfinished`` says what it is.
+``Record`` requires its keys (but those declared ``Omittable``) and allows others (a newer field does
+not break an older reader); ``SameLength`` adds that some of a record's lists are read point by point,
+so they must have one length; ``MapOf`` is a dict with any text keys; ``OneOf`` takes the first
+alternative that fits.  A unit that is not done (``{"missing": why}``, or a dict with ``"skipped": why``:
+``reports.registry._unfinished``) is checked like any other, so a figure whose units may end that way
+declares it (``OneOf(Record(...), MISSING)``), and one forged into a figure whose ``draw`` does not
+expect it is refused by name.
 """
 
 from __future__ import annotations
@@ -101,6 +104,28 @@ NULL = _Leaf("null", lambda v: v is None)
 ANY = _Leaf("anything", lambda v: True)
 
 
+SECONDS = _Leaf("a number of seconds from 0 to 1e9", lambda v: _real(v) and _finite(v) and 0 <= v <= 1e9)
+
+
+class Omittable(Schema):
+    """A key of a :class:`Record` that may be absent; where present it is ``inner``.
+
+    Parameters
+    ----------
+    inner : Schema
+        What the value must be where the key is present.
+    """
+
+    def __init__(self, inner: Schema):
+        self.inner = inner
+
+    def _check(self, value, where):
+        self.inner._check(value, where)
+
+    def __str__(self):
+        return f"{self.inner}, or absent"
+
+
 class Nullable(Schema):
     """``inner`` or null.
 
@@ -158,14 +183,50 @@ class Record(Schema):
     def _check(self, value, where):
         if not isinstance(value, dict):
             raise SchemaError(f"{where}: expected an object with keys {', '.join(self.fields)}, got {_what(value)}")
-        lacking = [k for k in self.fields if k not in value]
+        lacking = [k for k, schema in self.fields.items() if k not in value and not isinstance(schema, Omittable)]
         if lacking:
             raise SchemaError(f"{where}: lacks {', '.join(repr(k) for k in lacking)}")
         for key, schema in self.fields.items():
-            schema._check(value[key], f"{where}[{key!r}]")
+            if key in value:
+                schema._check(value[key], f"{where}[{key!r}]")
 
     def __str__(self):
         return f"an object with keys {', '.join(self.fields)}"
+
+
+class SameLength(Schema):
+    """A :class:`Record` whose lists under ``keys`` have one length: values read point by point (the step
+    sizes and the bias at each), where a shorter list would lose or misplace points.
+
+    Parameters
+    ----------
+    record : Record
+        The record; each of ``keys`` must be one of its fields, declared ``ListOf``.
+    *keys : str
+        The fields of one length (two or more).
+
+    Raises
+    ------
+    ValueError
+        When the declaration is not of that form.
+    """
+
+    def __init__(self, record: Record, *keys: str):
+        if not isinstance(record, Record) or len(keys) < 2 or not all(
+                isinstance(record.fields.get(k), ListOf) for k in keys):
+            raise ValueError(f"SameLength takes a Record and two or more of its ListOf fields, got {record} and "
+                             f"{keys}")
+        self.record, self.keys = record, keys
+
+    def _check(self, value, where):
+        self.record._check(value, where)
+        lengths = {k: len(value[k]) for k in self.keys}
+        if len(set(lengths.values())) > 1:
+            shown = ", ".join(f"{k!r} {n}" for k, n in lengths.items())
+            raise SchemaError(f"{where}: lists of different lengths ({shown}); they are read point by point")
+
+    def __str__(self):
+        return f"{self.record}, lists {', '.join(self.keys)} of one length"
 
 
 class MapOf(Schema):
@@ -215,6 +276,9 @@ class OneOf(Schema):
     def __str__(self):
         return " or ".join(str(o) for o in self.options)
 
+
+MISSING = Record(missing=TEXT)  # a unit whose input data are absent
+SKIPPED = Record(skipped=TEXT)  # a unit skipped for a library that is not installed
 
 _BY_TYPE = {float: NUMBER, int: INTEGER, str: TEXT, bool: BOOL}
 
@@ -279,5 +343,6 @@ def check(result, schema: Schema) -> None:
     """
     schema.check(result)
 
-__all__ = ["ANY", "BOOL", "INTEGER", "MapOf", "Schema", "NUMBER", "NUMBER_OR_NONFINITE", "Nullable", "ListOf",
-           "OneOf", "Record", "SchemaError", "TEXT", "check", "from_dataclass"]
+__all__ = ["ANY", "BOOL", "INTEGER", "MISSING", "MapOf", "Schema", "NUMBER", "NUMBER_OR_NONFINITE", "Nullable",
+           "ListOf", "Omittable", "OneOf", "Record", "SECONDS", "SKIPPED", "SameLength", "SchemaError", "TEXT", "check",
+           "from_dataclass"]

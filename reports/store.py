@@ -30,8 +30,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from integrators._files import NotRegularFile, open_regular
 from integrators.seeds import derive
 from reports._runmeta import differences
+from reports.schema import ANY, INTEGER, SECONDS, MapOf, Omittable, Record, SchemaError
+
+# what the store and the report read of a unit's metadata (the command line writes them all; a store written
+# by hand may lack them): a forged value is a damaged unit, never a traceback or an infinity in metadata.json
+META = Record(fingerprint=Omittable(MapOf(ANY)), wall_seconds=Omittable(SECONDS), run_seed=Omittable(INTEGER))
 
 
 def _unit_key(unit: dict) -> str:
@@ -135,13 +141,10 @@ def own_path(out: Path | str, path: Path | str) -> Path:
     return path
 
 
-_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
-          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
-
-
 def read_regular(path: Path | str) -> str:
     """The text (UTF-8) of ``path``, a regular file inside the output folder, opened without blocking (a fifo
-    planted there would hang an ordinary read) and checked on the open descriptor to be a regular file.
+    planted there would hang an ordinary read) and checked on the open descriptor to be a regular file
+    (:func:`integrators._files.open_regular`).
 
     Parameters
     ----------
@@ -160,19 +163,11 @@ def read_regular(path: Path | str) -> str:
     OSError, UnicodeDecodeError
         When it cannot be opened or read, or is not UTF-8.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
-            raise UnsafePath(f"{path} is {kind}, not a regular file; sms-langevin reads only regular files inside "
-                             f"--out: remove it and rerun")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
+        with open_regular(path) as fh:
             data = fh.read()
-    finally:
-        os.close(fd)
+    except NotRegularFile as exc:
+        raise UnsafePath(f"{exc}; sms-langevin reads only regular files inside --out: remove it and rerun") from None
     return data.decode("utf-8")
 
 
@@ -452,8 +447,12 @@ class Store:
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
         except UnsafePath:  # a fifo or device in its place: damaged, replaced when recomputed
             raise CorruptUnit(f"{path}: unreadable (not a regular file)") from None
-        if not ok or payload["unit"] != unit or not isinstance(payload["meta"], dict):
+        if not ok or payload["unit"] != unit:
             raise CorruptUnit(f"{path}: checksum mismatch")
+        try:
+            META.check(payload["meta"], "meta")
+        except SchemaError as exc:
+            raise CorruptUnit(f"{path}: damaged ({exc})") from None
         return payload
 
     def load(self, figure_id: str, unit: dict, fingerprint: dict | None = None):

@@ -189,7 +189,8 @@ def test_a_drawing_name_that_is_not_a_plain_file_name_is_refused_and_nothing_is_
     from reports.drawing import Drawing, write_drawing
     out = tmp_path / "a" / "b" / "c" / "fig"
     out.parent.mkdir(parents=True)
-    value = {"texts": "E", "tables": [{"a": 1}], "figures": None}[where]
+    from matplotlib.figure import Figure
+    value = {"texts": "E", "tables": [{"a": 1}], "figures": Figure()}[where]
     with pytest.raises(ValueError, match="not a plain file name"):
         write_drawing(Drawing("m", **{where: {name: value}}), out)
     assert not out.exists() and sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "c"]

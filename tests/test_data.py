@@ -1,7 +1,10 @@
 """data_sets: every loader on small files written here in its format; bad files give clear errors."""
 
 import gzip
+import os
 import pickle
+import re
+import signal
 import struct
 
 import numpy as np
@@ -330,3 +333,58 @@ def test_medmnist_file_naming_no_set_says_how_it_was_read(tmp_path):
     assert data.load_medmnist(tmp_path / "data.npz", n_classes=8).n_classes == 8  # a relabelled RGB file
     with pytest.raises(DataError, match="names no MedMNIST set.*dataset="):
         data.load_medmnist(tmp_path / "data.npz")
+
+
+def _fashion_folder(folder):
+    for name in ("train-images-idx3-ubyte", "t10k-images-idx3-ubyte"):
+        (folder / name).write_bytes(_idx(np.zeros((2, 28, 28), np.uint8)))
+    for name in ("train-labels-idx1-ubyte", "t10k-labels-idx1-ubyte"):
+        (folder / name).write_bytes(_idx(np.zeros(2, np.uint8)))
+
+
+def _pneumonia_folder(folder):
+    np.savez(folder / "pneumoniamnist.npz", **{f"{s}_{k}": np.zeros((2, 28, 28) if k == "images" else (2, 1), np.uint8)
+                                               for s in ("train", "val", "test") for k in ("images", "labels")})
+
+
+_FIFO_CASES = {  # a loader, how to lay its files out, and the file replaced by a fifo
+    "fashion-mnist": (data.load_fashion_mnist, _fashion_folder, "train-images-idx3-ubyte"),
+    "cifar-10": (data.load_cifar10, lambda f: _cifar_folder(f, np.random.default_rng(0), 4), CIFAR_TRAIN[1]),
+    "celeba list": (data.load_celeba, lambda f: _write_celeba(f, [(1, 0), (0, 1)]), CELEBA_ATTRS),
+    "celeba image": (data.load_celeba, lambda f: _write_celeba(f, [(1, 0), (0, 1)]), "img_align_celeba/000001.jpg"),
+    "chest x-ray image": (lambda f: data.load_chest_xray(f, size=20), _write_xray, "train/NORMAL/0.jpeg"),
+    "pneumoniamnist in a data folder": (lambda f: data.load_medmnist(data.find_medmnist(data_dir=f)),
+                                        _pneumonia_folder, "pneumoniamnist.npz"),
+}
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+@pytest.mark.parametrize("case", list(_FIFO_CASES))
+def test_a_fifo_in_place_of_a_data_file_is_refused_by_name_without_blocking(tmp_path, case):
+    load, lay_out, name = _FIFO_CASES[case]
+    lay_out(tmp_path)
+    (tmp_path / name).unlink()
+    os.mkfifo(tmp_path / name)
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail(f"{case}: the reader blocked on the fifo"))
+    signal.alarm(10)
+    try:
+        with pytest.raises(DataError, match=re.escape(f"{tmp_path / name} is a fifo, not a regular file")):
+            load(tmp_path)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@pytest.mark.parametrize("load, folder, page", [
+    (data.load_fashion_mnist, "fashion-mnist", "https://github.com/zalandoresearch/fashion-mnist"),
+    (data.load_cifar10, "cifar-10-batches-py", "https://www.cs.toronto.edu/~kriz/cifar.html"),
+    (data.load_celeba, "celeba", "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"),
+    (lambda f: data.find_data(f.name, data_dir=f.parent), "celeba", "https://mmlab.ie.cuhk.edu.hk/projects/CelebA.html"),
+])
+def test_absent_data_says_where_to_download_it_which_folder_and_how_to_give_it(tmp_path, load, folder, page):
+    with pytest.raises(DataError) as info:
+        load(tmp_path / folder)
+    message = str(info.value)
+    assert "not found" in message and page in message, message
+    assert f"folder {folder}" in message or f"folder named {folder}" in message, message
+    assert "--data-dir" in message and "SMS_LANGEVIN_DATA_DIR" in message, message

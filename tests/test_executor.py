@@ -307,3 +307,45 @@ def test_a_scheduler_that_does_not_answer_dask_is_one_line_within_the_timeout(tm
         server.close()
     lines = err.getvalue().strip().splitlines()
     assert code == 2 and len(lines) == 1 and words in lines[0], err.getvalue()
+
+
+def pool_workers(pid: int) -> list[int]:
+    """The worker processes (spawned by multiprocessing, not its resource tracker) whose parent is ``pid``."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            ppid = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == pid and b"spawn_main" in cmdline:
+            found.append(int(entry))
+    return found
+
+
+@linux_only
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="--workers 2 is reduced to 1 on one core")
+def test_a_worker_killed_mid_unit_is_one_line_saying_resume_and_the_run_resumes(tmp_path):
+    out = tmp_path / "worker-killed"
+    proc = subprocess.Popen([sys.executable, "-m", "reports", "run", "fast", "--workers", "2", "--out", str(out)],
+                            cwd=ROOT, env=env(FAST_UNITS_SLEEP="0.5"), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None and (len(pool_workers(proc.pid)) < 2
+                                                                   or not unit_files(out)):
+            time.sleep(0.02)
+        workers = pool_workers(proc.pid)
+        assert proc.poll() is None and workers, "the run finished before a worker could be killed"
+        os.kill(workers[0], signal.SIGKILL)
+        err = proc.communicate(timeout=60)[1]
+    finally:
+        for pid in session(proc.pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("sms-langevin: error: a worker process ended abruptly (pid ") and "SIGKILL" in last, err
+    assert "units unfinished; the finished units are saved: rerun with --resume" in last, err
+    resumed = cli(["run", "fast", "--resume", "--out", str(out)])
+    assert resumed.returncode == 0, resumed.stderr

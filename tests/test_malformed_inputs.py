@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import pickle
+import re
 import secrets
 import struct
 import sys
@@ -170,3 +171,166 @@ def test_an_npz_member_declaring_more_than_the_cap_is_refused_uninflated(tmp_pat
     monkeypatch.setattr(_loaders, "MAX_IDX_BYTES", 1000)  # the member inflates to 50 kB
     with pytest.raises(DataError, match="inflate"):
         _loaders._read_npz(path)
+
+
+# ----------------------------------------------------------- forged units that pass their checksum
+
+def forge(path, *, result=None, meta=None):
+    """Rewrite the unit file ``path`` with ``result`` and ``meta`` updates, its checksum recomputed (as a
+    hand-written file would be): only the schema stands between it and ``draw``."""
+    from reports.store import checksum
+    payload = json.loads(path.read_text())
+    payload["result"] = payload["result"] if result is None else result
+    payload["meta"].update(meta or {})
+    payload["checksum"] = checksum(payload["key"], payload["unit"], payload["result"], payload["meta"])
+    path.write_text(json.dumps(payload))
+
+
+@pytest.mark.parametrize("result, meta, words", [
+    ({"missing": "forged"}, None, "not a result of fast (result: lacks 'mean', 'variance')"),
+    (None, {"fingerprint": 3}, "damaged (meta['fingerprint']: expected an object"),
+    (None, {"wall_seconds": "x"}, "damaged (meta['wall_seconds']: expected a number of seconds"),
+    (None, {"wall_seconds": 1e308}, "damaged (meta['wall_seconds']: expected a number of seconds"),
+])
+def test_a_forged_unit_that_passes_its_checksum_is_refused_by_name_with_the_remedy(finished_run, monkeypatch,
+                                                                                   result, meta, words):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    path = sorted((finished_run / "units" / "fast").glob("*.json"))[0]
+    kept = path.read_text()
+    try:
+        forge(path, result=result, meta=meta)
+        code, err = main(["report", "--out", str(finished_run)])
+        assert_no_traceback(code, err)
+        assert code == 2 and str(path) in err and words in err and "--resume" in err, err
+    finally:
+        path.write_text(kept)
+
+
+def test_lists_read_point_by_point_must_have_one_length():
+    from reports.schema import NUMBER, ListOf, Nullable, Record, SameLength, SchemaError
+    from reports.schema import check as check_schema
+    declared = SameLength(Record(hs=ListOf(NUMBER), bias=ListOf(Nullable(NUMBER))), "hs", "bias")
+    check_schema({"hs": [0.5, 0.25], "bias": [None, 0.1]}, declared)
+    with pytest.raises(SchemaError, match=r"lists of different lengths \('hs' 1, 'bias' 2\)"):
+        check_schema({"hs": [0.5], "bias": [None, 0.1]}, declared)
+    with pytest.raises(ValueError, match="ListOf fields"):
+        SameLength(Record(hs=NUMBER, bias=ListOf()), "hs", "bias")
+
+
+def test_the_weak_order_figure_declares_its_step_sizes_and_biases_of_one_length():
+    from experiments.weak_orders import EXPERIMENT
+    from reports.schema import SchemaError
+    with pytest.raises(SchemaError, match="lists of different lengths"):
+        EXPERIMENT.RESULT.check({"hs": [0.5, 0.25, 0.125], "bias": [0.1], "slope": None, "unstable": []})
+
+
+def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path):
+    from reports.drawing import write_metadata
+    write_metadata(tmp_path / "metadata.json", {"seconds": 1.5})
+    with pytest.raises(ValueError, match=r"bad.json: the metadata hold a NaN or an infinity"):
+        write_metadata(tmp_path / "bad.json", {"seconds": float("inf")})
+    assert not (tmp_path / "bad.json").exists()
+
+
+@pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"ids": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+def test_a_run_json_nested_too_deeply_is_unreadable_and_the_report_rebuilt_from_the_units(finished_run, monkeypatch,
+                                                                                         content):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    path = finished_run / "run.json"
+    kept = path.read_text()
+    try:
+        path.write_text(content)
+        code, err = main(["report", "--out", str(finished_run)])
+        assert code == 0 and "Traceback" not in err, err
+        assert f"{path} unreadable (RecursionError); rebuilding fast" in err, err
+    finally:
+        path.write_text(kept)
+
+
+# ------------------------------------------------------------- an experiment module's own code
+
+_MODULE = '''
+import os
+from reports.drawing import Drawing
+from reports.registry import Experiment
+from reports.schema import NUMBER, Record
+
+
+def units(preset):
+    if os.environ.get("FAILS_IN") == "units":
+        raise KeyError("no such level")
+    return [{"k": 1}, {"k": 2}]
+
+
+def run_unit(unit, preset, seed):
+    if os.environ.get("FAILS_IN") == "run_unit":
+        raise ZeroDivisionError("planted")
+    unit.pop("k")  # a unit edited in place must not change the unit its result is saved under
+    return {"value": 1.0}
+
+
+def draw(results, preset):
+    if os.environ.get("FAILS_IN") == "draw":
+        raise IndexError("planted in draw")
+    return Drawing(measured="ok")
+
+
+EXPERIMENT = Experiment(ID="own_code", TITLE="t", CLAIM="c", COST={"quick": "1 s", "full": "1 s"},
+                        PRESETS=("quick", "full"), RESULT=Record(value=NUMBER), units=units, run_unit=run_unit,
+                        draw=draw)
+'''
+
+
+@pytest.fixture
+def own_code(tmp_path, monkeypatch):
+    name = f"own_code_{secrets.token_hex(4)}"
+    (tmp_path / f"{name}.py").write_text(_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", name)
+    yield name, tmp_path / "out"
+    sys.modules.pop(name, None)
+
+
+def test_a_run_unit_that_edits_its_unit_is_given_a_copy(own_code):
+    name, out = own_code
+    code, err = main(["run", "own_code", "--out", str(out)])
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("function, command, words", [
+    ("units", "list", "own_code: units('quick') (in {name}) raised KeyError: 'no such level' (at "),
+    ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised ZeroDivisionError: planted (at '),
+    ("draw", "report", "own_code: draw (in {name}) raised IndexError: planted in draw (at "),
+])
+def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module_and_exception(
+        own_code, monkeypatch, function, command, words):
+    name, out = own_code
+    if command == "report":
+        assert main(["run", "own_code", "--out", str(out)])[0] == 0
+    monkeypatch.setenv("FAILS_IN", function)
+    args = {"list": ["list"], "run": ["run", "own_code", "--out", str(out)], "report": ["report", "--out", str(out)]}
+    code, err = main(args[command])
+    assert_no_traceback(code, err)
+    assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
+
+
+@pytest.mark.parametrize("value", [" , ,", ","])
+def test_a_modules_variable_naming_no_module_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", value)
+    code, err = main(["list"])
+    assert_no_traceback(code, err)
+    assert code == 2 and f"SMS_LANGEVIN_REPORT_MODULES={value!r} names no module" in err, err
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("measured", 3, "measured must be a string"),
+    ("figures", {"a": 3}, "figures['a'] must be a matplotlib figure"),
+    ("tables", {"t": [1]}, "tables['t'][0] must be a dict (one row)"),
+    ("tables", {"t": {"a": 1}}, "tables['t'] must be a list or tuple"),
+    ("texts", {"t": b"bytes"}, "texts['t'] must be a string"),
+    ("metadata", [1], "metadata must be a dict"),
+])
+def test_a_drawing_refuses_contents_of_the_wrong_kind_naming_the_field(field, value, words):
+    from reports.drawing import Drawing
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Drawing(**{"measured": "1 unit.", field: value})

@@ -443,9 +443,9 @@ def test_a_nan_loss_puts_back_the_last_checked_state_and_a_new_sampler_accepts_t
         for _ in range(2 * check_every):
             sampler.step(lambda m, idx: good(m, idx) * float("nan"))
     same_state(checked, model_state(net, sampler))
-    ModuleSampler(net, config(scheme=scheme))  # the model's parameters are finite: accepted
     sampler.step(good)
     assert sampler.k == checked[3] + 1
+    ModuleSampler(net, config(scheme=scheme)).step(good)  # the model's parameters are finite: accepted
 
 
 def test_an_ensemble_records_each_chain_and_stops_at_the_first_divergence():
@@ -559,3 +559,35 @@ def test_a_meta_device_model_and_an_x0_that_requires_grad_are_refused_by_name():
     with pytest.raises(ValueError, match=r"x0 is a tensor that requires grad; pass its values, x0.detach\(\)"):
         sample(target, "ubu", "sms", h=0.1, gamma=1.0, n_chains=2, n_steps=4, batch_size=2,
                x0=torch.zeros(2, requires_grad=True), seed=0)
+
+
+def test_a_loss_no_parameter_receives_a_gradient_from_is_refused_naming_the_loss():
+    def constant_loss(m, idx):
+        return torch.tensor(1.0, dtype=torch.float64, requires_grad=True) * 2
+    sampler = ModuleSampler(net_with(), config())
+    with pytest.raises(ValueError, match="'constant_loss' returned a loss from which no parameter received a gradient"):
+        sampler.step(constant_loss)
+    sampler.step(loss_fn())  # a real loss is accepted afterwards
+
+
+def test_a_complex_loss_is_refused_naming_its_dtype():
+    sampler = ModuleSampler(net_with(), config())
+    good = loss_fn()
+    with pytest.raises(ValueError, match="dtype torch.complex128"):
+        sampler.step(lambda m, idx: good(m, idx) * (1 + 1j))
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda net: setattr(net[0], "weight", nn.Parameter(torch.zeros(4, 3, dtype=torch.float64))),
+     r"parameter '0.weight' was replaced after the sampler was built"),
+    (lambda net: net.float(), r"parameter '0.weight' is now torch.float32 on cpu, no longer the sampler's "
+                              r"torch.float64 buffer"),
+    (lambda net: setattr(net[2], "extra", nn.Parameter(torch.zeros(2, dtype=torch.float64))), r"'2.extra' added"),
+])
+def test_a_model_changed_after_the_sampler_was_built_is_refused_naming_the_parameter(change, words):
+    net = net_with()
+    sampler = ModuleSampler(net, config())
+    sampler.step(loss_fn())
+    change(net)
+    with pytest.raises(ValueError, match=words):
+        sampler.step(loss_fn())

@@ -17,7 +17,7 @@ from experiments.bnn._presets import REGIME_H, missing_data
 from experiments.bnn._verdicts import MIN_DF
 from reports.drawing import Drawing
 from reports.registry import Experiment
-from reports.schema import ANY, INTEGER, NUMBER, TEXT, ListOf, MapOf, Nullable, Record
+from reports.schema import ANY, INTEGER, MISSING, NUMBER, TEXT, ListOf, MapOf, Nullable, OneOf, Record
 from reports.verdict import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, Verdict, worst
 
 # fewest runs per data set whose ensembles can test the claim: 8 single runs give 7 degrees of freedom (regime runs 32,
@@ -366,8 +366,9 @@ EXPERIMENT = Experiment(
                      "Adam and SWA, SMS-UBU; SMS-UBU (notebook), SG-UBU, SG-HMC on 8 runs)"),
           "regime-tiny": "~10 s (the regime's code path on 300 images, 2 runs per data set)"},
     PRESETS=presets.LEVELS,  # this module has its own tiny level (the registry maps tiny to quick elsewhere)
-    RESULT=Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
-                  methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY))),  # null: diverged
+    RESULT=OneOf(Record(config=MapOf(ANY), data=TEXT, n_parameters=INTEGER, n_train=INTEGER, labels=ListOf(INTEGER),
+                        methods=MapOf(Record(probs=Nullable(ListOf(ListOf(NUMBER))), diverged=ANY))),  # null: diverged
+                 MISSING),  # its data set's files absent
     REQUIRES=("torch",),  # what its runs import (experiments.bnn._presets and this module import without it)
     LIBRARIES=("torch",),  # its version joins each unit's fingerprint
     units=units,

@@ -83,6 +83,53 @@ class FlatParameters:
     def __len__(self) -> int:
         return self.x.numel()
 
+    def check_bound(self, model: torch.nn.Module) -> None:
+        """Refuse a model whose trainable parameters are no longer this buffer's views: a parameter
+        replaced (``model.fc.weight = nn.Parameter(...)``), added or removed, or converted or moved
+        (``model.double()``, ``model.to(...)`` give a parameter new data) after the layout was made.
+        The sampler would otherwise move the old buffer while the model computes with the new values.
+
+        Parameters
+        ----------
+        model : torch.nn.Module
+            The model the layout was made from.
+
+        Raises
+        ------
+        ValueError
+            Naming the first parameter that changed and how.
+        """
+        now = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        names = [n for n, _ in self.named]
+        if [n for n, _ in now] != names:
+            changed = sorted(set(names).symmetric_difference(n for n, _ in now)) or names
+            raise ValueError(f"the model's trainable parameters changed after the sampler was built (parameter "
+                             f"{changed[0]!r} added, removed or reordered); build a new sampler for the model")
+        for (name, p), (_, mine), off in zip(now, self.named, self.offsets, strict=True):
+            if p is not mine:
+                raise ValueError(f"parameter {name!r} was replaced after the sampler was built; the sampler moves "
+                                 f"the parameters it was built with: build a new sampler for the model")
+            if p.dtype != self.dtype or p.device != self.device or p.data_ptr() != self.x[off:].data_ptr():
+                raise ValueError(f"parameter {name!r} is now {p.dtype} on {p.device}, no longer the sampler's "
+                                 f"{self.dtype} buffer on {self.device}: the model was converted or moved "
+                                 f"(model.double(), model.to(...)) after the sampler was built; convert it first, "
+                                 f"then build the sampler")
+
+    def reaches(self, loss: torch.Tensor) -> bool:
+        """Whether ``loss``'s autograd graph leads to a trainable parameter (else every gradient is
+        None and ``backward`` leaves the gradient buffer zero: the sampler would sample the prior)."""
+        mine = {id(p) for _, p in self.named}
+        seen, todo = set(), [loss.grad_fn]
+        while todo:
+            node = todo.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            if id(getattr(node, "variable", None)) in mine:  # an AccumulateGrad node: a leaf's gradient
+                return True
+            todo.extend(fn for fn, _ in node.next_functions)
+        return False
+
     def check_finite(self, what: str = "the model's parameters") -> None:
         """Refuse non-finite parameter values by the parameter's name.
 

@@ -166,6 +166,7 @@ class ModuleSampler:
         self.diverged_at = torch.full((), NOT_DIVERGED, device=dev, dtype=torch.int64)  # on the device
         self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
         self._last_loss = None
+        self._reaching_loss = None  # the last loss_fn whose loss was seen to reach the parameters
         graph = graph_enabled(config.graph, dev, schedule=config.schedule, control_variate=config.control_variate)
         self._replay = StepReplay(dev, strict=config.graph is True) if graph else None
         self._static: dict = {}  # the graph step's buffers (made at its first step)
@@ -228,6 +229,8 @@ class ModuleSampler:
             got = type(loss).__name__
         elif loss.numel() != 1:
             got = f"a tensor of shape {tuple(loss.shape)}"
+        elif not loss.dtype.is_floating_point:
+            got = f"a tensor of dtype {loss.dtype} (a loss is real)"
         elif not loss.requires_grad:
             got = "a tensor that does not depend on the parameters"
         else:
@@ -235,17 +238,31 @@ class ModuleSampler:
         raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the model's "
                          f"parameters (the summed loss of the batch), got {got}")
 
+    def _gradient(self, loss_fn, loss) -> torch.Tensor:
+        """The flat gradient of ``loss``, refused where no parameter received one: a constant that requires
+        grad would leave the gradient zero and the sampler sampling the prior.  Checked once per loss
+        function (its graph walked; a graph the walk cannot follow, a reentrant checkpoint, passes where the
+        gradient is not zero)."""
+        reached = loss_fn is self._reaching_loss or self.params.reaches(loss)
+        grad = self.params.gradient(loss)
+        if not reached and not bool(grad.any()):
+            raise ValueError(f"loss_fn {getattr(loss_fn, '__name__', type(loss_fn).__name__)!r} returned a loss "
+                             f"from which no parameter received a gradient: it must be computed from the model's "
+                             f"parameters (the summed loss of the batch)")
+        self._reaching_loss = loss_fn
+        return grad
+
     def _data_gradient(self, loss_fn, batch) -> torch.Tensor:
         loss = self._loss(loss_fn, batch)
         self._last_loss = loss.detach()
-        return self.params.gradient(loss)
+        return self._gradient(loss_fn, loss)
 
     def _reference_gradient(self, loss_fn, batch) -> torch.Tensor:
         """``grad L(x*; batch)``: the parameters visit ``x*`` and come back."""
         here = self.x.detach().clone()
         with torch.no_grad():
             self.x.copy_(self.x_star)
-        grad = self.params.gradient(self._loss(loss_fn, batch)).clone()
+        grad = self._gradient(loss_fn, self._loss(loss_fn, batch)).clone()
         with torch.no_grad():
             self.x.copy_(here)
         return grad
@@ -397,10 +414,13 @@ class ModuleSampler:
             and ``k`` are then those of the last step that passed a check (the step before the
             diverged one when ``check_every`` is 1).
         ValueError
-            If ``loss_fn`` does not return a one-element tensor of the parameters, or an explicit
-            batch or noise sequence ran out or has the wrong shape; the state is then as it was
-            before the step (so after any exception ``loss_fn`` raises).
+            If ``loss_fn`` does not return a real one-element tensor that some parameter receives a
+            gradient from, or an explicit batch or noise sequence ran out or has the wrong shape; the
+            state is then as it was before the step (so after any exception ``loss_fn`` raises).  Also,
+            before the step, if a parameter was replaced, converted or moved since the sampler was built
+            (:meth:`FlatParameters.check_bound`).
         """
+        self.params.check_bound(self.model)
         self._save(self._before)
         try:
             return self._step(loss_fn)

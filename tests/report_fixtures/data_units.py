@@ -9,7 +9,7 @@ from pathlib import Path
 
 from reports.drawing import Drawing
 from reports.registry import Experiment
-from reports.schema import INTEGER, NUMBER, Record
+from reports.schema import INTEGER, MISSING, NUMBER, OneOf, Record
 
 
 def units(preset: str) -> list[dict]:
@@ -53,7 +53,7 @@ EXPERIMENT = Experiment(
     CLAIM="A tiny figure used by the tests of absent data.",
     COST={"quick": "~1 s", "full": "~1 s"},
     PRESETS=("quick", "full"),
-    RESULT=Record(k=INTEGER, value=NUMBER),
+    RESULT=OneOf(Record(k=INTEGER, value=NUMBER), MISSING),
     units=units,
     run_unit=run_unit,
     draw=draw,

@@ -7,7 +7,7 @@ import os
 
 from reports.drawing import Drawing
 from reports.registry import Experiment
-from reports.schema import INTEGER, NUMBER, Record
+from reports.schema import INTEGER, NUMBER, SKIPPED, OneOf, Record
 
 
 def units(preset: str) -> list[dict]:
@@ -33,7 +33,7 @@ EXPERIMENT = Experiment(
     CLAIM="A tiny figure used by the tests of skipped units.",
     COST={"quick": "~1 s", "full": "~1 s"},
     PRESETS=("quick", "full"),
-    RESULT=Record(k=INTEGER, value=NUMBER),
+    RESULT=OneOf(Record(k=INTEGER, value=NUMBER), SKIPPED),
     LIBRARIES=("numpy",),
     units=units,
     run_unit=run_unit,

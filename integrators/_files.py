@@ -1,0 +1,52 @@
+"""Opening a file that must be a regular file, without ever blocking on one that is not: a fifo (named
+pipe) planted in a data folder or an output folder would hang an ordinary ``open`` until a writer came.
+The one opener of the data readers (:mod:`data_sets`) and of the store's reads (``reports.store.read_regular``)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a fifo"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+class NotRegularFile(OSError):
+    """A path that is not a regular file (a fifo, a socket, a device, a folder); the message names it and
+    what it is."""
+
+
+def open_regular(path: Path | str) -> BinaryIO:
+    """``path`` opened for binary reading, where it is a regular file: opened without blocking, checked on the
+    open descriptor (so nothing can be swapped in between), then set back to blocking reads.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        The file.
+
+    Returns
+    -------
+    BinaryIO
+        The open file (the caller closes it).
+
+    Raises
+    ------
+    NotRegularFile
+        When ``path`` is not a regular file, naming it and what it is.
+    OSError
+        When it cannot be opened.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+            raise NotRegularFile(f"{path} is {kind}, not a regular file")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
