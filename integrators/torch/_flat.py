@@ -116,8 +116,21 @@ class FlatParameters:
                                  f"then build the sampler")
 
     def reaches(self, loss: torch.Tensor) -> bool:
-        """Whether ``loss``'s autograd graph leads to a trainable parameter (else every gradient is
-        None and ``backward`` leaves the gradient buffer zero: the sampler would sample the prior)."""
+        """Whether ``loss``'s autograd graph leads to a trainable parameter.
+
+        Else every gradient is None and ``backward`` leaves the gradient buffer zero: the sampler
+        would sample the prior.
+
+        Parameters
+        ----------
+        loss : torch.Tensor
+            A scalar loss computed from the model.
+
+        Returns
+        -------
+        bool
+            True when some trainable parameter of these flat parameters receives a gradient from it.
+        """
         mine = {id(p) for _, p in self.named}
         seen, todo = set(), [loss.grad_fn]
         while todo:
