@@ -27,10 +27,9 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 
-from integrators._files import NotRegularFile, open_regular
+from integrators._files import NotRegularFile, open_regular, write_atomic
 from integrators.seeds import derive
 from reports._runmeta import differences
 from reports.schema import ANY, INTEGER, SECONDS, MapOf, Omittable, Record, SchemaError
@@ -326,47 +325,6 @@ class FolderLock:
         _HELD_LOCKS.pop(self.fh.fileno(), None)
         fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
         self.fh.close()
-
-
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)  # read once: the mode a file written in place would have had
-
-
-def write_atomic(path: Path | str, data: str | bytes, *, sync: bool = True) -> Path:
-    """Write ``data`` (text as UTF-8, or bytes) to ``path`` through a temporary file in the same folder
-    and a rename: a reader (or a run killed mid-write, or a full disk) sees the old file or the whole
-    new one, and whatever ``path`` was (a hard link to a file elsewhere) is replaced, never written
-    through.  The one writer of every file sms-langevin puts under ``--out``.
-
-    Parameters
-    ----------
-    path : pathlib.Path or str
-        The file to write; its folder must exist.
-    data : str or bytes
-        Its whole content.
-    sync : bool
-        Flush the content to disk before the rename (off for bulk copies that are redone when missing).
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-    """
-    path = Path(path)
-    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=path.suffix)
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)  # mkstemp's 0600 would hide the report from other readers
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            if sync:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 class Store:

@@ -45,6 +45,9 @@ EXAMPLES = {
                                                    "coupling": "shared", "test_every": 1, "n_chunks": 1,
                                                    "on_diverge": "raise"},
     "integrators._ghmc.sms_ghmc": lambda: {"spec": _spec(), "n_sweeps": 1, "alpha": 0.5},
+    "theory_checks.orders.weak_order": lambda: {"target": GaussianTarget.one_d_example(), "scheme": "ubu",
+                                                "plan": "full", "hs": [0.1, 0.05], "gamma": 1.0, "batch_size": None,
+                                                "statistic": "variance", "fit_points": 2},
     "theory_checks.orders.strong_order": lambda: {"spec": _spec("full"), "hs": [0.1, 0.05], "sweeps": 1,
                                                   "ref_levels": 1, "n_boot": 2, "fit_points": None},
 }

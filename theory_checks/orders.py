@@ -19,8 +19,20 @@ import numpy as np
 
 from integrators import RunSpec
 from integrators._spec import SPEC
-from integrators._validation import at_least, check_parameters, declares, int_at_least, optional
-from integrators.plans import n_batches
+from integrators._validation import (
+    POSITIVE,
+    Either,
+    Registered,
+    at_least,
+    check_parameters,
+    declares,
+    instance_of,
+    int_at_least,
+    one_of,
+    optional,
+)
+from integrators.plans import n_batches, resolve_plan
+from integrators.schemes import resolve_scheme
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
@@ -198,6 +210,17 @@ _STATISTICS: dict[str, Callable] = {
 }
 
 
+WEAK_ORDER_CONSTRAINTS = {
+    "target": instance_of(GaussianTarget, "a GaussianTarget (the exact oracle's law)"),
+    "scheme": Registered(resolve_scheme, "a registered scheme's name or a scheme object"),
+    "plan": Registered(resolve_plan, "a registered plan's name or a plan object"),
+    "gamma": POSITIVE, "batch_size": optional(at_least(1)),
+    "statistic": Either(one_of(_STATISTICS), instance_of(Callable, "a function f(moments, target)")),
+    "fit_points": at_least(2),
+}
+
+
+@declares(WEAK_ORDER_CONSTRAINTS)
 def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float = 1.0,
                batch_size: int | None = None, statistic: str | Callable = "variance",
                fit_points: int = 4) -> OrderFit:
@@ -239,13 +262,10 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
         If ``statistic`` is unknown, ``hs`` is not a ladder, ``fit_points`` is below 2, or the
         oracle refuses the sampler's options.
     """
-    if isinstance(statistic, str) and statistic not in _STATISTICS:
-        raise ValueError(f"unknown statistic {statistic!r}; choose from {', '.join(_STATISTICS)} or give a function")
-    if not (isinstance(statistic, str) or callable(statistic)):
-        raise ValueError(f"statistic must be a name or a function f(moments, target), got {statistic!r}")
+    values = check_parameters(locals(), WEAK_ORDER_CONSTRAINTS)  # scheme and plan go on as given (name or object)
+    gamma, batch_size, fit_points = values["gamma"], values["batch_size"], values["fit_points"]
     stat = _STATISTICS[statistic] if isinstance(statistic, str) else statistic
     hs = ladder("hs", hs)
-    int_at_least("fit_points", fit_points, 2)
     errors, unstable = [], []
     for h in hs:
         try:

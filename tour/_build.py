@@ -10,7 +10,7 @@ Each page carries the report's image check (``data-images-ok`` / ``data-images-t
 ``<body>``), which the headless-browser test reads.  The pages need no network: nbconvert's "lab"
 template (no jQuery or require.js), and MathJax copied from the jupyter-server-mathjax package
 into ``mathjax/`` beside them (:func:`tour._page_style.copy_mathjax`) instead of a CDN.  Each
-file is written through a temporary file and a rename (:func:`reports.store.write_atomic`), so a
+file is written through a temporary file and a rename (:func:`integrators._files.write_atomic`), so a
 page that is a hard link to a file elsewhere is replaced, never written through.  Each
 executed notebook records the hash of its source (``metadata.sms_langevin.source_sha256``), so the
 documentation site reuses it while the source is unchanged (``docs/hooks.py``).
@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from reports.store import write_atomic
+from integrators._files import write_atomic
 from tour._notebooks import NOTEBOOK_DIR, notebooks
 from tour._page_style import CHECK_SCRIPT, STYLE, copy_mathjax, mathjax_head
 

@@ -56,7 +56,7 @@ def copy_mathjax(dest) -> None:
     import shutil
     from pathlib import Path
 
-    from reports.store import write_atomic
+    from integrators._files import write_atomic
     dest = Path(dest)
     if (dest / "MathJax.js").exists():
         return
