@@ -163,7 +163,8 @@ def test_all_among_other_ids_is_one_line_saying_it_stands_alone(tmp_path, monkey
 
 @pytest.mark.parametrize("source", [b"EXPERIMENT = (\n", b"# \xff\xfe\nEXPERIMENT = None\n",
                                     b"ORDER = 1e400\nEXPERIMENT = None\n", b'ORDER = "first"\nEXPERIMENT = None\n',
-                                    b"ORDER = 1" + b"0" * 100 + b"\nEXPERIMENT = None\n"])
+                                    b"ORDER = 1" + b"0" * 100 + b"\nEXPERIMENT = None\n",
+                                    b"ORDER = {[]: 1}\nEXPERIMENT = None\n", b"ORDER: int\nEXPERIMENT = None\n"])
 def test_an_unreadable_module_dropped_into_experiments_is_one_line_naming_it(tmp_path, monkeypatch, source):
     """Found when a command asks for the registry (not when ``reports.registry`` is imported), and said in the
     command's one-line error (exit 2), not a traceback of every command."""
