@@ -24,6 +24,8 @@ import importlib
 import importlib.metadata
 from pathlib import Path
 
+from integrators._files import source_bytes
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPUTING_PACKAGES = ("integrators", "data_sets", "bias", "theory_checks", "bnn")
 
@@ -37,8 +39,9 @@ def code_version(module_name: str) -> str:
         files.update(p.resolve() for p in (ROOT / package).rglob("*.py"))
     digest = hashlib.sha256()
     for path in sorted(files):
-        rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-        digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+        if (text := source_bytes(path)) is not None:
+            rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            digest.update(str(rel).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:16]
 
 
