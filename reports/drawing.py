@@ -91,10 +91,14 @@ class Drawing:
             raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
 
 
+RESERVED = "metadata.json"  # the figure's metadata, written beside the drawing by the command line
+
+
 def _file_names(drawing: Drawing) -> list[str]:
     """The names :func:`write_drawing` writes, each checked to be a plain file name (a string, no folder
-    separator, not ``.`` or ``..``, not empty): ``ValueError`` naming the first that is not, so no name a
-    ``draw`` returns can place a file outside the figure's folder."""
+    separator, not ``.`` or ``..``, not empty), written once (a text ``t.csv`` beside a table ``t`` would
+    replace it) and not :data:`RESERVED`: ``ValueError`` naming the first that is not, so no name a ``draw``
+    returns can place a file outside the figure's folder or replace another file of it."""
     names = []
     for part, suffixes, keys in (("figures", (".png", ".pdf"), drawing.figures), ("tables", (".csv",), drawing.tables),
                                  ("texts", ("",), drawing.texts)):
@@ -103,7 +107,12 @@ def _file_names(drawing: Drawing) -> list[str]:
             if not plain:
                 raise ValueError(f"the drawing's {part} name {str(key)[:100]!r} is not a plain file name (no folder "
                                  f"separator, not . or ..): its files are written in the figure's folder only")
-            names += [f"{key}{suffix}" for suffix in suffixes]
+            for name in (f"{key}{suffix}" for suffix in suffixes):
+                if name in names or name == RESERVED:
+                    why = "the figure's metadata" if name == RESERVED else "another file of this drawing"
+                    raise ValueError(f"the drawing's {part} name {key!r} writes {name}, the name of {why}: "
+                                     f"each file of a drawing needs a name of its own")
+                names.append(name)
     return names
 
 
@@ -126,7 +135,7 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     ------
     ValueError
         When a name in ``figures``, ``tables`` or ``texts`` is not a plain file name (``../x``, ``/abs``),
-        naming it; nothing is written then.
+        names a file another name writes too, or ``metadata.json``, naming it; nothing is written then.
     """
     import matplotlib.pyplot as plt
 

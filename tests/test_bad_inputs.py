@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import math
+import re
 
 import pytest
 
@@ -195,6 +196,21 @@ def test_a_drawing_name_that_is_not_a_plain_file_name_is_refused_and_nothing_is_
     with pytest.raises(ValueError, match="not a plain file name"):
         write_drawing(Drawing("m", **{where: {name: value}}), out)
     assert not out.exists() and sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("parts,written", [({"texts": {"metadata.json": "x"}}, "metadata.json"),
+                                           ({"tables": {"t": [{"a": 1}]}, "texts": {"t.csv": "x"}}, "t.csv"),
+                                           ({"figures": {"f": None}, "texts": {"f.pdf": "x"}}, "f.pdf")])
+def test_a_drawing_file_name_written_twice_or_reserved_is_refused_by_name_and_nothing_is_written(tmp_path, parts,
+                                                                                                written):
+    from matplotlib.figure import Figure
+
+    from reports.drawing import Drawing, write_drawing
+    parts = {part: {k: Figure() if v is None else v for k, v in named.items()} for part, named in parts.items()}
+    out = tmp_path / "fig"
+    with pytest.raises(ValueError, match=f"writes {re.escape(written)}"):
+        write_drawing(Drawing("m", **parts), out)
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("kind", ["not_utf8", "folder"])
