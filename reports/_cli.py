@@ -45,6 +45,7 @@ from reports.store import (
     StaleUnit,
     Store,
     UnsafePath,
+    json_change,
     own_tree,
     unit_seed,
     write_atomic,
@@ -373,12 +374,12 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
         raise CliError(f"{where} must return a non-empty list of dicts, got {_shown(units)}")
     keys = set()
     for unit in units:
-        try:
-            if not isinstance(unit, dict):
-                raise TypeError(f"an item is {_shown(unit)}")
-            keys.add(json.dumps(unit, sort_keys=True))
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise CliError(f"{where} must return JSON objects (dicts of text keys): {str(exc)[:200]}") from None
+        # a unit JSON changes (NaN, a key 1, a tuple) never equals its stored copy: a checksum mismatch forever
+        change = "not a dict" if not isinstance(unit, dict) else json_change(unit)
+        if change:
+            raise CliError(f"{where} must return JSON objects (dicts of text keys) that JSON keeps unchanged; "
+                           f"unit {_shown(unit)}: {change}")
+        keys.add(json.dumps(unit, sort_keys=True))
     if len(keys) != len(units):
         raise CliError(f"{where} returned the same unit twice; each unit must differ (it names its file)")
     return [{**unit, **backend} if mod.BACKENDS else unit for unit in units]

@@ -86,6 +86,29 @@ def checksum(key, unit, result, meta) -> str:
     return hashlib.sha256(canon.encode()).hexdigest()
 
 
+def json_change(value) -> str | None:
+    """Why ``value`` would not come back unchanged from strict JSON, or None where it would: a NaN or an
+    infinity, a key that is not a string (``{1: "x"}`` comes back as ``{"1": "x"}``), a tuple (comes back a
+    list), an object or an integer JSON cannot hold, nesting too deep.  A unit spec or a figure's metadata that
+    changes so would never equal what the store or ``metadata.json`` holds (a checksum mismatch forever).
+
+    Parameters
+    ----------
+    value
+        A would-be JSON value.
+
+    Returns
+    -------
+    str or None
+        The reason, in a few words, or None.
+    """
+    try:
+        same = json.loads(json.dumps(value, allow_nan=False)) == value
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"{exc.__class__.__name__}: {str(exc)[:200]}"
+    return None if same else "it comes back from JSON changed (a tuple, or a key that is not a string)"
+
+
 class CorruptUnit(Exception):
     """A unit file that cannot be read or whose checksum does not match."""
 
@@ -529,5 +552,5 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "read_regular",
-           "unit_seed", "write_atomic"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "json_change", "own_path", "own_tree",
+           "read_regular", "unit_seed", "write_atomic"]

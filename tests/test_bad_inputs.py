@@ -141,7 +141,10 @@ def test_two_modules_declaring_one_id_is_one_line_naming_both(tmp_path, monkeypa
                                          ("lambda preset: []", ["must return a non-empty list"]),
                                          ("lambda preset: [{'k': 1}, {'k': 1}]", ["the same unit twice"]),
                                          ("lambda preset: [{'k': {1}}]", ["JSON objects"]),
-                                         ("lambda preset: ['k']", ["JSON objects", "str"])])
+                                         ("lambda preset: ['k']", ["JSON objects", "str"]),
+                                         ("lambda preset: [{'k': float('nan')}]", ["JSON objects", "nan"]),
+                                         ("lambda preset: [{1: 'x'}]", ["JSON objects", "{1: 'x'}", "changed"]),
+                                         ("lambda preset: [{'k': (1, 2)}]", ["JSON objects", "(1, 2)", "changed"])])
 def test_units_that_break_the_contract_are_one_line_naming_the_figure(tmp_path, monkeypatch, units, words):
     name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="odd", changes=f"units={units}"))
     one_line(*main(["run", "odd", "--out", str(tmp_path / "o")], monkeypatch, modules=name), "odd: units(", *words)
