@@ -515,8 +515,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             figure_meta["other_library_versions"] = note
         try:
             write_metadata(report_dir / fid / "metadata.json", figure_meta)
-        except ValueError as exc:  # NaN or an infinity among draw's facts: metadata.json is strict JSON
-            raise CliError(f"{fid}: {exc}; the report in {out} is left as it was") from None
+        except ValueError as exc:  # not JSON among draw's facts (changed after its Drawing was checked)
+            raise CliError(f"{fid}: draw (in {mod.module}) returned metadata that cannot be written: {exc}; "
+                           f"the report in {out} is left as it was") from None
         info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict, "note": note}
         if drawing.table:
             info["table"] = drawing.table

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from integrators._validation import DictOf, ListOf, Registered, check_parameters, instance_of, optional
 from reports._tables import write_rows
-from reports.store import write_atomic
+from reports.store import json_change, write_atomic
 
 
 def _figure(value):
@@ -30,6 +30,18 @@ def _figure(value):
     if not isinstance(value, Figure):
         raise TypeError(f"{type(value).__name__} is not a matplotlib.figure.Figure")
     return value
+
+
+def _json_facts(value) -> dict:
+    """``value`` where it is a dict of string keys whose every value strict JSON keeps unchanged (what
+    ``metadata.json`` can hold), else ``ValueError`` naming the first key that breaks it."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{type(value).__name__} is not a dict")
+    for key, entry in value.items():
+        change = "not a string" if not isinstance(key, str) else json_change(entry)
+        if change:
+            raise ValueError(f"key {repr(key)[:80]}: {change}")
+    return dict(value)
 
 
 _TEXT = instance_of(str, "a string")
@@ -52,7 +64,8 @@ class Drawing:
     table : str or None
         The name of the text in ``texts`` that the report shows inline (a Markdown table).
     metadata : dict
-        Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram).
+        Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram): string keys,
+        values strict JSON keeps unchanged (no NaN, no tuple, no object JSON cannot hold).
 
     Attributes
     ----------
@@ -79,7 +92,7 @@ class Drawing:
         "tables": DictOf(ListOf(instance_of(Mapping, "a dict (one row)"))),
         "texts": DictOf(_TEXT),
         "table": optional(_TEXT),
-        "metadata": instance_of(Mapping, "a dict"),
+        "metadata": Registered(_json_facts, "a dict of string keys whose values JSON keeps unchanged"),
     }
     VALID_EXAMPLE = {"measured": "3 units."}
 
@@ -178,10 +191,12 @@ def write_metadata(path: Path, meta: dict) -> Path:
     Raises
     ------
     ValueError
-        When ``meta`` holds a NaN or an infinity, naming ``path``; nothing is written then.
+        When ``meta`` holds a NaN, an infinity or an object JSON cannot hold, naming ``path``; nothing is written
+        then.
     """
     try:
         text = json.dumps(meta, indent=2, allow_nan=False)
-    except ValueError:
-        raise ValueError(f"{path}: the metadata hold a NaN or an infinity, which JSON cannot hold") from None
+    except (ValueError, TypeError, RecursionError) as exc:  # NaN; an object; too deep (a dict changed after check)
+        raise ValueError(f"{path}: the metadata hold a value JSON cannot hold ({exc.__class__.__name__}: "
+                         f"{str(exc)[:200]})") from None
     return write_atomic(Path(path), text + "\n")

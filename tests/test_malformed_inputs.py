@@ -224,12 +224,22 @@ def test_the_weak_order_figure_declares_its_step_sizes_and_biases_of_one_length(
         EXPERIMENT.RESULT.check({"hs": [0.5, 0.25, 0.125], "bias": [0.1], "slope": None, "unstable": []})
 
 
-def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path):
+@pytest.mark.parametrize("bad", [float("inf"), object()])
+def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path, bad):
     from reports.drawing import write_metadata
     write_metadata(tmp_path / "metadata.json", {"seconds": 1.5})
-    with pytest.raises(ValueError, match=r"bad.json: the metadata hold a NaN or an infinity"):
-        write_metadata(tmp_path / "bad.json", {"seconds": float("inf")})
+    with pytest.raises(ValueError, match=r"bad.json: the metadata hold a value JSON cannot hold"):
+        write_metadata(tmp_path / "bad.json", {"seconds": bad})
     assert not (tmp_path / "bad.json").exists()
+
+
+@pytest.mark.parametrize("metadata,words", [({"x": object()}, "key 'x': TypeError"), ({1: "x"}, "key 1: not a string"),
+                                            ({"x": float("nan")}, "key 'x': ValueError"),
+                                            ({"x": (1, 2)}, "key 'x': it comes back from JSON changed")])
+def test_a_drawing_refuses_metadata_json_would_not_keep_naming_the_key(metadata, words):
+    from reports.drawing import Drawing
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Drawing("m", metadata=metadata)
 
 
 @pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"ids": ' + "[" * 100_000 + "]" * 100_000 + "}"])
