@@ -21,14 +21,23 @@ from integrators._validation import DictOf, ListOf, Registered, check_parameters
 from reports._tables import write_rows
 from reports.store import json_change, write_atomic
 
+PNG_DPI = 120  # the resolution of each figure's PNG
+MAX_FIGURE_PIXELS = 50_000_000  # a canvas of 50 megapixels (200 MB of RGBA): a 2000 x 2000 inch figure is 5.8e10
+
 
 def _figure(value):
-    """``value`` where it is a matplotlib figure (what :func:`write_drawing` saves); matplotlib is imported
-    only where a drawing holds figures (their maker imported it already)."""
+    """``value`` where it is a matplotlib figure (what :func:`write_drawing` saves) of at most
+    :data:`MAX_FIGURE_PIXELS` at the resolution it is drawn at (its own dpi or :data:`PNG_DPI`, the larger);
+    matplotlib is imported only where a drawing holds figures (their maker imported it already)."""
     from matplotlib.figure import Figure
 
     if not isinstance(value, Figure):
         raise TypeError(f"{type(value).__name__} is not a matplotlib.figure.Figure")
+    (width, height), dpi = value.get_size_inches(), max(value.dpi, PNG_DPI)
+    if not width * height * dpi**2 <= MAX_FIGURE_PIXELS:  # (not <=: a NaN size too)
+        raise ValueError(f"a figure of {width:g} x {height:g} inches at {dpi:g} dpi is "
+                         f"{width * height * dpi**2 / 1e6:.3g} megapixels, more than the "
+                         f"{MAX_FIGURE_PIXELS / 1e6:g} a figure may have")
     return value
 
 
@@ -88,7 +97,8 @@ class Drawing:
 
     CONSTRAINTS = {
         "measured": _TEXT,
-        "figures": DictOf(Registered(_figure, "a matplotlib figure")),
+        "figures": DictOf(Registered(
+            _figure, f"a matplotlib figure of {MAX_FIGURE_PIXELS / 1e6:g} megapixels or less")),
         "tables": DictOf(ListOf(instance_of(Mapping, "a dict (one row)"))),
         "texts": DictOf(_TEXT),
         "table": optional(_TEXT),
@@ -148,7 +158,8 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     ------
     ValueError
         When a name in ``figures``, ``tables`` or ``texts`` is not a plain file name (``../x``, ``/abs``),
-        names a file another name writes too, or ``metadata.json``, naming it; nothing is written then.
+        names a file another name writes too, or ``metadata.json``, naming it; nothing is written then.  When a
+        figure's canvas cannot be allocated (MemoryError), naming it.
     """
     import matplotlib.pyplot as plt
 
@@ -157,9 +168,12 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
     for stem, fig in drawing.figures.items():
-        for suffix, options in (("png", {"dpi": 120}), ("pdf", {})):
+        for suffix, options in (("png", {"dpi": PNG_DPI}), ("pdf", {})):
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=suffix, bbox_inches="tight", **options)
+            try:
+                fig.savefig(buffer, format=suffix, bbox_inches="tight", **options)
+            except MemoryError:  # a figure resized after its Drawing was checked: the canvas cannot be allocated
+                raise ValueError(f"figure {stem!r} is too large to draw as {suffix.upper()} (MemoryError)") from None
             write_atomic(out_dir / f"{stem}.{suffix}", buffer.getvalue())
         plt.close(fig)
         files += [f"{stem}.png", f"{stem}.pdf"]

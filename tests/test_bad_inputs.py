@@ -216,6 +216,27 @@ def test_a_drawing_file_name_written_twice_or_reserved_is_refused_by_name_and_no
     assert not out.exists()
 
 
+def test_a_figure_beyond_the_declared_pixels_is_refused_when_the_drawing_is_made():
+    from matplotlib.figure import Figure
+
+    from reports.drawing import MAX_FIGURE_PIXELS, PNG_DPI, Drawing
+    side = (MAX_FIGURE_PIXELS * 1.01) ** 0.5 / PNG_DPI  # just over the limit at the PNG's resolution
+    Drawing("m", figures={"f": Figure(figsize=(side / 1.02, side / 1.02))})
+    with pytest.raises(ValueError, match=r"figures\['f'\].*megapixels, more than the"):
+        Drawing("m", figures={"f": Figure(figsize=(side, side))})
+
+
+def test_a_figure_that_cannot_be_allocated_when_written_is_a_value_error_naming_it(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from reports.drawing import Drawing, write_drawing
+    figure = Figure()
+    drawing = Drawing("m", figures={"big": figure})
+    monkeypatch.setattr(figure, "savefig", lambda *a, **k: (_ for _ in ()).throw(MemoryError("std::bad_alloc")))
+    with pytest.raises(ValueError, match="figure 'big' is too large to draw as PNG"):
+        write_drawing(drawing, tmp_path / "fig")
+
+
 @pytest.mark.parametrize("kind", ["not_utf8", "folder"])
 @pytest.mark.parametrize("name", ["list_attr_celeba.txt", "list_eval_partition.txt"])
 def test_a_celeba_list_file_that_is_not_utf8_text_is_a_data_error_naming_it(tmp_path, kind, name):
