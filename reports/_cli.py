@@ -484,9 +484,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
         note = _other_libraries_note(fid, other_libraries, len(results), rerun)
-        with _figure_code(fid, "draw", mod, f"; a unit file in {store.root / fid} may be damaged: delete it and run "
-                                            f"`{rerun}`; the report in {out} is left as it was"):
+        remedy = (f"; a unit file in {store.root / fid} may be damaged: delete it and run `{rerun}`; the report in "
+                  f"{out} is left as it was")
+        with _figure_code(fid, "draw", mod, remedy):
             drawing = mod.draw(results, level)
+        with _figure_code(fid, "verdict", mod, remedy):  # named apart: the message says which of the two raised
             verdict = _verdict(mod, results, level)
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "

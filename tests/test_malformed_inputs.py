@@ -264,6 +264,7 @@ import os
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import NUMBER, Record
+from reports.verdict import HOLDS, Verdict
 
 
 def units(preset):
@@ -285,9 +286,15 @@ def draw(results, preset):
     return Drawing(measured="ok")
 
 
+def verdict(results, preset):
+    if os.environ.get("FAILS_IN") == "verdict":
+        raise ValueError("planted in verdict")
+    return Verdict(HOLDS, "r", "n")
+
+
 EXPERIMENT = Experiment(ID="own_code", TITLE="t", CLAIM="c", COST={"quick": "1 s", "full": "1 s"},
                         PRESETS=("quick", "full"), RESULT=Record(value=NUMBER), units=units, run_unit=run_unit,
-                        draw=draw)
+                        draw=draw, verdict=verdict)
 '''
 
 
@@ -311,6 +318,7 @@ def test_a_run_unit_that_edits_its_unit_is_given_a_copy(own_code):
     ("units", "list", "own_code: units('quick') (in {name}) raised KeyError: 'no such level' (at "),
     ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised ZeroDivisionError: planted (at '),
     ("draw", "report", "own_code: draw (in {name}) raised IndexError: planted in draw (at "),
+    ("verdict", "report", "own_code: verdict (in {name}) raised ValueError: planted in verdict (at "),
 ])
 def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module_and_exception(
         own_code, monkeypatch, function, command, words):
