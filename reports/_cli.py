@@ -393,7 +393,7 @@ def _figure_code(fid: str, function: str, mod, remedy: str):
         yield
     except CliError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit in a figure's code is its error (KeyboardInterrupt: Ctrl-C)
         raise CliError(f"{fid}: {function} (in {mod.module}) raised {describe_exception(exc)}{remedy}") from exc
 
 

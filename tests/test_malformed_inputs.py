@@ -261,10 +261,14 @@ def test_a_run_json_nested_too_deeply_is_unreadable_and_the_report_rebuilt_from_
 
 _MODULE = '''
 import os
+import sys
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import NUMBER, Record
 from reports.verdict import HOLDS, Verdict
+
+if os.environ.get("EXITS_IN") == "import":
+    raise SystemExit(0)
 
 
 def units(preset):
@@ -276,6 +280,8 @@ def units(preset):
 def run_unit(unit, preset, seed):
     if os.environ.get("FAILS_IN") == "run_unit":
         raise ZeroDivisionError("planted")
+    if os.environ.get("EXITS_IN") == "run_unit":
+        raise SystemExit(3)
     unit.pop("k")  # a unit edited in place must not change the unit its result is saved under
     return {"value": 1.0}
 
@@ -283,6 +289,8 @@ def run_unit(unit, preset, seed):
 def draw(results, preset):
     if os.environ.get("FAILS_IN") == "draw":
         raise IndexError("planted in draw")
+    if os.environ.get("EXITS_IN") == "draw":
+        sys.exit("planted exit")
     return Drawing(measured="ok")
 
 
@@ -314,6 +322,16 @@ def test_a_run_unit_that_edits_its_unit_is_given_a_copy(own_code):
     assert code == 0, err
 
 
+def _own_code_fails(command: str, out, monkeypatch, variable: str, where: str):
+    """``(exit code, standard error)`` of ``command`` once the module's code fails ``where`` (``variable`` set);
+    ``report`` after a run that succeeded."""
+    if command == "report":
+        assert main(["run", "own_code", "--out", str(out)])[0] == 0
+    monkeypatch.setenv(variable, where)
+    args = {"list": ["list"], "run": ["run", "own_code", "--out", str(out)], "report": ["report", "--out", str(out)]}
+    return main(args[command])
+
+
 @pytest.mark.parametrize("function, command, words", [
     ("units", "list", "own_code: units('quick') (in {name}) raised KeyError: 'no such level' (at "),
     ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised ZeroDivisionError: planted (at '),
@@ -323,13 +341,23 @@ def test_a_run_unit_that_edits_its_unit_is_given_a_copy(own_code):
 def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module_and_exception(
         own_code, monkeypatch, function, command, words):
     name, out = own_code
-    if command == "report":
-        assert main(["run", "own_code", "--out", str(out)])[0] == 0
-    monkeypatch.setenv("FAILS_IN", function)
-    args = {"list": ["list"], "run": ["run", "own_code", "--out", str(out)], "report": ["report", "--out", str(out)]}
-    code, err = main(args[command])
+    code, err = _own_code_fails(command, out, monkeypatch, "FAILS_IN", function)
     assert_no_traceback(code, err)
     assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
+
+
+@pytest.mark.parametrize("where, command, words", [
+    ("import", "list", "report module {name} failed to import: SystemExit: 0"),
+    ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised SystemExit: 3 (at '),
+    ("draw", "report", "own_code: draw (in {name}) raised SystemExit: planted exit (at "),
+])
+def test_sys_exit_in_the_modules_own_code_is_one_line_naming_module_and_function(own_code, monkeypatch, where,
+                                                                                 command, words):
+    """Not a silent exit 0 or a bare exit 3: the module's exit is its error, said like any other."""
+    name, out = own_code
+    code, err = _own_code_fails(command, out, monkeypatch, "EXITS_IN", where)
+    assert_no_traceback(code, err)
+    assert code == 2 and words.format(name=name) in err, err
 
 
 @pytest.mark.parametrize("value", [" , ,", ","])
