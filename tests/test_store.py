@@ -12,7 +12,7 @@ import pytest
 from helpers import message_lines
 
 from reports import _runmeta as runmeta
-from reports.store import FolderLock, UnsafeLock
+from reports.store import FolderLock, StaleUnit, Store, UnsafeLock
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -99,3 +99,15 @@ def test_the_fingerprint_names_the_measured_libraries_versions(monkeypatch):
     monkeypatch.setattr(mod, "EXPERIMENT", dataclasses.replace(
         mod.EXPERIMENT, LIBRARIES=("numpy", "surely-not-an-installed-distribution")))
     assert runmeta.library_versions(module)["surely-not-an-installed-distribution"] == "not installed"
+
+
+def test_a_forged_fingerprint_value_is_cut_in_the_stale_unit_message(tmp_path):
+    deep = []
+    for _ in range(600):
+        deep = [deep]
+    store = Store(tmp_path)
+    store.save("fig", {"k": 1}, {"v": 1.0}, {"fingerprint": {"run_seed": 10**3999, "preset": deep}})
+    with pytest.raises(StaleUnit) as caught:
+        store.load("fig", {"k": 1}, {"run_seed": 0, "preset": "quick"})
+    message = str(caught.value)
+    assert "run_seed int 1000" in message and "preset list [[[" in message and len(message) < 400, message[:500]
