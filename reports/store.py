@@ -32,7 +32,7 @@ from pathlib import Path
 
 from integrators._files import NotRegularFile, open_regular
 from integrators.seeds import derive
-from reports._runmeta import differences
+from reports._runmeta import differences, shortened
 from reports.schema import ANY, INTEGER, SECONDS, MapOf, Omittable, Record, SchemaError
 
 # what the store and the report read of a unit's metadata (the command line writes them all; a store written
@@ -470,8 +470,10 @@ class Store:
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
         except UnsafePath:  # a fifo or device in its place: damaged, replaced when recomputed
             raise CorruptUnit(f"{path}: unreadable (not a regular file)") from None
-        if not ok or payload["unit"] != unit:
+        if not ok:
             raise CorruptUnit(f"{path}: checksum mismatch")
+        if payload["unit"] != unit:  # edited by hand, checksum and all: its result is not this unit's
+            raise CorruptUnit(f"{path}: holds unit {shortened(payload['unit'])}, not {shortened(unit)}")
         try:
             META.check(payload["meta"], "meta")
         except SchemaError as exc:
