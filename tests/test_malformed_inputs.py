@@ -173,6 +173,27 @@ def test_an_npz_member_declaring_more_than_the_cap_is_refused_uninflated(tmp_pat
         _loaders._read_npz(path)
 
 
+@pytest.mark.parametrize("header", [b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), ",  # unclosed
+                                    b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,)} }",  # SyntaxError
+                                    b"{'descr': '<f8', 'fortran_order': False, 'shape': {[]: 1}}"])  # unhashable
+def test_an_npz_member_with_a_malformed_npy_header_is_a_data_error_naming_file_and_member(tmp_path, header):
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from data_sets import _loaders
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(3))
+    good = buffer.getvalue()
+    header = header.ljust(118) + b"\n"  # (numpy pads the header to a multiple of 64 bytes with the 10 before it)
+    path = tmp_path / "pneumoniamnist.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("train_images.npy", good[:8] + len(header).to_bytes(2, "little") + header + good[128:])
+    with pytest.raises(DataError, match=re.escape(f"{path}: member train_images is not a readable array")):
+        _loaders._read_npz(path)
+
+
 # ----------------------------------------------------------- forged units that pass their checksum
 
 def forge(path, *, result=None, meta=None):
