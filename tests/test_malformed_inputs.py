@@ -29,6 +29,7 @@ FAST = "tests.report_fixtures.fast_units"
        body=st.binary(max_size=64), gz=st.booleans(), magic=st.sampled_from([0, 1, 0x0801]))
 @example(type_code=0x0E, dims=[2**32 - 1] * 4, body=b"", gz=False, magic=0)  # overflows int64 in numpy's product
 @example(type_code=0x08, dims=[2**16, 2**16], body=b"", gz=True, magic=0)  # 4 GiB claimed
+@example(type_code=0x08, dims=[1] * 255, body=b"x", gz=False, magic=0)  # more dimensions than numpy allows
 def test_a_generated_idx_file_is_an_array_or_a_data_error_naming_it(tmp_path_factory, type_code, dims, body, gz,
                                                                      magic):
     raw = struct.pack(">HBB", magic, type_code, len(dims)) + struct.pack(f">{len(dims)}I", *dims) + body
