@@ -225,24 +225,32 @@ def _importable(*names: str) -> bool:
 
 def _use_data_dir(data_dir) -> None:
     """``--data-dir``: an existing folder, given to the loaders (and the workers, which inherit the
-    environment) as ``SMS_LANGEVIN_DATA_DIR``."""
+    environment) as ``SMS_LANGEVIN_DATA_DIR``; without it, that variable where set is held to the same check
+    (a file there would make every unit 'absent' once OUT is made, not a refusal before)."""
+    from data_sets import DATA_DIR_ENV
     if data_dir is None:
+        if os.environ.get(DATA_DIR_ENV):  # (set but empty: unset, as the loaders read it)
+            _data_folder(os.environ[DATA_DIR_ENV], f"${DATA_DIR_ENV}")
         return
+    os.environ[DATA_DIR_ENV] = str(_data_folder(data_dir, "--data-dir"))
+
+
+def _data_folder(data_dir: str, name: str) -> Path:
+    """``data_dir`` resolved, where it is an existing folder; else :class:`CliError` naming ``name``."""
     shown = data_dir if len(data_dir) <= 200 else f"{data_dir[:100]}...{data_dir[-60:]} ({len(data_dir)} characters)"
     if not data_dir.strip():
-        raise CliError("--data-dir must name a folder, got an empty string")
+        raise CliError(f"{name} must name a folder, got an empty string")
     try:
         folder = Path(data_dir).expanduser()
         is_dir, exists = folder.is_dir(), folder.exists()
         resolved = folder.resolve() if is_dir else None
     except RuntimeError as exc:  # expanduser: ~user of no such user
-        raise CliError(f"--data-dir {shown}: {exc}") from None
+        raise CliError(f"{name} {shown}: {exc}") from None
     except (OSError, ValueError) as exc:  # a name too long, a NUL
-        raise CliError(f"--data-dir {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise CliError(f"{name} {shown}: {getattr(exc, 'strerror', None) or exc}") from None
     if not is_dir:
-        raise CliError(f"--data-dir {shown}: {'not a folder' if exists else 'no such folder'}")
-    from data_sets import DATA_DIR_ENV
-    os.environ[DATA_DIR_ENV] = str(resolved)
+        raise CliError(f"{name} {shown}: {'not a folder' if exists else 'no such folder'}")
+    return resolved
 
 
 def _unit_inputs(mod, unit: dict, level: str) -> dict | None:

@@ -95,6 +95,21 @@ def test_a_data_dir_that_is_no_folder_is_one_line_before_anything_runs(tmp_path,
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("kind", ["file", "fifo", "absent"])
+def test_a_data_dir_variable_that_is_no_folder_is_refused_as_the_option_is(tmp_path, monkeypatch, kind):
+    """Not a run whose every unit is saved as 'absent': the same refusal, by name, before OUT exists."""
+    import os
+    value = tmp_path / "data"
+    if kind == "file":
+        value.write_text("x")
+    elif kind == "fifo":
+        os.mkfifo(value)
+    monkeypatch.setenv("SMS_LANGEVIN_DATA_DIR", str(value))
+    why = f"$SMS_LANGEVIN_DATA_DIR {value}: {'no such folder' if kind == 'absent' else 'not a folder'}"
+    one_line(*main(["run", "fast", "--out", str(tmp_path / "o")], monkeypatch), why)
+    assert not (tmp_path / "o").exists()
+
+
 def test_an_out_that_is_a_file_is_one_line_saying_so(tmp_path, monkeypatch):
     (tmp_path / "f").write_text("x")
     one_line(*main(["run", "fast", "--out", str(tmp_path / "f")], monkeypatch), "is a file, not a folder")
