@@ -24,6 +24,7 @@ class DataError(ValueError):
 
 
 MAX_IDX_BYTES = 2**31  # the most data one IDX file may hold, decompressed (Fashion-MNIST's largest: 47 MB)
+MAX_IDX_DIMENSIONS = 32  # the most an array of numpy 1 may have (numpy 2: 64); Fashion-MNIST's files have 1 or 3
 
 
 def read_idx(path: str | Path) -> np.ndarray:
@@ -48,6 +49,8 @@ def _read_idx_stream(fh, path: Path) -> np.ndarray:
     zero, type_code, ndim = struct.unpack(">HBB", head)
     if zero != 0 or type_code not in IDX_TYPES or ndim == 0:
         raise DataError(f"{path}: not an IDX file (magic bytes {head.hex()})")
+    if ndim > MAX_IDX_DIMENSIONS:  # numpy's reshape would refuse it without naming the file
+        raise DataError(f"{path}: header says {ndim} dimensions, more than the {MAX_IDX_DIMENSIONS} an array may have")
     dims = fh.read(4 * ndim)
     if len(dims) < 4 * ndim:
         raise DataError(f"{path}: truncated header")

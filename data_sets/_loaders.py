@@ -7,6 +7,7 @@ import numbers
 import os
 import pickle
 import re
+import tokenize
 import zipfile
 import zlib
 from dataclasses import replace
@@ -413,10 +414,18 @@ def _read_npz_file(fh, path: Path) -> dict:
             if member.file_size > MAX_IDX_BYTES:
                 raise DataError(f"{path}: member {member.filename} would inflate to {member.file_size} bytes, more "
                                 f"than the {MAX_IDX_BYTES} a data file may hold")
-        try:
-            return {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError) as exc:
-            raise DataError(f"{path}: not a readable .npz ({exc.__class__.__name__}: {exc})") from None
+        arrays = {}
+        for key in npz.files:
+            try:
+                arrays[key] = npz[key]
+            # numpy parses a member's .npy header with tokenize and ast.literal_eval: a malformed one raises
+            # TokenError, SyntaxError, TypeError, RecursionError as well as ValueError
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, MemoryError, tokenize.TokenError,
+                    SyntaxError, TypeError, RecursionError) as exc:
+                first = (str(exc).splitlines() or [""])[0][:200]
+                raise DataError(f"{path}: member {key} is not a readable array ({exc.__class__.__name__}: "
+                                f"{first})") from None
+        return arrays
 
 
 def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None, n_classes: int | None = None,

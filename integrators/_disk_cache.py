@@ -51,6 +51,7 @@ from numba.core import types as nbtypes
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 
 from integrators import _user_code
+from integrators._files import source_bytes
 
 # every package of the toolkit: its source is hashed; the user-code boundary itself is _user_code's list
 TOOLKIT_PACKAGES = (*_user_code.TOOLKIT_PACKAGES, "data_sets")
@@ -94,8 +95,9 @@ def toolkit_hash() -> str:
         for package in TOOLKIT_PACKAGES:
             folder = _ROOT / package
             for path in sorted(folder.rglob("*.py")) if folder.is_dir() else ():
-                h.update(str(path.relative_to(_ROOT)).encode())
-                h.update(path.read_bytes())
+                if (text := source_bytes(path)) is not None:
+                    h.update(str(path.relative_to(_ROOT)).encode())
+                    h.update(text)
         _TOOLKIT_HASH.append(h.hexdigest())
     return _TOOLKIT_HASH[0]
 

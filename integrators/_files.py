@@ -1,8 +1,8 @@
 """Opening a file that must be a regular file, without ever blocking on one that is not: a fifo (named
 pipe) planted in a data folder or an output folder would hang an ordinary ``open`` until a writer came.
-The one opener of the data readers (:mod:`data_sets`) and of the store's reads (``reports.store.read_regular``);
-and the one writer of every file put under an output folder (:func:`write_atomic`: the store, the report, the
-tour), here below every package that writes."""
+The one opener of the data readers (:mod:`data_sets`), of the store's reads (``reports.store.read_regular``) and
+of the source hashes (:func:`source_bytes`); and the one writer of every file put under an output folder
+(:func:`write_atomic`: the store, the report, the tour), here below every package that writes."""
 
 from __future__ import annotations
 
@@ -94,3 +94,25 @@ def write_atomic(path: Path | str, data: str | bytes, *, sync: bool = True) -> P
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def source_bytes(path: Path) -> bytes | None:
+    """The bytes of source file ``path``, or None where it is not a regular file: Python's import skips a
+    fifo named ``x.py`` (it is no module), so the hashes of the sources skip it too instead of blocking on it
+    (:func:`integrators._disk_cache.toolkit_hash`, :func:`reports._runmeta.code_version`).
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A ``.py`` file found in a package folder.
+
+    Returns
+    -------
+    bytes or None
+        Its content, or None when it is a fifo, a socket, a device or a folder.
+    """
+    try:
+        with open_regular(path) as fh:
+            return fh.read()
+    except NotRegularFile:
+        return None

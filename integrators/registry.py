@@ -154,7 +154,7 @@ def _declared(path: str, required=()) -> dict:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 for name in ast.walk(target):
-                    if isinstance(name, ast.Name):
+                    if isinstance(name, ast.Name):  # ``ORDER: int`` (no value) declares None
                         out[name.id] = node.value
         elif isinstance(node, ast.If | ast.Try):  # e.g. a definition under ``try: ... except ImportError``
             todo.extend([*node.body, *getattr(node, "orelse", ()), *getattr(node, "finalbody", ()),
@@ -216,13 +216,16 @@ def discover(package, required) -> tuple[str, ...]:
             continue
         order = math.inf
         if "ORDER" in names:
+            node = names["ORDER"]
             try:
-                order = ast.literal_eval(names["ORDER"])
-            except ValueError:
+                order = None if node is None else ast.literal_eval(node)
+            # what literal_eval raises on a non-literal ({[]: 1} is TypeError) or a huge or deep one
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
                 order = None
             if isinstance(order, bool) or not isinstance(order, int) or not -MAX_ORDER <= order <= MAX_ORDER:
+                shown = "an annotation without a value" if node is None else ast.unparse(node)[:80]
                 raise ValueError(f"{full}: ORDER must be an integer literal from {-MAX_ORDER} to {MAX_ORDER}, "
-                                 f"got {ast.unparse(names['ORDER'])[:80]}")
+                                 f"got {shown}")
         found.append((order, info.name, full))
     return tuple(full for _, _, full in sorted(found))
 

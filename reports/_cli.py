@@ -45,6 +45,7 @@ from reports.store import (
     StaleUnit,
     Store,
     UnsafePath,
+    json_change,
     own_tree,
     unit_seed,
     write_atomic,
@@ -224,24 +225,32 @@ def _importable(*names: str) -> bool:
 
 def _use_data_dir(data_dir) -> None:
     """``--data-dir``: an existing folder, given to the loaders (and the workers, which inherit the
-    environment) as ``SMS_LANGEVIN_DATA_DIR``."""
+    environment) as ``SMS_LANGEVIN_DATA_DIR``; without it, that variable where set is held to the same check
+    (a file there would make every unit 'absent' once OUT is made, not a refusal before)."""
+    from data_sets import DATA_DIR_ENV
     if data_dir is None:
+        if os.environ.get(DATA_DIR_ENV):  # (set but empty: unset, as the loaders read it)
+            _data_folder(os.environ[DATA_DIR_ENV], f"${DATA_DIR_ENV}")
         return
+    os.environ[DATA_DIR_ENV] = str(_data_folder(data_dir, "--data-dir"))
+
+
+def _data_folder(data_dir: str, name: str) -> Path:
+    """``data_dir`` resolved, where it is an existing folder; else :class:`CliError` naming ``name``."""
     shown = data_dir if len(data_dir) <= 200 else f"{data_dir[:100]}...{data_dir[-60:]} ({len(data_dir)} characters)"
     if not data_dir.strip():
-        raise CliError("--data-dir must name a folder, got an empty string")
+        raise CliError(f"{name} must name a folder, got an empty string")
     try:
         folder = Path(data_dir).expanduser()
         is_dir, exists = folder.is_dir(), folder.exists()
         resolved = folder.resolve() if is_dir else None
     except RuntimeError as exc:  # expanduser: ~user of no such user
-        raise CliError(f"--data-dir {shown}: {exc}") from None
+        raise CliError(f"{name} {shown}: {exc}") from None
     except (OSError, ValueError) as exc:  # a name too long, a NUL
-        raise CliError(f"--data-dir {shown}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise CliError(f"{name} {shown}: {getattr(exc, 'strerror', None) or exc}") from None
     if not is_dir:
-        raise CliError(f"--data-dir {shown}: {'not a folder' if exists else 'no such folder'}")
-    from data_sets import DATA_DIR_ENV
-    os.environ[DATA_DIR_ENV] = str(resolved)
+        raise CliError(f"{name} {shown}: {'not a folder' if exists else 'no such folder'}")
+    return resolved
 
 
 def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
@@ -373,12 +382,12 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
         raise CliError(f"{where} must return a non-empty list of dicts, got {_shown(units)}")
     keys = set()
     for unit in units:
-        try:
-            if not isinstance(unit, dict):
-                raise TypeError(f"an item is {_shown(unit)}")
-            keys.add(json.dumps(unit, sort_keys=True))
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise CliError(f"{where} must return JSON objects (dicts of text keys): {str(exc)[:200]}") from None
+        # a unit JSON changes (NaN, a key 1, a tuple) never equals its stored copy: a checksum mismatch forever
+        change = "not a dict" if not isinstance(unit, dict) else json_change(unit)
+        if change:
+            raise CliError(f"{where} must return JSON objects (dicts of text keys) that JSON keeps unchanged; "
+                           f"unit {_shown(unit)}: {change}")
+        keys.add(json.dumps(unit, sort_keys=True))
     if len(keys) != len(units):
         raise CliError(f"{where} returned the same unit twice; each unit must differ (it names its file)")
     return [{**unit, **backend} if mod.BACKENDS else unit for unit in units]
@@ -392,7 +401,7 @@ def _figure_code(fid: str, function: str, mod, remedy: str):
         yield
     except CliError:
         raise
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit in a figure's code is its error (KeyboardInterrupt: Ctrl-C)
         raise CliError(f"{fid}: {function} (in {mod.module}) raised {describe_exception(exc)}{remedy}") from exc
 
 
@@ -483,9 +492,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
         note = _other_libraries_note(fid, other_libraries, len(results), rerun)
-        with _figure_code(fid, "draw", mod, f"; a unit file in {store.root / fid} may be damaged: delete it and run "
-                                            f"`{rerun}`; the report in {out} is left as it was"):
+        remedy = (f"; a unit file in {store.root / fid} may be damaged: delete it and run `{rerun}`; the report in "
+                  f"{out} is left as it was")
+        with _figure_code(fid, "draw", mod, remedy):
             drawing = mod.draw(results, level)
+        with _figure_code(fid, "verdict", mod, remedy):  # named apart: the message says which of the two raised
             verdict = _verdict(mod, results, level)
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "
@@ -514,8 +525,9 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             figure_meta["other_library_versions"] = note
         try:
             write_metadata(report_dir / fid / "metadata.json", figure_meta)
-        except ValueError as exc:  # NaN or an infinity among draw's facts: metadata.json is strict JSON
-            raise CliError(f"{fid}: {exc}; the report in {out} is left as it was") from None
+        except ValueError as exc:  # not JSON among draw's facts (changed after its Drawing was checked)
+            raise CliError(f"{fid}: draw (in {mod.module}) returned metadata that cannot be written: {exc}; "
+                           f"the report in {out} is left as it was") from None
         info = {"files": files + ["metadata.json"], "measured": drawing.measured, "verdict": verdict, "note": note}
         if drawing.table:
             info["table"] = drawing.table

@@ -126,7 +126,9 @@ def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int 
     t0 = time.time()
     try:
         result = run_unit(copy.deepcopy(unit), preset, seed, **options)
-    except Exception as exc:
+    # SystemExit too (sys.exit in run_unit is the module's error, not the command's); a KeyboardInterrupt it
+    # raises cannot be told from Ctrl-C and is left to the command's interrupted path
+    except (Exception, SystemExit) as exc:
         raise UnitFailed(f"run_unit({json.dumps(unit)}) (in {module_name}) raised {describe_exception(exc)}") from exc
     return result, time.time() - t0
 

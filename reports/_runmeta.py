@@ -24,6 +24,9 @@ import importlib
 import importlib.metadata
 from pathlib import Path
 
+from integrators._files import source_bytes
+from integrators._validation import _shown
+
 ROOT = Path(__file__).resolve().parents[1]
 COMPUTING_PACKAGES = ("integrators", "data_sets", "bias", "theory_checks", "bnn")
 
@@ -37,8 +40,9 @@ def code_version(module_name: str) -> str:
         files.update(p.resolve() for p in (ROOT / package).rglob("*.py"))
     digest = hashlib.sha256()
     for path in sorted(files):
-        rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-        digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+        if (text := source_bytes(path)) is not None:
+            rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+            digest.update(str(rel).encode() + b"\0" + text + b"\0")
     return digest.hexdigest()[:16]
 
 
@@ -68,11 +72,17 @@ def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str, *,
     return out
 
 
+def shortened(value) -> str:
+    """A stored value as said in a message, cut where long (a forged one of thousands of digits or hundreds of
+    nested lists) by :func:`integrators._validation._shown`."""
+    return str(value) if len(str(value)) <= 80 else _shown(value)
+
+
 def differences(stored: dict | None, wanted: dict) -> list[str]:
     """One ``"key stored (wanted value)"`` per fingerprint entry that differs between ``stored`` (None:
     unknown) and ``wanted``; empty when they agree."""
     stored = stored or {}
-    return [f"{key} {stored.get(key, 'unknown')} (wanted {value})"
+    return [f"{key} {shortened(stored.get(key, 'unknown'))} (wanted {shortened(value)})"
             for key, value in wanted.items() if stored.get(key) != value]
 
 
@@ -87,5 +97,5 @@ def library_changes(stored: dict | None, wanted: dict) -> list[str]:
     """One ``"<library> <stored version> (now <installed version>)"`` per measured library whose version
     differs between a unit's ``stored`` fingerprint and ``wanted``; empty when they agree."""
     before = (stored or {}).get("libraries") or {}
-    return [f"{name} {before.get(name, 'unknown')} (now {version})"
+    return [f"{name} {shortened(before.get(name, 'unknown'))} (now {version})"
             for name, version in (wanted.get("libraries") or {}).items() if before.get(name) != version]

@@ -19,17 +19,38 @@ from pathlib import Path
 
 from integrators._validation import DictOf, ListOf, Registered, check_parameters, instance_of, optional
 from reports._tables import write_rows
-from reports.store import write_atomic
+from reports.store import json_change, write_atomic
+
+PNG_DPI = 120  # the resolution of each figure's PNG
+MAX_FIGURE_PIXELS = 50_000_000  # a canvas of 50 megapixels (200 MB of RGBA): a 2000 x 2000 inch figure is 5.8e10
 
 
 def _figure(value):
-    """``value`` where it is a matplotlib figure (what :func:`write_drawing` saves); matplotlib is imported
-    only where a drawing holds figures (their maker imported it already)."""
+    """``value`` where it is a matplotlib figure (what :func:`write_drawing` saves) of at most
+    :data:`MAX_FIGURE_PIXELS` at the resolution it is drawn at (its own dpi or :data:`PNG_DPI`, the larger);
+    matplotlib is imported only where a drawing holds figures (their maker imported it already)."""
     from matplotlib.figure import Figure
 
     if not isinstance(value, Figure):
         raise TypeError(f"{type(value).__name__} is not a matplotlib.figure.Figure")
+    (width, height), dpi = value.get_size_inches(), max(value.dpi, PNG_DPI)
+    if not width * height * dpi**2 <= MAX_FIGURE_PIXELS:  # (not <=: a NaN size too)
+        raise ValueError(f"a figure of {width:g} x {height:g} inches at {dpi:g} dpi is "
+                         f"{width * height * dpi**2 / 1e6:.3g} megapixels, more than the "
+                         f"{MAX_FIGURE_PIXELS / 1e6:g} a figure may have")
     return value
+
+
+def _json_facts(value) -> dict:
+    """``value`` where it is a dict of string keys whose every value strict JSON keeps unchanged (what
+    ``metadata.json`` can hold), else ``ValueError`` naming the first key that breaks it."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{type(value).__name__} is not a dict")
+    for key, entry in value.items():
+        change = "not a string" if not isinstance(key, str) else json_change(entry)
+        if change:
+            raise ValueError(f"key {repr(key)[:80]}: {change}")
+    return dict(value)
 
 
 _TEXT = instance_of(str, "a string")
@@ -52,7 +73,8 @@ class Drawing:
     table : str or None
         The name of the text in ``texts`` that the report shows inline (a Markdown table).
     metadata : dict
-        Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram).
+        Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram): string keys,
+        values strict JSON keeps unchanged (no NaN, no tuple, no object JSON cannot hold).
 
     Attributes
     ----------
@@ -75,11 +97,12 @@ class Drawing:
 
     CONSTRAINTS = {
         "measured": _TEXT,
-        "figures": DictOf(Registered(_figure, "a matplotlib figure")),
+        "figures": DictOf(Registered(
+            _figure, f"a matplotlib figure of {MAX_FIGURE_PIXELS / 1e6:g} megapixels or less")),
         "tables": DictOf(ListOf(instance_of(Mapping, "a dict (one row)"))),
         "texts": DictOf(_TEXT),
         "table": optional(_TEXT),
-        "metadata": instance_of(Mapping, "a dict"),
+        "metadata": Registered(_json_facts, "a dict of string keys whose values JSON keeps unchanged"),
     }
     VALID_EXAMPLE = {"measured": "3 units."}
 
@@ -91,10 +114,14 @@ class Drawing:
             raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
 
 
+RESERVED = "metadata.json"  # the figure's metadata, written beside the drawing by the command line
+
+
 def _file_names(drawing: Drawing) -> list[str]:
     """The names :func:`write_drawing` writes, each checked to be a plain file name (a string, no folder
-    separator, not ``.`` or ``..``, not empty): ``ValueError`` naming the first that is not, so no name a
-    ``draw`` returns can place a file outside the figure's folder."""
+    separator, not ``.`` or ``..``, not empty), written once (a text ``t.csv`` beside a table ``t`` would
+    replace it) and not :data:`RESERVED`: ``ValueError`` naming the first that is not, so no name a ``draw``
+    returns can place a file outside the figure's folder or replace another file of it."""
     names = []
     for part, suffixes, keys in (("figures", (".png", ".pdf"), drawing.figures), ("tables", (".csv",), drawing.tables),
                                  ("texts", ("",), drawing.texts)):
@@ -103,7 +130,12 @@ def _file_names(drawing: Drawing) -> list[str]:
             if not plain:
                 raise ValueError(f"the drawing's {part} name {str(key)[:100]!r} is not a plain file name (no folder "
                                  f"separator, not . or ..): its files are written in the figure's folder only")
-            names += [f"{key}{suffix}" for suffix in suffixes]
+            for name in (f"{key}{suffix}" for suffix in suffixes):
+                if name in names or name == RESERVED:
+                    why = "the figure's metadata" if name == RESERVED else "another file of this drawing"
+                    raise ValueError(f"the drawing's {part} name {key!r} writes {name}, the name of {why}: "
+                                     f"each file of a drawing needs a name of its own")
+                names.append(name)
     return names
 
 
@@ -126,7 +158,8 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     ------
     ValueError
         When a name in ``figures``, ``tables`` or ``texts`` is not a plain file name (``../x``, ``/abs``),
-        naming it; nothing is written then.
+        names a file another name writes too, or ``metadata.json``, naming it; nothing is written then.  When a
+        figure's canvas cannot be allocated (MemoryError), naming it.
     """
     import matplotlib.pyplot as plt
 
@@ -135,9 +168,12 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
     out_dir.mkdir(parents=True, exist_ok=True)
     files = []
     for stem, fig in drawing.figures.items():
-        for suffix, options in (("png", {"dpi": 120}), ("pdf", {})):
+        for suffix, options in (("png", {"dpi": PNG_DPI}), ("pdf", {})):
             buffer = io.BytesIO()
-            fig.savefig(buffer, format=suffix, bbox_inches="tight", **options)
+            try:
+                fig.savefig(buffer, format=suffix, bbox_inches="tight", **options)
+            except MemoryError:  # a figure resized after its Drawing was checked: the canvas cannot be allocated
+                raise ValueError(f"figure {stem!r} is too large to draw as {suffix.upper()} (MemoryError)") from None
             write_atomic(out_dir / f"{stem}.{suffix}", buffer.getvalue())
         plt.close(fig)
         files += [f"{stem}.png", f"{stem}.pdf"]
@@ -169,10 +205,12 @@ def write_metadata(path: Path, meta: dict) -> Path:
     Raises
     ------
     ValueError
-        When ``meta`` holds a NaN or an infinity, naming ``path``; nothing is written then.
+        When ``meta`` holds a NaN, an infinity or an object JSON cannot hold, naming ``path``; nothing is written
+        then.
     """
     try:
         text = json.dumps(meta, indent=2, allow_nan=False)
-    except ValueError:
-        raise ValueError(f"{path}: the metadata hold a NaN or an infinity, which JSON cannot hold") from None
+    except (ValueError, TypeError, RecursionError) as exc:  # NaN; an object; too deep (a dict changed after check)
+        raise ValueError(f"{path}: the metadata hold a value JSON cannot hold ({exc.__class__.__name__}: "
+                         f"{str(exc)[:200]})") from None
     return write_atomic(Path(path), text + "\n")

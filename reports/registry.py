@@ -236,7 +236,9 @@ def _import(name: str):
     """Module ``name``, or :class:`RegistryError` naming it and the first line of why it failed to import."""
     try:
         return importlib.import_module(name)
-    except Exception as exc:  # whatever the module's own code raises on import (its Experiment refused, say)
+    # whatever the module's own code raises on import (its Experiment refused, say), sys.exit too: a module that
+    # exits would end every command silently; a KeyboardInterrupt it raises reads as Ctrl-C (cannot be told apart)
+    except (Exception, SystemExit) as exc:
         first = (str(exc).splitlines() or [""])[0][:300]
         raise RegistryError(f"report module {name} failed to import: {exc.__class__.__name__}: {first}") from exc
 

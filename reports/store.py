@@ -31,7 +31,7 @@ from pathlib import Path
 
 from integrators._files import NotRegularFile, open_regular, write_atomic
 from integrators.seeds import derive
-from reports._runmeta import differences
+from reports._runmeta import differences, shortened
 from reports.schema import ANY, INTEGER, SECONDS, MapOf, Omittable, Record, SchemaError
 
 # what the store and the report read of a unit's metadata (the command line writes them all; a store written
@@ -83,6 +83,29 @@ def checksum(key, unit, result, meta) -> str:
     """
     canon = json.dumps([key, unit, result, meta], sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canon.encode()).hexdigest()
+
+
+def json_change(value) -> str | None:
+    """Why ``value`` would not come back unchanged from strict JSON, or None where it would: a NaN or an
+    infinity, a key that is not a string (``{1: "x"}`` comes back as ``{"1": "x"}``), a tuple (comes back a
+    list), an object or an integer JSON cannot hold, nesting too deep.  A unit spec or a figure's metadata that
+    changes so would never equal what the store or ``metadata.json`` holds (a checksum mismatch forever).
+
+    Parameters
+    ----------
+    value
+        A would-be JSON value.
+
+    Returns
+    -------
+    str or None
+        The reason, in a few words, or None.
+    """
+    try:
+        same = json.loads(json.dumps(value, allow_nan=False)) == value
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f"{exc.__class__.__name__}: {str(exc)[:200]}"
+    return None if same else "it comes back from JSON changed (a tuple, or a key that is not a string)"
 
 
 class CorruptUnit(Exception):
@@ -405,8 +428,10 @@ class Store:
             raise CorruptUnit(f"{path}: unreadable ({exc.__class__.__name__})") from None
         except UnsafePath:  # a fifo or device in its place: damaged, replaced when recomputed
             raise CorruptUnit(f"{path}: unreadable (not a regular file)") from None
-        if not ok or payload["unit"] != unit:
+        if not ok:
             raise CorruptUnit(f"{path}: checksum mismatch")
+        if payload["unit"] != unit:  # edited by hand, checksum and all: its result is not this unit's
+            raise CorruptUnit(f"{path}: holds unit {shortened(payload['unit'])}, not {shortened(unit)}")
         try:
             META.check(payload["meta"], "meta")
         except SchemaError as exc:
@@ -487,5 +512,5 @@ class Store:
         payload = self._payload(figure_id, unit)
         return {} if payload is None else payload["meta"]
 
-__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "own_path", "own_tree", "read_regular",
-           "unit_seed", "write_atomic"]
+__all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "json_change", "own_path", "own_tree",
+           "read_regular", "unit_seed", "write_atomic"]

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import math
+import re
 
 import pytest
 
@@ -94,6 +95,21 @@ def test_a_data_dir_that_is_no_folder_is_one_line_before_anything_runs(tmp_path,
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.parametrize("kind", ["file", "fifo", "absent"])
+def test_a_data_dir_variable_that_is_no_folder_is_refused_as_the_option_is(tmp_path, monkeypatch, kind):
+    """Not a run whose every unit is saved as 'absent': the same refusal, by name, before OUT exists."""
+    import os
+    value = tmp_path / "data"
+    if kind == "file":
+        value.write_text("x")
+    elif kind == "fifo":
+        os.mkfifo(value)
+    monkeypatch.setenv("SMS_LANGEVIN_DATA_DIR", str(value))
+    why = f"$SMS_LANGEVIN_DATA_DIR {value}: {'no such folder' if kind == 'absent' else 'not a folder'}"
+    one_line(*main(["run", "fast", "--out", str(tmp_path / "o")], monkeypatch), why)
+    assert not (tmp_path / "o").exists()
+
+
 def test_an_out_that_is_a_file_is_one_line_saying_so(tmp_path, monkeypatch):
     (tmp_path / "f").write_text("x")
     one_line(*main(["run", "fast", "--out", str(tmp_path / "f")], monkeypatch), "is a file, not a folder")
@@ -140,7 +156,10 @@ def test_two_modules_declaring_one_id_is_one_line_naming_both(tmp_path, monkeypa
                                          ("lambda preset: []", ["must return a non-empty list"]),
                                          ("lambda preset: [{'k': 1}, {'k': 1}]", ["the same unit twice"]),
                                          ("lambda preset: [{'k': {1}}]", ["JSON objects"]),
-                                         ("lambda preset: ['k']", ["JSON objects", "str"])])
+                                         ("lambda preset: ['k']", ["JSON objects", "str"]),
+                                         ("lambda preset: [{'k': float('nan')}]", ["JSON objects", "nan"]),
+                                         ("lambda preset: [{1: 'x'}]", ["JSON objects", "{1: 'x'}", "changed"]),
+                                         ("lambda preset: [{'k': (1, 2)}]", ["JSON objects", "(1, 2)", "changed"])])
 def test_units_that_break_the_contract_are_one_line_naming_the_figure(tmp_path, monkeypatch, units, words):
     name = registry_module(tmp_path, monkeypatch, FAST_SOURCE.format(id="odd", changes=f"units={units}"))
     one_line(*main(["run", "odd", "--out", str(tmp_path / "o")], monkeypatch, modules=name), "odd: units(", *words)
@@ -163,7 +182,8 @@ def test_all_among_other_ids_is_one_line_saying_it_stands_alone(tmp_path, monkey
 
 @pytest.mark.parametrize("source", [b"EXPERIMENT = (\n", b"# \xff\xfe\nEXPERIMENT = None\n",
                                     b"ORDER = 1e400\nEXPERIMENT = None\n", b'ORDER = "first"\nEXPERIMENT = None\n',
-                                    b"ORDER = 1" + b"0" * 100 + b"\nEXPERIMENT = None\n"])
+                                    b"ORDER = 1" + b"0" * 100 + b"\nEXPERIMENT = None\n",
+                                    b"ORDER = {[]: 1}\nEXPERIMENT = None\n", b"ORDER: int\nEXPERIMENT = None\n"])
 def test_an_unreadable_module_dropped_into_experiments_is_one_line_naming_it(tmp_path, monkeypatch, source):
     """Found when a command asks for the registry (not when ``reports.registry`` is imported), and said in the
     command's one-line error (exit 2), not a traceback of every command."""
@@ -194,6 +214,42 @@ def test_a_drawing_name_that_is_not_a_plain_file_name_is_refused_and_nothing_is_
     with pytest.raises(ValueError, match="not a plain file name"):
         write_drawing(Drawing("m", **{where: {name: value}}), out)
     assert not out.exists() and sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("parts,written", [({"texts": {"metadata.json": "x"}}, "metadata.json"),
+                                           ({"tables": {"t": [{"a": 1}]}, "texts": {"t.csv": "x"}}, "t.csv"),
+                                           ({"figures": {"f": None}, "texts": {"f.pdf": "x"}}, "f.pdf")])
+def test_a_drawing_file_name_written_twice_or_reserved_is_refused_by_name_and_nothing_is_written(tmp_path, parts,
+                                                                                                written):
+    from matplotlib.figure import Figure
+
+    from reports.drawing import Drawing, write_drawing
+    parts = {part: {k: Figure() if v is None else v for k, v in named.items()} for part, named in parts.items()}
+    out = tmp_path / "fig"
+    with pytest.raises(ValueError, match=f"writes {re.escape(written)}"):
+        write_drawing(Drawing("m", **parts), out)
+    assert not out.exists()
+
+
+def test_a_figure_beyond_the_declared_pixels_is_refused_when_the_drawing_is_made():
+    from matplotlib.figure import Figure
+
+    from reports.drawing import MAX_FIGURE_PIXELS, PNG_DPI, Drawing
+    side = (MAX_FIGURE_PIXELS * 1.01) ** 0.5 / PNG_DPI  # just over the limit at the PNG's resolution
+    Drawing("m", figures={"f": Figure(figsize=(side / 1.02, side / 1.02))})
+    with pytest.raises(ValueError, match=r"figures\['f'\].*megapixels, more than the"):
+        Drawing("m", figures={"f": Figure(figsize=(side, side))})
+
+
+def test_a_figure_that_cannot_be_allocated_when_written_is_a_value_error_naming_it(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from reports.drawing import Drawing, write_drawing
+    figure = Figure()
+    drawing = Drawing("m", figures={"big": figure})
+    monkeypatch.setattr(figure, "savefig", lambda *a, **k: (_ for _ in ()).throw(MemoryError("std::bad_alloc")))
+    with pytest.raises(ValueError, match="figure 'big' is too large to draw as PNG"):
+        write_drawing(drawing, tmp_path / "fig")
 
 
 @pytest.mark.parametrize("kind", ["not_utf8", "folder"])

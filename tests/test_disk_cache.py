@@ -159,6 +159,32 @@ def test_the_toolkit_source_hash_changes_with_any_toolkit_file(tmp_path, monkeyp
     assert dc.toolkit_hash() != before
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_fifo_named_like_a_source_file_is_skipped_by_the_source_hashes_without_blocking(tmp_path, monkeypatch):
+    """Python's import skips a fifo named ``zz.py`` (it is no module); a hash that opened it would block
+    every command, since the toolkit hash is taken when ``integrators`` is imported."""
+    import signal
+
+    from reports import _runmeta as runmeta
+    for package in ("integrators", "experiments"):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "a.py").write_text("x = 1\n")
+    monkeypatch.setattr(dc, "_ROOT", tmp_path)
+    monkeypatch.setattr(runmeta, "ROOT", tmp_path)
+    monkeypatch.setattr(dc, "_TOOLKIT_HASH", [])
+    before = dc.toolkit_hash(), runmeta.code_version.__wrapped__("json")  # unwrapped: not the process's cache
+    for package in ("integrators", "experiments"):
+        os.mkfifo(tmp_path / package / "zz.py")
+    monkeypatch.setattr(dc, "_TOOLKIT_HASH", [])
+    previous = signal.signal(signal.SIGALRM, lambda *_: pytest.fail("a source hash blocked on the fifo"))
+    signal.alarm(10)
+    try:
+        assert (dc.toolkit_hash(), runmeta.code_version.__wrapped__("json")) == before
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 # ------------------------------------------------------------------------------ the cache on disk
 @pytest.mark.slow  # fresh processes, each compiling
 def test_a_second_process_loads_what_the_first_compiled_and_an_edit_recompiles(tmp_path):

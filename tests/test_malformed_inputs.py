@@ -29,6 +29,7 @@ FAST = "tests.report_fixtures.fast_units"
        body=st.binary(max_size=64), gz=st.booleans(), magic=st.sampled_from([0, 1, 0x0801]))
 @example(type_code=0x0E, dims=[2**32 - 1] * 4, body=b"", gz=False, magic=0)  # overflows int64 in numpy's product
 @example(type_code=0x08, dims=[2**16, 2**16], body=b"", gz=True, magic=0)  # 4 GiB claimed
+@example(type_code=0x08, dims=[1] * 255, body=b"x", gz=False, magic=0)  # more dimensions than numpy allows
 def test_a_generated_idx_file_is_an_array_or_a_data_error_naming_it(tmp_path_factory, type_code, dims, body, gz,
                                                                      magic):
     raw = struct.pack(">HBB", magic, type_code, len(dims)) + struct.pack(f">{len(dims)}I", *dims) + body
@@ -173,6 +174,27 @@ def test_an_npz_member_declaring_more_than_the_cap_is_refused_uninflated(tmp_pat
         _loaders._read_npz(path)
 
 
+@pytest.mark.parametrize("header", [b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), ",  # unclosed
+                                    b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,)} }",  # SyntaxError
+                                    b"{'descr': '<f8', 'fortran_order': False, 'shape': {[]: 1}}"])  # unhashable
+def test_an_npz_member_with_a_malformed_npy_header_is_a_data_error_naming_file_and_member(tmp_path, header):
+    import io
+    import zipfile
+
+    import numpy as np
+
+    from data_sets import _loaders
+    buffer = io.BytesIO()
+    np.save(buffer, np.zeros(3))
+    good = buffer.getvalue()
+    header = header.ljust(118) + b"\n"  # (numpy pads the header to a multiple of 64 bytes with the 10 before it)
+    path = tmp_path / "pneumoniamnist.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("train_images.npy", good[:8] + len(header).to_bytes(2, "little") + header + good[128:])
+    with pytest.raises(DataError, match=re.escape(f"{path}: member train_images is not a readable array")):
+        _loaders._read_npz(path)
+
+
 # ----------------------------------------------------------- forged units that pass their checksum
 
 def forge(path, *, result=None, meta=None):
@@ -224,12 +246,22 @@ def test_the_weak_order_figure_declares_its_step_sizes_and_biases_of_one_length(
         EXPERIMENT.RESULT.check({"hs": [0.5, 0.25, 0.125], "bias": [0.1], "slope": None, "unstable": []})
 
 
-def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path):
+@pytest.mark.parametrize("bad", [float("inf"), object()])
+def test_metadata_json_is_strict_json_or_refused_by_name(tmp_path, bad):
     from reports.drawing import write_metadata
     write_metadata(tmp_path / "metadata.json", {"seconds": 1.5})
-    with pytest.raises(ValueError, match=r"bad.json: the metadata hold a NaN or an infinity"):
-        write_metadata(tmp_path / "bad.json", {"seconds": float("inf")})
+    with pytest.raises(ValueError, match=r"bad.json: the metadata hold a value JSON cannot hold"):
+        write_metadata(tmp_path / "bad.json", {"seconds": bad})
     assert not (tmp_path / "bad.json").exists()
+
+
+@pytest.mark.parametrize("metadata,words", [({"x": object()}, "key 'x': TypeError"), ({1: "x"}, "key 1: not a string"),
+                                            ({"x": float("nan")}, "key 'x': ValueError"),
+                                            ({"x": (1, 2)}, "key 'x': it comes back from JSON changed")])
+def test_a_drawing_refuses_metadata_json_would_not_keep_naming_the_key(metadata, words):
+    from reports.drawing import Drawing
+    with pytest.raises(ValueError, match=re.escape(words)):
+        Drawing("m", metadata=metadata)
 
 
 @pytest.mark.parametrize("content", ["[" * 100_000 + "]" * 100_000, '{"ids": ' + "[" * 100_000 + "]" * 100_000 + "}"])
@@ -251,9 +283,14 @@ def test_a_run_json_nested_too_deeply_is_unreadable_and_the_report_rebuilt_from_
 
 _MODULE = '''
 import os
+import sys
 from reports.drawing import Drawing
 from reports.registry import Experiment
 from reports.schema import NUMBER, Record
+from reports.verdict import HOLDS, Verdict
+
+if os.environ.get("EXITS_IN") == "import":
+    raise SystemExit(0)
 
 
 def units(preset):
@@ -265,6 +302,8 @@ def units(preset):
 def run_unit(unit, preset, seed):
     if os.environ.get("FAILS_IN") == "run_unit":
         raise ZeroDivisionError("planted")
+    if os.environ.get("EXITS_IN") == "run_unit":
+        raise SystemExit(3)
     unit.pop("k")  # a unit edited in place must not change the unit its result is saved under
     return {"value": 1.0}
 
@@ -272,12 +311,20 @@ def run_unit(unit, preset, seed):
 def draw(results, preset):
     if os.environ.get("FAILS_IN") == "draw":
         raise IndexError("planted in draw")
+    if os.environ.get("EXITS_IN") == "draw":
+        sys.exit("planted exit")
     return Drawing(measured="ok")
+
+
+def verdict(results, preset):
+    if os.environ.get("FAILS_IN") == "verdict":
+        raise ValueError("planted in verdict")
+    return Verdict(HOLDS, "r", "n")
 
 
 EXPERIMENT = Experiment(ID="own_code", TITLE="t", CLAIM="c", COST={"quick": "1 s", "full": "1 s"},
                         PRESETS=("quick", "full"), RESULT=Record(value=NUMBER), units=units, run_unit=run_unit,
-                        draw=draw)
+                        draw=draw, verdict=verdict)
 '''
 
 
@@ -297,21 +344,42 @@ def test_a_run_unit_that_edits_its_unit_is_given_a_copy(own_code):
     assert code == 0, err
 
 
+def _own_code_fails(command: str, out, monkeypatch, variable: str, where: str):
+    """``(exit code, standard error)`` of ``command`` once the module's code fails ``where`` (``variable`` set);
+    ``report`` after a run that succeeded."""
+    if command == "report":
+        assert main(["run", "own_code", "--out", str(out)])[0] == 0
+    monkeypatch.setenv(variable, where)
+    args = {"list": ["list"], "run": ["run", "own_code", "--out", str(out)], "report": ["report", "--out", str(out)]}
+    return main(args[command])
+
+
 @pytest.mark.parametrize("function, command, words", [
     ("units", "list", "own_code: units('quick') (in {name}) raised KeyError: 'no such level' (at "),
     ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised ZeroDivisionError: planted (at '),
     ("draw", "report", "own_code: draw (in {name}) raised IndexError: planted in draw (at "),
+    ("verdict", "report", "own_code: verdict (in {name}) raised ValueError: planted in verdict (at "),
 ])
 def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module_and_exception(
         own_code, monkeypatch, function, command, words):
     name, out = own_code
-    if command == "report":
-        assert main(["run", "own_code", "--out", str(out)])[0] == 0
-    monkeypatch.setenv("FAILS_IN", function)
-    args = {"list": ["list"], "run": ["run", "own_code", "--out", str(out)], "report": ["report", "--out", str(out)]}
-    code, err = main(args[command])
+    code, err = _own_code_fails(command, out, monkeypatch, "FAILS_IN", function)
     assert_no_traceback(code, err)
     assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
+
+
+@pytest.mark.parametrize("where, command, words", [
+    ("import", "list", "report module {name} failed to import: SystemExit: 0"),
+    ("run_unit", "run", 'run_unit({{"k": 1}}) (in {name}) raised SystemExit: 3 (at '),
+    ("draw", "report", "own_code: draw (in {name}) raised SystemExit: planted exit (at "),
+])
+def test_sys_exit_in_the_modules_own_code_is_one_line_naming_module_and_function(own_code, monkeypatch, where,
+                                                                                 command, words):
+    """Not a silent exit 0 or a bare exit 3: the module's exit is its error, said like any other."""
+    name, out = own_code
+    code, err = _own_code_fails(command, out, monkeypatch, "EXITS_IN", where)
+    assert_no_traceback(code, err)
+    assert code == 2 and words.format(name=name) in err, err
 
 
 @pytest.mark.parametrize("value", [" , ,", ","])

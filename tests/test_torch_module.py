@@ -378,6 +378,17 @@ def test_divergence_names_the_true_one_based_step_however_rarely_checked(kind, s
         assert err.value.diverged_at is None
 
 
+@pytest.mark.parametrize("kind", ["module", "ensemble"])
+def test_an_infinite_loss_with_a_finite_gradient_is_a_divergence_as_a_nan_loss_is(kind):
+    """``loss + inf``: the force stays finite, so only the loss itself tells the step went wrong."""
+    good = loss_fn()
+    cfg = config(scheme="ubu", check_every=1)
+    sampler = ModuleSampler(net_with(), cfg) if kind == "module" else EnsembleSampler(net_with(), cfg, 2)
+    sampler.step(good)
+    with pytest.raises(SamplerDiverged, match="diverged at step 2:"):
+        sampler.step(lambda m, idx: good(m, idx) + float("inf"))
+
+
 # ------------------------------------------------------------------------ a step is a transaction
 
 def raising_at_call(bad_call):
@@ -461,7 +472,7 @@ def test_an_ensemble_records_each_chain_and_stops_at_the_first_divergence():
     x0 = torch.nn.utils.parameters_to_vector(net_with().parameters()).detach().repeat(2, 1)
     x0[1, -1] = 1e7  # the last layer's bias: a finite start (not bad input) whose loss is NaN
     ens = EnsembleSampler(net_with(), config(scheme="ubu", check_every=3), 2, x0=x0)
-    with pytest.raises(SamplerDiverged, match="step 1: chain 1's state or force") as err:
+    with pytest.raises(SamplerDiverged, match="step 1: chain 1's state, force or loss") as err:
         for _ in range(5):
             ens.step(loss)
     assert err.value.diverged_at == (NOT_DIVERGED, 1) and ens.k == 3

@@ -176,7 +176,7 @@ class EnsembleSampler:
             self.g = self.module.step(self.x, self.v, g, coef, dW, J,
                                       lambda y: self.force(loss_fn, y, idx), self.reflect)
         self.k = k
-        record_divergence(self.diverged_at, k, self.x, self.g)
+        record_divergence(self.diverged_at, k, self.x, self.g, self.last_loss)
         if k % cfg.check_every == 0:
             self.check_finite()
         return k
@@ -215,4 +215,4 @@ class EnsembleSampler:
         steps = [a for a in at if a != NOT_DIVERGED]
         if steps:
             first = min(steps)
-            raise SamplerDiverged(first, f"chain {at.index(first)}'s state or force", tuple(at))
+            raise SamplerDiverged(first, f"chain {at.index(first)}'s state, force or loss", tuple(at))

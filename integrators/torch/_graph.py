@@ -41,7 +41,7 @@ def static_step(st, sampler, coef, dW, J, force, last_loss) -> None:
         else:  # (at the first call, eager: a CUDA graph's warm-up or a plain call)
             st["loss"] = last_loss().clone()
         st["k"].add_(1)
-        record_divergence(sampler.diverged_at, st["k"], sampler.x, st["g"])
+        record_divergence(sampler.diverged_at, st["k"], sampler.x, st["g"], st["loss"])
 
 
 def graph_refusal(graph, *, schedule, control_variate) -> str | None:

@@ -448,7 +448,7 @@ class ModuleSampler:
         with torch.no_grad():
             self.g = self.module.step(self.x, self.v, g, coef, dW, J, force, self.reflect)
         self.k = k
-        record_divergence(self.diverged_at, k, self.x, self.g)
+        record_divergence(self.diverged_at, k, self.x, self.g, self._last_loss)
         self._check_at(k)
         return StepInfo(step=k, h=h, batch=batch, loss=self._last_loss)
 
@@ -489,11 +489,12 @@ class ModuleSampler:
         Raises
         ------
         SamplerDiverged
-            Naming the first step whose parameters or force were not finite, if there was one.
+            Naming the first step whose parameters, force or loss were not finite, if there was one.
         """
         at = int(self.diverged_at)
         if at != NOT_DIVERGED:
-            raise SamplerDiverged(at, "a parameter" if not bool(torch.isfinite(self.x).all()) else "the force")
+            finite = bool(torch.isfinite(self.x).all())
+            raise SamplerDiverged(at, "a parameter" if not finite else "the force or the loss")
 
     def metadata(self) -> dict:
         """The run's metadata.

@@ -36,10 +36,12 @@ def check_finite_input(name: str, value: torch.Tensor) -> None:
                          f"at index {first[0] if len(first) == 1 else first})")
 
 
-def record_divergence(diverged_at: torch.Tensor, k: int, x: torch.Tensor, g: torch.Tensor) -> None:
-    """Write step ``k`` into ``diverged_at`` ``(...)`` in place where ``x`` or ``g`` ``(..., P)`` is not finite and
-    nothing is recorded yet (:func:`integrators.torch._divergence.mark_divergence`, no bound)."""
-    mark_divergence(diverged_at, k, x, g)
+def record_divergence(diverged_at: torch.Tensor, k: int, x: torch.Tensor, g: torch.Tensor,
+                      loss: torch.Tensor | None = None) -> None:
+    """Write step ``k`` into ``diverged_at`` ``(...)`` in place where ``x`` or ``g`` ``(..., P)`` or the batch
+    ``loss`` ``(...)`` is not finite and nothing is recorded yet (:func:`integrators.torch._divergence.mark_divergence`,
+    no bound).  The loss too: an infinite loss can have a finite gradient, and the steps would go on."""
+    mark_divergence(diverged_at, k, x, g, *(() if loss is None else (loss,)))
 
 
 def chain_streams(config: SamplerConfig, params: FlatParameters, seed: int, generator=None):
