@@ -209,7 +209,8 @@ def test_functions_and_data(test_functions, n_test_functions, test_data) -> tupl
 
 
 # ------------------------------------------------------------------ declared constraints
-def _shown(value) -> str:
+def shown(value) -> str:
+    """``value`` as an error message quotes it: its ``repr``, cut to about 80 characters."""
     text = repr(value)
     return text if len(text) <= 80 else f"{type(value).__name__} {text[:60]}..."
 
@@ -223,7 +224,7 @@ def _bound(value) -> str:
 def refusal(name: str, value, allowed: str, detail: str = "") -> str:
     """The one message of a refused argument: ``"{name} must be {allowed}, got {value!r}"``, and
     ``" ({detail})"`` where a detail helps (which entry of a list, which rule of a histogram)."""
-    return f"{name} must be {allowed}, got {_shown(value)}" + (f" ({detail})" if detail else "")
+    return f"{name} must be {allowed}, got {shown(value)}" + (f" ({detail})" if detail else "")
 
 
 class Constraint:
@@ -401,7 +402,7 @@ class Optional(Constraint):
         try:
             return self.constraint.check(name, value)
         except ValueError as error:  # say that None was allowed too
-            detail = str(error).partition(f", got {_shown(value)}")[2]
+            detail = str(error).partition(f", got {shown(value)}")[2]
             raise self.error(name, value, detail[2:-1] if detail.startswith(" (") else "") from None
 
     def invalid_examples(self) -> list:
@@ -514,7 +515,7 @@ class DictOf(Constraint):
         out = {}
         for key, entry in value.items():
             if not isinstance(key, str):
-                raise self.error(name, value, f"key {_shown(key)} is not a string")
+                raise self.error(name, value, f"key {shown(key)} is not a string")
             try:
                 out[key] = self.value.check(f"{name}[{key!r}]", entry)
             except ValueError as error:

@@ -25,7 +25,7 @@ import importlib.metadata
 from pathlib import Path
 
 from integrators._files import source_bytes
-from integrators._validation import _shown
+from integrators._validation import shown
 
 ROOT = Path(__file__).resolve().parents[1]
 COMPUTING_PACKAGES = ("integrators", "data_sets", "bias", "theory_checks", "bnn")
@@ -74,8 +74,8 @@ def fingerprint(module_name: str, run_seed: int, unit_seed: int, preset: str, *,
 
 def shortened(value) -> str:
     """A stored value as said in a message, cut where long (a forged one of thousands of digits or hundreds of
-    nested lists) by :func:`integrators._validation._shown`."""
-    return str(value) if len(str(value)) <= 80 else _shown(value)
+    nested lists) by :func:`integrators._validation.shown`."""
+    return str(value) if len(str(value)) <= 80 else shown(value)
 
 
 def differences(stored: dict | None, wanted: dict) -> list[str]:

@@ -271,13 +271,14 @@ def test_a_celeba_list_file_that_is_not_utf8_text_is_a_data_error_naming_it(tmp_
 def test_a_decompression_bomb_image_is_a_data_error_naming_it(tmp_path, monkeypatch):
     from PIL import Image
 
-    from data_sets import DataError
-    from data_sets._loaders import _read_image
-    path = tmp_path / "big.png"
-    Image.new("L", (64, 64)).save(path)
+    from data_sets import DataError, load_chest_xray
+    for split in ("train", "test"):
+        for cls in ("NORMAL", "PNEUMONIA"):
+            (tmp_path / split / cls).mkdir(parents=True)
+    Image.new("L", (64, 64)).save(tmp_path / "train" / "NORMAL" / "big.png")
     monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 100)  # 64 x 64 is more than twice that: a bomb
     with pytest.raises(DataError, match="big.png"):
-        _read_image(path, 8, "RGB")
+        load_chest_xray(tmp_path, size=8)
 
 
 def test_load_chest_xray_refuses_a_size_above_its_declared_bound_before_reading(tmp_path):

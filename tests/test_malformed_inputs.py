@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from data_sets import DataError
+from data_sets import DataError, load_medmnist
 from data_sets._idx import IDX_TYPES, MAX_IDX_BYTES, read_idx
 
 FAST = "tests.report_fixtures.fast_units"
@@ -171,7 +171,7 @@ def test_an_npz_member_declaring_more_than_the_cap_is_refused_uninflated(tmp_pat
     np.savez_compressed(path, train_images=np.zeros((64, 28, 28), np.uint8))
     monkeypatch.setattr(_loaders, "MAX_IDX_BYTES", 1000)  # the member inflates to 50 kB
     with pytest.raises(DataError, match="inflate"):
-        _loaders._read_npz(path)
+        load_medmnist(path)
 
 
 @pytest.mark.parametrize("header", [b"{'descr': '<f8', 'fortran_order': False, 'shape': (3,), ",  # unclosed
@@ -183,7 +183,6 @@ def test_an_npz_member_with_a_malformed_npy_header_is_a_data_error_naming_file_a
 
     import numpy as np
 
-    from data_sets import _loaders
     buffer = io.BytesIO()
     np.save(buffer, np.zeros(3))
     good = buffer.getvalue()
@@ -192,7 +191,7 @@ def test_an_npz_member_with_a_malformed_npy_header_is_a_data_error_naming_file_a
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("train_images.npy", good[:8] + len(header).to_bytes(2, "little") + header + good[128:])
     with pytest.raises(DataError, match=re.escape(f"{path}: member train_images is not a readable array")):
-        _loaders._read_npz(path)
+        load_medmnist(path)
 
 
 # ----------------------------------------------------------- forged units that pass their checksum
