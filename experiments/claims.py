@@ -22,11 +22,20 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return {"rows": section(preset)}
 
 
+def _counts(rows: list[dict]) -> str:
+    """The rows measured, the claims among them and how many hold, in one phrase (the measured line and
+    the verdict's numbers say the same)."""
+    judged = [r for r in rows if r["verdict"] != claims.NOT_ASSERTED]
+    held = sum(r["verdict"] != claims.FAILS for r in judged)
+    hold = "all hold" if held == len(judged) > 1 else f"{held} hold{'s' if held == 1 else ''}"
+    return (f"{len(rows)} row{'s' if len(rows) != 1 else ''} measured: {len(judged)} claim"
+            f"{'s' if len(judged) != 1 else ''}, {hold}; {len(rows) - len(judged)} without a claim")
+
+
 def draw(results: list, preset: str) -> Drawing:
     """What the report shows of the claims table: its figures, tables and measured numbers."""
     rows = [r for _, res in results for r in res["rows"]]
-    n_fail = sum(r["verdict"] == claims.FAILS for r in rows)
-    return Drawing(measured=f"{len(rows)} claims measured; {n_fail} fail.", tables={"claims": rows},
+    return Drawing(measured=f"{_counts(rows)}.", tables={"claims": rows},
                    texts={"claims.md": claims.markdown(rows, preset)}, table="claims.md")
 
 
@@ -36,8 +45,7 @@ def verdict(results: list, preset: str) -> Verdict:
     rows = [r for _, res in results for r in res["rows"]]
     failed = [r["claim"] for r in rows if r["verdict"] == claims.FAILS]
     judged = [r for r in rows if r["verdict"] != claims.NOT_ASSERTED]
-    numbers = (f"{len(judged) - len(failed)} of {len(judged)} claims hold, {len(rows) - len(judged)} rows "
-               "measured without a claim")
+    numbers = _counts(rows)
     if failed:
         return Verdict(DOES_NOT_HOLD, f"{len(failed)} claim{'s' if len(failed) != 1 else ''} fail: {'; '.join(failed)}",
                        numbers)

@@ -210,8 +210,9 @@ def verdict(results: list, preset: str) -> Verdict:
     missed = [f"{k}: {v}" for k, v in controls.items() if v.startswith("NOT DETECTED: every")]
     unsure = [f"{r['sampler']} on {r['target']}{checks_left(r)}" for r in real if r.get("inconclusive")]
     unsure += [f"{k}: {v}" for k, v in controls.items() if v.startswith("NOT DETECTED: level")]
-    numbers = (f"{len(real)} library samplers measured, {len(failed)} with a failed check, {len(unsure)} "
-               f"inconclusive; {len(controls)} positive controls")
+    numbers = (f"{len(real)} library sampler{'s' if len(real) != 1 else ''} measured, {len(failed)} with a "
+               f"failed check, {len(unsure)} inconclusive; {len(controls)} positive control"
+               + ("s" if len(controls) != 1 else ""))
     if failed or missed:
         return Verdict(DOES_NOT_HOLD, "measured against the expected orders: " + "; ".join(failed + missed), numbers)
     if not real:

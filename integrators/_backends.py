@@ -192,6 +192,8 @@ class Torch:
 
     Raises
     ------
+    ImportError
+        If torch is not installed (the message says how to install it).
     ValueError
         If the device is unknown or not available, the dtype is neither float64 nor float32, or
         ``compile`` is neither a bool nor a ``torch.compile`` backend's name, or ``kernel`` is
@@ -205,7 +207,14 @@ class Torch:
     NAME = "torch"
 
     def __post_init__(self):
-        from integrators.torch._chains import resolve_compile, resolve_device, resolve_dtype, resolve_kernel
+        try:
+            from integrators.torch._chains import resolve_compile, resolve_device, resolve_dtype, resolve_kernel
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] != "torch":
+                raise
+            from integrators._install import install_command
+
+            raise ImportError(f"the torch backend (Torch()) needs torch: {install_command('torch')}") from None
 
         set_fields(self, device=str(resolve_device(self.device)),
                     dtype=str(resolve_dtype(self.dtype)).replace("torch.", ""),

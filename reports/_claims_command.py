@@ -21,6 +21,8 @@ def cmd_claims(args, figures) -> int:
     level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)
     check_out(out)
+    from integrators._disk_cache import describe_state
+    print(f"claims: {describe_state()}", file=sys.stderr, flush=True)
     t0 = time.time()
     results = []
     for unit in tab_claims.units(level):

@@ -26,6 +26,7 @@ from reports._metadata import code_metadata
 from reports._run_record import run_json
 from reports.drawing import write_metadata
 from reports.store import own_path, write_atomic
+from theory_checks._checks import markdown_row
 from tour._page_style import CHECK_SCRIPT, STYLE
 
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
@@ -172,7 +173,7 @@ def figure_verdicts_markdown(drawn: dict, verdicts: dict) -> str:
     lines = ["| figure | reason | numbers | verdict |", "|---|---|---|---|"]
     for fid, v in verdicts.items():
         cells = [drawn[fid]["module"].TITLE, v.reason, v.numbers or "-", v.outcome]
-        lines.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+        lines.append(markdown_row(cells))
     return "\n".join(lines)
 
 

@@ -13,8 +13,9 @@ def first_line(argv) -> str | None:
     """The line a command prints at once (standard error), or None for help and no command."""
     if not argv or argv[0].startswith("-") or any(a in QUIET for a in argv):
         return None
-    return (f"sms-langevin {argv[0]}: starting (importing numba and the experiments; kernels not yet compiled "
-            "on this machine compile before their first unit, and a line says so)")
+    # what every command does first; whether kernels compile is said later, by the commands that run
+    # units, once their arguments have passed (a listing, a report or a refused argument compiles nothing)
+    return f"sms-langevin {argv[0]}: starting (importing numba and the experiments)"
 
 
 def entry() -> None:

@@ -85,6 +85,18 @@ def test_list_without_torch_lists_every_figure_and_notes_the_torch_extra(tmp_pat
         assert "units: tiny " in blocks[fid] and ", quick " in blocks[fid], fid  # counted without the extra too
 
 
+def test_the_torch_backend_without_torch_is_refused_in_one_line_naming_the_install_command(monkeypatch):
+    from integrators import Torch
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now fails, as on a base install
+    for name in [m for m in sys.modules if m.startswith("integrators.torch")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ImportError) as caught:
+        Torch()
+    assert not isinstance(caught.value, ModuleNotFoundError), caught.value
+    assert str(caught.value) == f"the torch backend (Torch()) needs torch: {install_command('torch')}"
+
+
 @pytest.mark.experiment
 def test_a_figure_that_needs_torch_is_refused_in_one_line_and_writes_nothing(tmp_path):
     proc = cli_without_extras(["run", "bnn", "--preset", "tiny", "--out", str(tmp_path / "out")], tmp_path)

@@ -27,7 +27,17 @@ def test_the_entry_point_prints_its_first_line_before_importing_numba(command):
     lines = proc.stderr.splitlines()
     assert proc.returncode != 0 and "numba" in proc.stderr, proc.stderr[-500:]
     assert lines[0] == first_line([command]), lines[:3]
-    assert lines[0].startswith(f"sms-langevin {command}: starting") and "compile" in lines[0]
+    assert lines[0].startswith(f"sms-langevin {command}: starting")
+    assert "compile" not in lines[0], lines[0]  # nothing has compiled or been validated yet: said later, if at all
+
+
+@pytest.mark.parametrize("argv", [["list"], ["run", "all", "--preset", "nonesuch", "--out", "{tmp}"]])
+def test_a_command_that_runs_no_unit_says_nothing_of_compiling(argv, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    argv = [a.replace("{tmp}", str(tmp_path / "out")) for a in argv]
+    cli.main(argv)
+    err = f"{first_line(argv)}\n{capsys.readouterr().err}"  # what the entry point prints, then the command
+    assert "compile" not in err, err
 
 
 def test_help_prints_no_line_before_its_text():

@@ -222,6 +222,20 @@ def test_cli_backend_flags(tmp_path):
     assert main(["run", "figure1", "--device", "cuda", "--out", str(tmp_path / "b")]) == 2
 
 
+@pytest.mark.parametrize(("cuda_build", "why"), [(None, "CPU-only build"), ("12.8", "no CUDA device or driver")])
+def test_cuda_where_it_is_not_available_says_why_and_to_use_the_cpu(monkeypatch, capsys, tmp_path, cuda_build, why):
+    from integrators.torch._chains import resolve_device
+    from reports._cli import main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.version, "cuda", cuda_build)
+    with pytest.raises(ValueError, match=f"CUDA is not available here .*{why}.*: use the cpu device") as caught:
+        resolve_device("cuda")
+    assert "\n" not in str(caught.value) and "--device cpu" in str(caught.value)
+    assert main(["run", "figure1", "--backend", "torch", "--device", "cuda", "--out", str(tmp_path)]) == 2
+    assert "use the cpu device (--device cpu" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("n_data", [2, 3, 12])
 def test_plan_shuffles_are_uniform_permutations(n_data):
     from integrators.torch._plans import ChainPlan

@@ -4,6 +4,8 @@ draw what they promise."""
 
 
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -214,6 +216,13 @@ def test_a_report_is_ok_only_when_every_claim_was_checked_and_passed(outcomes):
                          and any(c.passed is True for c in checks))  # a report that checked nothing is not ok
     assert set(report.inconclusive) == {c.name for c in claims if c.passed is None}
     assert {c.status for c in checks} <= {"passed", "failed", "inconclusive", "no claim"}
+
+
+def test_the_printed_table_keeps_a_cell_holding_pipes_in_one_column():
+    report = VerifyReport("s", "t", [Check("box", True, "|x - c|/w < 1", "|x - c|/w = 0.3", claim=True)], 0.0)
+    row = report.table().splitlines()[-1]
+    assert row == r"| box | \|x - c\|/w < 1 | \|x - c\|/w = 0.3 | pass |", row
+    assert len(re.split(r"(?<!\\)\|", row)) == 6, row  # four cells between unescaped pipes
 
 
 @pytest.mark.slow

@@ -13,6 +13,12 @@ import numpy as np
 PASSED, FAILED, INCONCLUSIVE, NO_CLAIM = "passed", "failed", "inconclusive", "no claim"
 
 
+def markdown_row(cells) -> str:
+    """One row of a Markdown table: each cell as text, its pipes escaped (``\\|``), so that a value
+    such as ``|x - c|/w`` stays one cell and reads as written (every Markdown table here is built so)."""
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
 @dataclass
 class Check:
     """One named check and its outcome.  ``claim`` True: it ends :data:`PASSED`, :data:`FAILED` or
@@ -140,7 +146,7 @@ class VerifyReport:
         """
         lines = [f"verify({self.scheme!r}) on {self.target}: {self.verdict_line()} ({self.seconds:.0f} s)", "",
                  "| check | expected | measured | verdict |", "|---|---|---|---|"]
-        lines += [f"| {c.name} | {c.expected} | {c.measured} | {c.verdict} |" for c in self.checks]
+        lines += [markdown_row([c.name, c.expected, c.measured, c.verdict]) for c in self.checks]
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -20,6 +20,7 @@ from integrators import GaussianTarget, RunSpec, sample
 from integrators._validation import preset_settings
 from integrators.plans import PLANS, kernel_code, resolve_plan
 from integrators.schemes import SCHEMES, resolve_scheme
+from theory_checks._checks import markdown_row
 from theory_checks._contraction import contraction_check
 from theory_checks._declared import asserted, expected_strong_order, expected_weak_order, source
 from theory_checks._lemmas import variance_lemma_check
@@ -221,7 +222,7 @@ def markdown(rows: list[dict], preset: str) -> str:
              f"Reproduce with `{COMMAND.format(preset=preset)}`.", "",
              "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append("| " + " | ".join(str(r[c]).replace("|", "/") for c in cols) + " |")
+        lines.append(markdown_row(r[c] for c in cols))
     counts = {v: sum(r["verdict"] == v for r in rows) for v in (HOLDS, HOLDS_FASTER, FAILS, NOT_ASSERTED)}
     lines += ["", f"{counts[HOLDS] + counts[HOLDS_FASTER]} hold ({counts[HOLDS_FASTER]} with a faster "
               f"measured rate than claimed), {counts[FAILS]} fail, {counts[NOT_ASSERTED]} measured without a claim.",

@@ -39,7 +39,11 @@ def resolve_device(device) -> torch.device:
     except (RuntimeError, TypeError):
         raise ValueError(f"device must name a torch device (cpu, cuda, cuda:1), got {device!r}") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} asked for, but CUDA is not available here")
+        build = (f" (this torch, {torch.__version__}, is a CPU-only build; on a machine with an NVIDIA GPU, "
+                 "plain PyPI's torch on Linux is the CUDA build)" if torch.version.cuda is None else
+                 " (no CUDA device or driver found)")
+        raise ValueError(f"device {device!r} asked for, but CUDA is not available here{build}: use the cpu "
+                         "device (--device cpu; device='cpu' in Python)")
     if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
         raise ValueError(f"device {device!r} asked for, but only {torch.cuda.device_count()} CUDA device(s) here")
     mps = getattr(torch.backends, "mps", None)
