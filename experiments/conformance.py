@@ -155,14 +155,26 @@ def plot(records: list[dict], toolkit: list[dict], skipped: list[dict]):
             ax.legend(fontsize=8, title="sampler", title_fontsize=8, loc="upper center",
                       bbox_to_anchor=(0.5, -0.16), frameon=False)
         row[0].set_ylabel("|stationary bias| (whitened)")
+    # the points are explained only where a library sampler drew some (else only the toolkit's lines are drawn)
     note = (f"Filled points: the bias stands {FIT_MARGIN:g} Monte Carlo noise levels up (a slope is fitted on "
-            f"two or more); hollow: within the noise; a bias indistinguishable from zero is not drawn."
-            + (" Skipped (library not installed): " + ", ".join(sorted({s["sampler"] for s in skipped}))
-               if skipped else ""))
+            f"two or more); hollow: within the noise; a bias indistinguishable from zero is not drawn. "
+            if records else "") + skipped_note(skipped)
     controls = control_note(records)
     fig.text(0.01, 0.005, note + ("\n" + controls if controls else ""), fontsize=7, wrap=True)
     fig.tight_layout(rect=(0, 0.05 if controls else 0.03, 1, 1))
     return fig
+
+
+def skipped_note(skipped: list) -> str:
+    """The samplers not measured, the library samplers apart from the planted controls (which wrap one)."""
+    names = sorted({s["sampler"] for s in skipped})
+    planted = [n for n in names if n.split(".")[0] == "planted"]
+    library = [n for n in names if n not in planted]
+    wrap = ("controls skipped with the library they wrap" if len(planted) > 1
+            else "control skipped with the library it wraps")
+    parts = ([f"Skipped, library not installed: {', '.join(library)}"] if library else []) \
+        + ([f"planted {wrap}: {', '.join(planted)}"] if planted else [])
+    return ("; ".join(parts) + f" ({skipped[0]['skipped']}).") if parts else ""
 
 
 def checks_left(rec: dict) -> str:
@@ -190,8 +202,7 @@ def draw(results: list, preset: str) -> Drawing:
     if controls:
         measured += " " + controls
     if skipped:
-        measured += (" Skipped, library not installed: " + ", ".join(sorted({s["sampler"] for s in skipped}))
-                     + f" ({skipped[0]['skipped']}).")
+        measured += " " + skipped_note(skipped)
     return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
                    tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})
 

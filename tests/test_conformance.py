@@ -173,3 +173,17 @@ def test_the_figure_fills_points_above_noise_and_names_a_slope_only_where_fitted
     assert list(measured.get_markevery()) == [0, 1]
     assert "hollow: within the noise" in fig.texts[0].get_text()
     plt.close(fig)
+
+
+def test_skipped_samplers_are_named_by_why_planted_controls_apart_from_library_samplers():
+    """A planted control wraps a library sampler: skipped with it, it is named as such, not as a library."""
+    from experiments.conformance import skipped_note
+
+    why = "posteriors not installed"
+    note = skipped_note([{"sampler": "posteriors.sghmc", "skipped": why},
+                         {"sampler": "planted.sghmc_noise_x1.02", "skipped": why}])
+    assert note == ("Skipped, library not installed: posteriors.sghmc; planted control skipped with the library it "
+                    f"wraps: planted.sghmc_noise_x1.02 ({why}).")
+    assert "library not installed" not in skipped_note([{"sampler": "planted.a", "skipped": why},
+                                                        {"sampler": "planted.b", "skipped": why}])
+    assert skipped_note([]) == ""
