@@ -276,6 +276,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     print(f"{args.preset}: listing the units of {', '.join(ids)} (and which are done)", file=sys.stderr, flush=True)
     store = Store(out)
     store.remove_stale_temporaries()
+    from reports._report import check_replaceable
+    check_replaceable(out / "report")  # before any unit runs: the report is swapped in at the end
     tasks, prints = [], {}
     skipped = 0
     for fid in ids:

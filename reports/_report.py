@@ -22,10 +22,11 @@ import shutil
 import stat
 from pathlib import Path
 
+from integrators._files import open_regular
 from reports._metadata import code_metadata
 from reports._run_record import run_json
 from reports.drawing import write_metadata
-from reports.store import own_path, write_atomic
+from reports.store import UnsafePath, own_path, write_atomic
 from theory_checks._checks import markdown_row
 from tour._page_style import CHECK_SCRIPT, STYLE
 
@@ -85,9 +86,29 @@ def staging_folder(out: Path) -> Path:
     return staging
 
 
-def swap_in(staging: Path, report: Path) -> None:
-    """Make the finished ``staging`` folder the report ``report`` (the previous one moved aside, then deleted)."""
+REPORT_TITLE = "<title>SMS-Langevin report</title>"  # what every index.html of a report carries
+
+
+def check_replaceable(report: Path) -> None:
+    """Refuse to replace ``report`` unless it is absent, empty or a report sms-langevin wrote (its ``index.html``
+    carries :data:`REPORT_TITLE`): a ``report/`` folder of the user's own files under ``--out`` is never deleted."""
     own_path(report.parent, report)
+    if not report.is_dir() or not any(report.iterdir()):
+        return
+    try:
+        with open_regular(report / "index.html") as fh:
+            ours = REPORT_TITLE.encode() in fh.read(4096)
+    except OSError:
+        ours = False
+    if not ours:
+        raise UnsafePath(f"{report} exists and is not a report sms-langevin wrote (no index.html of one): it would "
+                         f"be replaced; move it away or choose another --out")
+
+
+def swap_in(staging: Path, report: Path) -> None:
+    """Make the finished ``staging`` folder the report ``report`` (the previous one, which must be a report
+    (:func:`check_replaceable`), moved aside, then deleted)."""
+    check_replaceable(report)
     old = None
     if report.exists():
         old = report.with_name(f"{OLD_PREFIX}{os.getpid()}-{secrets.token_hex(4)}")
@@ -273,7 +294,7 @@ def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | No
     md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
     body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
     write_atomic(report_dir / "index.md", "\n".join(md))
-    page = ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>SMS-Langevin report</title>"
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{REPORT_TITLE}"
             f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")
     write_atomic(report_dir / "index.html", page)
     write_metadata(report_dir / "metadata.json", meta)

@@ -307,3 +307,25 @@ def test_a_fifo_in_place_of_run_json_is_read_as_unreadable_not_waited_on(tmp_pat
     preset, seed, ids, _ = no_hang(lambda: read_run(out, registry.load(), None), out / "run.json")
     assert (preset, seed, ids) == ("quick", 3, ["fast"])
     assert "run.json unreadable" in capsys.readouterr().err
+
+
+def test_a_report_folder_of_the_users_own_files_is_never_replaced(tmp_path, monkeypatch):
+    """``--out`` holding a ``report/`` that sms-langevin did not write (no report's index.html): ``run`` refuses
+    in one line before any unit runs and ``swap_in`` refuses too; a report it wrote is replaced."""
+    out = tmp_path / "o"
+    (out / "report" / "chapter1").mkdir(parents=True)
+    (out / "report" / "chapter1" / "thesis.tex").write_text("mine")
+    code, err = main(["run", "fast", "--out", str(out)], monkeypatch)
+    assert code == 2 and len(message_lines(err)) == 1 and "not a report sms-langevin wrote" in err, err
+    assert not (out / "units").exists() or not any((out / "units").rglob("*.json"))  # refused before any unit
+    staging = out / "staging"
+    staging.mkdir()
+    with pytest.raises(UnsafePath, match="not a report sms-langevin wrote"):
+        swap_in(staging, out / "report")
+    assert (out / "report" / "chapter1" / "thesis.tex").read_text() == "mine"
+    (out / "report" / "chapter1" / "thesis.tex").unlink()
+    (out / "report" / "chapter1").rmdir()
+    (out / "report" / "index.html").write_text("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+                                               "<title>SMS-Langevin report</title></head></html>")
+    swap_in(staging, out / "report")  # a report of an earlier run: replaced
+    assert not (out / "report" / "index.html").exists() and not staging.exists()
