@@ -34,7 +34,17 @@ from integrators._validation import boolean, int_at_least
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
 CELEBA_ATTRS = "list_attr_celeba.txt"
-MAX_IMAGE_SIDE = 2048  # the largest side load_chest_xray resizes to (size**2 bytes per image, ~5000 images)
+MAX_IMAGE_SIDE = 2048  # the largest side the image loaders resize to (size**2 bytes a channel per image)
+
+
+def image_side(size) -> int:
+    """``size``, the side images are resized to: an integer from 1 to :data:`MAX_IMAGE_SIDE`."""
+    size = int_at_least("size", size, 1)
+    if size > MAX_IMAGE_SIDE:
+        raise ValueError(f"size must be at most {MAX_IMAGE_SIDE} (the side of the resized images), got {size}")
+    return size
+
+
 XRAY_CLASSES = ("NORMAL", "PNEUMONIA")
 IMAGE_SUFFIXES = (".jpeg", ".jpg", ".png")
 
@@ -259,7 +269,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
-    size = int_at_least("size", size, 1)
+    size = image_side(size)
     seed = int_at_least("seed", seed, 0)
     if max_images is not None:
         max_images = int_at_least("max_images", max_images, 1)
@@ -352,9 +362,7 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
-    size = int_at_least("size", size, 1)
-    if size > MAX_IMAGE_SIDE:
-        raise ValueError(f"size must be at most {MAX_IMAGE_SIDE} (the side of the resized images), got {size}")
+    size = image_side(size)
     folder = Path(folder)
     parts = []
     for split in ("train", "test"):

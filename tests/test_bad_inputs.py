@@ -281,7 +281,9 @@ def test_a_decompression_bomb_image_is_a_data_error_naming_it(tmp_path, monkeypa
         load_chest_xray(tmp_path, size=8)
 
 
-def test_load_chest_xray_refuses_a_size_above_its_declared_bound_before_reading(tmp_path):
-    from data_sets._loaders import MAX_IMAGE_SIDE, load_chest_xray
+@pytest.mark.parametrize("loader", ["load_chest_xray", "load_celeba"])
+def test_the_image_loaders_refuse_a_size_above_their_declared_bound_before_reading(tmp_path, loader):
+    import data_sets
+    from data_sets._loaders import MAX_IMAGE_SIDE
     with pytest.raises(ValueError, match=f"at most {MAX_IMAGE_SIDE}"):
-        load_chest_xray(tmp_path, size=10**6)
+        getattr(data_sets, loader)(tmp_path, size=10**6)
