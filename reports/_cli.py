@@ -254,8 +254,17 @@ def _data_folder(data_dir: str, name: str) -> Path:
 
 
 def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
-    """What identifies a unit's input files (the figure's optional ``inputs(unit, preset)``)."""
-    return mod.inputs(unit, level) if mod.inputs is not None else None
+    """What identifies a unit's input files (the figure's optional ``inputs(unit, preset)``): a dict that comes
+    back unchanged from JSON (it is stored with the unit and compared when drawn), or None."""
+    if mod.inputs is None:
+        return None
+    with _figure_code(mod.ID, "inputs", mod, ""):
+        found = mod.inputs(unit, level)
+    change = None if found is None else "not a dict" if not isinstance(found, dict) else json_change(found)
+    if change:
+        raise CliError(f"{mod.ID}: inputs (in {mod.module}) returned {_shown(found)} for unit {_shown(unit)}: "
+                       f"{change}")
+    return found
 
 
 def _absent_inputs(figures, tasks) -> list:
@@ -265,8 +274,14 @@ def _absent_inputs(figures, tasks) -> list:
     absent = []
     for task in tasks:
         module, unit, level, _ = task
-        ask = by_module[module].missing_input
-        why = ask(unit, level) if ask is not None else None
+        mod = by_module[module]
+        if mod.missing_input is None:
+            continue
+        with _figure_code(mod.ID, "missing_input", mod, ""):
+            why = mod.missing_input(unit, level)
+        if why is not None and not isinstance(why, str):
+            raise CliError(f"{mod.ID}: missing_input (in {mod.module}) must return None or a string saying what is "
+                           f"absent, got {_shown(why)}")
         if why is not None:
             absent.append((task, why))
     return absent
