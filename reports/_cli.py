@@ -253,7 +253,7 @@ def _data_folder(data_dir: str, name: str) -> Path:
     return resolved
 
 
-def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
+def unit_inputs(mod, unit: dict, level: str) -> dict | None:
     """What identifies a unit's input files (the figure's optional ``inputs(unit, preset)``): a dict that comes
     back unchanged from JSON (it is stored with the unit and compared when drawn), or None."""
     if mod.inputs is None:
@@ -267,7 +267,7 @@ def _unit_inputs(mod, unit: dict, level: str) -> dict | None:
     return found
 
 
-def _absent_inputs(figures, tasks) -> list:
+def absent_inputs(figures, tasks) -> list:
     """``[(task, why)]`` for the tasks whose input data are absent, asked of each figure's optional
     ``missing_input(unit, preset)`` before anything runs (it checks paths only)."""
     by_module = {mod.module: mod for mod in figures.values()}
@@ -300,7 +300,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
         for unit in _units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
             wanted = fingerprint(figures[fid].module, args.seed, seed, args.preset,
-                                 inputs=_unit_inputs(figures[fid], unit, level))
+                                 inputs=unit_inputs(figures[fid], unit, level))
             if args.resume:
                 try:
                     stored = store.load(fid, unit, wanted)
@@ -337,7 +337,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
 
     absent = []
     # a remote cluster's workers may hold data this machine lacks: there the units find out themselves
-    no_data = [] if args.scheduler else _absent_inputs(figures, tasks)
+    no_data = [] if args.scheduler else absent_inputs(figures, tasks)
     if no_data:  # said before the hours of other work, not after; persisted as absent, never run
         for fid in dict.fromkeys(by_module[task[0]] for task, _ in no_data):
             whys = [why for task, why in no_data if by_module[task[0]] == fid]
@@ -491,7 +491,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
                             *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
         for unit in _units(mod, level, backend):
             wanted = fingerprint(mod.module, run_seed, unit_seed(run_seed, fid, unit), preset,
-                                 inputs=_unit_inputs(mod, unit, level))
+                                 inputs=unit_inputs(mod, unit, level))
             try:
                 res = _load_drawable(store, fid, unit, wanted, other_libraries)
             except (CorruptUnit, StaleUnit) as exc:

@@ -408,7 +408,7 @@ def test_a_figures_input_hooks_that_raise_or_return_the_wrong_kind_are_one_line_
     a value the store could not keep unchanged, is a one-line error naming the hook and the module."""
     from types import SimpleNamespace
 
-    from reports._cli import CliError, _absent_inputs, _unit_inputs
+    from reports._cli import CliError, absent_inputs, unit_inputs
 
     def raising(unit, level):
         raise KeyError("boom")
@@ -417,14 +417,14 @@ def test_a_figures_input_hooks_that_raise_or_return_the_wrong_kind_are_one_line_
         return SimpleNamespace(ID="fig", module="probe.fig", **{"inputs": None, "missing_input": None, **hooks})
 
     with pytest.raises(CliError, match=r"fig: inputs \(in probe.fig\) raised KeyError"):
-        _unit_inputs(figure(inputs=raising), {"i": 0}, "tiny")
+        unit_inputs(figure(inputs=raising), {"i": 0}, "tiny")
     for bad in ({"size": (1, 2)}, {"size": float("nan")}, [1]):
         with pytest.raises(CliError, match=r"fig: inputs \(in probe.fig\) returned"):
-            _unit_inputs(figure(inputs=lambda unit, level, bad=bad: bad), {"i": 0}, "tiny")
-    assert _unit_inputs(figure(inputs=lambda unit, level: {"size": [1, 2]}), {"i": 0}, "tiny") == {"size": [1, 2]}
+            unit_inputs(figure(inputs=lambda unit, level, bad=bad: bad), {"i": 0}, "tiny")
+    assert unit_inputs(figure(inputs=lambda unit, level: {"size": [1, 2]}), {"i": 0}, "tiny") == {"size": [1, 2]}
     task = ("probe.fig", {"i": 0}, "tiny", None)
     with pytest.raises(CliError, match=r"fig: missing_input \(in probe.fig\) raised KeyError"):
-        _absent_inputs({"fig": figure(missing_input=raising)}, [task])
+        absent_inputs({"fig": figure(missing_input=raising)}, [task])
     with pytest.raises(CliError, match="must return None or a string"):
-        _absent_inputs({"fig": figure(missing_input=lambda unit, level: 5)}, [task])
-    assert _absent_inputs({"fig": figure(missing_input=lambda unit, level: "no file")}, [task]) == [(task, "no file")]
+        absent_inputs({"fig": figure(missing_input=lambda unit, level: 5)}, [task])
+    assert absent_inputs({"fig": figure(missing_input=lambda unit, level: "no file")}, [task]) == [(task, "no file")]
