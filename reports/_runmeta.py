@@ -97,5 +97,7 @@ def library_changes(stored: dict | None, wanted: dict) -> list[str]:
     """One ``"<library> <stored version> (now <installed version>)"`` per measured library whose version
     differs between a unit's ``stored`` fingerprint and ``wanted``; empty when they agree."""
     before = (stored or {}).get("libraries") or {}
+    if not isinstance(before, dict):  # a hand-edited fingerprint: every library counts as changed
+        before = {}
     return [f"{name} {shortened(before.get(name, 'unknown'))} (now {version})"
             for name, version in (wanted.get("libraries") or {}).items() if before.get(name) != version]

@@ -124,3 +124,12 @@ def test_a_forged_fingerprint_value_is_cut_in_the_stale_unit_message(tmp_path):
         store.load("fig", {"k": 1}, {"run_seed": 0, "preset": "quick"})
     message = str(caught.value)
     assert "run_seed int 1000" in message and "preset list [[[" in message and len(message) < 400, message[:500]
+
+
+def test_a_forged_libraries_field_counts_as_every_library_changed_not_a_traceback():
+    from reports._runmeta import library_changes
+
+    wanted = {"libraries": {"numpy": "2.0"}}
+    for forged in (["x"], "x", 3):
+        assert library_changes({"libraries": forged}, wanted) == ["numpy unknown (now 2.0)"]
+    assert library_changes({"libraries": {"numpy": "2.0"}}, wanted) == []
