@@ -602,3 +602,25 @@ def test_a_model_changed_after_the_sampler_was_built_is_refused_naming_the_param
     change(net)
     with pytest.raises(ValueError, match=words):
         sampler.step(loss_fn())
+
+
+def test_a_loss_raising_at_the_reference_point_leaves_the_parameters_where_they_were():
+    """The control variate's gradient visits ``x*``: a loss that raises there puts the parameters back."""
+    X, Y = classification()
+    net = mlp()
+    x_star = torch.cat([p.detach().reshape(-1) for p in net.parameters()]) + 0.05
+    cfg = SamplerConfig(h=0.01, gamma=1.0, n_data=12, batch_size=5, control_variate=True,
+                        localization=Localization(rho=0.5, x_star=x_star))
+    sampler = ModuleSampler(net, cfg)
+    calls = []
+
+    def flaky(m, idx):  # the first call is at the current parameters, the second at x*
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("flaky loss")
+        return F.cross_entropy(m(X[idx]), Y[idx], reduction="sum")
+
+    before = sampler.x.detach().clone()
+    with pytest.raises(RuntimeError, match="flaky loss"):
+        sampler.force(flaky, torch.tensor([0, 3, 7, 8, 11]))
+    assert torch.equal(sampler.x.detach(), before)

@@ -262,10 +262,11 @@ class ModuleSampler:
         here = self.x.detach().clone()
         with torch.no_grad():
             self.x.copy_(self.x_star)
-        grad = self._gradient(loss_fn, self._loss(loss_fn, batch)).clone()
-        with torch.no_grad():
-            self.x.copy_(here)
-        return grad
+        try:
+            return self._gradient(loss_fn, self._loss(loss_fn, batch)).clone()
+        finally:  # back where they were, also when the loss raises (the model is the user's)
+            with torch.no_grad():
+                self.x.copy_(here)
 
     def full_reference_gradient(self, loss_fn) -> torch.Tensor:
         """The control variate's ``sum_i grad f_i(x*)``, in batches of ``batch_size`` (``x`` visits ``x*``).
