@@ -144,7 +144,7 @@ def cmd_list(args, figures) -> int:
         counts = {}
         for p in presets:
             level = registry.module_preset(mod, p)
-            counts.setdefault(level, len(_units(mod, level, {})))
+            counts.setdefault(level, len(figure_units(mod, level, {})))
         cost = ", ".join(f"{p}{_level_words(mod, p)}: {mod.COST[registry.module_preset(mod, p)]}" for p in presets)
         lack = registry.lacking(mod)
         units = "units: " + ", ".join(f"{p} {counts[registry.module_preset(mod, p)]}" for p in presets) \
@@ -297,7 +297,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     skipped = 0
     for fid in ids:
         level = registry.module_preset(figures[fid], args.preset)
-        for unit in _units(figures[fid], level, backend):
+        for unit in figure_units(figures[fid], level, backend):
             seed = unit_seed(args.seed, fid, unit)
             wanted = fingerprint(figures[fid].module, args.seed, seed, args.preset,
                                  inputs=unit_inputs(figures[fid], unit, level))
@@ -388,7 +388,7 @@ def _check_made(mod, unit: dict, result) -> None:
                        f"it was not saved") from None
 
 
-def _units(mod, level: str, backend: dict) -> list[dict]:
+def figure_units(mod, level: str, backend: dict) -> list[dict]:
     """The units of a figure at ``level``; a figure that offers backends carries the run's
     ``{"backend", "device"}`` in each unit (so its results live under keys of their own).  ``units`` must
     return a non-empty list of distinct JSON objects (the experiment contract): else one line naming it."""
@@ -404,6 +404,10 @@ def _units(mod, level: str, backend: dict) -> list[dict]:
         if change:
             raise CliError(f"{where} must return JSON objects (dicts of text keys) that JSON keeps unchanged; "
                            f"unit {_shown(unit)}: {change}")
+        reserved = sorted(set(unit) & {"backend", "device"}) if mod.BACKENDS else []
+        if reserved:  # the run's backend fills these: a unit's own would be overwritten, two units made one
+            raise CliError(f"{where} returned unit {_shown(unit)} with the key {reserved[0]!r}, which the run's "
+                           f"--backend fills for a figure with BACKENDS; name it otherwise")
         keys.add(json.dumps(unit, sort_keys=True))
     if len(keys) != len(units):
         raise CliError(f"{where} returned the same unit twice; each unit must differ (it names its file)")
@@ -489,7 +493,7 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         flags = backend_flags(backend) if mod.BACKENDS else ""
         rerun = shlex.join(["sms-langevin", "run", fid, "--resume", "--preset", preset, "--seed", str(run_seed),
                             *shlex.split(flags), "--out", str(out)])  # quoted: a path with a space stays one word
-        for unit in _units(mod, level, backend):
+        for unit in figure_units(mod, level, backend):
             wanted = fingerprint(mod.module, run_seed, unit_seed(run_seed, fid, unit), preset,
                                  inputs=unit_inputs(mod, unit, level))
             try:

@@ -428,3 +428,19 @@ def test_a_figures_input_hooks_that_raise_or_return_the_wrong_kind_are_one_line_
     with pytest.raises(CliError, match="must return None or a string"):
         absent_inputs({"fig": figure(missing_input=lambda unit, level: 5)}, [task])
     assert absent_inputs({"fig": figure(missing_input=lambda unit, level: "no file")}, [task]) == [(task, "no file")]
+
+
+def test_a_unit_with_the_keys_the_backend_fills_is_refused_for_a_figure_with_backends():
+    """Two units differing only in ``backend`` would become one unit once the run's backend is merged in:
+    one file, the same result drawn twice. Refused by name, as every unit's contract is."""
+    from types import SimpleNamespace
+
+    from reports._cli import CliError, figure_units
+
+    figure = SimpleNamespace(ID="fig", module="probe.fig", BACKENDS=("numba", "torch"),
+                             units=lambda level: [{"i": 0, "backend": "a"}, {"i": 0, "backend": "b"}])
+    with pytest.raises(CliError, match=r"fig: units\('tiny'\) \(in probe.fig\) returned unit .* key 'backend'"):
+        figure_units(figure, "tiny", {"backend": "torch", "device": "cpu"})
+    figure.units = lambda level: [{"i": 0}, {"i": 1}]
+    assert figure_units(figure, "tiny", {"backend": "torch", "device": "cpu"})[1] == {"i": 1, "backend": "torch",
+                                                                                 "device": "cpu"}
