@@ -14,9 +14,9 @@ from reports.store import unit_seed
 def cmd_claims(args, figures) -> int:
     """The claims table alone, computed in this process and written into ``--out`` (no units kept)."""
     from reports._metadata import metadata
-    # the registry's claims table, also where SMS_LANGEVIN_REPORT_MODULES leaves it out of ``figures``
-    tab_claims = figures.get("claims") or next(
-        exp for exp in map(registry.declared_by, registry.DEFAULT_MODULES) if exp.ID == "claims")
+    # the toolkit's claims table (this command reads its sections and rows), also where
+    # SMS_LANGEVIN_REPORT_MODULES leaves it out of ``figures`` or gives another figure its ID
+    tab_claims = next(exp for exp in map(registry.declared_by, registry.DEFAULT_MODULES) if exp.ID == "claims")
     check_preset(args.preset)
     level = registry.module_preset(tab_claims, args.preset)  # tiny runs the quick table, as `run claims` does
     out = out_path(args.out)
