@@ -345,7 +345,9 @@ def test_a_worker_killed_mid_unit_is_one_line_saying_resume_and_the_run_resumes(
                 os.kill(pid, signal.SIGKILL)
     assert proc.returncode == 2 and "Traceback" not in err, err
     last = err.strip().splitlines()[-1]
-    assert last.startswith("sms-langevin: error: a worker process ended abruptly (pid ") and "SIGKILL" in last, err
+    # how it ended is named where the pool still holds the dead worker (it may have let it go already)
+    assert last.startswith("sms-langevin: error: a worker process ended abruptly ("), err
+    assert "killed by SIGKILL" in last or "(killed, or out of memory)" in last, err
     assert "units unfinished; the finished units are saved: rerun with --resume" in last, err
     resumed = cli(["run", "fast", "--resume", "--out", str(out)])
     assert resumed.returncode == 0, resumed.stderr
