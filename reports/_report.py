@@ -22,11 +22,11 @@ import shutil
 import stat
 from pathlib import Path
 
-from integrators._files import open_regular
+from integrators._files import open_regular, write_atomic
 from reports._metadata import code_metadata
 from reports._run_record import run_json
 from reports.drawing import write_metadata
-from reports.store import UnsafePath, own_path, write_atomic
+from reports.store import UnsafePath, own_path
 from theory_checks._checks import markdown_row
 from tour._page_style import CHECK_SCRIPT, STYLE
 

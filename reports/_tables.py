@@ -6,7 +6,7 @@ import csv
 import io
 from pathlib import Path
 
-from reports.store import write_atomic
+from integrators._files import write_atomic
 
 
 def write_rows(path: Path, rows: list[dict]) -> Path:

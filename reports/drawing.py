@@ -4,7 +4,7 @@ An experiment returns data and writes no files.  Its ``draw(results, preset)`` g
 :class:`Drawing` (matplotlib figures, tables as rows of dicts, texts such as a Markdown table, and
 one paragraph of measured numbers); :func:`write_drawing` alone turns it into files, beside the
 figure's ``metadata.json`` that the command line writes with :func:`write_metadata`.  Every file goes
-through a temporary file and a rename (:func:`reports.store.write_atomic`): one that is a hard link to a
+through a temporary file and a rename (:func:`integrators._files.write_atomic`): one that is a hard link to a
 file elsewhere (``sms-langevin claims --out`` writes into a folder the user chose) is replaced, never
 written through.
 """
@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from integrators._files import write_atomic
 from integrators._validation import DictOf, ListOf, Registered, check_parameters, instance_of, optional
 from reports._tables import write_rows
-from reports.store import json_change, write_atomic
+from reports.store import json_change
 
 PNG_DPI = 120  # the resolution of each figure's PNG
 MAX_FIGURE_PIXELS = 50_000_000  # a canvas of 50 megapixels (200 MB of RGBA): a 2000 x 2000 inch figure is 5.8e10

@@ -513,4 +513,4 @@ class Store:
         return {} if payload is None else payload["meta"]
 
 __all__ = ["CorruptUnit", "StaleUnit", "Store", "UnsafePath", "checksum", "json_change", "own_path", "own_tree",
-           "read_regular", "unit_seed", "write_atomic"]
+           "read_regular", "unit_seed"]
