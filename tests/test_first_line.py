@@ -58,7 +58,7 @@ def _run_stopped_at(step: str, tmp_path, monkeypatch, capsys) -> str:
 
 
 def test_run_says_it_lists_the_units_before_listing_them(tmp_path, monkeypatch, capsys):
-    assert "quick: listing the units of fast" in _run_stopped_at("_units", tmp_path, monkeypatch, capsys)
+    assert "quick: listing the units of fast" in _run_stopped_at("figure_units", tmp_path, monkeypatch, capsys)
 
 
 def test_run_says_whether_kernels_compile_before_the_first_unit_runs(tmp_path, monkeypatch, capsys):

@@ -9,7 +9,6 @@ README line is gone, so the two cannot drift apart.  Every ```python block is ex
 
 from __future__ import annotations
 
-import ast
 import re
 import subprocess
 import sys
@@ -32,14 +31,6 @@ class Run:
     argv: tuple
     why: str = ""        # why the arguments differ from the README's, if they do
     expect: str = ""     # text the output must contain
-
-
-@dataclass(frozen=True)
-class CoveredBy:
-    """The command is run by this test (``file::function``), which exists."""
-
-    test: str
-    why: str
 
 
 SL = ".venv/bin/sms-langevin "
@@ -89,14 +80,6 @@ def test_every_readme_command_has_an_entry_and_every_entry_a_command():
     assert set(COMMANDS) - set(lines) == set(), "COMMANDS entries no longer in the README"
 
 
-@pytest.mark.experiment
-@pytest.mark.parametrize("line", [k for k, v in COMMANDS.items() if isinstance(v, CoveredBy)])
-def test_covering_test_exists(line):
-    path, name = COMMANDS[line].test.split("::")
-    tree = ast.parse((ROOT / path).read_text())
-    assert name in {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}, COMMANDS[line].test
-
-
 @pytest.fixture(scope="module")
 def scheduler():
     distributed = pytest.importorskip("dask.distributed")
@@ -138,8 +121,6 @@ def test_readme_commands_run(tmp_path, capsys, request, small_figure1):
     previous = tmp_path
     for i, line in enumerate(readme_shell_lines()):
         entry = COMMANDS[line]
-        if isinstance(entry, CoveredBy):
-            continue
         out = tmp_path / f"cmd{i}"
         output = _run(entry, out, previous, capsys, request)
         assert entry.expect in output, f"{line}: expected {entry.expect!r} in its output"
