@@ -1,7 +1,8 @@
 """Adding a built-in scheme, a plan, a figure or a library's adapters is new files only.
 
 In a copy of the source packages, each extension point gets new files and nothing else: a scheme
-(a copy of ``em.py`` under another ``NAME``, with its tensor step), a plan (a copy of ``rr.py``
+(a copy of ``em.py`` under another ``NAME``: its ``UPDATE`` gives the torch backend and the fused
+kernel their step), a plan (a copy of ``rr.py``
 declaring its batch rule and no kernel code), a figure module and an adapter module.  A fresh
 interpreter with the copy first on ``sys.path`` must find each in its registry (the figure also
 in the command line's ``list``) with no registry or list edited: the copy differs from the
@@ -58,17 +59,14 @@ EXPERIMENT = Experiment(
 def _new_files(root: Path) -> dict:
     """``{path relative to root: text}`` of one new file per extension point."""
     scheme = (ROOT / "integrators/schemes/em.py").read_text()
-    tensor = (ROOT / "integrators/torch/schemes/em.py").read_text()
     plan = (ROOT / "integrators/plans/rr.py").read_text()
-    tensor_import = "from integrators.schemes.em"  # ... import SCHEME as _numba
-    assert "\nORDER = 1  #" in scheme and '    NAME="em",\n' in scheme and tensor_import in tensor
+    assert "\nORDER = 1  #" in scheme and '    NAME="em",\n' in scheme and "UPDATE=" in scheme
     assert '    NAME="rr",\n' in plan
     adapter = "import numpy as np\n\nLIBRARY = \"toy\"\n\n\n" + textwrap.dedent(inspect.getsource(ToyULA)) \
         + "\n\nADAPTERS = (ToyULA(),)\n"
     return {
         "scheme": {"integrators/schemes/em_copy.py": scheme.replace("\nORDER = 1  #", "\nORDER = 5  #")
-                   .replace('    NAME="em",\n', '    NAME="em_copy",\n'),
-                   "integrators/torch/schemes/em_copy.py": tensor.replace(tensor_import, tensor_import + "_copy")},
+                   .replace('    NAME="em",\n', '    NAME="em_copy",\n')},
         "plan": {"integrators/plans/rr_copy.py": plan.replace('    NAME="rr",\n', '    NAME="rr_copy",\n')},
         "figure": {"experiments/extension_probe.py": FIGURE},
         "adapter": {"theory_checks/adapters/toy_adapter.py": adapter},
@@ -95,6 +93,11 @@ try:
     found["torch"] = list(TORCH_STEPS)
 except ImportError as exc:
     found["torch"] = str(exc)
+try:
+    from integrators.torch._fused import FUSED_STEPS
+    found["fused"] = list(FUSED_STEPS)
+except ImportError as exc:
+    found["fused"] = str(exc)
 print(json.dumps(found))
 '''
 
@@ -153,7 +156,7 @@ def test_each_extension_point_is_its_new_files_alone(extended):
     files, _, (new, changed), _ = extended
     assert changed == []
     assert sorted(new) == sorted(rel for group in files.values() for rel in group)
-    assert {kind: len(group) for kind, group in files.items()} == {"scheme": 2, "plan": 1, "figure": 1, "adapter": 1}
+    assert {kind: len(group) for kind, group in files.items()} == {"scheme": 1, "plan": 1, "figure": 1, "adapter": 1}
 
 
 def test_the_api_pages_of_the_copy_render_every_new_module(extended):
@@ -199,3 +202,9 @@ def test_a_new_scheme_file_has_its_tensor_step(extended):
     pytest.importorskip("torch")
     _, found, _, _ = extended
     assert isinstance(found["torch"], list) and "em_copy" in found["torch"], found["torch"]
+
+
+def test_a_new_scheme_file_runs_in_the_fused_kernel(extended):
+    pytest.importorskip("triton")
+    _, found, _, _ = extended
+    assert isinstance(found["fused"], list) and "em_copy" in found["fused"], found["fused"]

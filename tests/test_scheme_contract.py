@@ -148,3 +148,45 @@ def test_burn_fraction_must_be_a_number_in_range(value):
 def test_a_scheme_or_plan_that_is_neither_a_name_nor_an_object_is_refused_by_name(kwargs, words):
     with pytest.raises(ValueError, match=words):
         small_telescoping(**kwargs)
+
+
+@pytest.mark.parametrize(("update", "message"), [
+    ([UBU.UPDATE[0]], "must be a tuple of moves"),
+    ((UBU.UPDATE[0], "kick"), "must be a tuple of moves"),
+    ((UBU.UPDATE[0],), "FORCE exactly once"),
+    ((UBU.UPDATE[0], "force", "force"), "FORCE exactly once"),
+])
+def test_an_update_that_breaks_its_contract_is_refused_by_name(update, message):
+    with pytest.raises(ValueError, match=f"scheme 'bad_update': .*{message}"):
+        Scheme("bad_update", UBU.step, UBU.coefficients, WEAK_ORDER=2.0, STRONG_ORDER=2.0, UPDATE=update)
+
+
+def test_an_update_reads_at_most_the_move_slots():
+    def six(h, gamma):
+        return np.concatenate([UBU.coefficients(h, gamma), [1.0]])
+
+    with pytest.raises(ValueError, match="scheme 'six': a move reads at most 5 coefficients"):
+        Scheme("six", UBU.step, six, WEAK_ORDER=2.0, STRONG_ORDER=2.0, UPDATE=UBU.UPDATE)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_every_built_in_scheme_declares_its_update_and_its_reference_comes_from_it(name):
+    scheme = SCHEMES[name]
+    assert scheme.UPDATE is not None and scheme.reference_step is not None
+    rng = np.random.default_rng(1)
+    x, v, g = rng.normal(size=(3, 2))
+    dW, J = rng.normal(size=(2, 2, 2))
+    h, gamma = 0.1, 1.3
+    c = scheme.coefficients(h, gamma)
+    # the reference runs the moves in order, the force where FORCE stands
+    want_x, want_v, want_g = x.copy(), v.copy(), g  # the built-in moves update in place
+    for move in scheme.UPDATE:
+        if move == "force":
+            want_g = -want_x
+        elif callable(move):
+            want_x, want_v = move(want_x, want_v, want_g, *c, *[0.0] * (5 - len(c)), dW[0], J[0], dW[1], J[1])
+    given = x.copy(), v.copy()
+    got = scheme.reference_step(x, v, g, h, gamma, dW, J, lambda y: -y)
+    np.testing.assert_array_equal(np.stack(given), np.stack([x, v]))  # the caller's arrays are left as they were
+    for a, b in zip(got, (want_x, want_v, want_g), strict=True):
+        np.testing.assert_array_equal(a, b)

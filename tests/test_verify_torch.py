@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 
 from integrators import SCHEMES, GaussianTarget, Scheme, Torch, sample  # noqa: E402
-from integrators.torch.schemes import baoab as torch_baoab  # noqa: E402
 from theory_checks._probe import probe_step_map  # noqa: E402
 from theory_checks._verify import default_target, verify  # noqa: E402
 
@@ -33,7 +32,7 @@ def o_noise_bug_coefficients(h, gamma):
 
 
 O_NOISE_BUG = Scheme("baoab_o_noise_bug", None, o_noise_bug_coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0,
-                     FSAL=True, TORCH_STEP=torch_baoab.step)
+                     FSAL=True, UPDATE=SCHEMES["baoab"].UPDATE)
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))

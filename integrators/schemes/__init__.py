@@ -24,12 +24,23 @@ a summary line: this docstring is their contract.
 first where a :class:`Scheme` is built, and both where a scheme is registered or a scheme object is
 first used (:func:`resolve_scheme`: ``sample``, ``verify``, the oracle), once per scheme object.
 
+``UPDATE`` is the same step written once for every array type: a tuple of pure *moves*
+``move(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2) -> (x, v)`` (the coefficients in the
+first :data:`N_MOVE_COEF` slots, zeros after them; ``dW1, J1`` and ``dW2, J2`` the path pair of
+each half step) and the markers :data:`FORCE` (the step's one force, ``g <- G(x)``) and
+:data:`REFLECT` (the bounce, where the Numba step calls ``reflect``).  A move uses only ``+``,
+``-`` and ``*``, so the same function runs on numpy arrays (:func:`update_reference`, the tests'
+reference), on tensors (:func:`integrators.torch.schemes.tensor_step`) and on Triton blocks (the
+fused kernel, :mod:`integrators.torch._fused`); the Numba ``step`` is the fast loop, held to it
+by the tests.  The built-in moves update ``x`` and ``v`` by augmented assignment (``x += ...``,
+``v *= ...``): in place on arrays and tensors, where a new array would cost a pass over the state
+to copy back, and a new value on Triton blocks; a move may as well return new arrays.
+
 A built-in scheme is a module of this package that ends with ``SCHEME = Scheme(NAME=..., WEAK_ORDER=...,
-STRONG_ORDER=..., FSAL=..., coefficients=coefficients, step=step, ...)`` and ``__all__ = ["SCHEME"]``
-(found by :func:`integrators.registry.discover`: a new file is a new scheme; :data:`SCHEMES` holds
-that object), with its update rule in the module docstring, its ``ORDER`` (an integer literal at
-module level: its place in tables and figures) and a ``reference_step`` (see :class:`Scheme`), which
-the tests hold its ``step`` to.
+STRONG_ORDER=..., FSAL=..., coefficients=coefficients, step=step, UPDATE=..., ...)`` and
+``__all__ = ["SCHEME"]`` (found by :func:`integrators.registry.discover`: a new file is a new scheme,
+on every backend; :data:`SCHEMES` holds that object), with its update rule in the module docstring
+and its ``ORDER`` (an integer literal at module level: its place in tables and figures).
 
 ``SCHEMES`` is the registry that the kernel, the oracle, the coupled chains, the claims table,
 the weak-orders figure and the tests read.  A scheme in user code (a :class:`Scheme` built from a
@@ -46,6 +57,9 @@ import numpy as np
 from integrators.registry import Registry, discover_modules
 
 SCHEME_ATTRIBUTES = ("NAME", "WEAK_ORDER", "STRONG_ORDER", "FSAL", "coefficients", "step")
+FORCE = "force"      # in an UPDATE: the step's one force, g <- G(x)
+REFLECT = "reflect"  # in an UPDATE: the bounce (a no-op without a box)
+N_MOVE_COEF = 5      # coefficient slots of a move (the fused kernel's registers)
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,7 +100,11 @@ class Scheme:
     reference_step : callable or None, default None
         ``reference_step(x, v, g, h, gamma, dW, J, grad)``: the same step for one chain in plain
         numpy (``dW, J`` of shape ``(2, d)``, ``grad(x)`` the force; returns ``(x, v, g)``), which
-        the tests hold ``step`` to; every built-in scheme gives one.
+        the tests hold ``step`` to; by default :func:`update_reference` of ``UPDATE``.
+    UPDATE : tuple or None, default None
+        The step as pure moves and the markers :data:`FORCE` and :data:`REFLECT` (see the
+        package docstring): one function per part of the step, which the numpy reference, the
+        tensor step and the fused kernel all call; every built-in scheme gives one.
     EXACT_GAUSSIAN_X : bool, default False
         Whether, with full gradients, its x-marginal is exact on Gaussian targets at every stable
         step size (BAOAB): ``verify`` then expects no bias rather than its weak order.
@@ -109,9 +127,74 @@ class Scheme:
     TORCH_STEP: object = None
     reference_step: object = None
     EXACT_GAUSSIAN_X: bool = False
+    UPDATE: tuple | None = None
 
     def __post_init__(self):
         _CHECKED[id(self)] = (self, self.step, self.coefficients, check_coefficients(self), False)
+        if self.UPDATE is not None:
+            check_update(self, _CHECKED[id(self)][3])
+            if self.reference_step is None:
+                object.__setattr__(self, "reference_step", update_reference(self.UPDATE, self.coefficients))
+
+
+def check_update(scheme, coef: np.ndarray) -> None:
+    """Check a scheme's ``UPDATE``: a tuple of callables and the markers, with exactly one
+    :data:`FORCE`, for at most :data:`N_MOVE_COEF` coefficients (else ``ValueError`` naming the scheme)."""
+    name, update = getattr(scheme, "NAME", "?"), scheme.UPDATE
+    if not isinstance(update, tuple) or not all(callable(m) or m in (FORCE, REFLECT) for m in update):
+        raise ValueError(f"scheme {name!r}: UPDATE must be a tuple of moves move(x, v, g, c0, ..., c4, dW1, J1, "
+                         f"dW2, J2) -> (x, v) and the markers FORCE and REFLECT, got {update!r}"[:400])
+    if sum(m == FORCE for m in update if isinstance(m, str)) != 1:
+        raise ValueError(f"scheme {name!r}: UPDATE must hold FORCE exactly once (the step's one force)")
+    if coef.size > N_MOVE_COEF:
+        raise ValueError(f"scheme {name!r}: a move reads at most {N_MOVE_COEF} coefficients, coefficients(h, gamma) "
+                         f"returns {coef.size}")
+
+
+def move_coefficients(coef) -> tuple:
+    """A scheme's coefficients as the :data:`N_MOVE_COEF` coefficient slots of a move.
+
+    Parameters
+    ----------
+    coef : array_like or tensor or tuple
+        The coefficients, at most :data:`N_MOVE_COEF`.
+
+    Returns
+    -------
+    tuple
+        Its elements, then zeros up to :data:`N_MOVE_COEF`.
+    """
+    return (*coef, *(0.0,) * (N_MOVE_COEF - len(coef)))
+
+
+def update_reference(update: tuple, coefficients):
+    """The numpy ``reference_step(x, v, g, h, gamma, dW, J, grad)`` of one chain that ``update`` describes
+    (no box: :data:`REFLECT` is skipped).
+
+    Parameters
+    ----------
+    update : tuple
+        A scheme's ``UPDATE``.
+    coefficients : callable
+        Its ``coefficients(h, gamma)``.
+
+    Returns
+    -------
+    callable
+        ``reference_step(x, v, g, h, gamma, dW, J, grad) -> (x, v, g)`` with ``dW, J`` of shape ``(2, d)``.
+    """
+    def reference_step(x, v, g, h, gamma, dW, J, grad):
+        c = move_coefficients(coefficients(h, gamma))
+        x, v = np.array(x, dtype=float), np.array(v, dtype=float)  # moves may update in place: the caller's stay
+        for move in update:
+            if isinstance(move, str):
+                if move == FORCE:
+                    g = grad(x)
+                continue
+            x, v = move(x, v, g, *c, dW[0], J[0], dW[1], J[1])
+        return x, v, g
+
+    return reference_step
 
 
 # (h, gamma) at which a scheme's coefficients are checked: moderate steps and frictions
@@ -204,9 +287,10 @@ def _check_scheme(scheme) -> None:
         value = getattr(scheme, attr)
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
             raise ValueError(f"scheme {scheme.NAME!r}: {attr} must be a positive number, got {value!r}")
-    if scheme.step is None and not callable(getattr(scheme, "TORCH_STEP", None)):
-        raise ValueError(f"scheme {scheme.NAME!r}: step is None, so it needs a TORCH_STEP (a scheme written only "
-                         f"in torch); give a Numba step, a TORCH_STEP or both")
+    if scheme.step is None and not callable(getattr(scheme, "TORCH_STEP", None)) \
+            and getattr(scheme, "UPDATE", None) is None:
+        raise ValueError(f"scheme {scheme.NAME!r}: step is None, so it needs a TORCH_STEP or an UPDATE (a scheme "
+                         f"for the torch backend only); give a Numba step, a TORCH_STEP or an UPDATE")
     seen = _CHECKED.get(id(scheme))
     if seen is None or seen[0] is not scheme or seen[1] is not scheme.step or seen[2] is not scheme.coefficients:
         seen = (scheme, scheme.step, scheme.coefficients, check_coefficients(scheme), False)
@@ -286,4 +370,5 @@ def resolve_scheme(scheme):
     return SCHEMES.resolve(scheme)
 
 
-__all__ = ["SCHEMES", "Scheme", "register_scheme", "resolve_scheme", "unregister_scheme"]
+__all__ = ["FORCE", "N_MOVE_COEF", "REFLECT", "SCHEMES", "Scheme", "move_coefficients", "register_scheme",
+           "resolve_scheme", "unregister_scheme", "update_reference"]

@@ -12,7 +12,7 @@ import numba as nb
 import numpy as np
 
 from integrators._bounce import reflect
-from integrators.schemes import Scheme
+from integrators.schemes import FORCE, REFLECT, Scheme
 
 ORDER = 1  # its place in tables and figures (integrators.registry.discover)
 
@@ -27,10 +27,14 @@ def affine_ops(h: float, gamma: float) -> list:
     return [("em", h)]
 
 
-def reference_step(x, v, g, h, gamma, dW, J, grad):
-    """One step of one chain in plain numpy, from the rule above: the tests' reference for :func:`step`."""
-    g = grad(x)
-    return x + h * v, v - h * g - h * gamma * v + math.sqrt(2 * gamma) * (dW[0] + dW[1]), g
+def euler(x, v, g, h, gamma, noise, c3, c4, dW1, J1, dW2, J2):
+    """Both updates from the old state (a move of :data:`SCHEME`'s ``UPDATE``)."""
+    damping = h * gamma * v
+    x += h * v
+    v -= h * g
+    v -= damping
+    v += noise * (dW1 + dW2)
+    return x, v
 
 
 @nb.njit(nogil=True)
@@ -52,7 +56,8 @@ SCHEME = Scheme(
     WEAK_ORDER=1.0,
     STRONG_ORDER=1.0,
     FSAL=False,
-    coefficients=coefficients, step=step, affine_ops=affine_ops, reference_step=reference_step,
+    coefficients=coefficients, step=step, affine_ops=affine_ops,
+    UPDATE=(FORCE, euler, REFLECT),
 )
 
 __all__ = ["SCHEME"]

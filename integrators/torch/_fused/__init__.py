@@ -7,11 +7,13 @@ sums in registers, the normals drawn in the kernel from the per-chain counter st
 and a run equals the torch step's to rounding). It fills the torch chains' observers in place, so
 :func:`integrators.torch._chains.run_spec` builds the same result from either.
 
-Each built-in scheme has a file here declaring ``before`` and ``after``, its update split at its one
-force evaluation (discovered: ``NAME``, ``before``, ``after``). :func:`refusal` names what the kernel
-does not run (a scheme without a file here, a target other than a Gaussian one, float32, the
-localization box, partitions of more than :data:`integrators.plans.SMALL_SHUFFLE` data, more than
-:data:`MAX_DIM` coordinates); the torch backend then runs its compiled step, and says which ran.
+Each built-in scheme runs its own ``UPDATE`` here (:mod:`integrators.schemes`): its moves, the
+functions the numpy reference and the tensor step call, compiled by Triton (:func:`triton_move`), up
+to :data:`MAX_MOVES` on each side of the force (the bounce's markers dropped: the kernel runs no
+box). :func:`refusal` names what the kernel does not run (a scheme from user code, a target other
+than a Gaussian one, float32, the localization box, partitions of more than
+:data:`integrators.plans.SMALL_SHUFFLE` data, more than :data:`MAX_DIM` coordinates); the torch
+backend then runs its compiled step, and says which ran.
 
 Without CUDA the kernels run in Triton's interpreter on CPU tensors (slowly), which is how the tests
 check the kernel: the interpreter is chosen when Triton is imported (``TRITON_INTERPRET=1``), so
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import os
 import sys
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,16 +33,45 @@ import torch
 if "triton" not in sys.modules and not torch.cuda.is_available():  # nothing to compile for: interpret
     os.environ.setdefault("TRITON_INTERPRET", "1")
 import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
 
 from integrators.plans import SMALL_SHUFFLE, n_batches, plan_rule  # noqa: E402
-from integrators.registry import discover_modules  # noqa: E402
+from integrators.schemes import FORCE, REFLECT  # noqa: E402
 from integrators.targets import GaussianTarget  # noqa: E402
 from integrators.targets._force import force_data  # noqa: E402
-from integrators.torch._fused._kernel import N_COEF, PARAMS, chain_kernel  # noqa: E402
+from integrators.torch._fused._kernel import MAX_MOVES, N_COEF, PARAMS, chain_kernel, no_move  # noqa: E402
 from integrators.torch._rng import pair_factors  # noqa: E402
 from integrators.torch.schemes import TORCH_STEPS, torch_step  # noqa: E402
 
-FUSED_STEPS = {m.NAME: m for m in discover_modules(__name__, ("NAME", "before", "after"))}
+
+def triton_move(move):
+    """A scheme's move as a Triton function: the same code object, with ``triton.language`` in its
+    globals (where Triton's interpreter looks for the language it patches)."""
+    return triton.jit(types.FunctionType(move.__code__, {"tl": tl, "__name__": move.__module__}, move.__name__))
+
+
+@dataclass(frozen=True)
+class FusedStep:
+    """A scheme's moves as the kernel calls them: ``before`` and ``after`` the force, each
+    :data:`MAX_MOVES` Triton functions (:func:`no_move` in the unused slots)."""
+
+    NAME: str
+    before: tuple
+    after: tuple
+
+
+def fused_step(scheme) -> FusedStep | None:
+    """The :class:`FusedStep` of a scheme's ``UPDATE`` (None when it has more moves than the kernel's slots)."""
+    moves = [m for m in scheme.UPDATE if m != REFLECT]
+    split = moves.index(FORCE)
+    sides = moves[:split], moves[split + 1:]
+    if max(len(side) for side in sides) > MAX_MOVES:
+        return None
+    before, after = (tuple(triton_move(m) for m in side) + (no_move,) * (MAX_MOVES - len(side)) for side in sides)
+    return FusedStep(scheme.NAME, before, after)
+
+
+FUSED_STEPS = {name: step for name, s in TORCH_STEPS.items() if (step := fused_step(s.declared)) is not None}
 MAX_DIM = 16  # registers per chain grow as DP^2 (the precision tiles)
 INTERPRETED = bool(triton.knobs.runtime.interpret)
 _KINDS = {"full": 0, "iid": 1, "partition": 2}
@@ -200,7 +232,8 @@ def launch_of(specs, xs, vs, observers, path_keys, plan_keys, *, block: int | No
         n, int(n_bins), keep, order.shape[1], keys_stride,
     )
     constexprs = dict(
-        BEFORE=module.before, AFTER=module.after, FSAL=int(declared.FSAL),
+        BEFORE1=module.before[0], BEFORE2=module.before[1], AFTER1=module.after[0], AFTER2=module.after[1],
+        FSAL=int(declared.FSAL),
         # past SMALL_SHUFFLE data no partition runs (refusal): no permutation to hold or shuffle
         D=d, DP=_pow2(d), N_DATA=n_data, NP=_pow2(n_data) if shuffle else 1, NB=nb, SHUFFLE=shuffle,
         HAS_PRIOR=bool((np.asarray(p0) != 0).any()), USE_CV=bool(use_cv[0]),

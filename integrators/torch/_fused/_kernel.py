@@ -4,8 +4,8 @@ Each program holds ``BLOCK`` chains' ``x``, ``v``, the cached force, the diverge
 running sums in registers (shape ``[BLOCK, DP]``, ``DP`` the dimension padded to a power of two,
 padded columns kept at zero) and, step after step: draws the plan's batch from the plan stream,
 the four path normals per coordinate from the path stream (:mod:`integrators.torch._fused._normals`),
-runs the scheme's part before the force, the Gaussian target's minibatch force (with the control
-variate when asked), the part after it, the divergence check (mark the step, park the chain at
+runs the scheme's moves before the force, the Gaussian target's minibatch force (with the control
+variate when asked), its moves after it, the divergence check (mark the step, park the chain at
 zero), and after burn-in the observers: running sums, the first coordinate's histogram (atomic adds
 of exact integer counts, so the result does not depend on their order) and its tails, kept samples.
 
@@ -26,6 +26,15 @@ from integrators.torch._fused._normals import plan_uniform, step_normals
 N_COEF = 5
 N_PARAMS = tl.constexpr(13)
 PARAMS = ("c0", "c1", "c2", "c3", "c4", "l11", "l21", "l22", "scale", "bound", "hist_lo", "hist_hi", "inv_width")
+
+
+MAX_MOVES = 2  # a scheme's moves on each side of its force that the kernel calls (BEFORE1, BEFORE2, ...)
+
+
+@triton.jit
+def no_move(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2):
+    """The move that fills an unused slot."""
+    return x, v
 
 
 @triton.jit
@@ -76,7 +85,7 @@ def chain_kernel(
     path_keys_ptr, plan_keys_ptr, params_ptr, kinds_ptr, periods_ptr, order_ptr, counts_ptr,
     mu_ptr, prec_ptr, p0_ptr, m0_ptr, ref_ptr, ref_sum_ptr,
     n_chains, n_bins, keep, order_stride, keys_stride,
-    BEFORE: tl.constexpr, AFTER: tl.constexpr, FSAL: tl.constexpr,
+    BEFORE1: tl.constexpr, BEFORE2: tl.constexpr, AFTER1: tl.constexpr, AFTER2: tl.constexpr, FSAL: tl.constexpr,
     D: tl.constexpr, DP: tl.constexpr, N_DATA: tl.constexpr, NP: tl.constexpr, NB: tl.constexpr,
     SHUFFLE: tl.constexpr,
     HAS_PRIOR: tl.constexpr, USE_CV: tl.constexpr,
@@ -169,7 +178,8 @@ def chain_kernel(
             dW2 = l11 * z2
             J1 = l21 * z0 + l22 * z1
             J2 = l21 * z2 + l22 * z3
-            x, v = BEFORE(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
+            x, v = BEFORE1(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
+            x, v = BEFORE2(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
         if HAS_PRIOR:
             prior = tl.zeros_like(x)
             for b in range(D):  # loops, not unrolled (here and over the batch): unrolled, the largest launches spill
@@ -203,7 +213,8 @@ def chain_kernel(
         if USE_CV:
             g = g + ref_sum - scale * batch_ref
         if k > 0:
-            x, v = AFTER(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
+            x, v = AFTER1(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
+            x, v = AFTER2(x, v, g, c0, c1, c2, c3, c4, dW1, J1, dW2, J2)
             # divergence: |x|, |v| beyond the bound or not finite (NaN fails every comparison)
             ok = (tl.abs(x) <= bound) & (tl.abs(x) < float("inf")) & (tl.abs(v) <= bound) & (tl.abs(v) < float("inf"))
             bad = tl.max((~ok & cmask).to(tl.int32), axis=1) > 0

@@ -1,32 +1,64 @@
-"""The schemes on tensors, one file each, under the names of the built-in schemes of :mod:`integrators.schemes`.
+"""The schemes on tensors: each scheme's ``UPDATE`` (:mod:`integrators.schemes`) applied to tensors.
 
-Every module here offers only the tensor ``step`` (``__all__ = ["step"]``) of the built-in scheme
-of the same name (the ``SCHEME`` of :mod:`integrators.schemes`' module of that name, whose ``NAME``
-it takes); :class:`TorchScheme` pairs it with that scheme, whose constants, declared orders and
-``FSAL`` are read there, never retyped. The step writes the same update rule with tensor operations, in the
-same order of floating-point operations:
+A tensor step has the contract
 
     step(x, v, g, coef, dW, J, force, reflect) -> g
 
-advances ``x`` and ``v`` in place (any shape: ``(n_chains, d)`` in chains mode, a flat parameter
+and advances ``x`` and ``v`` in place (any shape: ``(n_chains, d)`` in chains mode, a flat parameter
 buffer ``(P,)`` in module mode, ``(K, P)`` for an ensemble); ``dW`` and ``J`` have shape
 ``(2, *x.shape)`` (the path pair over each half step); ``force(x)`` returns the minibatch force at
 ``x`` (the caller binds the batch); ``reflect(x, v)`` applies the elastic bounce in place (or is
 ``None``); ``g`` is the cached force of first-same-as-last schemes, and the force the step computed
-is returned.  The members' ``step`` functions carry a summary line: this docstring is their contract.
+is returned.
 
-A scheme from user code (:func:`integrators.register_scheme`, or a scheme object) runs on the torch
-backend when it declares ``TORCH_STEP``, its update written to this contract; without it the
-torch backend refuses it by name (:func:`torch_step`).  Importing this package never depends on
-what has been registered.
+:func:`tensor_step` makes it from a scheme's ``UPDATE``: the same moves the numpy reference and the
+fused kernel call, on tensors, in the same order of floating-point operations.  Every built-in
+scheme declares one (:data:`TORCH_STEPS`), and so may a scheme from user code.  A user scheme may
+instead declare ``TORCH_STEP``, a step written to this contract; with neither the torch backend
+refuses it by name (:func:`torch_step`).  Importing this package never depends on what has been
+registered.
 """
 
 from dataclasses import dataclass
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 
 import integrators.schemes as _numba_schemes
 from integrators.registry import discover_modules
-from integrators.schemes import SCHEMES
+from integrators.schemes import FORCE, REFLECT, SCHEMES, move_coefficients
+
+
+def tensor_step(update: tuple):
+    """The tensor ``step(x, v, g, coef, dW, J, force, reflect) -> g`` of a scheme's ``UPDATE``.
+
+    Parameters
+    ----------
+    update : tuple
+        The scheme's moves and markers (:mod:`integrators.schemes`).
+
+    Returns
+    -------
+    callable
+        The step: the moves in order (a move that returns new tensors has them copied into the
+        caller's, where the state lives; the built-in ones update in place), the force and the
+        bounce where the markers stand.
+    """
+    def step(x, v, g, coef, dW, J, force, reflect):
+        c = move_coefficients(coef)
+        for move in update:
+            if move == FORCE:
+                g = force(x)
+            elif move == REFLECT:
+                if reflect is not None:
+                    reflect(x, v)
+            else:
+                new_x, new_v = move(x, v, g, *c, dW[0], J[0], dW[1], J[1])
+                if new_x is not x:
+                    x.copy_(new_x)
+                if new_v is not v:
+                    v.copy_(new_v)
+        return g
+
+    return step
 
 
 @dataclass(frozen=True)
@@ -35,14 +67,13 @@ class TorchScheme:
 
     Parameters
     ----------
-    tensor : module
-        The module of this package (or a namespace holding a user scheme's ``TORCH_STEP``) whose
-        ``step`` is the update on tensors.
+    tensor : namespace
+        Its ``step``, the update on tensors (:func:`tensor_step`, or a user scheme's ``TORCH_STEP``).
     declared : Scheme
         The scheme (or an object with its attributes): ``NAME``, ``coefficients``, ``FSAL``, the orders.
     """
 
-    tensor: ModuleType    # the module of this package (or a user scheme's TORCH_STEP): ``step``
+    tensor: SimpleNamespace  # ``step``: tensor_step(UPDATE), or a user scheme's TORCH_STEP
     declared: object      # the Scheme: ``coefficients``, ``FSAL``, ``WEAK_ORDER``, ...
 
     @property
@@ -78,16 +109,13 @@ class TorchScheme:
         return self.declared.coefficients(h, gamma)
 
 
-# each tensor step beside the built-in scheme it rewrites (its ``_numba``), not the registry's entry
-# of that name: what user code registers (or unregisters) cannot change what a torch step declares
-TORCH_STEPS = {m.NAME: TorchScheme(m, m._numba) for m in discover_modules(__name__, ("NAME", "step"))}
-
-# every built-in scheme of integrators/schemes must get its tensor step (a built-in scheme, not a
-# registered one: those are Numba-only and refused by name in torch_step)
-_BUILT_IN = {m.SCHEME.NAME: m.SCHEME for m in discover_modules(_numba_schemes, ("SCHEME",))}
-if {name: s.declared for name, s in TORCH_STEPS.items()} != _BUILT_IN:  # Scheme compares by identity
-    raise ImportError(f"integrators.torch.schemes covers {sorted(TORCH_STEPS)}, the built-in schemes of "
-                      f"integrators.schemes are {sorted(_BUILT_IN)}")
+# each built-in scheme's tensor step, from the scheme itself, not the registry's entry of that name:
+# what user code registers (or unregisters) cannot change what a built-in runs
+_BUILT_IN = [m.SCHEME for m in discover_modules(_numba_schemes, ("SCHEME",))]
+_NO_UPDATE = [s.NAME for s in _BUILT_IN if s.UPDATE is None]
+if _NO_UPDATE:  # every built-in scheme runs on every backend
+    raise ImportError(f"the built-in schemes {_NO_UPDATE} declare no UPDATE (their moves, for the torch backend)")
+TORCH_STEPS = {s.NAME: TorchScheme(SimpleNamespace(step=tensor_step(s.UPDATE)), s) for s in _BUILT_IN}
 
 
 def torch_step(scheme) -> TorchScheme:
@@ -97,7 +125,7 @@ def torch_step(scheme) -> TorchScheme:
     ----------
     scheme : str or Scheme
         A scheme's name or a scheme object; one from user code runs when it declares
-        ``TORCH_STEP``.
+        ``TORCH_STEP`` or ``UPDATE``.
 
     Returns
     -------
@@ -122,11 +150,14 @@ def torch_step(scheme) -> TorchScheme:
             raise ValueError(f"scheme {name!r}: TORCH_STEP must be a function step(x, v, g, coef, dW, J, force, "
                              f"reflect) -> g, got {type(own_step).__name__}")
         return TorchScheme(SimpleNamespace(step=own_step), declared)
+    own_update = getattr(declared, "UPDATE", None)
+    if own_update is not None and (name not in TORCH_STEPS or declared is not TORCH_STEPS[name].declared):
+        return TorchScheme(SimpleNamespace(step=tensor_step(own_update)), declared)  # checked when it was made
     if name not in TORCH_STEPS:
         if name in SCHEMES or not isinstance(scheme, str):
-            raise ValueError(f"scheme {name!r} has no torch step (declare TORCH_STEP, its update on tensors, to run "
-                             f"a scheme from user code on the torch backend); the torch backend runs "
-                             f"{', '.join(sorted(TORCH_STEPS))} and schemes that declare TORCH_STEP")
+            raise ValueError(f"scheme {name!r} has no torch step (declare UPDATE, its moves, or TORCH_STEP, its update "
+                             f"on tensors, to run a scheme from user code on the torch backend); the torch backend "
+                             f"runs {', '.join(sorted(TORCH_STEPS))} and schemes that declare UPDATE or TORCH_STEP")
         raise ValueError(f"unknown scheme {name!r}; choose from {known}")
     found = TORCH_STEPS[name]
     given = scheme if not isinstance(scheme, str) else SCHEMES.get(name, found.declared)
@@ -136,4 +167,4 @@ def torch_step(scheme) -> TorchScheme:
     return found
 
 
-__all__ = ["TORCH_STEPS", "TorchScheme", "torch_step"]
+__all__ = ["TORCH_STEPS", "TorchScheme", "tensor_step", "torch_step"]
