@@ -9,8 +9,9 @@
 * ensembles (:class:`integrators.torch._ensemble.EnsembleSampler`): several chains of one network at
   once through ``torch.func.functional_call`` and ``vmap``.
 
-Every scheme's update is in :mod:`integrators.torch.schemes` (the coefficients and constants come
-from the built-in schemes, :data:`integrators.SCHEMES`), the path pair's law from :mod:`integrators._brownian`; what a
+Every scheme's update is its ``UPDATE`` (:mod:`integrators.schemes`), applied to tensors by
+:mod:`integrators.torch.schemes` (the coefficients and constants come from the same scheme), the path
+pair's law from :mod:`integrators._brownian`; what a
 divergence is in each mode, and what it records or raises, in :mod:`integrators._divergence`
 (:class:`SamplerDiverged`, also :class:`integrators.SamplerDiverged`).
 """
