@@ -55,6 +55,18 @@ from integrators.targets import Target
 MAX_PATH_REFINE = 2**20  # fine intervals per step: beyond this a run does nothing but draw its path
 
 
+# ------------------------------------------------------------------ the sampler part
+# What every description of a sampler takes alike, declared once: RunSpec here, module mode's
+# SamplerConfig (its scheme and plan narrowed to those the torch backend runs), weak_order and
+# verify read these.  Across fields, the same two rules follow: step_over_friction(h, gamma) and
+# batch_size_for(n_data, batch_size, plan=...).
+SAMPLER = {
+    "scheme": Registered(resolve_scheme, "a registered scheme's name or a scheme object"),
+    "plan": Registered(resolve_plan, "a registered plan's name or a plan object"),
+    "h": POSITIVE, "gamma": POSITIVE, "seed": SEED, "batch_size": optional(at_least(1)),
+}
+
+
 # ------------------------------------------------------------------ the spec
 @dataclass(frozen=True, eq=False)
 class RunSpec:
@@ -145,10 +157,8 @@ class RunSpec:
 
     CONSTRAINTS = {
         "target": instance_of(Target, "a Target (e.g. GaussianTarget)"),
-        "scheme": Registered(resolve_scheme, "a registered scheme's name or a scheme object"),
-        "plan": Registered(resolve_plan, "a registered plan's name or a plan object"),
-        "h": POSITIVE, "gamma": POSITIVE, "n_chains": at_least(1), "n_steps": steps(1), "burn_in": steps(0),
-        "seed": SEED,
+        **SAMPLER,
+        "n_chains": at_least(1), "n_steps": steps(1), "burn_in": steps(0),
         "control_variate": optional(instance_of(ControlVariate, "None or ControlVariate(x_ref)")),
         "box": optional(instance_of(Box, "None or Box(half_width, center)")),
         "observers": instance_of(Observers, "Observers(keep, full_moments, ...)"),

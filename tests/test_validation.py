@@ -206,10 +206,10 @@ SPEC_REFUSALS = on(BACKENDS, [
     ("batch_size-missing", {"batch_size": None}, "batch_size is required for plan 'sms'"),
     ("batch_size-beyond-data", {"batch_size": 3}, r"batch_size=3 is larger than the data \(2 terms\)"),
     ("batch_size-beyond-data-full", {"plan": "full", "batch_size": 3}, "batch_size=3 is larger than the data"),
-    ("batch_size-zero", {"batch_size": 0}, "batch_size must be >= 1"),
+    ("batch_size-zero", {"batch_size": 0}, "batch_size must be .*>= 1"),
     ("x0-beyond-the-divergence-bound", {"x0": [5.0], "divergence_bound": 2.0}, "x0 or v0 lies beyond divergence"),
     ("v0-beyond-the-divergence-bound", {"v0": [5.0], "divergence_bound": 2.0}, "x0 or v0 lies beyond divergence"),
-    ("batch_size-fraction", {"batch_size": 1.5}, "batch_size must be an integer"),
+    ("batch_size-fraction", {"batch_size": 1.5}, "batch_size must be (None or )?an integer"),
     ("divergence_bound-zero", {"divergence_bound": 0.0}, "divergence_bound must be positive and finite"),
     ("divergence_bound-string", {"divergence_bound": "far"}, "divergence_bound must be a real number"),
     # what runs
@@ -876,9 +876,9 @@ def test_test_data_without_test_functions_is_refused_naming_test_data(test_data,
 
 
 @pytest.mark.parametrize("backend", ON_BOTH)
-@pytest.mark.parametrize(("batch_size", "words"), [(0, "batch_size must be >= 1, got 0"),
-                                                   (False, "batch_size must be an integer, got False"),
-                                                   (-1, "batch_size must be >= 1"),
+@pytest.mark.parametrize(("batch_size", "words"), [(0, "batch_size must be None or an integer >= 1, got 0"),
+                                                   (False, "batch_size must be None or an integer >= 1, got False"),
+                                                   (-1, "batch_size must be None or an integer >= 1, got -1"),
                                                    (3, r"batch_size=3 is larger than the data")])
 def test_a_batch_size_given_to_plan_full_is_checked(batch_size, words, backend):
     with pytest.raises(ValueError, match=words):

@@ -18,11 +18,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from integrators import RunSpec
-from integrators._spec import SPEC
+from integrators._spec import SAMPLER, SPEC
 from integrators._validation import (
-    POSITIVE,
     Either,
-    Registered,
     at_least,
     check_parameters,
     declares,
@@ -31,8 +29,7 @@ from integrators._validation import (
     one_of,
     optional,
 )
-from integrators.plans import n_batches, resolve_plan
-from integrators.schemes import resolve_scheme
+from integrators.plans import n_batches
 from integrators.seeds import derive
 from integrators.targets import GaussianTarget
 from theory_checks.oracle import OracleMoments, UnstableStepError, stationary_moments
@@ -212,9 +209,7 @@ _STATISTICS: dict[str, Callable] = {
 
 WEAK_ORDER_CONSTRAINTS = {
     "target": instance_of(GaussianTarget, "a GaussianTarget (the exact oracle's law)"),
-    "scheme": Registered(resolve_scheme, "a registered scheme's name or a scheme object"),
-    "plan": Registered(resolve_plan, "a registered plan's name or a plan object"),
-    "gamma": POSITIVE, "batch_size": optional(at_least(1)),
+    **{name: SAMPLER[name] for name in ("scheme", "plan", "gamma", "batch_size")},
     "statistic": Either(one_of(_STATISTICS), instance_of(Callable, "a function f(moments, target)")),
     "fit_points": at_least(2),
 }

@@ -14,10 +14,9 @@ import torch
 
 from integrators._memory import check_fits, device_memory_bytes
 from integrators._options import CyclicalSchedule, Localization
+from integrators._spec import SAMPLER
 from integrators._validation import (
     BOOLEAN,
-    POSITIVE,
-    SEED,
     Registered,
     at_least,
     batch_size_for,
@@ -177,14 +176,14 @@ class SamplerConfig:
     graph: bool | str = "auto"
 
     CONSTRAINTS = {
-        "h": POSITIVE, "gamma": POSITIVE, "n_data": at_least(1),
-        # unknown, or with no tensor step / batches from a Numba rule of its own: refused by name
+        **SAMPLER,  # the sampler part every description shares, with the torch backend's scheme and plan:
+        # unknown, or with no tensor step / batches from a Numba rule of its own, refused by name
         "scheme": Registered(torch_step, "a scheme with a tensor step"),
         "plan": Registered(plan_rule, "a plan with a batch rule"),
-        "batch_size": optional(at_least(1)), "control_variate": BOOLEAN,
+        "n_data": at_least(1), "control_variate": BOOLEAN,
         "localization": optional(instance_of(Localization, "a Localization")),
         "schedule": optional(instance_of(CyclicalSchedule, "a CyclicalSchedule")),
-        "seed": SEED, "check_every": at_least(1), "graph": GRAPH,
+        "check_every": at_least(1), "graph": GRAPH,
     }
     VALID_EXAMPLE = {"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2}
 
