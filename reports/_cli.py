@@ -50,7 +50,7 @@ from reports.store import (
     unit_seed,
     write_atomic,
 )
-from reports.verdict import NOT_TESTABLE, Verdict
+from reports.verdict import NOT_TESTABLE, Verdict, checked
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -525,6 +525,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
         if not isinstance(verdict, Verdict):
             raise CliError(f"{fid}: verdict (in {mod.module}) must return a reports.verdict.Verdict, got "
                            f"{_shown(verdict)}; the report in {out} is left as it was")
+        try:
+            checked(verdict)
+        except ValueError as exc:  # else a later step (the metadata, the report's table) would name the wrong code
+            raise CliError(f"{fid}: verdict (in {mod.module}) returned a Verdict whose {exc}; the report in {out} is "
+                           f"left as it was") from None
         try:
             files = write_drawing(drawing, report_dir / fid)
         except ValueError as exc:  # a name that is not a plain file name: nothing of it written

@@ -315,9 +315,18 @@ def draw(results, preset):
     return Drawing(measured="ok")
 
 
+class Unchecked(Verdict):
+    def __post_init__(self):  # a subclass that skips the fields' check
+        pass
+
+
 def verdict(results, preset):
     if os.environ.get("FAILS_IN") == "verdict":
         raise ValueError("planted in verdict")
+    if os.environ.get("BAD_VERDICT") == "made":
+        return Verdict(HOLDS, ["a", "list"])
+    if os.environ.get("BAD_VERDICT") == "unchecked":
+        return Unchecked(HOLDS, "r", numbers=3.5)
     return Verdict(HOLDS, "r", "n")
 
 
@@ -377,6 +386,21 @@ def test_sys_exit_in_the_modules_own_code_is_one_line_naming_module_and_function
     """Not a silent exit 0 or a bare exit 3: the module's exit is its error, said like any other."""
     name, out = own_code
     code, err = _own_code_fails(command, out, monkeypatch, "EXITS_IN", where)
+    assert_no_traceback(code, err)
+    assert code == 2 and words.format(name=name) in err, err
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("made", "own_code: verdict (in {name}) raised ValueError: reason must be a string (one sentence), got "
+             "['a', 'list'] (at "),
+    ("unchecked", "own_code: verdict (in {name}) returned a Verdict whose numbers must be a string (the measured "
+                  "numbers), got 3.5; the report in "),
+])
+def test_a_verdict_with_fields_of_the_wrong_kind_is_one_line_naming_the_module_and_its_verdict(
+        own_code, monkeypatch, bad, words):
+    """Not written into metadata.json and the report as it is, nor refused later by a step that names ``draw``."""
+    name, out = own_code
+    code, err = _own_code_fails("report", out, monkeypatch, "BAD_VERDICT", bad)
     assert_no_traceback(code, err)
     assert code == 2 and words.format(name=name) in err, err
 
