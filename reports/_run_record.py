@@ -46,11 +46,13 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
     ids = [i for i in ids if i in figures]
     if not ids:
         raise CliError(f"no figure of this registry has persisted units in {out}")
-    preset = preset or run_meta.get("preset", "quick")
+    given = preset is not None
+    preset = preset if given else run_meta.get("preset", "quick")
     try:
-        check_preset(preset, figures, ids)  # a given preset passed its check before: a failure here is run.json's
-    except CliError as exc:
-        raise CliError(f"{out / 'run.json'}: {exc}") from None
+        check_preset(preset, figures, ids)
+    except CliError as exc:  # a given --preset is checked against the run's figures here first
+        where = f"--preset (the run in {out} holds {', '.join(ids)})" if given else str(out / "run.json")
+        raise CliError(f"{where}: {exc}") from None
     seed = run_meta.get("seed", 0)
     try:
         seed_value(seed, "seed")  # the bounds --seed has

@@ -221,3 +221,16 @@ def test_a_figure_module_with_a_reserved_id_is_refused_naming_the_module_and_the
     with pytest.raises(registry.RegistryError, match=rf"report module named_{reserved} failed to import: "
                                                      rf"ValueError: ID '{reserved}' is reserved"):
         registry.load()
+
+
+def test_a_given_preset_the_runs_figures_lack_is_blamed_on_the_preset_option_not_on_run_json(throwaway, tmp_path,
+                                                                                            monkeypatch, capsys):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", "throwaway_experiment,tests.report_fixtures.fast_units")
+    out = tmp_path / "run"
+    assert cli.main(["run", "fast", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", "--out", str(out), "--preset", "mine"]) == 2  # a level of throwaway, not of fast
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"sms-langevin: error: --preset (the run in {out} holds fast): preset 'mine' is a "
+                           f"level of throwaway only"), line
+    assert "run.json" not in line
