@@ -287,13 +287,19 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     if missing:
         raise DataError(f"{attr_path}: header lacks {', '.join(missing)}")
     blond, brown = names.index("Blond_Hair"), names.index("Brown_Hair")
-    files, labels = [], []
+    files, labels, listed = [], [], 0
     for lineno, line in enumerate(lines[2:], start=3):
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != len(names) + 1 or any(v not in ("1", "-1") for v in parts[1:]):
-            raise DataError(f"{attr_path}: line {lineno} is not '<file> ' followed by {len(names)} values of +-1")
+        listed += 1
+        if len(parts) != len(names) + 1:
+            raise DataError(f"{attr_path}: line {lineno} has {len(parts) - 1} values after the file name; the header "
+                            f"names {len(names)} attributes, one value (1 or -1) each")
+        bad = next((i for i, v in enumerate(parts[1:]) if v not in ("1", "-1")), None)
+        if bad is not None:
+            raise DataError(f"{attr_path}: line {lineno}: the value of {names[bad]} must be 1 or -1, got "
+                            f"{parts[1 + bad]!r}")
         is_blond, is_brown = parts[1 + blond] == "1", parts[1 + brown] == "1"
         if is_blond != is_brown:
             files.append(parts[0])
@@ -302,8 +308,9 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         declared = int(lines[0].split()[0])
     except (ValueError, IndexError):
         raise DataError(f"{attr_path}: first line must be the number of images, got {lines[0]!r}") from None
-    if declared != len(lines[2:]) - sum(1 for ln in lines[2:] if not ln.split()):
-        raise DataError(f"{attr_path}: says {declared} images but lists {len(lines) - 2} (truncated?)")
+    if declared != listed:  # blank lines are no images: counted neither here nor in the message
+        raise DataError(f"{attr_path}: its first line says {declared} images but it lists {listed} (one line per "
+                        f"image after the header{'; truncated?' if listed < declared else ''})")
     if not files:
         raise DataError(f"{attr_path}: no image has exactly one of Blond_Hair and Brown_Hair")
     partition = folder / "list_eval_partition.txt"
