@@ -153,17 +153,21 @@ def _run_record(report_dir: Path, drawn: dict) -> dict:
 
 
 def _regenerate(preset: str, run: dict, drawn: dict) -> str:
-    """The command that recomputes this report (the folder holding it in place of OUT)."""
+    """The command that recomputes this report (the folder holding it in place of OUT): the figures it draws, with
+    the run's backend flags only where one of them offers backends (``run`` refuses them otherwise)."""
     from reports import registry
     from reports._cli_common import backend_flags
-    ids = run["ids"] or list(drawn)
+    # a figure the run recorded but this registry no longer has is not in the report
+    ids = [fid for fid in run["ids"] or () if fid in drawn] or list(drawn)
     try:
         everything = list(registry.load()) == list(ids)
     except Exception:  # a registry that no longer imports: name the ids
         everything = False
     what = "all" if everything else " ".join(ids)
     seed = f" --seed {run['seed']}" if run["seed"] is not None else ""
-    return f"sms-langevin run {what} --preset {preset}{seed}{backend_flags(run['backend'])} --out OUT"
+    offered = any(drawn[fid]["module"].BACKENDS for fid in ids)
+    flags = backend_flags(run["backend"]) if offered else ""
+    return f"sms-langevin run {what} --preset {preset}{seed}{flags} --out OUT"
 
 
 def section_preset(mod, preset: str) -> str:
