@@ -144,7 +144,12 @@ def unpickle_batch(path: Path) -> dict:
     if not isinstance(batch, dict):
         raise DataError(f"{path}: not a CIFAR-10 python batch (a {type(batch).__name__}, not a dict)")
     # a key that is not UTF-8 is no key a batch holds: shown with replacement characters, never a traceback
-    batch = {k.decode("utf-8", "replace") if isinstance(k, bytes) else k: v for k, v in batch.items()}
+    names = [k.decode("utf-8", "replace") if isinstance(k, bytes) else k for k in batch]
+    for key in ("data", "labels"):  # both spellings: which one is the batch's cannot be told
+        if names.count(key) > 1:
+            raise DataError(f"{path}: the batch holds both {key!r} and {key.encode()!r}; a CIFAR-10 batch has one "
+                            f"{key} key")
+    batch = dict(zip(names, batch.values(), strict=True))
     if "data" not in batch or "labels" not in batch:
         keys = sorted(map(str, batch))
         shown = ", ".join(repr(k[:40]) for k in keys[:10]) + (f", ... ({len(keys)} keys)" if len(keys) > 10 else "")
@@ -156,7 +161,20 @@ def unpickle_batch(path: Path) -> dict:
                         f"({exc.__class__.__name__})") from None
     if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8:
         raise DataError(f"{path}: 'data' must be uint8 (n, 3072), got {data.dtype} {data.shape}")
+    boolean = _first_boolean(batch["labels"])
+    if boolean is not None:  # the layout check reads True and False as classes 1 and 0 (of two-class sets)
+        raise DataError(f"{path} [labels]: labels must be integers (class indices of CIFAR-10's 10 classes), got "
+                        f"the boolean {bool(boolean)}")
     return {"data": data, "labels": batch["labels"]}
+
+
+def _first_boolean(labels):
+    """The first boolean among ``labels`` (a list, tuple or array, nested or not), else None."""
+    try:
+        flat = np.asarray(labels, dtype=object).ravel()
+    except (ValueError, TypeError, RecursionError):  # ragged: the layout check names it
+        return None
+    return next((v for v in flat if isinstance(v, bool | np.bool_)), None)
 
 
 def load_cifar10(folder: str | Path) -> ImageData:

@@ -308,6 +308,30 @@ def test_cifar10_layout_is_checked(tmp_path):
         data.load_cifar10(tmp_path)
 
 
+@pytest.mark.parametrize("labels", [[True, False], [1, True], np.array([True, False]), [[0], [np.True_]]])
+def test_cifar10_boolean_labels_are_refused(tmp_path, labels):
+    """True and False would pass as classes 1 and 0: CIFAR-10's labels are class indices."""
+    rng = np.random.default_rng(6)
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
+        _cifar_batch(tmp_path / name, 2, rng)
+    _cifar_batch(tmp_path / "data_batch_2", 2, rng, labels=labels)
+    with pytest.raises(DataError, match=r"data_batch_2 \[labels\]: labels must be integers .*got the boolean True"):
+        data.load_cifar10(tmp_path)
+
+
+@pytest.mark.parametrize("key", ["labels", "data"])
+def test_cifar10_a_batch_with_a_key_as_text_and_as_bytes_is_refused(tmp_path, key):
+    rng = np.random.default_rng(6)
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
+        _cifar_batch(tmp_path / name, 2, rng)
+    with open(tmp_path / "data_batch_3", "rb") as fh:
+        batch = pickle.load(fh)
+    batch[key] = batch[key.encode()]  # the same value under both spellings: still not one key
+    (tmp_path / "data_batch_3").write_bytes(pickle.dumps(batch))
+    with pytest.raises(DataError, match=f"data_batch_3: the batch holds both '{key}' and b'{key}'"):
+        data.load_cifar10(tmp_path)
+
+
 def test_celeba_empty_split_is_refused(tmp_path):
     _write_celeba(tmp_path, [(1, 0), (0, 0)])  # one usable image: the random split leaves no test image
     with pytest.raises(DataError, match=r"list_attr_celeba.txt \[test split\]: no images"):
