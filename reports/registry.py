@@ -224,8 +224,8 @@ def module_preset(mod, preset: str) -> str:
 
 def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way); one set but naming no module is a
-    :class:`RegistryError` naming it."""
+    (the tests use a small registry of fast units this way); one set but naming no module, or a module
+    twice, is a :class:`RegistryError` naming it."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
     if not env:
         return default_modules()
@@ -233,6 +233,10 @@ def _module_names() -> tuple[str, ...]:
     if not names:
         raise RegistryError(f"SMS_LANGEVIN_REPORT_MODULES={env!r} names no module; give comma-separated module "
                             f"names, or unset it for the default registry")
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise RegistryError(f"SMS_LANGEVIN_REPORT_MODULES lists the module {twice!r} more than once; list each "
+                            f"module once")
     return names
 
 

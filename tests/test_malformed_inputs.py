@@ -405,6 +405,18 @@ def test_a_verdict_with_fields_of_the_wrong_kind_is_one_line_naming_the_module_a
     assert code == 2 and words.format(name=name) in err, err
 
 
+@pytest.mark.parametrize("value", ["tests.report_fixtures.fast_units,tests.report_fixtures.fast_units",
+                                   "tests.report_fixtures.fast_units, tests.report_fixtures.other_units , "
+                                   "tests.report_fixtures.fast_units"])
+def test_a_module_listed_twice_in_the_modules_variable_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", value)
+    code, err = main(["list"])
+    assert_no_traceback(code, err)
+    assert err.strip().splitlines()[-1] == ("sms-langevin: error: SMS_LANGEVIN_REPORT_MODULES lists the module "
+                                            "'tests.report_fixtures.fast_units' more than once; list each module "
+                                            "once"), err
+
+
 @pytest.mark.parametrize("value", [" , ,", ","])
 def test_a_modules_variable_naming_no_module_is_one_line_naming_it(monkeypatch, value):
     monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", value)
