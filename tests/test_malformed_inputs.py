@@ -439,6 +439,27 @@ def test_a_drawing_refuses_contents_of_the_wrong_kind_naming_the_field(field, va
         Drawing(**{"measured": "1 unit.", field: value})
 
 
+def test_a_drawings_table_without_rows_needs_its_columns_and_is_written_as_its_header(tmp_path):
+    from reports.drawing import Drawing, write_drawing
+    with pytest.raises(ValueError, match=re.escape("table 't' has no rows: give its columns")):
+        Drawing(measured="0 units.", tables={"t": []})
+    with pytest.raises(ValueError, match="columns names 'u', no table of this drawing"):
+        Drawing(measured="0 units.", tables={"t": []}, columns={"u": ["a"]})
+    with pytest.raises(ValueError, match=re.escape("columns['t'] must be a list or tuple of 1 or more entries")):
+        Drawing(measured="0 units.", tables={"t": []}, columns={"t": []})
+    drawing = Drawing(measured="0 units.", tables={"t": [], "r": [{"b": 1}]},
+                      columns={"t": ["a", "b"], "r": ["a", "b"]})
+    assert write_drawing(drawing, tmp_path) == ["t.csv", "r.csv"]
+    assert (tmp_path / "t.csv").read_text().splitlines() == ["a,b"]
+    assert (tmp_path / "r.csv").read_text().splitlines() == ["a,b", ",1"]
+    drawing.tables["late"] = []  # added after the drawing was checked
+    with pytest.raises(ValueError, match="late.csv: a table with no rows needs its columns"):
+        write_drawing(drawing, tmp_path)
+    drawing = Drawing(measured="1 unit.", tables={"t": [{"a": 1, "c": 2}]}, columns={"t": ["a", "b"]})
+    with pytest.raises(ValueError, match=r"t.csv: a row holds 'c', which is not one of its columns \['a', 'b'\]"):
+        write_drawing(drawing, tmp_path)
+
+
 def test_a_figures_input_hooks_that_raise_or_return_the_wrong_kind_are_one_line_naming_the_hook():
     """``inputs`` and ``missing_input`` are the figure's own code, as ``units`` and ``draw`` are: an exception, or
     a value the store could not keep unchanged, is a one-line error naming the hook and the module."""
