@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from integrators._validation import seed_value
+from integrators._validation import printable, seed_value
 from reports._cli_common import CliError, check_preset
 from reports.store import UnsafePath, read_regular
 
@@ -38,8 +38,9 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
         run_meta = run_json(out)
     except ValueError as exc:
         run_meta = infer_run(out, figures)
-        print(f"warning: {out / 'run.json'} unreadable ({exc}); rebuilding "
-              f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
+        print(printable(f"warning: {out / 'run.json'} unreadable ({exc}); rebuilding "
+                        f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}"),
+              file=sys.stderr)
     ids = run_meta.get("ids")
     if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
         raise CliError(f"{out / 'run.json'}: ids must be a list of figure ids, got {ids!r}")

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import pickle
 import re
 import secrets
@@ -415,6 +416,33 @@ def test_a_module_listed_twice_in_the_modules_variable_is_one_line_naming_it(mon
     assert err.strip().splitlines()[-1] == ("sms-langevin: error: SMS_LANGEVIN_REPORT_MODULES lists the module "
                                             "'tests.report_fixtures.fast_units' more than once; list each module "
                                             "once"), err
+
+
+ESC = "\x1b[2J"  # a terminal's clear-screen sequence
+
+
+@pytest.mark.parametrize("args, modules, words", [
+    (["run", "all", f"fig{ESC}"], FAST, "got all fig\\x1b[2J"),
+    (["run", "fast", "--device", f"cpu{ESC}"], FAST, "--device cpu\\x1b[2J needs --backend torch"),
+    (["run", "fast", "--data-dir", f"/no/such{ESC}\ndir"], FAST, "--data-dir /no/such\\x1b[2J\\ndir: no such folder"),
+    (["report", "--out", f"/no/such{ESC}"], FAST, "no persisted results in /no/such\\x1b[2J"),
+    (["list"], f"no_such{ESC}module", "report module no_such\\x1b[2Jmodule failed to import"),
+])
+def test_control_characters_of_the_users_input_are_escaped_in_the_one_line_error(tmp_path, monkeypatch, args,
+                                                                                modules, words):
+    """A figure id, option value, path or module name echoed in an error cannot clear the screen or break the line."""
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", modules)
+    code, err = main([*args, "--out", str(tmp_path / "out")] if "--out" not in args and args[0] == "run" else args)
+    assert_no_traceback(code, err)
+    assert code == 2 and "\x1b" not in err and words in err.strip().splitlines()[-1], err
+
+
+def test_control_characters_in_a_data_files_name_are_escaped_in_the_data_error(tmp_path):
+    from data_sets import load_cifar10
+    with pytest.raises(DataError) as caught:
+        load_cifar10(tmp_path / f"cifar{ESC}")
+    message = str(caught.value)
+    assert "\x1b" not in message and f"cifar\\x1b[2J{os.sep}data_batch_1: file not found" in message, message
 
 
 @pytest.mark.parametrize("value", [" , ,", ","])
