@@ -69,7 +69,8 @@ class Drawing:
         ``{stem: figure}``; each is written as ``stem.png`` and ``stem.pdf``.
     tables : dict of str to list of dict
         ``{stem: rows}``; each is written as ``stem.csv`` (columns in first-seen order, or as ``columns`` gives
-        them).
+        them); a table with no rows is written as its header where ``columns`` gives it, else left out (a
+        CSV without a header says nothing).
     texts : dict of str to str
         ``{file name: text}``, e.g. a Markdown table, written as they are.
     table : str or None
@@ -78,8 +79,8 @@ class Drawing:
         Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram): string keys,
         values strict JSON keeps unchanged (no NaN, no tuple, no object JSON cannot hold).
     columns : dict of str to list of str
-        ``{stem: column names}``: the header of a table of ``tables``, in order; needed for a table that has
-        no rows (its CSV is its header alone).
+        ``{stem: column names}``: the header of a table of ``tables``, in order; a table that may have no
+        rows gives it, so that its CSV is there, its header alone.
 
     Attributes
     ----------
@@ -90,7 +91,7 @@ class Drawing:
     ------
     ValueError
         When a field breaks its constraint (naming it and the entry), ``table`` names no text of
-        ``texts``, ``columns`` names no table of ``tables``, or a table has no rows and no columns.
+        ``texts``, or ``columns`` names no table of ``tables``.
     """
 
     measured: str
@@ -123,9 +124,6 @@ class Drawing:
         if unknown is not None:
             raise ValueError(f"columns names {unknown!r}, no table of this drawing "
                              f"({', '.join(self.tables) or 'none'})")
-        bare = next((stem for stem, rows in self.tables.items() if not rows and stem not in self.columns), None)
-        if bare is not None:  # its CSV would have no header
-            raise ValueError(f"table {bare!r} has no rows: give its columns (columns={{{bare!r}: [...]}})")
 
 
 RESERVED = "metadata.json"  # the figure's metadata, written beside the drawing by the command line
@@ -192,6 +190,8 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
         plt.close(fig)
         files += [f"{stem}.png", f"{stem}.pdf"]
     for stem, rows in drawing.tables.items():
+        if not rows and stem not in drawing.columns:  # no header to write: a figure whose units all lack data
+            continue
         write_rows(out_dir / f"{stem}.csv", rows, drawing.columns.get(stem))
         files.append(f"{stem}.csv")
     for name, text in drawing.texts.items():

@@ -86,15 +86,6 @@ def test_absent_data_is_reported_not_replaced(tmp_path):
     assert "celeba: data absent for 1 unit (x: file not found)" in info["measured"]
 
 
-def test_a_table_without_rows_is_left_out_not_written_without_a_header(tmp_path, monkeypatch):
-    """A table of no rows has no header to write (reports._tables.write_rows): the report draws without it."""
-    import experiments.bnn as bnn
-
-    monkeypatch.setattr(bnn.figures, "cifar10_rows", lambda runs: [])  # no method of the paper's table ran
-    info = draw_files(fig_bnn, [({"dataset": "cifar10", "run": 0}, {"seed": 0})], "full", tmp_path)
-    assert info["files"] == [] and not list(tmp_path.iterdir())
-
-
 @pytest.mark.parametrize("change,match", [
     ({"h": 0.0}, "h must be"), ({"samplers": ("HMC",)}, "^samplers must be"),
     ({"dataset": "mnist"}, "^dataset must be"),

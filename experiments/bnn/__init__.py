@@ -245,9 +245,7 @@ def draw(results: list, preset: str) -> Drawing:
     settings, regime_md = [], []
     for dataset, runs in by_data.items():
         if dataset == "cifar10":
-            cifar_rows = figures.cifar10_rows(runs)
-            if cifar_rows:  # a table without rows would have no header (reports._tables.write_rows)
-                drawing.tables["bnn_cifar10"] = cifar_rows
+            drawing.tables["bnn_cifar10"] = figures.cifar10_rows(runs)
             continue
         rows = figures.ensemble_rows(dataset, runs)
         ens += rows
@@ -276,9 +274,7 @@ def draw(results: list, preset: str) -> Drawing:
         if div:
             measured.append(f"{dataset}: diverged runs for {', '.join(div)}")
     if curve_table:
-        drawing.tables["bnn_curve"] = curve_table
-        if paired_table:  # no run with a sampler and a reference both: no pair to test, no table
-            drawing.tables["bnn_verdicts"] = paired_table
+        drawing.tables.update(bnn_curve=curve_table, bnn_verdicts=paired_table)
         drawing.texts["bnn_regime.md"] = "".join(regime_md)
     if ens:
         drawing.tables["bnn_ensembles"] = ens
