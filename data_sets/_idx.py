@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from integrators._files import open_regular
+from integrators._validation import printable
 
 IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: np.dtype(">i2"), 0x0C: np.dtype(">i4"),
              0x0D: np.dtype(">f4"), 0x0E: np.dtype(">f8")}
@@ -20,7 +21,17 @@ FASHION_FILES = {"train_images": "train-images-idx3-ubyte", "train_labels": "tra
 
 
 class DataError(ValueError):
-    """A data file is missing or corrupt."""
+    """A data file is missing or corrupt; the message names the file, its non-printable characters escaped
+    (:func:`integrators._validation.printable`: a file name is the user's input, echoed).
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, naming the file.
+    """
+
+    def __init__(self, message):
+        super().__init__(printable(message))
 
 
 MAX_IDX_BYTES = 2**31  # the most data one IDX file may hold, decompressed (Fashion-MNIST's largest: 47 MB)

@@ -144,7 +144,12 @@ def unpickle_batch(path: Path) -> dict:
     if not isinstance(batch, dict):
         raise DataError(f"{path}: not a CIFAR-10 python batch (a {type(batch).__name__}, not a dict)")
     # a key that is not UTF-8 is no key a batch holds: shown with replacement characters, never a traceback
-    batch = {k.decode("utf-8", "replace") if isinstance(k, bytes) else k: v for k, v in batch.items()}
+    names = [k.decode("utf-8", "replace") if isinstance(k, bytes) else k for k in batch]
+    for key in ("data", "labels"):  # both spellings: which one is the batch's cannot be told
+        if names.count(key) > 1:
+            raise DataError(f"{path}: the batch holds both {key!r} and {key.encode()!r}; a CIFAR-10 batch has one "
+                            f"{key} key")
+    batch = dict(zip(names, batch.values(), strict=True))
     if "data" not in batch or "labels" not in batch:
         keys = sorted(map(str, batch))
         shown = ", ".join(repr(k[:40]) for k in keys[:10]) + (f", ... ({len(keys)} keys)" if len(keys) > 10 else "")
@@ -156,7 +161,20 @@ def unpickle_batch(path: Path) -> dict:
                         f"({exc.__class__.__name__})") from None
     if data.ndim != 2 or data.shape[1] != 3072 or data.dtype != np.uint8:
         raise DataError(f"{path}: 'data' must be uint8 (n, 3072), got {data.dtype} {data.shape}")
+    boolean = _first_boolean(batch["labels"])
+    if boolean is not None:  # the layout check reads True and False as classes 1 and 0 (of two-class sets)
+        raise DataError(f"{path} [labels]: labels must be integers (class indices of CIFAR-10's 10 classes), got "
+                        f"the boolean {bool(boolean)}")
     return {"data": data, "labels": batch["labels"]}
+
+
+def _first_boolean(labels):
+    """The first boolean among ``labels`` (a list, tuple or array, nested or not), else None."""
+    try:
+        flat = np.asarray(labels, dtype=object).ravel()
+    except (ValueError, TypeError, RecursionError):  # ragged: the layout check names it
+        return None
+    return next((v for v in flat if isinstance(v, bool | np.bool_)), None)
 
 
 def load_cifar10(folder: str | Path) -> ImageData:
@@ -287,13 +305,19 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     if missing:
         raise DataError(f"{attr_path}: header lacks {', '.join(missing)}")
     blond, brown = names.index("Blond_Hair"), names.index("Brown_Hair")
-    files, labels = [], []
+    files, labels, listed = [], [], 0
     for lineno, line in enumerate(lines[2:], start=3):
         parts = line.split()
         if not parts:
             continue
-        if len(parts) != len(names) + 1 or any(v not in ("1", "-1") for v in parts[1:]):
-            raise DataError(f"{attr_path}: line {lineno} is not '<file> ' followed by {len(names)} values of +-1")
+        listed += 1
+        if len(parts) != len(names) + 1:
+            raise DataError(f"{attr_path}: line {lineno} has {len(parts) - 1} values after the file name; the header "
+                            f"names {len(names)} attributes, one value (1 or -1) each")
+        bad = next((i for i, v in enumerate(parts[1:]) if v not in ("1", "-1")), None)
+        if bad is not None:
+            raise DataError(f"{attr_path}: line {lineno}: the value of {names[bad]} must be 1 or -1, got "
+                            f"{parts[1 + bad]!r}")
         is_blond, is_brown = parts[1 + blond] == "1", parts[1 + brown] == "1"
         if is_blond != is_brown:
             files.append(parts[0])
@@ -302,8 +326,9 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         declared = int(lines[0].split()[0])
     except (ValueError, IndexError):
         raise DataError(f"{attr_path}: first line must be the number of images, got {lines[0]!r}") from None
-    if declared != len(lines[2:]) - sum(1 for ln in lines[2:] if not ln.split()):
-        raise DataError(f"{attr_path}: says {declared} images but lists {len(lines) - 2} (truncated?)")
+    if declared != listed:  # blank lines are no images: counted neither here nor in the message
+        raise DataError(f"{attr_path}: its first line says {declared} images but it lists {listed} (one line per "
+                        f"image after the header{'; truncated?' if listed < declared else ''})")
     if not files:
         raise DataError(f"{attr_path}: no image has exactly one of Blond_Hair and Brown_Hair")
     partition = folder / "list_eval_partition.txt"

@@ -63,8 +63,16 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
     return conformance.record(report, target=unit["target"])
 
 
+# the tables' headers, written also where no library sampler was measured (no rows)
+ROW_COLUMNS = ("sampler", "library", "target", "plan", "rule_order", "expected_order", "expected_is_theorem", "slope",
+               "ci_low", "ci_high", "fitted_step_sizes", "limit_b0_max", "limit", "weak_order", "oracle",
+               "measured_order", "sms_against_iid", "chains_min", "chains_max", "gamma", "level", "rule_source",
+               "positive_control")
+POINT_COLUMNS = ("sampler", "source", "target", "plan", "h", "bias_whitened", "noise")
+
+
 def _rows(records: list[dict]) -> list[dict]:
-    """The table's rows: one per sampler x target x plan."""
+    """The table's rows: one per sampler x target x plan (:data:`ROW_COLUMNS`)."""
     from theory_checks.adapters._conformance import check_of, control_verdict, is_control, order_class, sms_effect
 
     out = []
@@ -86,7 +94,8 @@ def _rows(records: list[dict]) -> list[dict]:
 
 
 def _points(records: list[dict], toolkit: list[dict]) -> list[dict]:
-    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines."""
+    """Every plotted point: measured ``|b(h)|`` with its noise level, and the toolkit's exact lines
+    (:data:`POINT_COLUMNS`)."""
     out = [{"sampler": r["sampler"], "source": "measured", "target": r["target"], "plan": plan, "h": h,
             "bias_whitened": e, "noise": n}
            for r in records for plan, m in r["plans"].items()
@@ -204,7 +213,8 @@ def draw(results: list, preset: str) -> Drawing:
     if skipped:
         measured += " " + skipped_note(skipped)
     return Drawing(measured=measured, figures={"conformance": plot(records, toolkit, skipped)},
-                   tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)})
+                   tables={"conformance": _rows(records), "conformance_points": _points(records, toolkit)},
+                   columns={"conformance": list(ROW_COLUMNS), "conformance_points": list(POINT_COLUMNS)})
 
 
 def verdict(results: list, preset: str) -> Verdict:

@@ -215,6 +215,30 @@ def shown(value) -> str:
     return text if len(text) <= 80 else f"{type(value).__name__} {text[:60]}..."
 
 
+def printable(text) -> str:
+    """``text`` (or ``str(text)``) with each character that is not printable escaped as a ``repr`` writes it:
+    control characters (``ESC`` as ``\\x1b``, a newline as ``\\n``) and invisible format characters (a
+    right-to-left override as ``\\u202e``); printable text, accented letters included, is left as it is.
+
+    The one escape of user input (a path, an id, a module name) that a message echoes: a terminal shows the
+    message as written, on one line, and the input cannot rewrite the screen.
+
+    Parameters
+    ----------
+    text : object
+        The text, or a value whose ``str`` is echoed.
+
+    Returns
+    -------
+    str
+        ``text`` with its non-printable characters escaped.
+    """
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def _bound(value) -> str:
     if isinstance(value, int) and value >= 2**20 and not value & (value - 1):
         return f"2**{value.bit_length() - 1}"

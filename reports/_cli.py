@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from integrators._install import install_command
-from integrators._validation import seed_value
+from integrators._validation import printable, seed_value
 from reports import registry, schema
 from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
@@ -50,7 +50,7 @@ from reports.store import (
     unit_seed,
     write_atomic,
 )
-from reports.verdict import NOT_TESTABLE, Verdict
+from reports.verdict import NOT_TESTABLE, Verdict, checked
 
 
 class _ShowDefaults(argparse.HelpFormatter):
@@ -309,9 +309,9 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
                         skipped += 1
                         continue
                 except (CorruptUnit, StaleUnit) as exc:
-                    print(f"warning: {exc}; recomputing", file=sys.stderr)
+                    print(printable(f"warning: {exc}; recomputing"), file=sys.stderr)
                 except schema.SchemaError as exc:
-                    print(f"warning: {store.path(fid, unit)}: not a result of {fid} ({exc}); recomputing",
+                    print(printable(f"warning: {store.path(fid, unit)}: not a result of {fid} ({exc}); recomputing"),
                           file=sys.stderr)
             task = (figures[fid].module, unit, level, seed)
             tasks.append(task)
@@ -341,8 +341,8 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     if no_data:  # said before the hours of other work, not after; persisted as absent, never run
         for fid in dict.fromkeys(by_module[task[0]] for task, _ in no_data):
             whys = [why for task, why in no_data if by_module[task[0]] == fid]
-            print(f"note: {fid}: {len(whys)} unit{'s' if len(whys) > 1 else ''} will be skipped, their data are "
-                  f"absent ({whys[0]})", file=sys.stderr)
+            print(printable(f"note: {fid}: {len(whys)} unit{'s' if len(whys) > 1 else ''} will be skipped, their data "
+                            f"are absent ({whys[0]})"), file=sys.stderr)
         for task, why in no_data:
             save(task, {"missing": why}, 0.0)
         skip = {id(task) for task, _ in no_data}
@@ -367,7 +367,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
     write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)
-    print(f"report: {out / 'report' / 'index.html'}")
+    print(printable(f"report: {out / 'report' / 'index.html'}"))
     if absent:  # drawn (the figure says what is absent), but not a success
         raise CliError(f"{absent[0][0]}: {len(absent)} unit{'s' if len(absent) > 1 else ''} found no data "
                        f"({absent[0][1]}); the report lists them as absent; add the files and rerun with --resume")
@@ -526,6 +526,11 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: verdict (in {mod.module}) must return a reports.verdict.Verdict, got "
                            f"{_shown(verdict)}; the report in {out} is left as it was")
         try:
+            checked(verdict)
+        except ValueError as exc:  # else a later step (the metadata, the report's table) would name the wrong code
+            raise CliError(f"{fid}: verdict (in {mod.module}) returned a Verdict whose {exc}; the report in {out} is "
+                           f"left as it was") from None
+        try:
             files = write_drawing(drawing, report_dir / fid)
         except ValueError as exc:  # a name that is not a plain file name: nothing of it written
             raise CliError(f"{fid}: draw (in {mod.module}) returned a Drawing that cannot be written: {exc}; "
@@ -572,7 +577,7 @@ def cmd_report(args, figures) -> int:
             raise CliError(f"{not_run.replace(' not run:', ' not drawn:', 1)}; the report in {out} is left as it was")
         left_out = {fid: why for fid, why in read_left_out(out).items() if fid not in ids}
         build_outputs(out, figures, ids, preset, seed, backend, left_out)
-    print(f"report: {out / 'report' / 'index.html'}")
+    print(printable(f"report: {out / 'report' / 'index.html'}"))
     return 0
 
 
@@ -602,8 +607,9 @@ def cmd_tour(args, figures) -> int:
         try:
             cmd_report(argparse.Namespace(out=str(out), preset=None), figures)
         except CliError as exc:
-            print(f"tour: the report in {out} was not rebuilt ({exc})", file=sys.stderr)
-    print(f"tour: {out / 'report' / 'tour' / 'index.html'} ({len(pages)} notebook{'s' if len(pages) != 1 else ''})")
+            print(printable(f"tour: the report in {out} was not rebuilt ({exc})"), file=sys.stderr)
+    print(printable(f"tour: {out / 'report' / 'tour' / 'index.html'} ({len(pages)} "
+                    f"notebook{'s' if len(pages) != 1 else ''})"))
     return 0
 
 
@@ -666,15 +672,15 @@ def _main(argv, *, restore_ctrl_c: bool) -> int:
                    "bench": cmd_bench, "tour": cmd_tour}[args.command]
         code = handler(args, figures)
     except (CliError, Busy, UnsafePath, registry.RegistryError) as exc:
-        print(f"sms-langevin: error: {exc}", file=sys.stderr)
+        print(f"sms-langevin: error: {printable(exc)}", file=sys.stderr)  # the one line echoes the user's input
         return 2
     except OSError as exc:  # e.g. the output folder became unwritable (or full) mid-run
         where = f": {exc.filename}" if exc.filename else ""
-        print(f"sms-langevin: error: {exc.strerror or exc}{where} ({_what_to_rerun(args, 'fix this and ')})",
+        print(printable(f"sms-langevin: error: {exc.strerror or exc}{where} ({_what_to_rerun(args, 'fix this and ')})"),
               file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print(f"sms-langevin: interrupted; {_what_to_rerun(args)}", file=sys.stderr)
+        print(printable(f"sms-langevin: interrupted; {_what_to_rerun(args)}"), file=sys.stderr)
         return 130
     finally:
         interrupted = signal.getsignal(signal.SIGINT) is signal.SIG_IGN

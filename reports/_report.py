@@ -33,6 +33,7 @@ from tour._page_style import CHECK_SCRIPT, STYLE
 STAGING_PREFIX = ".report-tmp-"  # a report being drawn (removed if the drawing fails or is killed)
 OLD_PREFIX = ".report-old-"  # the previous report during a swap
 KEPT = ("tour",)  # parts of a report other commands write (`sms-langevin tour`): carried into the next one
+METADATA_ANCHOR = "metadata"  # the run metadata's section; both names are registry.RESERVED_IDS
 
 
 def remove_stale_staging(out: Path) -> int:
@@ -152,17 +153,21 @@ def _run_record(report_dir: Path, drawn: dict) -> dict:
 
 
 def _regenerate(preset: str, run: dict, drawn: dict) -> str:
-    """The command that recomputes this report (the folder holding it in place of OUT)."""
+    """The command that recomputes this report (the folder holding it in place of OUT): the figures it draws, with
+    the run's backend flags only where one of them offers backends (``run`` refuses them otherwise)."""
     from reports import registry
     from reports._cli_common import backend_flags
-    ids = run["ids"] or list(drawn)
+    # a figure the run recorded but this registry no longer has is not in the report
+    ids = [fid for fid in run["ids"] or () if fid in drawn] or list(drawn)
     try:
         everything = list(registry.load()) == list(ids)
     except Exception:  # a registry that no longer imports: name the ids
         everything = False
     what = "all" if everything else " ".join(ids)
     seed = f" --seed {run['seed']}" if run["seed"] is not None else ""
-    return f"sms-langevin run {what} --preset {preset}{seed}{backend_flags(run['backend'])} --out OUT"
+    offered = any(drawn[fid]["module"].BACKENDS for fid in ids)
+    flags = backend_flags(run["backend"]) if offered else ""
+    return f"sms-langevin run {what} --preset {preset}{seed}{flags} --out OUT"
 
 
 def section_preset(mod, preset: str) -> str:
@@ -232,7 +237,7 @@ def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | No
         contents.append(("tour", "Guided tour"))
     if left_out:
         contents.append(("left-out", f"Not in this report: {', '.join(left_out)}"))
-    contents.append(("metadata", "Run metadata"))
+    contents.append((METADATA_ANCHOR, "Run metadata"))
     md = [f"# SMS-Langevin report (preset `{preset}`)", "", intro, "", regen, "", "Contents:", ""]
     md += [f"- [{title}](#{anchor})" for anchor, title in contents] + [""]
     body = [f"<h1>SMS-Langevin report (preset <code>{html.escape(preset)}</code>)</h1>",
@@ -291,8 +296,8 @@ def write_report(report_dir: Path, drawn: dict, preset: str, left_out: dict | No
         body += ["<h2 id='left-out'>Not in this report</h2><p>Asked for, but not run here, and why:</p><ul>"
                  + "".join(f"<li>{html.escape(w)}</li>" for w in why) + "</ul>"]
     meta_text = json.dumps(meta, indent=2)
-    md += ["<a id='metadata'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
-    body += ["<h2 id='metadata'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
+    md += [f"<a id='{METADATA_ANCHOR}'></a>", "", "## Run metadata", "", "```json", meta_text, "```", ""]
+    body += [f"<h2 id='{METADATA_ANCHOR}'>Run metadata</h2>", f"<pre>{html.escape(meta_text)}</pre>"]
     write_atomic(report_dir / "index.md", "\n".join(md))
     page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{REPORT_TITLE}"
             f"{STYLE}</head><body>\n" + "\n".join(body) + f"\n{CHECK_SCRIPT}\n</body></html>\n")

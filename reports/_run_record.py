@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from integrators._validation import seed_value
+from integrators._validation import printable, seed_value
 from reports._cli_common import CliError, check_preset
 from reports.store import UnsafePath, read_regular
 
@@ -38,19 +38,22 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
         run_meta = run_json(out)
     except ValueError as exc:
         run_meta = infer_run(out, figures)
-        print(f"warning: {out / 'run.json'} unreadable ({exc}); rebuilding "
-              f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}", file=sys.stderr)
+        print(printable(f"warning: {out / 'run.json'} unreadable ({exc}); rebuilding "
+                        f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}"),
+              file=sys.stderr)
     ids = run_meta.get("ids")
     if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
         raise CliError(f"{out / 'run.json'}: ids must be a list of figure ids, got {ids!r}")
     ids = [i for i in ids if i in figures]
     if not ids:
         raise CliError(f"no figure of this registry has persisted units in {out}")
-    preset = preset or run_meta.get("preset", "quick")
+    given = preset is not None
+    preset = preset if given else run_meta.get("preset", "quick")
     try:
-        check_preset(preset, figures, ids)  # a given preset passed its check before: a failure here is run.json's
-    except CliError as exc:
-        raise CliError(f"{out / 'run.json'}: {exc}") from None
+        check_preset(preset, figures, ids)
+    except CliError as exc:  # a given --preset is checked against the run's figures here first
+        where = f"--preset (the run in {out} holds {', '.join(ids)})" if given else str(out / "run.json")
+        raise CliError(f"{where}: {exc}") from None
     seed = run_meta.get("seed", 0)
     try:
         seed_value(seed, "seed")  # the bounds --seed has

@@ -11,7 +11,8 @@ QUIET = ("-h", "--help")  # the help text is the whole answer: no line before it
 
 def first_line(argv) -> str | None:
     """The line a command prints at once (standard error), or None for help and no command."""
-    if not argv or argv[0].startswith("-") or any(a in QUIET for a in argv):
+    # a name with control characters is no command (argparse refuses it, escaped): not echoed raw here
+    if not argv or argv[0].startswith("-") or not argv[0].isprintable() or any(a in QUIET for a in argv):
         return None
     # what every command does first; whether kernels compile is said later, by the commands that run
     # units, once their arguments have passed (a listing, a report or a refused argument compiles nothing)

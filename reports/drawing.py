@@ -68,7 +68,9 @@ class Drawing:
     figures : dict of str to matplotlib.figure.Figure
         ``{stem: figure}``; each is written as ``stem.png`` and ``stem.pdf``.
     tables : dict of str to list of dict
-        ``{stem: rows}``; each is written as ``stem.csv`` (columns in first-seen order).
+        ``{stem: rows}``; each is written as ``stem.csv`` (columns in first-seen order, or as ``columns`` gives
+        them); a table with no rows is written as its header where ``columns`` gives it, else left out (a
+        CSV without a header says nothing).
     texts : dict of str to str
         ``{file name: text}``, e.g. a Markdown table, written as they are.
     table : str or None
@@ -76,6 +78,9 @@ class Drawing:
     metadata : dict
         Figure-specific facts merged into the figure's ``metadata.json`` (e.g. its histogram): string keys,
         values strict JSON keeps unchanged (no NaN, no tuple, no object JSON cannot hold).
+    columns : dict of str to list of str
+        ``{stem: column names}``: the header of a table of ``tables``, in order; a table that may have no
+        rows gives it, so that its CSV is there, its header alone.
 
     Attributes
     ----------
@@ -85,8 +90,8 @@ class Drawing:
     Raises
     ------
     ValueError
-        When a field breaks its constraint (naming it and the entry), or ``table`` names no text of
-        ``texts``.
+        When a field breaks its constraint (naming it and the entry), ``table`` names no text of
+        ``texts``, or ``columns`` names no table of ``tables``.
     """
 
     measured: str
@@ -95,6 +100,7 @@ class Drawing:
     texts: dict = field(default_factory=dict)
     table: str | None = None
     metadata: dict = field(default_factory=dict)
+    columns: dict = field(default_factory=dict)
 
     CONSTRAINTS = {
         "measured": _TEXT,
@@ -104,6 +110,7 @@ class Drawing:
         "texts": DictOf(_TEXT),
         "table": optional(_TEXT),
         "metadata": Registered(_json_facts, "a dict of string keys whose values JSON keeps unchanged"),
+        "columns": DictOf(ListOf(_TEXT, min_len=1, unique=True)),
     }
     VALID_EXAMPLE = {"measured": "3 units."}
 
@@ -113,6 +120,10 @@ class Drawing:
             setattr(self, name, value)
         if self.table is not None and self.table not in self.texts:
             raise ValueError(f"table {self.table!r} names no text of this drawing ({', '.join(self.texts) or 'none'})")
+        unknown = next((stem for stem in self.columns if stem not in self.tables), None)
+        if unknown is not None:
+            raise ValueError(f"columns names {unknown!r}, no table of this drawing "
+                             f"({', '.join(self.tables) or 'none'})")
 
 
 RESERVED = "metadata.json"  # the figure's metadata, written beside the drawing by the command line
@@ -179,7 +190,9 @@ def write_drawing(drawing: Drawing, out_dir: Path) -> list[str]:
         plt.close(fig)
         files += [f"{stem}.png", f"{stem}.pdf"]
     for stem, rows in drawing.tables.items():
-        write_rows(out_dir / f"{stem}.csv", rows)
+        if not rows and stem not in drawing.columns:  # no header to write: a figure whose units all lack data
+            continue
+        write_rows(out_dir / f"{stem}.csv", rows, drawing.columns.get(stem))
         files.append(f"{stem}.csv")
     for name, text in drawing.texts.items():
         write_atomic(out_dir / name, text if text.endswith("\n") else text + "\n")

@@ -37,6 +37,12 @@ from reports.schema import ANY, Schema
 
 PRESETS = ("tiny", "quick", "full")
 CONTRACT = ("EXPERIMENT",)
+# names a figure's ID may not take: the command line's word for every figure, and the report's own parts
+# (``report/tour``, written by ``sms-langevin tour``, and the run metadata's section), which share the
+# namespace of a figure's folder and anchor
+RESERVED_IDS = {"all": "the command line's name for every figure",
+                "tour": "the report's folder and section of the guided tour",
+                "metadata": "the report's section of the run metadata"}
 _DEFAULT_MODULES: tuple[str, ...] | None = None
 
 
@@ -155,8 +161,8 @@ class Experiment:
     ------
     ValueError
         If a field breaks its constraint, ``ID`` is not a lower-case name (letters, digits, ``_``)
-        or is ``all``, ``TITLE`` or ``CLAIM`` is empty, or ``COST`` does not name exactly the presets
-        of ``PRESETS``.
+        or is reserved (:data:`RESERVED_IDS`: ``all``, ``tour``, ``metadata``), ``TITLE`` or ``CLAIM``
+        is empty, or ``COST`` does not name exactly the presets of ``PRESETS``.
     """
 
     ID: str
@@ -195,9 +201,12 @@ class Experiment:
         values = check_parameters({f.name: getattr(self, f.name) for f in fields(self)}, self.CONSTRAINTS)
         for name in ("PRESETS", "BACKENDS", "REQUIRES", "LIBRARIES"):
             values[name] = tuple(values[name])
-        if not re.fullmatch(r"[a-z][a-z0-9_]*", values["ID"]) or values["ID"] == "all":
-            raise ValueError(f"ID must be a lower-case name of letters, digits and '_' other than 'all' (it names "
-                             f"the command's figure, its folder and its anchor), got {values['ID']!r}")
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", values["ID"]):
+            raise ValueError(f"ID must be a lower-case name of letters, digits and '_' (it names the command's "
+                             f"figure, its folder and its anchor), got {values['ID']!r}")
+        if values["ID"] in RESERVED_IDS:
+            raise ValueError(f"ID {values['ID']!r} is reserved ({RESERVED_IDS[values['ID']]}); choose another, "
+                             f"not one of {', '.join(map(repr, RESERVED_IDS))}")
         for name in ("TITLE", "CLAIM"):
             if not values[name].strip():
                 raise ValueError(f"{values['ID']}: {name} must not be empty")
@@ -215,8 +224,8 @@ def module_preset(mod, preset: str) -> str:
 
 def _module_names() -> tuple[str, ...]:
     """The registry's modules; ``SMS_LANGEVIN_REPORT_MODULES`` (comma-separated) replaces them
-    (the tests use a small registry of fast units this way); one set but naming no module is a
-    :class:`RegistryError` naming it."""
+    (the tests use a small registry of fast units this way); one set but naming no module, or a module
+    twice, is a :class:`RegistryError` naming it."""
     env = os.environ.get("SMS_LANGEVIN_REPORT_MODULES")
     if not env:
         return default_modules()
@@ -224,6 +233,10 @@ def _module_names() -> tuple[str, ...]:
     if not names:
         raise RegistryError(f"SMS_LANGEVIN_REPORT_MODULES={env!r} names no module; give comma-separated module "
                             f"names, or unset it for the default registry")
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:
+        raise RegistryError(f"SMS_LANGEVIN_REPORT_MODULES lists the module {twice!r} more than once; list each "
+                            f"module once")
     return names
 
 
@@ -366,4 +379,4 @@ def runnable(figures: dict, ids) -> tuple[list[str], str | None]:
     return [fid for fid in ids if not needs[fid]], f"{', '.join(left_out)} not run: {'; '.join(hints)}"
 
 
-__all__ = ["Experiment", "PRESETS", "RegistryError", "declared_by", "default_modules", "load"]
+__all__ = ["Experiment", "PRESETS", "RESERVED_IDS", "RegistryError", "declared_by", "default_modules", "load"]

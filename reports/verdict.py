@@ -7,7 +7,9 @@ report's contents and the claims section's table of figure verdicts all print th
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+
+from integrators._validation import check_parameters, instance_of, one_of
 
 HOLDS = "holds"
 DOES_NOT_HOLD = "does not hold"
@@ -28,21 +30,28 @@ class Verdict:
     numbers : str
         The measured numbers the verdict rests on.
 
+    Attributes
+    ----------
+    CONSTRAINTS : dict
+        The declared constraint of each field (:mod:`integrators._validation`), checked when it is made.
+
     Raises
     ------
     ValueError
-        When ``outcome`` is not one of :data:`OUTCOMES` or ``reason`` is empty.
+        When a field breaks its constraint (``outcome`` not one of :data:`OUTCOMES`, ``reason`` or
+        ``numbers`` not a string), naming it, or ``reason`` is empty.
     """
 
     outcome: str
     reason: str
     numbers: str = ""
 
+    CONSTRAINTS = {"outcome": one_of(OUTCOMES), "reason": instance_of(str, "a string (one sentence)"),
+                   "numbers": instance_of(str, "a string (the measured numbers)")}
+    VALID_EXAMPLE = {"outcome": HOLDS, "reason": "the slope is within its tolerance"}
+
     def __post_init__(self):
-        if self.outcome not in OUTCOMES:
-            raise ValueError(f"a verdict's outcome is one of {OUTCOMES}, got {self.outcome!r}")
-        if not str(self.reason).strip():
-            raise ValueError("a verdict needs its reason")
+        checked(self)
 
     def text(self) -> str:
         """The verdict in one line.
@@ -63,6 +72,31 @@ class Verdict:
             ``{"outcome", "reason", "numbers"}``, JSON-serializable.
         """
         return asdict(self)
+
+
+def checked(verdict: Verdict) -> Verdict:
+    """``verdict``, its fields held to :attr:`Verdict.CONSTRAINTS` (when it is made, and again where a figure's
+    ``verdict`` returns one: a subclass may skip the check).
+
+    Parameters
+    ----------
+    verdict : Verdict
+        The verdict to check.
+
+    Returns
+    -------
+    Verdict
+        ``verdict``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first field that breaks its constraint, or an empty ``reason``.
+    """
+    check_parameters({f.name: getattr(verdict, f.name) for f in fields(Verdict)}, Verdict.CONSTRAINTS)
+    if not verdict.reason.strip():
+        raise ValueError("reason must not be empty: a verdict says why")
+    return verdict
 
 
 def worst(verdicts) -> str:
@@ -88,4 +122,4 @@ def worst(verdicts) -> str:
     return HOLDS
 
 
-__all__ = ["DOES_NOT_HOLD", "HOLDS", "NOT_TESTABLE", "OUTCOMES", "Verdict", "worst"]
+__all__ = ["DOES_NOT_HOLD", "HOLDS", "NOT_TESTABLE", "OUTCOMES", "Verdict", "checked", "worst"]

@@ -87,8 +87,20 @@ def test_report_skips_an_absent_library_by_name_and_draws_a_measured_sampler(tmp
     assert "toy.absent" in drawn["measured"] and "toy.ula on default" in drawn["measured"]
     rows = (tmp_path / "conformance.csv").read_text().splitlines()
     assert len(rows) == 1 + 4 and rows[1].startswith("toy.ula,toy,default,full")
+    assert rows[0] == ",".join(fig_conformance.ROW_COLUMNS)  # the declared header is every key a row has
+    points = (tmp_path / "conformance_points.csv").read_text().splitlines()
+    assert points[0] == ",".join(fig_conformance.POINT_COLUMNS)
     points = (tmp_path / "conformance_points.csv").read_text()
     assert "toolkit.ubu,exact oracle,default,sms" in points and "toy.ula,measured,default,iid" in points
+
+
+def test_with_no_library_sampler_measured_the_table_is_its_header_alone(tmp_path, monkeypatch):
+    monkeypatch.setattr(conformance, "conformance_adapters", lambda: {"toy.absent": Absent()})
+    units = [{"sampler": "toolkit", "target": "default"}, {"sampler": "toy.absent", "target": "default"}]
+    run_unit = fig_conformance.EXPERIMENT.run_unit
+    results = [(u, json.loads(json.dumps(run_unit(u, "tiny", 3)))) for u in units]
+    draw_files(fig_conformance.EXPERIMENT, results, "tiny", tmp_path)
+    assert (tmp_path / "conformance.csv").read_text().splitlines() == [",".join(fig_conformance.ROW_COLUMNS)]
 
 
 def test_every_preset_lists_toolkit_lines_and_known_samplers():

@@ -170,6 +170,27 @@ def test_celeba_bad_files(tmp_path):
         data.load_celeba(tmp_path / "absent")
 
 
+def test_celeba_counts_in_messages_are_the_images_and_attributes_listed(tmp_path):
+    """Blank lines are no images: the count a message gives is the images listed; a row is held to the
+    header's count of attributes, and a bad value is named with its attribute."""
+    _write_celeba(tmp_path, [(1, 0), (0, 1)])
+    attrs = tmp_path / CELEBA_ATTRS
+    _, header, *rows = attrs.read_text().splitlines()
+    attrs.write_text("\n".join(["5", header, rows[0], "", "", rows[1], ""]) + "\n")
+    with pytest.raises(DataError, match=re.escape("its first line says 5 images but it lists 2 (one line per image "
+                                                  "after the header; truncated?)")):
+        data.load_celeba(tmp_path)
+    attrs.write_text("\n".join(["1", header, *rows]) + "\n")
+    with pytest.raises(DataError, match=r"says 1 images but it lists 2 \(one line per image after the header\)$"):
+        data.load_celeba(tmp_path)
+    attrs.write_text("\n".join(["2", header, rows[0] + " 1", rows[1]]) + "\n")
+    with pytest.raises(DataError, match="line 3 has 5 values after the file name; the header names 4 attributes"):
+        data.load_celeba(tmp_path)
+    attrs.write_text("\n".join(["2", header, rows[0], rows[1].replace(" -1 ", " 0 ", 1)]) + "\n")
+    with pytest.raises(DataError, match="line 4: the value of 5_o_Clock_Shadow must be 1 or -1, got '0'"):
+        data.load_celeba(tmp_path)
+
+
 def _write_xray(root, n_per_class=2, size=(40, 30)):
     rng = np.random.default_rng(3)
     for split in ("train", "test"):
@@ -284,6 +305,30 @@ def test_cifar10_layout_is_checked(tmp_path):
         data.load_cifar10(tmp_path)
     _cifar_batch(tmp_path / "data_batch_4", 2, rng, labels=["cat", "dog"])
     with pytest.raises(DataError, match=r"data_batch_4 \[labels\]: labels must be integers"):
+        data.load_cifar10(tmp_path)
+
+
+@pytest.mark.parametrize("labels", [[True, False], [1, True], np.array([True, False]), [[0], [np.True_]]])
+def test_cifar10_boolean_labels_are_refused(tmp_path, labels):
+    """True and False would pass as classes 1 and 0: CIFAR-10's labels are class indices."""
+    rng = np.random.default_rng(6)
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
+        _cifar_batch(tmp_path / name, 2, rng)
+    _cifar_batch(tmp_path / "data_batch_2", 2, rng, labels=labels)
+    with pytest.raises(DataError, match=r"data_batch_2 \[labels\]: labels must be integers .*got the boolean True"):
+        data.load_cifar10(tmp_path)
+
+
+@pytest.mark.parametrize("key", ["labels", "data"])
+def test_cifar10_a_batch_with_a_key_as_text_and_as_bytes_is_refused(tmp_path, key):
+    rng = np.random.default_rng(6)
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
+        _cifar_batch(tmp_path / name, 2, rng)
+    with open(tmp_path / "data_batch_3", "rb") as fh:
+        batch = pickle.load(fh)
+    batch[key] = batch[key.encode()]  # the same value under both spellings: still not one key
+    (tmp_path / "data_batch_3").write_bytes(pickle.dumps(batch))
+    with pytest.raises(DataError, match=f"data_batch_3: the batch holds both '{key}' and b'{key}'"):
         data.load_cifar10(tmp_path)
 
 

@@ -295,13 +295,14 @@ def _own_body_nodes(func):
 
 
 def _validation_names(func) -> set[str]:
-    """Global names of ``func``'s module bound to checkers of the validation layer."""
-    from integrators._validation import Constraint
+    """Global names of ``func``'s module bound to checkers of the validation layer (not its message helpers,
+    such as ``printable``, which check nothing and raise nothing)."""
+    from integrators._validation import Constraint, printable
 
     names = set()
     for name, value in getattr(func, "__globals__", {}).items():
         if isinstance(value, Constraint) or (
-                inspect.isfunction(value) and value.__module__ == "integrators._validation"):
+                inspect.isfunction(value) and value.__module__ == "integrators._validation" and value is not printable):
             names.add(name)
     return names
 

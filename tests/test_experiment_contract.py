@@ -194,10 +194,43 @@ def test_a_copied_figure_module_is_refused_by_name(throwaway, tmp_path, monkeypa
     assert list(registry.load()) == ["throwaway"]
 
 
-@pytest.mark.parametrize("bad", ["", "all", "../up", "a b", "Figure1"])
+@pytest.mark.parametrize("bad", ["", "all", "tour", "metadata", "../up", "a b", "Figure1"])
 def test_an_experiment_id_that_cannot_name_a_command_and_a_folder_is_refused(bad):
     valid = dict(registry.Experiment.VALID_EXAMPLE)
     with pytest.raises(ValueError, match="ID"):
         registry.Experiment(**{**valid, "ID": bad})
     with pytest.raises(ValueError, match="TITLE must not be empty"):
         registry.Experiment(**{**valid, "TITLE": "  "})
+
+
+def test_the_reports_own_parts_are_reserved_ids():
+    """The names the report gives its own parts (the tour's folder and section, the metadata's section) are
+    ids no figure may take: a figure named so would share their folder or anchor."""
+    from reports import _report
+
+    assert {*_report.KEPT, _report.METADATA_ANCHOR} <= set(registry.RESERVED_IDS)
+
+
+@pytest.mark.parametrize("reserved", ["tour", "metadata"])
+def test_a_figure_module_with_a_reserved_id_is_refused_naming_the_module_and_the_id(throwaway, tmp_path,
+                                                                                     monkeypatch, reserved):
+    folder = tmp_path / "experiment"
+    source = (folder / "throwaway_experiment.py").read_text().replace('ID="throwaway"', f'ID="{reserved}"')
+    (folder / f"named_{reserved}.py").write_text(source)
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", f"named_{reserved}")
+    with pytest.raises(registry.RegistryError, match=rf"report module named_{reserved} failed to import: "
+                                                     rf"ValueError: ID '{reserved}' is reserved"):
+        registry.load()
+
+
+def test_a_given_preset_the_runs_figures_lack_is_blamed_on_the_preset_option_not_on_run_json(throwaway, tmp_path,
+                                                                                            monkeypatch, capsys):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", "throwaway_experiment,tests.report_fixtures.fast_units")
+    out = tmp_path / "run"
+    assert cli.main(["run", "fast", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", "--out", str(out), "--preset", "mine"]) == 2  # a level of throwaway, not of fast
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith(f"sms-langevin: error: --preset (the run in {out} holds fast): preset 'mine' is a "
+                           f"level of throwaway only"), line
+    assert "run.json" not in line

@@ -44,6 +44,11 @@ def test_help_prints_no_line_before_its_text():
     assert first_line(["--help"]) is None and first_line([]) is None and first_line(["run", "-h"]) is None
 
 
+def test_a_command_name_with_control_characters_is_not_echoed():
+    assert first_line(["\x1b[2Jrun"]) is None  # no command: argparse refuses it (escaped), nothing echoed raw
+    assert first_line(["run", "\x1b[2J"]) == "sms-langevin run: starting (importing numba and the experiments)"
+
+
 def _run_stopped_at(step: str, tmp_path, monkeypatch, capsys) -> str:
     """``run all --preset quick`` with the CLI's ``step`` made to raise: the stderr written before it."""
     monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)

@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import io
 import json
+import os
 import pickle
 import re
 import secrets
@@ -315,9 +316,18 @@ def draw(results, preset):
     return Drawing(measured="ok")
 
 
+class Unchecked(Verdict):
+    def __post_init__(self):  # a subclass that skips the fields' check
+        pass
+
+
 def verdict(results, preset):
     if os.environ.get("FAILS_IN") == "verdict":
         raise ValueError("planted in verdict")
+    if os.environ.get("BAD_VERDICT") == "made":
+        return Verdict(HOLDS, ["a", "list"])
+    if os.environ.get("BAD_VERDICT") == "unchecked":
+        return Unchecked(HOLDS, "r", numbers=3.5)
     return Verdict(HOLDS, "r", "n")
 
 
@@ -381,6 +391,60 @@ def test_sys_exit_in_the_modules_own_code_is_one_line_naming_module_and_function
     assert code == 2 and words.format(name=name) in err, err
 
 
+@pytest.mark.parametrize("bad, words", [
+    ("made", "own_code: verdict (in {name}) raised ValueError: reason must be a string (one sentence), got "
+             "['a', 'list'] (at "),
+    ("unchecked", "own_code: verdict (in {name}) returned a Verdict whose numbers must be a string (the measured "
+                  "numbers), got 3.5; the report in "),
+])
+def test_a_verdict_with_fields_of_the_wrong_kind_is_one_line_naming_the_module_and_its_verdict(
+        own_code, monkeypatch, bad, words):
+    """Not written into metadata.json and the report as it is, nor refused later by a step that names ``draw``."""
+    name, out = own_code
+    code, err = _own_code_fails("report", out, monkeypatch, "BAD_VERDICT", bad)
+    assert_no_traceback(code, err)
+    assert code == 2 and words.format(name=name) in err, err
+
+
+@pytest.mark.parametrize("value", ["tests.report_fixtures.fast_units,tests.report_fixtures.fast_units",
+                                   "tests.report_fixtures.fast_units, tests.report_fixtures.other_units , "
+                                   "tests.report_fixtures.fast_units"])
+def test_a_module_listed_twice_in_the_modules_variable_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", value)
+    code, err = main(["list"])
+    assert_no_traceback(code, err)
+    assert err.strip().splitlines()[-1] == ("sms-langevin: error: SMS_LANGEVIN_REPORT_MODULES lists the module "
+                                            "'tests.report_fixtures.fast_units' more than once; list each module "
+                                            "once"), err
+
+
+ESC = "\x1b[2J"  # a terminal's clear-screen sequence
+
+
+@pytest.mark.parametrize("args, modules, words", [
+    (["run", "all", f"fig{ESC}"], FAST, "got all fig\\x1b[2J"),
+    (["run", "fast", "--device", f"cpu{ESC}"], FAST, "--device cpu\\x1b[2J needs --backend torch"),
+    (["run", "fast", "--data-dir", f"/no/such{ESC}\ndir"], FAST, "--data-dir /no/such\\x1b[2J\\ndir: no such folder"),
+    (["report", "--out", f"/no/such{ESC}"], FAST, "no persisted results in /no/such\\x1b[2J"),
+    (["list"], f"no_such{ESC}module", "report module no_such\\x1b[2Jmodule failed to import"),
+])
+def test_control_characters_of_the_users_input_are_escaped_in_the_one_line_error(tmp_path, monkeypatch, args,
+                                                                                modules, words):
+    """A figure id, option value, path or module name echoed in an error cannot clear the screen or break the line."""
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", modules)
+    code, err = main([*args, "--out", str(tmp_path / "out")] if "--out" not in args and args[0] == "run" else args)
+    assert_no_traceback(code, err)
+    assert code == 2 and "\x1b" not in err and words in err.strip().splitlines()[-1], err
+
+
+def test_control_characters_in_a_data_files_name_are_escaped_in_the_data_error(tmp_path):
+    from data_sets import load_cifar10
+    with pytest.raises(DataError) as caught:
+        load_cifar10(tmp_path / f"cifar{ESC}")
+    message = str(caught.value)
+    assert "\x1b" not in message and f"cifar\\x1b[2J{os.sep}data_batch_1: file not found" in message, message
+
+
 @pytest.mark.parametrize("value", [" , ,", ","])
 def test_a_modules_variable_naming_no_module_is_one_line_naming_it(monkeypatch, value):
     monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", value)
@@ -401,6 +465,27 @@ def test_a_drawing_refuses_contents_of_the_wrong_kind_naming_the_field(field, va
     from reports.drawing import Drawing
     with pytest.raises(ValueError, match=re.escape(words)):
         Drawing(**{"measured": "1 unit.", field: value})
+
+
+def test_a_drawings_table_without_rows_is_written_as_its_header_or_left_out_without_columns(tmp_path):
+    from reports._tables import write_rows
+    from reports.drawing import Drawing, write_drawing
+    with pytest.raises(ValueError, match="t.csv: a table with no rows needs its columns"):
+        write_rows(tmp_path / "t.csv", [])
+    with pytest.raises(ValueError, match="columns names 'u', no table of this drawing"):
+        Drawing(measured="0 units.", tables={"t": []}, columns={"u": ["a"]})
+    with pytest.raises(ValueError, match=re.escape("columns['t'] must be a list or tuple of 1 or more entries")):
+        Drawing(measured="0 units.", tables={"t": []}, columns={"t": []})
+    drawing = Drawing(measured="0 units.", tables={"t": [], "r": [{"b": 1}]},
+                      columns={"t": ["a", "b"], "r": ["a", "b"]})
+    assert write_drawing(drawing, tmp_path) == ["t.csv", "r.csv"]
+    assert (tmp_path / "t.csv").read_text().splitlines() == ["a,b"]
+    assert (tmp_path / "r.csv").read_text().splitlines() == ["a,b", ",1"]
+    bare = Drawing(measured="0 units.", tables={"t": [], "r": [{"b": 1}]})  # no header known for t
+    assert write_drawing(bare, tmp_path / "bare") == ["r.csv"] and not (tmp_path / "bare" / "t.csv").exists()
+    drawing = Drawing(measured="1 unit.", tables={"t": [{"a": 1, "c": 2}]}, columns={"t": ["a", "b"]})
+    with pytest.raises(ValueError, match=r"t.csv: a row holds 'c', which is not one of its columns \['a', 'b'\]"):
+        write_drawing(drawing, tmp_path)
 
 
 def test_a_figures_input_hooks_that_raise_or_return_the_wrong_kind_are_one_line_naming_the_hook():

@@ -332,6 +332,31 @@ def test_a_figure_left_out_of_a_run_is_named_in_the_report_with_the_reason(tmp_p
         assert json.loads((out / "report" / "metadata.json").read_text())["left_out"] == {"other": why}
 
 
+def test_the_regenerate_command_names_the_drawn_figures_with_backend_flags_only_where_one_offers_backends(
+        tmp_path, monkeypatch):
+    """``run`` refuses --backend where no figure offers one: a run recorded with one (twin, which offers it,
+    beside fast) whose report draws fast alone (twin gone from the registry) regenerates as fast alone, without the
+    flags; with twin drawn too, with them."""
+    from reports import registry
+    from reports._report import write_report
+    from reports.verdict import HOLDS, Verdict
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", f"{FAST},tests.report_fixtures.other_units")
+    (tmp_path / "run.json").write_text(json.dumps({"preset": "quick", "seed": 0, "ids": ["twin", "fast"],
+                                                   "backend": {"backend": "torch", "device": "cpu"}}))
+
+    def drawn(*modules):
+        experiments = [registry.declared_by(m) for m in modules]
+        return {e.ID: {"module": e, "info": {"files": [], "measured": "m.", "verdict": Verdict(HOLDS, "r")},
+                       "meta": {}, "wall": 0.0} for e in experiments}
+
+    write_report(tmp_path / "report", drawn(FAST), "quick")
+    assert "Regenerate it with `sms-langevin run fast --preset quick --seed 0 --out OUT`" in \
+        (tmp_path / "report" / "index.md").read_text()
+    write_report(tmp_path / "report", drawn("tests.report_fixtures.backend_units", FAST), "quick")
+    assert ("Regenerate it with `sms-langevin run twin fast --preset quick --seed 0 --backend torch --device cpu "
+            "--out OUT`") in (tmp_path / "report" / "index.md").read_text()
+
+
 def test_a_section_with_its_own_level_says_the_preset_alone():
     from experiments.bnn import EXPERIMENT as fig_bnn
     from experiments.weak_orders import EXPERIMENT as fig_weak_orders

@@ -162,6 +162,14 @@ def test_constraints_return_canonical_values(constraint, value, canonical):
         assert [type(v) for v in out] == [float, float, int]
 
 
+def test_printable_escapes_control_and_format_characters_and_leaves_other_text():
+    from integrators._validation import printable
+    assert printable("out/ré sumé, 'x'") == "out/ré sumé, 'x'"
+    assert printable("a\x1b[2Jb\nc\td\u202ee\udc80") == "a\\x1b[2Jb\\nc\\td\\u202ee\\udc80"
+    assert printable(printable("a\x1bb")) == "a\\x1bb"  # escaping twice changes nothing more
+    assert printable(3) == "3"
+
+
 def test_whole_numbers_may_arrive_as_integral_floats():
     assert whole_number("n_bins", 1000.0, 1) == 1000 and type(whole_number("n_bins", 1000.0, 1)) is int
 

@@ -53,6 +53,17 @@ def test_a_verdict_has_one_of_three_outcomes_and_a_reason():
         Verdict(HOLDS, " ")
 
 
+@pytest.mark.parametrize("fields, words", [
+    ({"outcome": ["holds"]}, "outcome must be one of"),
+    ({"reason": ["a", "list"]}, "reason must be a string"),
+    ({"reason": None}, "reason must be a string"),
+    ({"numbers": 3.5}, "numbers must be a string"),
+])
+def test_a_verdicts_fields_of_the_wrong_kind_are_refused_naming_the_field(fields, words):
+    with pytest.raises(ValueError, match=words):
+        Verdict(**{"outcome": HOLDS, "reason": "a reason", **fields})
+
+
 def _ghmc_row(sampler, h, err, se=1e-3):
     return {"sampler": sampler, "h": h, "p_true_error": err, "p_true_error_se": se, "spread_ratio": 1.0}
 
