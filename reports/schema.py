@@ -67,6 +67,9 @@ def _what(value) -> str:
         return "an object"
     if isinstance(value, list):
         return "a list"
+    if isinstance(value, int) and not isinstance(value, bool) and not _float_sized(value):
+        # repr of a huge int is long, or raises past Python's digit limit
+        return f"an integer too large for a float ({value.bit_length()} bits)"
     return f"{type(value).__name__} {value!r}"[:60]
 
 
@@ -88,15 +91,24 @@ def _real(v) -> bool:
 
 def _finite(v) -> bool:
     if isinstance(v, numbers.Integral):
-        return True
+        # an int past a float's range (10**400) is saved fine but overflows where it is drawn
+        return _float_sized(v)
     try:
         return math.isfinite(v)
     except (TypeError, ValueError, OverflowError):
         return False
 
 
+def _float_sized(v) -> bool:
+    try:
+        float(v)
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return True
+
+
 NUMBER = _Leaf("a finite number", lambda v: _real(v) and _finite(v))
-NUMBER_OR_NONFINITE = _Leaf("a number (NaN and infinities allowed)", _real)
+NUMBER_OR_NONFINITE = _Leaf("a number (NaN and infinities allowed)", lambda v: _real(v) and _float_sized(v))
 INTEGER = _Leaf("an integer", lambda v: isinstance(v, numbers.Integral) and not isinstance(v, bool))
 TEXT = _Leaf("a string", lambda v: isinstance(v, str))
 BOOL = _Leaf("true or false", lambda v: isinstance(v, bool))

@@ -305,6 +305,8 @@ def run_unit(unit, preset, seed):
     if os.environ.get("EXITS_IN") == "run_unit":
         raise SystemExit(3)
     unit.pop("k")  # a unit edited in place must not change the unit its result is saved under
+    if os.environ.get("HUGE"):
+        return {"value": 10**400}
     return {"value": 1.0}
 
 
@@ -375,6 +377,17 @@ def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module
     code, err = _own_code_fails(command, out, monkeypatch, "FAILS_IN", function)
     assert_no_traceback(code, err)
     assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
+
+
+def test_a_result_with_an_integer_too_large_for_a_float_is_refused_naming_the_field_and_not_saved(
+        own_code, monkeypatch):
+    """Not saved, then refused by draw's OverflowError with a hint to delete a damaged unit file."""
+    name, out = own_code
+    monkeypatch.setenv("HUGE", "1")
+    code, err = main(["run", "own_code", "--out", str(out)])
+    assert_no_traceback(code, err)
+    assert code == 2 and "result['value']: expected a finite number, got an integer too large for a float" in err, err
+    assert "it was not saved" in err and not list((out / "units" / "own_code").glob("*.json")), err
 
 
 @pytest.mark.parametrize("where, command, words", [

@@ -105,7 +105,15 @@ def test_a_number_refuses_nan_and_infinities_unless_declared(bad, where):
     with pytest.raises(SchemaError, match="expected a finite number"):
         check(value, POINT)
     check(value, Record(h=NUMBER_OR_NONFINITE, hs=ListOf(NUMBER_OR_NONFINITE)))
-    check({**GOOD, "h": 10**400}, POINT)  # a huge integer is finite (no OverflowError)
+
+@pytest.mark.parametrize("schema", [NUMBER, NUMBER_OR_NONFINITE])
+def test_an_integer_too_large_for_a_float_is_refused_naming_the_field(schema):
+    """Saved as it is, it would overflow where draw reads it as a float."""
+    for huge in (10**400, -(10**400), 10**5000):  # 10**5000: past repr's digit limit too
+        with pytest.raises(SchemaError, match=r"result\['h'\]: expected .*, got an integer too large for a float"):
+            check({"h": huge}, Record(h=schema))
+    check({"h": 10**300}, Record(h=schema))  # within a float's range
+    check({"h": 10**400}, Record(h=INTEGER))  # an integer field holds any integer
 
 
 def test_a_dataclass_declares_the_float_fields_that_may_be_nan():
