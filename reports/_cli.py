@@ -513,11 +513,14 @@ def _draw_into(report_dir: Path, out: Path, figures, ids, preset, run_seed: int,
             raise CliError(f"{fid}: {len(missing)} of {len(results) + len(missing)} units not computed in "
                            f"{out}; run `{rerun}`")
         note = _other_libraries_note(fid, other_libraries, len(results), rerun)
-        remedy = (f"; a unit file in {store.root / fid} may be damaged: delete it and run `{rerun}`; the report in "
-                  f"{out} is left as it was")
-        with _figure_code(fid, "draw", mod, remedy):
+        # every unit has passed its checksum and RESULT above: the fault is the figure's code, not a unit file
+        redraw = shlex.join(["sms-langevin", "report", "--out", str(out)])
+        remedy = {function: f"; the units in {store.root / fid} passed their checks, so the fault is in {function} "
+                            f"of {mod.module}: fix it and run `{redraw}` (the units are kept); the report in {out} "
+                            f"is left as it was" for function in ("draw", "verdict")}
+        with _figure_code(fid, "draw", mod, remedy["draw"]):
             drawing = mod.draw(results, level)
-        with _figure_code(fid, "verdict", mod, remedy):  # named apart: the message says which of the two raised
+        with _figure_code(fid, "verdict", mod, remedy["verdict"]):  # named apart: says which of the two raised
             verdict = _verdict(mod, results, level)
         if not isinstance(drawing, Drawing):
             raise CliError(f"{fid}: draw (in {mod.module}) must return a reports.drawing.Drawing, got "

@@ -379,6 +379,20 @@ def test_an_exception_of_the_modules_own_code_is_one_line_naming_function_module
     assert code == 2 and words.format(name=name) in err and f"{name}.py:" in err, err
 
 
+@pytest.mark.parametrize("function", ["draw", "verdict"])
+def test_an_exception_of_draw_or_verdict_blames_the_module_not_the_units_that_passed_their_checks(
+        own_code, monkeypatch, function):
+    """Not 'a unit file may be damaged: delete it': the units are sound, and deleting one fixes nothing."""
+    name, out = own_code
+    code, err = _own_code_fails("report", out, monkeypatch, "FAILS_IN", function)
+    assert_no_traceback(code, err)
+    assert code == 2 and "damaged" not in err and "delete" not in err, err
+    assert (f"passed their checks, so the fault is in {function} of {name}: fix it and run "
+            f"`sms-langevin report --out {out}` (the units are kept)") in err, err
+    monkeypatch.delenv("FAILS_IN")
+    assert main(["report", "--out", str(out)])[0] == 0  # the remedy works once the code is fixed
+
+
 def test_a_result_with_an_integer_too_large_for_a_float_is_refused_naming_the_field_and_not_saved(
         own_code, monkeypatch):
     """Not saved, then refused by draw's OverflowError with a hint to delete a damaged unit file."""
