@@ -38,9 +38,12 @@ def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str
         run_meta = run_json(out)
     except ValueError as exc:
         run_meta = infer_run(out, figures)
+        skipped = run_meta.pop("unreadable")
+        where = f"preset {run_meta['preset']}" if "preset" in run_meta else "preset quick (no unit file readable)"
+        hurt = f"; unreadable unit files: {', '.join(str(p) for p in skipped)}" if skipped else ""
         print(printable(f"warning: {out / 'run.json'} unreadable ({exc}); rebuilding "
-                        f"{', '.join(run_meta['ids']) or 'nothing'} from the units found in {out / 'units'}"),
-              file=sys.stderr)
+                        f"{', '.join(run_meta['ids']) or 'nothing'} at {where} from the units found in "
+                        f"{out / 'units'}{hurt}"), file=sys.stderr)
     ids = run_meta.get("ids")
     if not (isinstance(ids, list) and all(isinstance(i, str) for i in ids)):
         raise CliError(f"{out / 'run.json'}: ids must be a list of figure ids, got {ids!r}")
@@ -81,18 +84,24 @@ def read_left_out(out: Path) -> dict:
 
 def infer_run(out: Path, figures) -> dict:
     """Ids, preset and seed of a run whose ``run.json`` is lost, read from its unit files."""
-    ids, fprint = [], {}
+    ids, fprint, unreadable = [], {}, []
     for fid in figures:
         files = sorted(p for p in (out / "units" / fid).glob("*.json") if not p.name.startswith("."))
         if files:
             ids.append(fid)
-            if not fprint:
-                try:
-                    fprint = json.loads(read_regular(files[0]))["meta"]["fingerprint"]
-                except (OSError, ValueError, KeyError, TypeError, RecursionError, UnsafePath):
-                    fprint = {}
-    meta = {"ids": ids}
-    if isinstance(fprint, dict):
+        for path in files:
+            if fprint:
+                break
+            # past a damaged file to the next: one unreadable unit must not hide the run's preset and seed
+            try:
+                fprint = json.loads(read_regular(path))["meta"]["fingerprint"]
+            except (OSError, ValueError, KeyError, TypeError, RecursionError, UnsafePath):
+                fprint = {}
+            if not (isinstance(fprint, dict) and isinstance(fprint.get("preset"), str)):
+                fprint = {}
+                unreadable.append(path)
+    meta = {"ids": ids, "unreadable": unreadable}
+    if fprint:
         meta.update({k: fprint[k] for k, name in (("preset", "preset"), ("run_seed", "seed")) if k in fprint})
         if "run_seed" in meta:
             meta["seed"] = meta.pop("run_seed")

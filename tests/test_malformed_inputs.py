@@ -279,6 +279,22 @@ def test_a_run_json_nested_too_deeply_is_unreadable_and_the_report_rebuilt_from_
         path.write_text(kept)
 
 
+def test_a_lost_run_json_and_a_damaged_first_unit_infer_the_preset_from_the_readable_units(tmp_path, monkeypatch):
+    """Not 'a sound unit was computed with preset full (wanted quick)' and a remedy that recomputes all at quick."""
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "out"
+    assert main(["run", "fast", "--preset", "full", "--out", str(out)])[0] == 0
+    (out / "run.json").write_text("{bad")
+    first = sorted((out / "units" / "fast").glob("*.json"))[0]  # the one the preset was read from
+    first.write_bytes(bytes(range(256)) * 2)
+    code, err = main(["report", "--out", str(out)])
+    assert_no_traceback(code, err)
+    assert f"rebuilding fast at preset full from the units found in {out / 'units'}; unreadable unit files: " \
+           f"{first}" in err, err
+    assert code == 2 and err.strip().splitlines()[-1].startswith(f"sms-langevin: error: {first}: unreadable"), err
+    assert "--preset full" in err and "wanted quick" not in err, err
+
+
 # ------------------------------------------------------------- an experiment module's own code
 
 _MODULE = '''
