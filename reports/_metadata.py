@@ -81,6 +81,11 @@ def unwritable(out: Path) -> str | None:
     name (created exclusively, so a link planted in the folder is never written through or removed)."""
     if out.exists() and not out.is_dir():
         return "it is a file, not a folder"
+    for part in (out, *out.parents):  # else mkdir says only 'File exists'
+        if part.is_symlink() and not part.exists():
+            shown = "it" if part == out else str(part)
+            return (f"{shown} is a symbolic link to {os.readlink(part)}, a folder that does not exist; create that "
+                    f"folder or give another --out")
     try:
         out.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(dir=out, prefix=".write-test-")

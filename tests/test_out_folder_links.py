@@ -40,6 +40,20 @@ def test_an_out_that_is_a_file_is_named_as_one(tmp_path):
     assert target.read_text() == "data\n"
 
 
+@pytest.mark.parametrize("below", ["", "sub"])
+def test_an_out_that_is_or_lies_below_a_link_to_a_missing_folder_is_named_as_one(tmp_path, below):
+    """Not mkdir's bare 'File exists'."""
+    link = tmp_path / "dang"
+    link.symlink_to(tmp_path / "nowhere")
+    shown = "it" if not below else str(link)
+    assert unwritable(link / below if below else link) == (
+        f"{shown} is a symbolic link to {tmp_path / 'nowhere'}, a folder that does not exist; create that folder "
+        f"or give another --out")
+    assert link.is_symlink() and not (tmp_path / "nowhere").exists()
+    (tmp_path / "nowhere").mkdir()  # the remedy
+    assert unwritable(link / below if below else link) is None
+
+
 @pytest.mark.parametrize("where", ["units", "units/fast"])
 def test_a_linked_units_folder_is_refused_and_nothing_lands_at_its_target(tmp_path, where):
     out, elsewhere = tmp_path / "o", tmp_path / "elsewhere"
