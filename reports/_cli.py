@@ -124,7 +124,11 @@ def _select(ids, figures):
     unknown = [i for i in ids if i not in figures]
     if unknown:
         raise CliError(f"unknown id {unknown[0]!r}; known: {', '.join(figures)} (or all)")
-    return ids
+    once = list(dict.fromkeys(ids))  # else each unit of a repeated id runs twice and run.json lists it twice
+    repeated = [i for i in once if ids.count(i) > 1]
+    if repeated:
+        print(f"note: {', '.join(repeated)} named more than once; running each once", file=sys.stderr)
+    return once
 
 
 def listed_presets(mod) -> list[str]:

@@ -295,6 +295,15 @@ def test_a_lost_run_json_and_a_damaged_first_unit_infer_the_preset_from_the_read
     assert "--preset full" in err and "wanted quick" not in err, err
 
 
+def test_an_id_named_twice_runs_once_and_is_recorded_once_saying_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "out"
+    code, err = main(["run", "fast", "fast", "--out", str(out)])
+    assert code == 0 and "note: fast named more than once; running each once" in err, err
+    assert "6 units to run" in err and "/12 units" not in err, err
+    assert json.loads((out / "run.json").read_text())["ids"] == ["fast"]
+
+
 # ------------------------------------------------------------- an experiment module's own code
 
 _MODULE = '''
