@@ -46,6 +46,7 @@ from reports.store import (
     Store,
     UnsafePath,
     json_change,
+    own_path,
     own_tree,
     unit_seed,
     write_atomic,
@@ -297,6 +298,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     store.remove_stale_temporaries()
     from reports._report import check_replaceable
     check_replaceable(out / "report")  # before any unit runs: the report is swapped in at the end
+    own_path(out, out / "run.json")  # a link there would be silently replaced by the run's record, at the end
     tasks, prints = [], {}
     skipped = 0
     for fid in ids:
@@ -369,7 +371,7 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
     except (UnitFailed, WorkerDied) as exc:
         raise CliError(f"{exc}; the finished units are saved: rerun with --resume to go on") from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}
-    write_atomic(out / "run.json", json.dumps(run_meta, indent=2) + "\n")
+    write_atomic(own_path(out, out / "run.json"), json.dumps(run_meta, indent=2) + "\n")
     build_outputs(out, figures, ids, args.preset, args.seed, backend, left_out)
     print(printable(f"report: {out / 'report' / 'index.html'}"))
     if absent:  # drawn (the figure says what is absent), but not a success

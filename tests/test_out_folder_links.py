@@ -171,6 +171,20 @@ def test_run_keeps_a_linked_write_test_target_and_refuses_a_linked_units_in_one_
     assert target.read_text() == "data\n" and list(elsewhere.iterdir()) == []
 
 
+@pytest.mark.parametrize("resume", [[], ["--resume"]])
+def test_run_refuses_a_linked_run_json_by_name_before_any_unit_and_keeps_its_target(tmp_path, monkeypatch, resume):
+    """Not silently replaced by a regular file at the end of the run, as links at units/ and report/ are refused."""
+    out = tmp_path / "o"
+    out.mkdir()
+    target = victim(tmp_path)
+    (out / "run.json").symlink_to(target)
+    code, err = main(["run", "fast", "--out", str(out), *resume], monkeypatch)
+    assert code == 2 and len(message_lines(err)) == 1, err
+    assert f"{out / 'run.json'} is a symbolic link (to {target}); sms-langevin writes inside --out" in err, err
+    assert target.read_text() == "data\n" and (out / "run.json").is_symlink()
+    assert not list(out.glob("units/*/*.json")), "refused before any unit ran"
+
+
 @pytest.mark.slow
 @pytest.mark.experiment
 def test_tour_refuses_a_link_inside_its_folder_before_running_a_notebook(tmp_path, monkeypatch):
