@@ -12,7 +12,8 @@ The declarations are data, built from a few pieces::
     RESULT = Record(h=NUMBER, w1=NUMBER, diverged=BOOL, plan=TEXT, hs=ListOf(NUMBER))
 
 ``NUMBER`` is a finite number: a NaN or an infinity is refused unless the field declares it with
-``NUMBER_OR_NONFINITE`` (a diverged point's distance, say), so a unit whose value overflowed is
+``NUMBER_OR_NONFINITE`` (a diverged point's distance, say), and neither takes an integer past a float's
+range (``10**400``, which ``draw`` could not read as a float), so a unit whose value overflowed is
 refused when it is made, naming the unit, instead of being drawn or kept by ``--resume``.
 ``Record`` requires its keys (but those declared ``Omittable``) and allows others (a newer field does
 not break an older reader); ``SameLength`` adds that some of a record's lists are read point by point,
