@@ -4,7 +4,6 @@ inside a package), checked by :func:`data_sets._layout.check_layout`."""
 from __future__ import annotations
 
 import numbers
-import os
 import pickle
 import re
 import tokenize
@@ -29,7 +28,7 @@ from data_sets._layout import (
     scaled_pixels,
 )
 from integrators._files import NotRegularFile, open_regular
-from integrators._validation import boolean, int_at_least
+from integrators._validation import boolean, file_path, int_at_least
 
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
@@ -71,7 +70,7 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     fields = {}
     for key, stem in FASHION_FILES.items():
         try:
@@ -201,7 +200,7 @@ def load_cifar10(folder: str | Path) -> ImageData:
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     absent = [name for name in (*CIFAR_TRAIN, CIFAR_TEST) if not (folder / name).exists()]
     if absent:
         raise DataError(f"{folder / absent[0]}: file not found. {how_to_get('cifar-10-batches-py')}")
@@ -293,7 +292,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         max_images = int_at_least("max_images", max_images, 1)
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
         raise DataError(f"{attr_path}: file not found. {how_to_get('celeba')}")
@@ -388,7 +387,7 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
         ``ValueError``).
     """
     size = image_side(size)
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     parts = []
     for split in ("train", "test"):
         xs, ys = [], []
@@ -504,8 +503,7 @@ def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None,
     include_val = boolean("include_val", include_val)
     if dataset is not None and (not isinstance(dataset, str) or dataset.lower() not in MEDMNIST):
         raise ValueError(f"dataset must be None or one of {', '.join(MEDMNIST)}, got {dataset!r}")
-    if path is not None and not isinstance(path, str | os.PathLike):
-        raise ValueError(f"path must be a file or folder path or None, got {path!r}")
+    path = file_path("path", path, none=True)
     if path is None or Path(path).is_dir():
         path = find_medmnist(dataset.lower() if dataset else MEDMNIST_DEFAULT, data_dir=path)
     path = Path(path)

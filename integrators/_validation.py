@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -118,6 +119,18 @@ def boolean(name, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def file_path(name, value, *, none: bool = False):
+    """``value`` unchanged if it is a non-empty file or folder path (``str`` or ``os.PathLike``; ``None`` too
+    with ``none=True``), else a ``ValueError`` naming ``name``: every loader and finder of a data file checks
+    its path here, so ``None`` or a number reads as what it is, not as pathlib's TypeError."""
+    if value is None and none:
+        return None
+    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+        allowed = "a non-empty file or folder path (str or os.PathLike)" + (" or None" if none else "")
+        raise ValueError(refusal(name, value, allowed))
+    return value
 
 
 def seed_value(value, name: str = "seed") -> int:

@@ -433,3 +433,17 @@ def test_absent_data_says_where_to_download_it_which_folder_and_how_to_give_it(t
     assert "not found" in message and page in message, message
     assert f"folder {folder}" in message or f"folder named {folder}" in message, message
     assert "--data-dir" in message and "SMS_LANGEVIN_DATA_DIR" in message, message
+
+
+@pytest.mark.parametrize("load, name, none_ok", [
+    (data.load_fashion_mnist, "folder", False), (data.load_cifar10, "folder", False),
+    (data.load_celeba, "folder", False), (data.load_chest_xray, "folder", False),
+    (data.load_medmnist, "path", True), (data.find_data, "name", False),
+    (lambda p: data.find_medmnist(data_dir=p), "data_dir", True),
+])
+def test_every_loader_refuses_a_path_that_is_not_one_by_name(load, name, none_ok):
+    # one shared check (integrators._validation.file_path): a ValueError naming the argument, not pathlib's TypeError
+    for bad in ([None] if not none_ok else []) + [3, 2.5, b"folder", ["a"], ""]:
+        with pytest.raises(ValueError, match=f"^{name} must be a non-empty file or folder path") as info:
+            load(bad)
+        assert not isinstance(info.value, DataError), bad
