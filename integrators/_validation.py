@@ -192,6 +192,24 @@ def initial_state(name, value, n_chains, dim, default):
     return np.array(arr, dtype=float, order="C")
 
 
+def callable_taking(name, fn, n_args: int, form: str):
+    """``fn`` if it is callable with ``n_args`` positional arguments, else a ``ValueError`` naming ``name`` and
+    saying what it must be (``form``, its contract, such as ``"loss_fn(model, indices)"``): a number or a
+    function of the wrong arity reads as that, not as the TypeError of the call deep inside a step."""
+    if not callable(fn):
+        raise ValueError(refusal(name, fn, f"a function {form}"))
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: its own call says what is wrong
+        return fn
+    try:
+        signature.bind(*[None] * n_args)
+    except TypeError:
+        label = printable(getattr(fn, "__qualname__", None) or type(fn).__name__)
+        raise ValueError(f"{name} must take {n_args} positional arguments, {form}, got {label}{signature}") from None
+    return fn
+
+
 def test_functions_and_data(test_functions, n_test_functions, test_data) -> tuple:
     """Check ``test_functions`` (a Numba function of three positional arguments) and ``test_data``
     (a tuple of numpy arrays of numbers) before anything compiles; returns ``test_data`` as a tuple."""

@@ -624,3 +624,23 @@ def test_a_loss_raising_at_the_reference_point_leaves_the_parameters_where_they_
     with pytest.raises(RuntimeError, match="flaky loss"):
         sampler.force(flaky, torch.tensor([0, 3, 7, 8, 11]))
     assert torch.equal(sampler.x.detach(), before)
+
+
+def test_a_loss_fn_that_is_not_a_function_of_model_and_indices_is_refused_naming_loss_fn():
+    def one_argument(m):
+        return m.weight.sum()
+    sampler = ModuleSampler(net_with(), config())
+    before = model_state(sampler.model, sampler)
+    for bad, words in [(5, "loss_fn must be a function loss_fn\\(model, indices\\).*got 5"),
+                       (None, "loss_fn must be a function"),
+                       (one_argument, "loss_fn must take 2 positional arguments.*one_argument\\(m\\)"),
+                       (lambda m, idx, extra: 0.0, "loss_fn must take 2 positional arguments")]:
+        with pytest.raises(ValueError, match=words):
+            sampler.step(bad)
+        same_state(before, model_state(sampler.model, sampler))  # refused before anything moved
+    sampler.step(loss_fn())  # a real loss is accepted afterwards
+    ensemble = EnsembleSampler(net_with(), config(), 2)
+    with pytest.raises(ValueError, match="loss_fn must be a function"):
+        ensemble.step(5)
+    with pytest.raises(ValueError, match="loss_fn must take 2 positional arguments"):
+        ensemble.step(one_argument)

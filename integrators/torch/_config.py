@@ -32,6 +32,9 @@ from integrators.torch.schemes import torch_step
 if TYPE_CHECKING:
     from integrators.torch._flat import FlatParameters
 
+# what a loss function must be (ModuleSampler and EnsembleSampler refuse any other by this contract)
+LOSS_FN_FORM = "loss_fn(model, indices) returning the summed loss of the batch indices (a one-element tensor)"
+
 # Flat parameter-sized tensors a sampler holds at its peak, per chain: the state x, v, the force g
 # and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
 # four normals and the path pair (dW, J) drawn from them, and the bounce's temporaries.
