@@ -494,6 +494,21 @@ def test_prior_callable_must_give_one_number_per_parameter():
     assert float(sampler.prior[0]) == 2.0
 
 
+@pytest.mark.parametrize("prior", [-math.inf, math.inf, math.nan, -1.0, True, "1.0", None, {"0.weight": -2.0},
+                                   {"0.weight": math.inf}, {0: 1.0}])
+def test_a_bad_prior_is_refused_naming_prior_when_the_config_is_made(prior):
+    # not later, when ModuleSampler is built: SamplerConfig is where a precision is checked
+    with pytest.raises(ValueError, match="^prior must be a finite real number >= 0 or a dict"):
+        config(prior=prior)
+
+
+def test_a_numeric_prior_is_kept_as_its_number():
+    for prior in (0, 2.0, np.float32(0.5), torch.tensor(1.5, dtype=torch.float64)):
+        cfg = config(prior=prior)
+        assert type(cfg.prior) is float and cfg.prior == float(prior)
+        ModuleSampler(net_with(), cfg)  # a 0-d tensor reads as its number, as for every other field
+
+
 def test_prior_mapping_may_name_a_frozen_parameter_which_does_not_move():
     net = net_with()
     net[0].bias.requires_grad_(False)
