@@ -138,7 +138,7 @@ class RunConfig:
         the trace chains' start ``x* + N(0, rho^2)``.
     rho_max_factor : float
         The localization box ``|x - x*|_inf < rho_max_factor * rho`` (``> 5`` with trace chains, whose
-        starts are clipped at 5 rho).
+        starts are clipped at 5 rho; below 1 the samplers' :class:`~integrators.torch.Localization` warns).
     epochs_burn, epochs_sample : int
         The samplers' burn-in epochs, and their sampling epochs, each ending with one sample
         (``>= 1`` when samplers run).
