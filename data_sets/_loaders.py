@@ -99,8 +99,16 @@ def _latin1(text: str, encoding: str = "utf-8") -> bytes:
     return text.encode("latin-1")
 
 
+def _empty_bytes(*args) -> bytes:
+    """``bytes()`` as a protocol 2 pickle writes an empty bytes value (an empty array's buffer), and nothing
+    else: ``bytes(n)`` of a planted file would allocate ``n`` bytes, so any argument is refused."""
+    if args:
+        raise pickle.UnpicklingError(f"bytes{args!r:.60} is not the empty bytes literal of protocol 2")
+    return b""
+
+
 # every global a CIFAR-10 python batch needs: numpy's array reconstruction (numpy 1 and 2 module
-# names, protocols 2 to 5), its dtypes and scalars, and the bytes literals of protocol 2
+# names, protocols 2 to 5), its dtypes and scalars, and the bytes literals of protocol 2 (empty ones too)
 _CIFAR_GLOBALS = {
     **{(m, "_reconstruct"): _multiarray._reconstruct for m in ("numpy.core.multiarray", "numpy._core.multiarray")},
     **{(m, "scalar"): _multiarray.scalar for m in ("numpy.core.multiarray", "numpy._core.multiarray")},
@@ -108,6 +116,7 @@ _CIFAR_GLOBALS = {
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): np.dtype,
     ("_codecs", "encode"): _latin1,
+    **{(m, "bytes"): _empty_bytes for m in ("__builtin__", "builtins")},  # an empty batch's data, in protocol 2
 }
 
 

@@ -308,6 +308,24 @@ def test_cifar10_layout_is_checked(tmp_path):
         data.load_cifar10(tmp_path)
 
 
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+@pytest.mark.parametrize("empty", [CIFAR_TEST, "data_batch_2"])
+def test_cifar10_an_empty_batch_is_refused_as_empty_in_every_protocol(tmp_path, protocol, empty):
+    # protocol 2 writes an empty array's buffer as the global __builtin__.bytes(): read as b"" (only that), so the
+    # batch is refused for holding no images, not for the global
+    rng = np.random.default_rng(6)
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
+        n = 0 if name == empty else 2
+        (tmp_path / name).write_bytes(pickle.dumps({b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                                                    b"labels": [1] * n}, protocol=protocol))
+    with pytest.raises(DataError, match=rf"{empty} \[data\]: no images"):
+        data.load_cifar10(tmp_path)
+    # bytes(n) with an argument would allocate n bytes: not the empty literal, refused before it runs
+    (tmp_path / empty).write_bytes(b"\x80\x02c__builtin__\nbytes\nJ\x00\x00\x00\x40\x85R.")
+    with pytest.raises(DataError, match=rf"{empty}: not a CIFAR-10 python batch .*not the empty bytes literal"):
+        data.load_cifar10(tmp_path)
+
+
 @pytest.mark.parametrize("labels", [[True, False], [1, True], np.array([True, False]), [[0], [np.True_]]])
 def test_cifar10_boolean_labels_are_refused(tmp_path, labels):
     """True and False would pass as classes 1 and 0: CIFAR-10's labels are class indices."""
