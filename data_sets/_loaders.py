@@ -66,6 +66,8 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
 
     Raises
     ------
+    ValueError
+        If ``folder`` is not a file or folder path (``None``, a number).
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
@@ -205,6 +207,8 @@ def load_cifar10(folder: str | Path) -> ImageData:
 
     Raises
     ------
+    ValueError
+        If ``folder`` is not a file or folder path (``None``, a number).
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
@@ -289,8 +293,8 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     Raises
     ------
     ValueError
-        If ``size``, ``seed`` or ``max_images`` is not an integer in range, or ``test_fraction`` not in
-        ``(0, 1)``.
+        If ``folder`` is not a path, ``size``, ``seed`` or ``max_images`` is not an integer in range, or
+        ``test_fraction`` not in ``(0, 1)``.
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
@@ -390,7 +394,7 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     Raises
     ------
     ValueError
-        If ``size`` is not an integer from 1 to :data:`MAX_IMAGE_SIDE`.
+        If ``folder`` is not a path or ``size`` is not an integer from 1 to :data:`MAX_IMAGE_SIDE`.
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
