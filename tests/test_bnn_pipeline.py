@@ -351,7 +351,8 @@ class _Trained(Exception):
 @pytest.mark.parametrize("n_train,batch_size,augment_copies,leaves", [
     (301, 300, 0, "301 training images \\(n_train=301\\) leaves a last batch of one image \\(1 of 300, then 1\\)"),
     (1, 300, 0, "1 training image \\(n_train=1\\) leaves a batch of one image"),
-    (3, 4, 2, "9 training images \\(n_train=3, 2 augmented copies\\) leaves a last batch of one image \\(2 of 4, then 1\\)"),
+    (3, 4, 2, "9 training images \\(n_train=3, 2 augmented copies\\) leaves a last batch of one image "
+              "\\(2 of 4, then 1\\)"),
 ])
 def test_run_refuses_a_last_batch_of_one_before_training(monkeypatch, n_train, batch_size, augment_copies, leaves):
     """Batch normalization cannot normalize one image (torch's raw 'Expected more than 1 value per channel'); the
