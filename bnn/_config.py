@@ -124,7 +124,9 @@ class RunConfig:
     augment_copies : int
         Augmented copies of the training set added to it (:mod:`bnn._augment`).
     batch_size : int
-        The minibatch size of training and of the samplers.
+        The minibatch size of training and of the samplers; :func:`~experiments.bnn._pipeline.run`
+        refuses, before training, a training set whose last batch would hold one image (batch
+        normalization needs two; the batch is not dropped, every datum is in the potential).
     lr_adam : float
         Adam's learning rate, decaying polynomially (power 1) to 0 over ``epochs_train`` epochs.
     lr_swa : float
@@ -138,7 +140,7 @@ class RunConfig:
         the trace chains' start ``x* + N(0, rho^2)``.
     rho_max_factor : float
         The localization box ``|x - x*|_inf < rho_max_factor * rho`` (``> 5`` with trace chains, whose
-        starts are clipped at 5 rho).
+        starts are clipped at 5 rho; below 1 the samplers' :class:`~integrators.torch.Localization` warns).
     epochs_burn, epochs_sample : int
         The samplers' burn-in epochs, and their sampling epochs, each ending with one sample
         (``>= 1`` when samplers run).
@@ -155,7 +157,7 @@ class RunConfig:
     hessian_iters : int
         Power iterations of the Hessian's spectral norm (0: none computed).
     hessian_batch : int
-        The training images of the Hessian's potential estimate.
+        The training images of the Hessian's potential estimate (``>= 2`` when ``hessian_iters > 0``).
     trace_chains, trace_epochs : int
         SMS-UBU chains started at perturbations of ``x*`` whose traces are recorded, and their epochs
         (``>= 1`` when there are trace chains).
@@ -300,6 +302,9 @@ class RunConfig:
         if (self.samplers or self.h_panel) and self.epochs_sample < 1:
             raise ValueError(f"epochs_sample must be >= 1 when samplers run (their predictive is the mean of "
                              f"one sample per epoch), got {self.epochs_sample!r}")
+        if self.hessian_iters and self.hessian_batch < 2:  # its potential runs the network in training mode
+            raise ValueError(f"hessian_batch must be >= 2 when hessian_iters > 0 (batch normalization needs two or "
+                             f"more images per batch), got {self.hessian_batch!r}")
         if self.trace_chains and self.trace_epochs < 1:
             raise ValueError(f"trace_epochs must be >= 1 when trace_chains > 0, got {self.trace_epochs!r}")
         if self.trace_chains and not self.rho_max_factor > TRACE_START_CLIP:

@@ -187,6 +187,34 @@ def batches_per_epoch(cfg: RunConfig, n: int) -> int:
     return math.ceil(n / cfg.batch_size)
 
 
+def check_batches(cfg: RunConfig, n: int) -> None:
+    """Refuse a training set whose last batch would hold one image, naming ``batch_size`` and ``n_train``.
+
+    Every network normalizes each batch by its own statistics (batch normalization, ``momentum=1.0``), which
+    a batch of one cannot give; the batch is not dropped, since a sweep over the partition must visit every
+    datum for its average force to be the full gradient (the samplers' potential sums all ``n`` terms).
+
+    Parameters
+    ----------
+    cfg : RunConfig
+        The run's configuration.
+    n : int
+        Training images (after augmentation).
+
+    Raises
+    ------
+    ValueError
+        If ``n % batch_size == 1`` (``n = 1`` included).
+    """
+    if n % cfg.batch_size != 1:
+        return
+    bs, copies = cfg.batch_size, f", {cfg.augment_copies} augmented copies" if cfg.augment_copies else ""
+    last = "a batch of one image" if n == 1 else f"a last batch of one image ({n // bs} of {bs}, then 1)"
+    raise ValueError(f"batch_size={bs} with {n} training image{'s' if n > 1 else ''} (n_train={cfg.n_train!r}{copies}) "
+                     f"leaves {last}: batch normalization needs two or more images per batch; choose batch_size or "
+                     f"n_train so that the training images modulo batch_size are not 1")
+
+
 LR_SCHEDULES = ("per_step", "per_epoch")  # how Adam's polynomial decay is stepped (train's ``schedule``)
 
 

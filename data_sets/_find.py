@@ -14,6 +14,7 @@ from pathlib import Path
 
 from data_sets._idx import DataError
 from data_sets._layout import MEDMNIST
+from integrators._validation import file_path
 
 DATA_DIR_ENV = "SMS_LANGEVIN_DATA_DIR"
 # the development setup's data folder beside the repository: the last place searched (the tests' data)
@@ -87,9 +88,7 @@ def _looked(dirs: list[tuple[Path | None, str]]) -> str:
 
 
 def _data_dir(data_dir) -> str | Path | None:
-    if data_dir is not None and not isinstance(data_dir, str | os.PathLike):
-        raise ValueError(f"data_dir must be a folder or file path (str or Path) or None, got {data_dir!r}")
-    return data_dir
+    return file_path("data_dir", data_dir, none=True)
 
 
 def find_medmnist(name: str = "pneumoniamnist", *, data_dir: str | os.PathLike | None = None) -> Path:
@@ -168,8 +167,7 @@ def find_data(name: str | os.PathLike, *, data_dir: str | os.PathLike | None = N
         If it is found nowhere: the message says where it looked and how to point to the data; or if
         ``data_dir`` or ``SMS_LANGEVIN_DATA_DIR`` (when set) is not a folder that exists, naming which.
     """
-    if not isinstance(name, str | os.PathLike) or not os.fspath(name):
-        raise ValueError(f"name must be a non-empty file or folder path, got {name!r}")
+    file_path("name", name)
     data_dir = _data_dir(data_dir)
     if data_dir is not None:
         _folder(data_dir, "data_dir")  # given, so checked even where the name is a path of its own

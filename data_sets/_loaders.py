@@ -4,7 +4,6 @@ inside a package), checked by :func:`data_sets._layout.check_layout`."""
 from __future__ import annotations
 
 import numbers
-import os
 import pickle
 import re
 import tokenize
@@ -29,7 +28,7 @@ from data_sets._layout import (
     scaled_pixels,
 )
 from integrators._files import NotRegularFile, open_regular
-from integrators._validation import boolean, int_at_least
+from integrators._validation import boolean, file_path, int_at_least
 
 CIFAR_TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 CIFAR_TEST = "test_batch"
@@ -67,11 +66,13 @@ def load_fashion_mnist(folder: str | Path) -> ImageData:
 
     Raises
     ------
+    ValueError
+        If ``folder`` is not a file or folder path (``None``, a number).
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     fields = {}
     for key, stem in FASHION_FILES.items():
         try:
@@ -100,8 +101,16 @@ def _latin1(text: str, encoding: str = "utf-8") -> bytes:
     return text.encode("latin-1")
 
 
+def _empty_bytes(*args) -> bytes:
+    """``bytes()`` as a protocol 2 pickle writes an empty bytes value (an empty array's buffer), and nothing
+    else: ``bytes(n)`` of a planted file would allocate ``n`` bytes, so any argument is refused."""
+    if args:
+        raise pickle.UnpicklingError(f"bytes{args!r:.60} is not the empty bytes literal of protocol 2")
+    return b""
+
+
 # every global a CIFAR-10 python batch needs: numpy's array reconstruction (numpy 1 and 2 module
-# names, protocols 2 to 5), its dtypes and scalars, and the bytes literals of protocol 2
+# names, protocols 2 to 5), its dtypes and scalars, and the bytes literals of protocol 2 (empty ones too)
 _CIFAR_GLOBALS = {
     **{(m, "_reconstruct"): _multiarray._reconstruct for m in ("numpy.core.multiarray", "numpy._core.multiarray")},
     **{(m, "scalar"): _multiarray.scalar for m in ("numpy.core.multiarray", "numpy._core.multiarray")},
@@ -109,6 +118,7 @@ _CIFAR_GLOBALS = {
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): np.dtype,
     ("_codecs", "encode"): _latin1,
+    **{(m, "bytes"): _empty_bytes for m in ("__builtin__", "builtins")},  # an empty batch's data, in protocol 2
 }
 
 
@@ -197,11 +207,13 @@ def load_cifar10(folder: str | Path) -> ImageData:
 
     Raises
     ------
+    ValueError
+        If ``folder`` is not a file or folder path (``None``, a number).
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     absent = [name for name in (*CIFAR_TRAIN, CIFAR_TEST) if not (folder / name).exists()]
     if absent:
         raise DataError(f"{folder / absent[0]}: file not found. {how_to_get('cifar-10-batches-py')}")
@@ -281,8 +293,8 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
     Raises
     ------
     ValueError
-        If ``size``, ``seed`` or ``max_images`` is not an integer in range, or ``test_fraction`` not in
-        ``(0, 1)``.
+        If ``folder`` is not a path, ``size``, ``seed`` or ``max_images`` is not an integer in range, or
+        ``test_fraction`` not in ``(0, 1)``.
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
@@ -293,7 +305,7 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         max_images = int_at_least("max_images", max_images, 1)
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real) or not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     attr_path = folder / CELEBA_ATTRS
     if not attr_path.exists():
         raise DataError(f"{attr_path}: file not found. {how_to_get('celeba')}")
@@ -382,13 +394,13 @@ def load_chest_xray(folder: str | Path, *, size: int = 180) -> ImageData:
     Raises
     ------
     ValueError
-        If ``size`` is not an integer from 1 to :data:`MAX_IMAGE_SIDE`.
+        If ``folder`` is not a path or ``size`` is not an integer from 1 to :data:`MAX_IMAGE_SIDE`.
     DataError
         Naming the file, if a file is missing, unreadable or not of the declared layout (a
         ``ValueError``).
     """
     size = image_side(size)
-    folder = Path(folder)
+    folder = Path(file_path("folder", folder))
     parts = []
     for split in ("train", "test"):
         xs, ys = [], []
@@ -504,8 +516,7 @@ def load_medmnist(path: str | Path | None = None, *, dataset: str | None = None,
     include_val = boolean("include_val", include_val)
     if dataset is not None and (not isinstance(dataset, str) or dataset.lower() not in MEDMNIST):
         raise ValueError(f"dataset must be None or one of {', '.join(MEDMNIST)}, got {dataset!r}")
-    if path is not None and not isinstance(path, str | os.PathLike):
-        raise ValueError(f"path must be a file or folder path or None, got {path!r}")
+    path = file_path("path", path, none=True)
     if path is None or Path(path).is_dir():
         path = find_medmnist(dataset.lower() if dataset else MEDMNIST_DEFAULT, data_dir=path)
     path = Path(path)

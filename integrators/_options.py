@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, fields
 
 from integrators._bounce import make_box
@@ -186,6 +187,12 @@ class Localization:
     ------
     ValueError
         If ``rho`` or ``rho_max`` is not a positive finite number.
+
+    Warns
+    -----
+    UserWarning
+        If ``rho_max < rho``: allowed (a small box exercises the bounces), but then the box, not
+        the localizing term, confines the parameters, which is not the paper's localized posterior.
     """
 
     rho: float
@@ -197,6 +204,12 @@ class Localization:
 
     def __post_init__(self):
         set_fields(self, **check_parameters({"rho": self.rho, "rho_max": self.rho_max}, self.CONSTRAINTS))
+        if self.rho_max is not None and self.rho_max < self.rho:
+            # not refused: a box inside the Gaussian's scale is a valid constrained target (and tests the bounces),
+            # but the posterior the paper localizes (box 6 rho, Section 4) is then cut to a near-uniform box
+            warnings.warn(f"Localization: rho_max = {self.rho_max:g} is less than rho = {self.rho:g}, so the box "
+                          f"|x - x*|_inf < rho_max, not the localizing term, confines the parameters (the paper's "
+                          f"box is rho_max = 6 rho)", UserWarning, stacklevel=3)
 
     @property
     def half_width(self) -> float:

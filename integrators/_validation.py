@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -120,6 +121,18 @@ def boolean(name, value) -> bool:
     return bool(value)
 
 
+def file_path(name, value, *, none: bool = False):
+    """``value`` unchanged if it is a non-empty file or folder path (``str`` or ``os.PathLike``; ``None`` too
+    with ``none=True``), else a ``ValueError`` naming ``name``: every loader and finder of a data file checks
+    its path here, so ``None`` or a number reads as what it is, not as pathlib's TypeError."""
+    if value is None and none:
+        return None
+    if not isinstance(value, str | os.PathLike) or not os.fspath(value):
+        allowed = "a non-empty file or folder path (str or os.PathLike)" + (" or None" if none else "")
+        raise ValueError(refusal(name, value, allowed))
+    return value
+
+
 def seed_value(value, name: str = "seed") -> int:
     """A seed: an integer in ``[0, 2**64)`` (the streams take its 64 bits: a larger one would repeat
     a smaller one's numbers)."""
@@ -177,6 +190,24 @@ def initial_state(name, value, n_chains, dim, default):
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values")
     return np.array(arr, dtype=float, order="C")
+
+
+def callable_taking(name, fn, n_args: int, form: str):
+    """``fn`` if it is callable with ``n_args`` positional arguments, else a ``ValueError`` naming ``name`` and
+    saying what it must be (``form``, its contract, such as ``"loss_fn(model, indices)"``): a number or a
+    function of the wrong arity reads as that, not as the TypeError of the call deep inside a step."""
+    if not callable(fn):
+        raise ValueError(refusal(name, fn, f"a function {form}"))
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: its own call says what is wrong
+        return fn
+    try:
+        signature.bind(*[None] * n_args)
+    except TypeError:
+        label = printable(getattr(fn, "__qualname__", None) or type(fn).__name__)
+        raise ValueError(f"{name} must take {n_args} positional arguments, {form}, got {label}{signature}") from None
+    return fn
 
 
 def test_functions_and_data(test_functions, n_test_functions, test_data) -> tuple:

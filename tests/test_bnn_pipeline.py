@@ -297,6 +297,7 @@ BASE = pipeline.RunConfig("digits", "fashion_mnist")
     ({"n_train": True}, "n_train"), ({"n_test": 0}, "n_test"), ({"n_test": 10.5}, "n_test"),
     ({"batch_size": 200.5}, "batch_size"), ({"n_eval_batches": 0.5}, "n_eval_batches"),
     ({"hessian_batch": 0}, "hessian_batch"), ({"hessian_batch": 2.5}, "hessian_batch"),
+    ({"hessian_iters": 2, "hessian_batch": 1}, "hessian_batch"),  # batch normalization on one image
     ({"n_cycles": 0}, "n_cycles"), ({"n_cycles": 1.5}, "n_cycles"),
     ({"h_panel": (math.inf,)}, "h_panel"), ({"h_panel": (True,)}, "h_panel"),
     ({"rho_max_factor": 0.5, "trace_chains": 2, "trace_epochs": 1}, "rho_max_factor"),
@@ -341,6 +342,31 @@ def test_run_checks_its_arguments_before_loading_data(no_loading, kwargs, name):
     device = args.pop("device", "cpu")
     with pytest.raises(ValueError, match=name):
         pipeline.run(args["cfg"], args["seed"], device=device)
+
+
+class _Trained(Exception):
+    pass
+
+
+@pytest.mark.parametrize("n_train,batch_size,augment_copies,leaves", [
+    (301, 300, 0, "301 training images \\(n_train=301\\) leaves a last batch of one image \\(1 of 300, then 1\\)"),
+    (1, 300, 0, "1 training image \\(n_train=1\\) leaves a batch of one image"),
+    (3, 4, 2, "9 training images \\(n_train=3, 2 augmented copies\\) leaves a last batch of one image "
+              "\\(2 of 4, then 1\\)"),
+])
+def test_run_refuses_a_last_batch_of_one_before_training(monkeypatch, n_train, batch_size, augment_copies, leaves):
+    """Batch normalization cannot normalize one image (torch's raw 'Expected more than 1 value per channel'); the
+    batch is not dropped (a sweep must visit every datum), so the run is refused, naming batch_size and n_train."""
+    def train(*args, **kwargs):
+        raise _Trained
+
+    monkeypatch.setattr(pipeline, "train", train)
+    cfg = pipeline.with_overrides(BASE, width=0.25, n_train=n_train, batch_size=batch_size,
+                                  augment_copies=augment_copies, samplers=("SMS-UBU",))
+    with pytest.raises(ValueError, match=f"^batch_size={batch_size} with {leaves}: batch normalization needs two"):
+        pipeline.run(cfg, 0)
+    with pytest.raises(_Trained):  # one image more: no batch of one, the run goes on to training
+        pipeline.run(pipeline.with_overrides(cfg, n_train=n_train + 1), 0)
 
 
 @pytest.mark.parametrize("args,name", [(("tiny", "digits", 0.5), "run"), (("tiny", "digits", True), "run"),

@@ -308,6 +308,24 @@ def test_cifar10_layout_is_checked(tmp_path):
         data.load_cifar10(tmp_path)
 
 
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+@pytest.mark.parametrize("empty", [CIFAR_TEST, "data_batch_2"])
+def test_cifar10_an_empty_batch_is_refused_as_empty_in_every_protocol(tmp_path, protocol, empty):
+    # protocol 2 writes an empty array's buffer as the global __builtin__.bytes(): read as b"" (only that), so the
+    # batch is refused for holding no images, not for the global
+    rng = np.random.default_rng(6)
+    for name in (*CIFAR_TRAIN, CIFAR_TEST):
+        n = 0 if name == empty else 2
+        (tmp_path / name).write_bytes(pickle.dumps({b"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8),
+                                                    b"labels": [1] * n}, protocol=protocol))
+    with pytest.raises(DataError, match=rf"{empty} \[data\]: no images"):
+        data.load_cifar10(tmp_path)
+    # bytes(n) with an argument would allocate n bytes: not the empty literal, refused before it runs
+    (tmp_path / empty).write_bytes(b"\x80\x02c__builtin__\nbytes\nJ\x00\x00\x00\x40\x85R.")
+    with pytest.raises(DataError, match=rf"{empty}: not a CIFAR-10 python batch .*not the empty bytes literal"):
+        data.load_cifar10(tmp_path)
+
+
 @pytest.mark.parametrize("labels", [[True, False], [1, True], np.array([True, False]), [[0], [np.True_]]])
 def test_cifar10_boolean_labels_are_refused(tmp_path, labels):
     """True and False would pass as classes 1 and 0: CIFAR-10's labels are class indices."""
@@ -433,3 +451,17 @@ def test_absent_data_says_where_to_download_it_which_folder_and_how_to_give_it(t
     assert "not found" in message and page in message, message
     assert f"folder {folder}" in message or f"folder named {folder}" in message, message
     assert "--data-dir" in message and "SMS_LANGEVIN_DATA_DIR" in message, message
+
+
+@pytest.mark.parametrize("load, name, none_ok", [
+    (data.load_fashion_mnist, "folder", False), (data.load_cifar10, "folder", False),
+    (data.load_celeba, "folder", False), (data.load_chest_xray, "folder", False),
+    (data.load_medmnist, "path", True), (data.find_data, "name", False),
+    (lambda p: data.find_medmnist(data_dir=p), "data_dir", True),
+])
+def test_every_loader_refuses_a_path_that_is_not_one_by_name(load, name, none_ok):
+    # one shared check (integrators._validation.file_path): a ValueError naming the argument, not pathlib's TypeError
+    for bad in ([None] if not none_ok else []) + [3, 2.5, b"folder", ["a"], ""]:
+        with pytest.raises(ValueError, match=f"^{name} must be a non-empty file or folder path") as info:
+            load(bad)
+        assert not isinstance(info.value, DataError), bad

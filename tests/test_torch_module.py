@@ -6,6 +6,7 @@ are reported; an ensemble's chain is the single-chain sampler's."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -129,8 +130,10 @@ def test_positions_stay_in_the_box(scheme):
     X, Y = classification(1)
     net = mlp(1)
     x_star = torch.cat([p.detach().reshape(-1) for p in net.parameters()])
+    with pytest.warns(UserWarning, match="rho_max = 0.05 is less than rho = 10"):  # a small box on purpose
+        loc = Localization(rho=10.0, rho_max=0.05)
     cfg = SamplerConfig(h=0.5, gamma=0.2, n_data=12, batch_size=4, scheme=scheme, plan="sms",
-                        localization=Localization(rho=10.0, rho_max=0.05), seed=3)
+                        localization=loc, seed=3)
     sampler = ModuleSampler(net, cfg)
     bounced = False
     for _ in range(30):
@@ -151,14 +154,27 @@ def test_module_input_validation():
             SamplerConfig(**args)
     with pytest.raises(ValueError, match="rho"):
         Localization(rho=0.0)
-    with pytest.raises(ValueError, match="rho_max"):
-        Localization(rho=1.0, rho_max=-1.0)
+    for rho_max in (-1.0, 0.0, -1e-300, math.inf, math.nan):
+        with pytest.raises(ValueError, match="^rho_max must be None or a finite real number > 0"):
+            Localization(rho=1.0, rho_max=rho_max)
     mixed = mlp()
     mixed[2].bias = nn.Parameter(torch.zeros(2, dtype=torch.float64, device="meta"))
     with pytest.raises(ValueError, match="mixed devices"):
         ModuleSampler(mixed, SamplerConfig(h=0.1, gamma=1.0, n_data=12, batch_size=4))
     with pytest.raises(ValueError, match="unknown parameters"):
         ModuleSampler(net, SamplerConfig(h=0.1, gamma=1.0, n_data=12, batch_size=4, prior={"nope": 1.0}))
+
+
+def test_a_box_narrower_than_rho_is_allowed_with_a_warning_naming_both():
+    # allowed (the bounces then confine the chain, as test_positions_stay_in_the_box wants), but not the paper's
+    # localized posterior (rho_max = 6 rho), so said
+    for rho_max in (0.5, 1e-9):
+        with pytest.warns(UserWarning, match=f"^Localization: rho_max = {rho_max:g} is less than rho = 1, so the box"):
+            assert Localization(rho=1.0, rho_max=rho_max).half_width == rho_max
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for rho_max in (None, 1.0, 6.0):  # the default box 6 rho, and one as wide as rho, say nothing
+            Localization(rho=1.0, rho_max=rho_max)
 
 
 def test_non_finite_force_stops_the_sampler_naming_the_step():
@@ -494,6 +510,21 @@ def test_prior_callable_must_give_one_number_per_parameter():
     assert float(sampler.prior[0]) == 2.0
 
 
+@pytest.mark.parametrize("prior", [-math.inf, math.inf, math.nan, -1.0, True, "1.0", None, {"0.weight": -2.0},
+                                   {"0.weight": math.inf}, {0: 1.0}])
+def test_a_bad_prior_is_refused_naming_prior_when_the_config_is_made(prior):
+    # not later, when ModuleSampler is built: SamplerConfig is where a precision is checked
+    with pytest.raises(ValueError, match="^prior must be a finite real number >= 0 or a dict"):
+        config(prior=prior)
+
+
+def test_a_numeric_prior_is_kept_as_its_number():
+    for prior in (0, 2.0, np.float32(0.5), torch.tensor(1.5, dtype=torch.float64)):
+        cfg = config(prior=prior)
+        assert type(cfg.prior) is float and cfg.prior == float(prior)
+        ModuleSampler(net_with(), cfg)  # a 0-d tensor reads as its number, as for every other field
+
+
 def test_prior_mapping_may_name_a_frozen_parameter_which_does_not_move():
     net = net_with()
     net[0].bias.requires_grad_(False)
@@ -624,3 +655,23 @@ def test_a_loss_raising_at_the_reference_point_leaves_the_parameters_where_they_
     with pytest.raises(RuntimeError, match="flaky loss"):
         sampler.force(flaky, torch.tensor([0, 3, 7, 8, 11]))
     assert torch.equal(sampler.x.detach(), before)
+
+
+def test_a_loss_fn_that_is_not_a_function_of_model_and_indices_is_refused_naming_loss_fn():
+    def one_argument(m):
+        return m.weight.sum()
+    sampler = ModuleSampler(net_with(), config())
+    before = model_state(sampler.model, sampler)
+    for bad, words in [(5, "loss_fn must be a function loss_fn\\(model, indices\\).*got 5"),
+                       (None, "loss_fn must be a function"),
+                       (one_argument, "loss_fn must take 2 positional arguments.*one_argument\\(m\\)"),
+                       (lambda m, idx, extra: 0.0, "loss_fn must take 2 positional arguments")]:
+        with pytest.raises(ValueError, match=words):
+            sampler.step(bad)
+        same_state(before, model_state(sampler.model, sampler))  # refused before anything moved
+    sampler.step(loss_fn())  # a real loss is accepted afterwards
+    ensemble = EnsembleSampler(net_with(), config(), 2)
+    with pytest.raises(ValueError, match="loss_fn must be a function"):
+        ensemble.step(5)
+    with pytest.raises(ValueError, match="loss_fn must take 2 positional arguments"):
+        ensemble.step(one_argument)

@@ -76,6 +76,7 @@ from bnn._config import (
 from bnn.training import (
     Tensors,
     batches_per_epoch,
+    check_batches,
     copy_state,
     load,
     predict,
@@ -168,7 +169,9 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     ------
     ValueError
         If ``cfg`` is not a :class:`RunConfig`, ``seed`` or ``device`` is invalid (both checked
-        before the data are loaded), or the run's buffers exceed the device's memory.
+        before the data are loaded), the training images leave a last batch of one (checked once
+        they are loaded, before training: :func:`bnn.training.check_batches`), or the run's buffers
+        exceed the device's memory.
     """
     from bnn._diagnostics import hessian_norm
     from integrators.torch._chains import resolve_device
@@ -183,6 +186,7 @@ def run(cfg: RunConfig, seed: int, *, device: str = "cpu") -> dict:
     torch.manual_seed(derive(seed, "bnn", "initialisation"))  # the network's initial weights
     d = load(cfg)
     data = tensors(d, cfg, device, seed)
+    check_batches(cfg, data.n)  # the first point the count is known (n_train may exceed the split), before training
     check_run_fits(cfg, network_parameters(cfg.network, cfg.width, data.in_shape, data.n_classes), device)
     # the training batches, Adam's and SWA's evaluation subsets and the perturbed starting points
     gen = torch.Generator(device=device).manual_seed(derive(seed, "bnn", "training"))

@@ -17,6 +17,9 @@ from integrators._options import CyclicalSchedule, Localization
 from integrators._spec import SAMPLER
 from integrators._validation import (
     BOOLEAN,
+    DictOf,
+    Either,
+    Interval,
     Registered,
     at_least,
     batch_size_for,
@@ -31,6 +34,14 @@ from integrators.torch.schemes import torch_step
 
 if TYPE_CHECKING:
     from integrators.torch._flat import FlatParameters
+
+# what a loss function must be (ModuleSampler and EnsembleSampler refuse any other by this contract)
+LOSS_FN_FORM = "loss_fn(model, indices) returning the summed loss of the batch indices (a one-element tensor)"
+
+# a prior as SamplerConfig takes it, checked when the config is made (a callable's values when the sampler is
+# built, by prior_precisions): a precision is finite and >= 0, or the posterior is not a distribution
+PRECISION = Interval(float, 0, None, closed="left")
+PRIOR = Either(PRECISION, DictOf(PRECISION), instance_of(Callable, "a callable (name, param) -> precision"))
 
 # Flat parameter-sized tensors a sampler holds at its peak, per chain: the state x, v, the force g
 # and the gradient buffer, the prior and the localization's curvature, shift and x*, the step's
@@ -127,7 +138,9 @@ class SamplerConfig:
         Batch size in ``[1, n_data]``; required except for ``plan="full"``.
     prior : float or mapping or callable, default 1.0
         A number (that precision on weights only, :func:`weights_prior`), a mapping
-        ``{parameter name: precision}`` (others 0) or a callable ``(name, param) -> precision``.
+        ``{parameter name: precision}`` (others 0) or a callable ``(name, param) -> precision``;
+        every precision finite and ``>= 0`` (a number's and a mapping's checked here, a
+        callable's when the sampler is built).
     localization : Localization or None, default None
         The localized posterior and its box (module mode's constrained sampling).
     control_variate : bool, default False
@@ -183,13 +196,13 @@ class SamplerConfig:
         "n_data": at_least(1), "control_variate": BOOLEAN,
         "localization": optional(instance_of(Localization, "a Localization")),
         "schedule": optional(instance_of(CyclicalSchedule, "a CyclicalSchedule")),
-        "check_every": at_least(1), "graph": GRAPH,
+        "check_every": at_least(1), "graph": GRAPH, "prior": PRIOR,
     }
     VALID_EXAMPLE = {"h": 0.1, "gamma": 1.0, "n_data": 10, "batch_size": 2}
 
     def __post_init__(self):
         values = check_parameters({name: getattr(self, name) for name in self.CONSTRAINTS}, self.CONSTRAINTS)
-        for name in ("h", "gamma", "n_data", "batch_size", "control_variate", "seed", "check_every"):
+        for name in ("h", "gamma", "n_data", "batch_size", "control_variate", "seed", "check_every", "prior"):
             object.__setattr__(self, name, values[name])  # canonical (a 0-d array becomes its number)
         step_over_friction(self.h, self.gamma)  # the rule every backend applies
         if self.batch_size is not None or plan_rule(self.plan).kind != "full":

@@ -30,9 +30,9 @@ import torch
 from torch.func import functional_call, grad_and_value, replace_all_batch_norm_modules_, vmap
 
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
-from integrators._validation import int_at_least
+from integrators._validation import callable_taking, int_at_least
 from integrators.seeds import derive
-from integrators.torch._config import SamplerConfig, auto_chains, check_sampler_fits, run_metadata
+from integrators.torch._config import LOSS_FN_FORM, SamplerConfig, auto_chains, check_sampler_fits, run_metadata
 from integrators.torch._flat import FlatParameters
 from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import chain_streams, check_finite_input, quadratic_terms, record_divergence
@@ -160,6 +160,7 @@ class EnsembleSampler:
 
     def step(self, loss_fn) -> int:
         """Advance every chain one step; returns the step number."""
+        callable_taking("loss_fn", loss_fn, 2, LOSS_FN_FORM)
         cfg = self.config
         if self.module.FSAL and self.g is None:
             self.g = self.force(loss_fn, self.x, self.next_batches())

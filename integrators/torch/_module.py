@@ -57,7 +57,8 @@ import torch
 
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._options import CyclicalSchedule, Localization
-from integrators.torch._config import SamplerConfig, check_sampler_fits, run_metadata, weights_prior
+from integrators._validation import callable_taking
+from integrators.torch._config import LOSS_FN_FORM, SamplerConfig, check_sampler_fits, run_metadata, weights_prior
 from integrators.torch._flat import FlatParameters
 from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import (
@@ -167,6 +168,7 @@ class ModuleSampler:
         self.ref_full = None  # sum_i grad f_i(x*) for the control variate (computed on first use)
         self._last_loss = None
         self._reaching_loss = None  # the last loss_fn whose loss was seen to reach the parameters
+        self._checked_loss_fn = object()  # the last loss_fn whose signature was checked (once, not every step)
         graph = graph_enabled(config.graph, dev, schedule=config.schedule, control_variate=config.control_variate)
         self._replay = StepReplay(dev, strict=config.graph is True) if graph else None
         self._static: dict = {}  # the graph step's buffers (made at its first step)
@@ -219,6 +221,9 @@ class ModuleSampler:
 
     # ------------------------------------------------------------------------------ the force
     def _loss(self, loss_fn, batch) -> torch.Tensor:
+        if loss_fn is not self._checked_loss_fn:
+            callable_taking("loss_fn", loss_fn, 2, LOSS_FN_FORM)
+            self._checked_loss_fn = loss_fn
         try:
             loss = loss_fn(self.model, batch)
         except IndexError as exc:  # the plan draws indices below n_data: the data must be at least that long
@@ -415,11 +420,12 @@ class ModuleSampler:
             and ``k`` are then those of the last step that passed a check (the step before the
             diverged one when ``check_every`` is 1).
         ValueError
-            If ``loss_fn`` does not return a real one-element tensor that some parameter receives a
-            gradient from, or an explicit batch or noise sequence ran out or has the wrong shape; the
-            state is then as it was before the step (so after any exception ``loss_fn`` raises).  Also,
-            before the step, if a parameter was replaced, converted or moved since the sampler was built
-            (:meth:`FlatParameters.check_bound`).
+            If ``loss_fn`` is not a function of two positional arguments ``(model, indices)`` (said
+            before the step moves anything), does not return a real one-element tensor that some
+            parameter receives a gradient from, or an explicit batch or noise sequence ran out or has
+            the wrong shape; the state is then as it was before the step (so after any exception
+            ``loss_fn`` raises).  Also, before the step, if a parameter was replaced, converted or moved
+            since the sampler was built (:meth:`FlatParameters.check_bound`).
         """
         self.params.check_bound(self.model)
         self._save(self._before)
