@@ -3,7 +3,6 @@ declares (to rounding), the probed maps equal the declared ones, the oracle agre
 uses, and a scheme and a plan registered from a test appear in the claims table and the
 weak-orders figure with no other file changed."""
 
-import ast
 import csv
 import math
 from pathlib import Path
@@ -200,7 +199,7 @@ def test_declared_orders_come_from_the_declared_objects():
 
 def test_each_built_in_scheme_and_plan_is_the_one_object_its_module_offers():
     """A built-in member module offers one name, its ``SCHEME`` (``PLAN``), and the registry holds
-    that object; a tensor-step module offers its ``step`` alone (read from the source: no torch)."""
+    that object; a built-in scheme declares its ``UPDATE``, and no backend keeps a file per scheme."""
     root = Path(__file__).resolve().parents[1]
     for package, registry, name, kind in (("integrators.schemes", SCHEMES, "SCHEME", Scheme),
                                           ("integrators.plans", PLANS, "PLAN", Plan)):
@@ -212,13 +211,11 @@ def test_each_built_in_scheme_and_plan_is_the_one_object_its_module_offers():
             declared = getattr(module, name)
             assert isinstance(declared, kind) and registry[declared.NAME] is declared, module.__name__
             assert module.__all__ == [name], module.__name__
-    tensor_steps = sorted((Path(__file__).resolve().parents[1] / "integrators/torch/schemes").glob("[!_]*.py"))
-    numba_steps = sorted((Path(__file__).resolve().parents[1] / "integrators/schemes").glob("[!_]*.py"))
-    assert [p.stem for p in tensor_steps] == [p.stem for p in numba_steps]  # each built-in scheme has both
-    for path in tensor_steps:
-        offered = [ast.literal_eval(node.value) for node in ast.parse(path.read_text()).body
-                   if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in node.targets)]
-        assert offered == [["step"]], path.name
+            if kind is Scheme:  # its moves serve the numpy reference, the tensor step and the fused kernel
+                assert isinstance(declared.UPDATE, tuple), module.__name__
+    for folder in ("integrators/torch/schemes", "integrators/torch/_fused"):
+        stems = {p.stem for p in root.joinpath(folder).glob("[!_]*.py")}
+        assert not stems & set(SCHEMES), (folder, stems & set(SCHEMES))
 
 
 def test_registering_checks_what_a_scheme_or_plan_declares():
