@@ -694,7 +694,8 @@ def test_gaussian_targets_refuse_complex_data_and_a_prior_mean_without_precision
 
 
 def test_a_gaussian_refuses_a_prior_precision_that_is_not_symmetric():
-    with pytest.raises(ValueError, match=r"prior_precision must be a symmetric matrix, got \[\[1.0, 3.0\], \[0.0, 1.0\]\]"):
+    with pytest.raises(ValueError,
+                       match=r"prior_precision must be a symmetric matrix, got \[\[1.0, 3.0\], \[0.0, 1.0\]\]"):
         GaussianTarget(np.zeros((2, 2)), np.stack([np.eye(2)] * 2), prior_precision=[[1, 3], [0, 1]])
     # symmetric to the data precisions' tolerance (np.allclose): accepted
     assert GaussianTarget(np.zeros((2, 2)), np.stack([np.eye(2)] * 2), prior_precision=[[1, 1e-12], [0, 1]]).dim == 2
