@@ -61,6 +61,7 @@ from threadpoolctl import threadpool_limits
 
 from integrators import RunSpec
 from integrators._validation import (
+    BOOLEAN,
     POSITIVE,
     InstanceOf,
     ListOf,
@@ -353,7 +354,7 @@ VERIFY_CONSTRAINTS = {
     "target": Optional(InstanceOf(Target, "a Target (a GaussianTarget for the exact checks, or any other for the "
                                           "Monte Carlo weak orders)")),
     "batch_size": Optional(at_least(1)), "max_seconds": Optional(POSITIVE), "budget": Optional(POSITIVE),
-    "gamma": Optional(POSITIVE),
+    "gamma": Optional(POSITIVE), "strong": BOOLEAN, "monte_carlo": BOOLEAN,  # "False" would read as true
 }
 
 
@@ -441,6 +442,7 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     t0 = time.time()
     values = check_parameters(locals(), VERIFY_CONSTRAINTS)
     gamma, batch_size, n_chains = values["gamma"], values["batch_size"], values["n_chains"]
+    strong, monte_carlo = values["strong"], values["monte_carlo"]
     module = resolve_scheme(scheme)
     backend = probe_backend(module, backend)
     plan_modules = [resolve_plan(p) for p in PLANS] if plans is None else values["plans"]
