@@ -53,8 +53,14 @@ def finite_array(name, value, ndim=None, dtype=float, *, booleans=True):
         raise ValueError(f"{name} is a tensor that requires grad; pass its values, {name}.detach()")
     try:
         complex_values = np.iscomplexobj(value)
-        if not booleans and np.asarray(value).dtype.kind == "b":
+        raw = np.asarray(value)
+        if not booleans and raw.dtype.kind == "b":
             raise ValueError(f"{name} must be an array of numbers, got booleans: {value!r}")
+        if raw.dtype.kind == "O":  # float() reads None as NaN: not a non-finite number but no number at all
+            odd = [v for v in raw.flat if isinstance(v, bool | str) or not isinstance(v, numbers.Number)]
+            if odd:
+                raise ValueError(f"{name} must be an array of numbers, but it holds values that are not numbers, "
+                                 f"such as {shown(odd[0])}")
         arr = np.asarray(value, dtype=dtype if not complex_values else complex)
     except (TypeError, ValueError, OverflowError, RuntimeError) as error:  # RuntimeError: a tensor numpy cannot read
         if str(error).startswith(f"{name} must be"):

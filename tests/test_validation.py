@@ -231,10 +231,14 @@ SPEC_REFUSALS = on(BACKENDS, [
      "box_half_width must be an array of numbers"),
     ("box_half_width-zero", {"box_half_width": 0.0}, "box_half_width must be positive and finite"),
     ("x0-outside-the-box", {"box_half_width": 1.0, "x0": [2.0]}, "x0 lies outside the box"),
+    ("default-start-outside-the-box", {"box_half_width": 1.0, "box_center": [-1.0]},  # no x0 given: not "x0"
+     r"^the default start target.initial_point\(\) = \[0.0\] lies outside the box .*; give x0 inside it$"),
     # initial states and the control variate's reference point
     ("x0-shape", {"x0": [1.0, 2.0]}, r"x0 must have shape \(1,\) or \(4, 1\), got \(2,\)"),
     ("x0-rows", {"x0": np.zeros((3, 1))}, r"x0 must have shape \(1,\) or \(4, 1\), got \(3, 1\)"),
     ("x0-nan", {"x0": [np.nan]}, "x0 contains non-finite values"),
+    ("x0-none", {"x0": np.array([[None]] * 4)}, "x0 must be an array of numbers, but it holds values that are not "
+                                                "numbers, such as None"),  # not "non-finite": None read as NaN
     ("v0-inf", {"v0": np.full((4, 1), np.inf)}, "v0 contains non-finite values"),
     ("v0-complex", {"v0": [1j]}, "v0 must be real"),
     ("x_ref-shape", {"control_variate": True, "x_ref": [0.0, 1.0]}, r"x_ref must have shape \(1,\)"),
