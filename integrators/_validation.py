@@ -57,7 +57,7 @@ def finite_array(name, value, ndim=None, dtype=float, *, booleans=True):
         if not booleans and raw.dtype.kind == "b":
             raise ValueError(f"{name} must be an array of numbers, got booleans: {value!r}")
         if raw.dtype.kind == "O":  # float() reads None as NaN: not a non-finite number but no number at all
-            odd = [v for v in raw.flat if isinstance(v, bool | str) or not isinstance(v, numbers.Number)]
+            odd = [v for v in raw.flat if v is None or isinstance(v, str | bytes)]
             if odd:
                 raise ValueError(f"{name} must be an array of numbers, but it holds values that are not numbers, "
                                  f"such as {shown(odd[0])}")
