@@ -207,6 +207,7 @@ def test_more_chunks_than_observed_steps_are_refused():
     with pytest.raises(ValueError, match=r"n_chunks must be at most .* = 90, got 91"):
         coupled_run(spec, n_chunks=91, test_every=2)
     assert coupled_run(spec, n_chunks=180).fine.shape == (4, 180, 2)
-    # telescoping_bias passes n_chunks to each level's run: the shortest level, 0, refuses it
-    with pytest.raises(ValueError, match="n_chunks must be at most"):
+    # telescoping_bias passes n_chunks to each level's run: refused by level 0's, the shortest, before any runs
+    with pytest.raises(ValueError, match=r"n_chunks must be at most the steps level 0 observes \(\d+: "
+                                         r"base_epochs=1 .*got 1000000"):
         telescoping_bias(spec, levels=1, base_epochs=1, n_chunks=10**6)
