@@ -483,7 +483,10 @@ ENTRY_POINT_REFUSALS = [
     pytest.param(coupled_run, {**COUPLED, "test_functions": three_arguments, "n_test_functions": 0},
                  "test_functions needs n_test_functions >= 1", id="coupled-n_test_functions-zero"),
     pytest.param(coupled_run, {**COUPLED, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="coupled-n_chains-memory"),
-    pytest.param(coupled_run, {**COUPLED, "n_chunks": HUGE}, f"n_chunks={HUGE}.*GiB", id="coupled-n_chunks-memory"),
+    pytest.param(coupled_run, {**COUPLED, "n_steps": 2 * HUGE, "n_chunks": HUGE}, f"n_chunks={HUGE}.*GiB",
+                 id="coupled-n_chunks-memory"),  # (as many steps observed as chunks: memory, not steps, refuses it)
+    pytest.param(coupled_run, {**COUPLED, "n_chunks": HUGE}, rf"n_chunks must be at most .* = 45, got {HUGE}",
+                 id="coupled-n_chunks-beyond-steps"),
     pytest.param(coupled_run, {**COUPLED, "keep": 3}, "coupled_run runs on the Numba backend .*cannot run keep",
                  id="coupled-keep"),
     pytest.param(coupled_run, {**COUPLED, "v0": [0.0], "path_refine": 2}, "cannot run v0, path_refine .leave them",
