@@ -323,7 +323,7 @@ def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1,
     ValueError
         On a spec the coupled kernel cannot run (another backend, ``v0``, ``path_refine``, or
         observers other than test functions), an unknown ``coupling``, a ``test_every`` that
-        observes no step, or arrays that would not fit in memory.
+        observes no step, more ``n_chunks`` than observed steps, or arrays that would not fit in memory.
 
     Examples
     --------
@@ -339,6 +339,10 @@ def coupled_run(spec: RunSpec, *, coupling: str = "shared", test_every: int = 1,
     if test_every > spec.n_steps - spec.burn_in:  # bounded by the spec: no declaration states it
         raise ValueError(f"test_every must be at most n_steps - burn_in = {spec.n_steps - spec.burn_in}, "
                          f"got {test_every} (no step would be observed)")
+    n_observed = (spec.n_steps - spec.burn_in) // test_every
+    if n_chunks > n_observed:  # an empty chunk would be averaged in as zeros
+        raise ValueError(f"n_chunks must be at most the number of observed steps, (n_steps - burn_in) // test_every "
+                         f"= ({spec.n_steps} - {spec.burn_in}) // {test_every} = {n_observed}, got {n_chunks}")
     target, h, gamma, seed = spec.target, spec.h, spec.gamma, spec.seed
     n_chains, n_coarse_steps, burn_in, batch_size = spec.n_chains, spec.n_steps, spec.burn_in, spec.batch_size
     obs = spec.observers

@@ -163,6 +163,11 @@ def telescoping_bias(spec: RunSpec, *, levels: int = 3, base_epochs: int = 2000,
     levels, base_epochs, burn_fraction = values["levels"], values["base_epochs"], values["burn_fraction"]
     epoch = n_batches(spec.target.n_data, spec.batch_size)
     scheme, plan, h0 = spec.scheme_module.NAME, spec.plan_module.NAME, spec.h
+    steps0 = int(base_epochs * epoch)  # level 0 observes the fewest steps: if its chunks fit, every level's do
+    observed0 = (steps0 - int(burn_fraction * steps0)) // values["test_every"]
+    if 1 <= observed0 < values["n_chunks"]:  # (none observed: coupled_run names test_every)
+        raise ValueError(f"n_chunks must be at most the steps level 0 observes ({observed0}: base_epochs={base_epochs} "
+                         f"epochs of {epoch} steps, less burn_fraction, every test_every), got {values['n_chunks']}")
     hs, diffs, ses, coarse, diverged, replicates = [], [], [], [], {}, []
     for level in range(levels + 1):
         h = h0 * 2.0**-level

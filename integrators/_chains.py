@@ -35,7 +35,7 @@ from integrators._observers import Observers, histogram_counts, no_test_function
 from integrators._result import SampleResult
 from integrators._rng import PATH_STREAM, PLAN_STREAM, STATE_WORDS, VELOCITY_STREAM, lane_normal_matrix, lane_states
 from integrators._spec import RunSpec
-from integrators._user_code import guarded
+from integrators._user_code import describe, guarded
 from integrators.plans import kernel_code
 from integrators.targets._force import force_data, lane_force_for
 
@@ -78,7 +78,8 @@ class _Prepared:
             x=out["x"][:n], v=out["v"][:n],
             histogram=out["hist"] if self.n_bins else None, histogram_tails=out["hist_tails"] if self.n_bins else None,
             meta={"batch_size": a.batch_size, "n_chains": n, "control_variate": a.control_variate is not None,
-                  "path_refine": a.path_refine, "target": a.target.name},
+                  "path_refine": a.path_refine, "target": a.target.name,
+                  **({"test_functions": describe(obs.test_functions)} if obs.n_test_functions else {})},
         )
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from integrators._chain_summary import ChainSummary
+from integrators._chain_summary import ChainSummary, format_values
 
 
 @dataclass
@@ -139,8 +139,15 @@ class SampleResult:
     def warnings(self) -> list[str]:
         """Why the pooled statistics should not be read as estimates (empty when nothing is wrong):
         divergence, chains that did not move, R-hat above
-        :data:`integrators._chain_summary.RHAT_WARN`."""
-        return self.stats.warnings
+        :data:`integrators._chain_summary.RHAT_WARN`, test functions whose means are not finite."""
+        out = self.stats.warnings
+        if self.chain_tests is not None and np.any(self.ok):
+            means = self.test_means
+            if not np.all(np.isfinite(means)):  # the test function wrote NaN or inf into out
+                name = self.meta.get("test_functions", "test_functions")
+                out.append(f"test function {name!r} gave non-finite means {format_values(means)} (at indices "
+                           f"{np.flatnonzero(~np.isfinite(means)).tolist()} of out): it wrote NaN or inf")
+        return out
 
     def summary(self) -> str:
         """One line: the sampler, mean and variance with their standard errors, R-hat per
@@ -152,4 +159,5 @@ class SampleResult:
         str
             The line (``DIVERGED`` with the first step when every chain diverged).
         """
-        return self.stats.summary(f"{self.scheme} x {self.plan}, h={self.h:g}", settings=f", gamma={self.gamma:g}")
+        return self.stats.summary(f"{self.scheme} x {self.plan}, h={self.h:g}", settings=f", gamma={self.gamma:g}",
+                                  warnings=self.warnings)

@@ -196,7 +196,12 @@ class RunSpec:
         if self.box is not None:
             center, half_width, _ = self.box.arrays(dim)
             if np.any(np.abs(x0 - center) >= half_width):
-                raise ValueError("x0 lies outside the box |x - box_center|_inf < box_half_width")
+                # no x0 given: the start the user never wrote is named, with the way out
+                start = ("x0" if self._given_states[0] is not None
+                         else f"the default start target.initial_point() = {target.initial_point().tolist()}")
+                raise ValueError(f"{start} lies outside the box |x - box_center|_inf < box_half_width "
+                                 f"(box_center={center.tolist()}, box_half_width={half_width.tolist()})"
+                                 + ("; give x0 inside it" if self._given_states[0] is None else ""))
         if self.control_variate is not None and self.control_variate.x_ref is not None:
             x_ref = finite_array("x_ref", self.control_variate.x_ref, booleans=False)
             if x_ref.ndim > 1 or x_ref.reshape(-1).shape != (dim,):

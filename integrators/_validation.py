@@ -23,6 +23,7 @@ import inspect
 import math
 import numbers
 import os
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -53,8 +54,14 @@ def finite_array(name, value, ndim=None, dtype=float, *, booleans=True):
         raise ValueError(f"{name} is a tensor that requires grad; pass its values, {name}.detach()")
     try:
         complex_values = np.iscomplexobj(value)
-        if not booleans and np.asarray(value).dtype.kind == "b":
+        raw = np.asarray(value)
+        if not booleans and raw.dtype.kind == "b":
             raise ValueError(f"{name} must be an array of numbers, got booleans: {value!r}")
+        if raw.dtype.kind == "O":  # float() reads None as NaN: not a non-finite number but no number at all
+            odd = [v for v in raw.flat if v is None or isinstance(v, str | bytes)]
+            if odd:
+                raise ValueError(f"{name} must be an array of numbers, but it holds values that are not numbers, "
+                                 f"such as {shown(odd[0])}")
         arr = np.asarray(value, dtype=dtype if not complex_values else complex)
     except (TypeError, ValueError, OverflowError, RuntimeError) as error:  # RuntimeError: a tensor numpy cannot read
         if str(error).startswith(f"{name} must be"):
@@ -268,6 +275,17 @@ def printable(text) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception as one line: its type and the first meaningful line of its message, colour codes
+    stripped (Numba colours its messages and repeats "Failed in ... pipeline" before the reason); a line
+    ending in a colon is joined to the next (Numba's "found for signature:" and the signature)."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    at = next((i for i, ln in enumerate(lines) if not ln.startswith("Failed in")), 0)
+    head = " ".join(lines[at:at + 2]) if lines and lines[at].endswith(":") else (lines[at] if lines else "")
+    return f"{type(exc).__name__}: {printable(head)[:limit]}"
 
 
 def _bound(value) -> str:
@@ -497,9 +515,15 @@ class Either(Constraint):
         return found
 
 
+class FailedCheck(ValueError):
+    """An object of a registry's kind (a scheme, a plan) whose own check refused it: the message names it
+    and the reason."""
+
+
 class Registered(Constraint):
     """A name or object that ``resolve`` accepts (a registry's lookup: a scheme, a plan); the
-    canonical value is what ``resolve`` returns, and its refusal is quoted as the detail."""
+    canonical value is what ``resolve`` returns, and its refusal is quoted as the detail (an object
+    that failed its own check is refused by that check's words: it is one of the kind)."""
 
     def __init__(self, resolve, allowed: str):
         self.resolve, self.text = resolve, allowed
@@ -510,6 +534,8 @@ class Registered(Constraint):
     def check(self, name: str, value):
         try:
             return self.resolve(value)
+        except FailedCheck as error:
+            raise ValueError(one_line(error, limit=1000).partition(": ")[2]) from None
         except (ValueError, TypeError, AttributeError) as error:
             raise self.error(name, value, str(error)) from None
 

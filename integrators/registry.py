@@ -13,6 +13,8 @@ import math
 import pkgutil
 from collections.abc import Callable
 
+from integrators._validation import FailedCheck
+
 __all__ = ["CONTRACTS", "MAX_ORDER", "Registry", "discover", "discover_modules"]
 
 
@@ -62,7 +64,12 @@ class Registry(dict):
         if not isinstance(item.NAME, str) or not item.NAME:
             raise ValueError(f"a {self.kind}'s NAME must be a non-empty string, got {item.NAME!r}")
         if self._check is not None:
-            self._check(item)
+            try:
+                self._check(item)
+            except FailedCheck:
+                raise
+            except ValueError as error:  # it has the attributes: its check, not its kind, refused it
+                raise FailedCheck(str(error)) from error
 
     def register(self, item, *, replace: bool = False):
         """Add ``item`` under its ``NAME``.

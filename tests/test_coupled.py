@@ -197,3 +197,17 @@ def test_the_fine_chain_of_a_pair_is_samples_chain_at_half_the_step(scheme, plan
     x = res.samples[:, :, 0]  # fine steps 2 burn + 2, 2 burn + 4, ...: the coarse steps observed
     np.testing.assert_allclose(pairs.fine[:, 0, 0], x.mean(axis=1), rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(pairs.fine[:, 0, 1], (x * x).mean(axis=1), rtol=1e-12, atol=1e-14)
+
+
+def test_more_chunks_than_observed_steps_are_refused():
+    """An empty chunk would be averaged in as zeros: the mean and its error would be wrong."""
+    spec = RunSpec.from_options(T1, "ubu", "sms", h=0.1, n_chains=4, n_steps=200, burn_in=20, batch_size=1, seed=1)
+    with pytest.raises(ValueError, match=r"n_chunks must be at most .* = 180, got 1000"):
+        coupled_run(spec, n_chunks=1000)
+    with pytest.raises(ValueError, match=r"n_chunks must be at most .* = 90, got 91"):
+        coupled_run(spec, n_chunks=91, test_every=2)
+    assert coupled_run(spec, n_chunks=180).fine.shape == (4, 180, 2)
+    # telescoping_bias passes n_chunks to each level's run: refused by level 0's, the shortest, before any runs
+    with pytest.raises(ValueError, match=r"n_chunks must be at most the steps level 0 observes \(\d+: "
+                                         r"base_epochs=1 .*got 1000000"):
+        telescoping_bias(spec, levels=1, base_epochs=1, n_chunks=10**6)

@@ -1,9 +1,11 @@
 """integrators._result: a SampleResult's statistics are those of the chains that did not diverge
 (pooled by integrators._chain_summary, tested in tests/test_chain_summary.py), built here by hand."""
 
+import numba as nb
 import numpy as np
 import pytest
 
+from integrators import GaussianTarget, sample
 from integrators._result import SampleResult
 
 
@@ -34,3 +36,21 @@ def test_a_result_whose_chains_all_diverged_names_the_first_step_instead_of_an_e
     for statistic in ("mean", "variance", "mean_se"):
         with pytest.raises(RuntimeError, match=r"every chain diverged in ubu x sms at h=0.1 \(first at step 3\)"):
             getattr(res, statistic)
+
+
+@nb.njit
+def half_nan_tests(x, out, test_data):
+    out[0] = x[0]
+    out[1] = np.nan if x[0] > 0 else np.inf
+
+
+def test_a_test_function_that_writes_non_finite_values_is_warned_of():
+    """Its means were NaN with no warning: a reader took them for estimates."""
+    res = sample(GaussianTarget.one_d_example(), "ubu", "sms", h=0.1, batch_size=1, n_chains=4, n_steps=50, seed=0,
+                 test_functions=half_nan_tests, n_test_functions=2)
+    assert np.isfinite(res.test_means[0]) and not np.isfinite(res.test_means[1])
+    warning = [w for w in res.warnings if "half_nan_tests" in w]
+    assert len(warning) == 1 and "gave non-finite means" in warning[0] and "at indices [1] of out" in warning[0]
+    assert "WARNING: test function" in res.summary()
+    fine = result([-1, -1], [[1.0], [3.0]], [[2.0], [10.0]], chain_tests=np.array([[0.5], [1.5]]))
+    assert not any("test function" in w for w in fine.warnings)

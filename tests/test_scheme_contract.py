@@ -11,6 +11,7 @@ by name."""
 import math
 from types import SimpleNamespace
 
+import numba as nb
 import numpy as np
 import pytest
 
@@ -88,6 +89,31 @@ def test_a_step_that_reads_past_its_coefficients_is_refused_where_it_is_used():
                              STRONG_ORDER=2.0, FSAL=False)
     with pytest.raises(ValueError, match="reads past the end"):
         sample(ONE_D, module, "full", h=0.1, n_chains=2, n_steps=3)
+
+
+@nb.njit
+def _mistyped_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    x[0, 0] = "a" + 1
+
+
+@nb.njit
+def _out_of_bounds_step(x, v, g, coef, dW, J, force, batch, n_batch, scale, tdata, box):
+    x[100, 100] = 1.0
+
+
+@pytest.mark.parametrize("step, reason", [
+    (lambda *args: None, r"it must be a Numba function \(decorate it with @numba.njit\), got function"),
+    (_mistyped_step, r"TypingError: No implementation of function .* found for signature: >>> add"),
+    (_out_of_bounds_step, r"UserCodeError: .*_out_of_bounds_step' failed inside the compiled kernel: an array index "
+                          r"out of bounds"),
+])
+def test_a_step_that_fails_its_check_is_named_in_one_line(step, reason):
+    """The scheme object is a scheme: the message says its step failed, in one line without colour codes."""
+    scheme = Scheme("odd_step", step, UBU.coefficients, WEAK_ORDER=2.0, STRONG_ORDER=1.0)
+    with pytest.raises(ValueError, match=rf"^scheme 'odd_step': its step failed its check.*{reason}") as caught:
+        sample(ONE_D, scheme, "sms", h=0.1, batch_size=1, n_chains=4, n_steps=10)
+    message = str(caught.value)
+    assert "\n" not in message and "\x1b" not in message and "registered scheme's name" not in message
 
 
 @pytest.mark.slow

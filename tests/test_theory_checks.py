@@ -79,6 +79,28 @@ def test_strong_order_rejects_bad_ladders():
         strong_order(RunSpec.from_options(T1, "ubu", "sms", n_chains=2000), [0.1, 0.05])
 
 
+def test_a_user_statistic_must_return_a_finite_number():
+    for bad, shown in ((lambda m, t: "x", "'x'"), (lambda m, t: float("nan"), "nan"), (lambda m, t: None, "None")):
+        with pytest.raises(ValueError, match=rf"statistic '.*<lambda>' must return a finite real number, got {shown} "
+                                             r"at h=0.2"):
+            weak_order(T1, "ubu", "full", [0.2, 0.1, 0.05, 0.025], statistic=bad)
+    fit = weak_order(T1, "ubu", "full", [0.2, 0.1], statistic=lambda m, t: np.array(m.covariance[0, 0] - 1.0))
+    assert np.all(np.isfinite(fit.errors)) and fit.fit_points == 2  # the default: 4, or all of a shorter ladder
+
+
+def test_fit_points_and_ref_levels_must_fit_the_ladder():
+    with pytest.raises(ValueError, match=r"fit_points must be at most the number of step sizes, len\(hs\) = 4, "
+                                         r"got 10"):
+        weak_order(T1, "ubu", "full", [0.2, 0.1, 0.05, 0.025], fit_points=10)
+    spec = RunSpec.from_options(T1, "ubu", "full", n_chains=8)
+    with pytest.raises(ValueError, match=r"fit_points must be at most .* = 4, got 5"):
+        strong_order(spec, [0.2, 0.1, 0.05, 0.025], fit_points=5)
+    # the reference's steps, not a derived n_steps, are named
+    for levels in (50, 2000):
+        with pytest.raises(ValueError, match=rf"ref_levels must be at most \d+ .*2\*\*48 steps\), got {levels}"):
+            strong_order(spec, [0.2, 0.1, 0.05, 0.025], ref_levels=levels)
+
+
 def test_gaussian_w2_closed_forms():
     assert gaussian_w2([0.0], [[1.0]], [3.0], [[1.0]]) == pytest.approx(3.0)
     assert gaussian_w2([0.0], [[4.0]], [0.0], [[1.0]]) == pytest.approx(1.0)

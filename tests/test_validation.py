@@ -231,10 +231,14 @@ SPEC_REFUSALS = on(BACKENDS, [
      "box_half_width must be an array of numbers"),
     ("box_half_width-zero", {"box_half_width": 0.0}, "box_half_width must be positive and finite"),
     ("x0-outside-the-box", {"box_half_width": 1.0, "x0": [2.0]}, "x0 lies outside the box"),
+    ("default-start-outside-the-box", {"box_half_width": 1.0, "box_center": [-1.0]},  # no x0 given: not "x0"
+     r"^the default start target.initial_point\(\) = \[0.0\] lies outside the box .*; give x0 inside it$"),
     # initial states and the control variate's reference point
     ("x0-shape", {"x0": [1.0, 2.0]}, r"x0 must have shape \(1,\) or \(4, 1\), got \(2,\)"),
     ("x0-rows", {"x0": np.zeros((3, 1))}, r"x0 must have shape \(1,\) or \(4, 1\), got \(3, 1\)"),
     ("x0-nan", {"x0": [np.nan]}, "x0 contains non-finite values"),
+    ("x0-none", {"x0": np.array([[None]] * 4)}, "x0 must be an array of numbers, but it holds values that are not "
+                                                "numbers, such as None"),  # not "non-finite": None read as NaN
     ("v0-inf", {"v0": np.full((4, 1), np.inf)}, "v0 contains non-finite values"),
     ("v0-complex", {"v0": [1j]}, "v0 must be real"),
     ("x_ref-shape", {"control_variate": True, "x_ref": [0.0, 1.0]}, r"x_ref must have shape \(1,\)"),
@@ -479,7 +483,10 @@ ENTRY_POINT_REFUSALS = [
     pytest.param(coupled_run, {**COUPLED, "test_functions": three_arguments, "n_test_functions": 0},
                  "test_functions needs n_test_functions >= 1", id="coupled-n_test_functions-zero"),
     pytest.param(coupled_run, {**COUPLED, "n_chains": HUGE}, f"n_chains={HUGE}.*GiB", id="coupled-n_chains-memory"),
-    pytest.param(coupled_run, {**COUPLED, "n_chunks": HUGE}, f"n_chunks={HUGE}.*GiB", id="coupled-n_chunks-memory"),
+    pytest.param(coupled_run, {**COUPLED, "n_steps": 2 * HUGE, "n_chunks": HUGE}, f"n_chunks={HUGE}.*GiB",
+                 id="coupled-n_chunks-memory"),  # (as many steps observed as chunks: memory, not steps, refuses it)
+    pytest.param(coupled_run, {**COUPLED, "n_chunks": HUGE}, rf"n_chunks must be at most .* = 45, got {HUGE}",
+                 id="coupled-n_chunks-beyond-steps"),
     pytest.param(coupled_run, {**COUPLED, "keep": 3}, "coupled_run runs on the Numba backend .*cannot run keep",
                  id="coupled-keep"),
     pytest.param(coupled_run, {**COUPLED, "v0": [0.0], "path_refine": 2}, "cannot run v0, path_refine .leave them",
@@ -691,6 +698,14 @@ def test_accuracy_takes_boolean_labels():
 def test_gaussian_targets_refuse_complex_data_and_a_prior_mean_without_precision(kwargs, words):
     with pytest.raises(ValueError, match=words):
         GaussianTarget(**kwargs)
+
+
+def test_a_gaussian_refuses_a_prior_precision_that_is_not_symmetric():
+    with pytest.raises(ValueError,
+                       match=r"prior_precision must be a symmetric matrix, got \[\[1.0, 3.0\], \[0.0, 1.0\]\]"):
+        GaussianTarget(np.zeros((2, 2)), np.stack([np.eye(2)] * 2), prior_precision=[[1, 3], [0, 1]])
+    # symmetric to the data precisions' tolerance (np.allclose): accepted
+    assert GaussianTarget(np.zeros((2, 2)), np.stack([np.eye(2)] * 2), prior_precision=[[1, 1e-12], [0, 1]]).dim == 2
 
 
 def test_a_one_term_one_dimensional_gaussian_takes_scalars():

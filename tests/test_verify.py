@@ -101,6 +101,9 @@ def test_verify_rejects_bad_input():
         verify("ubu", hs=(0.1, 0.05))
     with pytest.raises(ValueError, match="batch_size"):
         verify("ubu", batch_size=7)
+    for name in ("strong", "monte_carlo"):  # a string such as "False" would read as true
+        with pytest.raises(ValueError, match=f"{name} must be True or False, got 'False'"):
+            verify("ubu", **{name: "False"}, max_seconds=1.0, budget=1.0)  # (both: refused fast without the check)
 
 
 @pytest.mark.slow

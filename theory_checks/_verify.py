@@ -53,7 +53,6 @@ claim checked and passed).
 from __future__ import annotations
 
 import math
-import re
 import time
 
 import numpy as np
@@ -61,6 +60,7 @@ from threadpoolctl import threadpool_limits
 
 from integrators import RunSpec
 from integrators._validation import (
+    BOOLEAN,
     POSITIVE,
     InstanceOf,
     ListOf,
@@ -71,6 +71,7 @@ from integrators._validation import (
     check_parameters,
     declares,
     int_at_least,
+    one_line,
 )
 from integrators.plans import PLANS, kernel_code, n_batches, resolve_plan
 from integrators.schemes import resolve_scheme
@@ -353,7 +354,7 @@ VERIFY_CONSTRAINTS = {
     "target": Optional(InstanceOf(Target, "a Target (a GaussianTarget for the exact checks, or any other for the "
                                           "Monte Carlo weak orders)")),
     "batch_size": Optional(at_least(1)), "max_seconds": Optional(POSITIVE), "budget": Optional(POSITIVE),
-    "gamma": Optional(POSITIVE),
+    "gamma": Optional(POSITIVE), "strong": BOOLEAN, "monte_carlo": BOOLEAN,  # "False" would read as true
 }
 
 
@@ -441,6 +442,7 @@ def verify(scheme, *, plans=None, target: GaussianTarget | None = None, gamma: f
     t0 = time.time()
     values = check_parameters(locals(), VERIFY_CONSTRAINTS)
     gamma, batch_size, n_chains = values["gamma"], values["batch_size"], values["n_chains"]
+    strong, monte_carlo = values["strong"], values["monte_carlo"]
     module = resolve_scheme(scheme)
     backend = probe_backend(module, backend)
     plan_modules = [resolve_plan(p) for p in PLANS] if plans is None else values["plans"]
@@ -708,14 +710,6 @@ def _kernel_caller(module, target) -> None:
     batch = np.zeros((max(1, target.n_data), n), dtype=np.int32)
     call(np.zeros((n, d)), np.zeros((n, d)), np.zeros((n, d)), np.asarray(module.coefficients(0.1, 1.0), dtype=float),
          np.zeros((2, d, n)), np.zeros((2, d, n)), batch, 1, 1.0, force_data(target, False, None), make_box(d))
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its type and the first meaningful line of its message."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # Numba colours its messages
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    head = next((ln for ln in lines if not ln.startswith("Failed in")), lines[0] if lines else "")
-    return f"{type(exc).__name__}: {head[:200]}"
 
 
 def _kernel_reason(plan) -> str:

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,7 +20,9 @@ import numpy as np
 
 from integrators import RunSpec
 from integrators._spec import SAMPLER, SPEC
+from integrators._user_code import describe
 from integrators._validation import (
+    MAX_STEPS,
     Either,
     at_least,
     check_parameters,
@@ -28,6 +31,8 @@ from integrators._validation import (
     int_at_least,
     one_of,
     optional,
+    scalar,
+    shown,
 )
 from integrators.plans import n_batches
 from integrators.seeds import derive
@@ -207,18 +212,35 @@ _STATISTICS: dict[str, Callable] = {
 }
 
 
+def _fit_points_within(fit_points: int, hs) -> None:
+    """Refuse a fit on more step sizes than the ladder has (the fit would quietly use them all)."""
+    if fit_points > len(hs):
+        raise ValueError(f"fit_points must be at most the number of step sizes, len(hs) = {len(hs)}, "
+                         f"got {fit_points}")
+
+
+def _statistic_value(stat: Callable, moments, target, h: float) -> float:
+    """A user statistic's value at ``h``, refused by name unless a finite real number (a NaN would
+    become a NaN error and slope with no word said)."""
+    value = scalar(stat(moments, target))
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"statistic {describe(stat)!r} must return a finite real number, got {shown(value)} "
+                         f"at h={h:g}")
+    return float(value)
+
+
 WEAK_ORDER_CONSTRAINTS = {
     "target": instance_of(GaussianTarget, "a GaussianTarget (the exact oracle's law)"),
     **{name: SAMPLER[name] for name in ("scheme", "plan", "gamma", "batch_size")},
     "statistic": Either(one_of(_STATISTICS), instance_of(Callable, "a function f(moments, target)")),
-    "fit_points": at_least(2),
+    "fit_points": optional(at_least(2)),
 }
 
 
 @declares(WEAK_ORDER_CONSTRAINTS)
 def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float = 1.0,
                batch_size: int | None = None, statistic: str | Callable = "variance",
-               fit_points: int = 4) -> OrderFit:
+               fit_points: int | None = None) -> OrderFit:
     """Claim checked: the bias of stationary averages of ``scheme x plan`` is ``O(h^p)`` with
     ``p`` the sampler's weak order (the design's claims table; the paper's Section 3 and Fig. 1).
 
@@ -243,8 +265,9 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
         The batch size; None (plan ``full`` only): all the data.
     statistic : str or callable, default "variance"
         ``"variance"``, ``"mean"``, ``"second_moment"`` or ``f(OracleMoments, target) -> float``.
-    fit_points : int, default 4
-        The number of smallest step sizes the slope is fitted on.
+    fit_points : int or None, default None
+        The number of smallest step sizes the slope is fitted on, at most ``len(hs)`` (``None``:
+        4, or all of a shorter ladder).
 
     Returns
     -------
@@ -254,18 +277,23 @@ def weak_order(target: GaussianTarget, scheme: str, plan: str, hs, gamma: float 
     Raises
     ------
     ValueError
-        If ``statistic`` is unknown, ``hs`` is not a ladder, ``fit_points`` is below 2, or the
-        oracle refuses the sampler's options.
+        If ``statistic`` is unknown or a function that returns anything but a finite real number,
+        ``hs`` is not a ladder, ``fit_points`` is below 2 or above ``len(hs)``, or the oracle refuses
+        the sampler's options.
     """
     values = check_parameters(locals(), WEAK_ORDER_CONSTRAINTS)  # scheme and plan go on as given (name or object)
     gamma, batch_size, fit_points = values["gamma"], values["batch_size"], values["fit_points"]
     stat = _STATISTICS[statistic] if isinstance(statistic, str) else statistic
     hs = ladder("hs", hs)
+    if fit_points is None:
+        fit_points = min(4, len(hs))
+    _fit_points_within(fit_points, hs)
     errors, unstable = [], []
     for h in hs:
         try:
             moments: OracleMoments = stationary_moments(target, scheme, plan, h, gamma, batch_size)
-            errors.append(abs(stat(moments, target)))
+            errors.append(abs(stat(moments, target) if isinstance(statistic, str)
+                              else _statistic_value(stat, moments, target, h)))
         except UnstableStepError:
             errors.append(np.nan)
             unstable.append(float(h))
@@ -317,8 +345,9 @@ def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_b
     Raises
     ------
     ValueError
-        On a bad option, ``v0`` given, fewer than 2 chains, or step sizes that are not powers of
-        two times the finest.
+        On a bad option, ``v0`` given, fewer than 2 chains, ``fit_points`` above ``len(hs)``, a
+        ``ref_levels`` whose reference would take more than ``2**48`` steps, or step sizes that are
+        not powers of two times the finest.
     RuntimeError
         When the reference diverges.
 
@@ -332,15 +361,24 @@ def strong_order(spec: RunSpec, hs, *, sweeps: int = 8, ref_levels: int = 3, n_b
     values = check_parameters(locals(), STRONG_ORDER_CONSTRAINTS)
     sweeps, ref_levels, n_boot, fit_points = (values[k] for k in ("sweeps", "ref_levels", "n_boot", "fit_points"))
     hs = ladder("hs", hs)
+    if fit_points is not None:
+        _fit_points_within(fit_points, hs)
     int_at_least("n_chains", spec.n_chains, 2)
     if spec.v0 is not None:
         raise ValueError("strong_order draws the ladder's shared initial velocities: leave v0 out of the spec")
+    target = spec.target
+    steps_per_sweep = 2 * n_batches(target.n_data, spec.batch_size)
+    # the reference takes (horizon / min(hs)) 2**ref_levels steps, which must fit in a run
+    finest_steps = sweeps * steps_per_sweep * hs[0] / hs[-1]
+    most_levels = max(0, math.floor(math.log2(MAX_STEPS / finest_steps)))
+    if ref_levels > most_levels:
+        raise ValueError(f"ref_levels must be at most {most_levels} for these hs and sweeps (the reference at "
+                         f"min(hs) / 2**ref_levels would take more than 2**48 steps), got {ref_levels}")
     h_ref = hs[-1] / 2**ref_levels
     ratios = hs / h_ref
     if not np.allclose(ratios, np.round(ratios)) or any(int(round(r)) & (int(round(r)) - 1) for r in ratios):
         raise ValueError("step sizes must be powers of two times the finest one")
-    target, n_chains, seed = spec.target, spec.n_chains, spec.seed
-    steps_per_sweep = 2 * n_batches(target.n_data, spec.batch_size)
+    n_chains, seed = spec.n_chains, spec.seed
     horizon = sweeps * steps_per_sweep * hs[0]
     v0 = np.random.default_rng(derive(seed, "strong_order", "velocity")).standard_normal((n_chains, target.dim))
     ref = spec.replace(scheme="ubu", plan="full", h=h_ref, n_steps=int(round(horizon / h_ref)), burn_in=0,

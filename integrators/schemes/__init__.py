@@ -248,9 +248,13 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
     from integrators._bounce import make_box
     from integrators._kernel import step_caller
     from integrators._user_code import guarded
+    from integrators._validation import one_line
     from integrators.targets import GaussianTarget
     from integrators.targets._force import force_data, lane_force_for
 
+    if not hasattr(scheme.step, "py_func"):  # typing it in the kernel would fail with Numba's words
+        raise ValueError(f"scheme {scheme.NAME!r}: its step failed its check: it must be a Numba function "
+                         f"(decorate it with @numba.njit), got {_describe(scheme.step)[:80]}")
     d, n = 2, 4
     target = GaussianTarget(np.zeros((1, d)), np.eye(d)[None], prior_precision=0.5)
     # user code: a write past an array raises
@@ -265,9 +269,9 @@ def check_step_reads(scheme, coef: np.ndarray) -> None:
         try:
             step(x, v, g, padded, *noise, np.zeros((1, n), dtype=np.int32), 1, 1.0, force_data(target), make_box(d))
         except Exception as exc:
-            raise ValueError(f"scheme {scheme.NAME!r}: its step(x, v, g, coef, dW, J, force, batch, n_batch, scale, "
-                             f"tdata, box) failed on a test block with coefficients(0.1, 1.0) "
-                             f"({type(exc).__name__}: {str(exc)[:300]})") from exc
+            raise ValueError(f"scheme {scheme.NAME!r}: its step failed its check, step(x, v, g, coef, dW, J, force, "
+                             f"batch, n_batch, scale, tdata, box) on a test block with coefficients(0.1, 1.0): "
+                             f"{one_line(exc, limit=400)}") from exc
         finite.append(bool(np.all(np.isfinite(x)) and np.all(np.isfinite(v))))
     if finite == [True, False]:
         raise ValueError(f"scheme {scheme.NAME!r}: its step reads past the end of the {coef.size} coefficients that "

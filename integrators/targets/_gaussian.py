@@ -239,6 +239,8 @@ class GaussianTarget(Target):
             prior_precision = prior_precision * np.eye(d)
         if prior_precision.shape != (d, d):
             raise ValueError(f"prior_precision must have shape {(d, d)}, got {prior_precision.shape}")
+        if not np.allclose(prior_precision, prior_precision.T):  # the data precisions' rule
+            raise ValueError(f"prior_precision must be a symmetric matrix, got {prior_precision.tolist()}")
         prior_mean = np.zeros(d) if prior_mean is None else finite_array("prior_mean", prior_mean)
         if prior_mean.ndim == 0 and d == 1:
             prior_mean = prior_mean.reshape(1)
