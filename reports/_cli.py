@@ -34,7 +34,7 @@ from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, describe_exception, out_path
 from reports._executor import SchedulerError, UnitFailed, WorkerDied, check_scheduler, execute, local_cores
 from reports._progress import Progress, describe_unit, interleave
-from reports._run_record import read_left_out, read_run
+from reports._run_record import check_record_replaceable, read_left_out, read_run
 from reports._runmeta import drawable, fingerprint, library_changes
 from reports.drawing import Drawing, write_drawing, write_metadata
 from reports.registry import _absent_input
@@ -295,10 +295,11 @@ def absent_inputs(figures, tasks) -> list:
 def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) -> int:
     print(f"{args.preset}: listing the units of {', '.join(ids)} (and which are done)", file=sys.stderr, flush=True)
     store = Store(out)
-    store.remove_stale_temporaries()
+    store.remove_stale_temporaries(figures)  # its own temporaries, in its figures' folders only
     from reports._report import check_replaceable
     check_replaceable(out / "report")  # before any unit runs: the report is swapped in at the end
     own_path(out, out / "run.json")  # a link there would be silently replaced by the run's record, at the end
+    check_record_replaceable(out)  # a user's own run.json (or a folder) would be replaced at the end
     tasks, prints = [], {}
     skipped = 0
     for fid in ids:

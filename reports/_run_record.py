@@ -31,6 +31,30 @@ def run_json(out: Path) -> dict:
     return value
 
 
+RECORD_KEYS = ("preset", "seed", "ids", "backend", "left_out")  # what a run writes to run.json
+
+
+def check_record_replaceable(out: Path) -> None:
+    """Before a run replaces ``out/run.json`` with its record: refuse one sms-langevin did not write (a folder,
+    or JSON that is no object with a key of a run record), naming it, so a user's file is never overwritten.
+    An unreadable one (not JSON: a record a killed run truncated) is a damaged record and is rewritten."""
+    path = out / "run.json"
+    if path.is_dir() and not path.is_symlink():
+        raise CliError(f"{path} is a folder, not the run record sms-langevin writes there; move it away or use "
+                       f"another --out")
+    if not path.exists():
+        return
+    try:
+        value = json.loads(read_regular(path))
+    except (OSError, ValueError, RecursionError, UnsafePath):
+        return  # damaged: rebuilt from the units as before
+    if isinstance(value, dict) and set(value) & set(RECORD_KEYS):
+        return
+    raise CliError(f"{path} is not a run record of sms-langevin (JSON without any of its keys "
+                   f"{', '.join(RECORD_KEYS)}); it would be replaced by the run's record: move it away or use "
+                   f"another --out")
+
+
 def read_run(out: Path, figures, preset: str | None) -> tuple[str, int, list[str], dict]:
     """Preset, seed, ids and backend of the run in ``out``, from ``run.json`` or, where that is
     unreadable, from its unit files; ``preset`` (given) overrides the recorded one."""

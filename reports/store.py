@@ -25,6 +25,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -350,6 +351,10 @@ class FolderLock:
         self.fh.close()
 
 
+# the name write_atomic's tempfile.mkstemp(prefix=".tmp-", suffix=".json") gives a unit file's temporary
+_TEMPORARY = re.compile(r"\.tmp-[a-z0-9_]{8}\.json")
+
+
 class Store:
     """The persisted units of a run: ``<out>/units/<figure id>/<unit key>.json``, each written
     atomically with its spec, result, metadata and a checksum.
@@ -472,8 +477,16 @@ class Store:
                 raise StaleUnit(f"{self.path(figure_id, unit)} was computed with " + ", ".join(diff))
         return payload["result"]
 
-    def remove_stale_temporaries(self) -> int:
-        """Delete the temporary files of writes a killed run left behind.
+    def remove_stale_temporaries(self, figure_ids) -> int:
+        """Delete the temporary files of writes a killed run left behind: only the names ``write_atomic``
+        gives a unit file's temporary (``.tmp-`` and mkstemp's 8 characters, ``.json``), only directly in the
+        folders of ``figure_ids`` (a user's own ``.tmp-draft.tex``, or any file in a folder of no figure, is
+        not the store's and is left alone).
+
+        Parameters
+        ----------
+        figure_ids : iterable of str
+            The figures whose unit folders are swept.
 
         Returns
         -------
@@ -482,9 +495,13 @@ class Store:
         """
         own_path(self.out, self.root)
         stale = []
-        for folder, _, files in os.walk(self.root):  # links to folders are not entered
-            # a folder named .tmp-* is not one of the store's (it writes files only): left alone
-            stale += [Path(folder) / name for name in files if name.startswith(".tmp-")]
+        for fid in figure_ids:
+            folder = self.root / fid
+            if folder.is_symlink() or not folder.is_dir():  # a link to a folder is not entered
+                continue
+            # a folder named like one is not the store's (it writes files only): left alone
+            stale += [path for path in folder.iterdir()
+                      if _TEMPORARY.fullmatch(path.name) and (path.is_symlink() or not path.is_dir())]
         for path in stale:
             path.unlink(missing_ok=True)  # a link is removed itself, never what it points to
         return len(stale)

@@ -295,6 +295,35 @@ def test_a_lost_run_json_and_a_damaged_first_unit_infer_the_preset_from_the_read
     assert "--preset full" in err and "wanted quick" not in err, err
 
 
+@pytest.mark.parametrize("content", ['{"mine": 1}\n', "[1, 2]\n", '"notes"\n'])
+def test_a_run_json_sms_langevin_did_not_write_is_refused_by_name_before_any_unit(tmp_path, monkeypatch, content):
+    """JSON without a run record's keys is the user's file, not a record to replace (garbage is rebuilt)."""
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "run.json").write_text(content)
+    code, err = main(["run", "fast", "--out", str(out)])
+    assert code == 2 and err.strip().splitlines()[-1] == (
+        f"sms-langevin: error: {out / 'run.json'} is not a run record of sms-langevin (JSON without any of its "
+        f"keys preset, seed, ids, backend, left_out); it would be replaced by the run's record: move it away or "
+        f"use another --out"), err
+    assert (out / "run.json").read_text() == content and not list(out.glob("units/*/*.json"))
+    (out / "run.json").unlink()
+    (out / "run.json").mkdir()  # a folder: named as run.json, not as a temporary file of the write
+    code, err = main(["run", "fast", "--out", str(out)])
+    assert code == 2 and f"{out / 'run.json'} is a folder, not the run record" in err and ".tmp-" not in err, err
+
+
+def test_a_truncated_run_json_of_a_run_is_rewritten_by_the_next_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
+    out = tmp_path / "out"
+    assert main(["run", "fast", "--out", str(out)])[0] == 0
+    (out / "run.json").write_text((out / "run.json").read_text()[:20])
+    code, err = main(["run", "fast", "--out", str(out), "--resume"])
+    assert code == 0, err
+    assert json.loads((out / "run.json").read_text())["ids"] == ["fast"]
+
+
 def test_an_id_named_twice_runs_once_and_is_recorded_once_saying_so(tmp_path, monkeypatch):
     monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", FAST)
     out = tmp_path / "out"

@@ -66,7 +66,7 @@ def test_a_linked_units_folder_is_refused_and_nothing_lands_at_its_target(tmp_pa
     with pytest.raises(UnsafePath):
         store.load("fast", UNIT)
     with pytest.raises(UnsafePath) if where == "units" else contextlib.nullcontext():
-        store.remove_stale_temporaries()
+        store.remove_stale_temporaries(["fast"])
     assert list(elsewhere.iterdir()) == []
 
 
@@ -94,9 +94,9 @@ def test_a_folder_in_place_of_a_unit_file_is_named_as_the_unit(tmp_path):
 def test_a_tmp_folder_under_units_is_left_alone_and_stale_temporaries_go(tmp_path):
     store = Store(tmp_path)
     (store.root / "fast" / ".tmp-dir").mkdir(parents=True)
-    (store.root / "fast" / ".tmp-file.json").write_text("{")
+    (store.root / "fast" / ".tmp-file1234.json").write_text("{")  # the names mkstemp gives
     target = victim(tmp_path)
-    (store.root / "fast" / ".tmp-link.json").symlink_to(target)
+    (store.root / "fast" / ".tmp-link_abc.json").symlink_to(target)
     assert store.remove_stale_temporaries() == 2
     assert (store.root / "fast" / ".tmp-dir").is_dir() and target.read_text() == "data\n"
 
@@ -169,6 +169,22 @@ def test_run_keeps_a_linked_write_test_target_and_refuses_a_linked_units_in_one_
     assert code == 2 and len(message_lines(err)) == 1, err
     assert "units is a symbolic link" in err
     assert target.read_text() == "data\n" and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("resume", [[], ["--resume"]])
+def test_a_resumed_run_deletes_only_its_own_temporaries_in_its_figures_folders(tmp_path, monkeypatch, resume):
+    """A user's .tmp-draft.tex (in a folder of no figure, or in a figure's) is not the store's to delete."""
+    out = tmp_path / "o"
+    mine = {out / "units" / "mine" / ".tmp-draft.tex", out / "units" / "mine" / ".tmp-abcd1234.json",
+            out / "units" / "fast" / ".tmp-notes.txt", out / "units" / "fast" / ".tmp-sub" / ".tmp-abcd1234.json"}
+    for path in mine:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x\n")
+    stale = out / "units" / "fast" / ".tmp-k2_zz9qa.json"  # one a killed run's write_atomic left
+    stale.write_text("{")
+    code, err = main(["run", "fast", "--out", str(out), *resume], monkeypatch)
+    assert code == 0, err
+    assert all(path.read_text() == "x\n" for path in mine) and not stale.exists()
 
 
 @pytest.mark.parametrize("resume", [[], ["--resume"]])
