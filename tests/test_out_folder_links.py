@@ -97,7 +97,7 @@ def test_a_tmp_folder_under_units_is_left_alone_and_stale_temporaries_go(tmp_pat
     (store.root / "fast" / ".tmp-file1234.json").write_text("{")  # the names mkstemp gives
     target = victim(tmp_path)
     (store.root / "fast" / ".tmp-link_abc.json").symlink_to(target)
-    assert store.remove_stale_temporaries() == 2
+    assert store.remove_stale_temporaries(["fast"]) == 2
     assert (store.root / "fast" / ".tmp-dir").is_dir() and target.read_text() == "data\n"
 
 
