@@ -32,7 +32,15 @@ from reports import registry, schema
 from reports._bench_command import cmd_bench
 from reports._claims_command import cmd_claims
 from reports._cli_common import CliError, backend_flags, check_out, check_preset, describe_exception, out_path
-from reports._executor import SchedulerError, UnitFailed, WorkerDied, check_scheduler, execute, local_cores
+from reports._executor import (
+    ResultNotSent,
+    SchedulerError,
+    UnitFailed,
+    WorkerDied,
+    check_scheduler,
+    execute,
+    local_cores,
+)
 from reports._progress import Progress, describe_unit, interleave
 from reports._run_record import check_record_replaceable, read_left_out, read_run
 from reports._runmeta import drawable, fingerprint, library_changes
@@ -336,11 +344,14 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
         try:
             store.save(fid, unit, result, meta)
         except (TypeError, ValueError, RecursionError) as exc:  # json.dumps: not JSON, a cycle, too deep
-            raise CliError(f"{fid}: run_unit({json.dumps(unit)}) returned a result JSON cannot hold "
-                           f"({exc.__class__.__name__}: {str(exc)[:200]}); it was not saved") from None
+            raise unsaved(fid, unit, "json", f"{exc.__class__.__name__}: {str(exc)[:200]}") from None
         if _absent_input(result) is not None:
             absent.append((fid, _absent_input(result)))
         return fid, unit
+
+    def unsaved(fid, unit, kind, why):
+        what = "JSON cannot hold" if kind == "json" else "its worker process could not send back"
+        return CliError(f"{fid}: run_unit({json.dumps(unit)}) returned a result {what} ({why}); it was not saved")
 
     absent = []
     # a remote cluster's workers may hold data this machine lacks: there the units find out themselves
@@ -369,6 +380,9 @@ def _run_locked(args, figures, ids, out: Path, backend: dict, left_out: dict) ->
             progress.advance(describe_unit(fid, unit), kind=fid, seconds=seconds)
     except SchedulerError as exc:
         raise CliError(str(exc)) from None
+    except ResultNotSent as exc:  # one that does not pickle, from a worker: said as in process, not a traceback
+        task, kind, why = exc.args
+        raise unsaved(by_module[task[0]], task[1], kind, why) from None
     except (UnitFailed, WorkerDied) as exc:
         raise CliError(f"{exc}; the finished units are saved: rerun with --resume to go on") from None
     run_meta = {"preset": args.preset, "seed": args.seed, "ids": ids, "backend": backend, "left_out": left_out}

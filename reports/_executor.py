@@ -33,6 +33,7 @@ import json
 import logging
 import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -56,6 +57,11 @@ class SchedulerError(Exception):
 class UnitFailed(Exception):
     """A unit's ``run_unit`` raised: the message names the unit, its module and the exception (one line, so it
     travels from a worker process as it is)."""
+
+
+class ResultNotSent(Exception):
+    """A unit's result a worker process could not send back (it does not pickle); ``args``: the task and why
+    (the JSON error where JSON cannot hold it either, as in process, else the pickling one)."""
 
 
 class WorkerDied(Exception):
@@ -133,6 +139,22 @@ def run_task(module_name: str, unit: dict, preset: str, seed: int, threads: int 
     return result, time.time() - t0
 
 
+def _run_in_worker(module_name: str, unit: dict, preset: str, seed: int, threads: int | None = None):
+    """:func:`run_task` in a pool's worker: a result that does not pickle is said here in words (the pool would
+    raise its pickling error in the parent, a raw traceback), as JSON refuses it where the unit runs in process."""
+    result, seconds = run_task(module_name, unit, preset, seed, threads)
+    try:
+        pickle.dumps(result)
+    except Exception as exc:  # noqa: BLE001 -- whatever __reduce__ of a user's object raises
+        try:
+            json.dumps(result, sort_keys=True)
+            why = ("pickle", f"{exc.__class__.__name__}: {str(exc)[:200]}")
+        except (TypeError, ValueError, RecursionError) as json_exc:
+            why = ("json", f"{json_exc.__class__.__name__}: {str(json_exc)[:200]}")
+        raise ResultNotSent(*why) from None
+    return result, seconds
+
+
 def _takes_threads(run_unit) -> bool:
     """Whether ``run_unit`` accepts the keyword ``threads`` (the experiment contract's optional
     thread count, :mod:`reports.registry`)."""
@@ -192,12 +214,14 @@ def execute(tasks: list, workers: int = 1, scheduler: str | None = None, local_d
     with _sigint_ignored():
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_worker_init, initargs=(os.getpid(),))
-        futures = {pool.submit(run_task, *task, threads): task for task in tasks}
+        futures = {pool.submit(_run_in_worker, *task, threads): task for task in tasks}
     finished = 0
     try:
         for fut in as_completed(futures):
             try:
                 result, seconds = fut.result()
+            except ResultNotSent as exc:  # the worker knows why, the parent which unit
+                raise ResultNotSent(futures[fut], *exc.args) from None
             except BrokenProcessPool:
                 raise WorkerDied(f"a worker process ended abruptly ({_how_workers_ended(pool)}) with "
                                  f"{len(futures) - finished} of {len(futures)} units unfinished") from None

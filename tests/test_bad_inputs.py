@@ -45,6 +45,15 @@ def test_a_result_that_is_not_its_figures_is_refused_when_made_naming_the_unit(t
     assert not list((tmp_path / "units").rglob("*.json"))
 
 
+def test_a_result_that_does_not_pickle_is_the_same_one_line_in_process_and_from_workers(tmp_path, monkeypatch):
+    """Not the process pool's raw pickling traceback and exit code 1."""
+    monkeypatch.setenv("FAST_UNITS_BAD", "unpicklable")
+    lines = [one_line(*main(["run", "fast", "--out", str(tmp_path / w), "--workers", w], monkeypatch),
+                      "fast: run_unit(", "JSON cannot hold", "function", "it was not saved") for w in ("1", "2")]
+    assert lines[0].split(" returned ")[1] == lines[1].split(" returned ")[1], lines
+    assert not list(tmp_path.rglob("units/*/*.json"))
+
+
 @pytest.fixture()
 def nan_stored(tmp_path, monkeypatch):
     """A finished run whose first unit file holds a NaN mean under a valid checksum."""

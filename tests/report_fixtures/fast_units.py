@@ -44,6 +44,8 @@ def run_unit(unit: dict, preset: str, seed: int) -> dict:
         return {"mean": float("nan"), "variance": float(trace[50:].var())}
     if planted == "not-json":
         return {"mean": 0.0, "variance": 1.0, "extra": {1, 2}}
+    if planted == "unpicklable":  # nor can a worker process send it back
+        return {"mean": 0.0, "variance": 1.0, "extra": lambda: 1}
     return {"mean": float(trace[50:].mean()), "variance": float(trace[50:].var())}
 
 
