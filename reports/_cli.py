@@ -176,7 +176,11 @@ def _backend_options(args, ids, figures) -> dict:
             raise CliError(f"--device {args.device} needs --backend torch")
         return {}
     if not any(figures[fid].BACKENDS for fid in ids):
-        raise CliError(f"--backend {args.backend} applies to figure1 only; selected: {', '.join(ids)}")
+        # the figures of this registry that offer backends, not a name that may not be in it
+        offering = [fid for fid, mod in figures.items() if mod.BACKENDS]
+        where = (f"applies to {', '.join(offering)} only" if offering else
+                 "applies to no figure of this registry (none offers backends)")
+        raise CliError(f"--backend {args.backend} {where}; selected: {', '.join(ids)}")
     try:
         from integrators.torch._chains import resolve_device
     except ImportError:

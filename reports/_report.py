@@ -94,6 +94,9 @@ def check_replaceable(report: Path) -> None:
     """Refuse to replace ``report`` unless it is absent, empty or a report sms-langevin wrote (its ``index.html``
     carries :data:`REPORT_TITLE`): a ``report/`` folder of the user's own files under ``--out`` is never deleted."""
     own_path(report.parent, report)
+    if report.exists() and not report.is_dir():  # a user's file of that name: never moved aside and deleted
+        raise UnsafePath(f"{report} is a file, not the report's folder sms-langevin draws into: it would be "
+                         f"replaced; move it away or choose another --out")
     if not report.is_dir() or not any(report.iterdir()):
         return
     try:

@@ -318,6 +318,9 @@ class FolderLock:
             if self.path.is_symlink():
                 raise UnsafeLock(f"{self.path} is a symbolic link (to {os.readlink(self.path)}); the lock must be a "
                            f"regular file of the folder: remove the link or use another --out") from None
+            if self.path.is_dir():  # EISDIR said as the OSError of a failed run, before any unit ran
+                raise UnsafeLock(f"{self.path} is a folder, not the lock file sms-langevin keeps there; move it "
+                                 f"away or use another --out") from None
             raise
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:

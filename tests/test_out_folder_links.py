@@ -373,3 +373,39 @@ def test_a_report_folder_of_the_users_own_files_is_never_replaced(tmp_path, monk
                                                "<title>SMS-Langevin report</title></head></html>")
     swap_in(staging, out / "report")  # a report of an earlier run: replaced
     assert not (out / "report" / "index.html").exists() and not staging.exists()
+
+
+def test_a_folder_at_the_lock_is_named_as_no_lock_file_before_any_unit(tmp_path, monkeypatch):
+    """Not 'Is a directory: OUT/.lock (finished units are saved...)' when no unit ran."""
+    out = tmp_path / "o"
+    (out / ".lock").mkdir(parents=True)
+    for args in (["run", "fast"], ["report"]):
+        code, err = main([*args, "--out", str(out)], monkeypatch)
+        assert code == 2 and message_lines(err) == [
+            f"sms-langevin: error: {out / '.lock'} is a folder, not the lock file sms-langevin keeps there; move it "
+            f"away or use another --out"], err
+    assert (out / ".lock").is_dir() and not (out / "units").exists()
+
+
+@pytest.mark.parametrize("resume", [[], ["--resume"]])
+def test_a_file_at_report_is_refused_by_name_before_any_unit_and_kept(tmp_path, monkeypatch, resume):
+    """Not 'Not a directory: OUT/report/tour' after every unit ran (and the file never moved aside and deleted)."""
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "report").write_text("mine\n")
+    code, err = main(["run", "fast", "--out", str(out), *resume], monkeypatch)
+    assert code == 2 and f"{out / 'report'} is a file, not the report's folder" in message_lines(err)[-1], err
+    assert (out / "report").read_text() == "mine\n" and not list(out.glob("units/*/*.json"))
+
+
+@pytest.mark.parametrize("modules,words", [(FAST, "applies to no figure of this registry (none offers backends)"),
+                                           (f"{FAST},tests.report_fixtures.backend_units", "applies to twin only")])
+def test_backend_names_the_figures_of_the_registry_that_offer_backends(tmp_path, monkeypatch, modules, words):
+    """Not 'applies to figure1 only' where the registry has no figure1."""
+    monkeypatch.setenv("SMS_LANGEVIN_REPORT_MODULES", modules)
+    from reports._cli import main as cli_main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli_main(["run", "fast", "--backend", "torch", "--out", str(tmp_path / "o")])
+    assert code == 2 and message_lines(err.getvalue()) == [
+        f"sms-langevin: error: --backend torch {words}; selected: fast"], err.getvalue()
