@@ -91,6 +91,17 @@ def positive_float(name, value):
     return value
 
 
+def positive_real(name, value) -> float:
+    """A finite positive real number from user code (a plan's force scale): Python and numpy numbers and
+    0-d arrays, not bools, strings or None (``float("2")`` would pass a string off as a number)."""
+    value = scalar(value)
+    ok = not isinstance(value, bool | np.bool_) and isinstance(value, numbers.Real)
+    number = float(value) if ok and abs(value) < 1e308 else math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a finite positive real number, got {value!r}")
+    return number
+
+
 def int_at_least(name, value, low):
     value = scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

@@ -46,6 +46,7 @@ import numpy as np
 
 from integrators._disk_cache import disk_cached, njit_cached
 from integrators._rng import PLAN_STREAM, lane_states, lane_uniforms
+from integrators._validation import positive_real
 from integrators.plans._partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.registry import Registry, discover_modules
 
@@ -276,8 +277,36 @@ def kernel_code(plan) -> int:
 
 
 def force_scale(plan, n_data: int, batch_size: int) -> float:
-    """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition)."""
-    return resolve_plan(plan).force_scale(n_data, batch_size)
+    """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition).
+    Refuses (``ValueError`` naming the plan) a factor that is not a finite positive real number: a plan's own
+    ``force_scale`` returning -2, "2" or NaN would otherwise sample a wrong posterior or read as a divergence."""
+    p = resolve_plan(plan)
+    value = p.force_scale(n_data, batch_size)
+    return positive_real(f"plan {p.NAME!r}: force_scale({n_data}, {batch_size})", value)
+
+
+def check_batch_indices(plan, n_data: int, batch_size: int) -> None:
+    """Refuse (``ValueError`` naming the plan, the position and the index) a partition plan whose
+    ``batch_index`` picks no batch of the partition at some position of the run's period: registration
+    checks the rule at a few numbers of batches only, and an index past the last batch is an empty batch
+    (a silent wrong run), a negative one wraps around.  One pure-Python pass over a period."""
+    p = resolve_plan(plan)
+    d = _declared(p)
+    if d.rule is None or d.rule.kind != "partition":
+        return
+    m = n_batches(n_data, batch_size)
+    for position in range(d.rule.sweeps * m):
+        j = d.rule.batch_index(position, m)
+        if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 0 <= j < m:
+            raise ValueError(f"plan {p.NAME!r}: batch_index({position}, {m}) must be an integer in [0, {m}) "
+                             f"(n_data={n_data}, batch_size={batch_size}), got {j!r}")
+
+
+def check_for_run(plan, n_data: int, batch_size: int) -> None:
+    """Check what a plan's user code gives for a run of ``n_data`` terms in batches of ``batch_size``
+    (its force scale and, for a partition plan, its batch index over one period), before the run."""
+    force_scale(plan, n_data, batch_size)
+    check_batch_indices(plan, n_data, batch_size)
 
 
 def period(plan, n_data: int, batch_size: int) -> int:

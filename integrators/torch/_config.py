@@ -28,7 +28,7 @@ from integrators._validation import (
     optional,
     step_over_friction,
 )
-from integrators.plans import force_scale, plan_rule
+from integrators.plans import check_for_run, force_scale, plan_rule
 from integrators.torch._graph import GRAPH, graph_refusal
 from integrators.torch.schemes import torch_step
 
@@ -207,6 +207,7 @@ class SamplerConfig:
         step_over_friction(self.h, self.gamma)  # the rule every backend applies
         if self.batch_size is not None or plan_rule(self.plan).kind != "full":
             batch_size_for(self.n_data, self.batch_size, plan=self.plan)
+        check_for_run(self.plan, self.n_data, self.effective_batch_size)  # its user code, at this run's sizes
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
         refused = graph_refusal(self.graph, schedule=self.schedule, control_variate=self.control_variate)
