@@ -228,13 +228,30 @@ def load_cifar10(folder: str | Path) -> ImageData:
                      CIFAR10.n_classes, f"CIFAR-10 python batches in {folder}")
 
 
+def _eight_bit(path: Path, img):
+    """``img`` with 16-bit grayscale (PIL modes ``I;16*`` and ``I``, 0 to 65535) scaled to 8 bits by 65535:
+    Pillow's convert clips them at 255 instead, a silently white image.  Other wide modes (``F``, an ``I``
+    image beyond 16 bits) are refused, naming the file and its mode."""
+    from PIL import Image
+
+    if img.mode.startswith("I;16") or img.mode == "I":
+        pixels = np.asarray(img).astype(np.int64)
+        if pixels.size and (pixels.min() < 0 or pixels.max() > 65535):
+            raise DataError(f"{path}: image mode {img.mode!r} with values from {pixels.min()} to {pixels.max()}, "
+                            f"beyond 16 bits; save it as 8- or 16-bit grayscale")
+        return Image.fromarray(np.round(pixels * (255 / 65535)).astype(np.uint8), "L")
+    if img.mode == "F" or img.mode.startswith(("F;", "I;")):
+        raise DataError(f"{path}: image mode {img.mode!r} is not read (8-bit, or 16-bit grayscale, images are)")
+    return img
+
+
 def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
     from PIL.Image import DecompressionBombError  # more pixels than Pillow's limit: refused, never decoded
 
     try:
         with open_regular(path) as fh, Image.open(fh) as img:
-            img = img.convert(mode)
+            img = _eight_bit(path, img).convert(mode)
             if center_crop:
                 side = min(img.size)
                 left, top = (img.size[0] - side) // 2, (img.size[1] - side) // 2

@@ -211,6 +211,23 @@ def test_chest_xray_folders(tmp_path):
         data.load_chest_xray(tmp_path / "absent")
 
 
+def test_a_16_bit_grayscale_xray_is_scaled_by_65535_not_clipped(tmp_path):
+    """Pillow's convert("L") clips 16-bit pixels at 255: 97% of a real 16-bit X-ray read as 1.0."""
+    from data_sets._loaders import _eight_bit
+
+    _write_xray(tmp_path)
+    ramp = (np.arange(400).reshape(20, 20) * 163).astype(np.uint16)
+    Image.fromarray(ramp).save(tmp_path / "train" / "NORMAL" / "0.png")  # a 16-bit grayscale PNG
+    (tmp_path / "train" / "NORMAL" / "0.jpeg").unlink()
+    d = data.load_chest_xray(tmp_path, size=20)
+    np.testing.assert_allclose(d.x_train[0, 0], ramp / 65535, atol=1 / 255)
+    # mode "I" (how some Pillow versions open a 16-bit PNG): the same scale; beyond 16 bits refused by name
+    as_i = np.asarray(_eight_bit("x.png", Image.fromarray(ramp.astype(np.int32))), dtype=float)
+    np.testing.assert_allclose(as_i, ramp / 65535 * 255, atol=1)
+    with pytest.raises(DataError, match=r"x.png: image mode 'I' with values from 70000 to 70000, beyond 16 bits"):
+        _eight_bit("x.png", Image.fromarray(np.full((2, 2), 70000, np.int32)))
+
+
 def test_medmnist_npz(tmp_path):
     rng = np.random.default_rng(4)
     arrays = {f"{s}_images": rng.integers(0, 256, (n, 28, 28), dtype=np.uint8) for s, n in
