@@ -675,3 +675,19 @@ def test_a_loss_fn_that_is_not_a_function_of_model_and_indices_is_refused_naming
         ensemble.step(5)
     with pytest.raises(ValueError, match="loss_fn must take 2 positional arguments"):
         ensemble.step(one_argument)
+
+
+@pytest.mark.parametrize(("batch", "words"), [
+    ([0, -1], r"the explicit batch at step 1 holds the index -1, outside \[0, n_data=12\)"),
+    ([0, 12], r"the explicit batch at step 1 holds the index 12, outside \[0, n_data=12\)"),
+    ([], r"the explicit batch at step 1 must be one dimension of 1 to batch_size=4 indices, got shape \(0,\)"),
+    (list(range(5)), r"the explicit batch at step 1 must be one dimension of 1 to batch_size=4 indices, got shape"),
+    ([0.5, 1.0], r"the explicit batch at step 1 must hold integer data indices, got dtype torch.float"),
+])
+def test_explicit_batches_that_are_not_batches_of_the_data_are_refused_naming_the_step(batch, words):
+    """A negative index picked from the end, an empty or longer batch scaled the force wrongly: all silently."""
+    batch = torch.tensor(batch, dtype=torch.int64 if all(isinstance(i, int) for i in batch) else None)
+    # obabo is first-same-as-last: step 1 reads the priming batch, then its own
+    sampler = ModuleSampler(net_with(), config(scheme="obabo"), batches=[torch.tensor([0, 1, 2, 3]), batch])
+    with pytest.raises(ValueError, match=words):
+        sampler.step(loss_fn())

@@ -57,7 +57,7 @@ import torch
 
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._options import CyclicalSchedule, Localization
-from integrators._validation import callable_taking
+from integrators._validation import batch_indices, callable_taking
 from integrators.torch._config import LOSS_FN_FORM, SamplerConfig, check_sampler_fits, run_metadata, weights_prior
 from integrators.torch._flat import FlatParameters
 from integrators.torch._graph import StepReplay, graph_enabled, static_step
@@ -113,7 +113,8 @@ class ModuleSampler:
         A seeded generator on the parameters' device for the path noise (default: one seeded
         with ``config.seed``); the batches are drawn from a second generator seeded from it.
     batches : iterable of torch.Tensor or None, default None
-        Explicit batch indices replacing the plan's draws (for tests).
+        Explicit batch indices replacing the plan's draws (for tests): each 1 to ``batch_size`` integers in
+        ``[0, n_data)``, checked as it is used.
     noise : iterable of (dW, J) or None, default None
         Explicit path pairs of shape ``(2, P)`` each, replacing the generator's (for tests).
     v0 : torch.Tensor or array_like or None, default None
@@ -151,6 +152,7 @@ class ModuleSampler:
         self.module = torch_step(config.scheme)
         self.normals, plan = chain_streams(config, self.params, config.seed, generator)
         self._batches: Iterator = iter(batches) if batches is not None else plan
+        self._explicit_batches = batches is not None  # checked as they come (they may be a generator)
         self._noise = iter(noise) if noise is not None else None
         self.terms = quadratic_terms(config, self.params, self.x, outside="the parameters lie")
         self.prior, self.curvature, self.shift = self.terms.prior, self.terms.curvature, self.terms.shift
@@ -347,12 +349,17 @@ class ModuleSampler:
         Raises
         ------
         ValueError
-            If an explicit ``batches`` sequence ran out.
+            If an explicit ``batches`` sequence ran out, or its batch is not 1 to ``batch_size`` integer
+            indices in ``[0, n_data)``.
         """
         try:
-            return next(self._batches)
+            batch = next(self._batches)
         except StopIteration:
             raise ValueError(f"the explicit batch sequence ran out at step {self.k + 1}") from None
+        if self._explicit_batches:
+            batch_indices(f"the explicit batch at step {self.k + 1}", batch, self.config.n_data,
+                          self.config.effective_batch_size)
+        return batch
 
     def _path(self, h):
         if self._noise is not None:
