@@ -691,3 +691,24 @@ def test_explicit_batches_that_are_not_batches_of_the_data_are_refused_naming_th
     sampler = ModuleSampler(net_with(), config(scheme="obabo"), batches=[torch.tensor([0, 1, 2, 3]), batch])
     with pytest.raises(ValueError, match=words):
         sampler.step(loss_fn())
+
+
+@pytest.mark.parametrize(("bad", "words"), [
+    (lambda good: lambda m, idx: 1.5, "got float"),
+    (lambda good: lambda m, idx: good(m, idx).reshape(1).expand(3), r"got a tensor of shape \(3,\)"),
+    (lambda good: lambda m, idx: torch.tensor(3), "got a tensor of dtype torch.int64"),
+])
+def test_the_ensemble_sampler_applies_the_module_samplers_loss_contract(bad, words):
+    """A float, a vector or an integer loss gave raw torch.func errors in EnsembleSampler; now ModuleSampler's."""
+    loss = bad(loss_fn())
+    contract = r"loss_fn\(model, indices\) must return a one-element tensor computed from the model's parameters"
+    with pytest.raises(ValueError, match=f"{contract}.*{words}"):
+        ModuleSampler(net_with(), config()).step(loss)
+    with pytest.raises(ValueError, match=f"{contract}.*{words}"):
+        EnsembleSampler(net_with(), config(), 2).step(loss)
+
+
+def test_a_loss_calling_item_is_refused_by_the_ensemble_sampler_naming_the_contract():
+    good = loss_fn()
+    with pytest.raises(ValueError, match=r"must return a one-element tensor .* without \.item\(\)"):
+        EnsembleSampler(net_with(), config(), 2).step(lambda m, idx: good(m, idx) * float(good(m, idx).item() > 0))

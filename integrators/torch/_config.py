@@ -240,6 +240,24 @@ class SamplerConfig:
         return force_scale(self.plan, self.n_data, self.effective_batch_size)
 
 
+def checked_loss(loss, *, tracked: bool = True):
+    """``loss`` as a 0-d tensor if it keeps the loss contract (:data:`LOSS_FN_FORM`), else ``ValueError``:
+    one message for ModuleSampler and EnsembleSampler.  ``tracked=False`` under ``torch.func`` transforms,
+    where ``requires_grad`` does not say whether the loss depends on the parameters."""
+    if not isinstance(loss, torch.Tensor):
+        got = type(loss).__name__
+    elif loss.numel() != 1:
+        got = f"a tensor of shape {tuple(loss.shape)}"
+    elif not loss.dtype.is_floating_point:
+        got = f"a tensor of dtype {loss.dtype} (a loss is real)"
+    elif tracked and not loss.requires_grad:
+        got = "a tensor that does not depend on the parameters"
+    else:
+        return loss.reshape(())
+    raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the model's "
+                     f"parameters (the summed loss of the batch), got {got}")
+
+
 def prior_precisions(named_params, prior, frozen=()) -> list[float]:
     """Per-parameter prior precision from ``SamplerConfig.prior`` (a mapping may name ``frozen`` parameters,
     without effect; a callable returns one number per parameter)."""

@@ -58,7 +58,14 @@ import torch
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._options import CyclicalSchedule, Localization
 from integrators._validation import batch_indices, callable_taking
-from integrators.torch._config import LOSS_FN_FORM, SamplerConfig, check_sampler_fits, run_metadata, weights_prior
+from integrators.torch._config import (
+    LOSS_FN_FORM,
+    SamplerConfig,
+    check_sampler_fits,
+    checked_loss,
+    run_metadata,
+    weights_prior,
+)
 from integrators.torch._flat import FlatParameters
 from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import (
@@ -232,18 +239,7 @@ class ModuleSampler:
             # (on CPU; on CUDA an index beyond the data is a device-side assert torch cannot name)
             raise ValueError(f"loss_fn raised IndexError on batch indices up to {int(batch.max())}: is "
                              f"SamplerConfig.n_data={self.config.n_data} larger than the data? ({exc})") from exc
-        if not isinstance(loss, torch.Tensor):
-            got = type(loss).__name__
-        elif loss.numel() != 1:
-            got = f"a tensor of shape {tuple(loss.shape)}"
-        elif not loss.dtype.is_floating_point:
-            got = f"a tensor of dtype {loss.dtype} (a loss is real)"
-        elif not loss.requires_grad:
-            got = "a tensor that does not depend on the parameters"
-        else:
-            return loss.reshape(())
-        raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the model's "
-                         f"parameters (the summed loss of the batch), got {got}")
+        return checked_loss(loss)
 
     def _gradient(self, loss_fn, loss) -> torch.Tensor:
         """The flat gradient of ``loss``, refused where no parameter received one: a constant that requires
