@@ -10,7 +10,7 @@ import tokenize
 import zipfile
 import zlib
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import numpy as np
 
@@ -347,6 +347,11 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         if bad is not None:
             raise DataError(f"{attr_path}: line {lineno}: the value of {names[bad]} must be 1 or -1, got "
                             f"{parts[1 + bad]!r}")
+        name = PurePosixPath(parts[0].replace("\\", "/"))
+        if name.is_absolute() or ".." in name.parts or PureWindowsPath(parts[0]).drive:
+            # the image is opened at img_align_celeba/<name>: a name must not lead out of that folder
+            raise DataError(f"{attr_path}: line {lineno}: the file name {parts[0]!r} leaves img_align_celeba/ "
+                            f"(an image's name is a path inside it)")
         is_blond, is_brown = parts[1 + blond] == "1", parts[1 + brown] == "1"
         if is_blond != is_brown:
             files.append(parts[0])

@@ -170,6 +170,17 @@ def test_celeba_bad_files(tmp_path):
         data.load_celeba(tmp_path / "absent")
 
 
+@pytest.mark.parametrize("name", ["../../../../etc/passwd", "/etc/passwd", "..\\secret.jpg", "a/../../b.jpg"])
+def test_a_celeba_row_naming_a_file_outside_img_align_celeba_is_refused_naming_the_row(tmp_path, name):
+    """The image of a row is opened at img_align_celeba/<name>: ../../../../etc/passwd opened that file."""
+    _write_celeba(tmp_path, [(1, 0), (0, 1)])
+    attrs = tmp_path / CELEBA_ATTRS
+    attrs.write_text(attrs.read_text().replace("000001.jpg", name))
+    with pytest.raises(DataError, match=rf"list_attr_celeba.txt: line 4: the file name {re.escape(repr(name))} "
+                                        rf"leaves img_align_celeba/"):
+        data.load_celeba(tmp_path)
+
+
 def test_celeba_counts_in_messages_are_the_images_and_attributes_listed(tmp_path):
     """Blank lines are no images: the count a message gives is the images listed; a row is held to the
     header's count of attributes, and a bad value is named with its attribute."""
