@@ -3,7 +3,9 @@ inside a package), checked by :func:`data_sets._layout.check_layout`."""
 
 from __future__ import annotations
 
+import errno
 import numbers
+import os
 import pickle
 import re
 import tokenize
@@ -142,7 +144,7 @@ class _CifarUnpickler(pickle.Unpickler):
 def unpickle_batch(path: Path) -> dict:
     """One CIFAR-10 python batch as a dict, or :class:`DataError` naming the file."""
     if not path.exists():
-        raise DataError(f"{path}: file not found")
+        raise _not_found(path)
     try:
         with open_regular(path) as fh:
             batch = _CifarUnpickler(fh, path).load()
@@ -458,9 +460,22 @@ def medmnist_set(path: str | Path) -> str:
     return MEDMNIST_DEFAULT
 
 
+def _not_found(path: Path) -> DataError:
+    """The error for a path ``exists()`` denies: a symbolic link loop or a dangling link said as such
+    (``Path.exists`` reads both as absent, and "file not found" would send the user looking elsewhere)."""
+    if path.is_symlink():
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return DataError(f"{path}: a symbolic link loop (the link leads back to itself)")
+        return DataError(f"{path}: a symbolic link to {os.readlink(path)!r}, which does not exist")
+    return DataError(f"{path}: file not found")
+
+
 def _read_npz(path: Path) -> dict:
     if not path.exists():
-        raise DataError(f"{path}: file not found")
+        raise _not_found(path)
     try:
         fh = open_regular(path)
     except OSError as exc:  # (a fifo in its place would hang np.load)

@@ -239,6 +239,18 @@ def test_a_16_bit_grayscale_xray_is_scaled_by_65535_not_clipped(tmp_path):
         _eight_bit("x.png", Image.fromarray(np.full((2, 2), 70000, np.int32)))
 
 
+def test_a_medmnist_npz_that_is_a_symbolic_link_loop_is_said_to_be_one(tmp_path):
+    """Path.exists() reads a link loop as absent: "file not found" sent the user looking elsewhere."""
+    loop = tmp_path / "pneumoniamnist.npz"
+    loop.symlink_to(loop)
+    with pytest.raises(DataError, match="pneumoniamnist.npz: a symbolic link loop"):
+        data.load_medmnist(loop)
+    dangling = tmp_path / "bloodmnist.npz"
+    dangling.symlink_to(tmp_path / "gone.npz")
+    with pytest.raises(DataError, match="bloodmnist.npz: a symbolic link to .*gone.npz', which does not exist"):
+        data.load_medmnist(dangling)
+
+
 def test_medmnist_npz(tmp_path):
     rng = np.random.default_rng(4)
     arrays = {f"{s}_images": rng.integers(0, 256, (n, 28, 28), dtype=np.uint8) for s, n in
