@@ -712,3 +712,12 @@ def test_a_loss_calling_item_is_refused_by_the_ensemble_sampler_naming_the_contr
     good = loss_fn()
     with pytest.raises(ValueError, match=r"must return a one-element tensor .* without \.item\(\)"):
         EnsembleSampler(net_with(), config(), 2).step(lambda m, idx: good(m, idx) * float(good(m, idx).item() > 0))
+
+
+def test_a_nan_loss_at_finite_parameters_is_named_as_the_loss_not_a_parameter():
+    """The NaN loss made the parameters NaN in the same step, and the divergence read "a parameter"."""
+    good = loss_fn()
+    sampler = ModuleSampler(net_with(), config(scheme="ubu"))
+    sampler.step(good)
+    with pytest.raises(SamplerDiverged, match=r"at step 2: the loss \(nan, at finite parameters\) is not finite"):
+        sampler.step(lambda m, idx: good(m, idx) * float("nan"))

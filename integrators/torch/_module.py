@@ -504,7 +504,16 @@ class ModuleSampler:
         at = int(self.diverged_at)
         if at != NOT_DIVERGED:
             finite = bool(torch.isfinite(self.x).all())
-            raise SamplerDiverged(at, "a parameter" if not finite else "the force or the loss")
+            loss = self._static.get("loss") if self._static else self._last_loss
+            bad_loss = loss is not None and not bool(torch.isfinite(loss).all())
+            # a NaN loss makes the parameters NaN in the same step: when they were finite before that step
+            # (known where every step is checked), the loss is the cause, and is named
+            before = self._before.get("x") if self.config.check_every == 1 else None
+            if bad_loss and (finite or (before is not None and bool(torch.isfinite(before).all()))):
+                what = f"the loss ({float(loss.reshape(-1)[0]):g}, at finite parameters)"
+            else:
+                what = "a parameter" if not finite else "the force or the loss"
+            raise SamplerDiverged(at, what)
 
     def metadata(self) -> dict:
         """The run's metadata.
