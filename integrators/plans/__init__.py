@@ -278,18 +278,54 @@ def kernel_code(plan) -> int:
 
 def force_scale(plan, n_data: int, batch_size: int) -> float:
     """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition).
-    Refuses (``ValueError`` naming the plan) a factor that is not a finite positive real number: a plan's own
-    ``force_scale`` returning -2, "2" or NaN would otherwise sample a wrong posterior or read as a divergence."""
+
+    Parameters
+    ----------
+    plan : str or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+
+    Returns
+    -------
+    float
+        The plan's ``force_scale(n_data, batch_size)``.
+
+    Raises
+    ------
+    ValueError
+        If the plan is unknown, or (naming the plan and the value) its factor is not a finite positive real
+        number: a plan's own ``force_scale`` returning -2, "2" or NaN would otherwise sample a wrong
+        posterior or read as a divergence.
+    """
     p = resolve_plan(plan)
     value = p.force_scale(n_data, batch_size)
     return positive_real(f"plan {p.NAME!r}: force_scale({n_data}, {batch_size})", value)
 
 
 def check_batch_indices(plan, n_data: int, batch_size: int) -> None:
-    """Refuse (``ValueError`` naming the plan, the position and the index) a partition plan whose
-    ``batch_index`` picks no batch of the partition at some position of the run's period: registration
-    checks the rule at a few numbers of batches only, and an index past the last batch is an empty batch
-    (a silent wrong run), a negative one wraps around.  One pure-Python pass over a period."""
+    """Check a partition plan's ``batch_index`` over one period of a run (pure Python, its ``py_func``).
+
+    Registration checks the rule at a few numbers of batches only; at the run's number an index past
+    the last batch is an empty batch (a silent wrong run), a negative one wraps around.
+
+    Parameters
+    ----------
+    plan : str or Plan
+        A registered plan's name or a plan object (any but a partition plan passes).
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+
+    Raises
+    ------
+    ValueError
+        If the plan is unknown, or (naming the plan, the position and the index) ``batch_index(position,
+        N_m)`` is not an integer in ``[0, N_m)`` at some position of the period.
+    """
     p = resolve_plan(plan)
     d = _declared(p)
     if d.rule is None or d.rule.kind != "partition":
@@ -303,8 +339,25 @@ def check_batch_indices(plan, n_data: int, batch_size: int) -> None:
 
 
 def check_for_run(plan, n_data: int, batch_size: int) -> None:
-    """Check what a plan's user code gives for a run of ``n_data`` terms in batches of ``batch_size``
-    (its force scale and, for a partition plan, its batch index over one period), before the run."""
+    """Check what a plan's user code gives for a run, before the run.
+
+    Its force scale (:func:`force_scale`) and, for a partition plan, its batch index over one period
+    (:func:`check_batch_indices`).
+
+    Parameters
+    ----------
+    plan : str or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+
+    Raises
+    ------
+    ValueError
+        Naming the plan, if either check fails.
+    """
     force_scale(plan, n_data, batch_size)
     check_batch_indices(plan, n_data, batch_size)
 

@@ -241,10 +241,31 @@ def check_coefficients(scheme) -> np.ndarray:
 
 
 def run_coefficients(scheme, h: float, gamma: float) -> np.ndarray:
-    """``scheme.coefficients(h, gamma)`` for a run, checked at the run's ``(h, gamma)``: registration checks
-    them at :data:`REPRESENTATIVE_STEPS` only, and a shorter array or a NaN at the run's step alone would run
-    as chains that do not move, or diverge.  ``ValueError`` naming the scheme, ``h`` and ``gamma`` unless a
-    1-D float64 array of finite numbers, as long as the checked ones."""
+    """``scheme.coefficients(h, gamma)`` for a run, checked at the run's ``(h, gamma)``.
+
+    Registration checks them at :data:`REPRESENTATIVE_STEPS` only; a shorter array or a NaN at the
+    run's step alone would run as chains that do not move, or diverge.
+
+    Parameters
+    ----------
+    scheme : Scheme
+        The scheme (or an object with its attributes).
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    numpy.ndarray
+        The coefficients.
+
+    Raises
+    ------
+    ValueError
+        Naming the scheme, ``h`` and ``gamma``, unless they are a 1-D float64 array of finite numbers as
+        long as those checked at registration (or if ``coefficients`` raises).
+    """
     name = getattr(scheme, "NAME", "?")
     seen = _CHECKED.get(id(scheme))
     if seen is None or seen[0] is not scheme or seen[2] is not scheme.coefficients:
