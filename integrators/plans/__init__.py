@@ -331,11 +331,21 @@ def check_batch_indices(plan, n_data: int, batch_size: int) -> None:
     if d.rule is None or d.rule.kind != "partition":
         return
     m = n_batches(n_data, batch_size)
-    for position in range(d.rule.sweeps * m):
-        j = d.rule.batch_index(position, m)
+    bad = _first_bad_index(d.rule.batch_index, d.rule.sweeps, m)
+    if bad is not None:
+        position, j = bad
+        raise ValueError(f"plan {p.NAME!r}: batch_index({position}, {m}) must be an integer in [0, {m}) "
+                         f"(n_data={n_data}, batch_size={batch_size}), got {j!r}")
+
+
+@functools.lru_cache(maxsize=64)  # every chain of an ensemble walks the same rule: one pass per (rule, N_m)
+def _first_bad_index(batch_index, sweeps: int, m: int):
+    """The first ``(position, index)`` of a period at which ``batch_index`` picks no batch of ``m``, or None."""
+    for position in range(sweeps * m):
+        j = batch_index(position, m)
         if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 0 <= j < m:
-            raise ValueError(f"plan {p.NAME!r}: batch_index({position}, {m}) must be an integer in [0, {m}) "
-                             f"(n_data={n_data}, batch_size={batch_size}), got {j!r}")
+            return position, j
+    return None
 
 
 def check_for_run(plan, n_data: int, batch_size: int) -> None:
