@@ -3,14 +3,16 @@ inside a package), checked by :func:`data_sets._layout.check_layout`."""
 
 from __future__ import annotations
 
+import errno
 import numbers
+import os
 import pickle
 import re
 import tokenize
 import zipfile
 import zlib
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import numpy as np
 
@@ -142,7 +144,7 @@ class _CifarUnpickler(pickle.Unpickler):
 def unpickle_batch(path: Path) -> dict:
     """One CIFAR-10 python batch as a dict, or :class:`DataError` naming the file."""
     if not path.exists():
-        raise DataError(f"{path}: file not found")
+        raise _not_found(path)
     try:
         with open_regular(path) as fh:
             batch = _CifarUnpickler(fh, path).load()
@@ -228,13 +230,30 @@ def load_cifar10(folder: str | Path) -> ImageData:
                      CIFAR10.n_classes, f"CIFAR-10 python batches in {folder}")
 
 
+def _eight_bit(path: Path, img):
+    """``img`` with 16-bit grayscale (PIL modes ``I;16*`` and ``I``, 0 to 65535) scaled to 8 bits by 65535:
+    Pillow's convert clips them at 255 instead, a silently white image.  Other wide modes (``F``, an ``I``
+    image beyond 16 bits) are refused, naming the file and its mode."""
+    from PIL import Image
+
+    if img.mode.startswith("I;16") or img.mode == "I":
+        pixels = np.asarray(img).astype(np.int64)
+        if pixels.size and (pixels.min() < 0 or pixels.max() > 65535):
+            raise DataError(f"{path}: image mode {img.mode!r} with values from {pixels.min()} to {pixels.max()}, "
+                            f"beyond 16 bits; save it as 8- or 16-bit grayscale")
+        return Image.fromarray(np.round(pixels * (255 / 65535)).astype(np.uint8), "L")
+    if img.mode == "F" or img.mode.startswith(("F;", "I;")):
+        raise DataError(f"{path}: image mode {img.mode!r} is not read (8-bit, or 16-bit grayscale, images are)")
+    return img
+
+
 def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> np.ndarray:
     from PIL import Image, UnidentifiedImageError
     from PIL.Image import DecompressionBombError  # more pixels than Pillow's limit: refused, never decoded
 
     try:
         with open_regular(path) as fh, Image.open(fh) as img:
-            img = img.convert(mode)
+            img = _eight_bit(path, img).convert(mode)
             if center_crop:
                 side = min(img.size)
                 left, top = (img.size[0] - side) // 2, (img.size[1] - side) // 2
@@ -330,6 +349,11 @@ def load_celeba(folder: str | Path, *, size: int = 64, test_fraction: float = 0.
         if bad is not None:
             raise DataError(f"{attr_path}: line {lineno}: the value of {names[bad]} must be 1 or -1, got "
                             f"{parts[1 + bad]!r}")
+        name = PurePosixPath(parts[0].replace("\\", "/"))
+        if name.is_absolute() or ".." in name.parts or PureWindowsPath(parts[0]).drive:
+            # the image is opened at img_align_celeba/<name>: a name must not lead out of that folder
+            raise DataError(f"{attr_path}: line {lineno}: the file name {parts[0]!r} leaves img_align_celeba/ "
+                            f"(an image's name is a path inside it)")
         is_blond, is_brown = parts[1 + blond] == "1", parts[1 + brown] == "1"
         if is_blond != is_brown:
             files.append(parts[0])
@@ -436,9 +460,22 @@ def medmnist_set(path: str | Path) -> str:
     return MEDMNIST_DEFAULT
 
 
+def _not_found(path: Path) -> DataError:
+    """The error for a path ``exists()`` denies: a symbolic link loop or a dangling link said as such
+    (``Path.exists`` reads both as absent, and "file not found" would send the user looking elsewhere)."""
+    if path.is_symlink():
+        try:
+            os.stat(path)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return DataError(f"{path}: a symbolic link loop (the link leads back to itself)")
+        return DataError(f"{path}: a symbolic link to {os.readlink(path)!r}, which does not exist")
+    return DataError(f"{path}: file not found")
+
+
 def _read_npz(path: Path) -> dict:
     if not path.exists():
-        raise DataError(f"{path}: file not found")
+        raise _not_found(path)
     try:
         fh = open_regular(path)
     except OSError as exc:  # (a fifo in its place would hang np.load)

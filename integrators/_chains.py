@@ -36,7 +36,8 @@ from integrators._result import SampleResult
 from integrators._rng import PATH_STREAM, PLAN_STREAM, STATE_WORDS, VELOCITY_STREAM, lane_normal_matrix, lane_states
 from integrators._spec import RunSpec
 from integrators._user_code import describe, guarded
-from integrators.plans import kernel_code
+from integrators.plans import force_scale, kernel_code
+from integrators.schemes import run_coefficients
 from integrators.targets._force import force_data, lane_force_for
 
 TILE_LANES = 8   # tiles are a multiple of this many chains: every tile's rows start on a cache line
@@ -136,8 +137,8 @@ def prepare(spec: RunSpec) -> _Prepared:
     return _Prepared(
         sampler_kind(module, lane_force_for(target), plan_module), spec, tile, groups,
         Path(gamma, 0.5 * h / spec.path_refine, spec.path_refine, _tiled(path_states, n_tiles, tile)),
-        module.coefficients(h, gamma),
-        PlanState(kernel_code(plan_module), spec.batch_size, plan_module.force_scale(target.n_data, spec.batch_size),
+        run_coefficients(module, h, gamma),  # checked at this run's (h, gamma)
+        PlanState(kernel_code(plan_module), spec.batch_size, force_scale(plan_module, target.n_data, spec.batch_size),
                   _tiled(plan_states, n_tiles, tile)),
         Forces(tdata, spec.box_arrays()), Schedule(spec.n_steps, spec.burn_in, n_keep_stride), x, v, diverged_at,
         observers, obs.n_bins)

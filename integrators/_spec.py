@@ -48,7 +48,7 @@ from integrators._validation import (
     step_over_friction,
     steps,
 )
-from integrators.plans import FULL, kernel_code, resolve_plan
+from integrators.plans import FULL, check_for_run, kernel_code, resolve_plan
 from integrators.schemes import resolve_scheme
 from integrators.targets import Target
 
@@ -179,6 +179,7 @@ class RunSpec:
                 batch_size_for(target, batch_size)
             batch_size = target.n_data
         values["batch_size"] = batch_size_for(target, batch_size, plan=values["plan"].NAME)
+        check_for_run(values["plan"], target.n_data, values["batch_size"])  # its user code, at this run's sizes
         values["divergence_bound"] = divergence_bound_for(target, values["divergence_bound"])
         del values["scheme"], values["plan"]  # kept as given: a registered name, or the object itself
         x0, v0 = values.pop("x0"), values.pop("v0")

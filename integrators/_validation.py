@@ -91,6 +91,34 @@ def positive_float(name, value):
     return value
 
 
+def positive_real(name, value) -> float:
+    """A finite positive real number from user code (a plan's force scale): Python and numpy numbers and
+    0-d arrays, not bools, strings or None (``float("2")`` would pass a string off as a number)."""
+    value = scalar(value)
+    ok = not isinstance(value, bool | np.bool_) and isinstance(value, numbers.Real)
+    number = float(value) if ok and abs(value) < 1e308 else math.nan
+    if not (math.isfinite(number) and number > 0):
+        raise ValueError(f"{name} must be a finite positive real number, got {value!r}")
+    return number
+
+
+def batch_indices(name, value, n_data: int, batch_size: int):
+    """An explicit batch of data indices (a numpy array, a tensor or a list): one dimension of integers in
+    ``[0, n_data)``, non-empty and at most ``batch_size`` long, else ``ValueError`` naming it.  A negative
+    index would pick from the end, an empty or longer batch scale the force wrongly: all silently."""
+    arr = value if hasattr(value, "dtype") and hasattr(value, "shape") else np.asarray(value)
+    kind = str(arr.dtype)
+    if "int" not in kind:  # ("int64", "uint8", "torch.int32"; not bool or float)
+        raise ValueError(f"{name} must hold integer data indices, got dtype {kind}")
+    if len(arr.shape) != 1 or arr.shape[0] == 0 or arr.shape[0] > batch_size:
+        raise ValueError(f"{name} must be one dimension of 1 to batch_size={batch_size} indices, got shape "
+                         f"{tuple(arr.shape)}")
+    low, high = int(arr.min()), int(arr.max())
+    if low < 0 or high >= n_data:
+        raise ValueError(f"{name} holds the index {low if low < 0 else high}, outside [0, n_data={n_data})")
+    return value
+
+
 def int_at_least(name, value, low):
     value = scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):

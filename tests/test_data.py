@@ -170,6 +170,17 @@ def test_celeba_bad_files(tmp_path):
         data.load_celeba(tmp_path / "absent")
 
 
+@pytest.mark.parametrize("name", ["../../../../etc/passwd", "/etc/passwd", "..\\secret.jpg", "a/../../b.jpg"])
+def test_a_celeba_row_naming_a_file_outside_img_align_celeba_is_refused_naming_the_row(tmp_path, name):
+    """The image of a row is opened at img_align_celeba/<name>: ../../../../etc/passwd opened that file."""
+    _write_celeba(tmp_path, [(1, 0), (0, 1)])
+    attrs = tmp_path / CELEBA_ATTRS
+    attrs.write_text(attrs.read_text().replace("000001.jpg", name))
+    with pytest.raises(DataError, match=rf"list_attr_celeba.txt: line 4: the file name {re.escape(repr(name))} "
+                                        rf"leaves img_align_celeba/"):
+        data.load_celeba(tmp_path)
+
+
 def test_celeba_counts_in_messages_are_the_images_and_attributes_listed(tmp_path):
     """Blank lines are no images: the count a message gives is the images listed; a row is held to the
     header's count of attributes, and a bad value is named with its attribute."""
@@ -209,6 +220,35 @@ def test_chest_xray_folders(tmp_path):
         data.load_chest_xray(tmp_path, size=20)
     with pytest.raises(DataError, match="NORMAL: folder not found"):
         data.load_chest_xray(tmp_path / "absent")
+
+
+def test_a_16_bit_grayscale_xray_is_scaled_by_65535_not_clipped(tmp_path):
+    """Pillow's convert("L") clips 16-bit pixels at 255: 97% of a real 16-bit X-ray read as 1.0."""
+    from data_sets._loaders import _eight_bit
+
+    _write_xray(tmp_path)
+    ramp = (np.arange(400).reshape(20, 20) * 163).astype(np.uint16)
+    Image.fromarray(ramp).save(tmp_path / "train" / "NORMAL" / "0.png")  # a 16-bit grayscale PNG
+    (tmp_path / "train" / "NORMAL" / "0.jpeg").unlink()
+    d = data.load_chest_xray(tmp_path, size=20)
+    np.testing.assert_allclose(d.x_train[0, 0], ramp / 65535, atol=1 / 255)
+    # mode "I" (how some Pillow versions open a 16-bit PNG): the same scale; beyond 16 bits refused by name
+    as_i = np.asarray(_eight_bit("x.png", Image.fromarray(ramp.astype(np.int32))), dtype=float)
+    np.testing.assert_allclose(as_i, ramp / 65535 * 255, atol=1)
+    with pytest.raises(DataError, match=r"x.png: image mode 'I' with values from 70000 to 70000, beyond 16 bits"):
+        _eight_bit("x.png", Image.fromarray(np.full((2, 2), 70000, np.int32)))
+
+
+def test_a_medmnist_npz_that_is_a_symbolic_link_loop_is_said_to_be_one(tmp_path):
+    """Path.exists() reads a link loop as absent: "file not found" sent the user looking elsewhere."""
+    loop = tmp_path / "pneumoniamnist.npz"
+    loop.symlink_to(loop)
+    with pytest.raises(DataError, match="pneumoniamnist.npz: a symbolic link loop"):
+        data.load_medmnist(loop)
+    dangling = tmp_path / "bloodmnist.npz"
+    dangling.symlink_to(tmp_path / "gone.npz")
+    with pytest.raises(DataError, match="bloodmnist.npz: a symbolic link to .*gone.npz', which does not exist"):
+        data.load_medmnist(dangling)
 
 
 def test_medmnist_npz(tmp_path):

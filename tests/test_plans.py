@@ -24,6 +24,7 @@ from integrators.plans import (
     n_batches,
     plan_rule,
     register_plan,
+    unregister_plan,
 )
 from integrators.plans._walk import period_batches
 from integrators.targets import GaussianTarget
@@ -267,3 +268,46 @@ def test_a_plan_whose_kind_is_not_a_rule_is_refused_by_name(fields, message):
     full = PLANS["full"]
     with pytest.raises(ValueError, match=f"plan 'bad_kind': {message}"):
         register_plan(Plan("bad_kind", full.outcomes, full.force_scale, full.period, **fields))
+
+
+def _plan_with(name, *, rule=None, scale=None):
+    """A copy of rr with its batch_index or force_scale replaced (user code under test)."""
+    rr = PLANS["rr"]
+    return Plan(name, rr.outcomes, rr.force_scale if scale is None else scale, rr.period,
+                batch_index=rr.batch_index if rule is None else rule, SWEEPS=rr.SWEEPS)
+
+
+def test_a_batch_index_wrong_only_at_the_runs_number_of_batches_is_refused_before_the_run():
+    """Registration checks a rule at 1, 2, 3 and 5 batches; at the run's 4 it returns 1004, an empty batch
+    every fourth step that ran silently: the run's own period is checked, naming plan, position and index."""
+    from integrators._spec import RunSpec
+
+    @nb.njit
+    def wrong_at_four(position, n_batches):
+        return 1004 if n_batches == 4 and position == 3 else position % n_batches
+
+    plan = _plan_with("wrong_at_four", rule=wrong_at_four)
+    register_plan(plan)
+    try:
+        target = GaussianTarget(np.arange(4.0), np.ones(4))
+        with pytest.raises(ValueError, match=r"plan 'wrong_at_four': batch_index\(3, 4\) must be an integer in "
+                                             r"\[0, 4\).*got 1004"):
+            RunSpec(target, "ubu", "wrong_at_four", h=0.1, n_chains=2, n_steps=4, batch_size=1)
+        RunSpec(target, "ubu", "wrong_at_four", h=0.1, n_chains=2, n_steps=4, batch_size=2)  # 2 batches: fine
+        with pytest.raises(ValueError, match=r"plan 'wrong_at_four': batch_index\(3, 4\)"):
+            period_batches(plan, 4, 1)  # the walk of the other backends
+    finally:
+        unregister_plan("wrong_at_four")
+
+
+@pytest.mark.parametrize("value", [-2.0, "2", math.nan, math.inf, 0.0, True, None])
+def test_a_plans_force_scale_that_is_not_a_finite_positive_number_is_refused_by_name(value):
+    """-2 sampled silently, "2" was converted, NaN read as a divergence: each is refused, naming the plan."""
+    from integrators._spec import RunSpec
+
+    plan = _plan_with("odd_scale", scale=lambda n_data, batch_size: value)
+    target = GaussianTarget(np.arange(4.0), np.ones(4))
+    with pytest.raises(ValueError, match=r"plan 'odd_scale': force_scale\(4, 1\) must be a finite positive real"):
+        RunSpec(target, "ubu", plan, h=0.1, n_chains=2, n_steps=4, batch_size=1)
+    with pytest.raises(ValueError, match=r"plan 'odd_scale': force_scale\(4, 2\)"):
+        force_scale(plan, 4, 2)

@@ -216,3 +216,38 @@ def test_every_built_in_scheme_declares_its_update_and_its_reference_comes_from_
     np.testing.assert_array_equal(np.stack(given), np.stack([x, v]))  # the caller's arrays are left as they were
     for a, b in zip(got, (want_x, want_v, want_g), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def _wrong_only_at(h_bad, wrong):
+    """Coefficients of UBU, but ``wrong(coef)`` at step size ``h_bad`` only (none of REPRESENTATIVE_STEPS)."""
+    def coefficients(h, gamma):
+        coef = UBU.coefficients(h, gamma)
+        return wrong(coef) if h == h_bad else coef
+    return coefficients
+
+
+@pytest.mark.parametrize(("wrong", "words"), [
+    (lambda coef: coef[:-1], r"must return a 1-D float64 array of \d+ coefficients"),
+    (lambda coef: coef * np.nan, "returned non-finite coefficients"),
+])
+def test_coefficients_wrong_only_at_the_runs_step_are_refused_naming_scheme_h_and_gamma(wrong, words):
+    """Registration checks coefficients at REPRESENTATIVE_STEPS; a shorter array or NaN at the run's h alone
+    ran as "the chains did not move" or DIVERGED.  They are checked where a run computes them."""
+    from integrators.torch.schemes import torch_step
+
+    scheme = ubu_like("wrong_at_h", _wrong_only_at(0.05, wrong))
+    assert all(h != 0.05 for h, _ in REPRESENTATIVE_STEPS)
+    with pytest.raises(ValueError, match=rf"scheme 'wrong_at_h': coefficients\(h=0.05, gamma=2\) {words}"):
+        sample(ONE_D, scheme, "full", h=0.05, gamma=2.0, n_chains=2, n_steps=3)
+    with pytest.raises(ValueError, match=rf"scheme 'wrong_at_h': coefficients\(h=0.05, gamma=2\) {words}"):
+        # what the torch backends (chains, module, ensemble) read
+        torch_step(Scheme("wrong_at_h", UBU.step, scheme.coefficients, WEAK_ORDER=2.0, STRONG_ORDER=2.0,
+                          UPDATE=UBU.UPDATE)).coefficients(0.05, 2.0)
+
+
+@pytest.mark.parametrize("attr", ["WEAK_ORDER", "STRONG_ORDER"])
+def test_an_infinite_order_is_refused(attr):
+    orders = {"WEAK_ORDER": 2.0, "STRONG_ORDER": 2.0, attr: math.inf}
+    with pytest.raises(ValueError, match=rf"scheme 'infinite': {attr} must be a finite positive number, got inf"):
+        register_scheme(Scheme("infinite", UBU.step, UBU.coefficients, **orders))
+    assert "infinite" not in SCHEMES

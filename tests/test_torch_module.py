@@ -675,3 +675,49 @@ def test_a_loss_fn_that_is_not_a_function_of_model_and_indices_is_refused_naming
         ensemble.step(5)
     with pytest.raises(ValueError, match="loss_fn must take 2 positional arguments"):
         ensemble.step(one_argument)
+
+
+@pytest.mark.parametrize(("batch", "words"), [
+    ([0, -1], r"the explicit batch at step 1 holds the index -1, outside \[0, n_data=12\)"),
+    ([0, 12], r"the explicit batch at step 1 holds the index 12, outside \[0, n_data=12\)"),
+    ([], r"the explicit batch at step 1 must be one dimension of 1 to batch_size=4 indices, got shape \(0,\)"),
+    (list(range(5)), r"the explicit batch at step 1 must be one dimension of 1 to batch_size=4 indices, got shape"),
+    ([0.5, 1.0], r"the explicit batch at step 1 must hold integer data indices, got dtype torch.float"),
+])
+def test_explicit_batches_that_are_not_batches_of_the_data_are_refused_naming_the_step(batch, words):
+    """A negative index picked from the end, an empty or longer batch scaled the force wrongly: all silently."""
+    batch = torch.tensor(batch, dtype=torch.int64 if all(isinstance(i, int) for i in batch) else None)
+    # obabo is first-same-as-last: step 1 reads the priming batch, then its own
+    sampler = ModuleSampler(net_with(), config(scheme="obabo"), batches=[torch.tensor([0, 1, 2, 3]), batch])
+    with pytest.raises(ValueError, match=words):
+        sampler.step(loss_fn())
+
+
+@pytest.mark.parametrize(("bad", "words"), [
+    (lambda good: lambda m, idx: 1.5, "got float"),
+    (lambda good: lambda m, idx: good(m, idx).reshape(1).expand(3), r"got a tensor of shape \(3,\)"),
+    (lambda good: lambda m, idx: torch.tensor(3), "got a tensor of dtype torch.int64"),
+])
+def test_the_ensemble_sampler_applies_the_module_samplers_loss_contract(bad, words):
+    """A float, a vector or an integer loss gave raw torch.func errors in EnsembleSampler; now ModuleSampler's."""
+    loss = bad(loss_fn())
+    contract = r"loss_fn\(model, indices\) must return a one-element tensor computed from the model's parameters"
+    with pytest.raises(ValueError, match=f"{contract}.*{words}"):
+        ModuleSampler(net_with(), config()).step(loss)
+    with pytest.raises(ValueError, match=f"{contract}.*{words}"):
+        EnsembleSampler(net_with(), config(), 2).step(loss)
+
+
+def test_a_loss_calling_item_is_refused_by_the_ensemble_sampler_naming_the_contract():
+    good = loss_fn()
+    with pytest.raises(ValueError, match=r"must return a one-element tensor .* without \.item\(\)"):
+        EnsembleSampler(net_with(), config(), 2).step(lambda m, idx: good(m, idx) * float(good(m, idx).item() > 0))
+
+
+def test_a_nan_loss_at_finite_parameters_is_named_as_the_loss_not_a_parameter():
+    """The NaN loss made the parameters NaN in the same step, and the divergence read "a parameter"."""
+    good = loss_fn()
+    sampler = ModuleSampler(net_with(), config(scheme="ubu"))
+    sampler.step(good)
+    with pytest.raises(SamplerDiverged, match=r"at step 2: the loss \(nan, at finite parameters\) is not finite"):
+        sampler.step(lambda m, idx: good(m, idx) * float("nan"))

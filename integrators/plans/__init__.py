@@ -46,6 +46,7 @@ import numpy as np
 
 from integrators._disk_cache import disk_cached, njit_cached
 from integrators._rng import PLAN_STREAM, lane_states, lane_uniforms
+from integrators._validation import positive_real
 from integrators.plans._partitions import n_batches  # noqa: F401  (re-exported)
 from integrators.registry import Registry, discover_modules
 
@@ -276,8 +277,110 @@ def kernel_code(plan) -> int:
 
 
 def force_scale(plan, n_data: int, batch_size: int) -> float:
-    """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition)."""
-    return resolve_plan(plan).force_scale(n_data, batch_size)
+    """The factor on a batch's force under a plan (1 for full, ``N_D / N_b`` for iid, ``N_m`` for a partition).
+
+    Parameters
+    ----------
+    plan : str or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+
+    Returns
+    -------
+    float
+        The plan's ``force_scale(n_data, batch_size)``.
+
+    Raises
+    ------
+    ValueError
+        If the plan is unknown, or (naming the plan and the value) its factor is not a finite positive real
+        number: a plan's own ``force_scale`` returning -2, "2" or NaN would otherwise sample a wrong
+        posterior or read as a divergence.
+    """
+    p = resolve_plan(plan)
+    value = p.force_scale(n_data, batch_size)
+    return positive_real(f"plan {p.NAME!r}: force_scale({n_data}, {batch_size})", value)
+
+
+def check_batch_indices(plan, n_data: int, batch_size: int) -> None:
+    """Check a partition plan's ``batch_index`` over one period of a run (pure Python, its ``py_func``).
+
+    Registration checks the rule at a few numbers of batches only; at the run's number an index past
+    the last batch is an empty batch (a silent wrong run), a negative one wraps around.  A period longer
+    than :data:`MAX_CHECKED` positions is checked at its first and last ``MAX_CHECKED / 2``; the built-in
+    rules (rr, sms) are not checked (they are tested).
+
+    Parameters
+    ----------
+    plan : str or Plan
+        A registered plan's name or a plan object (any but a partition plan passes).
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+
+    Raises
+    ------
+    ValueError
+        If the plan is unknown, or (naming the plan, the position and the index) ``batch_index(position,
+        N_m)`` is not an integer in ``[0, N_m)`` at some position of the period.
+    """
+    p = resolve_plan(plan)
+    d = _declared(p)
+    if d.rule is None or d.rule.kind != "partition":
+        return
+    if any(d.numba_index is built_in.batch_index for built_in in _PARTITIONS.values()):
+        return  # the kernel's own rules, tested at every size (a period of 2e11 steps is checked by no pass)
+    m = n_batches(n_data, batch_size)
+    bad = _first_bad_index(d.rule.batch_index, d.rule.sweeps, m)
+    if bad is not None:
+        position, j = bad
+        raise ValueError(f"plan {p.NAME!r}: batch_index({position}, {m}) must be an integer in [0, {m}) "
+                         f"(n_data={n_data}, batch_size={batch_size}), got {j!r}")
+
+
+MAX_CHECKED = 2**21  # positions of a period check_batch_indices calls batch_index at (about a second)
+
+
+@functools.lru_cache(maxsize=64)  # every chain of an ensemble walks the same rule: one pass per (rule, N_m)
+def _first_bad_index(batch_index, sweeps: int, m: int):
+    """The first ``(position, index)`` of a period at which ``batch_index`` picks no batch of ``m``, or None."""
+    period = sweeps * m
+    # a period beyond MAX_CHECKED positions: its first and last halves of that many (the rule's edges)
+    half = MAX_CHECKED // 2
+    positions = range(period) if period <= MAX_CHECKED else [*range(half), *range(period - half, period)]
+    for position in positions:
+        j = batch_index(position, m)
+        if isinstance(j, bool) or not isinstance(j, int | np.integer) or not 0 <= j < m:
+            return position, j
+    return None
+
+
+def check_for_run(plan, n_data: int, batch_size: int) -> None:
+    """Check what a plan's user code gives for a run, before the run.
+
+    Its force scale (:func:`force_scale`) and, for a partition plan, its batch index over one period
+    (:func:`check_batch_indices`).
+
+    Parameters
+    ----------
+    plan : str or Plan
+        A registered plan's name or a plan object.
+    n_data : int
+        Number of data terms ``N_D``.
+    batch_size : int
+        Batch size ``N_b``.
+
+    Raises
+    ------
+    ValueError
+        Naming the plan, if either check fails.
+    """
+    force_scale(plan, n_data, batch_size)
+    check_batch_indices(plan, n_data, batch_size)
 
 
 def period(plan, n_data: int, batch_size: int) -> int:

@@ -14,7 +14,7 @@ The randomness comes from the caller, so each backend keeps its own streams and 
 
 from __future__ import annotations
 
-from integrators.plans import n_batches, plan_rule
+from integrators.plans import check_batch_indices, n_batches, plan_rule
 
 
 def cut(permutation, batch_size: int) -> list:
@@ -32,6 +32,7 @@ class PlanWalk:
     def __init__(self, plan, n_data: int, batch_size: int, *, everything=None, indices=None, permutation=None,
                  cut=cut):
         self.rule = plan_rule(plan)
+        check_batch_indices(plan, n_data, batch_size)  # a list would wrap a negative index round silently
         self.n_data, self.batch_size = n_data, batch_size
         self.everything, self.indices, self.permutation, self.cut = everything, indices, permutation, cut
         self.m = n_batches(n_data, batch_size)

@@ -50,6 +50,7 @@ changes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,6 +240,52 @@ def check_coefficients(scheme) -> np.ndarray:
     return first
 
 
+def run_coefficients(scheme, h: float, gamma: float) -> np.ndarray:
+    """``scheme.coefficients(h, gamma)`` for a run, checked at the run's ``(h, gamma)``.
+
+    Registration checks them at :data:`REPRESENTATIVE_STEPS` only; a shorter array or a NaN at the
+    run's step alone would run as chains that do not move, or diverge.
+
+    Parameters
+    ----------
+    scheme : Scheme
+        The scheme (or an object with its attributes).
+    h : float
+        The step size.
+    gamma : float
+        The friction.
+
+    Returns
+    -------
+    numpy.ndarray
+        The coefficients.
+
+    Raises
+    ------
+    ValueError
+        Naming the scheme, ``h`` and ``gamma``, unless they are a 1-D float64 array of finite numbers as
+        long as those checked at registration (or if ``coefficients`` raises).
+    """
+    name = getattr(scheme, "NAME", "?")
+    seen = _CHECKED.get(id(scheme))
+    if seen is None or seen[0] is not scheme or seen[2] is not scheme.coefficients:
+        seen = (scheme, getattr(scheme, "step", None), scheme.coefficients, check_coefficients(scheme), False)
+        _CHECKED[id(scheme)] = seen
+    size = seen[3].size
+    call = f"scheme {name!r}: coefficients(h={h:g}, gamma={gamma:g})"
+    try:
+        coef = scheme.coefficients(h, gamma)
+    except Exception as exc:
+        raise ValueError(f"{call} raised {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(coef, np.ndarray) and coef.dtype == np.float64 and coef.ndim == 1 and coef.size == size):
+        h0, gamma0 = REPRESENTATIVE_STEPS[0]
+        raise ValueError(f"{call} must return a 1-D float64 array of {size} coefficients (as at h={h0:g}, "
+                         f"gamma={gamma0:g}), got {_describe(coef)}")
+    if not np.all(np.isfinite(coef)):
+        raise ValueError(f"{call} returned non-finite coefficients {coef!r}")
+    return coef
+
+
 def check_step_reads(scheme, coef: np.ndarray) -> None:
     """Check that the scheme's ``step`` reads no coefficient past the end of ``coef`` (else ``ValueError``).
 
@@ -289,8 +336,9 @@ _BUILT_IN = tuple(module.SCHEME for module in discover_modules(__name__, ("SCHEM
 def _check_scheme(scheme) -> None:
     for attr in ("WEAK_ORDER", "STRONG_ORDER"):
         value = getattr(scheme, attr)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-            raise ValueError(f"scheme {scheme.NAME!r}: {attr} must be a positive number, got {value!r}")
+        # (inf is no order: a table or a convergence check would take any error as within it)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (value > 0 and math.isfinite(value)):
+            raise ValueError(f"scheme {scheme.NAME!r}: {attr} must be a finite positive number, got {value!r}")
     if scheme.step is None and not callable(getattr(scheme, "TORCH_STEP", None)) \
             and getattr(scheme, "UPDATE", None) is None:
         raise ValueError(f"scheme {scheme.NAME!r}: step is None, so it needs a TORCH_STEP or an UPDATE (a scheme "

@@ -23,6 +23,7 @@ from integrators._backends import Torch
 from integrators._result import SampleResult
 from integrators._rng import PATH_STREAM, PLAN_STREAM, VELOCITY_STREAM  # one list of stream kinds, both backends
 from integrators._spec import RunSpec
+from integrators.plans import force_scale
 from integrators.torch._bounce import make_reflect
 from integrators.torch._divergence import mark_divergence
 from integrators.torch._plans import ChainPlan
@@ -309,7 +310,7 @@ def run_spec(spec: RunSpec, *, noise=None, batches=None) -> SampleResult:
                                compile=backend).next
     coef = tuple(float(c) for c in module.coefficients(spec.h, spec.gamma))
     _run_tensor_step(spec, module, force_of, reflect, run.x, run.v, run.obs, next_batch,
-                     spec.plan_module.force_scale(target.n_data, spec.batch_size), coef,
+                     force_scale(spec.plan_module, target.n_data, spec.batch_size), coef,
                      pair_factors(spec.gamma, spec.h), run.path, noise=run.noise, backend=backend)
     return _result(spec, run, f"torch step ({tensor_step_because})")
 

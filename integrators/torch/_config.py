@@ -28,7 +28,7 @@ from integrators._validation import (
     optional,
     step_over_friction,
 )
-from integrators.plans import force_scale, plan_rule
+from integrators.plans import check_for_run, force_scale, plan_rule
 from integrators.torch._graph import GRAPH, graph_refusal
 from integrators.torch.schemes import torch_step
 
@@ -207,6 +207,7 @@ class SamplerConfig:
         step_over_friction(self.h, self.gamma)  # the rule every backend applies
         if self.batch_size is not None or plan_rule(self.plan).kind != "full":
             batch_size_for(self.n_data, self.batch_size, plan=self.plan)
+        check_for_run(self.plan, self.n_data, self.effective_batch_size)  # its user code, at this run's sizes
         if self.control_variate and self.localization is None:
             raise ValueError("control_variate needs a reference point: give localization (its x_star)")
         refused = graph_refusal(self.graph, schedule=self.schedule, control_variate=self.control_variate)
@@ -237,6 +238,24 @@ class SamplerConfig:
     def scale(self) -> float:
         """The plan's force scale for ``n_data`` and the effective batch size (``N_m`` for partitions)."""
         return force_scale(self.plan, self.n_data, self.effective_batch_size)
+
+
+def checked_loss(loss, *, tracked: bool = True):
+    """``loss`` as a 0-d tensor if it keeps the loss contract (:data:`LOSS_FN_FORM`), else ``ValueError``:
+    one message for ModuleSampler and EnsembleSampler.  ``tracked=False`` under ``torch.func`` transforms,
+    where ``requires_grad`` does not say whether the loss depends on the parameters."""
+    if not isinstance(loss, torch.Tensor):
+        got = type(loss).__name__
+    elif loss.numel() != 1:
+        got = f"a tensor of shape {tuple(loss.shape)}"
+    elif not loss.dtype.is_floating_point:
+        got = f"a tensor of dtype {loss.dtype} (a loss is real)"
+    elif tracked and not loss.requires_grad:
+        got = "a tensor that does not depend on the parameters"
+    else:
+        return loss.reshape(())
+    raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the model's "
+                     f"parameters (the summed loss of the batch), got {got}")
 
 
 def prior_precisions(named_params, prior, frozen=()) -> list[float]:

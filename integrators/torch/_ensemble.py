@@ -30,9 +30,16 @@ import torch
 from torch.func import functional_call, grad_and_value, replace_all_batch_norm_modules_, vmap
 
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
-from integrators._validation import callable_taking, int_at_least
+from integrators._validation import callable_taking, int_at_least, one_line
 from integrators.seeds import derive
-from integrators.torch._config import LOSS_FN_FORM, SamplerConfig, auto_chains, check_sampler_fits, run_metadata
+from integrators.torch._config import (
+    LOSS_FN_FORM,
+    SamplerConfig,
+    auto_chains,
+    check_sampler_fits,
+    checked_loss,
+    run_metadata,
+)
 from integrators.torch._flat import FlatParameters
 from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import chain_streams, check_finite_input, quadratic_terms, record_divergence
@@ -137,11 +144,16 @@ class EnsembleSampler:
             def net(*inputs):
                 return functional_call(self.model, (params, self.buffers), inputs)
 
-            return loss_fn(net, batch)
+            return checked_loss(loss_fn(net, batch), tracked=False)  # ModuleSampler's contract, its words
 
         try:
             grads, losses = vmap(grad_and_value(single))(x, idx)
         except RuntimeError as exc:
+            if ".item()" in str(exc):  # vmap cannot read one chain's number: the loss must stay a tensor
+                raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the "
+                                 f"model's parameters (the summed loss of the batch), without .item() or "
+                                 f"control flow on tensor values (under vmap they read no number); "
+                                 f"{one_line(exc, limit=120)}") from exc
             if "random" not in str(exc):
                 raise
             raise ValueError(f"the model or loss_fn draws random numbers (dropout in training mode?): under vmap "

@@ -57,8 +57,15 @@ import torch
 
 from integrators._divergence import NOT_DIVERGED, SamplerDiverged
 from integrators._options import CyclicalSchedule, Localization
-from integrators._validation import callable_taking
-from integrators.torch._config import LOSS_FN_FORM, SamplerConfig, check_sampler_fits, run_metadata, weights_prior
+from integrators._validation import batch_indices, callable_taking
+from integrators.torch._config import (
+    LOSS_FN_FORM,
+    SamplerConfig,
+    check_sampler_fits,
+    checked_loss,
+    run_metadata,
+    weights_prior,
+)
 from integrators.torch._flat import FlatParameters
 from integrators.torch._graph import StepReplay, graph_enabled, static_step
 from integrators.torch._posterior_terms import (
@@ -113,7 +120,8 @@ class ModuleSampler:
         A seeded generator on the parameters' device for the path noise (default: one seeded
         with ``config.seed``); the batches are drawn from a second generator seeded from it.
     batches : iterable of torch.Tensor or None, default None
-        Explicit batch indices replacing the plan's draws (for tests).
+        Explicit batch indices replacing the plan's draws (for tests): each 1 to ``batch_size`` integers in
+        ``[0, n_data)``, checked as it is used.
     noise : iterable of (dW, J) or None, default None
         Explicit path pairs of shape ``(2, P)`` each, replacing the generator's (for tests).
     v0 : torch.Tensor or array_like or None, default None
@@ -151,6 +159,7 @@ class ModuleSampler:
         self.module = torch_step(config.scheme)
         self.normals, plan = chain_streams(config, self.params, config.seed, generator)
         self._batches: Iterator = iter(batches) if batches is not None else plan
+        self._explicit_batches = batches is not None  # checked as they come (they may be a generator)
         self._noise = iter(noise) if noise is not None else None
         self.terms = quadratic_terms(config, self.params, self.x, outside="the parameters lie")
         self.prior, self.curvature, self.shift = self.terms.prior, self.terms.curvature, self.terms.shift
@@ -230,18 +239,7 @@ class ModuleSampler:
             # (on CPU; on CUDA an index beyond the data is a device-side assert torch cannot name)
             raise ValueError(f"loss_fn raised IndexError on batch indices up to {int(batch.max())}: is "
                              f"SamplerConfig.n_data={self.config.n_data} larger than the data? ({exc})") from exc
-        if not isinstance(loss, torch.Tensor):
-            got = type(loss).__name__
-        elif loss.numel() != 1:
-            got = f"a tensor of shape {tuple(loss.shape)}"
-        elif not loss.dtype.is_floating_point:
-            got = f"a tensor of dtype {loss.dtype} (a loss is real)"
-        elif not loss.requires_grad:
-            got = "a tensor that does not depend on the parameters"
-        else:
-            return loss.reshape(())
-        raise ValueError(f"loss_fn(model, indices) must return a one-element tensor computed from the model's "
-                         f"parameters (the summed loss of the batch), got {got}")
+        return checked_loss(loss)
 
     def _gradient(self, loss_fn, loss) -> torch.Tensor:
         """The flat gradient of ``loss``, refused where no parameter received one: a constant that requires
@@ -347,12 +345,17 @@ class ModuleSampler:
         Raises
         ------
         ValueError
-            If an explicit ``batches`` sequence ran out.
+            If an explicit ``batches`` sequence ran out, or its batch is not 1 to ``batch_size`` integer
+            indices in ``[0, n_data)``.
         """
         try:
-            return next(self._batches)
+            batch = next(self._batches)
         except StopIteration:
             raise ValueError(f"the explicit batch sequence ran out at step {self.k + 1}") from None
+        if self._explicit_batches:
+            batch_indices(f"the explicit batch at step {self.k + 1}", batch, self.config.n_data,
+                          self.config.effective_batch_size)
+        return batch
 
     def _path(self, h):
         if self._noise is not None:
@@ -501,7 +504,16 @@ class ModuleSampler:
         at = int(self.diverged_at)
         if at != NOT_DIVERGED:
             finite = bool(torch.isfinite(self.x).all())
-            raise SamplerDiverged(at, "a parameter" if not finite else "the force or the loss")
+            loss = self._static.get("loss") if self._static else self._last_loss
+            bad_loss = loss is not None and not bool(torch.isfinite(loss).all())
+            # a NaN loss makes the parameters NaN in the same step: when they were finite before that step
+            # (known where every step is checked), the loss is the cause, and is named
+            before = self._before.get("x") if self.config.check_every == 1 else None
+            if bad_loss and (finite or (before is not None and bool(torch.isfinite(before).all()))):
+                what = f"the loss ({float(loss.reshape(-1)[0]):g}, at finite parameters)"
+            else:
+                what = "a parameter" if not finite else "the force or the loss"
+            raise SamplerDiverged(at, what)
 
     def metadata(self) -> dict:
         """The run's metadata.

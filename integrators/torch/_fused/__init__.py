@@ -35,8 +35,8 @@ if "triton" not in sys.modules and not torch.cuda.is_available():  # nothing to 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from integrators.plans import SMALL_SHUFFLE, n_batches, plan_rule  # noqa: E402
-from integrators.schemes import FORCE, REFLECT  # noqa: E402
+from integrators.plans import SMALL_SHUFFLE, force_scale, n_batches, plan_rule  # noqa: E402
+from integrators.schemes import FORCE, REFLECT, run_coefficients  # noqa: E402
 from integrators.targets import GaussianTarget  # noqa: E402
 from integrators.targets._force import force_data  # noqa: E402
 from integrators.torch._fused._kernel import MAX_MOVES, N_COEF, PARAMS, chain_kernel, no_move  # noqa: E402
@@ -206,8 +206,8 @@ def launch_of(specs, xs, vs, observers, path_keys, plan_keys, *, block: int | No
     rows = []
     for s, o in zip(specs, observers, strict=True):
         bound = float("inf") if o.bound is None else float(o.bound)
-        coef = (list(declared.coefficients(s.h, s.gamma)) + [0.0] * N_COEF)[:N_COEF]
-        scale = float(s.plan_module.force_scale(n_data, s.batch_size))
+        coef = (list(run_coefficients(declared, s.h, s.gamma)) + [0.0] * N_COEF)[:N_COEF]
+        scale = force_scale(s.plan_module, n_data, s.batch_size)
         values = dict(zip(PARAMS, coef + list(pair_factors(s.gamma, s.h)) + [scale, bound, lo, hi,
                                                                                n_bins / (hi - lo)], strict=True))
         rows.append([float(values[p]) for p in PARAMS])

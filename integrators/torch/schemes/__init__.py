@@ -24,7 +24,7 @@ from types import SimpleNamespace
 
 import integrators.schemes as _numba_schemes
 from integrators.registry import discover_modules
-from integrators.schemes import FORCE, REFLECT, SCHEMES, move_coefficients
+from integrators.schemes import FORCE, REFLECT, SCHEMES, move_coefficients, run_coefficients
 
 
 def tensor_step(update: tuple):
@@ -106,7 +106,7 @@ class TorchScheme:
         numpy.ndarray
             Its ``coefficients(h, gamma)``.
         """
-        return self.declared.coefficients(h, gamma)
+        return run_coefficients(self.declared, h, gamma)  # checked at this (h, gamma), by the scheme's name
 
 
 # each built-in scheme's tensor step, from the scheme itself, not the registry's entry of that name:
