@@ -230,7 +230,7 @@ def load_cifar10(folder: str | Path) -> ImageData:
                      CIFAR10.n_classes, f"CIFAR-10 python batches in {folder}")
 
 
-def _eight_bit(path: Path, img):
+def eight_bit(path: Path, img):
     """``img`` with 16-bit grayscale (PIL modes ``I;16*`` and ``I``, 0 to 65535) scaled to 8 bits by 65535:
     Pillow's convert clips them at 255 instead, a silently white image.  Other wide modes (``F``, an ``I``
     image beyond 16 bits) are refused, naming the file and its mode."""
@@ -253,7 +253,7 @@ def _read_image(path: Path, size: int, mode: str, center_crop: bool = False) -> 
 
     try:
         with open_regular(path) as fh, Image.open(fh) as img:
-            img = _eight_bit(path, img).convert(mode)
+            img = eight_bit(path, img).convert(mode)
             if center_crop:
                 side = min(img.size)
                 left, top = (img.size[0] - side) // 2, (img.size[1] - side) // 2

@@ -224,7 +224,7 @@ def test_chest_xray_folders(tmp_path):
 
 def test_a_16_bit_grayscale_xray_is_scaled_by_65535_not_clipped(tmp_path):
     """Pillow's convert("L") clips 16-bit pixels at 255: 97% of a real 16-bit X-ray read as 1.0."""
-    from data_sets._loaders import _eight_bit
+    from data_sets._loaders import eight_bit
 
     _write_xray(tmp_path)
     ramp = (np.arange(400).reshape(20, 20) * 163).astype(np.uint16)
@@ -233,10 +233,10 @@ def test_a_16_bit_grayscale_xray_is_scaled_by_65535_not_clipped(tmp_path):
     d = data.load_chest_xray(tmp_path, size=20)
     np.testing.assert_allclose(d.x_train[0, 0], ramp / 65535, atol=1 / 255)
     # mode "I" (how some Pillow versions open a 16-bit PNG): the same scale; beyond 16 bits refused by name
-    as_i = np.asarray(_eight_bit("x.png", Image.fromarray(ramp.astype(np.int32))), dtype=float)
+    as_i = np.asarray(eight_bit("x.png", Image.fromarray(ramp.astype(np.int32))), dtype=float)
     np.testing.assert_allclose(as_i, ramp / 65535 * 255, atol=1)
     with pytest.raises(DataError, match=r"x.png: image mode 'I' with values from 70000 to 70000, beyond 16 bits"):
-        _eight_bit("x.png", Image.fromarray(np.full((2, 2), 70000, np.int32)))
+        eight_bit("x.png", Image.fromarray(np.full((2, 2), 70000, np.int32)))
 
 
 def test_a_medmnist_npz_that_is_a_symbolic_link_loop_is_said_to_be_one(tmp_path):
